@@ -1,0 +1,20 @@
+"""rmqlab — Apache RocketMQ's on-disk message store, byte for byte, in Python.
+
+Layers, bottom to top (data flows one way):
+
+* :mod:`rmqlab.format`  — construct schemas and pure codecs (the single source of truth)
+* :mod:`rmqlab.files`   — memory-mapped files and offset-named file queues
+* :mod:`rmqlab.store`   — CommitLog, ConsumeQueue, IndexFile, checkpoint; ``StoreReader``
+* :mod:`rmqlab.engine`  — the write path: put, dispatch (reput), flush, clean
+* :mod:`rmqlab.recovery` — start-up recovery as RocketMQ does it
+* :mod:`rmqlab.lookup`  — by queue offset, key, time, msgId
+* :mod:`rmqlab.forensics` — hex views, verify, salvage, diff
+* :mod:`rmqlab.cli`, :mod:`rmqlab.widgets`, :mod:`rmqlab.spark` — ways in
+"""
+
+from .config import MessageStoreConfig
+from .errors import RmqlabError, StoreFormatError, StoreLayoutError
+from .store.reader import StoreReader, open_store
+
+__version__ = "0.1.0"
+__all__ = ["MessageStoreConfig", "RmqlabError", "StoreFormatError", "StoreLayoutError", "StoreReader", "open_store"]

@@ -1,0 +1,110 @@
+"""A directory of files named by their start offset (Java ``MappedFileQueue``).
+
+CommitLog and ConsumeQueue directories hold files whose names are the 20-digit,
+zero-padded offset of their first byte.  Every file but the last must have the
+configured size; a zero-length last file is ignored (Java ``MappedFileQueue.load``
+skips it); names must be exactly one file size apart.
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+import re
+from pathlib import Path
+
+from ..errors import StoreLayoutError
+from .mapped_file import MappedFile
+
+_NAME = re.compile(r"^\d{20}$")
+
+
+def file_name_for_offset(offset: int) -> str:
+    """Java ``UtilAll.offset2FileName``: 20 digits, zero-padded."""
+    return f"{offset:020d}"
+
+
+class MappedFileQueue:
+    """Read-only queue of offset-named files.
+
+    ``mapped_file_size`` may be ``None``: it is then inferred from the gap between
+    the first two names, or from the length of a single file.  ``problems`` lists
+    what does not follow the rules (in strict mode the first one is raised).
+    """
+
+    def __init__(self, directory: str | os.PathLike, mapped_file_size: int | None = None, *, strict: bool = True):
+        self.directory = Path(directory)
+        self.problems: list[StoreLayoutError] = []
+        self.ignored: list[Path] = []
+        self.files: list[MappedFile] = []
+        if not self.directory.is_dir():
+            raise StoreLayoutError(self.directory, None, "not a directory")
+        entries = []
+        for p in sorted(self.directory.iterdir()):
+            if p.is_file() and _NAME.match(p.name):
+                entries.append((int(p.name), p))
+            elif p.is_file():
+                self.ignored.append(p)
+        entries.sort()
+        self.mapped_file_size = mapped_file_size or self._infer_size(entries)
+        for i, (start, path) in enumerate(entries):
+            size = path.stat().st_size
+            last = i == len(entries) - 1
+            if last and size == 0:
+                self.ignored.append(path)
+                continue
+            if self.mapped_file_size and size != self.mapped_file_size:
+                self._problem(path, None, f"file is {size} bytes, expected the configured {self.mapped_file_size}", strict)
+            if self.files and start != self.files[-1].file_from_offset + self.mapped_file_size:
+                prev = self.files[-1].file_from_offset
+                self._problem(path, None, f"name says offset {start}, but the previous file starts at {prev} and holds {self.mapped_file_size} bytes", strict)
+            self.files.append(MappedFile(path, start))
+        self._starts = [f.file_from_offset for f in self.files]
+
+    @staticmethod
+    def _infer_size(entries: list[tuple[int, Path]]) -> int | None:
+        if len(entries) >= 2 and entries[1][0] > entries[0][0]:
+            return entries[1][0] - entries[0][0]
+        for _, p in entries:
+            if p.stat().st_size:
+                return p.stat().st_size
+        return None
+
+    def _problem(self, path: Path, offset: int | None, message: str, strict: bool) -> None:
+        err = StoreLayoutError(path, offset, message)
+        if strict:
+            raise err
+        self.problems.append(err)
+
+    # -- lookup -------------------------------------------------------------------------
+    @property
+    def min_offset(self) -> int:
+        return self.files[0].file_from_offset if self.files else 0
+
+    @property
+    def max_file_end(self) -> int:
+        """End offset of the last file's mapping (not the end of the data in it)."""
+        return self.files[-1].file_from_offset + self.files[-1].file_size if self.files else 0
+
+    def find(self, offset: int) -> MappedFile | None:
+        """The file holding ``offset`` (Java ``findMappedFileByOffset``), or ``None``."""
+        i = bisect.bisect_right(self._starts, offset) - 1
+        if i < 0:
+            return None
+        f = self.files[i]
+        if offset < f.file_from_offset + max(f.file_size, self.mapped_file_size or 0):
+            return f
+        return None
+
+    def index_of(self, mapped_file: MappedFile) -> int:
+        return self._starts.index(mapped_file.file_from_offset)
+
+    def close(self) -> None:
+        for f in self.files:
+            f.close()
+
+    def __iter__(self):
+        return iter(self.files)
+
+    def __len__(self) -> int:
+        return len(self.files)

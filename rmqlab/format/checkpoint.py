@@ -1,0 +1,41 @@
+"""checkpoint file layout (spec section 4).
+
+Java: ``org.apache.rocketmq.store.StoreCheckpoint``.  The file is 4096 bytes; the
+fields sit at its start and the rest is zero::
+
+    0  physicMsgTimestamp   int64   store time of the last flushed commitlog record
+    8  logicsMsgTimestamp   int64   ... of the last flushed consume-queue entry
+    16 indexMsgTimestamp    int64   ... of the last flushed index file
+    24 masterFlushedOffset  int64   (5.0+)
+    32 confirmPhyOffset     int64   (5.1.1+)
+
+4.x writes only the first three; a 4.x file reads as 5.x with zeros.
+"""
+
+from __future__ import annotations
+
+from construct import Int64sb, Struct
+
+CHECKPOINT_FILE_SIZE = 4096  # Java OS_PAGE_SIZE mapping of StoreCheckpoint
+
+CheckpointV4 = Struct(
+    "physic_msg_timestamp" / Int64sb * "Java physicMsgTimestamp",
+    "logics_msg_timestamp" / Int64sb * "Java logicsMsgTimestamp",
+    "index_msg_timestamp" / Int64sb * "Java indexMsgTimestamp",
+)
+
+CheckpointV5 = Struct(
+    "physic_msg_timestamp" / Int64sb * "Java physicMsgTimestamp",
+    "logics_msg_timestamp" / Int64sb * "Java logicsMsgTimestamp",
+    "index_msg_timestamp" / Int64sb * "Java indexMsgTimestamp",
+    "master_flushed_offset" / Int64sb * "Java masterFlushedOffset (5.0+)",
+    "confirm_phy_offset" / Int64sb * "Java confirmPhyOffset (5.1.1+)",
+)
+
+#: Java ``StoreCheckpoint.getMinTimestamp``: 3 s of slack for clock jitter.
+MIN_TIMESTAMP_SLACK_MS = 3000
+
+
+def min_timestamp(physic_msg_timestamp: int, logics_msg_timestamp: int) -> int:
+    """Java ``getMinTimestamp``: ``max(0, min(physic, logics) - 3000)``."""
+    return max(0, min(physic_msg_timestamp, logics_msg_timestamp) - MIN_TIMESTAMP_SLACK_MS)

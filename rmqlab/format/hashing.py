@@ -1,0 +1,41 @@
+"""Hashes and checksums RocketMQ puts on disk.
+
+* :func:`java_string_hash` — Java ``String.hashCode()``: used for consume-queue
+  tagsCode (``MessageExtBrokerInner.tagsString2tagsCode``) and index key hashes
+  (``IndexFile.indexKeyHashMethod``).
+* :func:`body_crc` — Java ``UtilAll.crc32``: CRC-32 (IEEE, zlib) with the top bit
+  masked off. Not CRC-32C.
+"""
+
+from __future__ import annotations
+
+import zlib
+
+_INT_MIN = -(1 << 31)
+
+
+def java_string_hash(s: str) -> int:
+    """Java ``String.hashCode()``: ``h = 31*h + c`` over UTF-16 code units, 32-bit wrap."""
+    h = 0
+    data = s.encode("utf-16-be", errors="surrogatepass")
+    for i in range(0, len(data), 2):
+        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
+    return h - (1 << 32) if h & 0x80000000 else h
+
+
+def index_key_hash(key: str) -> int:
+    """Java ``IndexFile.indexKeyHashMethod``: ``abs(hashCode)``, 0 when that overflows."""
+    h = java_string_hash(key)
+    return 0 if h == _INT_MIN else abs(h)
+
+
+def tags_code(tags: str | None) -> int:
+    """Java ``tagsString2tagsCode``: hashCode of the whole TAGS string, 0 without tags."""
+    if not tags:
+        return 0
+    return java_string_hash(tags)
+
+
+def body_crc(body: bytes) -> int:
+    """Java ``UtilAll.crc32(body)``: ``zlib.crc32 & 0x7FFFFFFF``."""
+    return zlib.crc32(body) & 0x7FFFFFFF

@@ -1,0 +1,34 @@
+"""The one door through which construct parses store bytes.
+
+Every schema parse goes through :func:`parse_at`, which turns ``construct``'s errors
+into :class:`~rmqlab.errors.StoreFormatError` carrying the file and the byte offset.
+Compiled parsers are never used here: they skip checks, and these bytes may be damaged.
+"""
+
+from __future__ import annotations
+
+from construct import Construct, ConstructError
+
+from ..errors import StoreFormatError
+
+
+def parse_at(schema: Construct, data, offset: int = 0, length: int | None = None, *, file: str = "<bytes>", what: str = ""):
+    """Parse ``schema`` from ``data[offset:offset+length]``; errors name ``file`` and ``offset``.
+
+    ``length`` bounds the slice (so a lying length field inside cannot read past the
+    record); without it the schema's fixed size is used, or the rest of ``data``.
+    """
+    if length is None:
+        try:
+            length = schema.sizeof()
+        except ConstructError:
+            length = len(data) - offset
+    if offset < 0 or offset + length > len(data):
+        raise StoreFormatError(
+            file, offset, f"{what or 'structure'} needs {length} bytes but only {max(0, len(data) - offset)} are left"
+        )
+    try:
+        return schema.parse(bytes(data[offset : offset + length]))
+    except ConstructError as exc:
+        # construct reports positions inside the slice as "(parsing) -> field"; keep its words
+        raise StoreFormatError(file, offset, f"cannot parse {what or 'structure'}: {exc}") from None

@@ -1,0 +1,146 @@
+"""Lookups (spec section 6): by queue offset, by key, by time, by offset msgId.
+
+Java: ``DefaultMessageStore.getMessage`` / ``queryMessage`` / ``lookMessageByOffset``
+/ ``getOffsetInQueueByTime``.  These work on a :class:`~rmqlab.store.reader.StoreReader`;
+the engine answers lookups through the same functions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+from .errors import StoreFormatError
+from .format.msgid import decode_message_id
+from .format.properties import split_keys
+from .format.record import Record
+from .store.consume_queue import CqEntry
+from .store.index_file import ChainStep, IndexFile
+from .store.reader import StoreReader
+
+LONG_MAX = 2**63 - 1
+
+
+class BoundaryType(str, Enum):
+    """Java ``BoundaryType`` (5.3): which entry to return when times are equal."""
+
+    LOWER = "LOWER"  # the first entry stored at or after the time
+    UPPER = "UPPER"  # the last entry stored at or before the time
+
+
+# -- by queue offset ------------------------------------------------------------------------
+def get_message(store: StoreReader, topic: str, queue_id: int, queue_offset: int) -> tuple[CqEntry, Record]:
+    """The consume-queue entry at ``queue_offset`` and the record it points at."""
+    cq = store.consume_queue(topic, queue_id)
+    lo, hi = cq.valid_range(store.commitlog.min_offset)
+    if not lo <= queue_offset < hi:
+        raise StoreFormatError(cq.directory, None, f"queue offset {queue_offset} is outside [{lo}, {hi}) of {topic}/{queue_id}")
+    entry = cq.get(queue_offset)
+    assert entry is not None
+    return entry, store.commitlog.read(entry.commitlog_offset)
+
+
+def get_messages(store: StoreReader, topic: str, queue_id: int, start: int = 0, max_count: int | None = None, tags_code: int | None = None):
+    """``(entry, record)`` pairs from ``start``; with ``tags_code`` only entries whose
+    consume-queue tagsCode equals it (the broker's tag filter, done on the queue,
+    before the commitlog is read)."""
+    cq = store.consume_queue(topic, queue_id)
+    lo, hi = cq.valid_range(store.commitlog.min_offset)
+    n = 0
+    for q in range(max(lo, start), hi):
+        if max_count is not None and n >= max_count:
+            break
+        e = cq.get(q)
+        if tags_code is not None and e.tags_code != tags_code:
+            continue
+        yield e, store.commitlog.read(e.commitlog_offset)
+        n += 1
+
+
+# -- by key ----------------------------------------------------------------------------------
+@dataclass
+class KeyQueryResult:
+    """What a key lookup found.
+
+    ``raw_offsets`` — Java ``IndexService.queryOffset``: every entry whose hash
+    matched, newest first, collisions included.  ``records`` — the records that
+    really carry the key in ``KEYS`` or ``UNIQ_KEY``, ascending by offset.
+    ``collisions`` — offsets whose hash matched but whose record does not carry it.
+    """
+
+    topic: str
+    key: str
+    raw_offsets: list[int]
+    records: list[Record]
+    collisions: list[int]
+    walk: list[tuple[IndexFile, list[ChainStep]]] = field(default_factory=list, repr=False)
+
+
+def record_has_key(record: Record, topic: str, key: str) -> bool:
+    """Whether ``record`` is indexed under ``topic#key`` (UNIQ_KEY or a KEYS token)."""
+    if record.topic != topic:
+        return False
+    return key == record.uniq_key or key in split_keys(record.keys)
+
+
+def query_by_key(store: StoreReader, topic: str, key: str, max_num: int = 2**31 - 1, begin: int = 0, end: int = LONG_MAX) -> KeyQueryResult:
+    """Look ``topic#key`` up in the index files, newest first, then verify the real key."""
+    walk = store.index.query_steps(topic, key, max_num, begin, end)
+    raw: list[int] = []
+    for _, steps in walk:
+        raw += [s.phy_offset for s in steps if s.hash_matches and s.time_matches][: max(0, max_num - len(raw))]
+    records, collisions = [], []
+    for off in sorted(set(raw)):
+        try:
+            rec = store.commitlog.read(off)
+        except StoreFormatError:
+            collisions.append(off)  # points at nothing readable: not an answer
+            continue
+        (records if record_has_key(rec, topic, key) else collisions).append(rec if record_has_key(rec, topic, key) else off)
+    return KeyQueryResult(topic, key, raw, records, collisions, walk)
+
+
+# -- by msgId --------------------------------------------------------------------------------
+def look_by_msg_id(store: StoreReader, msg_id: str) -> Record:
+    """Java ``viewMessageById``: decode host and offset, read the record there."""
+    host, port, offset = decode_message_id(msg_id)
+    rec = store.commitlog.read(offset)
+    return rec
+
+
+# -- by time ---------------------------------------------------------------------------------
+def offset_by_time(store: StoreReader, topic: str, queue_id: int, timestamp: int, boundary: BoundaryType | str = BoundaryType.LOWER) -> int:
+    """Java ``getOffsetInQueueByTime`` (5.3): binary search on the consume queue,
+    reading each probe's storeTimestamp from the commitlog.
+
+    LOWER: the first offset whose record was stored at or after ``timestamp``
+    (one past the last when none is).  UPPER: the last offset stored at or before
+    it (the minimum when none is).
+    """
+    boundary = BoundaryType(boundary)
+    cq = store.consume_queue(topic, queue_id)
+    lo, hi = cq.valid_range(store.commitlog.min_offset)
+    if hi <= lo:
+        return 0
+
+    def stored_at(q: int) -> int:
+        e = cq.get(q)
+        return store.commitlog.read(e.commitlog_offset, check_crc=False).store_timestamp
+
+    if boundary is BoundaryType.LOWER:
+        a, b = lo, hi  # first q in [lo, hi) with time >= ts
+        while a < b:
+            m = (a + b) // 2
+            if stored_at(m) >= timestamp:
+                b = m
+            else:
+                a = m + 1
+        return a
+    a, b = lo, hi  # first q with time > ts, minus one
+    while a < b:
+        m = (a + b) // 2
+        if stored_at(m) > timestamp:
+            b = m
+        else:
+            a = m + 1
+    return max(lo, a - 1)

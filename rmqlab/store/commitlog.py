@@ -1,0 +1,118 @@
+"""The CommitLog, read side (Java ``CommitLog``).
+
+Walks records in commitlog order across files: a BLANK moves to the next file, a
+zero tail (or a file that is all zeros) ends the log.  ``walk`` reports damage as
+values so callers that must keep going (verify, lenient scans) can; ``iter_records``
+raises at the first damaged record with its file and offset.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Iterator
+
+from ..errors import StoreFormatError
+from ..files import MappedFileQueue
+from ..format.record import Record, RecordError, decode_record
+
+
+class CommitLog:
+    """Read-only CommitLog over ``STORE/commitlog`` (Java ``CommitLog``)."""
+
+    def __init__(self, directory: str | os.PathLike, mapped_file_size: int | None = None, *, strict: bool = True):
+        self.queue = MappedFileQueue(directory, mapped_file_size, strict=strict)
+        self.directory = self.queue.directory
+
+    @property
+    def mapped_file_size(self) -> int | None:
+        return self.queue.mapped_file_size
+
+    @property
+    def min_offset(self) -> int:
+        """Java ``getMinOffset``: start of the first file."""
+        return self.queue.min_offset
+
+    # -- single records -------------------------------------------------------------------
+    def read(self, physical_offset: int, *, check_crc: bool = True) -> Record:
+        """The record at ``physical_offset`` (Java ``lookMessageByOffset``)."""
+        f = self.queue.find(physical_offset)
+        if f is None:
+            raise StoreFormatError(self.directory, physical_offset, "no commitlog file holds this physical offset")
+        rec = decode_record(f.buf, physical_offset - f.file_from_offset, file=str(f.path), file_base=f.file_from_offset, check_crc=check_crc)
+        if rec is None:
+            raise StoreFormatError(f.path, physical_offset - f.file_from_offset, "no record here: the bytes are zero (past the end of the log)")
+        return rec
+
+    def read_bytes(self, physical_offset: int, length: int) -> bytes:
+        f = self.queue.find(physical_offset)
+        if f is None:
+            raise StoreFormatError(self.directory, physical_offset, "no commitlog file holds this physical offset")
+        return f.read(physical_offset - f.file_from_offset, length)
+
+    # -- walking ----------------------------------------------------------------------------
+    def walk(
+        self, start: int | None = None, end: int | None = None, *, check_crc: bool = True, read_body: bool = True
+    ) -> Iterator[Record | RecordError]:
+        """Every record from ``start`` (a record boundary) in commitlog order.
+
+        Yields :class:`Record` (MESSAGE and BLANK) and, at damage, one
+        :class:`RecordError`, after which the walk stops, as RocketMQ's does.
+        A record with a bad CRC is yielded as a Record (``crc_ok`` False): whether
+        that ends the log is recovery's decision.
+        """
+        files = self.queue.files
+        if not files:
+            return
+        start = self.min_offset if start is None else start
+        first = self.queue.find(start)
+        if first is None:
+            return
+        for i in range(self.queue.index_of(first), len(files)):
+            f = files[i]
+            buf = f.buf
+            pos = start - f.file_from_offset if f is first else 0
+            while pos < len(buf):
+                if end is not None and f.file_from_offset + pos >= end:
+                    return
+                try:
+                    rec = decode_record(buf, pos, file=str(f.path), file_base=f.file_from_offset, check_crc=check_crc, read_body=read_body)
+                except RecordError as err:
+                    yield err
+                    return
+                if rec is None:  # zero tail: the end of the log
+                    return
+                yield rec
+                if rec.is_blank:
+                    break
+                pos += rec.total_size
+            else:
+                if len(buf) < (self.mapped_file_size or 0):
+                    return  # a short last file simply ends
+                continue
+
+    def iter_records(
+        self, start: int | None = None, end: int | None = None, *, check_crc: bool = True, include_blank: bool = False, read_body: bool = True
+    ) -> Iterator[Record]:
+        """Records in order; raises :class:`RecordError` (file + offset) at damage."""
+        for item in self.walk(start, end, check_crc=check_crc, read_body=read_body):
+            if isinstance(item, RecordError):
+                raise item
+            if item.is_blank and not include_blank:
+                continue
+            yield item
+
+    def max_offset(self) -> int:
+        """End of the last valid record (Java ``getMaxOffset`` after recovery, in a
+        store that needs none).  Walks the last files only when possible."""
+        end = self.min_offset
+        for item in self.walk(check_crc=False, read_body=False):
+            if isinstance(item, RecordError):
+                break
+            end = item.physical_offset + (item.total_size if not item.is_blank else 0)
+            if item.is_blank:
+                f = self.queue.find(item.physical_offset)
+                end = f.file_from_offset + (self.mapped_file_size or f.file_size)
+        return end
+
+    def close(self) -> None:
+        self.queue.close()

@@ -1,0 +1,191 @@
+"""Open a store root read-only: find every file, learn the sizes, hand out the pieces.
+
+Java counterpart: the loading half of ``DefaultMessageStore`` (``load()`` before
+recovery).  Nothing here writes; evidence stays as it was.
+
+File sizes come, in this order, from the caller's :class:`MessageStoreConfig`, a
+``broker.conf``-style file, or the files themselves (gap between names, file
+length; for index files the length with Java's default 4 entries per slot).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..config import MessageStoreConfig
+from ..errors import StoreFormatError, StoreLayoutError
+from ..format.indexfile import INDEX_HEADER_SIZE, index_file_size
+from .checkpoint import Checkpoint, read_checkpoint
+from .commitlog import CommitLog
+from .consume_queue import ConsumeQueue
+from .index_file import IndexService
+
+# Java: StorePathConfigHelper
+COMMITLOG_DIR = "commitlog"
+CONSUMEQUEUE_DIR = "consumequeue"
+INDEX_DIR = "index"
+CHECKPOINT_FILE = "checkpoint"
+ABORT_FILE = "abort"
+LOCK_FILE = "lock"
+CONFIG_DIR = "config"
+
+
+def infer_index_sizes(file_size: int) -> tuple[int, int]:
+    """``(maxHashSlotNum, maxIndexNum)`` from an index file's length, assuming
+    Java's default of 4 entries per slot (``40 + 84·slots``)."""
+    body = file_size - INDEX_HEADER_SIZE
+    if body <= 0 or body % 84:
+        raise StoreLayoutError(
+            "<index>", None, f"cannot infer maxHashSlotNum/maxIndexNum from a {file_size}-byte index file; pass them (--max-hash-slot-num, --max-index-num)"
+        )
+    slots = body // 84
+    return slots, slots * 4
+
+
+@dataclass
+class QueueId:
+    topic: str
+    queue_id: int
+
+    def __str__(self) -> str:
+        return f"{self.topic}/{self.queue_id}"
+
+
+class StoreReader:
+    """A store root opened read-only.
+
+    ``config`` sizes win; settings it leaves at ``None`` in ``overrides`` are
+    inferred.  ``strict`` makes layout problems (wrong file sizes, gaps between
+    names) errors; otherwise they are collected in :attr:`problems`.
+    """
+
+    def __init__(
+        self,
+        root: str | os.PathLike,
+        config: MessageStoreConfig | None = None,
+        *,
+        config_file: str | os.PathLike | None = None,
+        strict: bool = True,
+    ):
+        self.root = Path(root)
+        if not self.root.is_dir():
+            raise StoreLayoutError(self.root, None, "store root is not a directory")
+        if not (self.root / COMMITLOG_DIR).is_dir():
+            raise StoreLayoutError(self.root, None, f"no {COMMITLOG_DIR}/ directory: this is not a RocketMQ store root")
+        explicit = config is not None or config_file is not None
+        if config_file is not None:
+            config = MessageStoreConfig.from_properties(config_file)
+        self.config_explicit = explicit
+        self.strict = strict
+        cfg = config or MessageStoreConfig()
+        self.problems: list[StoreFormatError] = []
+        self.commitlog = CommitLog(self.root / COMMITLOG_DIR, cfg.mapped_file_size_commit_log if explicit else None, strict=strict)
+        self.problems += self.commitlog.queue.problems
+        # settle the sizes this store actually uses
+        index_sizes = (cfg.max_hash_slot_num, cfg.max_index_num)
+        if not explicit:
+            first_index = next((p for p in sorted((self.root / INDEX_DIR).glob("*")) if p.is_file()), None) if (self.root / INDEX_DIR).is_dir() else None
+            if first_index is not None:
+                index_sizes = infer_index_sizes(first_index.stat().st_size)
+        self.config = cfg.replace(
+            store_path_root_dir=str(self.root),
+            mapped_file_size_commit_log=self.commitlog.mapped_file_size or cfg.mapped_file_size_commit_log,
+            max_hash_slot_num=index_sizes[0],
+            max_index_num=index_sizes[1],
+        )
+        self._cq_size_explicit = cfg.mapped_file_size_consume_queue if explicit else None
+        self._consume_queues: dict[tuple[str, int], ConsumeQueue] = {}
+        self._index: IndexService | None = None
+
+    # -- pieces -----------------------------------------------------------------------------
+    @property
+    def index(self) -> IndexService:
+        if self._index is None:
+            self._index = IndexService(self.root / INDEX_DIR, self.config.max_hash_slot_num, self.config.max_index_num)
+        return self._index
+
+    def queue_ids(self) -> list[QueueId]:
+        """Every ``consumequeue/<topic>/<queueId>`` directory, sorted."""
+        base = self.root / CONSUMEQUEUE_DIR
+        out = []
+        if base.is_dir():
+            for t in sorted(base.iterdir()):
+                if not t.is_dir():
+                    continue
+                for q in sorted(t.iterdir(), key=lambda p: (not p.name.isdigit(), int(p.name) if p.name.isdigit() else 0, p.name)):
+                    if q.is_dir() and q.name.isdigit():
+                        out.append(QueueId(t.name, int(q.name)))
+        return out
+
+    def consume_queue(self, topic: str, queue_id: int) -> ConsumeQueue:
+        key = (topic, queue_id)
+        cq = self._consume_queues.get(key)
+        if cq is None:
+            d = self.root / CONSUMEQUEUE_DIR / topic / str(queue_id)
+            if not d.is_dir():
+                raise StoreLayoutError(d, None, f"no consume queue for {topic}/{queue_id}")
+            cq = ConsumeQueue(d, topic, queue_id, self._cq_size_explicit, strict=self.strict)
+            self.problems += cq.queue.problems
+            self._consume_queues[key] = cq
+        return cq
+
+    def checkpoint(self) -> Checkpoint | None:
+        p = self.root / CHECKPOINT_FILE
+        return read_checkpoint(p) if p.exists() else None
+
+    # -- state files --------------------------------------------------------------------------
+    @property
+    def abort_exists(self) -> bool:
+        """Java ``isTempFileExist``: the last exit was not clean."""
+        return (self.root / ABORT_FILE).exists()
+
+    def abort_content(self) -> str | None:
+        p = self.root / ABORT_FILE
+        if not p.exists():
+            return None
+        return p.read_bytes().decode("utf-8", errors="replace")
+
+    def lock_state(self) -> str:
+        """``absent``, ``free`` or ``held`` (another process holds the OS lock on byte 0)."""
+        p = self.root / LOCK_FILE
+        if not p.exists():
+            return "absent"
+        try:
+            import fcntl
+
+            with open(p, "rb") as fh:
+                try:
+                    fcntl.lockf(fh, fcntl.LOCK_SH | fcntl.LOCK_NB, 1, 0)
+                except OSError:
+                    return "held"
+                fcntl.lockf(fh, fcntl.LOCK_UN, 1, 0)
+        except (ImportError, OSError):
+            return "unknown"
+        return "free"
+
+    def config_files(self) -> list[Path]:
+        d = self.root / CONFIG_DIR
+        return sorted(p for p in d.iterdir() if p.is_file()) if d.is_dir() else []
+
+    def expected_index_file_size(self) -> int:
+        return index_file_size(self.config.max_hash_slot_num, self.config.max_index_num)
+
+    def close(self) -> None:
+        self.commitlog.close()
+        for cq in self._consume_queues.values():
+            cq.close()
+        if self._index is not None:
+            self._index.close()
+
+    def __enter__(self) -> "StoreReader":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def open_store(root: str | os.PathLike, config: MessageStoreConfig | None = None, **kwargs) -> StoreReader:
+    """Open a store root read-only (see :class:`StoreReader`)."""
+    return StoreReader(root, config, **kwargs)
