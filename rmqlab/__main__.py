@@ -1,0 +1,7 @@
+"""``python -m rmqlab`` is the ``rmqlab`` command."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())
