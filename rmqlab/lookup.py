@@ -96,7 +96,10 @@ def query_by_key(store: StoreReader, topic: str, key: str, max_num: int = 2**31 
         except StoreFormatError:
             collisions.append(off)  # points at nothing readable: not an answer
             continue
-        (records if record_has_key(rec, topic, key) else collisions).append(rec if record_has_key(rec, topic, key) else off)
+        if record_has_key(rec, topic, key):
+            records.append(rec)
+        else:
+            collisions.append(off)
     return KeyQueryResult(topic, key, raw, records, collisions, walk)
 
 

@@ -28,8 +28,8 @@ CheckpointV5 = Struct(
     "physic_msg_timestamp" / Int64sb * "Java physicMsgTimestamp",
     "logics_msg_timestamp" / Int64sb * "Java logicsMsgTimestamp",
     "index_msg_timestamp" / Int64sb * "Java indexMsgTimestamp",
-    "master_flushed_offset" / Int64sb * "Java masterFlushedOffset (5.0+)",
-    "confirm_phy_offset" / Int64sb * "Java confirmPhyOffset (5.1.1+)",
+    "master_flushed_offset" / Int64sb * "Java masterFlushedOffset: (5.0+)",
+    "confirm_phy_offset" / Int64sb * "Java confirmPhyOffset: (5.1.1+)",
 )
 
 #: Java ``StoreCheckpoint.getMinTimestamp``: 3 s of slack for clock jitter.

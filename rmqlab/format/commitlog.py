@@ -156,7 +156,7 @@ MessageRecord = Struct(
 
 #: The end-of-file filler (Java: CommitLog BLANK_MAGIC_CODE record).
 BlankRecord = Struct(
-    "total_size" / Int32sb * "bytes from here to the end of the file",
+    "total_size" / Int32sb * "Java totalSize: bytes from here to the end of the file",
     "magic" / Const(MAGIC_BLANK, Int32ub) * "Java BLANK_MAGIC_CODE",
 )
 

@@ -11,6 +11,7 @@ length; for index files the length with Java's default 4 entries per slot).
 from __future__ import annotations
 
 import os
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,13 +33,13 @@ LOCK_FILE = "lock"
 CONFIG_DIR = "config"
 
 
-def infer_index_sizes(file_size: int) -> tuple[int, int]:
+def infer_index_sizes(file_size: int, path: str | os.PathLike = "<index>") -> tuple[int, int]:
     """``(maxHashSlotNum, maxIndexNum)`` from an index file's length, assuming
     Java's default of 4 entries per slot (``40 + 84·slots``)."""
     body = file_size - INDEX_HEADER_SIZE
     if body <= 0 or body % 84:
         raise StoreLayoutError(
-            "<index>", None, f"cannot infer maxHashSlotNum/maxIndexNum from a {file_size}-byte index file; pass them (--max-hash-slot-num, --max-index-num)"
+            path, None, f"cannot infer maxHashSlotNum/maxIndexNum from this {file_size}-byte index file; pass them (--max-hash-slot-num, --max-index-num)"
         )
     slots = body // 84
     return slots, slots * 4
@@ -86,9 +87,7 @@ class StoreReader:
         # settle the sizes this store actually uses
         index_sizes = (cfg.max_hash_slot_num, cfg.max_index_num)
         if not explicit:
-            first_index = next((p for p in sorted((self.root / INDEX_DIR).glob("*")) if p.is_file()), None) if (self.root / INDEX_DIR).is_dir() else None
-            if first_index is not None:
-                index_sizes = infer_index_sizes(first_index.stat().st_size)
+            index_sizes = self._infer_index_sizes() or index_sizes
         self.config = cfg.replace(
             store_path_root_dir=str(self.root),
             mapped_file_size_commit_log=self.commitlog.mapped_file_size or cfg.mapped_file_size_commit_log,
@@ -98,6 +97,18 @@ class StoreReader:
         self._cq_size_explicit = cfg.mapped_file_size_consume_queue if explicit else None
         self._consume_queues: dict[tuple[str, int], ConsumeQueue] = {}
         self._index: IndexService | None = None
+
+    def _infer_index_sizes(self) -> tuple[int, int] | None:
+        """From the most common index file length (one damaged file must not decide)."""
+        d = self.root / INDEX_DIR
+        if not d.is_dir():
+            return None
+        sizes = Counter(p.stat().st_size for p in d.iterdir() if p.is_file() and p.name.isdigit())
+        if not sizes:
+            return None
+        size = sizes.most_common(1)[0][0]
+        example = next(p for p in sorted(d.iterdir()) if p.is_file() and p.stat().st_size == size)
+        return infer_index_sizes(size, example)
 
     # -- pieces -----------------------------------------------------------------------------
     @property

@@ -1,0 +1,34 @@
+# The two commands a new user runs (see README): `make demo` and `make test`.
+# Both create .venv and install rmqlab with everything it needs on first use.
+
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-stamp
+
+.PHONY: demo test java lab bench clean-venv
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+# Spark needs Java 17+: find it, or install it where we can, or say what to do.
+java:
+	@bash scripts/ensure-java.sh
+
+demo: $(STAMP)
+	$(BIN)/rmqlab demo
+
+test: $(STAMP) java
+	PYSPARK_PYTHON=$(abspath $(BIN)/python) $(BIN)/python -m pytest
+
+lab: $(STAMP)
+	$(BIN)/jupyter lab notebooks/
+
+bench: $(STAMP)
+	for b in bench/bench_*.py; do $(BIN)/python $$b || exit 1; done
+
+clean-venv:
+	rm -rf $(VENV)

@@ -1,0 +1,64 @@
+"""``rmqlab info STORE`` — files, sizes, offset ranges, counts, checkpoint, abort/lock state."""
+
+from __future__ import annotations
+
+import argparse
+
+from ..render.text import fmt_time, short
+from ..store.summary import summarize
+from .common import add_store_options, open_from_args, print_json
+
+
+def add_parser(sub) -> argparse.ArgumentParser:
+    p = sub.add_parser("info", help="what is in a store", description=__doc__)
+    add_store_options(p)
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--no-scan", action="store_true", help="do not walk the commitlog (no record counts)")
+    return p
+
+
+def run(args) -> int:
+    with open_from_args(args, strict=False) as store:
+        s = summarize(store, scan=not args.no_scan)
+    if args.json:
+        print_json(s.to_dict())
+        return 0
+    print(f"store {s.root}")
+    print("  sizes: " + ", ".join(f"{k}={v}" for k, v in s.config.items()))
+    print(f"commitlog: {len(s.commitlog_files)} file(s), min offset {s.commitlog_min_offset}" + (f", end of log {s.commitlog_end_offset}" if s.commitlog_end_offset is not None else ""))
+    for name, size in s.commitlog_files:
+        print(f"  {name}  {size:>12} bytes")
+    if not args.no_scan:
+        print(f"  {s.records} messages, {s.blanks} BLANK end-of-file records, {s.crc_failures} CRC failures")
+        if s.stopped_at:
+            print(f"  walk stopped at damage: {s.stopped_at}")
+        print("  messages per queue:")
+        for q, n in s.per_queue.items():
+            print(f"    {short(q, 60):<40} {n:>8}")
+        if s.features:
+            print("  format features seen:")
+            for k, n in s.features.items():
+                print(f"    {k:<40} {n:>8}")
+    print(f"consumequeue: {len(s.consume_queues)} queue(s)")
+    for q in s.consume_queues:
+        print(f"  {short(q['queue'], 60):<40} offsets [{q['min_offset']}, {q['max_offset']})  {q['files']} file(s)  max physic offset {q['max_physic_offset']}")
+    print(f"index: {len(s.index_files)} file(s)")
+    for f in s.index_files:
+        print(
+            f"  {f['file']}  entries {f['index_count'] - 1:>8}  slots used {f['hash_slot_count']:>8}  "
+            f"phy [{f['begin_phy_offset']}, {f['end_phy_offset']}]  {fmt_time(f['begin_timestamp'])} .. {fmt_time(f['end_timestamp'])}"
+        )
+    if s.checkpoint:
+        cp = s.checkpoint
+        print("checkpoint:")
+        for k, v in cp.items():
+            print(f"  {k:<24} {v}" + (f"  ({fmt_time(v)})" if k.endswith("timestamp") and v else ""))
+    else:
+        print("checkpoint: absent")
+    print("abort: " + ("absent (last exit was clean)" if s.abort is None else f"PRESENT (last exit was not clean; content {s.abort!r})"))
+    print(f"lock: {s.lock}")
+    if s.config_files:
+        print("config: " + ", ".join(s.config_files))
+    for p in s.problems:
+        print(f"problem: {p}")
+    return 0

@@ -1,0 +1,70 @@
+"""``rmqlab lookup STORE`` — find records by key, msgId, physical offset, queue offset or time."""
+
+from __future__ import annotations
+
+import argparse
+
+from .. import lookup as lk
+from ..errors import RmqlabError
+from ..render.text import record_detail
+from .common import add_store_options, open_from_args, print_json
+
+
+def add_parser(sub) -> argparse.ArgumentParser:
+    p = sub.add_parser("lookup", help="find records by key, msgId, offset, queue offset or time", description=__doc__)
+    add_store_options(p)
+    how = p.add_mutually_exclusive_group(required=True)
+    how.add_argument("--key", help="a KEYS token or UNIQ_KEY (needs --topic)")
+    how.add_argument("--msg-id", help="an offset message id (store host + physical offset)")
+    how.add_argument("--offset", type=int, help="a physical commitlog offset")
+    how.add_argument("--queue", metavar="TOPIC:QID:OFFSET", help="a consume-queue position")
+    how.add_argument("--time", type=int, metavar="MS", help="store time in ms: the queue offset stored then (needs --topic, --queue-id)")
+    p.add_argument("--topic")
+    p.add_argument("--queue-id", type=int)
+    p.add_argument("--boundary", choices=["LOWER", "UPPER"], default="LOWER", help="with --time: first at/after (LOWER) or last at/before (UPPER)")
+    p.add_argument("--raw", action="store_true", help="with --key: also show the raw index answer (hash matches, collisions included)")
+    p.add_argument("--json", action="store_true", help="print matching records as JSON lines (the keys of `dump --json`)")
+    return p
+
+
+def run(args) -> int:
+    with open_from_args(args) as store:
+        records = []
+        if args.key is not None:
+            if not args.topic:
+                raise RmqlabError("--key needs --topic (the index key is topic#key)")
+            res = lk.query_by_key(store, args.topic, args.key)
+            records = res.records
+            if not args.json:
+                print(f"{args.topic}#{args.key}: {len(res.raw_offsets)} index hit(s), {len(res.records)} record(s) carry the key, {len(res.collisions)} hash collision(s)")
+                if args.raw:
+                    print(f"  raw index answer (newest first): {res.raw_offsets}")
+        elif args.msg_id is not None:
+            records = [lk.look_by_msg_id(store, args.msg_id)]
+        elif args.offset is not None:
+            records = [store.commitlog.read(args.offset)]
+        elif args.queue is not None:
+            try:
+                topic, qid, qoff = args.queue.rsplit(":", 2)
+                qid, qoff = int(qid), int(qoff)
+            except ValueError:
+                raise RmqlabError(f"--queue wants TOPIC:QID:OFFSET, got {args.queue!r}") from None
+            _, rec = lk.get_message(store, topic, qid, qoff)
+            records = [rec]
+        else:
+            if args.topic is None or args.queue_id is None:
+                raise RmqlabError("--time needs --topic and --queue-id")
+            off = lk.offset_by_time(store, args.topic, args.queue_id, args.time, args.boundary)
+            cq = store.consume_queue(args.topic, args.queue_id)
+            lo, hi = cq.valid_range(store.commitlog.min_offset)
+            if not args.json:
+                print(f"{args.topic}/{args.queue_id} at {args.time} ({args.boundary}): queue offset {off}" + ("" if lo <= off < hi else f" (past the last entry; queue holds [{lo}, {hi}))"))
+            if lo <= off < hi:
+                records = [lk.get_message(store, args.topic, args.queue_id, off)[1]]
+        for rec in records:
+            if args.json:
+                print_json(rec.to_dict())
+            else:
+                print(record_detail(rec))
+                print()
+    return 0 if records or args.time is not None else 1

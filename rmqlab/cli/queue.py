@@ -1,0 +1,32 @@
+"""``rmqlab queue STORE --topic T --queue-id Q`` — the consume-queue entries of one queue."""
+
+from __future__ import annotations
+
+import argparse
+
+from .common import add_store_options, open_from_args, print_json
+
+
+def add_parser(sub) -> argparse.ArgumentParser:
+    p = sub.add_parser("queue", help="consume-queue entries of one queue", description=__doc__)
+    add_store_options(p)
+    p.add_argument("--topic", required=True)
+    p.add_argument("--queue-id", type=int, required=True)
+    p.add_argument("--json", action="store_true", help="one JSON object per entry")
+    return p
+
+
+def run(args) -> int:
+    with open_from_args(args) as store:
+        cq = store.consume_queue(args.topic, args.queue_id)
+        lo, hi = cq.valid_range(store.commitlog.min_offset)
+        entries = cq.entries(store.commitlog.min_offset)
+        if not args.json:
+            print(f"{args.topic}/{args.queue_id}: offsets [{lo}, {hi}), {len(cq.queue.files)} file(s) in {cq.directory}")
+            print(f"{'queue_offset':>12}  {'commitlog_offset':>16}  {'size':>8}  {'tags_code':>20}")
+        for e in entries:
+            if args.json:
+                print_json(e.to_dict())
+            else:
+                print(f"{e.queue_offset:>12}  {e.commitlog_offset:>16}  {e.size:>8}  {e.tags_code:>20}")
+    return 0

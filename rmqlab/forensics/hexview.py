@@ -1,0 +1,227 @@
+"""Hex views annotated field by field (``rmqlab hexdump``, the anatomy lesson).
+
+Field positions come from the construct schemas themselves: :func:`field_spans`
+parses a ``Struct`` one subcon at a time and notes where each starts and ends, so
+the annotation can never disagree with the layout declared in :mod:`rmqlab.format`.
+The kind of file is told by its directory (``commitlog/``, ``consumequeue/…``,
+``index/``) or name (``checkpoint``).
+"""
+
+from __future__ import annotations
+
+import html
+import io
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from construct import Container, Struct
+
+from ..errors import StoreFormatError
+from ..files import MappedFile
+from ..format import commitlog as cl
+from ..format.checkpoint import CheckpointV5
+from ..format.consumequeue import CQ_STORE_UNIT_SIZE, ConsumeQueueEntry
+from ..format.indexfile import HASH_SLOT_SIZE, INDEX_ENTRY_SIZE, INDEX_HEADER_SIZE, IndexEntry, IndexHeader
+from ..format.msgid import format_host
+from ..format.properties import decode_pairs, decode_text
+from ..format.record import RecordError, decode_record
+from ..store.reader import infer_index_sizes
+
+
+@dataclass(frozen=True, slots=True)
+class FieldSpan:
+    """Bytes ``[start, end)`` of a file hold field ``name`` (Java name in ``doc``)."""
+
+    start: int
+    end: int
+    name: str
+    doc: str
+    value: str
+    group: str  # which structure: "record @123", "entry 5", "header" ...
+    colour: int = 0  # index into the palette: same field, same colour
+
+
+def field_spans(schema: Struct, data: bytes, base: int, group: str) -> list[FieldSpan]:
+    """Parse ``schema`` from ``data`` subcon by subcon; a span per top-level field."""
+    stream = io.BytesIO(data)
+    top = Container(_parsing=True, _building=False, _sizing=False, _params=Container(), _io=stream)
+    ctx = Container(_=top, _params=top._params, _root=None, _parsing=True, _building=False, _sizing=False, _subcons=schema._subcons, _io=stream, _index=None)
+    ctx._root = ctx
+    spans = []
+    for i, sc in enumerate(schema.subcons):
+        start = stream.tell()
+        value = sc._parsereport(stream, ctx, "(hexview)")
+        if sc.name:
+            ctx[sc.name] = value
+        spans.append(FieldSpan(base + start, base + stream.tell(), sc.name or "", sc.docs or "", _show(sc.name, value, ctx), group, i))
+    return spans
+
+
+def java_label(span: FieldSpan) -> str:
+    """The Java field name from the schema doc (``"Java bodyCRC: ..."`` → ``bodyCRC``)."""
+    if span.doc.startswith("Java "):
+        return span.doc[5:].split()[0].rstrip(":")
+    return span.name
+
+
+def _show(name: str | None, value, ctx) -> str:
+    if isinstance(value, Container) and "address" in value:
+        return format_host(value.address, value.port)
+    if name == "magic":
+        return {cl.MAGIC_V1: "V1 0xDAA320A7", cl.MAGIC_V2: "V2 0xDAA320AB", cl.MAGIC_BLANK: "BLANK 0xCBD43194"}.get(value, f"0x{value:08X} (unknown)")
+    if name == "topic":
+        return repr(decode_text(value))
+    if name == "properties":
+        return " ".join(f"{k}={v}" for k, v in decode_pairs(value)) or "(none)"
+    if name == "body":
+        return f"{len(value)} bytes"
+    if name == "sys_flag":
+        return f"0x{value:X} ({cl.TRANSACTION_NAMES[value & cl.TRANSACTION_MASK]})"
+    return str(value)
+
+
+# -- per file kind ---------------------------------------------------------------------------
+def commitlog_spans(buf, file_base: int, start: int, end: int, path: str) -> list[FieldSpan]:
+    """Spans of every record overlapping ``[start, end)``; records are found by
+    walking from the file start (records chain from position 0)."""
+    spans: list[FieldSpan] = []
+    pos = 0
+    while pos < len(buf) and pos < end:
+        try:
+            rec = decode_record(buf, pos, file=path, file_base=file_base, check_crc=False, read_body=False)
+        except RecordError as err:
+            spans.append(FieldSpan(pos, len(buf), "damaged", "", str(err), f"damage @{file_base + pos}", 99))
+            break
+        if rec is None:
+            if pos < end:
+                spans.append(FieldSpan(pos, len(buf), "zero tail", "", "end of the log: never written", "tail", 98))
+            break
+        size = rec.total_size
+        if pos + size > start:
+            group = f"record @{file_base + pos}"
+            schema = cl.BlankRecord if rec.is_blank else cl.MessageRecord
+            data = bytes(buf[pos : pos + (8 if rec.is_blank else size)])
+            spans += field_spans(schema, data, pos, group)
+            if rec.is_blank:
+                spans.append(FieldSpan(pos + 8, len(buf), "blank filler", "", "unused to the end of the file", group, 97))
+        if rec.is_blank:
+            break
+        pos += size
+    return spans
+
+
+def consumequeue_spans(buf, start: int, end: int) -> list[FieldSpan]:
+    spans = []
+    first = start // CQ_STORE_UNIT_SIZE
+    for n in range(first, min(len(buf), end + CQ_STORE_UNIT_SIZE - 1) // CQ_STORE_UNIT_SIZE):
+        p = n * CQ_STORE_UNIT_SIZE
+        spans += field_spans(ConsumeQueueEntry, bytes(buf[p : p + CQ_STORE_UNIT_SIZE]), p, f"entry {n}")
+    return spans
+
+
+def index_spans(buf, max_hash_slot_num: int, start: int, end: int) -> list[FieldSpan]:
+    spans = []
+    if start < INDEX_HEADER_SIZE:
+        spans += field_spans(IndexHeader, bytes(buf[:INDEX_HEADER_SIZE]), 0, "header")
+    slots_end = INDEX_HEADER_SIZE + max_hash_slot_num * HASH_SLOT_SIZE
+    for p in range(max(INDEX_HEADER_SIZE, start - start % 4), min(end, slots_end), HASH_SLOT_SIZE):
+        slot = (p - INDEX_HEADER_SIZE) // HASH_SLOT_SIZE
+        v = int.from_bytes(buf[p : p + 4], "big", signed=True)
+        spans.append(FieldSpan(p, p + 4, f"slot[{slot}]", "hash slot: newest entry number", str(v), f"slot {slot}", 0))
+    if end > slots_end:
+        first = max(0, (start - slots_end) // INDEX_ENTRY_SIZE)
+        last = min((len(buf) - slots_end) // INDEX_ENTRY_SIZE, (end - slots_end + INDEX_ENTRY_SIZE - 1) // INDEX_ENTRY_SIZE)
+        for n in range(first, last):
+            p = slots_end + n * INDEX_ENTRY_SIZE
+            spans += field_spans(IndexEntry, bytes(buf[p : p + INDEX_ENTRY_SIZE]), p, f"entry {n}")
+    return spans
+
+
+def checkpoint_spans(buf) -> list[FieldSpan]:
+    return field_spans(CheckpointV5, bytes(buf[: CheckpointV5.sizeof()]), 0, "checkpoint")
+
+
+def file_kind(path: Path) -> str:
+    parts = path.parts
+    if path.name == "checkpoint":
+        return "checkpoint"
+    if len(parts) >= 2 and parts[-2] == "commitlog":
+        return "commitlog"
+    if len(parts) >= 4 and parts[-4] == "consumequeue":
+        return "consumequeue"
+    if len(parts) >= 2 and parts[-2] == "index":
+        return "index"
+    return "raw"
+
+
+class HexView:
+    """``length`` bytes of ``path`` from ``offset``, with the field spans over them."""
+
+    def __init__(self, path: str | os.PathLike, offset: int = 0, length: int = 256, *, kind: str | None = None, max_hash_slot_num: int | None = None):
+        self.path = Path(path)
+        mf = MappedFile(self.path)
+        buf = mf.buf
+        if offset < 0 or offset > len(buf):
+            raise StoreFormatError(self.path, offset, f"offset is outside the {len(buf)}-byte file")
+        self.offset = offset
+        self.end = min(len(buf), offset + max(0, length))
+        self.data = bytes(buf[self.offset : self.end])
+        self.kind = kind or file_kind(self.path)
+        if self.kind == "commitlog":
+            base = int(self.path.name) if self.path.name.isdigit() else 0
+            self.spans = commitlog_spans(buf, base, self.offset, self.end, str(self.path))
+        elif self.kind == "consumequeue":
+            self.spans = consumequeue_spans(buf, self.offset, self.end)
+        elif self.kind == "index":
+            slots = max_hash_slot_num or infer_index_sizes(len(buf), self.path)[0]
+            self.spans = index_spans(buf, slots, self.offset, self.end)
+        elif self.kind == "checkpoint":
+            self.spans = checkpoint_spans(buf)
+        else:
+            self.spans = []
+        self.spans = [s for s in self.spans if s.end > self.offset and s.start < self.end]
+        mf.close()
+
+    def span_at(self, pos: int) -> FieldSpan | None:
+        for s in self.spans:
+            if s.start <= pos < s.end:
+                return s
+        return None
+
+    # -- text --------------------------------------------------------------------------
+    def to_text(self, width: int = 16) -> str:
+        lines = []
+        starts = {}
+        for s in self.spans:
+            starts.setdefault(max(s.start, self.offset), []).append(s)
+        pos = self.offset - self.offset % width
+        while pos < self.end:
+            chunk_lo, chunk_hi = max(pos, self.offset), min(pos + width, self.end)
+            hexes, text = [], []
+            for p in range(pos, pos + width):
+                if chunk_lo <= p < chunk_hi:
+                    b = self.data[p - self.offset]
+                    hexes.append(f"{b:02x}")
+                    text.append(chr(b) if 32 <= b < 127 else ".")
+                else:
+                    hexes.append("  ")
+                    text.append(" ")
+            notes = []
+            for p in range(chunk_lo, chunk_hi):
+                for s in starts.get(p, []):
+                    if s.group.startswith("record") and s.name == "total_size":
+                        notes.append(f"── {s.group} ──")
+                    value = s.value if len(s.value) <= 60 else s.value[:59] + "…"
+                    notes.append(f"{java_label(s)}={value}")
+            grouped = " ".join("".join(hexes[i : i + 2]) for i in range(0, width, 2))
+            lines.append(f"{pos:016x}: {grouped}  {''.join(text)}  {' | '.join(notes)}".rstrip())
+            pos += width
+        return "\n".join(lines)
+
+    # -- notebook ----------------------------------------------------------------------
+    def _repr_html_(self) -> str:
+        from ..render.html import hexview_html
+
+        return hexview_html(self)
+

@@ -1,0 +1,1 @@
+"""Turning values into human text and HTML (used by the CLI, notebooks and widgets)."""
