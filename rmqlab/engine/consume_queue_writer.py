@@ -1,0 +1,241 @@
+"""ConsumeQueue, write side (Java ``ConsumeQueue`` and ``ConsumeQueueStore``).
+
+One :class:`ConsumeQueueWriter` per ``consumequeue/<topic>/<queueId>/``.  Entries are
+appended at the queue's write position exactly as Java's
+``ConsumeQueue.putMessagePositionInfo`` does, including its two "built repeatedly"
+guards that make re-dispatch idempotent:
+
+* an entry whose ``offset + size`` is not past the queue's ``maxPhysicOffset`` is skipped;
+* an entry whose logical position is below the current write position is skipped.
+
+A queue whose first file starts at a non-zero queue offset gets the file's leading
+slots filled with ``(0, 0x7FFFFFFF, 0)`` (Java ``fillPreBlank``).
+
+The 20-byte layout comes from :data:`rmqlab.format.consumequeue.ConsumeQueueEntry`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import struct
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import StoreLayoutError
+from ..files.mapped_file_queue import file_name_for_offset
+from ..format.consumequeue import CQ_STORE_UNIT_SIZE, PRE_BLANK_SIZE, ConsumeQueueEntry
+from ..store.consume_queue import CQ_DTYPE
+from .mapped_file import WritableMappedFile, fsync_directory
+
+
+def _struct_from_schema(schema) -> struct.Struct:
+    return struct.Struct(">" + "".join({4: "i", 8: "q"}[sub.sizeof()] for sub in schema.subcons))
+
+
+#: ``(commitLogOffset, size, tagsCode)`` packer, derived from the construct schema
+CQ_ENTRY = _struct_from_schema(ConsumeQueueEntry)
+assert CQ_ENTRY.size == CQ_STORE_UNIT_SIZE
+_PRE_BLANK = CQ_ENTRY.pack(0, PRE_BLANK_SIZE, 0)
+_NAME = re.compile(r"^\d{20}$")
+
+
+class ConsumeQueueWriter:
+    """One logical queue's files, writable (Java ``ConsumeQueue``).
+
+    Opening loads the existing files and recovers the write position as Java
+    ``ConsumeQueue.recover`` does: scan from the third-to-last file to the first
+    invalid entry (``offset < 0 or size <= 0``); files wholly past it are deleted
+    (Java ``MappedFileQueue.truncateDirtyFiles``).
+    """
+
+    def __init__(self, directory: str | os.PathLike, topic: str, queue_id: int, mapped_file_size: int):
+        if mapped_file_size <= 0 or mapped_file_size % CQ_STORE_UNIT_SIZE:
+            raise StoreLayoutError(directory, None, f"mappedFileSizeConsumeQueue {mapped_file_size} is not a multiple of {CQ_STORE_UNIT_SIZE}")
+        self.directory = Path(directory)
+        self.topic = topic
+        self.queue_id = queue_id
+        self.mapped_file_size = mapped_file_size
+        self.files: list[WritableMappedFile] = []
+        self.max_physic_offset = -1  # Java maxPhysicOffset: offset+size of the last entry
+        self.min_logic_offset = 0  # Java minLogicOffset
+        self.dirty = False
+        self._load()
+
+    # -- loading ---------------------------------------------------------------------------
+    def _load(self) -> None:
+        if not self.directory.is_dir():
+            return
+        names = sorted(p for p in self.directory.iterdir() if p.is_file() and _NAME.match(p.name))
+        for p in names:
+            size = p.stat().st_size
+            if size == 0 and p == names[-1]:
+                p.unlink()  # Java MappedFileQueue.load: an empty last file is dropped
+                continue
+            if size != self.mapped_file_size:
+                raise StoreLayoutError(p, None, f"consume-queue file is {size} bytes, expected mappedFileSizeConsumeQueue={self.mapped_file_size}")
+            f = WritableMappedFile(p, self.mapped_file_size, int(p.name), create=False)
+            f.wrote_position = f.flushed_position = self.mapped_file_size
+            self.files.append(f)
+        if self.files:
+            self.min_logic_offset = self.files[0].file_from_offset
+            self._recover()
+
+    def _recover(self) -> None:
+        """Java ``ConsumeQueue.recover`` (scan from the third-to-last file)."""
+        index = max(0, len(self.files) - 3)
+        process = self.files[index].file_from_offset
+        for f in self.files[index:]:
+            e = np.frombuffer(f.mm, dtype=CQ_DTYPE)
+            valid = (e["commitlog_offset"] >= 0) & (e["size"] > 0)
+            n = int(np.argmin(valid)) if not valid.all() else len(e)
+            del e
+            if n:
+                last = CQ_ENTRY.unpack_from(f.mm, (n - 1) * CQ_STORE_UNIT_SIZE)
+                self.max_physic_offset = last[0] + last[1]
+            process = f.file_from_offset + n * CQ_STORE_UNIT_SIZE
+            if n < len(valid):
+                break
+        self._truncate_files(process)
+
+    def _truncate_files(self, offset: int) -> None:
+        """Java ``MappedFileQueue.truncateDirtyFiles``: files past ``offset`` go, the one
+        holding it is positioned there."""
+        keep = []
+        for f in self.files:
+            tail = f.file_from_offset + self.mapped_file_size
+            if tail > offset:
+                if offset >= f.file_from_offset:
+                    f.wrote_position = f.flushed_position = offset - f.file_from_offset
+                    keep.append(f)
+                else:
+                    f.destroy()
+            else:
+                keep.append(f)
+        self.files = keep
+
+    # -- positions ----------------------------------------------------------------------------
+    @property
+    def max_offset_in_queue(self) -> int:
+        """Java ``getMaxOffsetInQueue``: number of the next entry."""
+        if not self.files:
+            return 0
+        last = self.files[-1]
+        return (last.file_from_offset + last.wrote_position) // CQ_STORE_UNIT_SIZE
+
+    def _last_file(self, start_offset: int) -> tuple[WritableMappedFile | None, bool]:
+        """Java ``MappedFileQueue.getLastMappedFile(startOffset, true)``; the flag says
+        the file was created as the queue's first file."""
+        last = self.files[-1] if self.files else None
+        if last is not None and not last.is_full:
+            return last, False
+        if last is None:
+            create_offset = start_offset - (start_offset % self.mapped_file_size)
+        else:
+            create_offset = last.file_from_offset + self.mapped_file_size
+        first = last is None
+        self.directory.mkdir(parents=True, exist_ok=True)
+        f = WritableMappedFile(self.directory / file_name_for_offset(create_offset), self.mapped_file_size, create_offset)
+        fsync_directory(self.directory)
+        self.files.append(f)
+        if first:
+            self.min_logic_offset = create_offset
+        return f, first
+
+    # -- writing -------------------------------------------------------------------------------
+    def put(self, offset: int, size: int, tags_code: int, cq_offset: int) -> bool:
+        """Java ``ConsumeQueue.putMessagePositionInfo``; ``True`` also when skipped as a
+        repeat (as Java returns)."""
+        if offset + size <= self.max_physic_offset:
+            return True  # "Maybe try to build consume queue repeatedly"
+        expect = cq_offset * CQ_STORE_UNIT_SIZE
+        f, first = self._last_file(expect)
+        if f is None:
+            return False
+        if first and cq_offset != 0 and f.wrote_position == 0:
+            self.min_logic_offset = expect
+            for _ in range((expect % self.mapped_file_size) // CQ_STORE_UNIT_SIZE):
+                f.append(_PRE_BLANK)  # Java fillPreBlank
+        if cq_offset != 0:
+            current = f.wrote_position + f.file_from_offset
+            if expect < current:
+                return True  # "Build consume queue repeatedly"
+            # expect > current is Java's "[BUG]logic queue order maybe wrong": it still
+            # appends at the write position, and so do we
+        self.max_physic_offset = offset + size
+        pos = f.wrote_position
+        CQ_ENTRY.pack_into(f.mm, pos, offset, size, tags_code)
+        f.wrote_position = pos + CQ_STORE_UNIT_SIZE
+        self.dirty = True
+        return True
+
+    def truncate_dirty(self, phy_offset: int, *, zero_tail: bool = True) -> int:
+        """Java ``ConsumeQueue.truncateDirtyLogicFiles``: cut entries pointing at or past
+        ``phy_offset``; files whose first entry does are deleted.
+
+        Java only moves the write position and leaves the cut entries' bytes in place
+        (the next appends overwrite them).  With ``zero_tail`` (the default) the cut
+        slots are zeroed, so that a reader that scans the files without the writer's
+        in-memory position (every rmqlab reader, and RocketMQ after the next restart)
+        does not see them again.  Returns the number of entries cut.
+        """
+        cut = 0
+        self.max_physic_offset = phy_offset
+        while self.files:
+            f = self.files[-1]
+            e = np.frombuffer(f.mm, dtype=CQ_DTYPE)
+            valid = (e["commitlog_offset"] >= 0) & (e["size"] > 0)
+            n_valid = int(np.argmin(valid)) if not valid.all() else len(e)
+            if n_valid == 0 or int(e["commitlog_offset"][0]) >= phy_offset:
+                del e, valid
+                cut += n_valid
+                f.destroy()
+                self.files.pop()
+                continue
+            offs = e["commitlog_offset"][:n_valid]
+            keep = int(np.argmax(offs >= phy_offset)) if (offs >= phy_offset).any() else n_valid
+            last = e[keep - 1]
+            self.max_physic_offset = int(last["commitlog_offset"]) + int(last["size"])
+            del e, valid, offs, last
+            cut += n_valid - keep
+            f.wrote_position = keep * CQ_STORE_UNIT_SIZE
+            f.flushed_position = min(f.flushed_position, f.wrote_position)
+            if zero_tail and n_valid > keep:
+                f.mm[keep * CQ_STORE_UNIT_SIZE : n_valid * CQ_STORE_UNIT_SIZE] = bytes((n_valid - keep) * CQ_STORE_UNIT_SIZE)
+            self.dirty = True
+            break
+        if not self.files:
+            self.max_physic_offset = -1 if phy_offset <= 0 else phy_offset
+        return cut
+
+    def delete_expired(self, min_commitlog_offset: int) -> int:
+        """Java ``ConsumeQueue.deleteExpiredFile``: drop files (never the last) whose last
+        entry points below ``min_commitlog_offset``; returns how many went."""
+        gone = 0
+        while len(self.files) > 1:
+            f = self.files[0]
+            last = CQ_ENTRY.unpack_from(f.mm, self.mapped_file_size - CQ_STORE_UNIT_SIZE)
+            if last[0] >= min_commitlog_offset or last[1] <= 0:
+                break
+            f.destroy()
+            self.files.pop(0)
+            gone += 1
+        if self.files:
+            self.min_logic_offset = max(self.min_logic_offset, self.files[0].file_from_offset)
+        return gone
+
+    def flush(self) -> None:
+        """Force every written entry to disk (Java ``ConsumeQueue.flush``)."""
+        for f in self.files:
+            if f.wrote_position > f.flushed_position:
+                f.flush()
+        self.dirty = False
+
+    def close(self) -> None:
+        for f in self.files:
+            f.close()
+        self.files = []
+
+    def __repr__(self) -> str:
+        return f"ConsumeQueueWriter({self.topic}/{self.queue_id}, entries<{self.max_offset_in_queue}, maxPhysicOffset={self.max_physic_offset})"

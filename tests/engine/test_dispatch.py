@@ -1,0 +1,137 @@
+"""Dispatch rebuilds RocketMQ's consume queues and index from RocketMQ's commitlog."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rmqlab.engine.dispatch import CommitLogDispatcher, parse_delay_levels, request_from_record
+from rmqlab.engine.index_writer import java_string_hashes
+from rmqlab.format.hashing import java_string_hash
+from rmqlab.format.indexfile import INDEX_HEADER_SIZE
+
+from engine_support import REFERENCE, reference_config, store_files
+
+
+def _index_parts(data: bytes, slots: int):
+    return data[:INDEX_HEADER_SIZE], data[INDEX_HEADER_SIZE : INDEX_HEADER_SIZE + 4 * slots], data[INDEX_HEADER_SIZE + 4 * slots :]
+
+
+def _assert_same_as_rocketmq(case: str, root) -> None:
+    cfg = reference_config(case)
+    ref = REFERENCE / case / "store"
+    assert store_files(root, "consumequeue") == store_files(ref, "consumequeue")
+    ours = [v for _, v in sorted(store_files(root, "index").items())]
+    theirs = [v for _, v in sorted(store_files(ref, "index").items())]
+    assert len(ours) == len(theirs)
+    for a, b in zip(ours, theirs):
+        ha, sa, ea = _index_parts(a, cfg.max_hash_slot_num)
+        hb, sb, eb = _index_parts(b, cfg.max_hash_slot_num)
+        assert ha == hb and sa == sb and ea == eb
+
+
+@pytest.mark.parametrize("case", ["clean", "v2ipv6"])
+@pytest.mark.parametrize("mode", ["one-by-one", "batches"])
+def test_rebuild_is_byte_identical(case, mode, tmp_path, ref_records):
+    recs = ref_records(case)
+    with CommitLogDispatcher(tmp_path, reference_config(case)) as d:
+        if mode == "one-by-one":
+            for r in recs:
+                d.dispatch(r)
+        else:
+            for i in range(0, len(recs), 97):
+                d.dispatch_records(recs[i : i + 97])
+        d.flush()
+    _assert_same_as_rocketmq(case, tmp_path)
+
+
+def test_redispatch_is_idempotent(tmp_path, ref_records):
+    recs = ref_records("clean")
+    cfg = reference_config("clean")
+    with CommitLogDispatcher(tmp_path, cfg) as d:
+        d.dispatch_records(recs)
+    # reopen (positions recovered from the files) and feed a tail again; the last
+    # record is left out: it sits *at* the index's endPhyOffset, and Java's
+    # buildIndex only skips records *below* it (see the next test)
+    with CommitLogDispatcher(tmp_path, cfg) as d:
+        d.dispatch_records(recs[-200:-1])
+        for r in recs[-50:-1]:
+            d.dispatch(r)
+    _assert_same_as_rocketmq("clean", tmp_path)
+
+
+def test_record_at_end_phy_offset_is_indexed_again(tmp_path, ref_records):
+    """Java ``buildIndex`` returns only when ``offset < endPhyOffset``: re-dispatching
+    the newest indexed record adds its keys once more, while its consume-queue entry
+    is skipped."""
+    recs = ref_records("clean")
+    cfg = reference_config("clean")
+    with CommitLogDispatcher(tmp_path, cfg) as d:
+        d.dispatch_records(recs)
+        last = d.index.last
+        count = last.index_count
+        n_keys = (recs[-1].uniq_key is not None) + len([k for k in (recs[-1].keys or "").split(" ") if k])
+        cq_before = store_files(tmp_path, "consumequeue")
+        d.dispatch(recs[-1])
+        assert last.index_count == count + n_keys
+        assert store_files(tmp_path, "consumequeue") == cq_before
+
+
+def test_truncate_then_redispatch(tmp_path, ref_records):
+    recs = ref_records("clean")
+    cfg = reference_config("clean")
+    cut_at = recs[400].physical_offset
+    with CommitLogDispatcher(tmp_path, cfg) as d:
+        d.dispatch_records(recs)
+        cut = d.truncate_dirty(cut_at)
+        expected_cut = sum(1 for r in recs[400:] if r.transaction_type in (0, 8))
+        assert cut == expected_cut
+        assert d.max_physic_offset <= cut_at
+    # the files now end before cut_at, as the reader sees them
+    from rmqlab.store.reader import open_store
+
+    with open_store(tmp_path if (tmp_path / "commitlog").is_dir() else _with_commitlog(tmp_path), cfg) as st:
+        for qid in st.queue_ids():
+            for e in st.consume_queue(qid.topic, qid.queue_id).entries():
+                assert e.commitlog_offset < cut_at
+    with CommitLogDispatcher(tmp_path, cfg) as d:
+        d.dispatch_records(recs[400:])
+    assert store_files(tmp_path, "consumequeue") == store_files(REFERENCE / "clean" / "store", "consumequeue")
+
+
+def _with_commitlog(root):
+    (root / "commitlog").mkdir(exist_ok=True)
+    return root
+
+
+def test_transactions_and_delay(ref_records):
+    """PREPARED/ROLLBACK get no consume-queue entry; the delayed record's tagsCode is
+    the delivery time (storeTimestamp + 10 s for level 3)."""
+    recs = {r.physical_offset: r for r in ref_records("clean")}
+    import json
+
+    manifest = json.loads((REFERENCE / "clean" / "manifest.json").read_text())["messages"]
+    delayed = next(m for m in manifest if m["topic"] == "SCHEDULE_TOPIC_XXXX")
+    req = request_from_record(recs[delayed["physicalOffset"]], parse_delay_levels(reference_config("clean").message_delay_level))
+    assert req.tags_code == delayed["storeTimestamp"] + 10_000
+    dump = json.loads((REFERENCE / "clean" / "dump.json").read_text())
+    assert [u["tagsCode"] for u in dump["consumeQueues"]["SCHEDULE_TOPIC_XXXX/2"]["cqUnits"]] == [req.tags_code]
+    # PREPARED (sysFlag 4) and ROLLBACK (12) records appear in no queue
+    in_queues = {u["physicalOffset"] for q in dump["consumeQueues"].values() for u in q["cqUnits"]}
+    tx = [m for m in manifest if m["sysFlagAsPut"] in (4, 12)]
+    assert len(tx) == 2 and not in_queues & {m["physicalOffset"] for m in tx}
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(min_size=0, max_size=40), min_size=1, max_size=30))
+def test_vectorised_java_hash(keys):
+    got = java_string_hashes(keys)
+    assert [int(x) for x in got] == [java_string_hash(k) for k in keys]
+
+
+def test_java_hash_vectors():
+    got = java_string_hashes(["TagA", "hello", "polygenelubricants", "h\u00e9llo-\u4e16\u754c", "\U0001F600x"])
+    assert list(map(int, got[:3])) == [2598919, 99162322, -2147483648]
+    assert int(got[3]) == java_string_hash("h\u00e9llo-\u4e16\u754c")
