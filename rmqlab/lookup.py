@@ -75,6 +75,15 @@ class KeyQueryResult:
     collisions: list[int]
     walk: list[tuple[IndexFile, list[ChainStep]]] = field(default_factory=list, repr=False)
 
+    def _repr_html_(self) -> str:  # notebooks: the chain walk, step by step
+        from .format.hashing import index_key_hash
+        from .format.indexfile import index_key
+        from .render.notebook import chain_html, records_html
+
+        slots = self.walk[0][0].max_hash_slot_num if self.walk else 1
+        kh = index_key_hash(index_key(self.topic, self.key))
+        return chain_html(self, slot_count=slots, key_hash=kh) + records_html(self.records, caption="records returned")
+
 
 def record_has_key(record: Record, topic: str, key: str) -> bool:
     """Whether ``record`` is indexed under ``topic#key`` (UNIQ_KEY or a KEYS token)."""

@@ -200,6 +200,11 @@ class Record:
             "msg_id": self.msg_id,
         }
 
+    def _repr_html_(self) -> str:  # notebooks: every field with its Java name
+        from ..render.notebook import record_html
+
+        return record_html(self)
+
 
 def decode_record(
     buf,

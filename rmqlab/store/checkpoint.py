@@ -35,6 +35,11 @@ class Checkpoint:
             "confirm_phy_offset": self.confirm_phy_offset,
         }
 
+    def _repr_html_(self) -> str:  # notebooks
+        from ..render.notebook import checkpoint_html
+
+        return checkpoint_html(self)
+
 
 def read_checkpoint(path: str | os.PathLike) -> Checkpoint:
     """Parse a checkpoint file; errors name the file and offset."""

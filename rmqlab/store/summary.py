@@ -34,6 +34,11 @@ class StoreSummary:
     def to_dict(self) -> dict:
         return dict(self.__dict__)
 
+    def _repr_html_(self) -> str:  # notebooks
+        from ..render.notebook import summary_html
+
+        return summary_html(self)
+
 
 def summarize(store: StoreReader, *, scan: bool = True) -> StoreSummary:
     """Collect a :class:`StoreSummary`; ``scan`` walks the whole commitlog for counts."""

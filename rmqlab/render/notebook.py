@@ -1,0 +1,264 @@
+"""HTML renderings for the lessons and widgets: records, store summaries, file
+layouts, consume-queue pages, hash-chain walks.
+
+Pure functions from values to HTML strings (the widgets put them in ``HTML``
+widgets, ``_repr_html_`` methods return them).  Everything shown is read from the
+values handed in; nothing here opens a file.  Paths are shown relative to the store
+root so that a lesson's output is the same wherever the repository lives.
+"""
+
+from __future__ import annotations
+
+import html
+import os
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from ..format import commitlog as cl
+from ..format.msgid import format_host
+from .text import fmt_time, short
+
+_TABLE = "border-collapse:collapse;font-size:12px"
+_CELL = "border:1px solid #ddd;padding:2px 6px;text-align:left;vertical-align:top"
+OK = "#2e7d32"
+BAD = "#c62828"
+MUTED = "#888"
+
+
+def esc(value) -> str:
+    return html.escape(str(value))
+
+
+def table(headers: Sequence[str], rows: Iterable[Sequence], *, caption: str | None = None, raw: bool = False, row_styles: Sequence[str] | None = None) -> str:
+    """A small bordered table; cells are escaped unless ``raw``."""
+    head = "".join(f"<th style='{_CELL};background:#f4f4f4'>{esc(h)}</th>" for h in headers)
+    body = []
+    for i, row in enumerate(rows):
+        style = f" style='{row_styles[i]}'" if row_styles and row_styles[i] else ""
+        cells = "".join(f"<td style='{_CELL}'>{c if raw else esc(c)}</td>" for c in row)
+        body.append(f"<tr{style}>{cells}</tr>")
+    cap = f"<caption style='text-align:left;font-weight:bold'>{esc(caption)}</caption>" if caption else ""
+    return f"<table style='{_TABLE}'>{cap}<tr>{head}</tr>{''.join(body)}</table>"
+
+
+def badge(text: str, ok: bool | None) -> str:
+    colour = MUTED if ok is None else (OK if ok else BAD)
+    return f"<span style='color:{colour};font-weight:bold'>{esc(text)}</span>"
+
+
+def rel(path, root) -> str:
+    """``path`` relative to ``root`` when it is inside it (stable lesson output)."""
+    try:
+        return Path(os.path.relpath(path, root)).as_posix()
+    except ValueError:
+        return str(path)
+
+
+# -- records ---------------------------------------------------------------------------------
+def record_html(rec) -> str:
+    """Every field of one CommitLog record with its Java name (``Record._repr_html_``)."""
+    if rec.is_blank:
+        return (
+            f"<div><b>BLANK</b> end-of-file record at {rec.physical_offset}: totalSize {rec.total_size} = the bytes left "
+            f"in file {esc(Path(rec.file).name)}; the log continues at the next file.</div>"
+        )
+    crc = badge("ok" if rec.body_crc_ok else "MISMATCH", rec.body_crc_ok)
+    rows = [
+        ("physicalOffset", f"{rec.physical_offset} ({esc(Path(rec.file).name)} + {rec.file_offset})"),
+        ("totalSize", rec.total_size),
+        ("magicCode", f"0x{rec.magic:08X} ({'V2' if rec.is_v2 else 'V1'})"),
+        ("bodyCRC", f"{rec.body_crc} {crc}"),
+        ("topic / queueId / queueOffset", esc(f"{rec.topic} / {rec.queue_id} / {rec.queue_offset}")),
+        ("flag / sysFlag", f"{rec.flag} / 0x{rec.sys_flag:X} ({cl.TRANSACTION_NAMES[rec.transaction_type]})"),
+        ("bornTimestamp / bornHost", esc(f"{fmt_time(rec.born_timestamp)} / {format_host(*rec.born_host)}")),
+        ("storeTimestamp / storeHost", esc(f"{fmt_time(rec.store_timestamp)} / {format_host(*rec.store_host)}")),
+        ("reconsumeTimes", rec.reconsume_times),
+        ("preparedTransactionOffset", rec.prepared_transaction_offset),
+        ("msgId (offset id)", rec.msg_id),
+    ]
+    if rec.property_crc is not None:
+        rows.append(("__CRC32#", f"{rec.property_crc} {badge('ok' if rec.property_crc_ok else 'MISMATCH', rec.property_crc_ok)}"))
+    for k, v in rec.property_pairs:
+        rows.append((f"property {esc(repr(k))}", esc(repr(v))))
+    body = rec.body
+    preview = body[:80].decode("utf-8", errors="replace") if body else ""
+    rows.append((f"body ({len(body)} bytes)", esc(repr(preview) + ("…" if len(body) > 80 else ""))))
+    return table(["field (Java name)", "value"], [(esc(a), b) for a, b in rows], raw=True, caption=f"record at {rec.physical_offset}")
+
+
+def records_html(records: Iterable, *, caption: str | None = None) -> str:
+    """One row per record: where, queue, time, tags, keys, CRC."""
+    rows = []
+    for r in records:
+        if r.is_blank:
+            rows.append((r.physical_offset, "BLANK", r.total_size, "", "", "", "", ""))
+            continue
+        rows.append(
+            (
+                r.physical_offset,
+                "V2" if r.is_v2 else "V1",
+                r.total_size,
+                short(f"{r.topic}/{r.queue_id}@{r.queue_offset}", 50),
+                fmt_time(r.store_timestamp),
+                r.tags or "",
+                short(r.keys or "", 30),
+                "ok" if r.crc_ok else "BAD",
+            )
+        )
+    return table(["physical offset", "kind", "size", "queue @ offset", "stored (UTC)", "TAGS", "KEYS", "CRC"], rows, caption=caption)
+
+
+# -- store -------------------------------------------------------------------------------------
+def summary_html(s) -> str:
+    """A :class:`~rmqlab.store.summary.StoreSummary` as HTML (``rmqlab info``)."""
+    parts = [f"<div><b>store</b> {esc(Path(s.root).name)}: " + ", ".join(f"{esc(k)}={esc(v)}" for k, v in s.config.items()) + "</div>"]
+    line = f"commitlog: {len(s.commitlog_files)} file(s), min offset {s.commitlog_min_offset}"
+    if s.commitlog_end_offset is not None:
+        line += f", end of log {s.commitlog_end_offset}; {s.records} messages, {s.blanks} BLANK, {s.crc_failures} CRC failures"
+    parts.append(f"<div>{esc(line)}</div>")
+    if s.stopped_at:
+        parts.append(f"<div>{badge('walk stopped at damage: ', False)}{esc(s.stopped_at)}</div>")
+    if s.per_queue:
+        parts.append(table(["queue", "messages"], [(short(q, 60), n) for q, n in s.per_queue.items()], caption="messages per queue"))
+    if s.consume_queues:
+        parts.append(
+            table(
+                ["consume queue", "files", "min offset", "max offset", "max physic offset"],
+                [(short(q["queue"], 60), q["files"], q["min_offset"], q["max_offset"], q["max_physic_offset"]) for q in s.consume_queues],
+                caption="consume queues",
+            )
+        )
+    if s.index_files:
+        parts.append(
+            table(
+                ["index file", "entries", "slots used", "phy offsets", "stored (UTC)"],
+                [
+                    (f["file"], f["index_count"] - 1, f["hash_slot_count"], f"{f['begin_phy_offset']} .. {f['end_phy_offset']}", f"{fmt_time(f['begin_timestamp'])} .. {fmt_time(f['end_timestamp'])}")
+                    for f in s.index_files
+                ],
+                caption="index files",
+            )
+        )
+    if s.checkpoint:
+        parts.append(table(["checkpoint field", "value", "as time (UTC)"], [(k, v, fmt_time(v) if k.endswith("timestamp") and v else "") for k, v in s.checkpoint.items()], caption="checkpoint"))
+    abort = "absent: the last exit was clean" if s.abort is None else f"PRESENT: the last exit was not clean (content {s.abort!r})"
+    parts.append(f"<div>abort: {badge(abort, s.abort is None)}</div>")
+    for p in s.problems:
+        parts.append(f"<div>{badge('problem', False)} {esc(p)}</div>")
+    return "<div>" + "".join(parts) + "</div>"
+
+
+def file_rows(root) -> list[tuple[str, str, int, str]]:
+    """``(path, kind, size, what the name means)`` for every file under a store root."""
+    root = Path(root)
+    rows = []
+    for p in sorted(root.rglob("*")):
+        if not p.is_file():
+            continue
+        r = p.relative_to(root).as_posix()
+        parts = p.relative_to(root).parts
+        size = p.stat().st_size
+        if parts[0] == "commitlog" and p.name.isdigit():
+            rows.append((r, "commitlog", size, f"first byte is physical offset {int(p.name)}"))
+        elif parts[0] == "consumequeue" and p.name.isdigit() and len(parts) == 4:
+            rows.append((r, "consume queue", size, f"topic {parts[1]}, queue {parts[2]}; first entry is queue offset {int(p.name) // 20}"))
+        elif parts[0] == "index" and p.name.isdigit():
+            n = p.name
+            rows.append((r, "index", size, f"created {n[0:4]}-{n[4:6]}-{n[6:8]} {n[8:10]}:{n[10:12]}:{n[12:14]}.{n[14:]} (broker local time)"))
+        elif r == "checkpoint":
+            rows.append((r, "checkpoint", size, "how far commitlog, consume queues and index were flushed (timestamps)"))
+        elif r == "abort":
+            rows.append((r, "abort", size, "present while the store is open: left behind by a crash"))
+        elif r == "lock":
+            rows.append((r, "lock", size, "the OS file lock that keeps a second broker out"))
+        elif parts[0] == "config":
+            rows.append((r, "config", size, "broker metadata (topics, consumer offsets)"))
+        else:
+            rows.append((r, "other", size, ""))
+    return rows
+
+
+def files_html(root) -> str:
+    return table(["path", "kind", "bytes", "what the name says"], file_rows(root), caption="files")
+
+
+def checkpoint_html(cp) -> str:
+    if cp is None:
+        return "<div>checkpoint: absent</div>"
+    rows = [(k, v, fmt_time(v) if k.endswith("timestamp") and v else "") for k, v in cp.to_dict().items()]
+    rows.append(("minTimestamp (recovery)", cp.min_timestamp, fmt_time(cp.min_timestamp) if cp.min_timestamp else ""))
+    return table(["checkpoint field", "value", "as time (UTC)"], rows, caption="checkpoint")
+
+
+# -- consume queues ------------------------------------------------------------------------------
+def queue_page_html(pairs: Iterable, *, caption: str | None = None, highlight: set[int] | None = None) -> str:
+    """``(CqEntry, Record)`` pairs: the 20-byte entry beside the record it points at."""
+    rows, styles = [], []
+    for e, r in pairs:
+        rows.append((e.queue_offset, e.commitlog_offset, e.size, e.tags_code, r.tags or "", short(r.keys or "", 30), fmt_time(r.store_timestamp), short(r.body[:40].decode("utf-8", "replace"), 40)))
+        styles.append("background:#fff3c4" if highlight and e.queue_offset in highlight else "")
+    return table(["queue offset", "commitLogOffset", "size", "tagsCode", "TAGS (from record)", "KEYS", "stored (UTC)", "body"], rows, caption=caption, row_styles=styles)
+
+
+# -- hash chains -----------------------------------------------------------------------------------
+def chain_html(result, *, slot_count: int, key_hash: int, record_keys: dict[int, str] | None = None) -> str:
+    """A :class:`~rmqlab.lookup.KeyQueryResult` walk: every entry visited per file.
+
+    ``record_keys`` maps a physical offset to the keys its record really carries,
+    so a hash collision can be shown for what it is.
+    """
+    from ..format.hashing import java_string_hash
+    from ..format.indexfile import index_key
+
+    full = index_key(result.topic, result.key)
+    found = {r.physical_offset for r in result.records}
+    collided = set(result.collisions)
+    record_keys = record_keys or {}
+    h = java_string_hash(full)
+    parts = [
+        "<div>",
+        f"<div>indexed key <code>{esc(full)}</code>: Java hashCode {h}, keyHash = abs = {key_hash}, "
+        f"slot = {key_hash} % {slot_count} = <b>{key_hash % slot_count}</b></div>",
+    ]
+    for f, steps in result.walk:
+        slot_value = int(f.slots()[key_hash % slot_count])
+        head = f"index file {f.name}: slot {key_hash % slot_count} holds entry {slot_value}" + (" (empty)" if slot_value <= 0 else "")
+        if not steps:
+            parts.append(f"<div style='margin-top:6px'>{esc(head)}; nothing to walk</div>")
+            continue
+        rows, styles = [], []
+        for s in steps:
+            if not s.hash_matches:
+                verdict, style = "hash differs: another key sharing the slot, skipped", f"color:{MUTED}"
+            elif not s.time_matches:
+                verdict, style = "hash matches, time outside the range", f"color:{MUTED}"
+            elif s.phy_offset in found:
+                verdict, style = "hash matches; record read, key confirmed ✓", "background:#e3f4e3"
+            elif s.phy_offset in collided:
+                real = record_keys.get(s.phy_offset)
+                verdict = "hash matches but the record is another key: COLLISION ✗" + (f" (it carries {real})" if real else "")
+                style = "background:#fde2e2"
+            else:
+                verdict, style = "hash matches (beyond max results)", ""
+            rows.append((s.number, s.key_hash, s.phy_offset, fmt_time(s.timestamp), s.prev_index, verdict))
+            styles.append(style)
+        parts.append(table(["entry", "keyHash", "phyOffset", "time (UTC)", "prevIndex", "verdict"], rows, caption=head, row_styles=styles))
+    parts.append(
+        f"<div style='margin-top:6px'>raw index answer (hash matches, newest first): {esc(result.raw_offsets)}<br>"
+        f"records returned after checking the real key: {esc(sorted(found))}; collisions dropped: {esc(result.collisions)}</div>"
+    )
+    parts.append("</div>")
+    return "".join(parts)
+
+
+def key_hash_table(keys: Sequence[str], topic: str, slot_count: int) -> str:
+    """Keys side by side: ``topic#key``, Java hashCode, keyHash, slot."""
+    from ..format.hashing import index_key_hash, java_string_hash
+    from ..format.indexfile import index_key
+
+    rows = []
+    for k in keys:
+        full = index_key(topic, k)
+        kh = index_key_hash(full)
+        rows.append((k, full, java_string_hash(full), kh, kh % slot_count))
+    return table(["key", "indexed as", "Java hashCode", "keyHash", f"slot (of {slot_count})"], rows)

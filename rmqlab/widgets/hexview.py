@@ -1,0 +1,112 @@
+"""``HexViewer``: pick a file of a store, an offset and a length; see every byte
+coloured by the field it belongs to (the anatomy lesson).
+
+The field positions come from :class:`rmqlab.forensics.hexview.HexView`, which
+parses the construct schemas subcon by subcon: what is coloured here is exactly
+what the format layer declares.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import ipywidgets as widgets
+
+from ..format.record import RecordError
+from ..forensics.hexview import HexView
+from ..render.notebook import file_rows
+from .base import Panel, as_store
+
+
+def record_choices(store, file_name: str) -> list[tuple[str, tuple[int, int]]]:
+    """``(label, (position, length))`` for every record of one commitlog file."""
+    f = next((m for m in store.commitlog.queue.files if m.path.name == file_name), None)
+    if f is None:
+        return []
+    out = []
+    base = f.file_from_offset
+    for item in store.commitlog.walk(base, base + f.file_size, check_crc=False, read_body=False):
+        if isinstance(item, RecordError):
+            out.append((f"@{item.offset} damage: {item.kind}", (item.offset, 64)))
+            break
+        if item.physical_offset >= base + f.file_size:
+            break
+        pos = item.physical_offset - base
+        if item.is_blank:
+            out.append((f"@{item.physical_offset} BLANK (end of file)", (pos, 16)))
+            break
+        out.append((f"@{item.physical_offset} {item.topic[:40]}/{item.queue_id}@{item.queue_offset} ({item.total_size} B)", (pos, item.total_size)))
+    return out
+
+
+class HexViewer(Panel):
+    """Bytes of one store file with the field overlay.
+
+    ``HexViewer("../sample_stores/clean")`` starts on the first commitlog file;
+    ``file=`` picks another (a path relative to the root), ``record=`` jumps to the
+    n-th record of a commitlog file.
+    """
+
+    def __init__(self, store, file: str | None = None, offset: int = 0, length: int = 256, record: int | None = None, max_records: int = 500):
+        self.store = as_store(store)
+        self.root = self.store.root
+        names = [r[0] for r in file_rows(self.root) if r[1] in ("commitlog", "consume queue", "index", "checkpoint")]
+        if file is None:
+            file = next((n for n in names if n.startswith("commitlog/")), names[0] if names else None)
+        self.max_records = max_records
+        self.file = widgets.Dropdown(options=names, value=file, description="file")
+        self.offset = widgets.BoundedIntText(value=offset, min=0, max=2**40, step=16, description="offset")
+        self.length = widgets.IntSlider(value=length, min=16, max=4096, step=16, description="length")
+        self.record = widgets.Dropdown(options=[], description="record")
+        super().__init__([self.file, self.record, widgets.HBox([self.offset, self.length])])
+        self.view: HexView | None = None
+        self._fill_records()
+        if record is not None and record < len(self.record.options):
+            self.record.index = record
+        self.refresh()
+        self.file.observe(self._on_file, "value")
+        self.record.observe(self._on_record, "value")
+        self.offset.observe(lambda _: self.refresh(), "value")
+        self.length.observe(lambda _: self.refresh(), "value")
+
+    @property
+    def path(self) -> Path:
+        return self.root / self.file.value
+
+    def _fill_records(self) -> None:
+        self._updating = True
+        try:
+            opts = []
+            if self.file.value and self.file.value.startswith("commitlog/"):
+                opts = self.guarded(record_choices, self.store, Path(self.file.value).name) or []
+            self.record.options = opts[: self.max_records]
+            self.record.value = None
+            self.record.layout.display = "" if opts else "none"
+        finally:
+            self._updating = False
+
+    def _on_file(self, _change) -> None:
+        self._fill_records()
+        self._updating = True
+        self.offset.value = 0
+        self._updating = False
+        self.refresh()
+
+    def _on_record(self, change) -> None:
+        if self._updating or change["new"] is None:
+            return
+        pos, size = change["new"]
+        self._updating = True
+        self.offset.value = pos
+        self.length.value = max(16, min(4096, size + (-size % 16)))
+        self._updating = False
+        self.refresh()
+
+    def refresh(self) -> None:
+        if getattr(self, "_updating", False) or not self.file.value:
+            return
+        view = self.guarded(HexView, self.path, self.offset.value, self.length.value, max_hash_slot_num=self.store.config.max_hash_slot_num)
+        if view is not None:
+            self.view = view
+            self.show(view._repr_html_())
