@@ -1,0 +1,985 @@
+"""Vectorised bulk decoding of CommitLog bytes into Arrow record batches.
+
+Java counterpart: none as such — RocketMQ reads one record at a time
+(``CommitLog.checkMessageAndReturnSize``, ``MessageDecoder.decode``).  This module
+reads *millions* of records per call for scans (Spark, ``bench/bench_scan.py``):
+
+1. **find the record positions** of a byte range.  Walking ``pos += totalSize`` is
+   sequential, so a long range is cut into *lanes* that are walked side by side with
+   numpy (one numpy step advances every lane by one record).  Each lane starts at a
+   *valid position* found by resynchronisation (below) and must land exactly on the
+   next lane's start; lane 0 starts at a known boundary, so by induction every
+   accepted position is on the true chain.  A lane that does not land falls back to
+   the sequential walk from there.  Short ranges use a plain ``struct`` walk.
+2. **gather the fixed fields** of all records at once: a numpy structured dtype
+   *derived from* :data:`~rmqlab.format.commitlog.MessageRecord` (one dtype per
+   IPv4/IPv6 host combination) is laid over the buffer with a stride of one byte,
+   and fancy indexing with the positions copies each record's fixed part.
+3. **validate** every length field against ``totalSize`` vectorised; the first bad
+   record is handed to :func:`~rmqlab.format.record.decode_record` (the one record
+   parser), which names the damage kind, file and offset.
+4. **variable parts without a Python loop**: bodies, topics and properties lie in
+   file order, so an Arrow ``binary`` array whose offsets alternate *start, end,
+   start, end* over the untouched file buffer holds value, gap, value, gap...;
+   filtering the even values copies them in C++ at memory speed.  Properties are
+   split on ``\\x02``/``\\x01`` with numpy over the concatenated bytes into a
+   ``map<string,string>`` (same rules as :mod:`rmqlab.format.properties`: empty
+   segments and segments without ``\\x01`` skipped, a later duplicate name wins).
+   Only CRCs are a per-record loop (``zlib.crc32`` on a memoryview slice, in C).
+
+**Resynchronisation** (split starts, and after damage in lenient mode): a *valid
+position* ``p`` is one whose magic is a message magic, whose self-recorded
+``physicalOffset`` equals ``file_base + p`` and whose length fields recompute
+``totalSize`` — or a BLANK whose ``totalSize`` is exactly the bytes left in the file.
+A scan of ``[start, stop)`` owns the chain positions from its first position (``start``
+itself when it is 0, else the first valid position at or after it) up to, not
+including, the first *valid* position at or after ``stop``.  So adjacent ranges
+partition a file's records exactly as one whole-file scan does, damage rows included.
+(Assumption, stated: no valid-looking stale record lies *inside* another record's
+bytes.  Stores rewritten after recovery can break it; scan such files whole, with
+``splitSize`` ≥ the file size.)
+
+Rows equal :meth:`rmqlab.store.commitlog.CommitLog.walk` field for field (tested on
+every reference store written by RocketMQ): the columns are the keys of
+:meth:`~rmqlab.format.record.Record.to_dict` plus ``file``, ``kind`` and ``error``.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from dataclasses import dataclass
+from typing import Iterable, Iterator
+
+import numpy as np
+import pyarrow as pa
+from construct import FormatField, IfThenElse
+
+from . import commitlog as cl
+from . import properties as props
+from .msgid import format_host
+from .record import (
+    BODY_CRC,
+    HEADER_FIELDS,
+    PROPERTY_CRC,
+    PROPERTY_CRC_TAIL,
+    RecordError,
+    decode_record,
+)
+
+__all__ = [
+    "ARROW_SCHEMA",
+    "NeedMoreBytes",
+    "decode_file",
+    "decode_table",
+    "is_valid_position",
+    "scan_range",
+]
+
+# ----------------------------------------------------------------------------------------
+# dtypes derived from the construct schema (the single source of truth)
+# ----------------------------------------------------------------------------------------
+_FMT_TO_DTYPE = {">l": ">i4", ">L": ">u4", ">q": ">i8", ">h": ">i2", ">b": "i1"}
+
+
+def _prefix_dtype(born_v6: bool, store_v6: bool) -> np.dtype:
+    """Fixed part of a message record, ``totalSize`` .. ``bodyLength``, for one host combination."""
+    fields = []
+    for sub in cl.MessageRecord.subcons:
+        inner = sub
+        while hasattr(inner, "subcon") and not isinstance(inner, IfThenElse):
+            inner = inner.subcon
+        if isinstance(inner, IfThenElse):
+            v6 = born_v6 if sub.name == "born_host" else store_v6
+            host = inner.thensubcon if v6 else inner.elsesubcon
+            for hs in host.subcons:
+                h = hs
+                while hasattr(h, "subcon"):
+                    h = h.subcon
+                if isinstance(h, FormatField):
+                    fields.append((f"{sub.name}_{hs.name}", _FMT_TO_DTYPE[h.fmtstr]))
+                else:
+                    fields.append((f"{sub.name}_{hs.name}", ("u1", (h.sizeof(),))))
+        else:
+            fields.append((sub.name, _FMT_TO_DTYPE[inner.fmtstr]))
+        if sub.name == "len_body":
+            break
+    return np.dtype(fields)
+
+
+#: index = born_v6 + 2*store_v6
+PREFIX_DTYPES = [_prefix_dtype(bool(i & 1), bool(i & 2)) for i in range(4)]
+assert list(PREFIX_DTYPES[0].names[: len(HEADER_FIELDS)]) == HEADER_FIELDS
+assert PREFIX_DTYPES[0].itemsize == cl.FIXED_SIZE_V1_IPV4 - 3  # minus topicLength(1) and propertiesLength(2)
+_SYS_FLAG_AT = PREFIX_DTYPES[0].fields["sys_flag"][1]
+_PHYS_AT = PREFIX_DTYPES[0].fields["physical_offset"][1]
+_MAX_PREFIX = max(d.itemsize for d in PREFIX_DTYPES)
+
+_PREFIX = struct.Struct(">iI")  # totalSize, magicCode (Java: the 8 bytes every record starts with)
+_I64 = struct.Struct(">q")
+_MIN_SIZE = cl.FIXED_SIZE_V1_IPV4
+
+# little-endian patterns of the magic codes, for native-order uint32 comparisons:
+# V1 0xDAA320A7 and V2 0xDAA320AB differ only in bits 0x0C of their last byte
+_MAGIC_MASK_LE = 0xF3FFFFFF
+_MAGIC_MSG_LE = int.from_bytes(struct.pack(">I", cl.MAGIC_V1), "little") & _MAGIC_MASK_LE
+_MAGIC_BLANK_LE = int.from_bytes(struct.pack(">I", cl.MAGIC_BLANK), "little")
+
+# ----------------------------------------------------------------------------------------
+# the output schema
+# ----------------------------------------------------------------------------------------
+PROPERTIES_TYPE = pa.map_(pa.string(), pa.string())
+
+#: Columns: the keys of ``Record.to_dict`` (``rmqlab dump --json``) + file, kind, error.
+ARROW_SCHEMA = pa.schema(
+    [
+        ("physical_offset", pa.int64()),
+        ("total_size", pa.int32()),
+        ("magic", pa.int64()),
+        ("body_crc", pa.int32()),
+        ("crc_ok", pa.bool_()),
+        ("queue_id", pa.int32()),
+        ("flag", pa.int32()),
+        ("queue_offset", pa.int64()),
+        ("sys_flag", pa.int32()),
+        ("born_timestamp", pa.int64()),
+        ("born_host", pa.string()),
+        ("store_timestamp", pa.int64()),
+        ("store_host", pa.string()),
+        ("reconsume_times", pa.int32()),
+        ("prepared_transaction_offset", pa.int64()),
+        ("topic", pa.string()),
+        ("properties", PROPERTIES_TYPE),
+        ("body", pa.binary()),
+        ("msg_id", pa.string()),
+        ("file", pa.string()),
+        ("kind", pa.string()),
+        ("error", pa.string()),
+    ]
+)
+COLUMNS = ARROW_SCHEMA.names
+
+KIND_MESSAGE = "MESSAGE"
+KIND_BLANK = "BLANK"
+
+
+class NeedMoreBytes(Exception):
+    """The buffer ends before the file does and a record runs past it.
+
+    Raised by :func:`scan_range` after every row before ``position`` was yielded;
+    resume with a buffer that covers ``[position, position + needed)`` (or the rest
+    of the file) and ``start=position, resync=self.resync``.
+    """
+
+    def __init__(self, position: int, needed: int, resync: bool):
+        self.position = position
+        self.needed = needed
+        self.resync = resync
+        super().__init__(f"need bytes up to {position + needed} (resume at {position}, resync={resync})")
+
+
+@dataclass
+class _Ctx:
+    """One buffer and what it is: ``buf[0]`` is byte ``buf_offset`` of ``file``."""
+
+    a: np.ndarray  # uint8 view of the buffer
+    mv: memoryview
+    buf_offset: int
+    file_base: int
+    file_size: int
+    file: str
+    mode: str
+    verify_crc: bool
+    include_body: bool
+    topics: frozenset | None
+    start_time: int | None
+    end_time: int | None
+    batch_rows: int
+    batch_bytes: int
+
+    @property
+    def buf_end(self) -> int:  # file position one past the buffer
+        return self.buf_offset + len(self.a)
+
+    @property
+    def complete(self) -> bool:  # the buffer reaches the end of the file
+        return self.buf_end >= self.file_size
+
+    @property
+    def filtered(self) -> bool:
+        return self.topics is not None or self.start_time is not None or self.end_time is not None
+
+    # strided views: element i is the value whose first byte is buffer byte i
+    def view(self, dtype) -> np.ndarray:
+        dtype = np.dtype(dtype)
+        n = len(self.a) - dtype.itemsize + 1
+        if n <= 0:
+            return np.zeros(0, dtype)
+        return np.ndarray((n,), dtype, buffer=self.a, strides=(1,))
+
+    def gather(self, dtype, file_positions: np.ndarray) -> np.ndarray:
+        """Values of ``dtype`` at file positions (clipped into the buffer: callers
+        only trust values at positions they checked)."""
+        v = self.view(dtype)
+        if len(v) == 0:
+            return np.zeros(len(file_positions), np.dtype(dtype))
+        idx = np.clip(file_positions - self.buf_offset, 0, len(v) - 1)
+        return v[idx]
+
+
+# ----------------------------------------------------------------------------------------
+# resynchronisation
+# ----------------------------------------------------------------------------------------
+def is_valid_position(buf, pos: int, *, file_base: int = 0, file_size: int | None = None, buf_offset: int = 0) -> bool:
+    """A record boundary that resynchronisation may start at (see the module docs).
+
+    ``pos`` is a position in the file; ``buf`` holds file bytes from ``buf_offset``.
+    Raises :class:`NeedMoreBytes` when the answer needs bytes the buffer lacks.
+    """
+    file_size = buf_offset + len(buf) if file_size is None else file_size
+    i = pos - buf_offset
+    end = len(buf)
+    if pos + 8 > file_size:
+        return False
+    if i + 8 > end:
+        raise NeedMoreBytes(pos, 8, True)
+    total_size, magic = _PREFIX.unpack_from(buf, i)
+    if magic == cl.MAGIC_BLANK:
+        return total_size == file_size - pos
+    if magic not in cl.MESSAGE_MAGICS or total_size < _MIN_SIZE or pos + total_size > file_size:
+        return False
+    if i + total_size > end:
+        raise NeedMoreBytes(pos, total_size, True)
+    if _I64.unpack_from(buf, i + _PHYS_AT)[0] != file_base + pos:
+        return False
+    try:
+        return decode_record(memoryview(buf)[i : i + total_size], 0, check_crc=False, read_body=False) is not None
+    except RecordError:
+        return False
+
+
+def _candidates(ctx: _Ctx, lo: int, hi: int) -> np.ndarray:
+    """Sorted file positions p in [lo, hi) whose magic field (p+4) looks like a message
+    or BLANK magic.  Native uint32 views at the four byte alignments; no per-byte loop."""
+    a = ctx.a
+    i0 = max(lo - ctx.buf_offset, 0) + 4
+    i1 = min(hi - ctx.buf_offset, len(a) - 8) + 4  # magic must fit with its totalSize
+    if i1 <= i0:
+        return np.zeros(0, np.int64)
+    parts = []
+    for k in range(4):
+        s = i0 + k
+        n = (i1 - s + 3) // 4
+        if n <= 0 or s + 4 * n > len(a) + 3:
+            n = max(0, (len(a) - s) // 4)
+            n = min(n, (i1 - s + 3) // 4)
+        if n <= 0:
+            continue
+        u = np.ndarray((n,), "<u4", buffer=a, offset=s, strides=(4,))
+        hit = ((u & _MAGIC_MASK_LE) == _MAGIC_MSG_LE) | (u == _MAGIC_BLANK_LE)
+        idx = np.flatnonzero(hit)
+        if len(idx):
+            parts.append(idx * 4 + s)
+    if not parts:
+        return np.zeros(0, np.int64)
+    c = np.sort(np.concatenate(parts)) - 4 + ctx.buf_offset
+    return c[(c >= lo) & (c < hi)].astype(np.int64)
+
+
+def _next_valid(ctx: _Ctx, lo: int, hi: int) -> int | None:
+    """First valid position in [lo, hi), or ``None``."""
+    window = 1 << 16
+    pos = lo
+    while pos < hi:
+        end = min(hi, pos + window)
+        for c in _candidates(ctx, pos, end).tolist():
+            if is_valid_position(ctx.a, int(c), file_base=ctx.file_base, file_size=ctx.file_size, buf_offset=ctx.buf_offset):
+                return int(c)
+        if end >= ctx.buf_end - 7 and not ctx.complete and end < hi:
+            raise NeedMoreBytes(end, 8, True)
+        pos = end
+        window = min(window * 4, 1 << 24)
+    return None
+
+
+def _lane_starts(ctx: _Ctx, xs0: int, lane: int, k: int, window: int) -> np.ndarray:
+    """For lane starts xs0 + i*lane (i < k): the first position in [x, x+window) whose
+    magic looks right and whose self-recorded physicalOffset is file_base + position;
+    -1 where there is none.  One strided 2-D view, no gather."""
+    a = ctx.a
+    base_i = xs0 - ctx.buf_offset
+    # the window rows must stay inside the buffer with 36 bytes to spare (phys offset)
+    room = len(a) - (base_i + (k - 1) * lane) - 40
+    window = min(window, room)
+    if window <= 0 or k <= 0:
+        return np.full(k, -1, np.int64)
+    m = np.ndarray((k, window), "<u4", buffer=a, offset=base_i + 4, strides=(lane, 1))
+    hit = (m & _MAGIC_MASK_LE) == _MAGIC_MSG_LE
+    rows, cols = np.nonzero(hit)
+    out = np.full(k, -1, np.int64)
+    if len(rows) == 0:
+        return out
+    p = xs0 + rows.astype(np.int64) * lane + cols
+    phys = ctx.gather(">i8", p + _PHYS_AT).astype(np.int64)
+    ok = phys == ctx.file_base + p
+    rows, p = rows[ok], p[ok]
+    if len(rows):
+        first_rows, first_idx = np.unique(rows, return_index=True)
+        out[first_rows] = p[first_idx]
+    return out
+
+
+# ----------------------------------------------------------------------------------------
+# finding chain positions
+# ----------------------------------------------------------------------------------------
+def _walk_py(ctx: _Ctx, pos: int, stop: int, max_records: int) -> tuple[list[int], int]:
+    """Sequential walk (Java's loop): message records while ``pos < stop``; stops at
+    anything else (BLANK, zeros, damage, buffer end) for the caller to look at."""
+    buf, off = ctx.a, ctx.buf_offset
+    limit = min(ctx.buf_end, ctx.file_size)
+    unpack = _PREFIX.unpack_from
+    v1, v2 = cl.MAGIC_V1, cl.MAGIC_V2
+    out: list[int] = []
+    app = out.append
+    while pos < stop and len(out) < max_records:
+        if pos + 8 > limit:
+            break
+        s, m = unpack(buf, pos - off)
+        if (m != v1 and m != v2) or s < _MIN_SIZE or pos + s > limit:
+            break
+        app(pos)
+        pos += s
+    return out, pos
+
+
+#: ranges longer than this are walked in lanes; a lane is about this long
+LANE_MIN_RANGE = 4 << 20
+LANE_BYTES = 1 << 15
+
+
+def _walk_lanes(ctx: _Ctx, pos: int, stop: int) -> tuple[np.ndarray, int]:
+    """Positions of the chain from ``pos`` while ``< stop``, walked in numpy lanes.
+    Returns positions and where the verified chain stopped (``>= stop``, or a
+    position the sequential rules must look at)."""
+    lane = LANE_BYTES
+    k = (stop - pos) // lane
+    if k < 8:
+        out, end = _walk_py(ctx, pos, stop, 1 << 62)
+        return np.asarray(out, np.int64), end
+    k = min(k, 1 << 14)
+    lane = (stop - pos) // k
+    starts = np.empty(k, np.int64)
+    starts[0] = pos
+    starts[1:] = _lane_starts(ctx, pos + lane, lane, k - 1, min(lane, 1 << 12))
+    starts = starts[starts >= 0]
+    k = len(starts)
+    ends = np.append(starts[1:], stop)
+    limit = min(ctx.buf_end, ctx.file_size)
+    sizes_v = ctx.view(">i4")
+    magic_v = ctx.view("<u4")
+    off = ctx.buf_offset
+    v1 = int.from_bytes(struct.pack(">I", cl.MAGIC_V1), "little")
+    v2 = int.from_bytes(struct.pack(">I", cl.MAGIC_V2), "little")
+    cur = starts.copy()
+    stopped = np.zeros(k, bool)
+    lanes_out, pos_out = [], []
+    act = np.arange(k)
+    while len(act):
+        p = cur[act]
+        fits = p + 8 <= limit
+        bi = np.where(fits, p - off, 0)
+        s = sizes_v[bi].astype(np.int64)
+        mg = magic_v[bi + 4]
+        good = fits & ((mg == v1) | (mg == v2)) & (s >= _MIN_SIZE) & (p + s <= limit)
+        if not good.all():
+            stopped[act[~good]] = True
+            act, p, s = act[good], p[good], s[good]
+        lanes_out.append(act)
+        pos_out.append(p)
+        nxt = p + s
+        cur[act] = nxt
+        act = act[nxt < ends[act]]
+    lanes_all = np.concatenate(lanes_out) if lanes_out else np.zeros(0, np.int64)
+    pos_all = np.concatenate(pos_out) if pos_out else np.zeros(0, np.int64)
+    # accept lanes in order while each lands exactly on the next lane's start
+    last = k - 1
+    for i in range(k - 1):
+        if stopped[i] or cur[i] != starts[i + 1]:
+            last = i
+            break
+    if last < k - 1:
+        keep = lanes_all <= last
+        lanes_all, pos_all = lanes_all[keep], pos_all[keep]
+    positions = np.sort(pos_all)
+    return positions, int(cur[last])
+
+
+# ----------------------------------------------------------------------------------------
+# decoding positions into columns
+# ----------------------------------------------------------------------------------------
+_HEX = np.frombuffer(b"".join(f"{i:02X}".encode() for i in range(256)), np.uint8).reshape(256, 2)
+
+
+def _interleaved(ctx: _Ctx, starts: np.ndarray, ends: np.ndarray, keep: np.ndarray | None) -> pa.Array:
+    """Binary array of buffer slices [starts[i], ends[i]) (file positions, in order,
+    non-overlapping), copied by Arrow's filter kernel from the untouched buffer."""
+    n = len(starts)
+    if n == 0:
+        return pa.array([], pa.binary())
+    lo = int(starts[0]) - ctx.buf_offset
+    hi = int(ends[-1]) - ctx.buf_offset
+    offs = np.empty(2 * n + 1, np.int32)
+    offs[0 : 2 * n : 2] = starts - ctx.buf_offset - lo
+    offs[1 : 2 * n : 2] = ends - ctx.buf_offset - lo
+    offs[2 * n] = hi - lo
+    data = pa.py_buffer(ctx.a[lo:hi]) if hi > lo else pa.py_buffer(b"")
+    arr = pa.Array.from_buffers(pa.binary(), 2 * n, [None, pa.py_buffer(offs), data])
+    mask = np.zeros(2 * n, bool)
+    if keep is None:
+        mask[0::2] = True
+    else:
+        mask[0::2] = keep
+    return arr.filter(pa.array(mask))
+
+
+def _to_string(arr: pa.Array) -> pa.Array:
+    """binary → string; invalid UTF-8 becomes U+FFFD, as Java (and props.decode_text) do."""
+    try:
+        return arr.cast(pa.string())
+    except pa.ArrowInvalid:
+        return pa.array([None if v is None else props.decode_text(v) for v in arr.to_pylist()], pa.string())
+
+
+def _constant_strings(value: str, n: int) -> pa.Array:
+    b = value.encode("utf-8")
+    offs = np.arange(n + 1, dtype=np.int32) * len(b)
+    return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offs), pa.py_buffer(b * n)])
+
+
+def _strings_from_codes(codes: np.ndarray, texts: list[str]) -> pa.Array:
+    return pa.DictionaryArray.from_arrays(pa.array(codes.astype(np.int32)), pa.array(texts, pa.string())).cast(pa.string())
+
+
+def _hosts(addr_rows: np.ndarray, ports: np.ndarray) -> pa.Array:
+    """``host:port`` strings (msgid.format_host) through a dictionary of distinct hosts."""
+    n = len(ports)
+    key = np.zeros((n, addr_rows.shape[1] + 4), np.uint8)
+    key[:, : addr_rows.shape[1]] = addr_rows
+    key[:, addr_rows.shape[1] :] = ports.astype(">i4").view(np.uint8).reshape(n, 4)
+    width = key.shape[1]
+    fsb = pa.Array.from_buffers(pa.binary(width), n, [None, pa.py_buffer(np.ascontiguousarray(key))])
+    d = fsb.dictionary_encode()
+    texts = []
+    alen = addr_rows.shape[1]
+    for raw in d.dictionary.to_pylist():
+        texts.append(format_host(raw[:alen], struct.unpack(">i", raw[alen:])[0]))
+    return pa.DictionaryArray.from_arrays(d.indices, pa.array(texts, pa.string())).cast(pa.string())
+
+
+def _msg_ids(addr_port_raw: np.ndarray, positions: np.ndarray) -> pa.Array:
+    """Offset msgIds (Java ``MessageDecoder.createMessageId``): hex of store address,
+    port and the record's physical offset, all rows the same width here."""
+    n = len(positions)
+    raw = np.empty((n, addr_port_raw.shape[1] + 8), np.uint8)
+    raw[:, : addr_port_raw.shape[1]] = addr_port_raw
+    raw[:, addr_port_raw.shape[1] :] = positions.astype(">i8").view(np.uint8).reshape(n, 8)
+    hexed = np.ascontiguousarray(_HEX[raw].reshape(n, -1))
+    w = hexed.shape[1]
+    offs = np.arange(n + 1, dtype=np.int32) * w
+    return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offs), pa.py_buffer(hexed)])
+
+
+def _properties(parr: pa.Array) -> pa.Array:
+    """``map<string,string>`` from binary properties strings, vectorised.
+
+    Same rules as :func:`rmqlab.format.properties.decode_pairs` followed by
+    :func:`~rmqlab.format.properties.to_ordered_dict`: segments end at ``\\x02`` (or
+    the end of the string); empty segments and segments without ``\\x01`` are
+    skipped; name is up to the first ``\\x01``; a later duplicate name's value wins,
+    at the place of its first appearance.
+    """
+    n = len(parr)
+    bufs = parr.buffers()
+    ro = np.frombuffer(bufs[1], np.int32, count=n + 1, offset=parr.offset * 4).astype(np.int64)
+    base = int(ro[0])
+    ro = ro - base
+    data = np.frombuffer(bufs[2], np.uint8)[base : base + int(ro[-1])] if bufs[2] is not None else np.zeros(0, np.uint8)
+    total = len(data)
+    seps = np.flatnonzero(data == 2)
+    rec_of_sep = np.searchsorted(ro, seps, side="right") - 1
+    prev_same = np.zeros(len(seps), bool)
+    if len(seps) > 1:
+        prev_same[1:] = rec_of_sep[1:] == rec_of_sep[:-1]
+    seg_start = np.where(prev_same, np.concatenate(([0], seps[:-1] + 1)) if len(seps) else seps, ro[rec_of_sep] if len(seps) else seps)
+    seg_end = seps
+    seg_rec = rec_of_sep
+    # trailing segment of records that do not end with \x02
+    lens = ro[1:] - ro[:-1]
+    last_byte = data[np.maximum(ro[1:] - 1, 0)] if total else np.zeros(n, np.uint8)
+    trailing = np.flatnonzero((lens > 0) & (last_byte != 2))
+    if len(trailing):
+        last_sep_idx = np.searchsorted(seps, ro[trailing + 1], side="left") - 1
+        t_start = ro[trailing].copy()
+        has = last_sep_idx >= 0
+        has[has] = seps[last_sep_idx[has]] >= ro[trailing[has]]
+        t_start[has] = seps[last_sep_idx[has]] + 1
+        seg_start = np.concatenate((seg_start, t_start))
+        seg_end = np.concatenate((seg_end, ro[trailing + 1]))
+        seg_rec = np.concatenate((seg_rec, trailing))
+        order = np.argsort(seg_start, kind="stable")
+        seg_start, seg_end, seg_rec = seg_start[order], seg_end[order], seg_rec[order]
+    # name/value split at the first \x01 of each segment
+    ones = np.flatnonzero(data == 1)
+    j = np.searchsorted(ones, seg_start, side="left")
+    jc = np.minimum(j, max(len(ones) - 1, 0))
+    p1 = ones[jc] if len(ones) else np.full(len(seg_start), -1)
+    keep = (seg_end > seg_start) & (j < len(ones)) & (p1 < seg_end) & (p1 >= seg_start)
+    seg_start, seg_end, seg_rec, p1 = seg_start[keep], seg_end[keep], seg_rec[keep], p1[keep]
+    m = len(seg_start)
+    counts = np.bincount(seg_rec, minlength=n) if m else np.zeros(n, np.int64)
+    moffs = np.zeros(n + 1, np.int32)
+    np.cumsum(counts, out=moffs[1:])
+    # keys and values: offsets start, p1, p1+1, end alternate over the bytes
+    offs = np.empty(4 * m + 1, np.int32)
+    offs[0::4][:m] = seg_start
+    offs[1::4] = p1
+    offs[2::4] = p1 + 1
+    offs[3::4] = seg_end
+    offs[4 * m] = seg_end[-1] if m else 0
+    dbuf = pa.py_buffer(np.ascontiguousarray(data)) if total else pa.py_buffer(b"")
+    allv = pa.Array.from_buffers(pa.binary(), 4 * m, [None, pa.py_buffer(offs), dbuf])
+    sel = np.arange(4 * m) % 4
+    keys_b = allv.filter(pa.array(sel == 0))
+    vals_b = allv.filter(pa.array(sel == 2))
+    # duplicate names inside one record: rare (batch UNIQ_KEY); found with a cheap
+    # fingerprint (length + first 8 bytes), then settled exactly in Python
+    flagged = _duplicate_candidates(data, seg_start, p1, seg_rec)
+    try:
+        keys = keys_b.cast(pa.string())
+        vals = vals_b.cast(pa.string())
+    except pa.ArrowInvalid:
+        return _properties_python(parr)
+    if len(flagged):
+        return _properties_dedup(keys, vals, moffs, flagged)
+    return pa.MapArray.from_arrays(pa.array(moffs), keys, vals)
+
+
+def _duplicate_candidates(data, name_start, name_end, seg_rec) -> np.ndarray:
+    m = len(name_start)
+    if m < 2:
+        return np.zeros(0, np.int64)
+    ln = (name_end - name_start).astype(np.int64)
+    pad = np.concatenate((data, np.zeros(8, np.uint8)))
+    fp = ln.astype(np.uint64) << np.uint64(56)
+    for b in range(7):
+        byte = pad[name_start + b].astype(np.uint64)
+        byte[ln <= b] = 0
+        fp ^= byte << np.uint64(8 * b)
+    flagged = []
+    maxrun = int(np.bincount(seg_rec).max())
+    for d in range(1, maxrun):
+        same = (seg_rec[d:] == seg_rec[:-d]) & (fp[d:] == fp[:-d])
+        if same.any():
+            flagged.append(seg_rec[d:][same])
+    return np.unique(np.concatenate(flagged)) if flagged else np.zeros(0, np.int64)
+
+
+def _properties_dedup(keys: pa.Array, vals: pa.Array, moffs: np.ndarray, flagged: np.ndarray) -> pa.Array:
+    """Keep each name once per record, at its first place, with its last value."""
+    m = len(keys)
+    keep = np.ones(m, bool)
+    value_index = np.arange(m)
+    for r in flagged.tolist():
+        lo, hi = int(moffs[r]), int(moffs[r + 1])
+        names = keys.slice(lo, hi - lo).to_pylist()
+        first: dict[str, int] = {}
+        for i, name in enumerate(names):
+            if name in first:
+                keep[lo + i] = False
+                value_index[lo + first[name]] = lo + i
+            else:
+                first[name] = i
+    vals2 = vals.take(pa.array(value_index[keep]))
+    keys2 = keys.filter(pa.array(keep))
+    counts = np.add.reduceat(keep.astype(np.int64), moffs[:-1]) if m else np.zeros(len(moffs) - 1, np.int64)
+    counts[moffs[:-1] == moffs[1:]] = 0  # reduceat quirk for empty groups
+    new_offs = np.zeros(len(moffs), np.int32)
+    np.cumsum(counts, out=new_offs[1:])
+    return pa.MapArray.from_arrays(pa.array(new_offs), keys2, vals2)
+
+
+def _properties_python(parr: pa.Array) -> pa.Array:
+    """Slow path for batches with invalid UTF-8 (decoded with U+FFFD, as Java does)."""
+    rows = []
+    for raw in parr.to_pylist():
+        rows.append(list(props.to_ordered_dict(props.decode_pairs(raw or b"")).items()))
+    return pa.array(rows, PROPERTIES_TYPE)
+
+
+def _check_crcs(ctx: _Ctx, P, body_start, body_end, total, body_crc, props_start, props_len):
+    """``(body_ok, prop_state)``: prop_state 0 = no __CRC32# property, 1 ok, 2 bad
+    (Java ``enabledAppendPropCRC``: last 20 bytes of the properties)."""
+    mv = ctx.mv
+    off = ctx.buf_offset
+    crc = zlib.crc32
+    bs = (body_start - off).tolist()
+    be = (body_end - off).tolist()
+    computed = np.fromiter((crc(mv[s:e]) for s, e in zip(bs, be)), np.int64, count=len(bs)) & 0x7FFFFFFF
+    body_ok = computed == body_crc
+    prop_state = np.zeros(len(P), np.int8)
+    cand = np.flatnonzero(props_len >= PROPERTY_CRC_TAIL)
+    if len(cand):
+        tail_at = P[cand] + total[cand] - PROPERTY_CRC_TAIL
+        tails = ctx.gather(np.dtype((np.void, PROPERTY_CRC_TAIL)), tail_at)
+        tails = tails.view(np.uint8).reshape(-1, PROPERTY_CRC_TAIL)
+        prefix = np.frombuffer((props.CRC32 + props.NAME_VALUE_SEPARATOR).encode(), np.uint8)
+        has = (tails[:, : len(prefix)] == prefix).all(axis=1) & (tails[:, -1] == 2)
+        for i in np.flatnonzero(has).tolist():
+            r = int(cand[i])
+            digits = bytes(tails[i, -11:-1])
+            if not digits.isdigit():
+                prop_state[r] = 2
+                continue
+            p = int(P[r]) - off
+            want = int(digits[::-1].decode("ascii"))
+            got = crc(mv[p : p + int(total[r]) - PROPERTY_CRC_TAIL]) & 0x7FFFFFFF
+            prop_state[r] = 1 if want == got else 2
+    return body_ok, prop_state
+
+
+def _decode_positions(ctx: _Ctx, P: np.ndarray) -> tuple[pa.RecordBatch | None, int | None]:
+    """Decode message records at positions ``P`` (all within the buffer).  Returns the
+    batch of the records before the first structurally bad one, and that one's index
+    (``None`` when all are good)."""
+    n = len(P)
+    sys_flag = ctx.gather(">i4", P + _SYS_FLAG_AT).astype(np.int32)
+    variant = ((sys_flag & cl.FLAG_BORNHOST_V6) != 0).astype(np.int8) + 2 * ((sys_flag & cl.FLAG_STOREHOST_V6) != 0).astype(np.int8)
+    present = np.unique(variant)
+    cols: dict[str, np.ndarray] = {}
+    born_addr = np.zeros((n, 16), np.uint8)
+    store_addr = np.zeros((n, 16), np.uint8)
+    prefix_size = np.empty(n, np.int64)
+    for v in present.tolist():
+        dt = PREFIX_DTYPES[v]
+        sel = slice(None) if len(present) == 1 else np.flatnonzero(variant == v)
+        recs = ctx.gather(dt, P[sel])
+        for name in dt.names:
+            if name.endswith("_address"):
+                target = born_addr if name.startswith("born") else store_addr
+                target[sel, : dt[name].shape[0]] = recs[name]
+                continue
+            col = cols.get(name)
+            if col is None:
+                col = cols[name] = np.empty(n, dt[name].newbyteorder("="))
+            col[sel] = recs[name]
+        prefix_size[sel] = dt.itemsize
+    total = cols["total_size"].astype(np.int64)
+    magic = cols["magic"].astype(np.int64)
+    len_body = cols["len_body"].astype(np.int64)
+    v2 = magic == cl.MAGIC_V2
+    tl = np.where(v2, 2, 1)
+    rec_end = P + total
+    body_start = P + prefix_size
+    body_end = body_start + len_body
+    ok = (total >= prefix_size + 3) & (len_body >= 0) & (body_end + tl <= rec_end)
+    topic_len = np.where(v2, ctx.gather(">i2", body_end).astype(np.int64), ctx.gather("i1", body_end).astype(np.int64))
+    topic_start = body_end + tl
+    topic_end = topic_start + topic_len
+    ok &= (topic_len >= 0) & (topic_end + 2 <= rec_end)
+    props_len = ctx.gather(">i2", topic_end).astype(np.int64)
+    props_start = topic_end + 2
+    ok &= (props_len >= 0) & (props_start + props_len == rec_end)
+    bad = None
+    if not ok.all():
+        bad = int(np.argmin(ok))
+        if bad == 0:
+            return None, 0
+        return _decode_positions(ctx, P[:bad])[0], bad
+    # checks
+    body_crc = cols["body_crc"].astype(np.int64)
+    crc_ok = None
+    kinds = None
+    if ctx.verify_crc:
+        body_ok, prop_state = _check_crcs(ctx, P, body_start, body_end, total, body_crc, props_start, props_len)
+        crc_ok = body_ok & (prop_state != 2)
+        if not crc_ok.all():
+            first = int(np.argmin(crc_ok))
+            kind = BODY_CRC if not body_ok[first] else PROPERTY_CRC
+            if ctx.mode == "strict":
+                raise RecordError(
+                    ctx.file, int(P[first]), kind, f"stored CRC does not match the recomputed one (record at physical offset {ctx.file_base + int(P[first])})"
+                )
+            kinds = np.where(body_ok, np.where(prop_state == 2, 2, 0), 1)
+    # filters (applied before the heavy columns are built)
+    keep = None
+    topic_bin = _interleaved(ctx, topic_start, topic_end, None)
+    if ctx.filtered:
+        keep = np.ones(n, bool)
+        if ctx.topics is not None:
+            import pyarrow.compute as pc
+
+            keep &= np.asarray(pc.is_in(topic_bin, value_set=pa.array(sorted(ctx.topics), pa.binary())).to_numpy(zero_copy_only=False), bool)
+        st = cols["store_timestamp"]
+        if ctx.start_time is not None:
+            keep &= st >= ctx.start_time
+        if ctx.end_time is not None:
+            keep &= st < ctx.end_time
+        if keep.all():
+            keep = None
+        else:
+            topic_bin = topic_bin.filter(pa.array(keep))
+
+    def k(x):
+        return x if keep is None else x[keep]
+
+    Pk = k(P)
+    phys = Pk + ctx.file_base
+    m = len(Pk)
+    store_is_v6 = k(variant >= 2)
+    born_is_v6 = k((variant & 1) == 1)
+    # hosts and msgId
+    if store_is_v6.any() and not store_is_v6.all():
+        sh4 = _hosts(k(store_addr)[:, :4], k(cols["store_host_port"]))
+        sh6 = _hosts(k(store_addr), k(cols["store_host_port"]))
+        store_host = pa.array(np.where(store_is_v6, sh6.to_numpy(zero_copy_only=False), sh4.to_numpy(zero_copy_only=False)), pa.string())
+        ids = np.empty(m, object)
+        ids4 = _msg_ids(np.concatenate([k(store_addr)[:, :4], k(cols["store_host_port"]).astype(">i4").view(np.uint8).reshape(-1, 4)], 1), phys)
+        ids6 = _msg_ids(np.concatenate([k(store_addr), k(cols["store_host_port"]).astype(">i4").view(np.uint8).reshape(-1, 4)], 1), phys)
+        ids[:] = np.where(store_is_v6, ids6.to_numpy(zero_copy_only=False), ids4.to_numpy(zero_copy_only=False))
+        msg_id = pa.array(ids, pa.string())
+    else:
+        w = 16 if (m and store_is_v6[0]) else 4
+        sa = k(store_addr)[:, :w]
+        sp = k(cols["store_host_port"])
+        store_host = _hosts(sa, sp)
+        msg_id = _msg_ids(np.concatenate([sa, sp.astype(">i4").view(np.uint8).reshape(-1, 4)], 1), phys)
+    if born_is_v6.any() and not born_is_v6.all():
+        bh4 = _hosts(k(born_addr)[:, :4], k(cols["born_host_port"])).to_numpy(zero_copy_only=False)
+        bh6 = _hosts(k(born_addr), k(cols["born_host_port"])).to_numpy(zero_copy_only=False)
+        born_host = pa.array(np.where(born_is_v6, bh6, bh4), pa.string())
+    else:
+        w = 16 if (m and born_is_v6[0]) else 4
+        born_host = _hosts(k(born_addr)[:, :w], k(cols["born_host_port"]))
+    # variable parts
+    topic = _to_string(topic_bin)
+    properties = _properties(_interleaved(ctx, props_start, rec_end, keep))
+    body = _interleaved(ctx, body_start, body_end, keep) if ctx.include_body else pa.nulls(m, pa.binary())
+    if kinds is None:
+        kind = _constant_strings(KIND_MESSAGE, m)
+    else:
+        kind = _strings_from_codes(k(kinds), [KIND_MESSAGE, BODY_CRC, PROPERTY_CRC])
+    arrays = [
+        pa.array(phys, pa.int64()),
+        pa.array(k(total).astype(np.int32), pa.int32()),
+        pa.array(k(magic), pa.int64()),
+        pa.array(k(cols["body_crc"]), pa.int32()),
+        pa.array(k(crc_ok), pa.bool_()) if crc_ok is not None else pa.nulls(m, pa.bool_()),
+        pa.array(k(cols["queue_id"]), pa.int32()),
+        pa.array(k(cols["flag"]), pa.int32()),
+        pa.array(k(cols["queue_offset"]), pa.int64()),
+        pa.array(k(sys_flag), pa.int32()),
+        pa.array(k(cols["born_timestamp"]), pa.int64()),
+        born_host,
+        pa.array(k(cols["store_timestamp"]), pa.int64()),
+        store_host,
+        pa.array(k(cols["reconsume_times"]), pa.int32()),
+        pa.array(k(cols["prepared_transaction_offset"]), pa.int64()),
+        topic,
+        properties,
+        body,
+        msg_id,
+        _constant_strings(ctx.file, m),
+        kind,
+        pa.nulls(m, pa.string()),
+    ]
+    return pa.RecordBatch.from_arrays(arrays, schema=ARROW_SCHEMA), bad
+
+
+def _rows_batch(rows: list[dict]) -> pa.RecordBatch:
+    """A small batch from Python rows (BLANK, damage, the rare slow-path message)."""
+    cols = {name: [r.get(name) for r in rows] for name in COLUMNS}
+    cols["properties"] = [None if v is None else list(v.items()) for v in cols["properties"]]
+    return pa.RecordBatch.from_pydict(cols, schema=ARROW_SCHEMA)
+
+
+def _record_row(ctx: _Ctx, rec) -> dict:
+    row = rec.to_dict()
+    row["physical_offset"] = rec.physical_offset
+    if not rec.is_blank:
+        import base64
+
+        row["body"] = base64.b64decode(row["body"]) if ctx.include_body else None
+        if not ctx.verify_crc:
+            row["crc_ok"] = None
+    row["file"] = ctx.file
+    row["kind"] = rec.kind
+    return row
+
+
+# ----------------------------------------------------------------------------------------
+# the scan
+# ----------------------------------------------------------------------------------------
+def scan_range(
+    buf,
+    *,
+    buf_offset: int = 0,
+    file_base: int = 0,
+    file_size: int | None = None,
+    file: str = "<bytes>",
+    start: int = 0,
+    stop: int | None = None,
+    resync: bool | None = None,
+    mode: str = "strict",
+    verify_crc: bool = True,
+    include_body: bool = True,
+    topics: Iterable[str] | None = None,
+    start_time: int | None = None,
+    end_time: int | None = None,
+    batch_rows: int = 1 << 16,
+    batch_bytes: int = 64 << 20,
+) -> Iterator[pa.RecordBatch]:
+    """Record batches (:data:`ARROW_SCHEMA`) of the records a scan of ``[start, stop)``
+    of one commitlog file owns (see the module docs).
+
+    ``buf`` holds the file's bytes from position ``buf_offset`` (a whole mapped file,
+    or a window of it); ``file_base`` is the file's start physical offset (its name);
+    ``file_size`` the file's length.  ``mode='strict'`` raises
+    :class:`~rmqlab.format.record.RecordError` (file + offset) at the first damaged
+    record; ``'lenient'`` emits it as a row whose ``kind`` is the damage kind and
+    resynchronises.  CRC mismatches (``verify_crc``) count as damage (kind
+    ``BODY_CRC``/``PROPERTY_CRC``; the row is fully decoded).  BLANK rows are emitted
+    only without filters.  Damage rows are emitted whatever the filters.
+    """
+    if mode not in ("strict", "lenient"):
+        raise ValueError(f"mode must be 'strict' or 'lenient', not {mode!r}")
+    a = np.frombuffer(buf, np.uint8) if not isinstance(buf, np.ndarray) else buf.view(np.uint8).reshape(-1)
+    file_size = buf_offset + len(a) if file_size is None else file_size
+    stop = file_size if stop is None else min(stop, file_size)
+    ctx = _Ctx(
+        a=a,
+        mv=memoryview(a),
+        buf_offset=buf_offset,
+        file_base=file_base,
+        file_size=file_size,
+        file=file,
+        mode=mode,
+        verify_crc=verify_crc,
+        include_body=include_body,
+        topics=frozenset(t.encode("utf-8") for t in topics) if topics is not None else None,
+        start_time=start_time,
+        end_time=end_time,
+        batch_rows=batch_rows,
+        batch_bytes=batch_bytes,
+    )
+    if resync is None:
+        resync = start != 0
+    pos: int | None = start
+    if resync:
+        pos = _next_valid(ctx, start, stop)
+    while pos is not None and pos < stop:
+        positions, end = _walk_lanes(ctx, pos, stop) if stop - pos > LANE_MIN_RANGE else _walk_py_arr(ctx, pos, stop)
+        # decode in batches
+        i = 0
+        restart = None
+        while i < len(positions):
+            j = _batch_end(ctx, positions, i)
+            chunk = positions[i:j]
+            batch, bad = _decode_positions(ctx, chunk)
+            if batch is not None and batch.num_rows:
+                yield batch
+            if bad is not None:
+                restart = int(chunk[bad])
+                break
+            i = j
+        if restart is not None:
+            pos = yield from _event(ctx, restart, stop)
+            continue
+        pos = end
+        if pos >= stop:
+            break
+        pos = yield from _event(ctx, pos, stop)
+    # past the end: chain positions that are not valid positions still belong here
+    while pos is not None and pos >= stop and pos < file_size:
+        if is_valid_position(ctx.a, pos, file_base=file_base, file_size=file_size, buf_offset=buf_offset):
+            break
+        pos = yield from _event(ctx, pos, stop)
+
+
+def _walk_py_arr(ctx, pos, stop):
+    out, end = _walk_py(ctx, pos, stop, 1 << 62)
+    return np.asarray(out, np.int64), end
+
+
+def _batch_end(ctx: _Ctx, positions: np.ndarray, i: int) -> int:
+    j = min(len(positions), i + ctx.batch_rows)
+    # keep a batch's byte span (and so int32 Arrow offsets) bounded
+    span_limit = int(positions[i]) + ctx.batch_bytes
+    if j < len(positions) and int(positions[j - 1]) > span_limit:
+        j = max(i + 1, int(np.searchsorted(positions, span_limit, side="right")))
+    return j
+
+
+def _event(ctx: _Ctx, pos: int, stop: int):
+    """Look at one position the fast path stopped at (generator: yields rows, returns
+    where to continue, or ``None`` when the range is done)."""
+    off = ctx.buf_offset
+    i = pos - off
+    left_file = ctx.file_size - pos
+    if not ctx.complete and ctx.buf_end - pos < 8:
+        raise NeedMoreBytes(pos, 8, False)
+    if not ctx.complete and left_file >= 8:
+        size = _PREFIX.unpack_from(ctx.a, i)[0]
+        if size > ctx.buf_end - pos and size <= left_file:
+            raise NeedMoreBytes(pos, size, False)
+    view = ctx.mv[: min(len(ctx.a), ctx.file_size - off)]
+    try:
+        rec = decode_record(view, i, file=ctx.file, file_base=ctx.file_base + off, check_crc=ctx.verify_crc, read_body=ctx.include_body)
+    except RecordError as err:
+        if off:
+            msg = err.message.split(": ", 1)[1] if ": " in err.message else err.message
+            err = RecordError(err.file, err.offset + off if err.offset is not None else None, err.kind, msg, err.total_size)
+        if ctx.mode == "strict":
+            raise err
+        magic = total = None
+        if left_file >= 8 and ctx.buf_end - pos >= 8:
+            total, magic = _PREFIX.unpack_from(ctx.a, i)
+        if err.total_size is not None:
+            total = err.total_size
+        yield _rows_batch(
+            [{"physical_offset": ctx.file_base + pos, "total_size": total, "magic": magic, "file": ctx.file, "kind": err.kind, "error": str(err)}]
+        )
+        return _next_valid(ctx, pos + 1, stop)
+    if rec is None:  # zeros where a record should start: resynchronise past them
+        return _next_valid(ctx, pos + 1, stop)
+    if rec.is_blank:
+        if not ctx.filtered:
+            yield _rows_batch([_record_row(ctx, rec)])
+        return None  # a BLANK ends the file (Java: continue at the next file)
+    # a message the fast path did not take (e.g. past ``stop`` with a wrong self-offset)
+    if ctx.verify_crc and not rec.crc_ok:
+        kind = BODY_CRC if not rec.body_crc_ok else PROPERTY_CRC
+        if ctx.mode == "strict":
+            raise RecordError(ctx.file, pos, kind, "stored CRC does not match the recomputed one")
+    batch, bad = _decode_positions(ctx, np.array([pos], np.int64))
+    if batch is not None and batch.num_rows:
+        yield batch
+    return pos + rec.total_size
+
+
+# ----------------------------------------------------------------------------------------
+# conveniences
+# ----------------------------------------------------------------------------------------
+def decode_file(buf, file_base: int = 0, **kwargs) -> Iterator[pa.RecordBatch]:
+    """Batches of every record of one whole commitlog file held in ``buf`` (a
+    memory map, bytes, or a numpy array).  Single-process; no Spark needed::
+
+        with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as m:
+            for batch in decode_file(m, int(os.path.basename(path)), file=path):
+                ...
+    """
+    return scan_range(buf, file_base=file_base, **kwargs)
+
+
+def decode_table(buf, file_base: int = 0, **kwargs) -> pa.Table:
+    """:func:`decode_file` collected into one ``pyarrow.Table``."""
+    return pa.Table.from_batches(list(decode_file(buf, file_base, **kwargs)), schema=ARROW_SCHEMA)
