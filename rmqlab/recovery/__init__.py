@@ -1,0 +1,12 @@
+"""Layer 4 — recovery: RocketMQ's start-up recovery (plan, dry run, apply) and a crash lab.
+
+* :func:`recover` — Java ``DefaultMessageStore.recover``: normal/abnormal, consume
+  queues, commitlog scan with CRC, truncation, re-dispatch; dry run by default.
+* :class:`RecoveryReport` — what it decided and did (``to_text()``, ``to_dict()``).
+* :mod:`rmqlab.recovery.crashlab` — deterministic crashes over the engine.
+"""
+
+from .recover import infer_config, recover
+from .report import RecoveryReport
+
+__all__ = ["RecoveryReport", "infer_config", "recover"]

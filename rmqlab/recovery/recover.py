@@ -1,0 +1,772 @@
+"""Start-up recovery, as Apache RocketMQ 5.3 does it (spec section 5).
+
+Java: ``DefaultMessageStore.load`` → ``IndexService.load(lastExitOK)`` →
+``DefaultMessageStore.recover`` → ``ConsumeQueue.recover`` for every queue, then
+``CommitLog.recoverNormally`` or ``CommitLog.recoverAbnormally``.
+
+The steps, in RocketMQ's order::
+
+    abort file?  ── no ──► normal   (clean exit)
+         │ yes
+         └────────────► abnormal (crash): index files with endTimestamp >
+                        checkpoint.indexMsgTimestamp are deleted
+    every consume queue: scan from its third-to-last file to the first invalid
+        entry; files past it are deleted; maxPhyOffsetOfConsumeQueue = max(offset+size)
+    commitlog start file
+        normal   (5.3.2+): the last file starting at or before maxPhyOffsetOfConsumeQueue
+                 (older brokers: the third-to-last file — ``legacy_three_files=True``)
+        abnormal: newest → oldest, the first file whose first record is a message with
+                 0 < storeTimestamp ≤ checkpoint.minTimestamp; none → file 0
+    scan forward with checkMessageAndReturnSize (body CRC when checkCRCOnRecover);
+        BLANK → next file; the first failure is the new end of the log (processOffset)
+        re-dispatch: abnormal every record scanned; normal those after
+        maxPhyOffsetOfConsumeQueue (idempotent: what queues and index hold is skipped)
+    maxPhyOffsetOfConsumeQueue ≥ processOffset → cut consume-queue entries at it
+    commitlog files starting after processOffset are deleted; in the file holding it
+        only the write position moves back — the bytes are NOT zeroed
+
+:func:`recover` plans all of that read-only (``dry run``, the default) and, when asked,
+applies it to a copy (``out=``) or in place (``in_place=True``).  In place, every byte
+that is cut or deleted is first saved to a sidecar directory next to the store, with a
+``manifest.json``, so nothing is lost.  After applying, the store is left as a clean
+RocketMQ shutdown leaves it (checkpoint written, ``abort`` removed) unless
+``mark_clean=False``: then the next start recovers again, abnormally.
+
+Re-dispatch uses the engine's :class:`~rmqlab.engine.dispatch.CommitLogDispatcher`
+(the same code that writes queues and index on put), so rebuilt files are RocketMQ's.
+Records the consume queues and index already hold are filtered out in bulk first
+(numpy over record positions), which is what keeps a 1 GiB abnormal recovery fast.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import struct
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ..config import MessageStoreConfig
+from ..errors import StoreFormatError, StoreLayoutError
+from ..files import MappedFileQueue
+from ..format import commitlog as cl
+from ..format.checkpoint import CheckpointV5, min_timestamp as cp_min_timestamp
+from ..format.consumequeue import CQ_STORE_UNIT_SIZE
+from ..format.indexfile import IndexHeader
+from ..format.record import RecordError, decode_record
+from ..store.consume_queue import CQ_DTYPE
+from ..store.reader import ABORT_FILE, CHECKPOINT_FILE, COMMITLOG_DIR, CONSUMEQUEUE_DIR, INDEX_DIR, StoreReader, infer_index_sizes
+from .report import CutRange, IndexChange, LostRecord, QueueChange, RecoveryReport, StopPoint
+from .scan import FileScan, scan_file
+
+_I32 = struct.Struct(">i")
+_I64 = struct.Struct(">q")
+STORE = "<store>"
+
+
+# -- store configuration ---------------------------------------------------------------------
+def infer_config(root: str | os.PathLike, config: MessageStoreConfig | None = None) -> MessageStoreConfig:
+    """The store's sizes: the caller's config wins; otherwise infer commitlog, consume-queue
+    and index sizes from the files (as the reader does)."""
+    root = Path(root)
+    if config is not None:
+        return config.replace(store_path_root_dir=str(root))
+    reader = StoreReader(root, strict=False)
+    cfg = reader.config
+    cq_size = None
+    for qid in reader.queue_ids():
+        try:
+            size = reader.consume_queue(qid.topic, qid.queue_id).queue.mapped_file_size
+        except StoreFormatError:
+            continue
+        if size:
+            cq_size = size
+            break
+    reader.close()
+    return cfg.replace(mapped_file_size_consume_queue=cq_size or cfg.mapped_file_size_consume_queue)
+
+
+# -- plan pieces -----------------------------------------------------------------------------------
+@dataclass
+class _Queue:
+    topic: str
+    queue_id: int
+    directory: Path
+    files: list[tuple[int, Path]]  # (start byte offset, path)
+    entries: np.ndarray  # valid entries after ConsumeQueue.recover (structured, CQ_DTYPE)
+    first_queue_offset: int
+    end: int  # processOffset in bytes (queue offset × 20)
+    max_physic_offset: int
+    deleted: list[Path] = field(default_factory=list)
+    created: bool = False
+
+    @property
+    def name(self) -> str:
+        return f"{self.topic}/{self.queue_id}"
+
+
+def _recover_queue(directory: Path, topic: str, queue_id: int, file_size: int, log: list[str]) -> _Queue:
+    """Java ``ConsumeQueue.recover``: from the third-to-last file to the first invalid entry."""
+    files = sorted((int(p.name), p) for p in directory.iterdir() if p.is_file() and p.name.isdigit() and len(p.name) == 20)
+    if files and files[-1][1].stat().st_size == 0:
+        files = files[:-1]  # Java MappedFileQueue.load deletes an empty last file
+    q = _Queue(topic, queue_id, directory, files, np.zeros(0, CQ_DTYPE), 0, 0, -1)
+    if not files:
+        return q
+    for start, p in files:
+        if p.stat().st_size != file_size:
+            raise StoreLayoutError(p, None, f"consume-queue file is {p.stat().st_size} bytes, mappedFileSizeConsumeQueue is {file_size}: RocketMQ's load fails")
+    index = max(0, len(files) - 3)
+    process = files[index][0]
+    parts = []
+    for i in range(index, len(files)):
+        start, p = files[i]
+        e = np.fromfile(p, dtype=CQ_DTYPE)
+        valid = (e["commitlog_offset"] >= 0) & (e["size"] > 0)
+        n = len(e) if valid.all() else int(np.argmin(valid))
+        parts.append(e[:n])
+        if n:
+            last = e[n - 1]
+            q.max_physic_offset = int(last["commitlog_offset"]) + int(last["size"])
+        process = start + n * CQ_STORE_UNIT_SIZE
+        rel = f"{STORE}/{CONSUMEQUEUE_DIR}/{topic}/{queue_id}/{p.name}"
+        if n < len(e):
+            r = e[n]
+            log.append(f"recover current consume queue file over,  {rel} {int(r['commitlog_offset'])} {int(r['size'])} {int(r['tags_code'])}")
+            log.append(f"recover current consume queue over {rel} {process}")
+            break
+        if i + 1 < len(files):
+            log.append(f"recover next consume queue file, {STORE}/{CONSUMEQUEUE_DIR}/{topic}/{queue_id}/{files[i + 1][1].name}")
+        else:
+            log.append(f"recover last consume queue file over, last mapped file {rel}")
+    # earlier files are trusted as they are (Java does not look at them)
+    early = [np.fromfile(p, dtype=CQ_DTYPE) for _, p in files[:index]]
+    q.entries = np.concatenate(early + parts) if (early or parts) else np.zeros(0, CQ_DTYPE)
+    q.first_queue_offset = files[0][0] // CQ_STORE_UNIT_SIZE
+    q.end = process
+    # Java MappedFileQueue.truncateDirtyFiles(processOffset): files starting after it go
+    q.deleted = [p for start, p in files if start > process]
+    q.files = [(s, p) for s, p in files if s <= process]
+    return q
+
+
+def _truncate_queue_plan(q: _Queue, phy_offset: int, file_size: int) -> tuple[int, list[tuple[Path, int, int]]]:
+    """Java ``ConsumeQueue.truncateDirtyLogicFiles``: how many entries go, and the byte
+    ranges ``(file, offset, length)`` they occupy."""
+    ranges: list[tuple[Path, int, int]] = []
+    e = q.entries
+    offs = e["commitlog_offset"]
+    n = len(e)
+    # entries pointing at or past the cut; Java walks back file by file from the last
+    # and stops at the first entry below it, so this is a suffix of the queue
+    keep = n
+    while keep > 0 and int(offs[keep - 1]) >= phy_offset:
+        keep -= 1
+    cut = n - keep
+    if cut:
+        first_byte = (q.first_queue_offset + keep) * CQ_STORE_UNIT_SIZE
+        end_byte = (q.first_queue_offset + n) * CQ_STORE_UNIT_SIZE
+        for start, p in q.files:
+            a, b = max(first_byte, start), min(end_byte, start + file_size)
+            if a < b:
+                ranges.append((p, a - start, b - a))
+    return cut, ranges
+
+
+def _nonzero_extent(path: Path, start: int) -> tuple[int, int] | None:
+    with open(path, "rb") as fh:
+        fh.seek(start)
+        data = fh.read()
+    if not data:
+        return None
+    a = np.frombuffer(data, dtype=np.uint8)
+    nz = np.flatnonzero(a)
+    if not len(nz):
+        return None
+    return start + int(nz[0]), start + int(nz[-1]) + 1
+
+
+def _first_record_matches(buf, min_ts: int) -> tuple[bool, int]:
+    """Java ``CommitLog.isMappedFileMatchedRecover`` (messageIndexSafe off)."""
+    if len(buf) < 8:
+        return False, 0
+    magic = struct.unpack_from(">I", buf, 4)[0]
+    if magic not in cl.MESSAGE_MAGICS:
+        return False, 0
+    (sys_flag,) = _I32.unpack_from(buf, 36)
+    born = 20 if sys_flag & cl.FLAG_BORNHOST_V6 else 8
+    pos = 4 + 4 + 4 + 4 + 4 + 8 + 8 + 4 + 8 + born
+    if pos + 8 > len(buf):
+        return False, 0
+    (ts,) = _I64.unpack_from(buf, pos)
+    if ts == 0:
+        return False, 0
+    return ts <= min_ts, ts
+
+
+# -- the plan --------------------------------------------------------------------------------------
+class _Planner:
+    def __init__(self, root: Path, cfg: MessageStoreConfig, *, legacy_three_files: bool, check_crc: bool | None, force_verify_prop_crc: bool):
+        self.root = root
+        self.cfg = cfg
+        self.legacy = legacy_three_files
+        self.check_crc = cfg.check_crc_on_recover if check_crc is None else check_crc
+        self.force_prop = force_verify_prop_crc
+        self.log: list[str] = []
+
+    def plan(self) -> tuple[RecoveryReport, dict]:
+        t0 = time.perf_counter()
+        root, cfg, log = self.root, self.cfg, self.log
+        if not (root / COMMITLOG_DIR).is_dir():
+            raise StoreLayoutError(root, None, "no commitlog/ directory: not a RocketMQ store root")
+        abort = (root / ABORT_FILE).exists()
+        mode = "abnormal" if abort else "normal"
+        reason = "abort file present: the last exit was not clean" if abort else "no abort file: the last exit was clean"
+        rep = RecoveryReport(str(root), "dry-run", None, mode, reason)
+        log.append(f"last shutdown {'abnormally' if abort else 'normally'}, store path root dir: {STORE}")
+        state: dict = {}
+
+        # commitlog files (Java MappedFileQueue.load: empty last file deleted, wrong size fails)
+        clq = MappedFileQueue(root / COMMITLOG_DIR, cfg.mapped_file_size_commit_log, strict=False)
+        fsize = cfg.mapped_file_size_commit_log
+        state["empty_last"] = [p for p in clq.ignored if p.stat().st_size == 0]
+        for p in clq.problems:
+            rep.load_ok = False
+            rep.load_problems.append(str(p))
+        files = clq.files
+        state["clq"] = clq
+
+        # checkpoint (Java StoreCheckpoint: a missing file reads as zeros)
+        cp_path = root / CHECKPOINT_FILE
+        cp = {"physic_msg_timestamp": 0, "logics_msg_timestamp": 0, "index_msg_timestamp": 0, "master_flushed_offset": 0, "confirm_phy_offset": 0}
+        if cp_path.exists():
+            data = cp_path.read_bytes()
+            if len(data) >= CheckpointV5.sizeof():
+                c = CheckpointV5.parse(data[: CheckpointV5.sizeof()])
+                cp = {k: int(c[k]) for k in cp}
+            else:
+                rep.notes.append(f"checkpoint is {len(data)} bytes: read as zeros")
+        else:
+            rep.notes.append("no checkpoint file: RocketMQ creates one of zeros (minTimestamp 0)")
+        rep.checkpoint = cp
+        rep.min_timestamp = cp_min_timestamp(cp["physic_msg_timestamp"], cp["logics_msg_timestamp"])
+
+        # index files (Java IndexService.load(lastExitOK))
+        idx_dir = root / INDEX_DIR
+        idx_files = sorted(p for p in idx_dir.iterdir() if p.is_file() and p.name.isdigit()) if idx_dir.is_dir() else []
+        kept_index: list[tuple[Path, dict]] = []
+        dropped: list[Path] = []
+        for p in idx_files:
+            raw = p.read_bytes()[: IndexHeader.sizeof()]
+            if len(raw) < IndexHeader.sizeof():
+                raw = raw + bytes(IndexHeader.sizeof() - len(raw))  # Java maps it full size: zeros
+            h = IndexHeader.parse(raw)
+            if abort and h.end_timestamp > cp["index_msg_timestamp"]:
+                dropped.append(p)
+                rep.index.append(IndexChange(p.name, "dropped", int(h.end_timestamp), cp["index_msg_timestamp"]))
+                log.append(f"delete file[REF:0] {STORE}/{INDEX_DIR}/{p.name} OK")
+                continue
+            log.append(f"load index file OK, {STORE}/{INDEX_DIR}/{p.name}")
+            kept_index.append((p, {"end_phy_offset": int(h.end_phy_offset), "end_timestamp": int(h.end_timestamp), "index_count": int(h.index_count)}))
+        state["dropped_index"] = dropped
+        index_end_phy = kept_index[-1][1]["end_phy_offset"] if kept_index else 0
+        state["index_end_phy"] = index_end_phy
+        log.append("message store recover mode: normal")  # Java: recoverConcurrently off
+
+        # consume queues (Java ConsumeQueue.recover, each)
+        queues: dict[tuple[str, int], _Queue] = {}
+        cq_dir = root / CONSUMEQUEUE_DIR
+        if cq_dir.is_dir():
+            for tdir in sorted(cq_dir.iterdir()):
+                if not tdir.is_dir():
+                    continue
+                for qdir in sorted(tdir.iterdir()):
+                    if qdir.is_dir() and qdir.name.isdigit():
+                        try:
+                            q = _recover_queue(qdir, tdir.name, int(qdir.name), cfg.mapped_file_size_consume_queue, log)
+                        except StoreLayoutError as err:
+                            rep.load_ok = False
+                            rep.load_problems.append(str(err))
+                            continue
+                        queues[(q.topic, q.queue_id)] = q
+        state["queues"] = queues
+        max_cq = max((q.max_physic_offset for q in queues.values()), default=-1)
+        rep.max_phy_offset_in_cq_before = max_cq
+
+        if not files:
+            rep.notes.append("the commitlog has no files: RocketMQ deletes every consume queue (\"The commitlog files are deleted\")")
+            rep.start_file = ""
+            rep.start_reason = "no commitlog files"
+            rep.commitlog_end = 0
+            state.update(scans=[], positions=np.zeros(0, np.int64), sizes=np.zeros(0, np.int64), process=0, files=files, start_index=0)
+            state["wipe_queues"] = True
+            return rep, state
+
+        # commitlog start file
+        if not abort:
+            if self.legacy:
+                index = max(0, len(files) - 3)
+                rep.rule = "normal, last three files (RocketMQ ≤ 5.3.1)"
+                rep.start_reason = "third-to-last file"
+            else:
+                index = len(files) - 1
+                while index > 0 and files[index].file_from_offset > max_cq:
+                    index -= 1
+                rep.rule = "normal, from the consume queues' max physical offset (RocketMQ 5.3.2+)"
+                rep.start_reason = f"the file holding maxPhyOffsetOfConsumeQueue={max_cq}"
+            dispatch_from = max_cq
+        else:
+            index = -1
+            for i in range(len(files) - 1, -1, -1):
+                ok, ts = _first_record_matches(files[i].buf, rep.min_timestamp)
+                if ok:
+                    index = i
+                    rep.start_reason = f"newest file whose first record was stored at {ts} ≤ minTimestamp {rep.min_timestamp}"
+                    log.append(f"recover from this mapped file {STORE}/{COMMITLOG_DIR}/{files[i].path.name}")
+                    break
+            if index < 0:
+                index = 0
+                rep.start_reason = f"no file starts with a record stored at or before minTimestamp {rep.min_timestamp}: first file"
+            rep.rule = "abnormal, from the checkpoint's minTimestamp"
+            dispatch_from = -2  # every record scanned is dispatched
+        rep.start_file = files[index].path.name
+        rep.dispatch_from = dispatch_from
+
+        # scan
+        t1 = time.perf_counter()
+        scans: list[tuple[int, FileScan]] = []
+        process = files[index].file_from_offset
+        i = index
+        while True:
+            f = files[i]
+            buf = f.buf
+            if fsize and len(buf) < fsize:
+                buf = _padded(f, fsize)
+            rep.files_scanned.append(f.path.name)
+            s = scan_file(buf, check_crc=self.check_crc, force_verify_prop_crc=self.force_prop)
+            scans.append((i, s))
+            rep.records_scanned += len(s.starts)
+            if self.check_crc:
+                rep.records_checked_crc += len(s.starts)
+            if s.blank:
+                i += 1
+                if i >= len(files):
+                    process = f.file_from_offset + s.end
+                    log.append(
+                        ("recover physics file over, last mapped file " if abort else "recover last 3 physics file over, last mapped file ")
+                        + f"{STORE}/{COMMITLOG_DIR}/{f.path.name}"
+                    )
+                    break
+                log.append(f"recover next physics file, {STORE}/{COMMITLOG_DIR}/{files[i].path.name}")
+                continue
+            process = f.file_from_offset + s.end
+            c = s.stop
+            zero_tail = False
+            if c is not None:
+                zero_tail = c.kind == "BAD_MAGIC" and _nonzero_extent(f.path, s.end) is None
+                if c.java_log:
+                    log.append(c.java_log.replace("{offset}", str(process)))
+                rep.stop = StopPoint(c.kind or "", str(f.path), s.end, process, c.message, zero_tail)
+            log.append(f"recover physics file end, {STORE}/{COMMITLOG_DIR}/{f.path.name}" + (f" pos={c.java_pos if c else s.end}" if abort else ""))
+            break
+        rep.commitlog_end = process
+        rep.timings["scan_s"] = time.perf_counter() - t1
+
+        positions = np.concatenate([files[fi].file_from_offset + s.starts for fi, s in scans]) if scans else np.zeros(0, np.int64)
+        sizes = np.concatenate([s.sizes for _, s in scans]) if scans else np.zeros(0, np.int64)
+        state.update(scans=scans, positions=positions, sizes=sizes, process=process, files=files, start_index=index)
+
+        # truncation of consume queues (after the scan, as Java does)
+        state["truncate_cq"] = max_cq >= process
+        if state["truncate_cq"]:
+            log.append(f"maxPhyOffsetOfConsumeQueue({max_cq}) >= processOffset({process}), truncate dirty logic files")
+        # commitlog files after the new end
+        state["delete_commitlog"] = [f for f in files if f.file_from_offset > process]
+        state["empty_last"] = state["empty_last"]
+        for f in state["delete_commitlog"]:
+            log.append(f"delete file[REF:0] {STORE}/{COMMITLOG_DIR}/{f.path.name} OK")
+            rep.deleted_commitlog_files.append(f.path.name)
+        rep.timings["plan_s"] = time.perf_counter() - t0
+        return rep, state
+
+
+def _padded(f, size: int) -> bytes:
+    """A short last file read as Java maps it: the missing tail is zeros."""
+    data = bytes(f.buf)
+    return data + bytes(size - len(data))
+
+
+# -- what the dispatcher must see --------------------------------------------------------------
+def _records_to_dispatch(rep: RecoveryReport, state: dict, cfg: MessageStoreConfig) -> list:
+    """Records re-dispatch must look at, decoded, in commitlog order.
+
+    RocketMQ hands every scanned record (abnormal) or every record after
+    maxPhyOffsetOfConsumeQueue (normal) to dispatch, which then skips what is already
+    there: a consume-queue entry when ``offset + size <= maxPhysicOffset`` of its queue,
+    index keys when ``offset < endPhyOffset`` of the last index file.  Here the records
+    whose offsets are already entries of a consume queue and lie below the index end are
+    dropped in bulk first; the dispatcher applies Java's exact rule to the rest.
+    """
+    pos = state["positions"]
+    if rep.mode == "normal":
+        sel = pos > rep.dispatch_from
+    else:
+        sel = np.ones(len(pos), dtype=bool)
+    if len(pos) and sel.any():
+        in_cq = np.zeros(len(pos), dtype=bool)
+        all_offsets = [q.entries["commitlog_offset"].astype(np.int64) for q in state["queues"].values() if len(q.entries)]
+        if all_offsets:
+            present = np.unique(np.concatenate(all_offsets))
+            in_cq = np.isin(pos, present, assume_unique=False)
+        index_skip = (pos < state["index_end_phy"]) if cfg.message_index_enable else np.ones(len(pos), dtype=bool)
+        sel &= ~(in_cq & index_skip)
+    idx = np.flatnonzero(sel)
+    out = []
+    files = state["files"]
+    starts = [f.file_from_offset for f in files]
+    import bisect
+
+    for i in idx.tolist():
+        phy = int(pos[i])
+        f = files[bisect.bisect_right(starts, phy) - 1]
+        rec = decode_record(f.buf, phy - f.file_from_offset, file=str(f.path), file_base=f.file_from_offset, check_crc=False, read_body=False)
+        out.append(rec)
+    return out
+
+
+def _simulate_queues(rep: RecoveryReport, state: dict, records: list, delay_levels: dict) -> None:
+    """Fill the per-queue part of the report (what dispatch and truncation do), read-only."""
+    from ..engine.dispatch import request_from_record
+
+    queues: dict[tuple[str, int], _Queue] = state["queues"]
+    process = state["process"]
+    fsize = None
+    changes: dict[tuple[str, int], QueueChange] = {}
+    maxp = {k: q.max_physic_offset for k, q in queues.items()}
+    counts = {k: len(q.entries) for k, q in queues.items()}
+    for k, q in queues.items():
+        changes[k] = QueueChange(q.name, len(q.entries), q.first_queue_offset + len(q.entries), q.max_physic_offset, [p.name for p in q.deleted])
+    for rec in records:
+        req = request_from_record(rec, delay_levels)
+        if (req.sys_flag & cl.TRANSACTION_MASK) not in (cl.TRANSACTION_NOT_TYPE, cl.TRANSACTION_COMMIT_TYPE):
+            continue
+        k = (req.topic, req.queue_id)
+        if k not in changes:
+            changes[k] = QueueChange(f"{k[0]}/{k[1]}", 0, 0, -1, created=True)
+            maxp[k] = -1
+            rep.log_lines.append(f"{STORE}/{CONSUMEQUEUE_DIR}/{k[0]}/{k[1]} mkdir OK")
+        if req.commitlog_offset + req.msg_size <= maxp[k]:
+            continue
+        maxp[k] = req.commitlog_offset + req.msg_size
+        changes[k].added_entries += 1
+    if state.get("truncate_cq"):
+        for k, q in queues.items():
+            cut, _ = _truncate_queue_plan(q, process, rep_cq_size(state))
+            changes[k].cut_entries = cut
+    for k, ch in changes.items():
+        q = queues.get(k)
+        base = q.first_queue_offset + len(q.entries) if q is not None else 0
+        if q is None:
+            ch.max_offset_after = ch.added_entries
+        else:
+            ch.max_offset_after = base + ch.added_entries - ch.cut_entries
+    rep.queues = sorted(changes.values(), key=lambda c: c.queue)
+
+
+def rep_cq_size(state: dict) -> int:
+    return state["cq_size"]
+
+
+def _lost_records(rep: RecoveryReport, state: dict) -> None:
+    """Bytes past the new end, and the records still readable in them."""
+    from ..forensics.salvage import salvage_buffer
+
+    process = state["process"]
+    files = state["files"]
+    cut: list[CutRange] = []
+    lost: list[LostRecord] = []
+    for f in files:
+        end = f.file_from_offset + f.file_size
+        if end <= process:
+            continue
+        start_in = max(0, process - f.file_from_offset)
+        ext = _nonzero_extent(f.path, start_in)
+        if ext is None:
+            continue
+        a, b = ext
+        cut.append(CutRange(str(f.path), start_in, b - start_in, "tail" if f.file_from_offset <= process else "file"))
+        for s in salvage_buffer(f.buf, file=str(f.path), file_base=f.file_from_offset, log_end=start_in, start=start_in, include_in_log=False):
+            r = s.record
+            lost.append(LostRecord(r.physical_offset, r.total_size, r.topic, r.queue_id, r.queue_offset, s.confidence))
+    rep.cut = cut
+    rep.cut_bytes = sum(c.length for c in cut)
+    rep.lost_records = lost
+    if cut:
+        last = max(cut, key=lambda c: c.file_offset + c.length)
+        base = next(f.file_from_offset for f in files if str(f.path) == last.file)
+        rep.commitlog_end_before = base + last.file_offset + last.length
+    else:
+        rep.commitlog_end_before = process
+
+
+# -- applying ----------------------------------------------------------------------------------------
+class _Sidecar:
+    """Saves every byte before it is cut: ``<dir>/<relative path>@<offset>`` + manifest.json."""
+
+    def __init__(self, root: Path, directory: Path | None):
+        self.root = root
+        self.dir = directory
+        self.entries: list[dict] = []
+
+    def save(self, path: Path, offset: int, length: int, why: str) -> str | None:
+        if self.dir is None or length <= 0:
+            return None
+        with open(path, "rb") as fh:
+            fh.seek(offset)
+            data = fh.read(length)
+        rel = path.relative_to(self.root)
+        dest = self.dir / f"{rel}@{offset}"
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_bytes(data)
+        self.entries.append({"file": str(rel), "offset": offset, "length": len(data), "sha256": hashlib.sha256(data).hexdigest(), "saved_as": str(dest.relative_to(self.dir)), "why": why})
+        return str(dest)
+
+    def save_file(self, path: Path, why: str) -> str | None:
+        if self.dir is None:
+            return None
+        size = path.stat().st_size
+        ext = _nonzero_extent(path, 0)
+        if ext is None:
+            rel = path.relative_to(self.root)
+            self.entries.append({"file": str(rel), "offset": 0, "length": 0, "file_size": size, "sha256": None, "saved_as": None, "why": why + " (all zeros: nothing to save)"})
+            return None
+        return self.save(path, 0, ext[1], why + f" (file was {size} bytes; saved up to its last non-zero byte)")
+
+    def note(self, what: str, value) -> None:
+        if self.dir is not None:
+            self.entries.append({"note": what, "value": value})
+
+    def finish(self) -> None:
+        if self.dir is not None:
+            self.dir.mkdir(parents=True, exist_ok=True)
+            (self.dir / "manifest.json").write_text(json.dumps({"store": str(self.root), "cuts": self.entries}, indent=2))
+
+
+def _apply(rep: RecoveryReport, state: dict, target: Path, cfg: MessageStoreConfig, sidecar: _Sidecar, *, clock, zero_tail: bool, mark_clean: bool) -> None:
+    from ..engine.dispatch import CommitLogDispatcher
+
+    def t(p: Path) -> Path:  # the same file in the target store
+        return target / p.relative_to(Path(rep.root))
+
+    # 1. what RocketMQ's load deletes: an empty last commitlog file
+    for p in state["empty_last"]:
+        q = t(p)
+        if q.exists():
+            q.unlink()
+    # 2. index files newer than the checkpoint (abnormal)
+    for p in state["dropped_index"]:
+        q = t(p)
+        sidecar.save_file(q, "index file newer than checkpoint indexMsgTimestamp (abnormal recovery deletes it)")
+        q.unlink()
+    # 3. consume-queue files past the first invalid entry
+    for q in state["queues"].values():
+        for p in q.deleted:
+            tp = t(p)
+            sidecar.save_file(tp, "consume-queue file past the first invalid entry")
+            tp.unlink()
+    # 4. consume-queue entries that truncation will cut (saved before the dispatcher runs)
+    if state.get("truncate_cq"):
+        for q in state["queues"].values():
+            _, ranges = _truncate_queue_plan(q, state["process"], state["cq_size"])
+            for p, off, length in ranges:
+                sidecar.save(t(p), off, length, f"consume-queue entries pointing at or past the new end of the log {state['process']}")
+    if state.get("wipe_queues"):
+        d = target / CONSUMEQUEUE_DIR
+        if d.is_dir():
+            for p in sorted(d.rglob("*")):
+                if p.is_file():
+                    sidecar.save_file(p, "consume queue of a store without commitlog files")
+            shutil.rmtree(d)
+    # 5. commitlog bytes past the new end (saved now; RocketMQ leaves the tail in place)
+    for c in rep.cut:
+        p = t(Path(c.file))
+        if c.what == "tail":
+            c.sidecar = sidecar.save(p, c.file_offset, c.length, f"commitlog bytes after the new end of the log {rep.commitlog_end}")
+    for f in state["delete_commitlog"]:
+        p = t(f.path)
+        saved = sidecar.save_file(p, "commitlog file after the new end of the log")
+        for c in rep.cut:
+            if c.file == str(f.path):
+                c.sidecar = saved
+    # close our read mappings of the original before files change under them
+    state["clq"].close()
+    # 6. re-dispatch, then cut the queues (Java order: dispatch during the scan, truncate after)
+    d = CommitLogDispatcher(target, cfg, clock=clock)
+    before_files = {p.name for p in (target / INDEX_DIR).iterdir()} if (target / INDEX_DIR).is_dir() else set()
+    records = state["dispatch_records"]
+    d.dispatch_records(records)
+    if state.get("truncate_cq"):
+        d.truncate_dirty(state["process"], zero_tail=True)
+    d.flush()
+    rep.max_phy_offset_in_cq_after = d.max_physic_offset
+    logics_ts = d.logics_msg_timestamp
+    index_last = d.index.last
+    index_end_ts = index_last.end_timestamp if index_last is not None and hasattr(index_last, "end_timestamp") else None
+    d.close()
+    after_files = sorted(p.name for p in (target / INDEX_DIR).iterdir()) if (target / INDEX_DIR).is_dir() else []
+    for name in after_files:
+        if name not in before_files:
+            rep.index.append(IndexChange(name, "created"))
+    # 7. commitlog: later files deleted; the tail stays (RocketMQ) unless zero_tail
+    for f in state["delete_commitlog"]:
+        p = t(f.path)
+        if p.exists():
+            p.unlink()
+    if zero_tail:
+        for c in rep.cut:
+            if c.what == "tail":
+                with open(t(Path(c.file)), "r+b") as fh:
+                    fh.seek(c.file_offset)
+                    fh.write(bytes(c.length))
+    # 8. leave it as a clean shutdown does: checkpoint written, abort removed
+    if mark_clean:
+        cp_path = target / CHECKPOINT_FILE
+        sidecar.note("checkpoint before", rep.checkpoint)
+        last_ts = _last_store_timestamp(state)
+        cp = dict(rep.checkpoint)
+        if last_ts:
+            cp["physic_msg_timestamp"] = last_ts
+        if logics_ts:
+            cp["logics_msg_timestamp"] = max(logics_ts, cp["logics_msg_timestamp"]) if rep.mode == "normal" else logics_ts
+        if index_end_ts:
+            cp["index_msg_timestamp"] = index_end_ts
+        else:
+            cp["index_msg_timestamp"] = _index_end_timestamp(target / INDEX_DIR) or cp["index_msg_timestamp"]
+        body = CheckpointV5.build(cp)
+        old = cp_path.read_bytes() if cp_path.exists() else b""
+        data = body + (old[len(body) : 4096] if len(old) >= 4096 else bytes(4096 - len(body)))
+        cp_path.write_bytes(data[:4096])
+        ab = target / ABORT_FILE
+        if ab.exists():
+            sidecar.note("abort file content", ab.read_bytes().decode("utf-8", "replace"))
+            ab.unlink()
+
+
+def _index_end_timestamp(d: Path) -> int | None:
+    if not d.is_dir():
+        return None
+    files = sorted(p for p in d.iterdir() if p.is_file() and p.name.isdigit())
+    if not files:
+        return None
+    h = IndexHeader.parse(files[-1].read_bytes()[: IndexHeader.sizeof()])
+    return int(h.end_timestamp)
+
+
+def _last_store_timestamp(state: dict) -> int:
+    pos = state["positions"]
+    if not len(pos):
+        return 0
+    files = state["files"]
+    phy = int(pos[-1])
+    for f in reversed(files):
+        if f.file_from_offset <= phy:
+            rec = decode_record(f.buf, phy - f.file_from_offset, check_crc=False, read_body=False)
+            return rec.store_timestamp if rec is not None else 0
+    return 0
+
+
+# -- the entry point -----------------------------------------------------------------------------------
+def recover(
+    store: str | os.PathLike,
+    *,
+    config: MessageStoreConfig | None = None,
+    out: str | os.PathLike | None = None,
+    in_place: bool = False,
+    sidecar: str | os.PathLike | None = None,
+    clock=None,
+    legacy_three_files: bool = False,
+    check_crc: bool | None = None,
+    force_verify_prop_crc: bool = False,
+    zero_tail: bool = False,
+    mark_clean: bool = True,
+) -> RecoveryReport:
+    """Recover the store at ``store`` as RocketMQ 5.3 would on start-up.
+
+    Default: a dry run — nothing is written, the report says what would happen.
+    ``out=DIR``: copy the store to DIR (which must not exist) and recover the copy.
+    ``in_place=True``: recover the store itself, after saving every byte to be cut in
+    ``sidecar`` (default: ``<store>.rmqlab-cut-<time>`` next to it).
+
+    ``legacy_three_files`` selects normal recovery as RocketMQ ≤ 5.3.1 did it (scan the
+    last three files); ``check_crc`` overrides ``checkCRCOnRecover``; ``zero_tail``
+    zeroes the commitlog bytes after the new end (RocketMQ leaves them); ``clock``
+    names new index files (``now_ms()``), as the engine's clock does.
+    """
+    root = Path(store)
+    if out is not None and in_place:
+        raise ValueError("choose --out DIR or --in-place, not both")
+    if not root.is_dir():
+        raise StoreLayoutError(root, None, "store root is not a directory")
+    t0 = time.perf_counter()
+    cfg = infer_config(root, config)
+    planner = _Planner(root, cfg, legacy_three_files=legacy_three_files, check_crc=check_crc, force_verify_prop_crc=force_verify_prop_crc)
+    rep, state = planner.plan()
+    state["cq_size"] = cfg.mapped_file_size_consume_queue
+    from ..engine.dispatch import parse_delay_levels
+
+    t1 = time.perf_counter()
+    records = _records_to_dispatch(rep, state, cfg) if state.get("files") else []
+    state["dispatch_records"] = records
+    rep.records_redispatched = len(records)
+    rep.log_lines = planner.log
+    # mkdir lines and per-queue changes (read-only simulation of dispatch + truncation)
+    _simulate_queues(rep, state, records, parse_delay_levels(cfg.message_delay_level))
+    _lost_records(rep, state)
+    rep.timings["dispatch_plan_s"] = time.perf_counter() - t1
+    if not rep.load_ok:
+        rep.notes.append("RocketMQ's load() returns false for this store and the broker does not start; rmqlab reads short files as zero-padded")
+
+    target: Path | None = None
+    if out is not None:
+        target = Path(out)
+        if target.exists():
+            raise StoreLayoutError(target, None, "--out directory already exists; give a new path")
+        state["clq"].close()
+        shutil.copytree(root, target)
+        rep.applied, rep.target = "copy", str(target)
+        side = _Sidecar(target, Path(sidecar) if sidecar else None)
+    elif in_place:
+        target = root
+        rep.applied, rep.target = "in-place", str(root)
+        side_dir = Path(sidecar) if sidecar else root.parent / f"{root.name}.rmqlab-cut-{time.strftime('%Y%m%d%H%M%S')}"
+        if side_dir.exists():
+            raise StoreLayoutError(side_dir, None, "sidecar directory already exists")
+        side = _Sidecar(root, side_dir)
+        rep.sidecar = str(side_dir)
+    if target is not None:
+        if state.get("files") is not None and rep.load_ok is False:
+            _pad_short_files(target, state, cfg)
+        _apply(rep, state, target, cfg, side, clock=clock, zero_tail=zero_tail, mark_clean=mark_clean)
+        side.finish()
+        if out is not None and sidecar:
+            rep.sidecar = str(sidecar)
+    else:
+        state["clq"].close()
+    rep.log_lines.append(f"message store recover end, and the max phy offset = {rep.commitlog_end}")
+    rep.timings["total_s"] = time.perf_counter() - t0
+    return rep
+
+
+def _pad_short_files(target: Path, state: dict, cfg: MessageStoreConfig) -> None:
+    """A short last commitlog file is zero-extended to the configured size (what Java's
+    mapping of it would show) so that the recovered store loads."""
+    for f in state["files"]:
+        p = target / COMMITLOG_DIR / f.path.name
+        if p.exists() and 0 < p.stat().st_size < cfg.mapped_file_size_commit_log:
+            with open(p, "r+b") as fh:
+                fh.truncate(cfg.mapped_file_size_commit_log)

@@ -1,0 +1,192 @@
+"""What a recovery did (or, in a dry run, would do): plain data, a text rendering, JSON.
+
+Kafka's ``LogSegment.recover()`` returns how many bytes it truncated; this is the same
+idea with every decision RocketMQ's start-up makes spelled out: the mode and why, the
+file the commitlog scan started from, where and why it stopped, what was cut (bytes
+and the records that were still readable in them), which consume queues were cut or
+rebuilt, which index files were dropped, and the log lines RocketMQ would have
+written.  Everything is dataclasses of plain values, so ``to_dict()`` is the JSON of
+``rmqlab recover --json`` and an HTML renderer can walk the same structure.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+
+@dataclass
+class StopPoint:
+    """Where the commitlog scan stopped and why (Java ``checkMessageAndReturnSize`` failed)."""
+
+    kind: str  # BAD_MAGIC, BODY_CRC, SIZE_MISMATCH, BAD_SIZE, TRUNCATED, DELAY_PARSE, PROPERTY_CRC
+    file: str
+    file_offset: int
+    physical_offset: int
+    message: str
+    zero_tail: bool  # the stop is the ordinary zero tail (magic 0 with only zeros after)
+
+
+@dataclass
+class CutRange:
+    """Bytes recovery removes from the log (or leaves behind past its new end)."""
+
+    file: str
+    file_offset: int
+    length: int  # non-zero extent: from the cut to the last non-zero byte
+    what: str  # "tail" (after the new end, in the file that holds it) or "file" (a deleted file)
+    sidecar: str | None = None  # where the bytes were saved (in-place runs)
+
+
+@dataclass
+class LostRecord:
+    """A record that was readable in the cut bytes (see ``rmqlab salvage``)."""
+
+    physical_offset: int
+    size: int
+    topic: str
+    queue_id: int
+    queue_offset: int
+    confidence: str
+
+
+@dataclass
+class QueueChange:
+    """One consume queue's recovery."""
+
+    queue: str  # "topic/queueId"
+    entries_before: int  # valid entries found by Java ConsumeQueue.recover (from min offset)
+    max_offset_before: int  # next queue offset after ConsumeQueue.recover
+    max_physic_offset_before: int
+    deleted_files: list[str] = field(default_factory=list)  # past the first invalid entry
+    cut_entries: int = 0  # pointing at or past the new end of the log
+    added_entries: int = 0  # re-dispatched from the commitlog
+    created: bool = False  # the directory was missing: rebuilt from the commitlog
+    max_offset_after: int = 0
+
+
+@dataclass
+class IndexChange:
+    file: str
+    action: str  # "dropped" (endTimestamp > checkpoint indexMsgTimestamp), "created", "extended"
+    end_timestamp: int | None = None
+    index_msg_timestamp: int | None = None
+    entries_added: int = 0
+
+
+@dataclass
+class RecoveryReport:
+    """Everything :func:`rmqlab.recovery.recover` decided and did."""
+
+    root: str
+    applied: str  # "dry-run", "copy" or "in-place"
+    target: str | None  # the store that was changed (None in a dry run)
+    mode: str  # "normal" or "abnormal"
+    mode_reason: str
+    load_ok: bool = True
+    load_problems: list[str] = field(default_factory=list)
+    checkpoint: dict = field(default_factory=dict)
+    min_timestamp: int = 0
+    rule: str = ""  # which start rule was used
+    start_file: str = ""
+    start_reason: str = ""
+    files_scanned: list[str] = field(default_factory=list)
+    max_phy_offset_in_cq_before: int = -1
+    dispatch_from: int = -1  # normal mode: records after this offset are re-dispatched
+    commitlog_end: int = 0  # Java processOffset: the new end of the log
+    commitlog_end_before: int = 0  # end of the furthest bytes that looked like data before
+    stop: StopPoint | None = None
+    records_scanned: int = 0
+    records_redispatched: int = 0  # records the dispatcher actually had to look at
+    records_checked_crc: int = 0
+    cut: list[CutRange] = field(default_factory=list)
+    cut_bytes: int = 0
+    lost_records: list[LostRecord] = field(default_factory=list)
+    deleted_commitlog_files: list[str] = field(default_factory=list)
+    queues: list[QueueChange] = field(default_factory=list)
+    index: list[IndexChange] = field(default_factory=list)
+    max_phy_offset_in_cq_after: int | None = None
+    log_lines: list[str] = field(default_factory=list)  # what RocketMQ would log, <store> for the root
+    sidecar: str | None = None
+    notes: list[str] = field(default_factory=list)
+    timings: dict = field(default_factory=dict)
+
+    # -- views ----------------------------------------------------------------------------
+    @property
+    def changed_queues(self) -> list[QueueChange]:
+        return [q for q in self.queues if q.deleted_files or q.cut_entries or q.added_entries or q.created]
+
+    @property
+    def records_lost(self) -> int:
+        return len(self.lost_records)
+
+    def queue(self, name: str) -> QueueChange | None:
+        return next((q for q in self.queues if q.queue == name), None)
+
+    def to_dict(self) -> dict:
+        """Plain JSON-ready data (``rmqlab recover --json``)."""
+        return dataclasses.asdict(self)
+
+    def to_text(self) -> str:
+        """The human rendering ``rmqlab recover`` prints."""
+        out = []
+        what = {"dry-run": "DRY RUN — nothing was changed", "copy": f"applied to a copy: {self.target}", "in-place": f"applied IN PLACE to {self.target}"}[self.applied]
+        out.append(f"recover {self.root}  ({what})")
+        if not self.load_ok:
+            out.append("  RocketMQ would refuse to load this store:")
+            out += [f"    {p}" for p in self.load_problems]
+        out.append(f"  mode           {self.mode} — {self.mode_reason}")
+        if self.checkpoint:
+            cp = self.checkpoint
+            out.append(
+                f"  checkpoint     physic={cp.get('physic_msg_timestamp')} logics={cp.get('logics_msg_timestamp')} "
+                f"index={cp.get('index_msg_timestamp')}  minTimestamp={self.min_timestamp}"
+            )
+        out.append(f"  start file     {self.start_file} — {self.start_reason}")
+        out.append(f"  scanned        {len(self.files_scanned)} file(s), {self.records_scanned} records, body CRC checked on {self.records_checked_crc}")
+        if self.stop is not None:
+            s = self.stop
+            why = "end of data (zero tail)" if s.zero_tail else f"{s.kind}: {s.message}"
+            out.append(f"  stopped at     {s.physical_offset} ({s.file} @ {s.file_offset}) — {why}")
+        out.append(f"  end of log     {self.commitlog_end}" + (f"  (data-like bytes went up to {self.commitlog_end_before})" if self.commitlog_end_before > self.commitlog_end else ""))
+        if self.cut_bytes:
+            out.append(f"  cut            {self.cut_bytes} non-zero bytes in {len(self.cut)} range(s)")
+            for c in self.cut:
+                side = f" → saved in {c.sidecar}" if c.sidecar else ""
+                out.append(f"                 {c.what:4} {c.file} @ {c.file_offset}, {c.length} bytes{side}")
+        else:
+            out.append("  cut            nothing but zeros")
+        if self.lost_records:
+            out.append(f"  lost records   {len(self.lost_records)} readable record(s) in the cut bytes (rmqlab salvage recovers them):")
+            for r in self.lost_records[:20]:
+                out.append(f"                 {r.physical_offset:>12}  {r.topic}/{r.queue_id} queue offset {r.queue_offset}, {r.size} bytes ({r.confidence})")
+            if len(self.lost_records) > 20:
+                out.append(f"                 … {len(self.lost_records) - 20} more")
+        else:
+            out.append("  lost records   none")
+        for f in self.deleted_commitlog_files:
+            out.append(f"  deleted        commitlog/{f}")
+        out.append(f"  consume queues max physical offset {self.max_phy_offset_in_cq_before} before" + (f", {self.max_phy_offset_in_cq_after} after" if self.max_phy_offset_in_cq_after is not None else ""))
+        for q in self.changed_queues:
+            parts = []
+            if q.created:
+                parts.append("rebuilt from the commitlog (directory was missing)")
+            if q.deleted_files:
+                parts.append(f"files past the first invalid entry deleted: {', '.join(q.deleted_files)}")
+            if q.cut_entries:
+                parts.append(f"{q.cut_entries} entries cut (pointed at or past the end of the log)")
+            if q.added_entries:
+                parts.append(f"{q.added_entries} entries re-dispatched")
+            out.append(f"    {q.queue:<28} {'; '.join(parts)}; max offset {q.max_offset_before} → {q.max_offset_after}")
+        for ix in self.index:
+            extra = f" (endTimestamp {ix.end_timestamp} > indexMsgTimestamp {ix.index_msg_timestamp})" if ix.action == "dropped" else (f", {ix.entries_added} entries" if ix.entries_added else "")
+            out.append(f"  index          {ix.action} {ix.file}{extra}")
+        out.append(f"  re-dispatched  {self.records_redispatched} record(s) went through dispatch (the rest were already in their queues and index)")
+        if self.sidecar:
+            out.append(f"  sidecar        {self.sidecar} (every cut byte, with manifest.json)")
+        for n in self.notes:
+            out.append(f"  note           {n}")
+        return "\n".join(out)
+
+    def __str__(self) -> str:
+        return self.to_text()
