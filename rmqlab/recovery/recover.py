@@ -43,6 +43,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import struct
 import time
@@ -459,7 +460,7 @@ def _simulate_queues(rep: RecoveryReport, state: dict, records: list, delay_leve
         if k not in changes:
             changes[k] = QueueChange(f"{k[0]}/{k[1]}", 0, 0, -1, created=True)
             maxp[k] = -1
-            rep.log_lines.append(f"{STORE}/{CONSUMEQUEUE_DIR}/{k[0]}/{k[1]} mkdir OK")
+            _insert_at_offset(rep.log_lines, req.commitlog_offset, f"{STORE}/{CONSUMEQUEUE_DIR}/{k[0]}/{k[1]} mkdir OK")
         if req.commitlog_offset + req.msg_size <= maxp[k]:
             continue
         maxp[k] = req.commitlog_offset + req.msg_size
@@ -476,6 +477,17 @@ def _simulate_queues(rep: RecoveryReport, state: dict, records: list, delay_leve
         else:
             ch.max_offset_after = base + ch.added_entries - ch.cut_entries
     rep.queues = sorted(changes.values(), key=lambda c: c.queue)
+
+
+def _insert_at_offset(lines: list[str], offset: int, line: str) -> None:
+    """Put a dispatch-time log line where RocketMQ writes it: while the scan is in the
+    file holding ``offset`` (before the line announcing the next file or the end)."""
+    for i, l in enumerate(lines):
+        m = re.match(r"recover next physics file, .*/(\d{20})$", l)
+        if (m and int(m.group(1)) > offset) or re.match(r"(found a |CRC check failed|recover physics file|recover last 3 physics)", l):
+            lines.insert(i, line)
+            return
+    lines.append(line)
 
 
 def rep_cq_size(state: dict) -> int:

@@ -63,7 +63,7 @@ def test_log_lines_match_rocketmq(recovered):
     decisive = re.compile(
         r"^(last shutdown|recover from this mapped file|recover next physics file|found a illegal magic|CRC check failed|"
         r"found a half message|recover physics file end|recover physics file over|recover last 3 physics|maxPhyOffsetOfConsumeQueue|"
-        r"message store recover end)"
+        r"message store recover end|<store>/consumequeue/\S+ mkdir OK)"
     )
     assert [l for l in ours if decisive.match(l)] == [l for l in theirs if decisive.match(l)]
     # deletions (RocketMQ appends W:/M: counters) and re-created queue directories

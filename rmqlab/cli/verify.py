@@ -1,0 +1,33 @@
+"""``rmqlab verify STORE`` — check every record, queue entry, index chain and state file.
+
+Keeps going after damage and reports every finding with its kind, severity, file and
+byte offset.  Exit status: 0 when there is no error, 1 when there are errors.
+Read-only.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from ..forensics.verify import verify_store
+from .common import add_store_options, print_json
+from .recover import config_from_args
+
+
+def add_parser(sub) -> argparse.ArgumentParser:
+    p = sub.add_parser("verify", help="check everything in a store and keep going", description=__doc__)
+    add_store_options(p)
+    p.add_argument("--json", action="store_true", help="print one JSON object: ok, stats, findings")
+    p.add_argument("--errors-only", action="store_true", help="only print findings of severity error")
+    return p
+
+
+def run(args) -> int:
+    rep = verify_store(args.store, config_from_args(args))
+    if args.errors_only:
+        rep.findings = rep.errors
+    if args.json:
+        print_json(rep.to_dict())
+    else:
+        print(rep.to_text())
+    return 0 if rep.ok else 1
