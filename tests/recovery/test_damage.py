@@ -1,0 +1,322 @@
+"""Recovery of damage the reference cases do not cover, reasoned from RocketMQ's rules
+(spec section 5 and Java ``CommitLog.checkMessageAndReturnSize`` / ``recoverAbnormally``).
+
+Expected values come from what RocketMQ wrote (``manifest.json``: every record's
+offset, size and queue) and the rules, never from rmqlab's own output: e.g. "a bad
+magic at record R ends the log at R's offset; every queue keeps exactly its records
+before R; every record after R is lost but still readable".
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+import zlib
+
+import pytest
+
+from conftest import REFERENCE, copy_store
+from rmqlab import lookup
+from rmqlab.config import MessageStoreConfig
+from rmqlab.engine.clock import ManualClock
+from rmqlab.recovery import recover
+from rmqlab.store import open_store
+
+FILE = 65536
+
+
+def cfg(case: str) -> MessageStoreConfig:
+    return MessageStoreConfig.from_mapping(json.loads((REFERENCE / case / "config.json").read_text())["storeConfig"])
+
+
+def manifest(case: str) -> list[dict]:
+    return json.loads((REFERENCE / case / "manifest.json").read_text())["messages"]
+
+
+def in_queue(m: dict) -> bool:
+    return m["sysFlagStored"] & 0xC in (0x0, 0x8)
+
+
+def clfile(store, offset: int):
+    return store / "commitlog" / f"{offset - offset % FILE:020d}", offset % FILE
+
+
+def patch(path, pos: int, data: bytes) -> None:
+    with open(path, "r+b") as fh:
+        fh.seek(pos)
+        fh.write(data)
+
+
+def pick(case: str, file_index: int, k: int = 3) -> dict:
+    """The k-th record stored in commitlog file ``file_index`` (a record mid-log)."""
+    recs = [m for m in manifest(case) if m["physicalOffset"] // FILE == file_index]
+    return recs[k]
+
+
+def expected_queues(case: str, cut: int) -> dict[str, int]:
+    """Each queue's max offset after cutting the log at ``cut``: its records before the cut."""
+    out: dict[str, int] = {}
+    for m in manifest(case):
+        if in_queue(m):
+            key = f"{m['topic']}/{m['queueId']}"
+            out.setdefault(key, 0)
+            if m["physicalOffset"] < cut:
+                out[key] = max(out[key], m["queueOffset"] + 1)
+    return out
+
+
+def recovered_queues(store_dir, case) -> dict[str, int]:
+    with open_store(store_dir, cfg(case)) as st:
+        out = {}
+        for q in st.queue_ids():
+            lo, hi = st.consume_queue(q.topic, q.queue_id).valid_range(st.commitlog.min_offset)
+            out[str(q)] = hi
+        return out
+
+
+def check_cut_at(tmp_path, case: str, cut: int, kind: str, src) -> object:
+    out = tmp_path / "out"
+    rep = recover(src, config=cfg(case), out=out, clock=ManualClock(1795303800000))
+    assert rep.commitlog_end == cut
+    assert rep.stop.kind == kind and rep.stop.physical_offset == cut
+    # every queue keeps exactly its records before the cut
+    exp = expected_queues(case, cut)
+    got = recovered_queues(out, case)
+    for q, n in exp.items():
+        assert got.get(q, 0) == n, q
+    # files after the one holding the cut are gone
+    names = sorted(p.name for p in (out / "commitlog").iterdir())
+    assert names[-1] == f"{cut - cut % FILE:020d}"
+    # every CQ entry now points at a record that decodes, with a matching queue offset
+    with open_store(out, cfg(case)) as st:
+        for q in st.queue_ids():
+            for e in st.consume_queue(q.topic, q.queue_id).entries(st.commitlog.min_offset):
+                rec = st.commitlog.read(e.commitlog_offset)
+                assert (rec.topic, rec.queue_id, rec.queue_offset, rec.total_size) == (q.topic, q.queue_id, e.queue_offset, e.size)
+                assert rec.physical_offset < cut
+    return rep
+
+
+def test_bad_magic_mid_file(tmp_path):
+    src = copy_store("crash", tmp_path)
+    r = pick("crash", 2)
+    path, pos = clfile(src, r["physicalOffset"])
+    patch(path, pos + 4, b"\xde\xad\xbe\xef")
+    rep = check_cut_at(tmp_path, "crash", r["physicalOffset"], "BAD_MAGIC", src)
+    assert "found a illegal magic code 0xdeadbeef" in rep.log_lines
+    assert any(l.endswith(f"pos={pos + 8}") for l in rep.log_lines)
+    # every record after the damage is lost, and salvage still reads each of them
+    after = [m["physicalOffset"] for m in manifest("crash") if m["physicalOffset"] > r["physicalOffset"]]
+    assert [x.physical_offset for x in rep.lost_records] == after
+    assert rep.deleted_commitlog_files == [f"{o:020d}" for o in range(3 * FILE, 7 * FILE, FILE)]
+
+
+def test_size_past_the_end_of_the_file(tmp_path):
+    src = copy_store("crash", tmp_path)
+    r = pick("crash", 1, 5)
+    path, pos = clfile(src, r["physicalOffset"])
+    patch(path, pos, struct.pack(">i", FILE))  # totalSize larger than what is left
+    rep = check_cut_at(tmp_path, "crash", r["physicalOffset"], "BAD_SIZE", src)
+    assert not any("illegal magic" in l for l in rep.log_lines)  # Java fails before reading the magic
+
+
+def test_crc_failure_followed_by_valid_records(tmp_path):
+    src = copy_store("crash", tmp_path)
+    r = next(m for m in manifest("crash") if m["physicalOffset"] // FILE == 3 and m["bodyLength"] > 16)
+    path, pos = clfile(src, r["physicalOffset"])
+    body_at = pos + 88  # IPv4 hosts: the body starts 88 bytes in
+    b = bytearray(path.read_bytes()[body_at : body_at + 1])
+    patch(path, body_at, bytes([b[0] ^ 0x01]))
+    rep = check_cut_at(tmp_path, "crash", r["physicalOffset"], "BODY_CRC", src)
+    assert any(l.startswith("CRC check failed. bodyCRC=") for l in rep.log_lines)
+    after = [m["physicalOffset"] for m in manifest("crash") if m["physicalOffset"] > r["physicalOffset"]]
+    assert [x.physical_offset for x in rep.lost_records] == after
+    assert all(x.confidence == "certain" for x in rep.lost_records)
+    # without checkCRCOnRecover the damaged record is kept and nothing is lost
+    rep2 = recover(src, config=cfg("crash"), check_crc=False)
+    assert rep2.commitlog_end == 367042 and not rep2.lost_records
+
+
+def test_crc_failure_in_normal_mode_is_cut_too(tmp_path):
+    src = copy_store("clean", tmp_path)
+    r = pick("clean", 5, 4)  # in the last file: where 5.3.2+ normal recovery starts
+    path, pos = clfile(src, r["physicalOffset"])
+    patch(path, pos + 88, bytes([path.read_bytes()[pos + 88] ^ 0xFF]))
+    rep = check_cut_at(tmp_path, "clean", r["physicalOffset"], "BODY_CRC", src)
+    assert rep.mode == "normal"
+    # the consume queues held the cut records: they are cut (RocketMQ truncates dirty logic files)
+    assert any(l.startswith("maxPhyOffsetOfConsumeQueue(363733) >= processOffset") for l in rep.log_lines)
+
+
+def test_crc_failure_in_an_old_file_is_not_seen_by_normal_recovery(tmp_path):
+    """Normal recovery (5.3.2+) only scans from the file holding the queues' max offset:
+    damage in an older file is not looked at, exactly as in RocketMQ."""
+    src = copy_store("clean", tmp_path)
+    r = pick("clean", 1, 4)
+    path, pos = clfile(src, r["physicalOffset"])
+    patch(path, pos + 88, bytes([path.read_bytes()[pos + 88] ^ 0xFF]))
+    assert recover(src, config=cfg("clean")).commitlog_end == 363733
+    # the older rule scans the last three files: still not file 1
+    assert recover(src, config=cfg("clean"), legacy_three_files=True).commitlog_end == 363733
+    # after a crash the scan starts at file 0 and does see it
+    (src / "abort").write_text("1")
+    assert recover(src, config=cfg("clean")).commitlog_end == r["physicalOffset"]
+
+
+def test_legacy_three_files_rule(tmp_path):
+    src = copy_store("clean", tmp_path)
+    rep = recover(src, config=cfg("clean"), legacy_three_files=True)
+    assert rep.start_file == f"{3 * FILE:020d}"
+    assert [l for l in rep.log_lines if l.startswith("recover next physics file")] == [
+        f"recover next physics file, <store>/commitlog/{4 * FILE:020d}",
+        f"recover next physics file, <store>/commitlog/{5 * FILE:020d}",
+    ]
+    assert rep.commitlog_end == 363733
+
+
+def _carriers(case):
+    out: dict[tuple[str, str], set[int]] = {}
+    for m in manifest(case):
+        if m["sysFlagStored"] & 0xC == 0xC:
+            continue
+        for k in [k for k in (m["keys"] or "").split(" ") if k] + ([m["uniqKey"]] if m["uniqKey"] else []):
+            out.setdefault((m["topic"], k), set()).add(m["physicalOffset"])
+    return out
+
+
+def test_missing_index_dir_is_rebuilt_after_a_crash(tmp_path):
+    import shutil
+
+    src = copy_store("crash", tmp_path)
+    shutil.rmtree(src / "index")
+    out = tmp_path / "out"
+    rep = recover(src, config=cfg("crash"), out=out, clock=ManualClock(1795303800000, tick_ms=1))
+    assert rep.commitlog_end == 367042
+    with open_store(out, cfg("crash")) as st:
+        assert len(st.index.files) == 6  # 1425 entries, 255 per file (entry 0 unused)
+        for (topic, key), offs in _carriers("crash").items():
+            res = lookup.query_by_key(st, topic, key)
+            assert [r.physical_offset for r in res.records] == sorted(offs)
+            assert len(res.raw_offsets) == len(set(res.raw_offsets))  # each record indexed once
+
+
+def test_missing_index_dir_after_a_clean_exit_is_not_rebuilt(tmp_path):
+    """RocketMQ's normal recovery only dispatches records after the queues' max offset."""
+    import shutil
+
+    src = copy_store("clean", tmp_path)
+    shutil.rmtree(src / "index")
+    out = tmp_path / "out"
+    rep = recover(src, config=cfg("clean"), out=out)
+    assert rep.records_redispatched == 0
+    assert not (out / "index").exists() or not any((out / "index").iterdir())
+
+
+@pytest.mark.parametrize("case", ["crash", "clean"])
+def test_deleted_consumequeue_dir_is_rebuilt(tmp_path, case, dumps):
+    import shutil
+
+    src = copy_store(case, tmp_path)
+    shutil.rmtree(src / "consumequeue")
+    out = tmp_path / "out"
+    rep = recover(src, config=cfg(case), out=out, clock=ManualClock(1795303800000))
+    assert rep.max_phy_offset_in_cq_before == -1
+    assert all(q.created for q in rep.queues)
+    with open_store(out, cfg(case)) as st:
+        cqs = dumps[case]["consumeQueues"]
+        assert sorted(str(q) for q in st.queue_ids()) == sorted(cqs)
+        for key, cq in cqs.items():
+            q = st.consume_queue(cq["topic"], cq["queueId"])
+            got = [(e.queue_offset, e.commitlog_offset, e.size, e.tags_code) for e in q.entries()]
+            assert got == [(u["queueOffset"], u["physicalOffset"], u["size"], u["tagsCode"]) for u in cq["cqUnits"]], key
+
+
+def test_truncated_last_file(tmp_path):
+    """A short commitlog file makes RocketMQ's load() fail; rmqlab says so and, when
+    applying, zero-extends the file as Java's mapping would show it."""
+    src = copy_store("clean", tmp_path)
+    last = src / "commitlog" / f"{5 * FILE:020d}"
+    with open(last, "r+b") as fh:
+        fh.truncate(30000)
+    cut_into = 5 * FILE + 30000
+    victim = next(m for m in manifest("clean") if m["physicalOffset"] < cut_into < m["physicalOffset"] + m["size"])
+    rep = recover(src, config=cfg("clean"))
+    assert not rep.load_ok
+    assert last.name in rep.load_problems[0] and "30000" in rep.load_problems[0]
+    out = tmp_path / "out"
+    rep = recover(src, config=cfg("clean"), out=out)
+    assert rep.commitlog_end == victim["physicalOffset"]
+    assert (out / "commitlog" / last.name).stat().st_size == FILE
+
+
+def test_preallocated_files_after_the_end(tmp_path):
+    src = copy_store("clean", tmp_path)
+    empty = src / "commitlog" / f"{6 * FILE:020d}"
+    empty.write_bytes(b"")  # a zero-length last file: Java's load deletes it
+    out = tmp_path / "out"
+    rep = recover(src, config=cfg("clean"), out=out)
+    assert rep.commitlog_end == 363733 and not (out / "commitlog" / empty.name).exists()
+    empty.write_bytes(bytes(FILE))  # a full-size pre-allocated file of zeros
+    out2 = tmp_path / "out2"
+    rep = recover(src, config=cfg("clean"), out=out2)
+    assert rep.commitlog_end == 363733 and rep.deleted_commitlog_files == [empty.name]
+    assert rep.cut_bytes == 0 and not rep.lost_records
+
+
+def test_in_place_saves_every_cut_byte(tmp_path):
+    src = copy_store("crash-torn", tmp_path)
+    original = {p.relative_to(src): p.read_bytes() for p in src.rglob("*") if p.is_file()}
+    side = tmp_path / "side"
+    rep = recover(src, config=cfg("crash-torn"), in_place=True, sidecar=side, clock=ManualClock(1795303800000))
+    assert rep.applied == "in-place" and rep.sidecar == str(side)
+    man = json.loads((side / "manifest.json").read_text())
+    saved = [c for c in man["cuts"] if "file" in c]
+    # the torn tail, the dropped index file and the cut consume-queue entry were saved, byte for byte
+    for c in saved:
+        if c["saved_as"]:
+            data = (side / c["saved_as"]).read_bytes()
+            assert data == original[__import__("pathlib").Path(c["file"])][c["offset"] : c["offset"] + c["length"]]
+    files = {c["file"] for c in saved}
+    assert "commitlog/00000000000000327680" in files
+    assert "index/20261121232858541" in files
+    assert "consumequeue/TopicB/2/00000000000000000800" in files
+    assert "commitlog/00000000000000393216" in files  # deleted, all zeros: listed, nothing to save
+    # RocketMQ does not zero the commitlog tail: the torn bytes are still there
+    tail = (src / "commitlog" / "00000000000000327680").read_bytes()[38973:39167]
+    assert tail == original[__import__("pathlib").Path("commitlog/00000000000000327680")][38973:39167]
+    assert not (src / "abort").exists()
+
+
+def test_zero_tail_option(tmp_path):
+    src = copy_store("crash-torn", tmp_path)
+    out = tmp_path / "out"
+    recover(src, config=cfg("crash-torn"), out=out, zero_tail=True, clock=ManualClock(1795303800000))
+    assert not any((out / "commitlog" / "00000000000000327680").read_bytes()[38973:])
+
+
+def test_report_renders_and_is_json(tmp_path):
+    rep = recover(REFERENCE / "crash-torn" / "store", config=cfg("crash-torn"))
+    text = rep.to_text()
+    assert "BODY_CRC" in text and "366653" in text and "TopicB/2" in text and "DRY RUN" in text
+    d = json.loads(json.dumps(rep.to_dict()))
+    assert d["commitlog_end"] == 366653 and d["stop"]["kind"] == "BODY_CRC"
+
+
+def test_cli_recover_modes(tmp_path, capsys):
+    from rmqlab.cli import main
+
+    src = copy_store("crash", tmp_path)
+    assert main(["recover", str(src), "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["applied"] == "dry-run" and d["commitlog_end"] == 367042
+    assert (src / "abort").exists()
+    assert main(["recover", str(src), "--out", str(tmp_path / "o"), "--config", str(_broker_conf(tmp_path, "crash"))]) == 0
+    assert "applied to a copy" in capsys.readouterr().out
+    assert main(["recover", str(src), "--out", str(tmp_path / "o")]) == 2  # exists: a clear error, no traceback
+    assert "already exists" in capsys.readouterr().err
+
+
+def _broker_conf(tmp_path, case):
+    p = tmp_path / "broker.conf"
+    p.write_text("".join(f"{k}={v}\n" for k, v in json.loads((REFERENCE / case / "config.json").read_text())["storeConfig"].items()))
+    return p
