@@ -279,11 +279,16 @@ class CommitLogDispatcher:
         ``phy_offset`` in every queue; returns how many entries were cut."""
         return sum(q.truncate_dirty(phy_offset, zero_tail=zero_tail) for q in self.queues.values())
 
-    def flush(self) -> None:
-        """Force consume queues and index files to disk."""
-        for q in self.queues.values():
+    def flush_queues(self) -> None:
+        """Force the consume queues written since the last flush (Java
+        ``FlushConsumeQueueService``)."""
+        for q in list(self.queues.values()):
             if q.dirty:
                 q.flush()
+
+    def flush(self) -> None:
+        """Force consume queues and index files to disk."""
+        self.flush_queues()
         self.index.flush()
 
     def close(self) -> None:

@@ -1,0 +1,246 @@
+"""The CommitLog, write side (Java ``CommitLog`` + ``MappedFileQueue`` +
+``AllocateMappedFileService`` + ``DefaultAppendMessageCallback.doAppend``).
+
+Files of ``mappedFileSizeCommitLog`` bytes named by their start offset.  A record
+is written straight into the mapped file at the write position; when
+``recordSize + 8`` does not fit in what is left, an 8-byte BLANK
+``(bytesLeft, 0xCBD43194)`` closes the file and the record goes to the next one
+(Java ``END_OF_FILE``).  The next file is created one step ahead (Java's
+allocate service pre-allocates ``nextNextFilePath``) and deleted again on a
+clean shutdown, as Java does.
+
+The record layout is packed with a ``struct`` whose format is derived from
+:data:`rmqlab.format.record.HEADER_FORMAT` (itself derived from the construct
+schema); tests check every record against :func:`rmqlab.format.encode.encode_record`
+and against RocketMQ's own files.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import struct
+import zlib
+from pathlib import Path
+
+from ..errors import StoreFormatError, StoreLayoutError
+from ..files.mapped_file_queue import file_name_for_offset
+from ..format import commitlog as cl
+from ..format.record import HEADER_FORMAT, PROPERTY_CRC_TAIL, encode_crc_digits
+from .mapped_file import WritableMappedFile, fsync_directory
+
+_NAME = re.compile(r"^\d{20}$")
+_BLANK = struct.Struct(">iI")
+_PACKERS: dict[tuple[int, int], struct.Struct] = {}
+
+
+def record_packer(born_len: int, store_len: int) -> struct.Struct:
+    """Fixed fields from totalSize through bodyLength for the given host address sizes:
+    the schema's header, then bornHost, storeTimestamp, storeHost, reconsumeTimes,
+    preparedTransactionOffset, bodyLength."""
+    key = (born_len, store_len)
+    p = _PACKERS.get(key)
+    if p is None:
+        p = struct.Struct(f"{HEADER_FORMAT}{born_len}siq{store_len}siiqi")
+        _PACKERS[key] = p
+    return p
+
+
+class CommitLogWriter:
+    """``commitlog/`` as a queue of writable mapped files.
+
+    ``max_offset`` is the end of the last record written (Java ``getMaxOffset``),
+    ``flushed_where`` how far everything is known to be on disk.
+    """
+
+    def __init__(self, directory: str | os.PathLike, mapped_file_size: int, *, preallocate: bool = True):
+        self.directory = Path(directory)
+        self.mapped_file_size = mapped_file_size
+        self.preallocate = preallocate
+        self.files: list[WritableMappedFile] = []
+        self.next_file: WritableMappedFile | None = None  # pre-allocated, not yet written
+        self.max_offset = 0
+        self.flushed_where = 0
+        self.store_timestamp = 0  # of the last record appended (Java MappedFile.storeTimestamp)
+        self.directory.mkdir(parents=True, exist_ok=True)
+
+    # -- loading ---------------------------------------------------------------------------
+    def existing_files(self) -> list[Path]:
+        return sorted(p for p in self.directory.iterdir() if p.is_file() and _NAME.match(p.name))
+
+    def load(self, end_offset: int) -> None:
+        """Map the existing files and put the write position at ``end_offset`` (where
+        recovery says the log ends).  Files wholly past it are deleted, the one holding
+        it is positioned there (Java ``MappedFileQueue.truncateDirtyFiles``); the bytes
+        after it are left as they are, as Java leaves them."""
+        paths = self.existing_files()
+        prev = None
+        for p in paths:
+            start = int(p.name)
+            size = p.stat().st_size
+            if size == 0 and p == paths[-1]:
+                p.unlink()
+                continue
+            if size != self.mapped_file_size:
+                raise StoreLayoutError(p, None, f"commitlog file is {size} bytes, expected mappedFileSizeCommitLog={self.mapped_file_size}")
+            if prev is not None and start != prev + self.mapped_file_size:
+                raise StoreLayoutError(p, None, f"name says offset {start}, but the previous file starts at {prev}")
+            prev = start
+            if start > end_offset:
+                p.unlink()  # wholly past the end of the log
+                continue
+            f = WritableMappedFile(p, self.mapped_file_size, start, create=False)
+            f.wrote_position = f.flushed_position = min(self.mapped_file_size, end_offset - start)
+            self.files.append(f)
+        self.max_offset = self.flushed_where = end_offset
+        fsync_directory(self.directory)
+
+    # -- files -------------------------------------------------------------------------------
+    @property
+    def min_offset(self) -> int:
+        return self.files[0].file_from_offset if self.files else 0
+
+    def _create(self, start: int) -> WritableMappedFile:
+        path = self.directory / file_name_for_offset(start)
+        try:
+            f = WritableMappedFile(path, self.mapped_file_size, start)
+        except OSError as exc:
+            raise StoreFormatError(path, None, f"cannot create commitlog file: {exc}") from None
+        fsync_directory(self.directory)  # the new name must survive a crash too
+        return f
+
+    def _new_file(self) -> WritableMappedFile:
+        """Java ``getLastMappedFile(0)``: the next file (pre-allocated if it is ready)."""
+        last = self.files[-1] if self.files else None
+        start = last.file_from_offset + self.mapped_file_size if last is not None else self.max_offset - self.max_offset % self.mapped_file_size
+        nxt = self.next_file
+        if nxt is not None and nxt.file_from_offset == start:
+            f = nxt
+            self.next_file = None
+        else:
+            if nxt is not None:
+                nxt.destroy()
+                self.next_file = None
+            f = self._create(start)
+        self.files.append(f)
+        if self.preallocate:
+            self.next_file = self._create(start + self.mapped_file_size)
+        return f
+
+    def last_file(self) -> WritableMappedFile:
+        f = self.files[-1] if self.files else None
+        if f is None or f.is_full:
+            f = self._new_file()
+        return f
+
+    def roll(self, f: WritableMappedFile) -> WritableMappedFile:
+        """Close ``f`` with a BLANK record (Java ``END_OF_FILE``) and return the next file."""
+        left = f.file_size - f.wrote_position
+        if left >= cl.BLANK_SIZE:
+            _BLANK.pack_into(f.mm, f.wrote_position, left, cl.MAGIC_BLANK)
+        f.wrote_position = f.file_size
+        self.max_offset = f.file_from_offset + f.file_size
+        return self._new_file()
+
+    # -- appending ------------------------------------------------------------------------------
+    def append(
+        self,
+        total: int,
+        magic: int,
+        body_crc: int,
+        queue_id: int,
+        flag: int,
+        queue_offset: int,
+        sys_flag: int,
+        born_timestamp: int,
+        born_host: tuple[bytes, int],
+        store_timestamp: int,
+        store_host: tuple[bytes, int],
+        reconsume_times: int,
+        prepared_transaction_offset: int,
+        body: bytes,
+        tail: bytes,
+        prop_crc: bool,
+    ) -> int:
+        """Java ``doAppend``: write one record (``tail`` = topic length, topic,
+        properties length, properties, and the 20-byte ``__CRC32#`` placeholder when
+        ``prop_crc``); returns its physical offset.  The caller holds the put lock."""
+        f = self.files[-1] if self.files else None
+        if f is None or f.is_full:
+            f = self._new_file()
+        if total + cl.BLANK_SIZE > f.file_size - f.wrote_position:
+            f = self.roll(f)
+        pos = f.wrote_position
+        phy = f.file_from_offset + pos
+        mm = f.mm
+        packer = _PACKERS.get((len(born_host[0]), len(store_host[0]))) or record_packer(len(born_host[0]), len(store_host[0]))
+        packer.pack_into(
+            mm, pos, total, magic, body_crc, queue_id, flag, queue_offset, phy, sys_flag, born_timestamp,
+            born_host[0], born_host[1], store_timestamp, store_host[0], store_host[1],
+            reconsume_times, prepared_transaction_offset, len(body),
+        )
+        p = pos + packer.size
+        if body:
+            q = p + len(body)
+            mm[p:q] = body
+            p = q
+        mm[p : p + len(tail)] = tail
+        end = pos + total
+        if prop_crc:
+            # Java: CRC over the record up to the property, written after queue offset,
+            # physical offset and store timestamp are in place
+            crc = zlib.crc32(memoryview(mm)[pos : end - PROPERTY_CRC_TAIL]) & 0x7FFFFFFF
+            mm[end - 11 : end - 1] = encode_crc_digits(crc)
+        f.wrote_position = end
+        f.store_timestamp = store_timestamp
+        self.store_timestamp = store_timestamp
+        self.max_offset = phy + total
+        return phy
+
+    # -- flushing ------------------------------------------------------------------------------
+    def flush(self) -> int:
+        """Force every record written so far to disk (Java ``MappedFileQueue.flush(0)``);
+        returns the new ``flushed_where``.  Safe to call from the flush thread while
+        producers append: it covers at least what was written when it started."""
+        target = self.max_offset
+        if target <= self.flushed_where:
+            return self.flushed_where
+        for f in list(self.files):
+            end = f.file_from_offset + f.file_size
+            if end <= self.flushed_where or f.fd < 0:
+                continue
+            if f.file_from_offset >= target:
+                break
+            os.fdatasync(f.fd)
+            f.flushed_position = min(f.file_size, target - f.file_from_offset)
+        self.flushed_where = max(self.flushed_where, target)
+        return self.flushed_where
+
+    def dirty_bytes(self) -> int:
+        return self.max_offset - self.flushed_where
+
+    # -- cleanup -------------------------------------------------------------------------------
+    def delete_expired(self, expired_before_ms: int, *, force: bool = False, max_files: int = 10) -> list[str]:
+        """Java ``MappedFileQueue.deleteExpiredFileByTime``: oldest first, never the
+        active (last) file, stop at the first file still within its reserved time."""
+        gone = []
+        while len(self.files) > 1 and len(gone) < max_files:
+            f = self.files[0]
+            mtime_ms = int(os.stat(f.path).st_mtime * 1000)
+            if not force and mtime_ms >= expired_before_ms:
+                break
+            gone.append(f.name)
+            f.destroy()
+            self.files.pop(0)
+        return gone
+
+    def close(self, *, delete_preallocated: bool = True) -> None:
+        if self.next_file is not None:
+            if delete_preallocated:
+                self.next_file.destroy()  # Java AllocateMappedFileService.shutdown
+            else:
+                self.next_file.close()
+            self.next_file = None
+        for f in self.files:
+            f.close()
+        self.files = []

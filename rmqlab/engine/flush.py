@@ -1,0 +1,150 @@
+"""Flushing the CommitLog to disk (Java ``CommitLog.FlushRealTimeService`` and
+``CommitLog.GroupCommitService``) and the consume queues / index (Java
+``FlushConsumeQueueService``).
+
+* ``ASYNC_FLUSH`` — :class:`FlushRealTimeService`: a background thread wakes every
+  ``flushIntervalCommitLog`` ms and forces the commitlog when at least
+  ``flushCommitLogLeastPages`` pages (4 KiB) are dirty, or everything every
+  ``flushCommitLogThoroughInterval`` ms.  A put returns as soon as its bytes are in
+  the page cache.
+* ``SYNC_FLUSH`` — :class:`GroupCommitService`: a put returns only after a force
+  that covers its record.  Producers that arrive while a force is running wait for
+  the next one, which covers all of them: one ``fdatasync`` per group, not per put
+  (group commit).  A put whose force does not complete within ``syncFlushTimeout``
+  ms answers ``FLUSH_DISK_TIMEOUT`` (its record is written, not known durable).
+
+The force itself is ``os.fdatasync`` on the file (see :mod:`.mapped_file`), which
+releases the GIL: producers keep appending while it runs.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Callable
+
+PAGE_SIZE = 4096  # Java OS_PAGE_SIZE
+
+
+class FlushService(threading.Thread):
+    """Common loop: ``do_flush()`` is called by the thread; ``stop()`` ends it after a
+    last flush (Java ``ServiceThread.shutdown`` + the final "retry" flushes)."""
+
+    def __init__(self, name: str):
+        super().__init__(name=name, daemon=True)
+        self._stop_evt = threading.Event()
+        self._wake = threading.Event()
+        self.error: BaseException | None = None
+
+    def wakeup(self) -> None:
+        self._wake.set()
+
+    def stop(self, timeout: float = 10.0) -> None:
+        self._stop_evt.set()
+        self._wake.set()
+        if self.is_alive():
+            self.join(timeout)
+
+
+class FlushRealTimeService(FlushService):
+    """Java ``FlushRealTimeService`` (ASYNC_FLUSH)."""
+
+    def __init__(self, flush: Callable[[], None], dirty_bytes: Callable[[], int], interval_ms: int, least_pages: int, thorough_interval_ms: int):
+        super().__init__("FlushRealTimeService")
+        self.flush = flush
+        self.dirty_bytes = dirty_bytes
+        self.interval = max(1, interval_ms) / 1000.0
+        self.least_bytes = max(0, least_pages) * PAGE_SIZE
+        self.thorough = thorough_interval_ms / 1000.0
+        self.last_thorough = time.monotonic()
+        self.flushes = 0
+
+    def run(self) -> None:
+        try:
+            while not self._stop_evt.is_set():
+                self._wake.wait(self.interval)
+                self._wake.clear()
+                now = time.monotonic()
+                dirty = self.dirty_bytes()
+                thorough = now - self.last_thorough >= self.thorough
+                if dirty > 0 and (thorough or dirty >= self.least_bytes):
+                    self.flush()
+                    self.flushes += 1
+                if thorough:
+                    self.last_thorough = now
+            if self.dirty_bytes() > 0:
+                self.flush()  # Java: the shutdown flush
+        except BaseException as exc:  # pragma: no cover - surfaced by the store
+            self.error = exc
+
+
+class GroupCommitService(FlushService):
+    """Java ``GroupCommitService`` (SYNC_FLUSH): waiting puts share one force."""
+
+    def __init__(self, flush: Callable[[], int], flushed_where: int):
+        super().__init__("GroupCommitService")
+        self.flush = flush
+        self.cond = threading.Condition()
+        self.requested = flushed_where
+        self.flushed = flushed_where
+        self.flushes = 0  # forces done (group commits)
+
+    def wait_for(self, offset: int, timeout_s: float) -> bool:
+        """Block until everything below ``offset`` is on disk; ``False`` on timeout
+        (Java ``GroupCommitRequest.future().get(syncFlushTimeout)``)."""
+        with self.cond:
+            if self.flushed >= offset:
+                return True
+            if offset > self.requested:
+                self.requested = offset
+                self.cond.notify_all()
+            deadline = time.monotonic() + timeout_s
+            while self.flushed < offset:
+                left = deadline - time.monotonic()
+                if left <= 0 or self._stop_evt.is_set() and not self.is_alive():
+                    return self.flushed >= offset
+                self.cond.wait(left)
+            return True
+
+    def run(self) -> None:
+        try:
+            while True:
+                with self.cond:
+                    while self.requested <= self.flushed and not self._stop_evt.is_set():
+                        self.cond.wait(0.01)
+                    if self._stop_evt.is_set() and self.requested <= self.flushed:
+                        break
+                # force outside the condition: producers keep appending and queueing
+                done = self.flush()
+                with self.cond:
+                    self.flushes += 1
+                    self.flushed = max(self.flushed, done)
+                    self.cond.notify_all()
+        except BaseException as exc:  # pragma: no cover
+            self.error = exc
+            with self.cond:
+                self.cond.notify_all()
+
+
+class PeriodicService(FlushService):
+    """Run ``task()`` every ``interval_ms`` (Java's scheduled services: consume-queue
+    flush, reput, clean)."""
+
+    def __init__(self, name: str, task: Callable[[], None], interval_ms: int, final: bool = False):
+        super().__init__(name)
+        self.task = task
+        self.interval = max(1, interval_ms) / 1000.0
+        self.final = final
+
+    def run(self) -> None:
+        try:
+            while not self._stop_evt.is_set():
+                self._wake.wait(self.interval)
+                self._wake.clear()
+                if self._stop_evt.is_set():
+                    break
+                self.task()
+            if self.final:
+                self.task()
+        except BaseException as exc:  # pragma: no cover
+            self.error = exc

@@ -1,0 +1,690 @@
+"""The store engine (Java ``DefaultMessageStore``): put, dispatch, flush, clean.
+
+A :class:`MessageStore` opened on a store root writes exactly the bytes Apache
+RocketMQ writes: commitlog records, consume-queue entries, index files,
+checkpoint, ``abort`` and ``lock``.  Quick tour::
+
+    from rmqlab.engine import MessageStore, Message
+    with MessageStore.open("/tmp/store", config) as store:
+        r = store.put(Message("TopicA", b"hello", {"TAGS": "TagA", "KEYS": "k1"}, queue_id=0))
+        r.status, r.wrote_offset, r.queue_offset, r.msg_id
+        store.reput()                      # dispatch now (else: in batches / background)
+        store.get_message("TopicA", 0, 0)  # lookups go through rmqlab.lookup
+
+What happens on a put (Java ``CommitLog.asyncPutMessage``)::
+
+    validate ─► encode (outside the lock) ─► [put lock: store time, queue offset,
+    append into the mapped file, BLANK + roll if it does not fit] ─► dispatch request
+    queued ─► SYNC_FLUSH: wait for the group commit that covers the record
+
+Opening a store that already has files runs RocketMQ's start-up recovery first
+(:func:`rmqlab.recovery.recover`, in place, with the cut bytes saved in a sidecar
+directory) and continues where the log ends.  ``open`` takes the OS lock on byte 0
+of ``lock`` (so a running broker or another rmqlab keeps us out, and us them) and
+writes ``abort`` holding the PID; ``shutdown`` flushes everything, writes the
+checkpoint, deletes the pre-allocated file and ``abort``, and releases the lock.
+
+Dispatch (Java ``ReputMessageService``) runs in one of three modes:
+
+* ``"inline"`` (default) — requests queue up and are dispatched in batches of
+  ``reput_batch`` by the producing thread, and before every lookup and flush;
+* ``"background"`` — a thread dispatches every millisecond, as the broker does;
+* ``"manual"`` — nothing until :meth:`reput` is called: a notebook can show the
+  commitlog holding a record that no consume queue points to yet.
+
+rmqlab's reput takes the ``DispatchRequest`` built when the record was appended
+instead of parsing the bytes back (Java re-reads them); recovery, which must read
+them back, feeds :class:`~rmqlab.engine.dispatch.CommitLogDispatcher` records.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import threading
+import zlib
+from pathlib import Path
+from typing import Iterable, Sequence
+
+from .. import lookup as _lookup
+from ..config import ASYNC_FLUSH, SYNC_FLUSH, MessageStoreConfig
+from ..errors import StoreLayoutError, StoreLockedError
+from ..format import commitlog as cl
+from ..format import properties as props
+from ..format.hashing import java_string_hash
+from ..format.msgid import parse_host
+from ..format.record import Record
+from ..store.reader import ABORT_FILE, CHECKPOINT_FILE, COMMITLOG_DIR, INDEX_DIR, LOCK_FILE, StoreReader
+from .checkpoint_writer import StoreCheckpointWriter
+from .clean import CleanReport, clean_expired
+from .clock import DEFAULT_STORE_HOST, SystemClock
+from .commitlog_writer import CommitLogWriter
+from .dispatch import SCHEDULE_TOPIC, CommitLogDispatcher, DispatchRequest
+from .flush import FlushRealTimeService, GroupCommitService, PeriodicService
+from .mapped_file import fsync_directory
+from .message import Message
+from .metadata import BrokerMetadata, string_to_file
+from .results import PutMessageResult, PutMessageStatus
+from .validation import Validator
+
+_OK = PutMessageStatus.PUT_OK
+_CRC_RESERVED = 20  # Java CRC32_RESERVED_LEN: "__CRC32#" \x01 10 digits \x02
+_CRC_PLACEHOLDER = (props.CRC32 + "\x01").encode() + b"0" * 10 + b"\x02"
+_CRC_PAIR_PREFIX = (props.CRC32 + "\x01").encode()
+_V6_BITS = cl.FLAG_BORNHOST_V6 | cl.FLAG_STOREHOST_V6
+_DEFAULT_BORN_HOST = (b"\x7f\x00\x00\x01", 0)
+
+# stores locked by this process: POSIX locks do not exclude the same process
+_LOCKED_ROOTS: set[str] = set()
+_LOCKED_GUARD = threading.Lock()
+
+
+def _host(value) -> tuple[bytes, int]:
+    if value is None:
+        return DEFAULT_STORE_HOST
+    if isinstance(value, str):
+        return parse_host(value)
+    addr, port = value
+    return (bytes(addr), int(port))
+
+
+def _strip_crc_pairs(raw: bytes) -> bytes:
+    """Java ``MessageUtils.deleteProperty(propertiesString, "__CRC32#")``."""
+    while True:
+        i = raw.find(_CRC_PAIR_PREFIX)
+        if i < 0 or (i > 0 and raw[i - 1 : i] != b"\x02"):
+            return raw
+        j = raw.find(b"\x02", i)
+        raw = raw[:i] + (raw[j + 1 :] if j >= 0 else b"")
+
+
+class _Prepared:
+    """A message encoded outside the lock, ready to append (Java ``EncodeResult``)."""
+
+    __slots__ = ("topic", "queue_id", "total", "magic", "body_crc", "flag", "sys_flag", "born_ts", "born_host", "store_host", "reconsume", "pto", "body", "tail", "tags", "keys", "uniq", "delay_level", "store_ts", "wait")
+
+
+class MessageStore:
+    """Java ``DefaultMessageStore`` over one store root (see the module docs).
+
+    ``config`` uses RocketMQ's setting names (``MessageStoreConfig.from_properties``
+    reads a ``broker.conf``).  ``clock`` (``now_ms()``) gives store timestamps and
+    index file names; ``store_host`` (``"127.0.0.1:10911"`` or ``(addr, port)``) is
+    written as every record's storeHost unless the message brings its own.
+    ``broker_rewrites`` does what the broker does before the store sees a message:
+    a ``DELAY`` level moves it to ``SCHEDULE_TOPIC_XXXX``.  ``services=False`` runs
+    no background thread at all (flush and dispatch happen when called, SYNC_FLUSH
+    puts force the log themselves).  ``recover=False`` refuses a store that needs
+    recovery instead of recovering it.
+    """
+
+    def __init__(
+        self,
+        root: str | os.PathLike,
+        config: MessageStoreConfig | None = None,
+        *,
+        clock=None,
+        store_host=None,
+        dispatch: str = "inline",
+        reput_batch: int = 1024,
+        broker_rewrites: bool = True,
+        services: bool = True,
+        recover: bool = True,
+    ):
+        if dispatch not in ("inline", "background", "manual"):
+            raise ValueError("dispatch must be 'inline', 'background' or 'manual'")
+        self.root = Path(root)
+        self.config = (config or MessageStoreConfig()).replace(store_path_root_dir=str(self.root))
+        self.clock = clock or SystemClock()
+        self.store_host = _host(store_host)
+        self.dispatch_mode = dispatch
+        self.reput_batch = max(1, reput_batch)
+        self.broker_rewrites = broker_rewrites
+        self.use_services = services
+        self.do_recover = recover
+        self.sync_flush = self.config.flush_disk_type == SYNC_FLUSH
+        if self.config.flush_disk_type not in (SYNC_FLUSH, ASYNC_FLUSH):
+            raise StoreLayoutError(self.root, None, f"flushDiskType {self.config.flush_disk_type!r} is neither ASYNC_FLUSH nor SYNC_FLUSH")
+        self.append_prop_crc = self.config.enabled_append_prop_crc
+        self.validator = Validator(self.config)
+        self._lock = threading.Lock()  # Java putMessageLock (+ topicQueueLock)
+        self._reput_lock = threading.Lock()
+        self._pending: list[DispatchRequest] = []
+        self._queue_offsets: dict[tuple[str, int], int] = {}  # Java topicQueueTable
+        self._tags_cache: dict[str, int] = {}
+        self._started = False
+        self._shutdown = True
+        self._lock_fd = -1
+        self.last_exit_ok: bool | None = None
+        self.recovery_report = None
+        self.commitlog: CommitLogWriter | None = None
+        self.dispatcher: CommitLogDispatcher | None = None
+        self.checkpoint: StoreCheckpointWriter | None = None
+        self.metadata: BrokerMetadata | None = None
+        self._services: list = []
+        self._commit_service = None
+        self._group_commit: GroupCommitService | None = None
+        self.reput_from_offset = 0  # Java ReputMessageService.reputFromOffset
+
+    # -- life cycle ---------------------------------------------------------------------------
+    @classmethod
+    def open(cls, root: str | os.PathLike, config: MessageStoreConfig | None = None, **kwargs) -> "MessageStore":
+        """Create the store object and :meth:`start` it."""
+        store = cls(root, config, **kwargs)
+        store.start()
+        return store
+
+    def start(self) -> "MessageStore":
+        """Java ``load()`` + ``start()``: lock, recover, abort file, services."""
+        if self._started:
+            return self
+        self.root.mkdir(parents=True, exist_ok=True)
+        self._take_lock()
+        try:
+            self._load()
+        except BaseException:
+            self._release_lock()
+            raise
+        self._started = True
+        self._shutdown = False
+        return self
+
+    def _take_lock(self) -> None:
+        """Java: ``lockFile.getChannel().tryLock(0, 1, false)`` on ``lock``, then
+        ``"lock"`` written into it."""
+        key = os.path.realpath(self.root)
+        with _LOCKED_GUARD:
+            if key in _LOCKED_ROOTS:
+                raise StoreLockedError(f"{self.root / LOCK_FILE}: this store is already open for writing in this process")
+            fd = os.open(self.root / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, 0)
+            except OSError:
+                os.close(fd)
+                raise StoreLockedError(
+                    f"{self.root / LOCK_FILE}: byte 0 is locked by another process — a running broker or another rmqlab writer holds this store"
+                ) from None
+            os.pwrite(fd, b"lock", 0)
+            self._lock_fd = fd
+            _LOCKED_ROOTS.add(key)
+
+    def _release_lock(self) -> None:
+        if self._lock_fd >= 0:
+            try:
+                fcntl.lockf(self._lock_fd, fcntl.LOCK_UN, 1, 0)
+            finally:
+                os.close(self._lock_fd)
+                self._lock_fd = -1
+            with _LOCKED_GUARD:
+                _LOCKED_ROOTS.discard(os.path.realpath(self.root))
+
+    def _load(self) -> None:
+        cfg = self.config
+        abort = self.root / ABORT_FILE
+        self.last_exit_ok = not abort.exists()
+        has_data = (self.root / COMMITLOG_DIR).is_dir() and any((self.root / COMMITLOG_DIR).iterdir())
+        end = 0
+        if has_data:
+            end = self._recover_existing()
+        self.checkpoint = StoreCheckpointWriter(self.root / CHECKPOINT_FILE)
+        self.dispatcher = CommitLogDispatcher(self.root, cfg, clock=self.clock, on_index_file_full=self._on_index_file_full)
+        if self.dispatcher.max_physic_offset > end:
+            self.dispatcher.truncate_dirty(end)
+        self.commitlog = CommitLogWriter(self.root / COMMITLOG_DIR, cfg.mapped_file_size_commit_log)
+        self.commitlog.load(end)
+        if not self.commitlog.files:
+            self.commitlog.last_file()  # Java creates the first file (and pre-allocates the next) at start
+        self.reput_from_offset = end
+        # Java recoverTopicQueueTable: next queue offset of every queue
+        for key, q in self.dispatcher.queues.items():
+            self._queue_offsets[key] = q.max_offset_in_queue
+        self.metadata = BrokerMetadata(self.root)
+        # Java createTempFile: an empty abort, then the PID through string2File (abort.bak
+        # keeps the previous content: empty, or a crashed run's PID)
+        abort = self.root / ABORT_FILE
+        if not abort.exists():
+            abort.touch()
+        string_to_file(str(os.getpid()), abort)
+        self._start_services()
+
+    def _recover_existing(self) -> int:
+        """Run RocketMQ's start-up recovery; returns the end of the log."""
+        from ..recovery import recover
+
+        report = recover(self.root, config=self.config)  # dry run: what would change?
+        changes = report.cut_bytes or report.deleted_commitlog_files or report.changed_queues or report.index or report.records_redispatched
+        if changes:
+            if not self.do_recover:
+                raise StoreLayoutError(self.root, report.commitlog_end, f"the store needs recovery ({report.mode}); run `rmqlab recover` or open with recover=True")
+            report = recover(self.root, config=self.config, in_place=True, clock=self.clock)
+        self.recovery_report = report
+        return report.commitlog_end
+
+    def _start_services(self) -> None:
+        cfg = self.config
+        if not self.use_services:
+            return
+        if self.sync_flush:
+            self._group_commit = GroupCommitService(self._flush_commitlog, self.commitlog.flushed_where)
+            self._commit_service = self._group_commit
+        else:
+            self._commit_service = FlushRealTimeService(
+                self._flush_commitlog, self.commitlog.dirty_bytes, cfg.flush_interval_commit_log, cfg.flush_commit_log_least_pages, cfg.flush_commit_log_thorough_interval
+            )
+        self._services.append(self._commit_service)
+        self._services.append(PeriodicService("FlushConsumeQueueService", self.flush_logics, cfg.flush_interval_consume_queue))
+        if self.dispatch_mode == "background":
+            self._services.append(PeriodicService("ReputMessageService", self.reput, 1))
+        for s in self._services:
+            s.start()
+
+    def shutdown(self) -> None:
+        """Java ``DefaultMessageStore.shutdown``: dispatch what is pending, flush
+        commitlog, consume queues and index, write the checkpoint and the broker
+        metadata, delete the pre-allocated file and ``abort``, release ``lock``."""
+        if not self._started:
+            return
+        self._shutdown = True
+        for s in reversed(self._services):
+            s.stop()
+        self._services = []
+        self.reput()
+        self._flush_commitlog()
+        self.flush_logics()
+        self.dispatcher.index.flush()
+        self._persist_metadata()
+        self.checkpoint.flush()
+        self.commitlog.close(delete_preallocated=True)
+        self.dispatcher.close()
+        self.checkpoint.close()
+        abort = self.root / ABORT_FILE
+        if abort.exists():
+            abort.unlink()
+        fsync_directory(self.root)
+        self._release_lock()
+        self._started = False
+
+    def crash(self) -> None:
+        """Stop as ``kill -9`` would: no dispatch of what is pending, no flush, no
+        checkpoint; ``abort`` stays; the lock is released (the process is "gone").
+        What was written is in the page cache, exactly as after a real kill."""
+        if not self._started:
+            return
+        self._shutdown = True
+        for s in self._services:
+            s._stop_evt.set()
+            s._wake.set()
+            if isinstance(s, FlushRealTimeService):
+                s.dirty_bytes = lambda: 0  # no final flush
+        for s in self._services:
+            s.join(5)
+        self._services = []
+        self._pending = []
+        self.commitlog.close(delete_preallocated=False)
+        self.dispatcher.close()
+        self.checkpoint.close()
+        self._release_lock()
+        self._started = False
+
+    close = shutdown
+
+    def __enter__(self) -> "MessageStore":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.shutdown()
+
+    # -- put ------------------------------------------------------------------------------------
+    def _fail(self, status: PutMessageStatus, reason: str) -> PutMessageResult:
+        return PutMessageResult(status, reason=reason)
+
+    def _prepare(self, msg: Message, batch_props: bytes = b""):
+        """Validate and encode one message outside the lock: a :class:`_Prepared`, or a
+        failed :class:`PutMessageResult`."""
+        topic = msg.topic
+        status, reason, topic_raw = self.validator.check_topic(topic)
+        if status is not _OK:
+            return self._fail(status, reason)
+        body = msg.body
+        if body is None:
+            return self._fail(PutMessageStatus.MESSAGE_ILLEGAL, "message body is null")
+        queue_id = msg.queue_id
+        sys_flag = msg.sys_flag
+        tran = sys_flag & cl.TRANSACTION_MASK
+        pd = msg.properties
+        raw = msg.properties_raw
+        if raw is None:
+            if pd:
+                if self.broker_rewrites and props.DELAY in pd and tran in (0, 8) and topic != SCHEDULE_TOPIC:
+                    rewritten = self._rewrite_delay(topic, queue_id, pd)
+                    if isinstance(rewritten, PutMessageResult):
+                        return rewritten
+                    topic, queue_id, pd = rewritten
+                    topic_raw = topic.encode()
+                if self.append_prop_crc and props.CRC32 in pd:
+                    pd = {k: v for k, v in pd.items() if k != props.CRC32}
+                raw = "".join([f"{k}\x01{v}\x02" for k, v in pd.items()]).encode()
+                tags = pd.get("TAGS") or None
+                keys = pd.get("KEYS") or None
+                uniq = pd.get("UNIQ_KEY") or None
+                delay = pd.get("DELAY") if topic == SCHEDULE_TOPIC else None
+                wait = pd.get("WAIT")
+            else:
+                raw = b""
+                tags = keys = uniq = delay = wait = None
+        else:
+            raw = bytes(raw)
+            if self.append_prop_crc:
+                raw = _strip_crc_pairs(raw)
+            jm = props.to_java_map(props.decode_pairs(raw))
+            if self.broker_rewrites and props.DELAY in jm and tran in (0, 8) and topic != SCHEDULE_TOPIC:
+                rewritten = self._rewrite_delay(topic, queue_id, props.to_ordered_dict(props.decode_pairs(raw)))
+                if isinstance(rewritten, PutMessageResult):
+                    return rewritten
+                topic, queue_id, pd = rewritten
+                topic_raw = topic.encode()
+                raw = props.encode(pd)
+                jm = props.to_java_map(pd.items())
+            tags, keys, uniq = jm.get("TAGS"), jm.get("KEYS"), jm.get("UNIQ_KEY")
+            delay = jm.get("DELAY") if topic == SCHEDULE_TOPIC else None
+            wait = jm.get("WAIT")
+        if batch_props:
+            raw += batch_props
+        born_host = msg.born_host or _DEFAULT_BORN_HOST
+        store_host = msg.store_host or self.store_host
+        sys_flag &= ~_V6_BITS
+        extra = 0
+        if len(born_host[0]) == 16:
+            sys_flag |= cl.FLAG_BORNHOST_V6
+            extra += 12
+        if len(store_host[0]) == 16:
+            sys_flag |= cl.FLAG_STOREHOST_V6
+            extra += 12
+        tlen = len(topic_raw)
+        v2 = tlen > cl.MAX_TOPIC_LENGTH_V1
+        props_len = len(raw) + (_CRC_RESERVED if self.append_prop_crc else 0)
+        total = cl.FIXED_SIZE_V1_IPV4 + len(body) + tlen + props_len + v2 + extra
+        bad = self.validator.check_sizes(len(body), props_len, total)
+        if bad is not None:
+            return self._fail(*bad)
+        p = _Prepared()
+        p.topic = topic
+        p.queue_id = queue_id
+        p.total = total
+        p.magic = cl.MAGIC_V2 if v2 else cl.MAGIC_V1
+        p.body_crc = zlib.crc32(body) & 0x7FFFFFFF
+        p.flag = msg.flag
+        p.sys_flag = sys_flag
+        p.born_ts = msg.born_timestamp
+        p.born_host = born_host
+        p.store_host = store_host
+        p.reconsume = msg.reconsume_times
+        p.pto = msg.prepared_transaction_offset
+        p.body = body
+        head = tlen.to_bytes(2 if v2 else 1, "big") + topic_raw + props_len.to_bytes(2, "big") + raw
+        p.tail = head + _CRC_PLACEHOLDER if self.append_prop_crc else head
+        if tags:
+            code = self._tags_cache.get(tags)
+            if code is None:
+                code = java_string_hash(tags)
+                if len(self._tags_cache) < 65536:
+                    self._tags_cache[tags] = code
+            p.tags = code
+        else:
+            p.tags = 0
+        p.keys = keys
+        p.uniq = uniq
+        p.delay_level = delay
+        p.store_ts = msg.store_timestamp
+        p.wait = wait
+        return p
+
+    def _rewrite_delay(self, topic: str, queue_id: int, pd):
+        """Java ``HookUtils.transformDelayLevelMessage``: keep the real topic and queue
+        in ``REAL_TOPIC``/``REAL_QID``, move to ``SCHEDULE_TOPIC_XXXX`` queue level−1."""
+        try:
+            level = int(pd[props.DELAY])
+        except ValueError:
+            return self._fail(PutMessageStatus.MESSAGE_ILLEGAL, f"DELAY {pd[props.DELAY]!r} is not an integer")
+        if level <= 0:
+            return topic, queue_id, pd
+        pd = dict(pd)
+        max_level = max(self.dispatcher.delay_levels) if self.dispatcher.delay_levels else level
+        if level > max_level:
+            level = max_level
+            pd[props.DELAY] = str(level)
+        pd[props.REAL_TOPIC] = topic
+        pd[props.REAL_QID] = str(queue_id)
+        self.metadata.delay_offsets.setdefault(level, 0)
+        return SCHEDULE_TOPIC, level - 1, pd
+
+    def _delivery_tags_code(self, p: _Prepared, store_ts: int) -> int:
+        """tagsCode on SCHEDULE_TOPIC_XXXX: delivery time (Java ``computeDeliverTimestamp``)."""
+        try:
+            level = int(p.delay_level)
+        except ValueError:
+            return p.tags
+        levels = self.dispatcher.delay_levels
+        level = min(level, max(levels) if levels else 0)
+        if level <= 0:
+            return p.tags
+        return store_ts + levels.get(level, 1000)
+
+    def _append(self, p: _Prepared, now: int) -> DispatchRequest:
+        """Under the put lock: queue offset, record bytes, dispatch request."""
+        ts = p.store_ts if p.store_ts is not None else now
+        key = (p.topic, p.queue_id)
+        if p.sys_flag & 0x4:  # PREPARED (0x4) or ROLLBACK (0xC): no queue offset
+            qoff = 0
+        else:
+            qoff = self._queue_offsets.get(key, 0)
+            self._queue_offsets[key] = qoff + 1
+        phy = self.commitlog.append(
+            p.total, p.magic, p.body_crc, p.queue_id, p.flag, qoff, p.sys_flag,
+            p.born_ts if p.born_ts is not None else ts, p.born_host, ts, p.store_host,
+            p.reconsume, p.pto, p.body, p.tail, self.append_prop_crc,
+        )
+        tags = p.tags if p.delay_level is None else self._delivery_tags_code(p, ts)
+        req = DispatchRequest(p.topic, p.queue_id, phy, p.total, tags, ts, qoff, p.keys, p.uniq, p.sys_flag, p.pto)
+        self._pending.append(req)
+        return req
+
+    def put(self, msg: Message) -> PutMessageResult:
+        """Java ``putMessage``: store one message; RocketMQ's answer."""
+        if self._shutdown:
+            return self._fail(PutMessageStatus.SERVICE_NOT_AVAILABLE, "the message store is shut down")
+        p = self._prepare(msg)
+        if p.__class__ is PutMessageResult:
+            return p
+        with self._lock:
+            req = self._append(p, self.clock.now_ms() if p.store_ts is None else 0)
+        status = self._after_append(req[2] + req[3], p.wait)
+        return PutMessageResult(status, req[2], req[3], req[6], req[5], p.store_host)
+
+    def put_batch(self, messages: Sequence[Message], batch_properties: dict[str, str] | None = None) -> PutMessageResult:
+        """Java ``putMessages``: many records under one lock and one store timestamp,
+        consecutive queue offsets; each record's properties are its own followed by
+        ``batch_properties`` (as Java's ``MessageExtBatch`` writes them).
+
+        Unlike Java's batch (which must fit one file) the records may continue in the
+        next commitlog file.  The answer covers the batch: ``wrote_offset`` and
+        ``queue_offset`` of the first record, ``wrote_bytes`` of all, ``offsets`` of
+        each; any invalid message fails the whole batch before anything is written.
+        """
+        if self._shutdown:
+            return self._fail(PutMessageStatus.SERVICE_NOT_AVAILABLE, "the message store is shut down")
+        if not messages:
+            return self._fail(PutMessageStatus.MESSAGE_ILLEGAL, "empty batch")
+        bp = props.encode(batch_properties) if batch_properties else b""
+        prepared = []
+        for i, m in enumerate(messages):
+            p = self._prepare(m, bp)
+            if p.__class__ is PutMessageResult:
+                p.reason = f"message {i}: {p.reason}"
+                return p
+            prepared.append(p)
+        with self._lock:
+            now = self.clock.now_ms()
+            append = self._append
+            reqs = [append(p, now) for p in prepared]
+        last = reqs[-1]
+        status = self._after_append(last[2] + last[3], prepared[0].wait)
+        first = reqs[0]
+        return PutMessageResult(status, first[2], sum(r[3] for r in reqs), first[6], first[5], prepared[0].store_host, len(reqs), [r[2] for r in reqs])
+
+    def _after_append(self, end: int, wait_prop) -> PutMessageStatus:
+        """Dispatch when a batch is full (inline mode), then honour SYNC_FLUSH."""
+        if self.dispatch_mode == "inline" and len(self._pending) >= self.reput_batch:
+            self.reput()
+        if self.sync_flush:
+            if wait_prop is not None and wait_prop.lower() == "false":  # Java isWaitStoreMsgOK
+                if self._group_commit is not None:
+                    self._group_commit.wakeup()
+                return _OK
+            if self._group_commit is None:
+                self._flush_commitlog()
+                return _OK
+            if not self._group_commit.wait_for(end, self.config.sync_flush_timeout / 1000.0):
+                return PutMessageStatus.FLUSH_DISK_TIMEOUT
+        return _OK
+
+    # -- dispatch, flush ------------------------------------------------------------------------
+    def reput(self, max_records: int | None = None) -> int:
+        """Java ``ReputMessageService.doReput``: dispatch pending records (all, or the
+        first ``max_records``) to consume queues and index; returns how many."""
+        with self._reput_lock:
+            with self._lock:
+                if not self._pending:
+                    return 0
+                if max_records is None or max_records >= len(self._pending):
+                    batch, self._pending = self._pending, []
+                else:
+                    batch = self._pending[:max_records]
+                    del self._pending[:max_records]
+            self.dispatcher.dispatch_batch(batch)
+            last = batch[-1]
+            self.reput_from_offset = last[2] + last[3]
+            return len(batch)
+
+    @property
+    def dispatch_behind(self) -> int:
+        """Records appended but not dispatched yet (Java ``dispatchBehindBytes``, counted
+        in records)."""
+        return len(self._pending)
+
+    def _flush_commitlog(self) -> int:
+        """Force the commitlog; the checkpoint's physicMsgTimestamp follows (in memory,
+        written by the next checkpoint flush, as in Java)."""
+        with self._lock:
+            ts = self.commitlog.store_timestamp
+        done = self.commitlog.flush()
+        if ts > 0 and self.checkpoint is not None:
+            self.checkpoint.physic_msg_timestamp = ts
+        return done
+
+    def flush_logics(self) -> None:
+        """Java ``FlushConsumeQueueService.doFlush``: force consume queues, then the
+        checkpoint with logicsMsgTimestamp of what was dispatched before the flush."""
+        if self.dispatcher is None or self.checkpoint is None:
+            return
+        with self._reput_lock:
+            logics = self.dispatcher.logics_msg_timestamp
+            self.dispatcher.flush_queues()
+        if logics > 0:
+            self.checkpoint.logics_msg_timestamp = logics
+        self.checkpoint.flush()
+
+    def _on_index_file_full(self, index_file) -> None:
+        """Java ``IndexService.flush(prevFile)``: a full file's endTimestamp goes to the
+        checkpoint's indexMsgTimestamp."""
+        if self.checkpoint is not None and index_file.end_timestamp > 0:
+            self.checkpoint.index_msg_timestamp = index_file.end_timestamp
+            self.checkpoint.flush()
+
+    def flush(self) -> None:
+        """Dispatch what is pending and force everything: commitlog, consume queues,
+        index files, checkpoint, broker metadata."""
+        self.reput()
+        self._flush_commitlog()
+        with self._reput_lock:
+            self.dispatcher.index.flush()
+        self.flush_logics()
+        self._persist_metadata()
+
+    def _persist_metadata(self) -> None:
+        """``config/topics.json`` (every queue written to), ``consumerOffset.json``,
+        ``delayOffset.json`` — written safely."""
+        for topic, qid in list(self._queue_offsets):
+            self.metadata.note_queue(topic, qid)
+        self.metadata.persist(self.clock.now_ms())
+
+    def clean_expired_files(self, now_ms: int | None = None, *, force: bool = False) -> CleanReport:
+        """Delete expired commitlog files (``fileReservedTime``), then consume-queue and
+        index files that only point below the new minimum.  ``force`` deletes every
+        file but the active one (Java ``executeDeleteFilesManually`` / disk full)."""
+        self.reput()
+        now = self.clock.now_ms() if now_ms is None else now_ms
+        with self._lock, self._reput_lock:
+            return clean_expired(self.commitlog, self.dispatcher, now, self.config.file_reserved_time, force=force)
+
+    # -- state ------------------------------------------------------------------------------------
+    @property
+    def max_phy_offset(self) -> int:
+        """Java ``getMaxPhyOffset``: end of the last record."""
+        return self.commitlog.max_offset
+
+    @property
+    def min_phy_offset(self) -> int:
+        return self.commitlog.min_offset
+
+    @property
+    def flushed_where(self) -> int:
+        """How far the commitlog is known to be on disk."""
+        return self.commitlog.flushed_where
+
+    def max_offset_in_queue(self, topic: str, queue_id: int) -> int:
+        """Java ``getMaxOffsetInQueue`` (assigned offsets; dispatch may lag)."""
+        return self._queue_offsets.get((topic, queue_id), 0)
+
+    # -- lookups (rmqlab.lookup over a reader of the same root) -----------------------------------
+    def reader(self) -> StoreReader:
+        """A read-only view of the store as it is now (pending records dispatched
+        first).  Writes go through ``MAP_SHARED`` mappings, so the reader sees them."""
+        if self._started:
+            self.reput()
+        return StoreReader(self.root, self.config)
+
+    def get_message(self, topic: str, queue_id: int, queue_offset: int) -> Record:
+        """Java ``getMessage`` for one offset: the record the consume queue points at."""
+        with self.reader() as r:
+            return _lookup.get_message(r, topic, queue_id, queue_offset)[1]
+
+    def get_messages(self, topic: str, queue_id: int, start: int = 0, max_count: int = 32) -> list[Record]:
+        with self.reader() as r:
+            return [rec for _, rec in _lookup.get_messages(r, topic, queue_id, start, max_count)]
+
+    def query_message(self, topic: str, key: str, max_num: int = 64, begin: int = 0, end: int = _lookup.LONG_MAX):
+        """Java ``queryMessage``: index lookup, then the real key is checked."""
+        with self.reader() as r:
+            return _lookup.query_by_key(r, topic, key, max_num, begin, end)
+
+    def look_message_by_offset(self, physical_offset: int) -> Record:
+        with self.reader() as r:
+            return r.commitlog.read(physical_offset)
+
+    def view_message_by_id(self, msg_id: str) -> Record:
+        with self.reader() as r:
+            return _lookup.look_by_msg_id(r, msg_id)
+
+    def get_offset_in_queue_by_time(self, topic: str, queue_id: int, timestamp: int, boundary: str = "LOWER") -> int:
+        with self.reader() as r:
+            return _lookup.offset_by_time(r, topic, queue_id, timestamp, boundary)
+
+    def __repr__(self) -> str:
+        state = "open" if self._started else "closed"
+        return f"MessageStore({str(self.root)!r}, {state}, maxPhyOffset={self.commitlog.max_offset if self.commitlog else 0})"
+
+
+def put_all(store: MessageStore, messages: Iterable[Message]) -> list[PutMessageResult]:
+    """Put messages one by one; every answer, in order."""
+    return [store.put(m) for m in messages]
