@@ -50,6 +50,10 @@ class MessageStoreConfig:
     enabled_append_prop_crc: bool = False  # enabledAppendPropCRC
     check_crc_on_recover: bool = True  # checkCRCOnRecover
     message_delay_level: str = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"  # messageDelayLevel
+    auto_message_version_on_topic_len: bool = True  # autoMessageVersionOnTopicLen (V2 records for long topics)
+    flush_commit_log_thorough_interval: int = 10_000  # flushCommitLogThoroughInterval (ms)
+    flush_consume_queue_thorough_interval: int = 60_000  # flushConsumeQueueThoroughInterval (ms)
+    clean_resource_interval: int = 10_000  # cleanResourceInterval (ms)
     extra: dict[str, str] = field(default_factory=dict)  # settings rmqlab keeps but does not use
 
     # -- Java names -------------------------------------------------------------------
