@@ -28,3 +28,56 @@ def store_files(root: Path, sub: str) -> dict[str, bytes]:
     return {str(p.relative_to(base)): p.read_bytes() for p in sorted(base.rglob("*")) if p.is_file()}
 
 
+
+
+def manifest(case: str) -> dict:
+    return json.loads((REFERENCE / case / "manifest.json").read_text())
+
+
+def manifest_message(m: dict):
+    """A manifest entry as RocketMQ received it: same hosts, timestamps, flags and the
+    properties string in Java's HashMap order."""
+    import base64
+
+    from rmqlab.engine import Message
+    from rmqlab.format.msgid import parse_host
+
+    return Message(
+        m["topic"],
+        base64.b64decode(m["bodyBase64"]),
+        queue_id=m["queueId"],
+        flag=m["flag"],
+        sys_flag=m["sysFlagAsPut"],
+        born_timestamp=m["bornTimestamp"],
+        born_host=parse_host(m["bornHost"]),
+        store_timestamp=m["storeTimestamp"],
+        store_host=parse_host(m["storeHost"]),
+        reconsume_times=m["reconsumeTimes"],
+        prepared_transaction_offset=m["preparedTransactionOffset"],
+        properties_raw=m["propertiesString"].encode("utf-8"),
+    )
+
+
+def index_parts(data: bytes, slots: int) -> tuple[bytes, bytes, bytes]:
+    """(header, slots, entries) of an index file's bytes."""
+    from rmqlab.format.indexfile import INDEX_HEADER_SIZE
+
+    return data[:INDEX_HEADER_SIZE], data[INDEX_HEADER_SIZE : INDEX_HEADER_SIZE + 4 * slots], data[INDEX_HEADER_SIZE + 4 * slots :]
+
+
+def assert_same_as_rocketmq(case: str, root: Path, *, commitlog: bool = True) -> None:
+    """commitlog and consume-queue files byte-identical to RocketMQ's; index files with
+    identical headers, slots and entries (their names come from the clock)."""
+    cfg = reference_config(case)
+    ref = REFERENCE / case / "store"
+    if commitlog:
+        ours, theirs = store_files(root, "commitlog"), store_files(ref, "commitlog")
+        assert sorted(ours) == sorted(theirs)
+        for name in theirs:
+            assert ours[name] == theirs[name], f"commitlog/{name} differs"
+    assert store_files(root, "consumequeue") == store_files(ref, "consumequeue")
+    ours_i = [v for _, v in sorted(store_files(root, "index").items())]
+    theirs_i = [v for _, v in sorted(store_files(ref, "index").items())]
+    assert len(ours_i) == len(theirs_i)
+    for a, b in zip(ours_i, theirs_i):
+        assert index_parts(a, cfg.max_hash_slot_num) == index_parts(b, cfg.max_hash_slot_num)
