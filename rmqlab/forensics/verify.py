@@ -417,10 +417,9 @@ class _Verifier:
                     kh = int(ents["key_hash"][nxt])
                     if kh % slots_n != s:
                         self.add("INDEX_SLOT_MISMATCH", ERROR, path, entry_position(slots_n, nxt), f"entry {nxt} (hash {kh}) is in the chain of slot {int(s)}, its hash belongs to slot {kh % slots_n}")
-                    p = int(ents["prev_index"][nxt])
-                    if p >= nxt:
-                        break
-                    nxt = p
+                    # follow prevIndex even when it points forward (reported as INDEX_CHAIN
+                    # above) so that a loop is found; Java's walk stops at prev == self
+                    nxt = int(ents["prev_index"][nxt])
             orphans = np.flatnonzero(~reached[1:count]) + 1
             if len(orphans):
                 self.add("INDEX_ORPHAN", WARNING, path, entry_position(slots_n, int(orphans[0])), f"{len(orphans)} entries are not reachable from any slot (first: {int(orphans[0])})")
