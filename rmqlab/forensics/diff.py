@@ -165,6 +165,7 @@ class _CommitlogNamer:
         self.data = path.read_bytes() if path is not None and path.exists() else b""
         self.base = int(path.name) if path is not None and path.name.isdigit() else 0
         self.starts: list[int] = []
+        self.sizes: list[int] = []
         self.end = 0
         pos = 0
         while pos < len(self.data):
@@ -175,19 +176,22 @@ class _CommitlogNamer:
             if rec is None or rec.is_blank:
                 break
             self.starts.append(pos)
+            self.sizes.append(rec.total_size)
             pos += rec.total_size
         self.end = pos
 
     def describe(self, s: int, e: int) -> list[str]:
         out = []
         i = max(0, bisect.bisect_right(self.starts, s) - 1)
-        for pos in self.starts[i:]:
+        for pos, size in zip(self.starts[i:], self.sizes[i:]):
             if pos >= e:
                 break
-            out.append(self._one(pos, ""))
+            if pos + size > s:
+                out.append(self._one(pos, ""))
         if e > self.end:
-            out.append(f"end of the chain walk at {self.base + self.end}" if self.end < len(self.data) else "end of file")
-            for pos in find_magic_positions(self.data, max(s, self.end), min(e, len(self.data))):
+            if self.end < len(self.data):
+                out.append(self._one(self.end, f"chain walk ends at {self.base + self.end}: "))
+            for pos in find_magic_positions(self.data, max(s, self.end + 1), min(e, len(self.data))):
                 out.append(self._one(pos, "found by magic scan: "))
             if not any(self.data[max(s, self.end) : e]):
                 out.append("zeros")
@@ -200,7 +204,7 @@ class _CommitlogNamer:
         except RecordError as err:
             return f"{prefix}{self.base + pos}: unreadable ({err.kind})"
         if rec is None:
-            return ""
+            return f"{prefix}zeros" if prefix else ""
         if rec.is_blank:
             return f"{prefix}{self.base + pos}: BLANK ({rec.total_size} bytes)"
         crc = "" if rec.body_crc_ok else ", BODY CRC FAILS"
