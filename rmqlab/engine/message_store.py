@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import struct
 import threading
 import zlib
 from pathlib import Path
@@ -77,6 +78,19 @@ _DEFAULT_BORN_HOST = (b"\x7f\x00\x00\x01", 0)
 # stores locked by this process: POSIX locks do not exclude the same process
 _LOCKED_ROOTS: set[str] = set()
 _LOCKED_GUARD = threading.Lock()
+
+
+def _lock_byte_zero(fd: int) -> None:
+    """An exclusive lock on byte 0, as Java's ``FileChannel.tryLock(0, 1, false)``.
+
+    On Linux an open-file-description lock (``F_OFD_SETLK``): it conflicts with the
+    POSIX lock a broker takes, but unlike a POSIX lock it is not silently dropped
+    when this process closes some *other* descriptor of the file (e.g. a reader
+    checking the lock state)."""
+    if hasattr(fcntl, "F_OFD_SETLK"):
+        fcntl.fcntl(fd, fcntl.F_OFD_SETLK, struct.pack("hhqqi4x", fcntl.F_WRLCK, os.SEEK_SET, 0, 1, 0))
+    else:  # pragma: no cover - non-Linux
+        fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, 0)
 
 
 def _host(value) -> tuple[bytes, int]:
@@ -198,7 +212,7 @@ class MessageStore:
                 raise StoreLockedError(f"{self.root / LOCK_FILE}: this store is already open for writing in this process")
             fd = os.open(self.root / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
             try:
-                fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, 0)
+                _lock_byte_zero(fd)
             except OSError:
                 os.close(fd)
                 raise StoreLockedError(
@@ -210,11 +224,8 @@ class MessageStore:
 
     def _release_lock(self) -> None:
         if self._lock_fd >= 0:
-            try:
-                fcntl.lockf(self._lock_fd, fcntl.LOCK_UN, 1, 0)
-            finally:
-                os.close(self._lock_fd)
-                self._lock_fd = -1
+            os.close(self._lock_fd)  # releases the lock
+            self._lock_fd = -1
             with _LOCKED_GUARD:
                 _LOCKED_ROOTS.discard(os.path.realpath(self.root))
 

@@ -81,3 +81,29 @@ def assert_same_as_rocketmq(case: str, root: Path, *, commitlog: bool = True) ->
     assert len(ours_i) == len(theirs_i)
     for a, b in zip(ours_i, theirs_i):
         assert index_parts(a, cfg.max_hash_slot_num) == index_parts(b, cfg.max_hash_slot_num)
+
+
+def small_config(**changes) -> MessageStoreConfig:
+    """Small files, so that rolls, new index files and cleanup happen in a few puts."""
+    cfg = MessageStoreConfig(
+        mapped_file_size_commit_log=64 * 1024,
+        mapped_file_size_consume_queue=20 * 20,
+        max_hash_slot_num=64,
+        max_index_num=256,
+    )
+    return cfg.replace(**changes)
+
+
+def sample_messages(n: int, topic: str = "TopicA", queues: int = 4, body_size: int = 200):
+    from rmqlab.engine import Message
+
+    return [
+        Message(
+            topic,
+            (f"body-{i}-".encode() * (body_size // 8 + 1))[:body_size],
+            {"TAGS": f"Tag{i % 3}", "KEYS": f"key-{i} shared", "UNIQ_KEY": f"UNIQ{i:08d}", "seq": str(i)},
+            queue_id=i % queues,
+            born_timestamp=1_700_000_000_000 + i,
+        )
+        for i in range(n)
+    ]

@@ -1,0 +1,233 @@
+"""The engine's store: layout and state files as RocketMQ's loader expects them,
+clean and unclean exits, reopening, lookups, validation, delay, transactions, cleanup."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from rmqlab.engine import ManualClock, Message, MessageStore, PutMessageStatus
+from rmqlab.engine.dispatch import SCHEDULE_TOPIC
+from rmqlab.engine.metadata import load_rocketmq_json
+from rmqlab.errors import StoreLockedError
+from rmqlab.format import commitlog as cl
+from rmqlab.format.hashing import java_string_hash
+from rmqlab.recovery import recover
+from rmqlab.store.reader import open_store
+
+from engine_support import sample_messages, small_config
+
+T0 = 1_795_000_000_000
+
+
+def _open(root, **kw):
+    kw.setdefault("clock", ManualClock(T0, tick_ms=1))
+    kw.setdefault("services", False)
+    return MessageStore.open(root, kw.pop("config", small_config()), **kw)
+
+
+def _check_loader_rules(root, cfg):
+    """Every rule of the spec a RocketMQ loader checks that can be checked on files."""
+    names = sorted(p.name for p in (root / "commitlog").iterdir())
+    assert all(len(n) == 20 and n.isdigit() for n in names)
+    starts = [int(n) for n in names]
+    assert starts == [starts[0] + i * cfg.mapped_file_size_commit_log for i in range(len(starts))]
+    assert all((root / "commitlog" / n).stat().st_size == cfg.mapped_file_size_commit_log for n in names)
+    for qdir in (root / "consumequeue").glob("*/*"):
+        for p in qdir.iterdir():
+            assert len(p.name) == 20 and int(p.name) % cfg.mapped_file_size_consume_queue == 0
+            assert p.stat().st_size == cfg.mapped_file_size_consume_queue
+    for p in (root / "index").iterdir():
+        assert len(p.name) == 17 and p.name.isdigit()
+        assert p.stat().st_size == 40 + 4 * cfg.max_hash_slot_num + 20 * cfg.max_index_num
+    assert (root / "checkpoint").stat().st_size == 4096
+    assert (root / "lock").read_bytes() == b"lock"
+
+
+def test_open_takes_lock_and_writes_abort_with_pid(tmp_path):
+    root = tmp_path / "s"
+    store = _open(root)
+    try:
+        assert (root / "abort").read_text() == str(os.getpid())
+        assert (root / "abort.bak").read_bytes() == b""  # Java string2File: previous content
+        assert (root / "lock").read_bytes() == b"lock"
+        # the first commitlog file and the pre-allocated next one exist at full size
+        assert sorted(p.name for p in (root / "commitlog").iterdir()) == ["00000000000000000000", "00000000000000065536"]
+        with pytest.raises(StoreLockedError):
+            MessageStore.open(root, small_config())
+        with store.reader() as st:  # closing the reader's descriptor must not drop the lock
+            assert st.lock_state() == "held"
+        # another process (a broker, another rmqlab) sees byte 0 locked and is refused
+        code = textwrap.dedent(f"""
+            from rmqlab.engine import MessageStore
+            from rmqlab.errors import StoreLockedError
+            from rmqlab.store.reader import open_store
+            print(open_store({str(root)!r}, strict=False).lock_state())
+            try:
+                MessageStore.open({str(root)!r})
+            except StoreLockedError as e:
+                print("refused")
+        """)
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+        assert out.stdout.split() == ["held", "refused"], out.stderr
+    finally:
+        store.shutdown()
+    assert not (root / "abort").exists()
+    assert sorted(p.name for p in (root / "commitlog").iterdir()) == ["00000000000000000000"]  # pre-allocated file gone
+    with open_store(root, small_config()) as st:
+        assert st.lock_state() == "free"
+
+
+def test_clean_shutdown_store_reads_back_and_follows_the_rules(tmp_path):
+    root = tmp_path / "s"
+    cfg = small_config()
+    msgs = sample_messages(700)
+    with _open(root, config=cfg) as store:
+        results = [store.put(m) for m in msgs]
+    assert all(r.ok for r in results)
+    _check_loader_rules(root, cfg)
+    with open_store(root, cfg) as st:
+        recs = list(st.commitlog.iter_records())
+        assert [r.physical_offset for r in recs] == [r.wrote_offset for r in results]
+        assert [r.body for r in recs] == [m.body for m in msgs]
+        assert all(r.crc_ok for r in recs)
+        assert len(st.commitlog.queue.files) > 2  # rolled: BLANK records closed the files
+        blanks = [r for r in st.commitlog.iter_records(include_blank=True) if r.is_blank]
+        assert blanks and all(b.physical_offset + b.total_size == (b.physical_offset // cfg.mapped_file_size_commit_log + 1) * cfg.mapped_file_size_commit_log for b in blanks)
+        for q in range(4):
+            entries = st.consume_queue("TopicA", q).entries()
+            mine = [r for r in results if r.queue_offset is not None and msgs[results.index(r)].queue_id == q]
+            assert [e.commitlog_offset for e in entries] == [r.wrote_offset for r in mine]
+            assert [e.tags_code for e in entries] == [java_string_hash(msgs[results.index(r)].properties["TAGS"]) for r in mine]
+        cp = st.checkpoint()
+        assert cp.physic_msg_timestamp == results[-1].store_timestamp
+        assert cp.logics_msg_timestamp == results[-1].store_timestamp
+        assert 0 < cp.index_msg_timestamp <= results[-1].store_timestamp  # a full index file was flushed
+        assert not st.abort_exists
+    rep = recover(root, config=cfg)  # what RocketMQ would do on start-up: nothing to change
+    assert rep.mode == "normal" and rep.commitlog_end == results[-1].wrote_offset + results[-1].wrote_bytes
+    assert rep.cut_bytes == 0 and not rep.changed_queues
+
+
+def test_crash_leaves_abort_and_a_readable_store_then_reopen_continues(tmp_path):
+    root = tmp_path / "s"
+    cfg = small_config()
+    store = _open(root, config=cfg)
+    first = [store.put(m) for m in sample_messages(300)]
+    store.reput(200)  # 100 records appended but never dispatched: the kill comes first
+    store.crash()
+    assert (root / "abort").read_text() == str(os.getpid())
+    end = first[-1].wrote_offset + first[-1].wrote_bytes
+    with open_store(root, cfg, strict=False) as st:
+        assert [r.physical_offset for r in st.commitlog.iter_records()] == [r.wrote_offset for r in first]
+    rep = recover(root, config=cfg)
+    assert rep.mode == "abnormal" and rep.commitlog_end == end and rep.cut_bytes == 0
+    # reopening recovers (consume queues rebuilt for the undispatched tail) and appends after
+    store = _open(root, config=cfg)
+    try:
+        assert store.last_exit_ok is False
+        assert store.max_phy_offset == end
+        more = store.put(Message("TopicA", b"after", {"KEYS": "after-crash"}, queue_id=0))
+        assert more.wrote_offset == end and more.queue_offset == 75
+        rec = store.get_message("TopicA", 0, 74)
+        assert rec.physical_offset == first[296].wrote_offset
+        assert [r.physical_offset for r in store.query_message("TopicA", "after-crash").records] == [end]
+    finally:
+        store.shutdown()
+
+
+def test_lookups(tmp_path):
+    with _open(tmp_path / "s") as store:
+        rs = [store.put(m) for m in sample_messages(40)]
+        assert store.get_message("TopicA", 1, 2).physical_offset == rs[9].wrote_offset
+        found = store.query_message("TopicA", "shared")
+        assert sorted(r.physical_offset for r in found.records) == [r.wrote_offset for r in rs]
+        assert store.view_message_by_id(rs[5].msg_id).physical_offset == rs[5].wrote_offset
+        assert store.get_offset_in_queue_by_time("TopicA", 0, rs[8].store_timestamp) == 2
+        assert store.max_offset_in_queue("TopicA", 3) == 10
+
+
+def test_validation_answers(tmp_path):
+    cfg = small_config(max_message_size=1024, auto_message_version_on_topic_len=False)
+    with _open(tmp_path / "s", config=cfg) as store:
+        assert store.put(Message("bad topic", b"x")).status is PutMessageStatus.MESSAGE_ILLEGAL
+        assert store.put(Message("", b"x")).status is PutMessageStatus.MESSAGE_ILLEGAL
+        assert store.put(Message("T" * 128, b"x")).status is PutMessageStatus.MESSAGE_ILLEGAL
+        assert store.put(Message("T", b"x" * 1025)).status is PutMessageStatus.MESSAGE_ILLEGAL
+        assert store.put(Message("T", b"x", {"big": "v" * 40000})).status is PutMessageStatus.PROPERTIES_SIZE_EXCEEDED
+        assert store.put(Message("T", b"x" * 1024)).ok
+        assert store.max_phy_offset > 0
+    assert store.put(Message("T", b"x")).status is PutMessageStatus.SERVICE_NOT_AVAILABLE
+
+
+def test_long_topic_is_v2_and_ipv6_hosts(tmp_path):
+    topic = "L" * 150
+    with _open(tmp_path / "s", store_host="[::1]:10911") as store:
+        r = store.put(Message(topic, b"x", {"TAGS": "a"}, born_host=(bytes(15) + b"\x01", 5000)))
+        assert r.ok and len(r.msg_id) == 56
+        rec = store.look_message_by_offset(r.wrote_offset)
+    assert rec.is_v2 and rec.topic == topic
+    assert rec.sys_flag & (cl.FLAG_BORNHOST_V6 | cl.FLAG_STOREHOST_V6) == 0x30
+
+
+def test_delay_rewrite_and_transactions(tmp_path):
+    with _open(tmp_path / "s") as store:
+        r = store.put(Message("TopicA", b"later", {"DELAY": "3", "TAGS": "t"}, queue_id=1))
+        rec = store.look_message_by_offset(r.wrote_offset)
+        assert rec.topic == SCHEDULE_TOPIC and rec.queue_id == 2
+        assert rec.java_properties["REAL_TOPIC"] == "TopicA" and rec.java_properties["REAL_QID"] == "1"
+        with store.reader() as st:
+            (entry,) = st.consume_queue(SCHEDULE_TOPIC, 2).entries()
+        assert entry.tags_code == r.store_timestamp + 10_000  # level 3 = 10 s
+        prepared = store.put(Message("TopicB", b"p", {"KEYS": "tx"}, sys_flag=cl.TRANSACTION_PREPARED_TYPE))
+        rollback = store.put(Message("TopicB", b"r", {"KEYS": "tx"}, sys_flag=cl.TRANSACTION_ROLLBACK_TYPE, prepared_transaction_offset=prepared.wrote_offset))
+        commit = store.put(Message("TopicB", b"c", {"KEYS": "tx"}, sys_flag=cl.TRANSACTION_COMMIT_TYPE, prepared_transaction_offset=prepared.wrote_offset))
+        assert prepared.queue_offset == 0 and rollback.queue_offset == 0 and commit.queue_offset == 0
+        with store.reader() as st:
+            assert [e.commitlog_offset for e in st.consume_queue("TopicB", 0).entries()] == [commit.wrote_offset]
+        # the rollback is not indexed; prepared and commit are
+        assert sorted(x.physical_offset for x in store.query_message("TopicB", "tx").records) == [prepared.wrote_offset, commit.wrote_offset]
+    delay = load_rocketmq_json((tmp_path / "s" / "config" / "delayOffset.json").read_text())
+    assert delay["offsetTable"] == {"3": 0}
+
+
+def test_metadata_written_safely(tmp_path):
+    root = tmp_path / "s"
+    with _open(root) as store:
+        store.put(Message("TopicA", b"x", queue_id=3))
+        store.metadata.consumer_offsets["TopicA@group"] = {0: 5, 3: 1}
+        store.flush()
+    text = (root / "config" / "consumerOffset.json").read_text()
+    assert '{0:5,3:1}' in text  # fastjson's unquoted Integer keys
+    topics = load_rocketmq_json((root / "config" / "topics.json").read_text())["topicConfigTable"]
+    assert topics["TopicA"]["writeQueueNums"] == 4 and topics["TopicA"]["perm"] == 6
+    assert (root / "config" / "topics.json.bak").exists()  # second persist kept the first
+    assert not list((root / "config").glob("*.tmp"))
+
+
+def test_clean_expired_files(tmp_path):
+    root = tmp_path / "s"
+    cfg = small_config(file_reserved_time=1)
+    clock = ManualClock(T0, tick_ms=1)
+    with _open(root, config=cfg, clock=clock) as store:
+        rs = [store.put(m) for m in sample_messages(900)]
+        files = sorted((root / "commitlog").iterdir())
+        old = (T0 - 2 * 3_600_000) / 1000
+        for p in files[:2]:
+            os.utime(p, (old, old))
+        rep = store.clean_expired_files(now_ms=T0)
+        assert rep.commitlog_files == [files[0].name, files[1].name]
+        assert rep.min_offset == int(files[2].name)
+        assert rep.consume_queue_files  # queue files pointing below the new minimum went too
+        forced = store.clean_expired_files(now_ms=T0, force=True)
+        assert len(store.commitlog.files) == 1  # never the active file
+        assert forced.commitlog_files
+        # what is left still reads: the queues start at the new minimum
+        with store.reader() as st:
+            lo, hi = st.consume_queue("TopicA", 0).valid_range(st.commitlog.min_offset)
+            assert hi == 225 and lo > 0
+            assert st.commitlog.read(rs[-1].wrote_offset).body == sample_messages(900)[-1].body
