@@ -1,0 +1,184 @@
+"""Paths and options shared by the data sources.
+
+Everything goes through :mod:`pyarrow.fs`, so a path may be local (``/data/store``)
+or a URI of any filesystem pyarrow knows (``hdfs://nn:8020/stores/b1``,
+``s3://bucket/stores/b1``, ``file:///data/store``).  Local files are memory-mapped
+(zero copy); other filesystems are read by range.
+
+Options arrive as strings (Spark passes them so); the parsers here turn them into
+values and say clearly what they expected.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from datetime import datetime, timezone
+
+from ..errors import RmqlabError, StoreLayoutError
+
+_DIGITS20 = re.compile(r"^\d{20}$")
+
+
+class OptionError(RmqlabError, ValueError):
+    """An option value that cannot be used; names the option."""
+
+
+def filesystem(path: str):
+    """``(pyarrow FileSystem, path inside it)`` for a local path or a URI."""
+    from pyarrow import fs as pafs
+
+    if "://" in path:
+        return pafs.FileSystem.from_uri(path)
+    return pafs.LocalFileSystem(), os.path.abspath(path)
+
+
+def is_local(fs) -> bool:
+    from pyarrow import fs as pafs
+
+    return isinstance(fs, pafs.LocalFileSystem)
+
+
+def display_path(uri: str, inner: str) -> str:
+    """What the ``file`` column shows: a local path as a path, else a URI."""
+    if "://" not in uri or uri.startswith("file://"):
+        return inner
+    return child_uri(uri, inner)
+
+
+def _authority(uri: str) -> str:
+    rest = uri.split("://", 1)[1]
+    return rest.split("/", 1)[0]
+
+
+def child_uri(uri: str, inner: str) -> str:
+    """A URI (or local path) that :func:`filesystem` maps to ``inner`` on the same fs."""
+    if "://" not in uri:
+        return inner
+    scheme = uri.split("://", 1)[0]
+    if scheme == "file":
+        return "file://" + inner
+    if scheme in ("s3", "gs", "gcs"):
+        query = "?" + uri.split("?", 1)[1] if "?" in uri else ""
+        return f"{scheme}://{inner.lstrip('/')}{query}"
+    query = "?" + uri.split("?", 1)[1] if "?" in uri else ""
+    return f"{scheme}://{_authority(uri)}/{inner.lstrip('/')}{query}"
+
+
+def info(fs, p: str):
+    return fs.get_file_info(p)
+
+
+def is_dir(fs, p: str) -> bool:
+    from pyarrow import fs as pafs
+
+    return fs.get_file_info(p).type == pafs.FileType.Directory
+
+
+def list_files(fs, p: str) -> list:
+    """Files directly under directory ``p`` (FileInfo), sorted by name."""
+    from pyarrow import fs as pafs
+
+    out = [i for i in fs.get_file_info(pafs.FileSelector(p, recursive=False)) if i.type == pafs.FileType.File]
+    return sorted(out, key=lambda i: i.base_name)
+
+
+def list_dirs(fs, p: str) -> list:
+    from pyarrow import fs as pafs
+
+    out = [i for i in fs.get_file_info(pafs.FileSelector(p, recursive=False)) if i.type == pafs.FileType.Directory]
+    return sorted(out, key=lambda i: i.base_name)
+
+
+def offset_named_files(fs, directory: str) -> list[tuple[int, str, int]]:
+    """``(start offset, path, size)`` of the 20-digit files of a MappedFileQueue
+    directory, in offset order; a zero-length last file is left out (Java
+    ``MappedFileQueue.load``)."""
+    files = [(int(i.base_name), i.path, i.size) for i in list_files(fs, directory) if _DIGITS20.match(i.base_name)]
+    files.sort()
+    if files and files[-1][2] == 0:
+        files.pop()
+    return files
+
+
+def store_subdir(fs, p: str, name: str) -> str:
+    """``p/name`` when ``p`` is a store root, else ``p`` itself (already the subdir)."""
+    sub = p.rstrip("/") + "/" + name
+    if is_dir(fs, sub):
+        return sub
+    if is_dir(fs, p):
+        return p
+    raise StoreLayoutError(p, None, f"neither a store root with {name}/ nor a {name} directory")
+
+
+# -- options --------------------------------------------------------------------------------
+def opt_bool(options, name: str, default: bool) -> bool:
+    v = options.get(name)
+    if v is None:
+        return default
+    s = str(v).strip().lower()
+    if s in ("true", "1", "yes", "on"):
+        return True
+    if s in ("false", "0", "no", "off"):
+        return False
+    raise OptionError(f"option {name}={v!r}: expected true or false")
+
+
+def opt_size(options, name: str, default: int) -> int:
+    v = options.get(name)
+    if v is None:
+        return default
+    from ..generate import parse_size
+
+    try:
+        n = parse_size(v)
+    except ValueError:
+        raise OptionError(f"option {name}={v!r}: expected a byte count such as 134217728 or 128MiB") from None
+    if n <= 0:
+        raise OptionError(f"option {name}={v!r}: must be positive")
+    return n
+
+
+def opt_int(options, name: str, default: int | None) -> int | None:
+    v = options.get(name)
+    if v is None:
+        return default
+    try:
+        return int(str(v).strip())
+    except ValueError:
+        raise OptionError(f"option {name}={v!r}: expected an integer") from None
+
+
+def opt_time(options, name: str) -> int | None:
+    """Milliseconds since the epoch, or an ISO-8601 time (no zone = UTC)."""
+    v = options.get(name)
+    if v is None:
+        return None
+    s = str(v).strip()
+    if re.fullmatch(r"-?\d+", s):
+        return int(s)
+    try:
+        t = datetime.fromisoformat(s.replace("Z", "+00:00"))
+    except ValueError:
+        raise OptionError(f"option {name}={v!r}: expected ms since the epoch or an ISO-8601 time like 2026-01-01T00:05:00") from None
+    if t.tzinfo is None:
+        t = t.replace(tzinfo=timezone.utc)
+    return int(t.timestamp() * 1000)
+
+
+def opt_list(options, name: str) -> list[str] | None:
+    v = options.get(name)
+    if v is None:
+        return None
+    items = [x.strip() for x in str(v).split(",") if x.strip()]
+    return items
+
+
+def opt_choice(options, name: str, choices: tuple[str, ...], default: str) -> str:
+    v = options.get(name)
+    if v is None:
+        return default
+    s = str(v).strip().lower()
+    if s not in choices:
+        raise OptionError(f"option {name}={v!r}: expected one of {', '.join(choices)}")
+    return s
