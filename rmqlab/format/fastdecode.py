@@ -220,11 +220,13 @@ class _Ctx:
     def gather(self, dtype, file_positions: np.ndarray) -> np.ndarray:
         """Values of ``dtype`` at file positions (clipped into the buffer: callers
         only trust values at positions they checked)."""
-        v = self.view(dtype)
+        dtype = np.dtype(dtype)
+        # fancy indexing copies plain void items much faster than structured ones
+        v = self.view(np.dtype((np.void, dtype.itemsize)))
         if len(v) == 0:
-            return np.zeros(len(file_positions), np.dtype(dtype))
+            return np.zeros(len(file_positions), dtype)
         idx = np.clip(file_positions - self.buf_offset, 0, len(v) - 1)
-        return v[idx]
+        return v[idx].view(dtype)
 
 
 # ----------------------------------------------------------------------------------------
@@ -417,7 +419,8 @@ def _walk_lanes(ctx: _Ctx, pos: int, stop: int) -> tuple[np.ndarray, int]:
 # ----------------------------------------------------------------------------------------
 # decoding positions into columns
 # ----------------------------------------------------------------------------------------
-_HEX = np.frombuffer(b"".join(f"{i:02X}".encode() for i in range(256)), np.uint8).reshape(256, 2)
+#: byte → its two upper-case hex digits, as one uint16 in memory order
+_HEX16 = np.frombuffer(b"".join(f"{i:02X}".encode() for i in range(256)), np.uint16)
 
 
 def _interleaved(ctx: _Ctx, starts: np.ndarray, ends: np.ndarray, keep: np.ndarray | None) -> pa.Array:
@@ -483,8 +486,8 @@ def _msg_ids(addr_port_raw: np.ndarray, positions: np.ndarray) -> pa.Array:
     raw = np.empty((n, addr_port_raw.shape[1] + 8), np.uint8)
     raw[:, : addr_port_raw.shape[1]] = addr_port_raw
     raw[:, addr_port_raw.shape[1] :] = positions.astype(">i8").view(np.uint8).reshape(n, 8)
-    hexed = np.ascontiguousarray(_HEX[raw].reshape(n, -1))
-    w = hexed.shape[1]
+    hexed = _HEX16[raw]  # (n, w) two ASCII digits per byte
+    w = hexed.shape[1] * 2
     offs = np.arange(n + 1, dtype=np.int32) * w
     return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offs), pa.py_buffer(hexed)])
 
@@ -505,7 +508,13 @@ def _properties(parr: pa.Array) -> pa.Array:
     ro = ro - base
     data = np.frombuffer(bufs[2], np.uint8)[base : base + int(ro[-1])] if bufs[2] is not None else np.zeros(0, np.uint8)
     total = len(data)
-    seps = np.flatnonzero(data == 2)
+    tok = np.flatnonzero(data <= 2)
+    kinds = data[tok]
+    seps = tok[kinds == 2]
+    ones = tok[kinds == 1]
+    fast = _properties_fast(parr, data, ro, seps, ones)
+    if fast is not None:
+        return fast
     rec_of_sep = np.searchsorted(ro, seps, side="right") - 1
     prev_same = np.zeros(len(seps), bool)
     if len(seps) > 1:
@@ -529,7 +538,6 @@ def _properties(parr: pa.Array) -> pa.Array:
         order = np.argsort(seg_start, kind="stable")
         seg_start, seg_end, seg_rec = seg_start[order], seg_end[order], seg_rec[order]
     # name/value split at the first \x01 of each segment
-    ones = np.flatnonzero(data == 1)
     j = np.searchsorted(ones, seg_start, side="left")
     jc = np.minimum(j, max(len(ones) - 1, 0))
     p1 = ones[jc] if len(ones) else np.full(len(seg_start), -1)
@@ -539,18 +547,7 @@ def _properties(parr: pa.Array) -> pa.Array:
     counts = np.bincount(seg_rec, minlength=n) if m else np.zeros(n, np.int64)
     moffs = np.zeros(n + 1, np.int32)
     np.cumsum(counts, out=moffs[1:])
-    # keys and values: offsets start, p1, p1+1, end alternate over the bytes
-    offs = np.empty(4 * m + 1, np.int32)
-    offs[0::4][:m] = seg_start
-    offs[1::4] = p1
-    offs[2::4] = p1 + 1
-    offs[3::4] = seg_end
-    offs[4 * m] = seg_end[-1] if m else 0
-    dbuf = pa.py_buffer(np.ascontiguousarray(data)) if total else pa.py_buffer(b"")
-    allv = pa.Array.from_buffers(pa.binary(), 4 * m, [None, pa.py_buffer(offs), dbuf])
-    sel = np.arange(4 * m) % 4
-    keys_b = allv.filter(pa.array(sel == 0))
-    vals_b = allv.filter(pa.array(sel == 2))
+    keys_b, vals_b = _split_pairs(data, seg_start, p1, seg_end)
     # duplicate names inside one record: rare (batch UNIQ_KEY); found with a cheap
     # fingerprint (length + first 8 bytes), then settled exactly in Python
     flagged = _duplicate_candidates(data, seg_start, p1, seg_rec)
@@ -564,23 +561,84 @@ def _properties(parr: pa.Array) -> pa.Array:
     return pa.MapArray.from_arrays(pa.array(moffs), keys, vals)
 
 
+def _properties_fast(parr, data, ro, seps, ones) -> pa.Array | None:
+    """The common case in one pass: every record's properties are ``name\x01value\x02``
+    pairs exactly (separators strictly alternate, every non-empty record ends with
+    ``\x02``).  Then segment i is ``[seps[i-1]+1, seps[i])`` with its ``\x01`` at
+    ``ones[i]``.  ``None`` when the bytes are not that regular."""
+    m = len(seps)
+    n = len(ro) - 1
+    if len(ones) != m:
+        return None
+    if m:
+        if not (ones < seps).all() or not (ones[1:] > seps[:-1]).all():
+            return None
+    nonempty = ro[1:] > ro[:-1]
+    if nonempty.any() and not (data[ro[1:][nonempty] - 1] == 2).all():
+        return None
+    # tokens alternate \x01 \x02 \x01 \x02 ... and every record ends with \x02, so
+    # every record's tokens start with \x01: no pair straddles two records
+    cs = np.searchsorted(seps, ro)  # separators before each record start
+    seg_start = np.empty(m, np.int64)
+    if m:
+        seg_start[0] = 0
+        seg_start[1:] = seps[:-1] + 1
+    keys_b, vals_b = _split_pairs(data, seg_start, ones, seps)
+    moffs = cs.astype(np.int32)
+    seg_rec = np.repeat(np.arange(n), np.diff(cs)) if m else np.zeros(0, np.int64)
+    flagged = _duplicate_candidates(data, seg_start, ones, seg_rec)
+    try:
+        keys = keys_b.cast(pa.string())
+        vals = vals_b.cast(pa.string())
+    except pa.ArrowInvalid:
+        return _properties_python(parr)
+    if len(flagged):
+        return _properties_dedup(keys, vals, moffs, flagged)
+    return pa.MapArray.from_arrays(pa.array(moffs), keys, vals)
+
+
+def _split_pairs(data, seg_start, p1, seg_end) -> tuple[pa.Array, pa.Array]:
+    """Names ``[seg_start, p1)`` and values ``[p1+1, seg_end)`` as binary arrays."""
+    m = len(seg_start)
+    offs = np.empty(4 * m + 1, np.int32)
+    offs[0:4 * m:4] = seg_start
+    offs[1::4] = p1
+    offs[2::4] = p1 + 1
+    offs[3::4] = seg_end
+    offs[4 * m] = seg_end[-1] if m else 0
+    dbuf = pa.py_buffer(np.ascontiguousarray(data)) if len(data) else pa.py_buffer(b"")
+    allv = pa.Array.from_buffers(pa.binary(), 4 * m, [None, pa.py_buffer(offs), dbuf])
+    sel = np.zeros(4 * m, bool)
+    sel[0::4] = True
+    keys_b = allv.filter(pa.array(sel))
+    sel[0::4] = False
+    sel[2::4] = True
+    vals_b = allv.filter(pa.array(sel))
+    return keys_b, vals_b
+
+
 def _duplicate_candidates(data, name_start, name_end, seg_rec) -> np.ndarray:
+    """Records that may hold a name twice: equal (length, first 8 bytes) fingerprints
+    within a record.  Exact answers come from :func:`_properties_dedup`."""
     m = len(name_start)
     if m < 2:
         return np.zeros(0, np.int64)
     ln = (name_end - name_start).astype(np.int64)
     pad = np.concatenate((data, np.zeros(8, np.uint8)))
-    fp = ln.astype(np.uint64) << np.uint64(56)
-    for b in range(7):
-        byte = pad[name_start + b].astype(np.uint64)
-        byte[ln <= b] = 0
-        fp ^= byte << np.uint64(8 * b)
+    words = np.ndarray((len(pad) - 7,), "<u8", buffer=pad, strides=(1,))[name_start]
+    keep_bits = np.minimum(ln, 8) * 8
+    mask = np.where(keep_bits >= 64, np.uint64(0xFFFFFFFFFFFFFFFF), (np.uint64(1) << keep_bits.astype(np.uint64)) - np.uint64(1))
+    fp = (words & mask) ^ (ln.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15))
     flagged = []
-    maxrun = int(np.bincount(seg_rec).max())
-    for d in range(1, maxrun):
-        same = (seg_rec[d:] == seg_rec[:-d]) & (fp[d:] == fp[:-d])
+    d = 1
+    while d < m:
+        same_rec = seg_rec[d:] == seg_rec[:-d]
+        if not same_rec.any():
+            break
+        same = same_rec & (fp[d:] == fp[:-d])
         if same.any():
             flagged.append(seg_rec[d:][same])
+        d += 1
     return np.unique(np.concatenate(flagged)) if flagged else np.zeros(0, np.int64)
 
 
@@ -616,16 +674,65 @@ def _properties_python(parr: pa.Array) -> pa.Array:
     return pa.array(rows, PROPERTIES_TYPE)
 
 
+def _crc_table() -> np.ndarray:
+    t = np.arange(256, dtype=np.uint32)
+    for _ in range(8):
+        t = np.where(t & 1, (t >> np.uint32(1)) ^ np.uint32(0xEDB88320), t >> np.uint32(1))
+    return t.astype(np.uint32)
+
+
+#: zlib's CRC-32 (reflected, polynomial 0xEDB88320), one byte per step
+_CRC_TABLE = _crc_table()
+#: bodies up to this long are checksummed side by side in numpy; longer ones by zlib
+_VECTOR_CRC_MAX = 96
+
+
+def _crc32_many(a: np.ndarray, starts: np.ndarray, lens: np.ndarray) -> np.ndarray:
+    """``zlib.crc32`` of many short slices ``a[s:s+n]`` at once: every step advances
+    every still-active slice by one byte.  Slices are ordered longest first so the
+    active ones are always a prefix."""
+    n = len(starts)
+    if n == 0:
+        return np.zeros(0, np.int64)
+    order = np.argsort(-lens, kind="stable")
+    s = starts[order].astype(np.int64)
+    ln = lens[order]
+    crc = np.full(n, 0xFFFFFFFF, np.uint32)
+    maxlen = int(ln[0])
+    # active[j] = how many slices are longer than j
+    active = np.searchsorted(-ln, -np.arange(maxlen), side="left")
+    table = _CRC_TABLE
+    eight = np.uint32(8)
+    mask = np.uint32(0xFF)
+    for j in range(maxlen):
+        k = int(active[j])
+        c = crc[:k]
+        b = a[s[:k] + j]
+        crc[:k] = table[(c ^ b) & mask] ^ (c >> eight)
+    out = np.empty(n, np.int64)
+    out[order] = (crc ^ np.uint32(0xFFFFFFFF)).astype(np.int64)
+    return out
+
+
 def _check_crcs(ctx: _Ctx, P, body_start, body_end, total, body_crc, props_start, props_len):
     """``(body_ok, prop_state)``: prop_state 0 = no __CRC32# property, 1 ok, 2 bad
     (Java ``enabledAppendPropCRC``: last 20 bytes of the properties)."""
     mv = ctx.mv
     off = ctx.buf_offset
     crc = zlib.crc32
-    bs = (body_start - off).tolist()
-    be = (body_end - off).tolist()
-    computed = np.fromiter((crc(mv[s:e]) for s, e in zip(bs, be)), np.int64, count=len(bs)) & 0x7FFFFFFF
-    body_ok = computed == body_crc
+    computed = np.empty(len(P), np.int64)
+    lens = body_end - body_start
+    short = lens <= _VECTOR_CRC_MAX
+    if short.all():
+        computed[:] = _crc32_many(ctx.a, body_start - off, lens)
+    else:
+        si = np.flatnonzero(short)
+        li = np.flatnonzero(~short)
+        computed[si] = _crc32_many(ctx.a, body_start[si] - off, lens[si])
+        bs = (body_start[li] - off).tolist()
+        be = (body_end[li] - off).tolist()
+        computed[li] = [crc(mv[s:e]) for s, e in zip(bs, be)]
+    body_ok = (computed & 0x7FFFFFFF) == body_crc
     prop_state = np.zeros(len(P), np.int8)
     cand = np.flatnonzero(props_len >= PROPERTY_CRC_TAIL)
     if len(cand):
