@@ -179,17 +179,62 @@ def _truncate_queue_plan(q: _Queue, phy_offset: int, file_size: int) -> tuple[in
     return cut, ranges
 
 
-def _nonzero_extent(path: Path, start: int) -> tuple[int, int] | None:
-    with open(path, "rb") as fh:
-        fh.seek(start)
-        data = fh.read()
-    if not data:
+def _data_regions(fd: int, start: int, size: int) -> list[tuple[int, int]]:
+    """Non-hole regions of a (sparse) file from ``start`` (``SEEK_DATA``/``SEEK_HOLE``);
+    the whole range when the file system cannot say."""
+    if not hasattr(os, "SEEK_DATA"):
+        return [(start, size)]
+    out = []
+    pos = start
+    try:
+        while pos < size:
+            a = os.lseek(fd, pos, os.SEEK_DATA)
+            b = os.lseek(fd, a, os.SEEK_HOLE)
+            out.append((a, min(b, size)))
+            pos = b
+    except OSError:  # ENXIO: no data after pos
+        pass
+    return out
+
+
+def _nonzero_extent(path: Path, start: int, chunk: int = 8 << 20) -> tuple[int, int] | None:
+    """(first, last+1) non-zero byte at or after ``start``, or None.  Holes of a sparse
+    file are skipped without reading; data regions are scanned in chunks from each end."""
+    size = path.stat().st_size
+    if start >= size:
         return None
-    a = np.frombuffer(data, dtype=np.uint8)
-    nz = np.flatnonzero(a)
-    if not len(nz):
-        return None
-    return start + int(nz[0]), start + int(nz[-1]) + 1
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        regions = _data_regions(fd, start, size)
+        first = last = None
+        for a, b in regions:
+            for off in range(a, b, chunk):
+                data = os.pread(fd, min(chunk, b - off), off)
+                nz = np.flatnonzero(np.frombuffer(data, np.uint8))
+                if len(nz):
+                    first = off + int(nz[0])
+                    break
+            if first is not None:
+                break
+        if first is None:
+            return None
+        for a, b in reversed(regions):
+            if b <= first:
+                break
+            off = b
+            while off > max(a, first):
+                lo = max(a, first, off - chunk)
+                data = os.pread(fd, off - lo, lo)
+                nz = np.flatnonzero(np.frombuffer(data, np.uint8))
+                if len(nz):
+                    last = lo + int(nz[-1]) + 1
+                    break
+                off = lo
+            if last is not None:
+                break
+        return first, last if last is not None else first + 1
+    finally:
+        os.close(fd)
 
 
 def _first_record_matches(buf, min_ts: int) -> tuple[bool, int]:
@@ -263,7 +308,8 @@ class _Planner:
         kept_index: list[tuple[Path, dict]] = []
         dropped: list[Path] = []
         for p in idx_files:
-            raw = p.read_bytes()[: IndexHeader.sizeof()]
+            with open(p, "rb") as fh:
+                raw = fh.read(IndexHeader.sizeof())
             if len(raw) < IndexHeader.sizeof():
                 raw = raw + bytes(IndexHeader.sizeof() - len(raw))  # Java maps it full size: zeros
             h = IndexHeader.parse(raw)
@@ -304,7 +350,7 @@ class _Planner:
             rep.start_file = ""
             rep.start_reason = "no commitlog files"
             rep.commitlog_end = 0
-            state.update(scans=[], positions=np.zeros(0, np.int64), sizes=np.zeros(0, np.int64), process=0, files=files, start_index=0)
+            state.update(scans=[], positions=np.zeros(0, np.int64), sizes=np.zeros(0, np.int64), process=0, files=files, start_index=0, hints=np.zeros(0, np.int64))
             state["wipe_queues"] = True
             return rep, state
 
@@ -338,8 +384,11 @@ class _Planner:
         rep.start_file = files[index].path.name
         rep.dispatch_from = dispatch_from
 
-        # scan
+        # scan (the consume queues' offsets are hints that let whole runs be verified at once)
         t1 = time.perf_counter()
+        hint_parts = [q.entries["commitlog_offset"].astype(np.int64) for q in queues.values() if len(q.entries)]
+        hints = np.sort(np.concatenate(hint_parts)) if hint_parts else np.zeros(0, np.int64)
+        state["hints"] = hints
         scans: list[tuple[int, FileScan]] = []
         process = files[index].file_from_offset
         i = index
@@ -349,7 +398,7 @@ class _Planner:
             if fsize and len(buf) < fsize:
                 buf = _padded(f, fsize)
             rep.files_scanned.append(f.path.name)
-            s = scan_file(buf, check_crc=self.check_crc, force_verify_prop_crc=self.force_prop)
+            s = scan_file(buf, check_crc=self.check_crc, force_verify_prop_crc=self.force_prop, hints=_hints(hints, f.file_from_offset, len(buf)))
             scans.append((i, s))
             rep.records_scanned += len(s.starts)
             if self.check_crc:
@@ -396,6 +445,11 @@ class _Planner:
         return rep, state
 
 
+def _hints(hints: np.ndarray, base: int, n: int) -> np.ndarray:
+    lo, hi = np.searchsorted(hints, [base, base + n])
+    return hints[lo:hi] - base
+
+
 def _padded(f, size: int) -> bytes:
     """A short last file read as Java maps it: the missing tail is zeros."""
     data = bytes(f.buf)
@@ -420,10 +474,10 @@ def _records_to_dispatch(rep: RecoveryReport, state: dict, cfg: MessageStoreConf
         sel = np.ones(len(pos), dtype=bool)
     if len(pos) and sel.any():
         in_cq = np.zeros(len(pos), dtype=bool)
-        all_offsets = [q.entries["commitlog_offset"].astype(np.int64) for q in state["queues"].values() if len(q.entries)]
-        if all_offsets:
-            present = np.unique(np.concatenate(all_offsets))
-            in_cq = np.isin(pos, present, assume_unique=False)
+        present = state["hints"]  # every queue entry's commitlog offset, sorted
+        if len(present):
+            at = np.minimum(np.searchsorted(present, pos), len(present) - 1)
+            in_cq = present[at] == pos
         index_skip = (pos < state["index_end_phy"]) if cfg.message_index_enable else np.ones(len(pos), dtype=bool)
         sel &= ~(in_cq & index_skip)
     idx = np.flatnonzero(sel)
@@ -618,18 +672,25 @@ def _apply(rep: RecoveryReport, state: dict, target: Path, cfg: MessageStoreConf
     # close our read mappings of the original before files change under them
     state["clq"].close()
     # 6. re-dispatch, then cut the queues (Java order: dispatch during the scan, truncate after)
-    d = CommitLogDispatcher(target, cfg, clock=clock)
     before_files = {p.name for p in (target / INDEX_DIR).iterdir()} if (target / INDEX_DIR).is_dir() else set()
     records = state["dispatch_records"]
-    d.dispatch_records(records)
-    if state.get("truncate_cq"):
-        d.truncate_dirty(state["process"], zero_tail=True)
-    d.flush()
-    rep.max_phy_offset_in_cq_after = d.max_physic_offset
-    logics_ts = d.logics_msg_timestamp
-    index_last = d.index.last
-    index_end_ts = index_last.end_timestamp if index_last is not None and hasattr(index_last, "end_timestamp") else None
-    d.close()
+    cut_any = any(q.cut_entries for q in rep.queues)
+    logics_ts = 0
+    index_end_ts = None
+    if records or cut_any:
+        d = CommitLogDispatcher(target, cfg, clock=clock)
+        d.dispatch_records(records)
+        if state.get("truncate_cq"):
+            d.truncate_dirty(state["process"], zero_tail=True)
+        d.flush()
+        rep.max_phy_offset_in_cq_after = d.max_physic_offset
+        logics_ts = d.logics_msg_timestamp
+        index_last = d.index.last
+        index_end_ts = index_last.end_timestamp if index_last is not None and hasattr(index_last, "end_timestamp") else None
+        d.close()
+    else:
+        # nothing to add and nothing to cut: the queues stay exactly as recovered
+        rep.max_phy_offset_in_cq_after = max((q.max_physic_offset for q in state["queues"].values()), default=-1)
     after_files = sorted(p.name for p in (target / INDEX_DIR).iterdir()) if (target / INDEX_DIR).is_dir() else []
     for name in after_files:
         if name not in before_files:
@@ -675,7 +736,8 @@ def _index_end_timestamp(d: Path) -> int | None:
     files = sorted(p for p in d.iterdir() if p.is_file() and p.name.isdigit())
     if not files:
         return None
-    h = IndexHeader.parse(files[-1].read_bytes()[: IndexHeader.sizeof()])
+    with open(files[-1], "rb") as fh:
+        h = IndexHeader.parse(fh.read(IndexHeader.sizeof()))
     return int(h.end_timestamp)
 
 
