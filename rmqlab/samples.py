@@ -80,24 +80,25 @@ def workload(seed: int = SEED, count: int = 900) -> list[Put]:
 
     Topics ``Orders`` (4 queues; tags created/paid/shipped; keys ``order-N cust-M``),
     ``Payments`` (2 queues; tags card/wallet; key ``order-N``), ``Audit`` (1 queue; no
-    tags, no keys).  About 110 ms between sends, so the log spans about 100 s of
-    store time.  Planted on purpose: messages keyed ``Aa`` and ``BB`` (equal Java hash),
-    one batch of three (one store timestamp), one retry that repeats a ``UNIQ_KEY``,
-    and a few large bodies that make CommitLog files roll.
+    tags, no keys).  60–160 ms between sends, so the log spans about 100 s of store
+    time; each message is born a few ms before it is stored.  Planted on purpose:
+    messages keyed ``Aa`` and ``BB`` (equal Java hash), one batch of three (one store
+    timestamp), one producer retry that repeats a ``UNIQ_KEY``, and a few large bodies
+    that make CommitLog files roll sooner.
     """
     rng = random.Random(seed)
     puts: list[Put] = []
-    born = START_MS
     order = 0
     for seq in range(count):
-        born += 100
         kind = rng.random()
-        if kind < 0.55:
+        if kind < 0.55 or seq in (40, 41, 300, 610):
             order += 1
             tag = rng.choice(["created", "paid", "shipped"])
             cust = rng.randint(1, 40)
             body = json.dumps({"order": order, "customer": cust, "status": tag, "amount": round(rng.uniform(3, 400), 2), "note": "x" * rng.randint(0, 200)})
             msg = dict(topic="Orders", queue_id=order % 4, tags=tag, keys=f"order-{order} cust-{cust}", body=body.encode())
+            if seq in (40, 41, 300, 610):  # Aa / BB: same Java String.hashCode, different keys
+                msg["keys"] = {40: "Aa", 41: "BB", 300: "BB", 610: "Aa"}[seq]
         elif kind < 0.85:
             ref = max(1, order - rng.randint(0, 5))
             tag = rng.choice(["card", "wallet"])
@@ -108,21 +109,24 @@ def workload(seed: int = SEED, count: int = 900) -> list[Put]:
             msg = dict(topic="Audit", queue_id=0, tags=None, keys=None, body=body)
         if seq % 150 == 75:
             msg["body"] = (b"large payload " * 300)[: rng.randint(3000, 4000)]
-        if seq in (40, 41, 300, 610):  # Aa / BB: same Java String.hashCode, different keys
-            msg.update(topic="Orders", queue_id=1, tags="created", keys={40: "Aa", 41: "BB", 300: "BB", 610: "Aa"}[seq])
-        msg["uniq_key"] = uniq_key(seq, born)
-        msg["born_timestamp"] = born
-        msg["born_host"] = ("127.0.0.1", 50000 + seq % 7)
         puts.append(Put([msg], advance_ms=rng.randint(60, 160)))
     # a batch: three messages in one send share one store timestamp (lesson 4: LOWER/UPPER)
-    batch = [
-        dict(topic="Orders", queue_id=2, tags="created", keys=f"batch-{i}", body=f"batch message {i}".encode(), uniq_key=uniq_key(10_000 + i, START_MS + 20_000), born_timestamp=START_MS + 20_000, born_host=("127.0.0.1", 50100))
-        for i in range(3)
-    ]
+    batch = [dict(topic="Orders", queue_id=2, tags="created", keys=f"batch-{i}", body=f"batch message {i}".encode()) for i in range(3)]
     puts.insert(200, Put(batch, advance_ms=100))
     # a producer retry: the same message (same UNIQ_KEY) stored twice, as after a timeout
-    retry = dict(puts[400].messages[0])
+    retry = dict(puts[400].messages[0], retry_of=puts[400].messages[0])
     puts.insert(402, Put([retry], advance_ms=90))
+    # born timestamps follow the store clock: born a few ms before stored
+    now, seq = START_MS, 0
+    for p in puts:
+        now += p.advance_ms
+        born = now - rng.randint(1, 9)
+        for m in p.messages:
+            m["born_timestamp"] = born
+            m["born_host"] = ("127.0.0.1", 50000 + seq % 7)
+            original = m.pop("retry_of", None)
+            m["uniq_key"] = original["uniq_key"] if original else uniq_key(seq, born)
+            seq += 1
     return puts
 
 
