@@ -1,0 +1,61 @@
+"""Fixtures for the Spark data sources and the bulk decoder.
+
+One SparkSession for the whole run (``local[2]``, no UI, few shuffle partitions);
+tests that need it are marked ``@pytest.mark.spark`` and are skipped when pyspark or
+Java is missing.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REFERENCE = Path(__file__).resolve().parents[1] / "fixtures" / "reference-stores"
+UNDAMAGED = ["clean", "crash", "v2ipv6", "crash-cqdeleted"]  # commitlogs without damage
+DAMAGED = ["crash-torn"]
+ALL_CASES = UNDAMAGED + DAMAGED
+
+
+def store_root(case: str) -> Path:
+    return REFERENCE / case / "store"
+
+
+def _java_ok() -> bool:
+    java = shutil.which("java") or (os.path.join(os.environ["JAVA_HOME"], "bin", "java") if os.environ.get("JAVA_HOME") else None)
+    if not java:
+        return False
+    try:
+        return subprocess.run([java, "-version"], capture_output=True, timeout=30).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+@pytest.fixture(scope="session")
+def spark():
+    pytest.importorskip("pyspark")
+    if not _java_ok():
+        pytest.skip("Spark needs Java 17: install it or set JAVA_HOME (see rmqlab.spark docs)")
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    from pyspark.sql import SparkSession
+
+    import rmqlab.spark
+
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("rmqlab-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.driver.memory", "1g")
+        .config("spark.python.worker.reuse", "true")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    rmqlab.spark.register(session)
+    yield session
+    session.stop()
