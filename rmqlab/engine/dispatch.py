@@ -197,7 +197,7 @@ class CommitLogDispatcher:
         if (req.sys_flag & cl.TRANSACTION_MASK) == _ROLLBACK:
             return
         topic = req.topic
-        if req.uniq_key is not None:
+        if req.uniq_key:
             self.index.put_key(f"{topic}#{req.uniq_key}", req.commitlog_offset, req.store_timestamp)
         if req.keys:
             for k in req.keys.split(props.KEY_SEPARATOR):
@@ -215,15 +215,17 @@ class CommitLogDispatcher:
         keys hashed and written as one numpy batch.  Requests must be in commitlog order."""
         if not reqs:
             return
-        queues = self.queues
+        groups: dict[tuple[str, int], list] = {}
         for req in reqs:
-            tran = req[9] & 0xC
-            if tran == _NOT or tran == _COMMIT:
+            if not req[9] & 0x4:  # NOT (0x0) or COMMIT (0x8): PREPARED/ROLLBACK have bit 0x4
                 key = (req[0], req[1])
-                q = queues.get(key)
-                if q is None:
-                    q = self.consume_queue(req[0], req[1])
-                q.put(req[2], req[3], req[4], req[6])
+                g = groups.get(key)
+                if g is None:
+                    groups[key] = [req]
+                else:
+                    g.append(req)
+        for (topic, qid), g in groups.items():
+            self.consume_queue(topic, qid).put_many(g)
         for req in reversed(reqs):
             if (req[9] & 0xC) in (_NOT, _COMMIT):
                 self.logics_msg_timestamp = req[5]
@@ -248,7 +250,7 @@ class CommitLogDispatcher:
                 continue
             topic = req[0]
             uniq = req[8]
-            if uniq is not None:
+            if uniq:
                 keys.append(f"{topic}#{uniq}")
                 offsets.append(off)
                 times.append(req[5])
@@ -265,7 +267,7 @@ class CommitLogDispatcher:
                     offsets.append(off)
                     times.append(req[5])
             # once anything of this record is indexed, end_phy is this record's offset
-            if uniq is not None or ks:
+            if uniq or ks:
                 end_phy = off
         self._flush_keys(keys, offsets, times)
 
