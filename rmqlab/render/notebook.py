@@ -262,3 +262,61 @@ def key_hash_table(keys: Sequence[str], topic: str, slot_count: int) -> str:
         kh = index_key_hash(full)
         rows.append((k, full, java_string_hash(full), kh, kh % slot_count))
     return table(["key", "indexed as", "Java hashCode", "keyHash", f"slot (of {slot_count})"], rows)
+
+
+# -- crash lab ---------------------------------------------------------------------------------------
+CRASH_COLOURS = {"kept": "#66bb6a", "lost": "#e53935", "cut": "#fb8c00", "unacked": "#bdbdbd"}
+
+
+def crash_strip_html(result, *, width: int = 60) -> str:
+    """One square per put: kept (green), acknowledged but lost (red), intact on disk
+    but cut by recovery (orange), never acknowledged (grey)."""
+    kept = set(result.kept)
+    on_disk = set(result.on_disk)
+    cells = []
+    for p in result.puts:
+        if p.seq in kept:
+            state = "kept"
+        elif not p.acknowledged:
+            state = "unacked"
+        elif p.seq in on_disk:
+            state = "cut"
+        else:
+            state = "lost"
+        tip = esc(f"put #{p.seq} {p.topic}/{p.queue_id}@{p.queue_offset} at {p.physical_offset} ({p.size} B): {state}")
+        cells.append(f"<span title='{tip}' style='display:inline-block;width:9px;height:9px;margin:1px;background:{CRASH_COLOURS[state]}'></span>")
+        if (p.seq + 1) % width == 0:
+            cells.append("<br>")
+    legend = " ".join(
+        f"<span style='display:inline-block;width:9px;height:9px;background:{c}'></span> {esc(n)}"
+        for n, c in (("kept", CRASH_COLOURS["kept"]), ("acknowledged, lost", CRASH_COLOURS["lost"]), ("on disk, cut by recovery", CRASH_COLOURS["cut"]), ("never acknowledged (in flight)", CRASH_COLOURS["unacked"]))
+    )
+    return f"<div style='line-height:9px'>{''.join(cells)}</div><div style='font-size:12px;margin-top:4px'>{legend}</div>"
+
+
+def crash_result_html(result) -> str:
+    """A :class:`~rmqlab.recovery.crashlab.CrashResult`: counts, the strip, why each
+    acknowledged record was lost, and recovery's decisions."""
+    rep = result.report
+    acked = result.acknowledged
+    rows = [
+        ("puts", len(result.puts)),
+        ("acknowledged to the producer", len(acked)),
+        ("CommitLog written / forced to disk", f"{result.written_where} / {result.flushed_where} bytes"),
+        ("records intact on disk after the crash", len(result.on_disk)),
+        ("recovery", f"{rep.mode}; end of log {rep.commitlog_end}" + (f"; stopped by {rep.stop.kind}" if rep.stop and not rep.stop.zero_tail else "")),
+        ("records kept", len(result.kept)),
+        ("acknowledged but lost", len(result.lost)),
+    ]
+    lost = ""
+    if result.lost:
+        lost = table(["put", "why it was lost"], [(f"#{s}", why) for s, why in result.lost[:30]], caption="acknowledged, then lost")
+    else:
+        lost = f"<div>{badge('nothing that was acknowledged was lost', True)}</div>"
+    return (
+        f"<div><b>{esc(result.scenario)}</b> ({esc(result.flush_disk_type)}): {esc(result.description)}</div>"
+        + table(["", ""], rows)
+        + crash_strip_html(result)
+        + lost
+        + f"<details><summary>recovery report</summary><pre style='font-size:11px'>{esc(rep.to_text())}</pre></details>"
+    )
