@@ -319,6 +319,13 @@ class _Planner:
                 log.append(f"delete file[REF:0] {STORE}/{INDEX_DIR}/{p.name} OK")
                 continue
             log.append(f"load index file OK, {STORE}/{INDEX_DIR}/{p.name}")
+            if h.index_count <= 0:
+                # Java IndexHeader.load: indexCount <= 0 reads as 1; endPhyOffset 0 makes
+                # buildIndex re-index every dispatched record into this file
+                rep.notes.append(
+                    f"index file {p.name} has a zero header (created, never flushed): RocketMQ keeps it and re-indexes "
+                    "every re-dispatched record into it, so older records get duplicate index entries"
+                )
             kept_index.append((p, {"end_phy_offset": int(h.end_phy_offset), "end_timestamp": int(h.end_timestamp), "index_count": int(h.index_count)}))
         state["dropped_index"] = dropped
         index_end_phy = kept_index[-1][1]["end_phy_offset"] if kept_index else 0

@@ -239,8 +239,12 @@ def _chain(buf, a: np.ndarray, hints: np.ndarray | None) -> tuple[np.ndarray, in
         i = int(np.searchsorted(h, pos))
         if i < len(h) and h[i] == pos and valid[i]:
             j = int(breaks[np.searchsorted(breaks, i)])
-            parts.append(h[i : j + 1])
-            pos = int(h[j] + size[j])
+            if valid[j]:
+                parts.append(h[i : j + 1])
+                pos = int(h[j] + size[j])
+            else:  # the run leads into a hint that is not a record: stop before it
+                parts.append(h[i:j])
+                pos = int(h[j])
             continue
         k = i + 1 if i < len(h) and h[i] == pos else i
         nxt = int(h[k]) if k < len(h) else None
@@ -319,7 +323,8 @@ def scan_file(buf, *, check_crc: bool = True, force_verify_prop_crc: bool = Fals
         born = np.where(sys_flag & cl.FLAG_BORNHOST_V6, 20, 8)
         store = np.where(sys_flag & cl.FLAG_STOREHOST_V6, 20, 8)
         body_len_pos = BORN_HOST_POSITION + born + 8 + store + 4 + 8
-        ok = body_len_pos + 4 <= size
+        magic_ok = (a[s + 4] == 0xDA) & (a[s + 5] == 0xA3) & (a[s + 6] == 0x20) & ((a[s + 7] == 0xA7) | (a[s + 7] == 0xAB))
+        ok = magic_ok & (body_len_pos + 4 <= size)
         end = s + size
         bl_idx = np.where(ok, s + body_len_pos, 0)
         body_len = _gather_i32(a, bl_idx)

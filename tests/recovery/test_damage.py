@@ -111,6 +111,19 @@ def test_bad_magic_mid_file(tmp_path):
     assert rep.deleted_commitlog_files == [f"{o:020d}" for o in range(3 * FILE, 7 * FILE, FILE)]
 
 
+@pytest.mark.parametrize("byte", [4, 5, 7])
+def test_one_bit_of_magic_in_a_record_the_queues_point_at(tmp_path, byte):
+    """Regression (found by the CRC property test): the consume queues still point at
+    the damaged record, and the walk must stop there, not take it as part of a run."""
+    src = copy_store("crash", tmp_path)
+    r = next(m for m in manifest("crash") if in_queue(m) and m["physicalOffset"] > 2000)
+    path, pos = clfile(src, r["physicalOffset"])
+    b = path.read_bytes()[pos + byte]
+    patch(path, pos + byte, bytes([b ^ 1]))
+    rep = recover(src, config=cfg("crash"))
+    assert rep.commitlog_end == r["physicalOffset"] and rep.stop.kind == "BAD_MAGIC"
+
+
 def test_size_past_the_end_of_the_file(tmp_path):
     src = copy_store("crash", tmp_path)
     r = pick("crash", 1, 5)
