@@ -493,18 +493,20 @@ def _records_to_dispatch(rep: RecoveryReport, state: dict, cfg: MessageStoreConf
     starts = [f.file_from_offset for f in files]
     import bisect
 
+    from ..engine.dispatch import parse_delay_levels, request_from_record
+
+    delay_levels = parse_delay_levels(cfg.message_delay_level)
     for i in idx.tolist():
         phy = int(pos[i])
         f = files[bisect.bisect_right(starts, phy) - 1]
         rec = decode_record(f.buf, phy - f.file_from_offset, file=str(f.path), file_base=f.file_from_offset, check_crc=False, read_body=False)
-        out.append(rec)
+        out.append(request_from_record(rec, delay_levels))  # Java DispatchRequest, built once
     return out
 
 
 def _simulate_queues(rep: RecoveryReport, state: dict, records: list, delay_levels: dict) -> None:
-    """Fill the per-queue part of the report (what dispatch and truncation do), read-only."""
-    from ..engine.dispatch import request_from_record
-
+    """Fill the per-queue part of the report (what dispatch and truncation do), read-only.
+    ``records`` are the dispatch requests, in commitlog order."""
     queues: dict[tuple[str, int], _Queue] = state["queues"]
     process = state["process"]
     fsize = None
@@ -513,8 +515,7 @@ def _simulate_queues(rep: RecoveryReport, state: dict, records: list, delay_leve
     counts = {k: len(q.entries) for k, q in queues.items()}
     for k, q in queues.items():
         changes[k] = QueueChange(q.name, len(q.entries), q.first_queue_offset + len(q.entries), q.max_physic_offset, [p.name for p in q.deleted])
-    for rec in records:
-        req = request_from_record(rec, delay_levels)
+    for req in records:
         if (req.sys_flag & cl.TRANSACTION_MASK) not in (cl.TRANSACTION_NOT_TYPE, cl.TRANSACTION_COMMIT_TYPE):
             continue
         k = (req.topic, req.queue_id)
@@ -686,7 +687,7 @@ def _apply(rep: RecoveryReport, state: dict, target: Path, cfg: MessageStoreConf
     index_end_ts = None
     if records or cut_any:
         d = CommitLogDispatcher(target, cfg, clock=clock)
-        d.dispatch_records(records)
+        d.dispatch_batch(records)
         if state.get("truncate_cq"):
             d.truncate_dirty(state["process"], zero_tail=True)
         d.flush()
