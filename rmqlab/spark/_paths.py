@@ -112,8 +112,17 @@ def store_subdir(fs, p: str, name: str) -> str:
 
 
 # -- options --------------------------------------------------------------------------------
+def lower_keys(options) -> dict:
+    """Spark option names are case-insensitive (it may hand them over lower-cased)."""
+    return {str(k).lower(): v for k, v in dict(options).items()}
+
+
+def _get(options, name: str):
+    return options.get(name.lower(), options.get(name))
+
+
 def opt_bool(options, name: str, default: bool) -> bool:
-    v = options.get(name)
+    v = _get(options, name)
     if v is None:
         return default
     s = str(v).strip().lower()
@@ -125,7 +134,7 @@ def opt_bool(options, name: str, default: bool) -> bool:
 
 
 def opt_size(options, name: str, default: int) -> int:
-    v = options.get(name)
+    v = _get(options, name)
     if v is None:
         return default
     from ..generate import parse_size
@@ -140,7 +149,7 @@ def opt_size(options, name: str, default: int) -> int:
 
 
 def opt_int(options, name: str, default: int | None) -> int | None:
-    v = options.get(name)
+    v = _get(options, name)
     if v is None:
         return default
     try:
@@ -151,7 +160,7 @@ def opt_int(options, name: str, default: int | None) -> int | None:
 
 def opt_time(options, name: str) -> int | None:
     """Milliseconds since the epoch, or an ISO-8601 time (no zone = UTC)."""
-    v = options.get(name)
+    v = _get(options, name)
     if v is None:
         return None
     s = str(v).strip()
@@ -167,7 +176,7 @@ def opt_time(options, name: str) -> int | None:
 
 
 def opt_list(options, name: str) -> list[str] | None:
-    v = options.get(name)
+    v = _get(options, name)
     if v is None:
         return None
     items = [x.strip() for x in str(v).split(",") if x.strip()]
@@ -175,7 +184,7 @@ def opt_list(options, name: str) -> list[str] | None:
 
 
 def opt_choice(options, name: str, choices: tuple[str, ...], default: str) -> str:
-    v = options.get(name)
+    v = _get(options, name)
     if v is None:
         return default
     s = str(v).strip().lower()

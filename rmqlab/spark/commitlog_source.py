@@ -146,7 +146,7 @@ class CommitLogDataSource(DataSource):
         return SCHEMA
 
     def reader(self, schema):
-        return CommitLogReader(dict(self.options))
+        return CommitLogReader(_paths.lower_keys(self.options))
 
 
 class CommitLogReader(DataSourceReader):

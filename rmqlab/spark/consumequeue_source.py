@@ -70,7 +70,7 @@ class ConsumeQueueDataSource(DataSource):
         return SCHEMA
 
     def reader(self, schema):
-        return ConsumeQueueReader(dict(self.options))
+        return ConsumeQueueReader(_paths.lower_keys(self.options))
 
 
 class ConsumeQueueReader(DataSourceReader):

@@ -82,7 +82,7 @@ class IndexDataSource(DataSource):
         return SCHEMA
 
     def reader(self, schema):
-        return IndexReader(dict(self.options))
+        return IndexReader(_paths.lower_keys(self.options))
 
 
 class IndexReader(DataSourceReader):
