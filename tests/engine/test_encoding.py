@@ -60,3 +60,29 @@ def test_written_bytes_equal_reference_encoder(tmp_path_factory, msgs, crc):
                 append_prop_crc=crc,
             )
             assert bytes(raw) == expected
+
+
+def test_fast_paths_write_the_general_paths_bytes(tmp_path):
+    """``put``'s and ``put_batch``'s fast paths against the general path (taken when
+    properties come as raw bytes): same records, queues and index."""
+    from engine_support import sample_messages, store_files
+
+    msgs = sample_messages(600, queues=3, body_size=300)
+    roots = {}
+    for mode in ("put", "batch", "general"):
+        root = roots[mode] = tmp_path / mode
+        with MessageStore.open(root, small_config(), clock=ManualClock(1_795_000_000_000), services=False) as store:
+            if mode == "put":
+                assert all(store.put(m).ok for m in msgs)
+            elif mode == "batch":
+                for i in range(0, len(msgs), 64):
+                    assert store.put_batch(msgs[i : i + 64]).ok
+            else:
+                for m in msgs:
+                    raw = props.encode(m.properties)
+                    g = Message(m.topic, m.body, queue_id=m.queue_id, born_timestamp=m.born_timestamp, properties_raw=raw)
+                    assert store.put(g).ok
+    for sub in ("commitlog", "consumequeue"):
+        assert store_files(roots["put"], sub) == store_files(roots["general"], sub) == store_files(roots["batch"], sub)
+    idx = [sorted(store_files(roots[m], "index").values()) for m in roots]
+    assert idx[0] == idx[1] == idx[2]

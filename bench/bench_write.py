@@ -1,0 +1,209 @@
+"""Write benchmark for rmqlab's store engine (issue 3).
+
+    python bench/bench_write.py [--quick] [--dir DIR] [--sizes 128,1024,16384]
+
+For 128 B, 1 KiB and 16 KiB bodies (one topic, 4 queues, TAGS and a unique KEYS on
+every message, RocketMQ's default file sizes) it measures, in one run:
+
+* ASYNC_FLUSH, one producer calling ``put`` — the clock stops when every record is
+  dispatched to its consume queue and indexed;
+* ``put_batch`` (batches of 128) — same stopping rule;
+* SYNC_FLUSH with one producer, and with 8 concurrent producers (threads): every
+  put returns only after a group commit forced its record;
+* the raw sequential write bandwidth of the same disk (1 MiB ``os.write`` calls,
+  one ``fsync`` at the end), so every figure is also a ratio.
+
+Message objects are built outside the timed region (they are the producer's, not
+the store's); encoding properties, validation, CRCs, appending, dispatch and
+indexing are inside it.  MB/s counts message bodies (10^6 bytes).  Results are
+printed and written to ``bench/out/bench_write.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from rmqlab.config import MessageStoreConfig  # noqa: E402
+from rmqlab.engine import Message, MessageStore  # noqa: E402
+
+TOPIC = "BenchTopic"
+QUEUES = 4
+BATCH = 128
+#: Apache RocketMQ 5.3.3's own store on this machine class (from the issue)
+ROCKETMQ = {
+    ("async", 128): 500_000,
+    ("async", 1024): 242_000,
+    ("sync1", 128): 6_400,
+    ("sync8", 128): 23_000,
+}
+ROCKETMQ_16K_MBPS = 352
+GOALS = "ASYNC 128 B >= 250,000 msg/s; put_batch >= 500,000 msg/s; 16 KiB >= 0.5 of raw disk bandwidth; SYNC 8 producers >= 3.5x one"
+
+
+def make_messages(start: int, n: int, body: bytes) -> list[Message]:
+    return [Message(TOPIC, body, {"TAGS": f"Tag{i % 5}", "KEYS": f"key-{i:010d}"}, queue_id=i % QUEUES) for i in range(start, start + n)]
+
+
+def chunks(n: int, body: bytes, size: int = 10_000):
+    """Messages in chunks built while the clock is paused."""
+    for start in range(0, n, size):
+        yield make_messages(start, min(size, n - start), body)
+
+
+class Timer:
+    def __init__(self):
+        self.elapsed = 0.0
+        self._t = None
+
+    def start(self):
+        self._t = time.perf_counter()
+
+    def stop(self):
+        self.elapsed += time.perf_counter() - self._t
+
+
+def raw_disk_bandwidth(directory: Path, total: int) -> float:
+    """MB/s of sequential 1 MiB writes plus one fsync, on the store's disk."""
+    path = directory / "raw.bin"
+    block = os.urandom(1 << 20)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        t = time.perf_counter()
+        for _ in range(total >> 20):
+            os.write(fd, block)
+        os.fsync(fd)
+        dt = time.perf_counter() - t
+    finally:
+        os.close(fd)
+        path.unlink()
+    return (total >> 20) * (1 << 20) / dt / 1e6
+
+
+def bench_async(directory: Path, n: int, body: bytes, batch: bool) -> dict:
+    root = directory / "store"
+    store = MessageStore.open(root, MessageStoreConfig())
+    timer = Timer()
+    try:
+        for msgs in chunks(n, body):
+            gc.collect()
+            gc.freeze()
+            timer.start()
+            if batch:
+                for i in range(0, len(msgs), BATCH):
+                    r = store.put_batch(msgs[i : i + BATCH])
+                    assert r.ok, r
+            else:
+                put = store.put
+                for m in msgs:
+                    put(m)
+            timer.stop()
+            gc.unfreeze()
+        timer.start()
+        store.reput()  # dispatch and indexing finished before the clock stops
+        timer.stop()
+        t = time.perf_counter()
+        store.flush()
+        flush_s = time.perf_counter() - t
+        assert store.dispatch_behind == 0
+    finally:
+        store.shutdown()
+        shutil.rmtree(root)
+    return {"messages": n, "seconds": timer.elapsed, "final_flush_seconds": flush_s}
+
+
+def bench_sync(directory: Path, n: int, body: bytes, producers: int) -> dict:
+    root = directory / "store"
+    store = MessageStore.open(root, MessageStoreConfig(flush_disk_type="SYNC_FLUSH"))
+    per = n // producers
+    msgs = make_messages(0, per * producers, body)
+    bad = []
+
+    def producer(k: int) -> None:
+        put = store.put
+        for m in msgs[k::producers]:
+            r = put(m)
+            if not r.ok:
+                bad.append(r)
+
+    try:
+        threads = [threading.Thread(target=producer, args=(k,)) for k in range(producers)]
+        t = time.perf_counter()
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+        store.reput()
+        elapsed = time.perf_counter() - t
+        forces = store._group_commit.flushes
+    finally:
+        store.shutdown()
+        shutil.rmtree(root)
+    assert not bad, bad[:3]
+    return {"messages": per * producers, "seconds": elapsed, "forces": forces}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="small counts: validates the script, figures are rough")
+    ap.add_argument("--dir", help="directory on the disk to measure (default: a temp dir under bench/out)")
+    ap.add_argument("--sizes", default="128,1024,16384")
+    args = ap.parse_args()
+    out_dir = Path(__file__).resolve().parent / "out"
+    out_dir.mkdir(exist_ok=True)
+    base = Path(tempfile.mkdtemp(prefix="bench_write_", dir=args.dir or out_dir))
+    sizes = [int(s) for s in args.sizes.split(",")]
+    q = args.quick
+    counts = {
+        128: (20_000 if q else 1_000_000, 400 if q else 4_000),
+        1024: (10_000 if q else 500_000, 400 if q else 4_000),
+        16384: (2_000 if q else 65_536, 200 if q else 2_000),
+    }
+    results: dict = {"quick": q, "python": sys.version.split()[0], "cpus": os.cpu_count(), "rows": []}
+    try:
+        raw = raw_disk_bandwidth(base, (64 if q else 1024) << 20)
+        results["raw_disk_MBps"] = raw
+        print(f"raw sequential write bandwidth (1 MiB writes + fsync): {raw:,.0f} MB/s   [{base}]")
+        print(f"goals: {GOALS}")
+        print(f"{'body':>6} {'scenario':<22} {'msg/s':>11} {'MB/s':>9} {'x raw':>7}  {'RocketMQ 5.3.3':>16}  note")
+        for size in sizes:
+            body = bytes((i * 7) & 0xFF for i in range(size))
+            n_async, n_sync = counts.get(size, (10_000, 400))
+            rows = []
+            r = bench_async(base, n_async, body, batch=False)
+            rows.append(("async", "ASYNC put, 1 producer", r, f"final flush {r['final_flush_seconds']:.2f}s not timed"))
+            r = bench_async(base, n_async, body, batch=True)
+            rows.append(("batch", f"put_batch ({BATCH}/batch)", r, ""))
+            r1 = bench_sync(base, n_sync, body, 1)
+            rows.append(("sync1", "SYNC, 1 producer", r1, f"{r1['forces']} forces"))
+            r8 = bench_sync(base, n_sync * 2, body, 8)
+            rows.append(("sync8", "SYNC, 8 producers", r8, f"{r8['forces']} forces"))
+            rates = {}
+            for key, label, r, note in rows:
+                rate = r["messages"] / r["seconds"]
+                mbps = rate * size / 1e6
+                rates[key] = rate
+                ref = ROCKETMQ.get((key, size))
+                ref_txt = f"{ref:,} msg/s" if ref else (f"{ROCKETMQ_16K_MBPS} MB/s" if key == "async" and size == 16384 else "")
+                if key == "sync8":
+                    note += f"; {rate / rates['sync1']:.2f}x one producer"
+                print(f"{size:>6} {label:<22} {rate:>11,.0f} {mbps:>9,.1f} {mbps / raw:>7.3f}  {ref_txt:>16}  {note}")
+                results["rows"].append({"body": size, "scenario": key, "msg_per_s": rate, "MBps": mbps, "ratio_raw": mbps / raw, **r})
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    (out_dir / "bench_write.json").write_text(json.dumps(results, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
