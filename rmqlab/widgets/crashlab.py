@@ -9,6 +9,7 @@ what was forced to disk, and the crash decides which copy survives.  Recovery is
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import tempfile
@@ -61,6 +62,8 @@ class CrashLab(Panel):
         from ..recovery.crashlab import workload
 
         self.workdir = Path(workdir) if workdir is not None else Path(tempfile.mkdtemp(prefix="rmqlab-crashlab-"))
+        if workdir is None:  # our own scratch directory: gone when the kernel exits
+            atexit.register(shutil.rmtree, self.workdir, True)
         self.lab = Lab(self.workdir)
         self._workload = workload
         self.seed = seed

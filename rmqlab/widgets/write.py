@@ -17,7 +17,9 @@ it: the new bytes in coloured hex, slot values before and after, checkpoint fiel
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -82,6 +84,8 @@ class WriteForm(Panel):
         from ..samples import STORE_HOST, sample_config
 
         self.root = Path(root) if root is not None else Path(tempfile.mkdtemp(prefix="rmqlab-scratch-"))
+        if root is None:  # our own scratch directory: gone when the kernel exits
+            atexit.register(_remove_scratch, self)
         self.config = config or sample_config()
         self.clock = clock or ManualClock(start_ms, tick_ms=0)
         self.store = MessageStore.open(self.root, self.config, clock=self.clock, store_host=STORE_HOST, dispatch="manual", services=False)
@@ -227,3 +231,10 @@ class WriteForm(Panel):
     def close_store(self) -> None:
         """Shut the scratch store down cleanly (checkpoint written, ``abort`` removed)."""
         self.store.shutdown()
+
+
+def _remove_scratch(form: "WriteForm") -> None:
+    try:
+        form.store.shutdown()
+    finally:
+        shutil.rmtree(form.root, ignore_errors=True)
