@@ -127,7 +127,7 @@ def _recover_queue(directory: Path, topic: str, queue_id: int, file_size: int, l
     parts = []
     for i in range(index, len(files)):
         start, p = files[i]
-        e = np.fromfile(p, dtype=CQ_DTYPE)
+        e = _read_entries(p, file_size)
         valid = (e["commitlog_offset"] >= 0) & (e["size"] > 0)
         n = len(e) if valid.all() else int(np.argmin(valid))
         parts.append(e[:n])
@@ -146,7 +146,7 @@ def _recover_queue(directory: Path, topic: str, queue_id: int, file_size: int, l
         else:
             log.append(f"recover last consume queue file over, last mapped file {rel}")
     # earlier files are trusted as they are (Java does not look at them)
-    early = [np.fromfile(p, dtype=CQ_DTYPE) for _, p in files[:index]]
+    early = [_read_entries(p, file_size) for _, p in files[:index]]
     q.entries = np.concatenate(early + parts) if (early or parts) else np.zeros(0, CQ_DTYPE)
     q.first_queue_offset = files[0][0] // CQ_STORE_UNIT_SIZE
     q.end = process
@@ -154,6 +154,22 @@ def _recover_queue(directory: Path, topic: str, queue_id: int, file_size: int, l
     q.deleted = [p for start, p in files if start > process]
     q.files = [(s, p) for s, p in files if s <= process]
     return q
+
+
+def _read_entries(p: Path, file_size: int) -> np.ndarray:
+    """A consume-queue file's entries; holes of a sparse file are zeros without reading."""
+    fd = os.open(p, os.O_RDONLY)
+    try:
+        regions = _data_regions(fd, 0, file_size)
+        if regions == [(0, file_size)]:
+            data = os.pread(fd, file_size, 0)
+            return np.frombuffer(data, dtype=CQ_DTYPE).copy()
+        buf = bytearray(file_size)
+        for a, b in regions:
+            buf[a:b] = os.pread(fd, b - a, a)
+        return np.frombuffer(buf, dtype=CQ_DTYPE)
+    finally:
+        os.close(fd)
 
 
 def _truncate_queue_plan(q: _Queue, phy_offset: int, file_size: int) -> tuple[int, list[tuple[Path, int, int]]]:
