@@ -59,6 +59,7 @@ def run(args) -> int:
         force_verify_prop_crc=args.force_verify_prop_crc,
         zero_tail=args.zero_tail,
         mark_clean=not args.keep_abort,
+        check_lock=True,
     )
     if args.json:
         print_json(rep.to_dict())

@@ -792,6 +792,7 @@ def recover(
     force_verify_prop_crc: bool = False,
     zero_tail: bool = False,
     mark_clean: bool = True,
+    check_lock: bool = False,
 ) -> RecoveryReport:
     """Recover the store at ``store`` as RocketMQ 5.3 would on start-up.
 
@@ -804,12 +805,20 @@ def recover(
     last three files); ``check_crc`` overrides ``checkCRCOnRecover``; ``zero_tail``
     zeroes the commitlog bytes after the new end (RocketMQ leaves them); ``clock``
     names new index files (``now_ms()``), as the engine's clock does.
+    ``check_lock`` refuses an in-place run while another process holds the store's
+    lock (the CLI sets it; the engine, which holds the lock itself, does not).
     """
     root = Path(store)
     if out is not None and in_place:
         raise ValueError("choose --out DIR or --in-place, not both")
     if not root.is_dir():
         raise StoreLayoutError(root, None, "store root is not a directory")
+    if in_place and check_lock:
+        from ..errors import StoreLockedError
+
+        with StoreReader(root, strict=False) as probe:
+            if probe.lock_state() == "held":
+                raise StoreLockedError(f"{root / 'lock'}: a running broker (or rmqlab writer) holds this store; stop it before recovering in place")
     t0 = time.perf_counter()
     cfg = infer_config(root, config)
     planner = _Planner(root, cfg, legacy_three_files=legacy_three_files, check_crc=check_crc, force_verify_prop_crc=force_verify_prop_crc)

@@ -255,3 +255,21 @@ def test_cli_verify_exit_status_and_json(tmp_path, capsys):
     assert not d["ok"] and {f["kind"] for f in d["findings"]} >= {"SIZE_MISMATCH", "CQ_BEYOND_END"}
     assert main(["verify", str(tmp_path / "nope")]) == 2
     assert "nope" in capsys.readouterr().err
+
+
+def test_lock_held_by_a_running_store(tmp_path):
+    from rmqlab.cli import main
+    from rmqlab.engine.message_store import MessageStore
+
+    src = copy_store("clean", tmp_path)
+    cfg = __import__("rmqlab.config", fromlist=["MessageStoreConfig"]).MessageStoreConfig.from_mapping(
+        json.loads((REFERENCE / "clean" / "config.json").read_text())["storeConfig"]
+    )
+    store = MessageStore(src, cfg, services=False)
+    store.start()
+    try:
+        assert one(verify_store(src), "LOCK_HELD").offset == 0
+        # and recover --in-place refuses to touch it
+        assert main(["recover", str(src), "--in-place", "--sidecar", str(tmp_path / "side")]) == 2
+    finally:
+        store.shutdown()
