@@ -206,13 +206,11 @@ def generate_store(
                     q = randrange(queues)
                     store_ts = start_ms + (seq * interval_us) // 1000
                     born_ts = store_ts - 1 - (seq % 7)
-                    if duplicates and sent_uniq and rand() < duplicates:
+                    is_dup = bool(duplicates and sent_uniq and rand() < duplicates)
+                    if is_dup:
                         uniq = sent_uniq[randrange(len(sent_uniq))]
-                        result.duplicates += 1
                     else:
                         uniq = "0A000101%04X%08X%08X%04X" % (pid, loader, (born_ts - month_start) & 0xFFFFFFFF, seq & 0xFFFF)
-                        if duplicates and len(sent_uniq) < 100_000:
-                            sent_uniq.append(uniq)
                     pairs = []
                     tag = None
                     if rand() < 0.85:
@@ -240,6 +238,10 @@ def generate_store(
                             raise ValueError(f"a {rec_size}-byte record does not fit a {file_size}-byte commitlog file")
                         parts.append(encode_blank(file_size - pos))
                         break
+                    if is_dup:
+                        result.duplicates += 1
+                    elif duplicates and len(sent_uniq) < 100_000:
+                        sent_uniq.append(uniq)
                     qo = queue_offsets[t][q]
                     queue_offsets[t][q] = qo + 1
                     bh = born_hosts[seq % len(born_hosts)]
