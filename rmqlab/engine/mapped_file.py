@@ -43,7 +43,7 @@ class WritableMappedFile:
     ``flushed_position`` how far it is known to be on disk (Java ``flushedPosition``).
     """
 
-    __slots__ = ("path", "file_from_offset", "file_size", "fd", "mm", "wrote_position", "flushed_position", "store_timestamp", "created")
+    __slots__ = ("path", "file_from_offset", "file_size", "fd", "mm", "wrote_position", "flushed_position", "store_timestamp", "created", "populated")
 
     def __init__(self, path: str | os.PathLike, file_size: int, file_from_offset: int = 0, *, create: bool = True):
         self.path = Path(path)
@@ -70,6 +70,7 @@ class WritableMappedFile:
             raise
         self.wrote_position = 0
         self.flushed_position = 0
+        self.populated = 0  # pages below this were pre-faulted for writing
         self.store_timestamp = 0  # Java MappedFile.storeTimestamp: of the last record appended
 
     # -- positions ------------------------------------------------------------------------

@@ -70,6 +70,11 @@ from .validation import Validator
 
 _OK = PutMessageStatus.PUT_OK
 _new_result = tuple.__new__
+_zlib_crc32 = zlib.crc32
+try:  # ISA-L's CRC-32 (the same IEEE CRC as zlib's), ~20x faster on 16 KiB bodies
+    from isal.isal_zlib import crc32 as _fast_crc32
+except ImportError:  # pragma: no cover - optional accelerator
+    _fast_crc32 = zlib.crc32
 _time_ns = __import__("time").time_ns
 _CRC_RESERVED = 20  # Java CRC32_RESERVED_LEN: "__CRC32#" \x01 10 digits \x02
 _CRC_PLACEHOLDER = (props.CRC32 + "\x01").encode() + b"0" * 10 + b"\x02"
@@ -432,7 +437,7 @@ class MessageStore:
         p.queue_id = queue_id
         p.total = total
         p.magic = cl.MAGIC_V2 if v2 else cl.MAGIC_V1
-        p.body_crc = zlib.crc32(body) & 0x7FFFFFFF
+        p.body_crc = _fast_crc32(body) & 0x7FFFFFFF
         p.flag = msg.flag
         p.sys_flag = sys_flag
         p.born_ts = msg.born_timestamp
@@ -543,8 +548,8 @@ class MessageStore:
                 tc = self._tags_code(tags)
         else:
             tc = 0
-        rest = body + tinfo[0] + plen.to_bytes(2, "big") + raw
-        body_crc = zlib.crc32(body) & 0x7FFFFFFF
+        tail = tinfo[0] + plen.to_bytes(2, "big") + raw
+        body_crc = (_zlib_crc32 if blen < 1024 else _fast_crc32)(body) & 0x7FFFFFFF
         topic = msg.topic
         qid = msg.queue_id
         clog = self.commitlog
@@ -565,10 +570,20 @@ class MessageStore:
             phy = f.file_from_offset + pos
             end = pos + total
             born_ts = msg.born_timestamp
-            f.mm[pos:end] = self._packer44.pack(
+            head = self._packer44.pack(
                 total, tinfo[1], body_crc, qid, msg.flag, qoff, phy, 0, ts if born_ts is None else born_ts,
                 b"\x7f\x00\x00\x01", 0, ts, self._store_addr, self._store_port, msg.reconsume_times, msg.prepared_transaction_offset, blen,
-            ) + rest
+            )
+            if end > f.populated:
+                clog.prefault(f, end)
+            if blen < 2048:
+                f.mm[pos:end] = head + body + tail
+            else:  # big bodies: no extra copy of the body
+                mm = f.mm
+                p = pos + len(head)
+                mm[pos:p] = head
+                mm[p : p + blen] = body
+                mm[p + blen : end] = tail
             f.wrote_position = end
             clog.store_timestamp = ts
             clog.max_offset = phy + total
@@ -668,7 +683,7 @@ class MessageStore:
             total = tinfo[2] + len(body) + len(raw)
             if len(body) > max_body or len(raw) > 32767 or total > max_total:
                 return None
-            enc.append((m, tinfo, total, body + tinfo[0] + len(raw).to_bytes(2, "big") + raw, zlib.crc32(body) & 0x7FFFFFFF, tc, keys, uniq))
+            enc.append((m, tinfo, total, body + tinfo[0] + len(raw).to_bytes(2, "big") + raw, (_zlib_crc32 if len(body) < 1024 else _fast_crc32)(body) & 0x7FFFFFFF, tc, keys, uniq))
         clog = self.commitlog
         pack = self._packer44.pack
         addr, port = self._store_addr, self._store_port
@@ -699,6 +714,8 @@ class MessageStore:
                 phy = f.file_from_offset + pos
                 born_ts = m.born_timestamp
                 end = pos + total
+                if end > f.populated:
+                    clog.prefault(f, end)
                 mm[pos:end] = pack(
                     total, tinfo[1], crc, qid, m.flag, qoff, phy, 0, ts if born_ts is None else born_ts,
                     b"\x7f\x00\x00\x01", 0, ts, addr, port, m.reconsume_times, m.prepared_transaction_offset, len(m.body),
