@@ -264,11 +264,13 @@ class ConsumeQueueWriter:
         return gone
 
     def flush(self) -> None:
-        """Force every written entry to disk (Java ``ConsumeQueue.flush``)."""
-        for f in self.files:
-            if f.wrote_position > f.flushed_position:
-                f.flush()
+        """Force every written entry to disk (Java ``ConsumeQueue.flush``).  Safe while
+        the dispatcher appends: the flag is cleared first, so a concurrent append
+        marks the queue dirty again for the next flush."""
         self.dirty = False
+        for f in list(self.files):
+            if f.wrote_position > f.flushed_position and f.fd >= 0:
+                f.flush()
 
     def close(self) -> None:
         for f in self.files:

@@ -300,6 +300,7 @@ class MessageStore:
         self._services.append(PeriodicService("FlushConsumeQueueService", self.flush_logics, cfg.flush_interval_consume_queue))
         if self.dispatch_mode == "background":
             self._services.append(PeriodicService("ReputMessageService", self.reput, 1))
+        self._services.append(PeriodicService("CleanCommitLogService", self._clean_if_due, cfg.clean_resource_interval))
         for s in self._services:
             s.start()
 
@@ -309,7 +310,8 @@ class MessageStore:
         metadata, delete the pre-allocated file and ``abort``, release ``lock``."""
         if not self._started:
             return
-        self._shutdown = True
+        with self._lock:  # puts in flight finish first; later ones answer SERVICE_NOT_AVAILABLE
+            self._shutdown = True
         for s in reversed(self._services):
             s.stop()
         self._services = []
@@ -608,6 +610,8 @@ class MessageStore:
         if p.__class__ is PutMessageResult:
             return p
         with self._lock:
+            if self._shutdown:
+                return self._fail(PutMessageStatus.SERVICE_NOT_AVAILABLE, "the message store is shut down")
             req = self._append(p, self.clock.now_ms() if p.store_ts is None else 0)
         status = self._after_append(req[2] + req[3], p.wait)
         if status is _OK and p.topic not in self._fast_topics and p.topic != SCHEDULE_TOPIC and not self.append_prop_crc and len(self._fast_topics) < 100_000:
@@ -648,6 +652,8 @@ class MessageStore:
                 return p.with_reason(f"message {i}: {p.reason}")
             prepared.append(p)
         with self._lock:
+            if self._shutdown:
+                return self._fail(PutMessageStatus.SERVICE_NOT_AVAILABLE, "the message store is shut down")
             now = self.clock.now_ms()
             append = self._append
             reqs = [append(p, now) for p in prepared]
@@ -793,7 +799,9 @@ class MessageStore:
             return
         with self._reput_lock:
             logics = self.dispatcher.logics_msg_timestamp
-            self.dispatcher.flush_queues()
+        # entries dispatched before the snapshot are in the page cache: force them
+        # without holding up dispatch
+        self.dispatcher.flush_queues()
         if logics > 0:
             self.checkpoint.logics_msg_timestamp = logics
         self.checkpoint.flush()
@@ -821,6 +829,18 @@ class MessageStore:
         for topic, qid in list(self._queue_offsets):
             self.metadata.note_queue(topic, qid)
         self.metadata.persist(self.clock.now_ms())
+
+    def _clean_if_due(self) -> None:
+        """Java ``CleanCommitLogService.isTimeToDelete``: clean at the ``deleteWhen``
+        hours (``"04"``, or several as ``"04;05"``)."""
+        import time as _time
+
+        hour = _time.localtime(self.clock.now_ms() / 1000).tm_hour
+        wanted = {int(h) for h in self.config.delete_when.split(";") if h.strip().isdigit()}
+        if hour in wanted:
+            self.last_clean_report = self.clean_expired_files()
+
+    last_clean_report: CleanReport | None = None
 
     def clean_expired_files(self, now_ms: int | None = None, *, force: bool = False) -> CleanReport:
         """Delete expired commitlog files (``fileReservedTime``), then consume-queue and

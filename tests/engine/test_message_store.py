@@ -231,3 +231,40 @@ def test_clean_expired_files(tmp_path):
             lo, hi = st.consume_queue("TopicA", 0).valid_range(st.commitlog.min_offset)
             assert hi == 225 and lo > 0
             assert st.commitlog.read(rs[-1].wrote_offset).body == sample_messages(900)[-1].body
+
+
+def test_manual_dispatch_steps(tmp_path):
+    """A notebook can show a record that is in the commitlog but not yet in any queue."""
+    with _open(tmp_path / "s", dispatch="manual") as store:
+        rs = [store.put(m) for m in sample_messages(3, queues=1)]
+        assert store.dispatch_behind == 3
+        with StoreReaderOf(store) as st:
+            assert st.commitlog.read(rs[2].wrote_offset).queue_offset == 2
+            assert not (st.root / "consumequeue").exists()
+        assert store.reput(1) == 1 and store.reput_from_offset == rs[1].wrote_offset
+        with StoreReaderOf(store) as st:
+            assert [e.commitlog_offset for e in st.consume_queue("TopicA", 0).entries()] == [rs[0].wrote_offset]
+        assert store.reput() == 2 and store.dispatch_behind == 0
+
+
+def StoreReaderOf(store):
+    """A reader that does not dispatch first (``store.reader()`` would)."""
+    return open_store(store.root, store.config)
+
+
+def test_clean_service_runs_at_delete_when(tmp_path):
+    import time as _t
+
+    clock = ManualClock(T0, tick_ms=1)
+    hour = _t.localtime(T0 / 1000).tm_hour
+    cfg = small_config(file_reserved_time=0, delete_when=f"{(hour + 1) % 24:02d};{hour:02d}")
+    with _open(tmp_path / "s", config=cfg, clock=clock) as store:
+        for m in sample_messages(700):
+            store.put(m)
+        n_files = len(store.commitlog.files)
+        clock.advance(3_600_000 * 24)  # same hour, a day later: files are older than 0 h
+        for p in (tmp_path / "s" / "commitlog").iterdir():
+            os.utime(p, (T0 / 1000 - 10, T0 / 1000 - 10))
+        store._clean_if_due()
+        assert store.last_clean_report.commitlog_files
+        assert len(store.commitlog.files) == 1 < n_files
