@@ -6,7 +6,8 @@
 * :mod:`rmqlab.recovery.crashlab` — deterministic crashes over the engine.
 """
 
+from .crashlab import CrashLab, CrashResult, lab_config, workload
 from .recover import infer_config, recover
 from .report import RecoveryReport
 
-__all__ = ["RecoveryReport", "infer_config", "recover"]
+__all__ = ["CrashLab", "CrashResult", "RecoveryReport", "infer_config", "lab_config", "recover", "workload"]

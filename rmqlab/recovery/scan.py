@@ -174,22 +174,120 @@ class FileScan:
     schedule_idx: np.ndarray | None = None  # indices of records on SCHEDULE_TOPIC_XXXX
 
 
-def _gather_i32(a: np.ndarray, idx: np.ndarray) -> np.ndarray:
-    """Big-endian int32 at every byte position in ``idx`` (one fancy index, then a view)."""
-    if not len(idx):
-        return np.zeros(0, dtype=np.int64)
-    b = a[idx[:, None] + _ARANGE4]
-    return b.view(">i4").reshape(-1).astype(np.int64)
+def _rows(a: np.ndarray, idx: np.ndarray, width: int) -> np.ndarray:
+    """``a[i : i + width]`` for every ``i`` in ``idx`` as one (N, width) array; positions
+    past the end of ``a`` read the last byte (callers check lengths first)."""
+    cols = idx[:, None] + np.arange(width, dtype=np.int64)
+    if len(idx) and (int(idx.max()) + width > len(a)):
+        np.minimum(cols, len(a) - 1, out=cols)
+    return a[cols]
 
 
-_ARANGE4 = np.arange(4, dtype=np.int64)
-_ARANGE2 = np.arange(2, dtype=np.int64)
+def _col_i32(rows: np.ndarray, off: int) -> np.ndarray:
+    return np.ascontiguousarray(rows[:, off : off + 4]).view(">i4").reshape(-1).astype(np.int64)
 
 
-def _gather_i16(a: np.ndarray, idx: np.ndarray) -> np.ndarray:
-    if not len(idx):
-        return np.zeros(0, dtype=np.int64)
-    return a[idx[:, None] + _ARANGE2].view(">i2").reshape(-1).astype(np.int64)
+def _col_i16(rows: np.ndarray, off: int) -> np.ndarray:
+    return np.ascontiguousarray(rows[:, off : off + 2]).view(">i2").reshape(-1).astype(np.int64)
+
+
+#: the fixed-position bytes the check needs from every record: totalSize, magicCode,
+#: bodyCRC (0..12), sysFlag (36..40) and bodyLength of an IPv4/IPv4 record (84..88)
+_HEADER_COLS = np.concatenate([np.arange(0, 12), np.arange(SYSFLAG_POSITION, SYSFLAG_POSITION + 4), np.arange(84, 88)]).astype(np.int64)
+#: records checked together: their bytes (about 1 MiB of log at 1 KiB bodies) stay in
+#: cache between the CRC pass and the gathers of the fields near their ends
+CHUNK = 1024
+
+
+def _validate(buf, a: np.ndarray, s: np.ndarray, size: np.ndarray, lo: int, hi: int, check_crc: bool) -> tuple[int, list[int]]:
+    """Java's rule, vectorised, for records ``s[lo:hi]`` (known to chain and fit the file).
+    Returns (index of the first record that fails, or -1; indices of SCHEDULE_TOPIC_XXXX
+    records before it, which the caller re-checks one by one)."""
+    n = len(a)
+    last = n - 1
+    mv = memoryview(buf)
+    crc32 = zlib.crc32
+    sched: list[int] = []
+    for i in range(lo, hi, CHUNK):
+        j = min(hi, i + CHUNK)
+        sc, sz = s[i:j], size[i:j]
+        cols = sc[:, None] + _HEADER_COLS
+        np.minimum(cols, last, out=cols)
+        H = a[cols]
+        magic_ok = (H[:, 4] == 0xDA) & (H[:, 5] == 0xA3) & (H[:, 6] == 0x20) & ((H[:, 7] == 0xA7) | (H[:, 7] == 0xAB))
+        v2 = H[:, 7] == (_V2 & 0xFF)
+        sys_flag = _col_i32(H, 12)
+        born = np.where(sys_flag & cl.FLAG_BORNHOST_V6, 20, 8)
+        store = np.where(sys_flag & cl.FLAG_STOREHOST_V6, 20, 8)
+        blp = BORN_HOST_POSITION + born + 8 + store + 4 + 8  # 84, 96 or 108
+        body_len = _col_i32(H, 16)
+        v6 = np.flatnonzero(blp != 84)
+        if len(v6):  # IPv6 hosts move bodyLength: read those few where they are
+            body_len[v6] = _col_i32(_rows(a, sc[v6] + blp[v6], 4), 0)
+        end = sc + sz
+        body_start = sc + blp + 4
+        tlen_pos = body_start + np.maximum(body_len, 0)
+        tsz = np.where(v2, 2, 1)
+        ok = magic_ok & (blp + 4 <= sz) & (body_len >= 0) & (tlen_pos + tsz <= end)
+        if check_crc:
+            be = tlen_pos.tolist()
+            crcs = np.fromiter(map(crc32, map(mv.__getitem__, map(slice, body_start.tolist(), be))), dtype=np.int64, count=j - i)
+            ok &= ((crcs & 0x7FFFFFFF) == _col_i32(H, 8)) | (body_len <= 0)  # Java: CRC only for a non-empty body
+        T = _rows(a, np.where(ok, tlen_pos, 0), 2)
+        tl8 = T[:, 0].astype(np.int64)
+        topic_len = np.where(v2, _col_i16(T, 0), np.where(tl8 >= 128, tl8 - 256, tl8))
+        plen_pos = tlen_pos + tsz + np.maximum(topic_len, 0)
+        ok &= (topic_len >= 0) & (plen_pos + 2 <= end)
+        props_len = _col_i16(_rows(a, np.where(ok, plen_pos, 0), 2), 0)
+        read = 4 + 4 + 4 + 4 + 4 + 8 + 8 + 4 + 8 + born + 8 + store + 4 + 8 + 4 + np.maximum(body_len, 0) + tsz + topic_len + 2 + np.maximum(props_len, 0)
+        ok &= read == sz
+        for k in np.flatnonzero(ok & (topic_len == len(SCHEDULE_TOPIC))).tolist():
+            t0 = int(tlen_pos[k] + tsz[k])
+            if bytes(buf[t0 : t0 + len(SCHEDULE_TOPIC)]) == SCHEDULE_TOPIC:
+                sched.append(i + k)
+        if not ok.all():
+            bad = i + int(np.argmin(ok))
+            del mv
+            return bad, [x for x in sched if x < bad]
+    del mv
+    return -1, sched
+
+
+#: below this many records the check stays in one process
+PARALLEL_MIN_RECORDS = 20_000
+
+
+def _validate_all(buf, a: np.ndarray, s: np.ndarray, size: np.ndarray, check_crc: bool) -> tuple[int, list[int]]:
+    """:func:`_validate` over every record; on a large file the second half runs in a
+    forked child that shares the read-only mapping.  ``zlib.crc32`` keeps the GIL for
+    bodies under 5 KiB, so threads would not help; two processes halve the wall time
+    on two cores.  The first failure wins, exactly as in the sequential walk."""
+    n = len(s)
+    if n < PARALLEL_MIN_RECORDS or not hasattr(os, "fork") or threading.active_count() > 1 or (os.cpu_count() or 1) < 2:
+        return _validate(buf, a, s, size, 0, n, check_crc)
+    mid = (n // 2) // CHUNK * CHUNK
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child: the second half; report and leave without any cleanup
+        try:
+            os.close(r)
+            bad, sched = _validate(buf, a, s, size, mid, n, check_crc)
+            os.write(w, np.asarray([bad] + sched, dtype=np.int64).tobytes())
+        finally:
+            os._exit(0)
+    os.close(w)
+    bad, sched = _validate(buf, a, s, size, 0, mid, check_crc)
+    with os.fdopen(r, "rb") as fh:
+        data = fh.read()
+    os.waitpid(pid, 0)
+    if bad >= 0:
+        return bad, sched
+    if len(data) < 8:  # the child died: do its half here
+        b2, s2 = _validate(buf, a, s, size, mid, n, check_crc)
+    else:
+        got = np.frombuffer(data, dtype=np.int64).tolist()
+        b2, s2 = got[0], got[1:]
+    return b2, sched + s2
 
 
 def _walk(buf, pos: int, until: int | None = None) -> tuple[list[int], int, str]:
@@ -227,8 +325,9 @@ def _chain(buf, a: np.ndarray, hints: np.ndarray | None) -> tuple[np.ndarray, in
     h = hints[(hints >= 0) & (hints + 8 <= n)]
     if len(h) > 1 and not bool((h[1:] > h[:-1]).all()):
         h = np.unique(h)
-    size = _gather_i32(a, h)
-    magic_ok = (a[h + 4] == 0xDA) & (a[h + 5] == 0xA3) & (a[h + 6] == 0x20) & ((a[h + 7] == 0xA7) | (a[h + 7] == 0xAB))
+    P = _rows(a, h, 8)
+    size = _col_i32(P, 0)
+    magic_ok = (P[:, 4] == 0xDA) & (P[:, 5] == 0xA3) & (P[:, 6] == 0x20) & ((P[:, 7] == 0xA7) | (P[:, 7] == 0xAB))
     valid = magic_ok & (size >= cl.FIXED_SIZE_V1_IPV4) & (h + size <= n)
     link = np.zeros(len(h), dtype=bool)
     link[:-1] = valid[:-1] & (h[:-1] + size[:-1] == h[1:])
@@ -255,57 +354,6 @@ def _chain(buf, a: np.ndarray, hints: np.ndarray | None) -> tuple[np.ndarray, in
             return (np.concatenate(parts) if parts else np.zeros(0, np.int64)), pos, why == "blank"
 
 
-def _crc_range(buf, bs: list, be: list, cs: list, lo: int, hi: int) -> int:
-    """First index in [lo, hi) whose body CRC does not match (empty bodies pass), or -1.
-
-    The loop runs entirely in C (``map`` over ``slice`` → ``memoryview.__getitem__`` →
-    ``zlib.crc32``); numpy compares the results with the stored values."""
-    if hi <= lo:
-        return -1
-    mv = memoryview(buf)
-    crcs = np.fromiter(map(zlib.crc32, map(mv.__getitem__, map(slice, bs[lo:hi], be[lo:hi]))), dtype=np.int64, count=hi - lo)
-    del mv
-    stored = np.asarray(cs[lo:hi], dtype=np.int64)
-    nonempty = np.asarray(be[lo:hi], dtype=np.int64) > np.asarray(bs[lo:hi], dtype=np.int64)
-    bad = np.flatnonzero(((crcs & 0x7FFFFFFF) != stored) & nonempty)
-    return lo + int(bad[0]) if len(bad) else -1
-
-
-#: below this many records the CRC pass stays in one process
-PARALLEL_CRC_MIN_RECORDS = 20_000
-
-
-def first_bad_crc(buf, bs: list, be: list, cs: list) -> int:
-    """Index of the first record whose body CRC fails, or -1.
-
-    ``zlib.crc32`` keeps the GIL for bodies under 5 KiB, so threads do not help; on a
-    large file the second half is checked in a forked child that shares the read-only
-    mapping (no copy), which halves the wall time on two cores.  The result is the same
-    as the sequential loop's: the first failure wins."""
-    n = len(bs)
-    if n < PARALLEL_CRC_MIN_RECORDS or not hasattr(os, "fork") or threading.active_count() > 1 or (os.cpu_count() or 1) < 2:
-        return _crc_range(buf, bs, be, cs, 0, n)
-    mid = n // 2
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # child: check the second half, report, leave without cleanup
-        try:
-            os.close(r)
-            os.write(w, struct.pack(">q", _crc_range(buf, bs, be, cs, mid, n)))
-        finally:
-            os._exit(0)
-    os.close(w)
-    first = _crc_range(buf, bs, be, cs, 0, mid)
-    with os.fdopen(r, "rb") as fh:
-        data = fh.read()
-    os.waitpid(pid, 0)
-    if first >= 0:
-        return first
-    if len(data) != 8:  # the child died: do its half here
-        return _crc_range(buf, bs, be, cs, mid, n)
-    return struct.unpack(">q", data)[0]
-
-
 def scan_file(buf, *, check_crc: bool = True, force_verify_prop_crc: bool = False, hints: np.ndarray | None = None) -> FileScan:
     """Walk one commitlog file from position 0 with Java's acceptance rule.
 
@@ -314,73 +362,31 @@ def scan_file(buf, *, check_crc: bool = True, force_verify_prop_crc: bool = Fals
     n = len(buf)
     a = np.frombuffer(buf, dtype=np.uint8) if n else np.zeros(0, np.uint8)
     s, pos, blank = _chain(buf, a, hints)
+    # the chain is contiguous: each record ends where the next one starts
+    size = np.empty(len(s), dtype=np.int64)
+    if len(s):
+        size[:-1] = np.diff(s)
+        size[-1] = _I32.unpack_from(buf, int(s[-1]))[0]
     first_bad = len(s)
     sched = None
     if len(s):
-        size = _gather_i32(a, s)
-        magic_v2 = a[s + 7] == (_V2 & 0xFF)
-        sys_flag = _gather_i32(a, s + SYSFLAG_POSITION)
-        born = np.where(sys_flag & cl.FLAG_BORNHOST_V6, 20, 8)
-        store = np.where(sys_flag & cl.FLAG_STOREHOST_V6, 20, 8)
-        body_len_pos = BORN_HOST_POSITION + born + 8 + store + 4 + 8
-        magic_ok = (a[s + 4] == 0xDA) & (a[s + 5] == 0xA3) & (a[s + 6] == 0x20) & ((a[s + 7] == 0xA7) | (a[s + 7] == 0xAB))
-        ok = magic_ok & (body_len_pos + 4 <= size)
-        end = s + size
-        bl_idx = np.where(ok, s + body_len_pos, 0)
-        body_len = _gather_i32(a, bl_idx)
-        body_start = s + body_len_pos + 4
-        tlen_pos = body_start + np.maximum(body_len, 0)
-        tsz = np.where(magic_v2, 2, 1)
-        ok &= (body_len >= 0) & (tlen_pos + tsz <= end)
-        ti = np.where(ok, tlen_pos, 0)
-        tl8 = a[ti].astype(np.int64)
-        tl8 = np.where(tl8 >= 128, tl8 - 256, tl8)
-        topic_len = np.where(magic_v2, _gather_i16(a, np.minimum(ti, max(n - 2, 0))), tl8)
-        plen_pos = tlen_pos + tsz + np.maximum(topic_len, 0)
-        ok &= (topic_len >= 0) & (plen_pos + 2 <= end)
-        pi = np.where(ok, plen_pos, 0)
-        props_len = _gather_i16(a, pi)
-        read = (
-            4 + 4 + 4 + 4 + 4 + 8 + 8 + 4 + 8 + born + 8 + store + 4 + 8 + 4
-            + np.maximum(body_len, 0) + tsz + topic_len + 2 + np.maximum(props_len, 0)
-        )
-        ok &= read == size
-        if not ok.all():
-            first_bad = int(np.argmin(ok))
-        # 2) body CRCs, in place, up to the first structural failure
-        if check_crc and not force_verify_prop_crc:
-            crc_stored = _gather_i32(a, s[:first_bad] + 8)
-            bs = body_start[:first_bad].tolist()
-            be = (body_start[:first_bad] + np.maximum(body_len[:first_bad], 0)).tolist()
-            bad = first_bad_crc(buf, bs, be, crc_stored.tolist())
-            if bad >= 0:
-                first_bad = bad
-        # 3) SCHEDULE_TOPIC_XXXX records: Java parses DELAY and may throw
-        sched_mask = (topic_len[:first_bad] == len(SCHEDULE_TOPIC))
-        if sched_mask.any():
-            cand = np.flatnonzero(sched_mask)
-            keep = []
-            for i in cand.tolist():
-                t0 = int(tlen_pos[i] + tsz[i])
-                if bytes(buf[t0 : t0 + len(SCHEDULE_TOPIC)]) == SCHEDULE_TOPIC:
-                    keep.append(i)
-            sched = np.asarray(keep, dtype=np.int64)
-        if first_bad < len(s) or force_verify_prop_crc or (sched is not None and len(sched)):
-            # confirm (and explain) with the exact per-record rule, in Java's order
-            limit = first_bad if first_bad < len(s) else len(s)
-            recheck = range(limit) if force_verify_prop_crc else (sched.tolist() if sched is not None else [])
+        bad, sched_list = _validate_all(buf, a, s, size, check_crc and not force_verify_prop_crc)
+        if bad >= 0:
+            first_bad = bad
+        sched = np.asarray(sched_list, dtype=np.int64)
+        if force_verify_prop_crc or len(sched):
+            # confirm with the exact per-record rule, in Java's order: the whole-record CRC
+            # (forceVerifyPropCRC), and DELAY parsing on SCHEDULE_TOPIC_XXXX
+            recheck = range(first_bad) if force_verify_prop_crc else sched.tolist()
             for i in recheck:
-                if i >= limit:
+                if i >= first_bad:
                     break
                 c = check_record(buf, int(s[i]), check_crc=check_crc, force_verify_prop_crc=force_verify_prop_crc)
                 if not c.ok:
                     first_bad = i
                     break
-        if sched is not None:
-            sched = sched[sched < first_bad]
-        sizes = size[:first_bad]
-    else:
-        sizes = np.zeros(0, dtype=np.int64)
+        sched = sched[sched < first_bad]
+    sizes = size[:first_bad]
     if first_bad < len(s):
         stop_pos = int(s[first_bad])
         return FileScan(s[:first_bad], sizes, stop_pos, False, check_record(buf, stop_pos, check_crc=check_crc, force_verify_prop_crc=force_verify_prop_crc), sched)
