@@ -212,64 +212,72 @@ class CommitLogDispatcher:
 
     def dispatch_batch(self, reqs: Sequence[DispatchRequest]) -> None:
         """The same as :meth:`dispatch_request` for each, in order, but with the index
-        keys hashed and written as one numpy batch.  Requests must be in commitlog order."""
+        keys hashed and written as one numpy batch (requests out of commitlog order make
+        the index take the exact per-request path)."""
         if not reqs:
             return
+        # one pass: consume-queue entries grouped by queue, index keys in order
         groups: dict[tuple[str, int], list] = {}
+        index_on = self.config.message_index_enable
+        end_phy = self.index.end_phy_offset if index_on else 0
+        keys: list[str] = []
+        offsets: list[int] = []
+        times: list[int] = []
+        prev_off = -1
+        ordered = True
+        last_logics = None
         for req in reqs:
-            if not req[9] & 0x4:  # NOT (0x0) or COMMIT (0x8): PREPARED/ROLLBACK have bit 0x4
+            sf = req[9]
+            if not sf & 0x4:  # NOT (0x0) or COMMIT (0x8); PREPARED/ROLLBACK have bit 0x4
                 key = (req[0], req[1])
                 g = groups.get(key)
                 if g is None:
                     groups[key] = [req]
                 else:
                     g.append(req)
-        for (topic, qid), g in groups.items():
-            self.consume_queue(topic, qid).put_many(g)
-        for req in reversed(reqs):
-            if (req[9] & 0xC) in (_NOT, _COMMIT):
-                self.logics_msg_timestamp = req[5]
-                break
-        if not self.config.message_index_enable:
-            return
-        end_phy = self.index.end_phy_offset
-        keys: list[str] = []
-        offsets: list[int] = []
-        times: list[int] = []
-        prev_off = -1
-        for req in reqs:
+                last_logics = req[5]
+            if not index_on:
+                continue
             off = req[2]
-            if off < prev_off:  # not in commitlog order: take the exact per-record path
-                self._flush_keys(keys, offsets, times)
-                keys, offsets, times = [], [], []
-                self._build_index(req)
-                end_phy = self.index.end_phy_offset
-                continue
+            if off < prev_off:
+                ordered = False  # not in commitlog order: the index takes the exact path below
             prev_off = off
-            if off < end_phy or (req[9] & 0xC) == _ROLLBACK:
+            if off < end_phy or (sf & 0xC) == _ROLLBACK:
                 continue
-            topic = req[0]
             uniq = req[8]
+            ks = req[7]
             if uniq:
-                keys.append(f"{topic}#{uniq}")
+                keys.append(f"{req[0]}#{uniq}")
                 offsets.append(off)
                 times.append(req[5])
-            ks = req[7]
             if ks:
                 if " " in ks:
                     for k in ks.split(" "):
                         if k:
-                            keys.append(f"{topic}#{k}")
+                            keys.append(f"{req[0]}#{k}")
                             offsets.append(off)
                             times.append(req[5])
                 else:
-                    keys.append(f"{topic}#{ks}")
+                    keys.append(f"{req[0]}#{ks}")
                     offsets.append(off)
                     times.append(req[5])
-            # once anything of this record is indexed, end_phy is this record's offset
+            # once anything of this record is indexed, endPhyOffset is this record's offset
             if uniq or ks:
                 end_phy = off
-        self._flush_keys(keys, offsets, times)
+        for (topic, qid), g in groups.items():
+            q = self.queues.get((topic, qid))
+            if q is None:
+                q = self.consume_queue(topic, qid)
+            q.put_many(g)
+        if last_logics is not None:
+            self.logics_msg_timestamp = last_logics
+        if not index_on:
+            return
+        if ordered:
+            self._flush_keys(keys, offsets, times)
+        else:
+            for req in reqs:
+                self._build_index(req)
 
     def _flush_keys(self, keys: list[str], offsets: list[int], times: list[int]) -> None:
         if keys:

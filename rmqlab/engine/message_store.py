@@ -664,11 +664,11 @@ class MessageStore:
 
     def _put_batch_fast(self, messages: Sequence[Message]) -> PutMessageResult | None:
         """:meth:`put`'s fast path for a whole batch (``None`` when some message needs
-        the general path): encoding outside the lock, one lock, one timestamp."""
+        the general path): properties encoded and sizes checked first, then one lock,
+        one store timestamp, one pass."""
         fast = self._fast_topics
-        max_body, max_total = self._max_body, self._max_total
-        tcache = self._tags_cache
-        enc = []
+        max_total, max_body = self._max_total, self._max_body
+        raws = []
         for m in messages:
             tinfo = fast.get(m.topic)
             if tinfo is None or m.sys_flag or m.properties_raw is not None or m.born_host is not None or m.store_host is not None:
@@ -678,37 +678,51 @@ class MessageStore:
                 if "DELAY" in pd:
                     return None
                 raw = "".join([f"{k}\x01{v}\x02" for k, v in pd.items()]).encode()
-                tags = pd.get("TAGS")
-                tc = (tcache.get(tags) or self._tags_code(tags)) if tags else 0
-                keys = pd.get("KEYS")
-                uniq = pd.get("UNIQ_KEY")
             else:
                 raw = b""
-                tc, keys, uniq = 0, None, None
-            body = m.body
-            total = tinfo[2] + len(body) + len(raw)
-            if len(body) > max_body or len(raw) > 32767 or total > max_total:
+            if len(m.body) > max_body or len(raw) > 32767 or tinfo[2] + len(m.body) + len(raw) > max_total:
                 return None
-            enc.append((m, tinfo, total, body + tinfo[0] + len(raw).to_bytes(2, "big") + raw, (_zlib_crc32 if len(body) < 1024 else _fast_crc32)(body) & 0x7FFFFFFF, tc, keys, uniq))
+            raws.append(raw)
         clog = self.commitlog
         pack = self._packer44.pack
         addr, port = self._store_addr, self._store_port
         qoffs = self._queue_offsets
+        tcache = self._tags_cache
         offsets = []
+        wrote = 0
+        localhost = b"\x7f\x00\x00\x01"
         with self._lock:
             if self._shutdown:
                 return self._fail(PutMessageStatus.SERVICE_NOT_AVAILABLE, "the message store is shut down")
             now = _time_ns() // 1_000_000 if self._system_clock else self.clock.now_ms()
             pending = self._pending
+            n_pending = len(pending)
             f = clog.files[-1]
             mm = f.mm
             pos = f.wrote_position
-            first_qoff = None
-            for m, tinfo, total, rest, crc, tc, keys, uniq in enc:
+            for m, raw in zip(messages, raws):
+                pd = m.properties
+                if pd:
+                    tags = pd.get("TAGS")
+                    if tags:
+                        tc = tcache.get(tags)
+                        if tc is None:
+                            tc = self._tags_code(tags)
+                    else:
+                        tc = 0
+                    keys = pd.get("KEYS")
+                    uniq = pd.get("UNIQ_KEY")
+                else:
+                    tc, keys, uniq = 0, None, None
+                body = m.body
+                topic = m.topic
+                tinfo = fast[topic]
+                blen = len(body)
+                total = tinfo[2] + blen + len(raw)
                 ts = m.store_timestamp
                 if ts is None:
                     ts = now
-                topic, qid = m.topic, m.queue_id
+                qid = m.queue_id
                 key = (topic, qid)
                 qoff = qoffs.get(key, 0)
                 qoffs[key] = qoff + 1
@@ -718,25 +732,30 @@ class MessageStore:
                     mm = f.mm
                     pos = f.wrote_position
                 phy = f.file_from_offset + pos
-                born_ts = m.born_timestamp
                 end = pos + total
                 if end > f.populated:
                     clog.prefault(f, end)
-                mm[pos:end] = pack(
-                    total, tinfo[1], crc, qid, m.flag, qoff, phy, 0, ts if born_ts is None else born_ts,
-                    b"\x7f\x00\x00\x01", 0, ts, addr, port, m.reconsume_times, m.prepared_transaction_offset, len(m.body),
-                ) + rest
+                born_ts = m.born_timestamp
+                mm[pos:end] = b"".join((
+                    pack(
+                        total, tinfo[1], (_zlib_crc32 if blen < 1024 else _fast_crc32)(body) & 0x7FFFFFFF, qid, m.flag, qoff, phy, 0,
+                        ts if born_ts is None else born_ts, localhost, 0, ts, addr, port, m.reconsume_times, m.prepared_transaction_offset, blen,
+                    ),
+                    body,
+                    tinfo[0],
+                    len(raw).to_bytes(2, "big"),
+                    raw,
+                ))
                 pos = end
                 pending.append((topic, qid, phy, total, tc, ts, qoff, keys, uniq, 0, m.prepared_transaction_offset))
                 offsets.append(phy)
-                if first_qoff is None:
-                    first_qoff = qoff
-                    first_ts = ts
+                wrote += total
             f.wrote_position = pos
             clog.store_timestamp = ts
             clog.max_offset = phy + total
+            first = pending[n_pending]
         status = self._after_append(phy + total, None)
-        return _new_result(PutMessageResult, (status, offsets[0], sum(e[2] for e in enc), first_qoff, first_ts, self.store_host, len(offsets), offsets, ""))
+        return _new_result(PutMessageResult, (status, offsets[0], wrote, first[6], first[5], self.store_host, len(offsets), offsets, ""))
 
     def _after_append(self, end: int, wait_prop) -> PutMessageStatus:
         """Dispatch when a batch is full (inline mode), then honour SYNC_FLUSH."""
