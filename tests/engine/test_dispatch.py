@@ -135,3 +135,14 @@ def test_java_hash_vectors():
     got = java_string_hashes(["TagA", "hello", "polygenelubricants", "h\u00e9llo-\u4e16\u754c", "\U0001F600x"])
     assert list(map(int, got[:3])) == [2598919, 99162322, -2147483648]
     assert int(got[3]) == java_string_hash("h\u00e9llo-\u4e16\u754c")
+
+
+def test_out_of_order_batch_equals_one_by_one(tmp_path, ref_records):
+    recs = list(reversed(ref_records("clean")[:300]))
+    cfg = reference_config("clean")
+    with CommitLogDispatcher(tmp_path / "a", cfg) as a, CommitLogDispatcher(tmp_path / "b", cfg) as b:
+        a.dispatch_records(recs)
+        for r in recs:
+            b.dispatch(r)
+    assert store_files(tmp_path / "a", "consumequeue") == store_files(tmp_path / "b", "consumequeue")
+    assert sorted(store_files(tmp_path / "a", "index").values()) == sorted(store_files(tmp_path / "b", "index").values())

@@ -268,3 +268,24 @@ def test_clean_service_runs_at_delete_when(tmp_path):
         store._clean_if_due()
         assert store.last_clean_report.commitlog_files
         assert len(store.commitlog.files) == 1 < n_files
+
+
+def test_open_rocketmqs_crashed_store_and_continue(store_copy, dumps):
+    """A store RocketMQ left after a crash: opening it recovers it as RocketMQ does
+    (same end of log), then puts continue its queues."""
+    from engine_support import reference_config
+
+    root = store_copy("crash")
+    expected_end = dumps["crash"]["recovery"]["commitLogMaxOffsetAfterRecovery"]
+    store = MessageStore.open(root, reference_config("crash"), services=False)
+    try:
+        assert store.last_exit_ok is False
+        assert store.recovery_report.mode == "abnormal"
+        assert store.max_phy_offset == expected_end
+        q = dumps["crash"]["consumeQueues"]["TopicB/1"]
+        r = store.put(Message("TopicB", b"after RocketMQ", {"KEYS": "rmqlab-was-here"}, queue_id=1))
+        assert r.ok and r.wrote_offset >= expected_end and r.queue_offset == q["maxOffset"]
+        assert store.get_message("TopicB", 1, q["maxOffset"]).body == b"after RocketMQ"
+        assert store.get_message("TopicB", 1, 0).physical_offset == q["cqUnits"][0]["physicalOffset"]
+    finally:
+        store.shutdown()
