@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import re
 import struct
+import threading
 import zlib
 from pathlib import Path
 
@@ -62,6 +63,7 @@ class CommitLogWriter:
         self.max_offset = 0
         self.flushed_where = 0
         self.store_timestamp = 0  # of the last record appended (Java MappedFile.storeTimestamp)
+        self._flush_lock = threading.Lock()  # flush service and explicit flushes
         self.directory.mkdir(parents=True, exist_ok=True)
 
     # -- loading ---------------------------------------------------------------------------
@@ -221,19 +223,20 @@ class CommitLogWriter:
         """Force every record written so far to disk (Java ``MappedFileQueue.flush(0)``);
         returns the new ``flushed_where``.  Safe to call from the flush thread while
         producers append: it covers at least what was written when it started."""
-        target = self.max_offset
-        if target <= self.flushed_where:
+        with self._flush_lock:
+            target = self.max_offset
+            if target <= self.flushed_where:
+                return self.flushed_where
+            for f in list(self.files):
+                end = f.file_from_offset + f.file_size
+                if end <= self.flushed_where or f.fd < 0:
+                    continue
+                if f.file_from_offset >= target:
+                    break
+                os.fdatasync(f.fd)
+                f.flushed_position = min(f.file_size, target - f.file_from_offset)
+            self.flushed_where = max(self.flushed_where, target)
             return self.flushed_where
-        for f in list(self.files):
-            end = f.file_from_offset + f.file_size
-            if end <= self.flushed_where or f.fd < 0:
-                continue
-            if f.file_from_offset >= target:
-                break
-            os.fdatasync(f.fd)
-            f.flushed_position = min(f.file_size, target - f.file_from_offset)
-        self.flushed_where = max(self.flushed_where, target)
-        return self.flushed_where
 
     def dirty_bytes(self) -> int:
         return self.max_offset - self.flushed_where
