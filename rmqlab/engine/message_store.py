@@ -55,7 +55,7 @@ from ..format import properties as props
 from ..format.hashing import java_string_hash
 from ..format.msgid import parse_host
 from ..format.record import Record
-from ..store.reader import ABORT_FILE, CHECKPOINT_FILE, COMMITLOG_DIR, INDEX_DIR, LOCK_FILE, StoreReader
+from ..store.reader import ABORT_FILE, CHECKPOINT_FILE, COMMITLOG_DIR, LOCK_FILE, StoreReader
 from .checkpoint_writer import StoreCheckpointWriter
 from .clean import CleanReport, clean_expired
 from .clock import DEFAULT_STORE_HOST, SystemClock
