@@ -16,6 +16,9 @@ What is measured (all in one run, on the same bytes):
 * ``read+crc32`` — the baseline: read the commitlog bytes up to the end of the log and
   ``zlib.crc32`` them, nothing else.
 
+Every figure is shown as wall time and as CPU time (this process and its forked
+child): the machine may be shared, and CPU seconds are what contention does not inflate.
+
 Cold runs drop the page cache first (``echo 3 > /proc/sys/vm/drop_caches`` when
 permitted, else ``posix_fadvise(DONTNEED)`` on every file of the store; the script
 says which).  For scale: Apache RocketMQ 5.3.3 recovers such a store on this machine
@@ -27,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import sys
@@ -80,6 +84,12 @@ def drop_caches(store: Path) -> str:
             finally:
                 os.close(fd)
     return "posix_fadvise(DONTNEED) per file"
+
+
+def cpu_seconds() -> float:
+    """User + system CPU of this process and its (forked) children."""
+    a, b = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return a.ru_utime + a.ru_stime + b.ru_utime + b.ru_stime
 
 
 def read_crc(store: Path, end: int) -> float:
@@ -137,6 +147,7 @@ def main() -> None:
     print(f"  {info['records']} records ({info['generator']}, {info.get('seconds', 0):.1f} s)")
 
     results: dict[str, list[float]] = {}
+    cpus: dict[str, list[float]] = {}
     method = None
     end = None
     reports = {}
@@ -149,9 +160,10 @@ def main() -> None:
             shutil.rmtree(side)
         if cold:
             method = drop_caches(store)
-        t = time.perf_counter()
+        t, c = time.perf_counter(), cpu_seconds()
         rep = recover(store, in_place=True, sidecar=side)
         dt = time.perf_counter() - t
+        cpus.setdefault(name, []).append(cpu_seconds() - c)
         assert rep.mode == "abnormal" and rep.stop is not None and rep.stop.zero_tail, rep.to_text()
         end = rep.commitlog_end
         results.setdefault(name, []).append(dt)
@@ -162,11 +174,14 @@ def main() -> None:
     run_recover("warm-up", False, False)
     for _ in range(runs):
         run_recover("recover cold", True, False)
-        t_cold_base = None
         method = drop_caches(store)
+        c = cpu_seconds()
         results.setdefault("read+crc32 cold", []).append(read_crc(store, end))
+        cpus.setdefault("read+crc32 cold", []).append(cpu_seconds() - c)
         run_recover("recover warm", False, False)
+        c = cpu_seconds()
         results.setdefault("read+crc32 warm", []).append(read_crc(store, end))
+        cpus.setdefault("read+crc32 warm", []).append(cpu_seconds() - c)
     if not args.no_index_rebuild:
         for _ in range(max(1, runs - 1)):
             run_recover("recover+index cold", True, True)
@@ -175,11 +190,13 @@ def main() -> None:
     mib = end / (1 << 20)
     print(f"\nstore: {mib:.0f} MiB of log, {info['records']} records; cache dropped with: {method}")
     best = {k: min(v) for k, v in results.items() if k != "warm-up"}
-    print(f"{'what':<22}{'best s':>9}{'median s':>10}{'MB/s':>9}{'rec/s':>12}")
+    print(f"load average now: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs (other work on the machine inflates wall times)")
+    print(f"{'what':<22}{'best s':>9}{'median s':>10}{'CPU s':>8}{'MB/s':>9}{'rec/s':>12}")
     for k, v in results.items():
         if k == "warm-up":
             continue
-        print(f"{k:<22}{min(v):>9.3f}{statistics.median(v):>10.3f}{end / min(v) / 1e6:>9.0f}{info['records'] / min(v):>12,.0f}")
+        cpu = min(cpus.get(k, [float("nan")]))
+        print(f"{k:<22}{min(v):>9.3f}{statistics.median(v):>10.3f}{cpu:>8.3f}{end / min(v) / 1e6:>9.0f}{info['records'] / min(v):>12,.0f}")
     print()
     for temp in ("cold", "warm"):
         r, b = best[f"recover {temp}"], best[f"read+crc32 {temp}"]

@@ -704,7 +704,7 @@ def _apply(rep: RecoveryReport, state: dict, target: Path, cfg: MessageStoreConf
     if records or cut_any:
         d = CommitLogDispatcher(target, cfg, clock=clock)
         d.dispatch_batch(records)
-        if state.get("truncate_cq"):
+        if state.get("truncate_cq") and cut_any:  # (with nothing at or past the end it is a no-op)
             d.truncate_dirty(state["process"], zero_tail=True)
         d.flush()
         rep.max_phy_offset_in_cq_after = d.max_physic_offset
