@@ -17,12 +17,13 @@ lookups, engine, recovery); what they show comes from :mod:`rmqlab.render.notebo
 
 from __future__ import annotations
 
+from .base import scratch_dir
 from .browser import StoreBrowser
 from .chain import ChainExplorer
 from .hexview import HexViewer
 from .queues import QueueExplorer
 
-__all__ = ["HexViewer", "StoreBrowser", "QueueExplorer", "ChainExplorer"]  # + WriteForm, CrashLab (lazy)
+__all__ = ["HexViewer", "StoreBrowser", "QueueExplorer", "ChainExplorer", "scratch_dir"]  # + WriteForm, CrashLab (lazy)
 
 
 def __getattr__(name):

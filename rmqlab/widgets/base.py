@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import html
+import itertools
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import ipywidgets as widgets
@@ -51,3 +54,23 @@ def as_store(store: StoreReader | str | os.PathLike) -> StoreReader:
 
 def topics_of(store: StoreReader) -> list[str]:
     return sorted({q.topic for q in store.queue_ids()})
+
+
+_COUNTER = itertools.count(1)
+
+
+def scratch_dir(name: str, *, numbered: bool = False) -> Path:
+    """An empty directory for a lesson's scratch data, at a fixed place
+    (``$TMPDIR/rmqlab-lessons-<uid>/<name>``), emptied first.
+
+    Fixed places keep repeated lesson runs (and killed kernels, whose exit handlers
+    never run) from piling up temporary stores; ``numbered`` appends a per-process
+    counter so that two widgets of one kernel do not share a store.
+    """
+    uid = os.getuid() if hasattr(os, "getuid") else 0
+    base = Path(tempfile.gettempdir()) / f"rmqlab-lessons-{uid}"
+    d = base / (f"{name}-{next(_COUNTER)}" if numbered else name)
+    if d.exists():
+        shutil.rmtree(d)
+    d.mkdir(parents=True)
+    return d

@@ -12,14 +12,13 @@ from __future__ import annotations
 import atexit
 import os
 import shutil
-import tempfile
 from pathlib import Path
 
 import ipywidgets as widgets
 
 from ..config import ASYNC_FLUSH, SYNC_FLUSH
 from ..render.notebook import crash_result_html
-from .base import Panel
+from .base import Panel, scratch_dir
 
 SCENARIOS = {
     "power loss": "the machine loses power after the chosen put: only what was forced to disk survives",
@@ -61,7 +60,7 @@ class CrashLab(Panel):
         from ..recovery.crashlab import CrashLab as Lab
         from ..recovery.crashlab import workload
 
-        self.workdir = Path(workdir) if workdir is not None else Path(tempfile.mkdtemp(prefix="rmqlab-crashlab-"))
+        self.workdir = Path(workdir) if workdir is not None else scratch_dir("crashlab", numbered=True)
         if workdir is None:  # our own scratch directory: gone when the kernel exits
             atexit.register(shutil.rmtree, self.workdir, True)
         self.lab = Lab(self.workdir)

@@ -20,7 +20,6 @@ from __future__ import annotations
 import atexit
 import os
 import shutil
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -34,7 +33,7 @@ from ..forensics.hexview import HexView
 from ..render.notebook import badge, esc, table
 from ..render.text import fmt_time
 from ..store.reader import StoreReader
-from .base import Panel
+from .base import Panel, scratch_dir
 
 
 @dataclass
@@ -83,8 +82,8 @@ class WriteForm(Panel):
         from ..engine.message_store import MessageStore
         from ..samples import STORE_HOST, sample_config
 
-        self.root = Path(root) if root is not None else Path(tempfile.mkdtemp(prefix="rmqlab-scratch-"))
-        if root is None:  # our own scratch directory: gone when the kernel exits
+        self.root = Path(root) if root is not None else scratch_dir("write", numbered=True) / "store"
+        if root is None:  # our own scratch directory: gone when the kernel exits normally
             atexit.register(_remove_scratch, self)
         self.config = config or sample_config()
         self.clock = clock or ManualClock(start_ms, tick_ms=0)
@@ -237,4 +236,4 @@ def _remove_scratch(form: "WriteForm") -> None:
     try:
         form.store.shutdown()
     finally:
-        shutil.rmtree(form.root, ignore_errors=True)
+        shutil.rmtree(form.root.parent, ignore_errors=True)
