@@ -801,6 +801,11 @@ class MessageStore:
         in records)."""
         return len(self._pending)
 
+    def flush_commitlog(self) -> int:
+        """Force the commitlog now (what the flush services do); returns how far it is
+        on disk."""
+        return self._flush_commitlog()
+
     def _flush_commitlog(self) -> int:
         """Force the commitlog; the checkpoint's physicMsgTimestamp follows (in memory,
         written by the next checkpoint flush, as in Java)."""
