@@ -5,7 +5,20 @@ from __future__ import annotations
 
 import json
 
-from conftest import REFERENCE, copy_store
+import shutil as _shutil
+import stat as _stat
+from pathlib import Path as _Path
+
+REFERENCE = _Path(__file__).resolve().parents[1] / "fixtures" / "reference-stores"
+
+
+def copy_store(case, dest):
+    """A writable copy of a reference case's store (``conftest`` is ambiguous suite-wide)."""
+    target = _Path(dest) / case
+    _shutil.copytree(REFERENCE / case / "store", target)
+    for p in [target, *target.rglob("*")]:
+        p.chmod(p.stat().st_mode | _stat.S_IWUSR)
+    return target
 from rmqlab.forensics.salvage import AFTER_CUT, CERTAIN, IN_LOG, WEAK, salvage_path
 
 FILE = 65536
