@@ -128,6 +128,11 @@ class CommitLogDataSource(DataSource):
     ``startTime``, ``endTime``
         keep messages with ``startTime <= store_timestamp < endTime``; ms since the
         epoch or ISO-8601 (no zone = UTC).
+    ``columns``
+        comma-separated column names: the DataFrame has only these, and only these
+        are decoded (the Python Data Source API has no column pruning, so say it
+        here when a scan needs a few columns: it is several times faster), e.g.
+        ``.option("columns", "topic,total_size,body,kind")``.
     ``splitSize``
         bytes per partition (default 128MiB; ``64MiB`` style accepted).  A split owns
         the records that start inside it and finds its first record by
@@ -143,15 +148,27 @@ class CommitLogDataSource(DataSource):
         return "rocketmq"
 
     def schema(self):
-        return SCHEMA
+        return project(SCHEMA, _paths.opt_list(_paths.lower_keys(self.options), "columns"))
 
     def reader(self, schema):
-        return CommitLogReader(_paths.lower_keys(self.options))
+        return CommitLogReader(_paths.lower_keys(self.options), project(SCHEMA, schema.fieldNames()).fieldNames())
+
+
+def project(schema: StructType, names: list[str] | None) -> StructType:
+    """The columns asked for (option ``columns``), in the order asked."""
+    if not names:
+        return schema
+    by_name = {f.name: f for f in schema.fields}
+    unknown = [n for n in names if n not in by_name]
+    if unknown:
+        raise _paths.OptionError(f"option columns: no column {', '.join(unknown)}; the columns are {', '.join(by_name)}")
+    return StructType([by_name[n] for n in names])
 
 
 class CommitLogReader(DataSourceReader):
-    def __init__(self, options: dict):
+    def __init__(self, options: dict, columns: list[str] | None = None):
         self.options = options
+        self.columns = None if columns is None or list(columns) == SCHEMA.fieldNames() else list(columns)
         self.path = options.get("path")
         if not self.path:
             raise _paths.OptionError('no path: use spark.read.format("rocketmq").load(STORE_OR_COMMITLOG_DIR)')
@@ -175,6 +192,7 @@ class CommitLogReader(DataSourceReader):
             topics=self.topics,
             start_time=self.start_time,
             end_time=self.end_time,
+            columns=self.columns,
         )
 
 
@@ -206,8 +224,16 @@ def plan_splits(path: str, split_size: int) -> list[CommitLogSplit]:
     return out
 
 
-def read_split(split: CommitLogSplit, **kw):
+def read_split(split: CommitLogSplit, columns: list[str] | None = None, **kw):
     """Arrow batches of one split (runs on a worker; heavy imports happen here)."""
+    if columns is None:
+        yield from _read_split(split, **kw)
+        return
+    for batch in _read_split(split, columns=columns, **kw):
+        yield batch.select(columns)
+
+
+def _read_split(split: CommitLogSplit, **kw):
     import pyarrow as pa
 
     from ..format import fastdecode as fd

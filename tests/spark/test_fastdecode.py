@@ -371,3 +371,14 @@ def test_arrow_schema_matches_to_dict_keys():
     s, _ = files_of("clean")
     rec = next(s.commitlog.iter_records())
     assert set(rec.to_dict()) | {"file", "kind", "error"} == set(fd.ARROW_SCHEMA.names)
+
+
+def test_columns_builds_only_what_is_asked_and_the_same_values():
+    full = fast_rows("v2ipv6")
+    narrow = fast_rows("v2ipv6", columns=["topic", "total_size", "body", "msg_id"])
+    assert len(narrow) == len(full)
+    for f, n in zip(full, narrow):
+        for name in ("topic", "total_size", "body", "msg_id", "kind", "physical_offset"):
+            assert n[name] == f[name]
+        if f["kind"] == "MESSAGE":
+            assert n["properties"] is None and n["store_host"] is None and f["properties"] is not None

@@ -102,6 +102,18 @@ def test_options_filter_and_the_benchmark_query(spark):
     assert agg == want
 
 
+def test_columns_option_prunes_the_schema_and_the_work(spark):
+    path = str(store_root("v2ipv6"))
+    df = spark.read.format("rocketmq").option("columns", "msg_id,topic,total_size").load(path)
+    assert df.columns == ["msg_id", "topic", "total_size"]
+    got = sorted(tuple(r) for r in df.where("topic IS NOT NULL").collect())
+    exp = sorted((r.msg_id, r.topic, r.total_size) for r in open_store(path).commitlog.iter_records())
+    assert got == exp
+    with pytest.raises(Exception) as exc:
+        spark.read.format("rocketmq").option("columns", "topic,nope").load(path).count()
+    assert "nope" in str(exc.value)
+
+
 def test_bad_option_is_a_clear_error(spark):
     with pytest.raises(Exception) as exc:
         spark.read.format("rocketmq").option("mode", "sloppy").load(str(store_root("clean"))).count()
