@@ -287,7 +287,7 @@ class CrashLab:
             if flush == ASYNC_FLUSH:
                 dirty = store.commitlog.dirty_bytes()
                 if dirty >= cfg.flush_commit_log_least_pages * PAGE or clock.ms - last_cl_flush >= cfg.flush_interval_commit_log:
-                    store._flush_commitlog()
+                    (store.flush_commitlog if hasattr(store, "flush_commitlog") else store._flush_commitlog)()
                     last_cl_flush = clock.ms
             if clock.ms - last_cq_flush >= cfg.flush_interval_consume_queue:
                 store.flush_logics()

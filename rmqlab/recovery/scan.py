@@ -37,6 +37,10 @@ from ..format import commitlog as cl
 from ..format import properties as props
 from ..format.record import BAD_MAGIC, BAD_SIZE, BODY_CRC, PROPERTY_CRC, PROPERTY_CRC_TAIL, SIZE_MISMATCH, TRUNCATED, decode_crc_digits
 
+try:  # ISA-L's CRC-32: the same IEEE CRC as zlib's, several times faster (optional)
+    from isal.isal_zlib import crc32 as _crc32
+except ImportError:  # pragma: no cover - the accelerator is optional
+    _crc32 = zlib.crc32
 _PREFIX = struct.Struct(">iI")
 _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
@@ -207,7 +211,7 @@ def _validate(buf, a: np.ndarray, s: np.ndarray, size: np.ndarray, lo: int, hi: 
     n = len(a)
     last = n - 1
     mv = memoryview(buf)
-    crc32 = zlib.crc32
+    crc32 = _crc32
     sched: list[int] = []
     for i in range(lo, hi, CHUNK):
         j = min(hi, i + CHUNK)
