@@ -1,27 +1,11 @@
-"""Shared fixtures: the reference stores written by Apache RocketMQ, and copies of them."""
+"""Shared fixtures: the reference stores written by Apache RocketMQ, and copies of them.
+Plain helpers and constants live in :mod:`tests.support`."""
 
 from __future__ import annotations
 
-import json
-import shutil
-import stat
-from pathlib import Path
-
 import pytest
 
-FIXTURES = Path(__file__).parent / "fixtures"
-REFERENCE = FIXTURES / "reference-stores"
-UNDAMAGED = ["clean", "crash", "v2ipv6"]
-DAMAGED = ["crash-torn", "crash-cqdeleted"]
-ALL_CASES = UNDAMAGED + DAMAGED
-
-
-def reference_case(name: str) -> Path:
-    return REFERENCE / name
-
-
-def load_json(case: str, name: str) -> dict:
-    return json.loads((REFERENCE / case / name).read_text())
+from tests.support import ALL_CASES, copy_store, load_json
 
 
 @pytest.fixture(scope="session")
@@ -34,15 +18,6 @@ def dumps() -> dict[str, dict]:
 def manifests() -> dict[str, dict]:
     """``manifest.json`` of every case: what was put and what the store answered."""
     return {c: load_json(c, "manifest.json") for c in ALL_CASES}
-
-
-def copy_store(case: str, dest: Path) -> Path:
-    """A writable copy of a reference case's ``store/`` (evidence stays untouched)."""
-    target = dest / case
-    shutil.copytree(REFERENCE / case / "store", target)
-    for p in [target, *target.rglob("*")]:
-        p.chmod(p.stat().st_mode | stat.S_IWUSR)
-    return target
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from conftest import REFERENCE, UNDAMAGED
+from tests.support import REFERENCE, UNDAMAGED
 from rmqlab.cli import main
 
 DUMP_KEYS = [

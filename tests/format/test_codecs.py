@@ -6,7 +6,7 @@ import zlib
 
 import pytest
 
-from conftest import REFERENCE, UNDAMAGED
+from tests.support import REFERENCE, UNDAMAGED
 from rmqlab.errors import StoreFormatError
 from rmqlab.format import properties as props
 from rmqlab.format.commitlog import MessageRecord

@@ -9,7 +9,7 @@ import zlib
 import pytest
 from construct import StreamError
 
-from conftest import REFERENCE, UNDAMAGED
+from tests.support import REFERENCE, UNDAMAGED
 from rmqlab.format import commitlog as cl
 from rmqlab.format.checkpoint import CheckpointV4, CheckpointV5, min_timestamp
 from rmqlab.format.consumequeue import ConsumeQueueEntry

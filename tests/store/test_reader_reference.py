@@ -13,7 +13,7 @@ import base64
 
 import pytest
 
-from conftest import REFERENCE, UNDAMAGED
+from tests.support import REFERENCE, UNDAMAGED
 from rmqlab import lookup
 from rmqlab.format.msgid import format_host
 from rmqlab.store import open_store
