@@ -1,0 +1,47 @@
+"""The lessons' shape (the notebooks themselves run under nbval: see notebooks/README.md):
+numbered, one topic each, no logic in cells, checked outputs, a closing "Try it"."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+
+NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
+LESSONS = sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
+
+
+def test_eight_numbered_lessons():
+    assert [p.name[:2] for p in LESSONS] == [f"{i:02d}" for i in range(1, 9)]
+
+
+@pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.stem)
+def test_lesson_shape(path):
+    nb = nbformat.read(path, as_version=4)
+    assert nb.metadata["kernelspec"]["name"] == "python3"
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    md = [c for c in nb.cells if c.cell_type == "markdown"]
+    # a cell that needs a def means the code belongs in rmqlab
+    for c in code:
+        assert not re.search(r"^\s*(def|class|lambda)\b|\blambda\b", c.source, re.M), c.source
+    # outputs that teach are compared by nbval --nbval-lax
+    assert sum("# NBVAL_CHECK_OUTPUT" in c.source for c in code) >= 3
+    # every cell was run and saved with its output (nbval compares against them)
+    assert all(c.execution_count is not None for c in code)
+    assert not any(o.get("output_type") == "error" for c in code for o in c.outputs)
+    assert md[0].source.startswith(f"# {int(path.name[:2])} · ")
+    assert md[-1].source.startswith("## Try it")
+    # explains why, not only what
+    assert sum(len(c.source) for c in md) > 1500
+
+
+def test_sanitize_file_is_valid():
+    import configparser
+
+    cfg = configparser.ConfigParser()
+    cfg.read(NOTEBOOKS / "nbval_sanitize.cfg")
+    assert cfg.sections()
+    for s in cfg.sections():
+        re.compile(cfg[s]["regex"])
