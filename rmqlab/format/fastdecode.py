@@ -446,8 +446,19 @@ def _interleaved(ctx: _Ctx, starts: np.ndarray, ends: np.ndarray, keep: np.ndarr
     return arr.filter(pa.array(mask))
 
 
+def _is_ascii(arr: pa.Array) -> bool:
+    data = arr.buffers()[2]
+    if data is None:
+        return True
+    d = np.frombuffer(data, np.uint8)
+    return not len(d) or int(d.max()) < 0x80
+
+
 def _to_string(arr: pa.Array) -> pa.Array:
-    """binary → string; invalid UTF-8 becomes U+FFFD, as Java (and props.decode_text) do."""
+    """binary → string; invalid UTF-8 becomes U+FFFD, as Java (and props.decode_text) do.
+    ASCII needs no validation: the bytes are reinterpreted, not copied."""
+    if _is_ascii(arr):
+        return arr.view(pa.string())
     try:
         return arr.cast(pa.string())
     except pa.ArrowInvalid:
@@ -467,16 +478,24 @@ def _strings_from_codes(codes: np.ndarray, texts: list[str]) -> pa.Array:
 def _hosts(addr_rows: np.ndarray, ports: np.ndarray) -> pa.Array:
     """``host:port`` strings (msgid.format_host) through a dictionary of distinct hosts."""
     n = len(ports)
-    key = np.zeros((n, addr_rows.shape[1] + 4), np.uint8)
-    key[:, : addr_rows.shape[1]] = addr_rows
-    key[:, addr_rows.shape[1] :] = ports.astype(">i4").view(np.uint8).reshape(n, 4)
-    width = key.shape[1]
-    fsb = pa.Array.from_buffers(pa.binary(width), n, [None, pa.py_buffer(np.ascontiguousarray(key))])
-    d = fsb.dictionary_encode()
-    texts = []
     alen = addr_rows.shape[1]
-    for raw in d.dictionary.to_pylist():
-        texts.append(format_host(raw[:alen], struct.unpack(">i", raw[alen:])[0]))
+    if n == 0:
+        return pa.array([], pa.string())
+    key = np.zeros((n, 24), np.uint8)
+    key[:, :alen] = addr_rows
+    key[:, 20:24] = ports.astype(">i4").view(np.uint8).reshape(n, 4)
+    words = key.view(np.uint64)  # (n, 3)
+    if (words == words[0]).all():
+        text = format_host(bytes(key[0, :alen]), int(ports[0]))
+        return _constant_strings(text, n)
+    if alen == 4:
+        packed = (key[:, :4].view(">u4")[:, 0].astype(np.uint64) << np.uint64(32)) | ports.astype(np.uint32).astype(np.uint64)
+        uniq, inverse = np.unique(packed, return_inverse=True)
+        texts = [format_host(int(u >> np.uint64(32)).to_bytes(4, "big"), struct.unpack(">i", int(u & np.uint64(0xFFFFFFFF)).to_bytes(4, "big"))[0]) for u in uniq]
+        return pa.DictionaryArray.from_arrays(pa.array(inverse.astype(np.int32)), pa.array(texts, pa.string())).cast(pa.string())
+    fsb = pa.Array.from_buffers(pa.binary(24), n, [None, pa.py_buffer(np.ascontiguousarray(key))])
+    d = fsb.dictionary_encode()
+    texts = [format_host(raw[:alen], struct.unpack(">i", raw[20:24])[0]) for raw in d.dictionary.to_pylist()]
     return pa.DictionaryArray.from_arrays(d.indices, pa.array(texts, pa.string())).cast(pa.string())
 
 
@@ -562,13 +581,14 @@ def _properties(parr: pa.Array) -> pa.Array:
     return pa.MapArray.from_arrays(pa.array(moffs), keys, vals)
 
 
-def _properties_fast(parr, data, ro, seps, ones) -> pa.Array | None:
+def _properties_fast(parr, data, ro, seps, ones) -> pa.Array | None:  # noqa: C901
     """The common case in one pass: every record's properties are ``name\x01value\x02``
     pairs exactly (separators strictly alternate, every non-empty record ends with
     ``\x02``).  Then segment i is ``[seps[i-1]+1, seps[i])`` with its ``\x01`` at
     ``ones[i]``.  ``None`` when the bytes are not that regular."""
     m = len(seps)
     n = len(ro) - 1
+    total = len(data)
     if len(ones) != m:
         return None
     if m:
@@ -589,8 +609,10 @@ def _properties_fast(parr, data, ro, seps, ones) -> pa.Array | None:
     seg_rec = np.repeat(np.arange(n), np.diff(cs)) if m else np.zeros(0, np.int64)
     flagged = _duplicate_candidates(data, seg_start, ones, seg_rec)
     try:
-        keys = keys_b.cast(pa.string())
-        vals = vals_b.cast(pa.string())
+        if total == 0 or int(data.max()) < 0x80:
+            keys, vals = keys_b.view(pa.string()), vals_b.view(pa.string())
+        else:
+            keys, vals = keys_b.cast(pa.string()), vals_b.cast(pa.string())
     except pa.ArrowInvalid:
         return _properties_python(parr)
     if len(flagged):
@@ -681,23 +703,29 @@ except ImportError:  # pragma: no cover - optional speed-up
     _crc32 = zlib.crc32
 
 
-def _crc_table() -> np.ndarray:
-    t = np.arange(256, dtype=np.uint32)
-    for _ in range(8):
-        t = np.where(t & 1, (t >> np.uint32(1)) ^ np.uint32(0xEDB88320), t >> np.uint32(1))
-    return t.astype(np.uint32)
+def _crc_tables() -> tuple[np.ndarray, np.ndarray]:
+    """zlib's CRC-32 (reflected, polynomial 0xEDB88320) as an 8-bit and a 16-bit table."""
+    poly = np.uint32(0xEDB88320)
+    one = np.uint32(1)
+
+    def steps(values: np.ndarray, bits: int) -> np.ndarray:
+        t = values.astype(np.uint32)
+        for _ in range(bits):
+            t = np.where(t & one, (t >> one) ^ poly, t >> one)
+        return t.astype(np.uint32)
+
+    return steps(np.arange(256), 8), steps(np.arange(65536), 16)
 
 
-#: zlib's CRC-32 (reflected, polynomial 0xEDB88320), one byte per step
-_CRC_TABLE = _crc_table()
+_CRC_TABLE8, _CRC_TABLE16 = _crc_tables()
 #: bodies up to this long are checksummed side by side in numpy; longer ones by zlib
 _VECTOR_CRC_MAX = 96
 
 
 def _crc32_many(a: np.ndarray, starts: np.ndarray, lens: np.ndarray) -> np.ndarray:
     """``zlib.crc32`` of many short slices ``a[s:s+n]`` at once: every step advances
-    every still-active slice by one byte.  Slices are ordered longest first so the
-    active ones are always a prefix."""
+    every still-active slice by two bytes (16-bit table), a last odd byte by one.
+    Slices are ordered longest first so the active ones are always a prefix."""
     n = len(starts)
     if n == 0:
         return np.zeros(0, np.int64)
@@ -706,16 +734,22 @@ def _crc32_many(a: np.ndarray, starts: np.ndarray, lens: np.ndarray) -> np.ndarr
     ln = lens[order]
     crc = np.full(n, 0xFFFFFFFF, np.uint32)
     maxlen = int(ln[0])
-    # active[j] = how many slices are longer than j
-    active = np.searchsorted(-ln, -np.arange(maxlen), side="left")
-    table = _CRC_TABLE
-    eight = np.uint32(8)
-    mask = np.uint32(0xFF)
-    for j in range(maxlen):
-        k = int(active[j])
-        c = crc[:k]
-        b = a[s[:k] + j]
-        crc[:k] = table[(c ^ b) & mask] ^ (c >> eight)
+    neg = -ln
+    # at_least[j] = how many slices have more than j bytes
+    at_least = np.searchsorted(neg, -np.arange(maxlen + 2), side="left")
+    words = np.ndarray((max(len(a) - 1, 0),), "<u2", buffer=a, strides=(1,)) if len(a) > 1 else np.zeros(0, np.uint16)
+    t8, t16 = _CRC_TABLE8, _CRC_TABLE16
+    eight, sixteen = np.uint32(8), np.uint32(16)
+    m8, m16 = np.uint32(0xFF), np.uint32(0xFFFF)
+    for j in range(0, maxlen, 2):
+        k2 = int(at_least[j + 1])  # slices with at least 2 bytes left
+        k1 = int(at_least[j])  # ... with at least 1
+        if k2:
+            c = crc[:k2]
+            crc[:k2] = t16[(c ^ words[s[:k2] + j]) & m16] ^ (c >> sixteen)
+        if k1 > k2:
+            c = crc[k2:k1]
+            crc[k2:k1] = t8[(c ^ a[s[k2:k1] + j]) & m8] ^ (c >> eight)
     out = np.empty(n, np.int64)
     out[order] = (crc ^ np.uint32(0xFFFFFFFF)).astype(np.int64)
     return out
