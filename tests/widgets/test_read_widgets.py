@@ -11,7 +11,7 @@ from rmqlab.format.hashing import tags_code
 from rmqlab.store import open_store
 from rmqlab.widgets import ChainExplorer, HexViewer, QueueExplorer, StoreBrowser
 
-from conftest import REFERENCE
+from tests.support import REFERENCE
 
 
 @pytest.fixture(scope="module")
