@@ -113,6 +113,11 @@ class DiffReport:
     def __str__(self) -> str:
         return self.to_text()
 
+    def _repr_html_(self) -> str:  # notebooks
+        from ..render.notebook import diff_report_html
+
+        return diff_report_html(self)
+
 
 def _files(root: Path) -> dict[str, Path]:
     return {str(p.relative_to(root)): p for p in sorted(root.rglob("*")) if p.is_file()}

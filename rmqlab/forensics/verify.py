@@ -106,6 +106,11 @@ class VerifyReport:
     def __str__(self) -> str:
         return self.to_text()
 
+    def _repr_html_(self) -> str:  # notebooks
+        from ..render.notebook import verify_report_html
+
+        return verify_report_html(self)
+
 
 @dataclass(slots=True)
 class _Rec:

@@ -156,6 +156,11 @@ class CrashResult:
     def __str__(self) -> str:
         return self.to_text()
 
+    def _repr_html_(self) -> str:  # notebooks: counts, one square per put, why each loss
+        from ..render.notebook import crash_result_html
+
+        return crash_result_html(self)
+
 
 class _Disk:
     """The durable copy: receives bytes only when the engine forced them."""

@@ -190,3 +190,8 @@ class RecoveryReport:
 
     def __str__(self) -> str:
         return self.to_text()
+
+    def _repr_html_(self) -> str:  # notebooks
+        from ..render.notebook import recovery_report_html
+
+        return recovery_report_html(self)

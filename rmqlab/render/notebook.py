@@ -320,3 +320,30 @@ def crash_result_html(result) -> str:
         + lost
         + f"<details><summary>recovery report</summary><pre style='font-size:11px'>{esc(rep.to_text())}</pre></details>"
     )
+
+
+# -- reports -----------------------------------------------------------------------------------------
+def pre(text: str) -> str:
+    return f"<pre style='font-size:12px;line-height:1.3'>{esc(text)}</pre>"
+
+
+def recovery_report_html(rep) -> str:
+    """A :class:`~rmqlab.recovery.report.RecoveryReport`: the verdict, then its text."""
+    lost = len(rep.lost_records)
+    head = badge(f"{rep.mode} recovery", rep.mode == "normal") + f" — end of log {rep.commitlog_end}; "
+    head += badge(f"{lost} readable record(s) in the cut bytes", lost == 0) if lost else badge("nothing readable cut", True)
+    return f"<div>{head}</div>" + pre(rep.to_text())
+
+
+def verify_report_html(report, limit: int = 200) -> str:
+    """A :class:`~rmqlab.forensics.verify.VerifyReport`: counts, then every finding."""
+    rows = [(f.severity, f.kind, f.file, "" if f.offset is None else f.offset, f.message) for f in report.findings[:limit]]
+    styles = [f"color:{BAD}" if r[0] == "error" else "" for r in rows]
+    more = f"<div>… {len(report.findings) - limit} more</div>" if len(report.findings) > limit else ""
+    head = report.to_text().splitlines()[0]
+    return f"<div>{badge(head, report.ok)}</div>" + table(["severity", "kind", "file", "offset", "finding"], rows, row_styles=styles) + more
+
+
+def diff_report_html(report) -> str:
+    """A :class:`~rmqlab.forensics.diff.DiffReport` as its text."""
+    return f"<div>{badge('identical' if report.identical else f'{len(report.files)} file(s) differ', report.identical)}</div>" + pre(report.to_text())

@@ -196,6 +196,12 @@ class StoreReader:
     def __exit__(self, *exc) -> None:
         self.close()
 
+    def _repr_html_(self) -> str:  # notebooks: files, queues, index, checkpoint (no full scan)
+        from ..render.notebook import summary_html
+        from .summary import summarize
+
+        return summary_html(summarize(self, scan=False))
+
 
 def open_store(root: str | os.PathLike, config: MessageStoreConfig | None = None, **kwargs) -> StoreReader:
     """Open a store root read-only (see :class:`StoreReader`)."""

@@ -1,0 +1,48 @@
+"""Rich notebook displays (``_repr_html_``) show what the objects hold."""
+
+from __future__ import annotations
+
+from rmqlab.forensics.diff import diff_stores
+from rmqlab.forensics.hexview import HexView
+from rmqlab.forensics.verify import verify_store
+from rmqlab.lookup import query_by_key
+from rmqlab.recovery import recover
+from rmqlab.samples import default_dir
+from rmqlab.store import open_store
+from rmqlab.store.summary import summarize
+from tests.support import REFERENCE
+
+SAMPLES = default_dir()
+
+
+def test_record_summary_checkpoint_and_reader(dumps):
+    with open_store(REFERENCE / "clean" / "store") as s:
+        first = dumps["clean"]["commitLogWalk"][1]
+        rec = s.commitlog.read(first["physicalOffset"])
+        html = rec._repr_html_()
+        assert f"record at {first['physicalOffset']}" in html and first["topic"] in html
+        assert "BLANK" in s.commitlog.read(65514)._repr_html_()
+        assert "628 messages" in summarize(s)._repr_html_()
+        assert "checkpoint" in s.checkpoint()._repr_html_()
+        assert "20261121" in s._repr_html_()  # index files listed without a full scan
+
+
+def test_key_query_and_hexview():
+    with open_store(SAMPLES / "clean") as s:
+        res = query_by_key(s, "Orders", "Aa")
+        html = res._repr_html_()
+    assert html.count("COLLISION") == len(res.collisions) == 2
+    assert html.count("key confirmed") == len(res.records)
+    hv = HexView(SAMPLES / "clean" / "commitlog" / "00000000000000000000", 0, 64)
+    assert "totalSize" in hv._repr_html_()
+
+
+def test_reports():
+    rep = recover(SAMPLES / "crashed")
+    assert "abnormal recovery" in rep._repr_html_() and str(rep.commitlog_end) in rep._repr_html_()
+    v = verify_store(SAMPLES / "damaged")
+    html = v._repr_html_()
+    for kind in {f.kind for f in v.findings}:
+        assert kind in html
+    d = diff_stores(SAMPLES / "crashed", SAMPLES / "damaged")
+    assert "3 file(s) differ" in d._repr_html_() and "BODY CRC FAILS" in d._repr_html_()
