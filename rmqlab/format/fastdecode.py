@@ -755,7 +755,7 @@ def _crc32_many(a: np.ndarray, starts: np.ndarray, lens: np.ndarray) -> np.ndarr
     return out
 
 
-def _check_crcs(ctx: _Ctx, P, body_start, body_end, total, body_crc, props_start, props_len):
+def _check_crcs(ctx: _Ctx, P, body_start, body_end, total, body_crc, props_start, props_len, bodies_all):
     """``(body_ok, prop_state)``: prop_state 0 = no __CRC32# property, 1 ok, 2 bad
     (Java ``enabledAppendPropCRC``: last 20 bytes of the properties)."""
     mv = ctx.mv
@@ -764,12 +764,17 @@ def _check_crcs(ctx: _Ctx, P, body_start, body_end, total, body_crc, props_start
     computed = np.empty(len(P), np.int64)
     lens = body_end - body_start
     short = lens <= _VECTOR_CRC_MAX
+    # short bodies are checksummed in the compacted body buffer (cache-friendly);
+    # long ones straight from the file buffer
+    bodies = bodies_all.buffers()[2]
+    bdata = np.frombuffer(bodies, np.uint8) if bodies is not None else np.zeros(0, np.uint8)
+    boffs = np.frombuffer(bodies_all.buffers()[1], np.int32, count=len(P) + 1, offset=bodies_all.offset * 4).astype(np.int64)
     if short.all():
-        computed[:] = _crc32_many(ctx.a, body_start - off, lens)
+        computed[:] = _crc32_many(bdata, boffs[:-1], lens)
     else:
         si = np.flatnonzero(short)
         li = np.flatnonzero(~short)
-        computed[si] = _crc32_many(ctx.a, body_start[si] - off, lens[si])
+        computed[si] = _crc32_many(bdata, boffs[:-1][si], lens[si])
         bs = (body_start[li] - off).tolist()
         be = (body_end[li] - off).tolist()
         computed[li] = [crc(mv[s:e]) for s, e in zip(bs, be)]
@@ -847,8 +852,10 @@ def _decode_positions(ctx: _Ctx, P: np.ndarray) -> tuple[pa.RecordBatch | None, 
     body_crc = cols["body_crc"].astype(np.int64)
     crc_ok = None
     kinds = None
+    bodies_all = None
     if ctx.verify_crc:
-        body_ok, prop_state = _check_crcs(ctx, P, body_start, body_end, total, body_crc, props_start, props_len)
+        bodies_all = _interleaved(ctx, body_start, body_end, None)
+        body_ok, prop_state = _check_crcs(ctx, P, body_start, body_end, total, body_crc, props_start, props_len, bodies_all)
         crc_ok = body_ok & (prop_state != 2)
         if not crc_ok.all():
             first = int(np.argmin(crc_ok))
@@ -917,7 +924,12 @@ def _decode_positions(ctx: _Ctx, P: np.ndarray) -> tuple[pa.RecordBatch | None, 
     # variable parts
     topic = _to_string(topic_bin) if want("topic") else pa.nulls(m, pa.string())
     properties = _properties(_interleaved(ctx, props_start, rec_end, keep)) if want("properties") else pa.nulls(m, PROPERTIES_TYPE)
-    body = _interleaved(ctx, body_start, body_end, keep) if ctx.include_body and want("body") else pa.nulls(m, pa.binary())
+    if not (ctx.include_body and want("body")):
+        body = pa.nulls(m, pa.binary())
+    elif bodies_all is not None:
+        body = bodies_all if keep is None else bodies_all.filter(pa.array(keep))
+    else:
+        body = _interleaved(ctx, body_start, body_end, keep)
     if kinds is None:
         kind = _constant_strings(KIND_MESSAGE, m)
     else:
