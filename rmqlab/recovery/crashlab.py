@@ -40,7 +40,6 @@ from typing import Sequence
 
 from ..config import ASYNC_FLUSH, SYNC_FLUSH, MessageStoreConfig
 from ..format.record import RecordError, decode_record
-from ..store.reader import open_store
 from .recover import recover
 from .report import RecoveryReport
 

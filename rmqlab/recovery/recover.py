@@ -59,9 +59,9 @@ from ..format import commitlog as cl
 from ..format.checkpoint import CheckpointV5, min_timestamp as cp_min_timestamp
 from ..format.consumequeue import CQ_STORE_UNIT_SIZE
 from ..format.indexfile import IndexHeader
-from ..format.record import RecordError, decode_record
+from ..format.record import decode_record
 from ..store.consume_queue import CQ_DTYPE
-from ..store.reader import ABORT_FILE, CHECKPOINT_FILE, COMMITLOG_DIR, CONSUMEQUEUE_DIR, INDEX_DIR, StoreReader, infer_index_sizes
+from ..store.reader import ABORT_FILE, CHECKPOINT_FILE, COMMITLOG_DIR, CONSUMEQUEUE_DIR, INDEX_DIR, StoreReader
 from .report import CutRange, IndexChange, LostRecord, QueueChange, RecoveryReport, StopPoint
 from .scan import FileScan, scan_file
 
@@ -461,7 +461,6 @@ class _Planner:
             log.append(f"maxPhyOffsetOfConsumeQueue({max_cq}) >= processOffset({process}), truncate dirty logic files")
         # commitlog files after the new end
         state["delete_commitlog"] = [f for f in files if f.file_from_offset > process]
-        state["empty_last"] = state["empty_last"]
         for f in state["delete_commitlog"]:
             log.append(f"delete file[REF:0] {STORE}/{COMMITLOG_DIR}/{f.path.name} OK")
             rep.deleted_commitlog_files.append(f.path.name)
@@ -546,7 +545,6 @@ def _simulate_queues(rep: RecoveryReport, state: dict, records: list, delay_leve
     ``records`` are the dispatch requests, in commitlog order."""
     queues: dict[tuple[str, int], _Queue] = state["queues"]
     process = state["process"]
-    fsize = None
     changes: dict[tuple[str, int], QueueChange] = {}
     maxp = {k: q.max_physic_offset for k, q in queues.items()}
     counts = {k: len(q.entries) for k, q in queues.items()}
@@ -566,7 +564,7 @@ def _simulate_queues(rep: RecoveryReport, state: dict, records: list, delay_leve
         changes[k].added_entries += 1
     if state.get("truncate_cq"):
         for k, q in queues.items():
-            cut, _ = _truncate_queue_plan(q, process, rep_cq_size(state))
+            cut, _ = _truncate_queue_plan(q, process, state["cq_size"])
             changes[k].cut_entries = cut
     for k, ch in changes.items():
         q = queues.get(k)
@@ -587,10 +585,6 @@ def _insert_at_offset(lines: list[str], offset: int, line: str) -> None:
             lines.insert(i, line)
             return
     lines.append(line)
-
-
-def rep_cq_size(state: dict) -> int:
-    return state["cq_size"]
 
 
 def _lost_records(rep: RecoveryReport, state: dict) -> None:
