@@ -19,14 +19,17 @@ from ..render.notebook import file_rows
 from .base import Panel, as_store
 
 
-def record_choices(store, file_name: str) -> list[tuple[str, tuple[int, int]]]:
-    """``(label, (position, length))`` for every record of one commitlog file."""
+def record_choices(store, file_name: str, limit: int | None = None) -> list[tuple[str, tuple[int, int]]]:
+    """``(label, (position, length))`` for the records of one commitlog file (the
+    first ``limit`` of them: a 1 GiB file holds millions)."""
     f = next((m for m in store.commitlog.queue.files if m.path.name == file_name), None)
     if f is None:
         return []
     out = []
     base = f.file_from_offset
     for item in store.commitlog.walk(base, base + f.file_size, check_crc=False, read_body=False):
+        if limit is not None and len(out) >= limit:
+            break
         if isinstance(item, RecordError):
             out.append((f"@{item.offset} damage: {item.kind}", (item.offset, 64)))
             break
@@ -79,8 +82,8 @@ class HexViewer(Panel):
         try:
             opts = []
             if self.file.value and self.file.value.startswith("commitlog/"):
-                opts = self.guarded(record_choices, self.store, Path(self.file.value).name) or []
-            self.record.options = opts[: self.max_records]
+                opts = self.guarded(record_choices, self.store, Path(self.file.value).name, self.max_records) or []
+            self.record.options = opts
             self.record.value = None
             self.record.layout.display = "" if opts else "none"
         finally:
