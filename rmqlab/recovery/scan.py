@@ -318,6 +318,186 @@ def _walk(buf, pos: int, until: int | None = None) -> tuple[list[int], int, str]
 
 
 def _chain(buf, a: np.ndarray, hints: np.ndarray | None) -> tuple[np.ndarray, int, bool]:
+    """Record starts of the chain from position 0 (see :func:`_chain_from`); returns
+    (starts, where it stopped, stopped on a BLANK)."""
+    starts, pos, why = _chain_from(buf, a, hints, 0, None)
+    return starts, pos, why == "blank"
+
+
+def _chain_from(buf, a: np.ndarray, hints: np.ndarray | None, start: int, until: int | None) -> tuple[np.ndarray, int, str]:
+    """Record starts of the chain from ``start``, using ``hints`` (positions the consume
+    queues say records start at) to take whole verified runs at once: a run of hints
+    where each ``start + totalSize`` equals the next start, each with a message magic,
+    is exactly what the sequential walk would visit.  Gaps (records without a queue
+    entry: prepared/rolled-back transactions) and the tail are walked in Python.
+    Stops at a BLANK, a bad record, the end, or at the first boundary at or past
+    ``until`` (why = "blank", "bad", "end", "until")."""
+    n = len(buf)
+    if hints is None or not len(hints):
+        starts, pos, why = _walk(buf, start, until)
+        return np.asarray(starts, dtype=np.int64), pos, why
+    h = hints[(hints >= start) & (hints + 8 <= n)]
+    if len(h) > 1 and not bool((h[1:] > h[:-1]).all()):
+        h = np.unique(h)
+    P = _rows(a, h, 8)
+    size = _col_i32(P, 0)
+    magic_ok = (P[:, 4] == 0xDA) & (P[:, 5] == 0xA3) & (P[:, 6] == 0x20) & ((P[:, 7] == 0xA7) | (P[:, 7] == 0xAB))
+    valid = magic_ok & (size >= cl.FIXED_SIZE_V1_IPV4) & (h + size <= n)
+    link = np.zeros(len(h), dtype=bool)
+    link[:-1] = valid[:-1] & (h[:-1] + size[:-1] == h[1:])
+    if until is not None:
+        link[:-1] &= h[1:] < until  # a run never reaches ``until``: it ends on the record before
+    breaks = np.flatnonzero(~link)  # the last hint is always a break
+    parts: list[np.ndarray] = []
+    pos = start
+    done = lambda why: ((np.concatenate(parts) if parts else np.zeros(0, np.int64)), pos, why)  # noqa: E731
+    while True:
+        if until is not None and pos >= until:
+            return done("until")
+        i = int(np.searchsorted(h, pos))
+        if i < len(h) and h[i] == pos and valid[i]:
+            j = int(breaks[np.searchsorted(breaks, i)])
+            if valid[j]:
+                parts.append(h[i : j + 1])
+                pos = int(h[j] + size[j])
+            else:  # the run leads into a hint that is not a record: stop before it
+                parts.append(h[i:j])
+                pos = int(h[j])
+            continue
+        k = i + 1 if i < len(h) and h[i] == pos else i
+        nxt = int(h[k]) if k < len(h) else None
+        if until is not None and (nxt is None or nxt > until):
+            nxt = until
+        starts, pos, why = _walk(buf, pos, nxt)
+        if starts:
+            parts.append(np.asarray(starts, dtype=np.int64))
+        if why != "until":
+            return done(why)
+
+
+def _sizes(buf, s: np.ndarray, end: int | None = None) -> np.ndarray:
+    """Record sizes of a contiguous chain: each record ends where the next one starts."""
+    size = np.empty(len(s), dtype=np.int64)
+    if len(s):
+        size[:-1] = np.diff(s)
+        size[-1] = (end - int(s[-1])) if end is not None else _I32.unpack_from(buf, int(s[-1]))[0]
+    return size
+
+
+def _validate(buf, a: np.ndarray, s: np.ndarray, size: np.ndarray, lo: int, hi: int, check_crc: bool) -> tuple[int, list[int]]:
+    """Java's rule, vectorised, for records ``s[lo:hi]`` (known to chain and fit the file).
+    Returns (index of the first record that fails, or -1; indices of SCHEDULE_TOPIC_XXXX
+    records before it, which the caller re-checks one by one)."""
+    n = len(a)
+    last = n - 1
+    mv = memoryview(buf)
+    crc32 = _crc32
+    sched: list[int] = []
+    for i in range(lo, hi, CHUNK):
+        j = min(hi, i + CHUNK)
+        sc, sz = s[i:j], size[i:j]
+        cols = sc[:, None] + _HEADER_COLS
+        np.minimum(cols, last, out=cols)
+        H = a[cols]
+        magic_ok = (H[:, 4] == 0xDA) & (H[:, 5] == 0xA3) & (H[:, 6] == 0x20) & ((H[:, 7] == 0xA7) | (H[:, 7] == 0xAB))
+        v2 = H[:, 7] == (_V2 & 0xFF)
+        sys_flag = _col_i32(H, 12)
+        born = np.where(sys_flag & cl.FLAG_BORNHOST_V6, 20, 8)
+        store = np.where(sys_flag & cl.FLAG_STOREHOST_V6, 20, 8)
+        blp = BORN_HOST_POSITION + born + 8 + store + 4 + 8  # 84, 96 or 108
+        body_len = _col_i32(H, 16)
+        v6 = np.flatnonzero(blp != 84)
+        if len(v6):  # IPv6 hosts move bodyLength: read those few where they are
+            body_len[v6] = _col_i32(_rows(a, sc[v6] + blp[v6], 4), 0)
+        end = sc + sz
+        body_start = sc + blp + 4
+        tlen_pos = body_start + np.maximum(body_len, 0)
+        tsz = np.where(v2, 2, 1)
+        ok = magic_ok & (blp + 4 <= sz) & (body_len >= 0) & (tlen_pos + tsz <= end)
+        if check_crc:
+            be = tlen_pos.tolist()
+            crcs = np.fromiter(map(crc32, map(mv.__getitem__, map(slice, body_start.tolist(), be))), dtype=np.int64, count=j - i)
+            ok &= ((crcs & 0x7FFFFFFF) == _col_i32(H, 8)) | (body_len <= 0)  # Java: CRC only for a non-empty body
+        T = _rows(a, np.where(ok, tlen_pos, 0), 2)
+        tl8 = T[:, 0].astype(np.int64)
+        topic_len = np.where(v2, _col_i16(T, 0), np.where(tl8 >= 128, tl8 - 256, tl8))
+        plen_pos = tlen_pos + tsz + np.maximum(topic_len, 0)
+        ok &= (topic_len >= 0) & (plen_pos + 2 <= end)
+        props_len = _col_i16(_rows(a, np.where(ok, plen_pos, 0), 2), 0)
+        read = 4 + 4 + 4 + 4 + 4 + 8 + 8 + 4 + 8 + born + 8 + store + 4 + 8 + 4 + np.maximum(body_len, 0) + tsz + topic_len + 2 + np.maximum(props_len, 0)
+        ok &= read == sz
+        for k in np.flatnonzero(ok & (topic_len == len(SCHEDULE_TOPIC))).tolist():
+            t0 = int(tlen_pos[k] + tsz[k])
+            if bytes(buf[t0 : t0 + len(SCHEDULE_TOPIC)]) == SCHEDULE_TOPIC:
+                sched.append(i + k)
+        if not ok.all():
+            bad = i + int(np.argmin(ok))
+            del mv
+            return bad, [x for x in sched if x < bad]
+    del mv
+    return -1, sched
+
+
+#: below this many records the check stays in one process
+PARALLEL_MIN_RECORDS = 20_000
+
+
+def _validate_all(buf, a: np.ndarray, s: np.ndarray, size: np.ndarray, check_crc: bool) -> tuple[int, list[int]]:
+    """:func:`_validate` over every record; on a large file the second half runs in a
+    forked child that shares the read-only mapping.  ``zlib.crc32`` keeps the GIL for
+    bodies under 5 KiB, so threads would not help; two processes halve the wall time
+    on two cores.  The first failure wins, exactly as in the sequential walk."""
+    n = len(s)
+    if n < PARALLEL_MIN_RECORDS or not hasattr(os, "fork") or threading.active_count() > 1 or (os.cpu_count() or 1) < 2:
+        return _validate(buf, a, s, size, 0, n, check_crc)
+    mid = (n // 2) // CHUNK * CHUNK
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child: the second half; report and leave without any cleanup
+        try:
+            os.close(r)
+            bad, sched = _validate(buf, a, s, size, mid, n, check_crc)
+            os.write(w, np.asarray([bad] + sched, dtype=np.int64).tobytes())
+        finally:
+            os._exit(0)
+    os.close(w)
+    bad, sched = _validate(buf, a, s, size, 0, mid, check_crc)
+    with os.fdopen(r, "rb") as fh:
+        data = fh.read()
+    os.waitpid(pid, 0)
+    if bad >= 0:
+        return bad, sched
+    if len(data) < 8:  # the child died: do its half here
+        b2, s2 = _validate(buf, a, s, size, mid, n, check_crc)
+    else:
+        got = np.frombuffer(data, dtype=np.int64).tolist()
+        b2, s2 = got[0], got[1:]
+    return b2, sched + s2
+
+
+def _walk(buf, pos: int, until: int | None = None) -> tuple[list[int], int, str]:
+    """Follow the totalSize chain from ``pos`` (Python; the only sequential part).
+    Returns (starts, where it stopped, why: "blank", "bad", "end" or "until")."""
+    n = len(buf)
+    unpack = _PREFIX.unpack_from
+    starts: list[int] = []
+    while n - pos >= 8:
+        if until is not None and pos >= until:
+            return starts, pos, "until"
+        size, magic = unpack(buf, pos)
+        if magic == _V1 or magic == _V2:
+            if size < cl.FIXED_SIZE_V1_IPV4 or n - pos < size:
+                return starts, pos, "bad"
+            starts.append(pos)
+            pos += size
+        elif magic == _BLANK:
+            return starts, pos, "blank"
+        else:
+            return starts, pos, "bad"
+    return starts, pos, "end"
+
+
+def _chain(buf, a: np.ndarray, hints: np.ndarray | None) -> tuple[np.ndarray, int, bool]:
     """Record starts of the chain from position 0, using ``hints`` (positions the
     consume queues say records start at) to take whole verified runs at once: a run of
     hints where each ``start + totalSize`` equals the next start, each with a message
@@ -359,6 +539,53 @@ def _chain(buf, a: np.ndarray, hints: np.ndarray | None) -> tuple[np.ndarray, in
             return (np.concatenate(parts) if parts else np.zeros(0, np.int64)), pos, why == "blank"
 
 
+def _split_scan(buf, a: np.ndarray, hints: np.ndarray, check_crc: bool):
+    """Chain *and* check the two halves of a file at once, the second half in a forked
+    child that starts at a hint near the middle.  Both halves read (and, on a cold
+    cache, wait for) their own pages, so the I/O overlaps the checking.
+
+    The result is used only if the parent's chain lands exactly on the child's start
+    (the hint really is a record boundary); otherwise ``None`` and the caller scans
+    sequentially.  Returns (starts, sizes, end pos, blank, first bad or -1, sched)."""
+    m = int(hints[len(hints) // 2])
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child: the chain from m, checked; report and leave without cleanup
+        try:
+            os.close(r)
+            s2, pos2, why2 = _chain_from(buf, a, hints, m, None)
+            bad2, sched2 = _validate(buf, a, s2, _sizes(buf, s2), 0, len(s2), check_crc)
+            head = np.asarray([pos2, 1 if why2 == "blank" else 0, bad2, len(s2), len(sched2)], dtype=np.int64)
+            payload = head.tobytes() + s2.astype(np.int64).tobytes() + np.asarray(sched2, dtype=np.int64).tobytes()
+            with os.fdopen(w, "wb") as fh:
+                fh.write(payload)
+        finally:
+            os._exit(0)
+    os.close(w)
+    try:
+        s1, pos1, why1 = _chain_from(buf, a, hints, 0, m)
+        joined = why1 == "until" and pos1 == m
+        size1 = _sizes(buf, s1, m if joined else None)
+        bad1, sched1 = _validate(buf, a, s1, size1, 0, len(s1), check_crc)
+    finally:
+        with os.fdopen(r, "rb") as fh:
+            data = fh.read()
+        os.waitpid(pid, 0)
+    if bad1 >= 0 or why1 != "until":
+        # the log stops in the first half: the child's part does not count
+        return s1, size1, pos1, why1 == "blank", bad1, sched1
+    if not joined or len(data) < 40:
+        return None
+    head = np.frombuffer(data[:40], dtype=np.int64)
+    pos2, blank2, bad2, n2, k2 = (int(x) for x in head)
+    s2 = np.frombuffer(data[40 : 40 + 8 * n2], dtype=np.int64)
+    sched2 = np.frombuffer(data[40 + 8 * n2 : 40 + 8 * (n2 + k2)], dtype=np.int64).tolist()
+    s = np.concatenate([s1, s2])
+    size = np.concatenate([size1, _sizes(buf, s2)])
+    off = len(s1)
+    return s, size, pos2, bool(blank2), (off + bad2 if bad2 >= 0 else -1), sched1 + [off + x for x in sched2]
+
+
 def scan_file(buf, *, check_crc: bool = True, force_verify_prop_crc: bool = False, hints: np.ndarray | None = None) -> FileScan:
     """Walk one commitlog file from position 0 with Java's acceptance rule.
 
@@ -366,16 +593,22 @@ def scan_file(buf, *, check_crc: bool = True, force_verify_prop_crc: bool = Fals
     queues); they only speed the walk up, every link is still verified."""
     n = len(buf)
     a = np.frombuffer(buf, dtype=np.uint8) if n else np.zeros(0, np.uint8)
-    s, pos, blank = _chain(buf, a, hints)
-    # the chain is contiguous: each record ends where the next one starts
-    size = np.empty(len(s), dtype=np.int64)
-    if len(s):
-        size[:-1] = np.diff(s)
-        size[-1] = _I32.unpack_from(buf, int(s[-1]))[0]
-    first_bad = len(s)
+    split = None
+    if (
+        hints is not None and len(hints) >= PARALLEL_MIN_RECORDS and not force_verify_prop_crc
+        and hasattr(os, "fork") and threading.active_count() == 1 and (os.cpu_count() or 1) >= 2
+    ):
+        split = _split_scan(buf, a, np.asarray(hints, dtype=np.int64), check_crc)
+    first_bad = 0
     sched = None
+    if split is not None:
+        s, size, pos, blank, bad, sched_list = split
+    else:
+        s, pos, blank = _chain(buf, a, hints)
+        size = _sizes(buf, s)
+        bad, sched_list = _validate_all(buf, a, s, size, check_crc and not force_verify_prop_crc) if len(s) else (-1, [])
+    first_bad = len(s)
     if len(s):
-        bad, sched_list = _validate_all(buf, a, s, size, check_crc and not force_verify_prop_crc)
         if bad >= 0:
             first_bad = bad
         sched = np.asarray(sched_list, dtype=np.int64)
