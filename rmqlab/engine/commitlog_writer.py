@@ -195,11 +195,15 @@ class CommitLogWriter:
         phy = f.file_from_offset + pos
         mm = f.mm
         packer = _PACKERS.get((len(born_host[0]), len(store_host[0]))) or record_packer(len(born_host[0]), len(store_host[0]))
-        packer.pack_into(
-            mm, pos, total, magic, body_crc, queue_id, flag, queue_offset, phy, sys_flag, born_timestamp,
-            born_host[0], born_host[1], store_timestamp, store_host[0], store_host[1],
-            reconsume_times, prepared_transaction_offset, len(body),
-        )
+        try:
+            packer.pack_into(
+                mm, pos, total, magic, body_crc, queue_id, flag, queue_offset, phy, sys_flag, born_timestamp,
+                born_host[0], born_host[1], store_timestamp, store_host[0], store_host[1],
+                reconsume_times, prepared_transaction_offset, len(body),
+            )
+        except (struct.error, TypeError):
+            mm[pos : pos + packer.size] = bytes(packer.size)  # pack_into may have written a prefix
+            raise
         p = pos + packer.size
         if body:
             q = p + len(body)

@@ -119,6 +119,10 @@ def _strip_crc_pairs(raw: bytes) -> bytes:
         raw = raw[:i] + (raw[j + 1 :] if j >= 0 else b"")
 
 
+class _FieldRange(Exception):
+    """A message field that does not fit its Java type (e.g. a flag beyond int32)."""
+
+
 class _Prepared:
     """A message encoded outside the lock, ready to append (Java ``EncodeResult``)."""
 
@@ -376,6 +380,8 @@ class MessageStore:
         if body is None:
             return self._fail(PutMessageStatus.MESSAGE_ILLEGAL, "message body is null")
         queue_id = msg.queue_id
+        if not isinstance(queue_id, int) or queue_id < 0:
+            return self._fail(PutMessageStatus.MESSAGE_ILLEGAL, f"queueId {queue_id!r} is not a non-negative int")
         sys_flag = msg.sys_flag
         tran = sys_flag & cl.TRANSACTION_MASK
         pd = msg.properties
@@ -506,11 +512,16 @@ class MessageStore:
         else:
             qoff = self._queue_offsets.get(key, 0)
             self._queue_offsets[key] = qoff + 1
-        phy = self.commitlog.append(
-            p.total, p.magic, p.body_crc, p.queue_id, p.flag, qoff, p.sys_flag,
-            p.born_ts if p.born_ts is not None else ts, p.born_host, ts, p.store_host,
-            p.reconsume, p.pto, p.body, p.tail, self.append_prop_crc,
-        )
+        try:
+            phy = self.commitlog.append(
+                p.total, p.magic, p.body_crc, p.queue_id, p.flag, qoff, p.sys_flag,
+                p.born_ts if p.born_ts is not None else ts, p.born_host, ts, p.store_host,
+                p.reconsume, p.pto, p.body, p.tail, self.append_prop_crc,
+            )
+        except (struct.error, TypeError) as exc:  # the packer checks before anything is written
+            if not p.sys_flag & 0x4:
+                self._queue_offsets[key] = qoff
+            raise _FieldRange(f"a field does not fit its Java type: {exc}") from None
         tags = p.tags if p.delay_level is None else self._delivery_tags_code(p, ts)
         req = DispatchRequest(p.topic, p.queue_id, phy, p.total, tags, ts, qoff, p.keys, p.uniq, p.sys_flag, p.pto)
         self._pending.append(req)
@@ -525,7 +536,7 @@ class MessageStore:
         everything else goes through :meth:`_put_general`.  Both write the same bytes
         (tests compare them with the reference encoder and with RocketMQ's files)."""
         tinfo = self._fast_topics.get(msg.topic)
-        if tinfo is None or msg.sys_flag or msg.properties_raw is not None or msg.born_host is not None or msg.store_host is not None:
+        if tinfo is None or msg.sys_flag or msg.properties_raw is not None or msg.born_host is not None or msg.store_host is not None or msg.body is None or msg.queue_id < 0:
             return self._put_general(msg)
         pd = msg.properties
         if pd:
@@ -572,10 +583,14 @@ class MessageStore:
             phy = f.file_from_offset + pos
             end = pos + total
             born_ts = msg.born_timestamp
-            head = self._packer44.pack(
-                total, tinfo[1], body_crc, qid, msg.flag, qoff, phy, 0, ts if born_ts is None else born_ts,
-                b"\x7f\x00\x00\x01", 0, ts, self._store_addr, self._store_port, msg.reconsume_times, msg.prepared_transaction_offset, blen,
-            )
+            try:
+                head = self._packer44.pack(
+                    total, tinfo[1], body_crc, qid, msg.flag, qoff, phy, 0, ts if born_ts is None else born_ts,
+                    b"\x7f\x00\x00\x01", 0, ts, self._store_addr, self._store_port, msg.reconsume_times, msg.prepared_transaction_offset, blen,
+                )
+            except (struct.error, TypeError) as exc:  # nothing written yet: give the offset back
+                self._queue_offsets[key] = qoff
+                return self._fail(PutMessageStatus.MESSAGE_ILLEGAL, f"a field does not fit its Java type: {exc}")
             if end > f.populated:
                 clog.prefault(f, end)
             if blen < 2048:
@@ -612,7 +627,10 @@ class MessageStore:
         with self._lock:
             if self._shutdown:
                 return self._fail(PutMessageStatus.SERVICE_NOT_AVAILABLE, "the message store is shut down")
-            req = self._append(p, self.clock.now_ms() if p.store_ts is None else 0)
+            try:
+                req = self._append(p, self.clock.now_ms() if p.store_ts is None else 0)
+            except _FieldRange as exc:
+                return self._fail(PutMessageStatus.MESSAGE_ILLEGAL, str(exc))
         status = self._after_append(req[2] + req[3], p.wait)
         if status is _OK and p.topic not in self._fast_topics and p.topic != SCHEDULE_TOPIC and not self.append_prop_crc and len(self._fast_topics) < 100_000:
             self._remember_topic(p.topic)
@@ -655,8 +673,12 @@ class MessageStore:
             if self._shutdown:
                 return self._fail(PutMessageStatus.SERVICE_NOT_AVAILABLE, "the message store is shut down")
             now = self.clock.now_ms()
-            append = self._append
-            reqs = [append(p, now) for p in prepared]
+            reqs = []
+            for i, p in enumerate(prepared):
+                try:
+                    reqs.append(self._append(p, now))
+                except _FieldRange as exc:
+                    return self._fail(PutMessageStatus.MESSAGE_ILLEGAL, f"message {i}: {exc}; the {i} messages before it were stored")
         last = reqs[-1]
         status = self._after_append(last[2] + last[3], prepared[0].wait)
         first = reqs[0]
@@ -671,7 +693,7 @@ class MessageStore:
         raws = []
         for m in messages:
             tinfo = fast.get(m.topic)
-            if tinfo is None or m.sys_flag or m.properties_raw is not None or m.born_host is not None or m.store_host is not None:
+            if tinfo is None or m.sys_flag or m.properties_raw is not None or m.born_host is not None or m.store_host is not None or m.body is None or m.queue_id < 0:
                 return None
             pd = m.properties
             if pd:
@@ -736,16 +758,23 @@ class MessageStore:
                 if end > f.populated:
                     clog.prefault(f, end)
                 born_ts = m.born_timestamp
-                mm[pos:end] = b"".join((
-                    pack(
+                try:
+                    head = pack(
                         total, tinfo[1], (_zlib_crc32 if blen < 1024 else _fast_crc32)(body) & 0x7FFFFFFF, qid, m.flag, qoff, phy, 0,
                         ts if born_ts is None else born_ts, localhost, 0, ts, addr, port, m.reconsume_times, m.prepared_transaction_offset, blen,
-                    ),
-                    body,
-                    tinfo[0],
-                    len(raw).to_bytes(2, "big"),
-                    raw,
-                ))
+                    )
+                except (struct.error, TypeError) as exc:
+                    # the records before this one are complete and stay; this one is not written
+                    qoffs[key] = qoff
+                    f.wrote_position = pos
+                    if offsets:
+                        clog.store_timestamp = pending[-1][5]
+                        clog.max_offset = pending[-1][2] + pending[-1][3]
+                    return self._fail(
+                        PutMessageStatus.MESSAGE_ILLEGAL,
+                        f"message {len(offsets)}: a field does not fit its Java type ({exc}); the {len(offsets)} messages before it were stored",
+                    )
+                mm[pos:end] = b"".join((head, body, tinfo[0], len(raw).to_bytes(2, "big"), raw))
                 pos = end
                 pending.append((topic, qid, phy, total, tc, ts, qoff, keys, uniq, 0, m.prepared_transaction_offset))
                 offsets.append(phy)

@@ -289,3 +289,20 @@ def test_open_rocketmqs_crashed_store_and_continue(store_copy, dumps):
         assert store.get_message("TopicB", 1, 0).physical_offset == q["cqUnits"][0]["physicalOffset"]
     finally:
         store.shutdown()
+
+
+def test_out_of_range_fields_are_refused_without_a_trace(tmp_path):
+    with _open(tmp_path / "s") as store:
+        assert store.put(Message("TopicA", b"a", queue_id=0)).ok
+        assert store.put(Message("TopicA", b"b", queue_id=0, flag=2**40)).status is PutMessageStatus.MESSAGE_ILLEGAL
+        assert store.put(Message("TopicA", b"c", queue_id=-1)).status is PutMessageStatus.MESSAGE_ILLEGAL
+        assert store.put(Message("TopicA", b"d", {"x": "y"}, queue_id=0, reconsume_times=2**33, born_host=(b"\x7f\0\0\1", 1))).status is PutMessageStatus.MESSAGE_ILLEGAL
+        bad = store.put_batch([Message("TopicA", b"e", queue_id=0), Message("TopicA", b"f", queue_id=0, flag=-(2**40))])
+        assert bad.status is PutMessageStatus.MESSAGE_ILLEGAL and "1 messages before it were stored" in bad.reason
+        r = store.put(Message("TopicA", b"g", queue_id=0))
+        assert r.queue_offset == 2  # no queue offset was lost to the refused puts
+        assert [rec.body for rec in store.get_messages("TopicA", 0, 0, 10)] == [b"a", b"e", b"g"]
+    with open_store(tmp_path / "s", small_config()) as st:
+        recs = list(st.commitlog.iter_records())
+        assert [rec.body for rec in recs] == [b"a", b"e", b"g"]
+        assert not any(st.commitlog.read_bytes(recs[-1].end_offset, 4096))  # the tail stays zero
