@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 
@@ -19,6 +20,8 @@ def test_scratch_dir_is_emptied_and_numbered():
     assert again == d and list(d.iterdir()) == []
     a, b = scratch_dir("test-n", numbered=True), scratch_dir("test-n", numbered=True)
     assert a != b and a.parent == b.parent == d.parent
+    for x in (d, a, b):
+        shutil.rmtree(x)
 
 
 def test_child_output_goes_to_the_log_and_descriptors_come_back(tmp_path):
