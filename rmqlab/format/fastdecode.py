@@ -292,12 +292,35 @@ def _candidates(ctx: _Ctx, lo: int, hi: int) -> np.ndarray:
     return c[(c >= lo) & (c < hi)].astype(np.int64)
 
 
+def _all_zero(ctx: _Ctx, lo: int, hi: int) -> bool:
+    """Whether file bytes [lo, hi) (clipped to the buffer) are all zero; checked
+    eight bytes at a time."""
+    i0 = max(lo - ctx.buf_offset, 0)
+    i1 = min(hi - ctx.buf_offset, len(ctx.a))
+    if i1 <= i0:
+        return True
+    a = ctx.a
+    head = (-(i0 + a.ctypes.data)) % 8  # bytes before the first 8-aligned address
+    j0 = min(i0 + head, i1)
+    n64 = (i1 - j0) // 8
+    j1 = j0 + n64 * 8
+    if a[i0:j0].any() or a[j1:i1].any():
+        return False
+    if n64 == 0:
+        return True
+    return not np.ndarray((n64,), np.uint64, buffer=a, offset=j0).any()
+
+
 def _next_valid(ctx: _Ctx, lo: int, hi: int) -> int | None:
     """First valid position in [lo, hi), or ``None``."""
     window = 1 << 16
     pos = lo
     while pos < hi:
         end = min(hi, pos + window)
+        if _all_zero(ctx, pos, end + 8):  # the unwritten tail of an active file
+            pos = end
+            window = min(window * 4, 1 << 26)
+            continue
         for c in _candidates(ctx, pos, end).tolist():
             if is_valid_position(ctx.a, int(c), file_base=ctx.file_base, file_size=ctx.file_size, buf_offset=ctx.buf_offset):
                 return int(c)

@@ -29,6 +29,16 @@ Paths go through ``pyarrow.fs``: local paths are memory-mapped, ``hdfs://`` and
 ``s3://`` (and ``file://``) URIs are read by range, so the same code reads a capture
 on a laptop and on the shared storage of a cluster.
 
+Performance
+-----------
+Decoding is vectorised (:mod:`rmqlab.format.fastdecode`); what costs in Spark is
+moving wide rows (``properties`` maps, strings, bodies) from the Python workers into
+the JVM.  The Python Data Source API has no column pruning, so say which columns a
+scan needs: ``.option("columns", "topic,total_size,body")`` gives a DataFrame of those
+columns only and skips building the others — several times faster.  Install
+``isal`` (ISA-L) for ~3x faster CRCs of long bodies, or ``verifyCrc=false`` to skip
+them.  ``bench/bench_scan.py`` measures all of this against raw read bandwidth.
+
 Running on a cluster
 --------------------
 The Python workers import rmqlab, so install the package on every worker (the same
