@@ -556,11 +556,13 @@ def _properties(parr: pa.Array) -> pa.Array:
     total = len(data)
     tok = np.flatnonzero(data <= 2)
     kinds = data[tok]
+    if len(tok) % 2 == 0 and (kinds[0::2] == 1).all() and (kinds[1::2] == 2).all():
+        # the usual shape: \x01 \x02 \x01 \x02 ... (views, no copies)
+        fast = _properties_fast(parr, data, ro, tok[1::2], tok[0::2], alternating=True)
+        if fast is not None:
+            return fast
     seps = tok[kinds == 2]
     ones = tok[kinds == 1]
-    fast = _properties_fast(parr, data, ro, seps, ones)
-    if fast is not None:
-        return fast
     rec_of_sep = np.searchsorted(ro, seps, side="right") - 1
     prev_same = np.zeros(len(seps), bool)
     if len(seps) > 1:
@@ -607,7 +609,7 @@ def _properties(parr: pa.Array) -> pa.Array:
     return pa.MapArray.from_arrays(pa.array(moffs), keys, vals)
 
 
-def _properties_fast(parr, data, ro, seps, ones) -> pa.Array | None:  # noqa: C901
+def _properties_fast(parr, data, ro, seps, ones, alternating: bool = False) -> pa.Array | None:  # noqa: C901
     """The common case in one pass: every record's properties are ``name\x01value\x02``
     pairs exactly (separators strictly alternate, every non-empty record ends with
     ``\x02``).  Then segment i is ``[seps[i-1]+1, seps[i])`` with its ``\x01`` at
@@ -617,7 +619,7 @@ def _properties_fast(parr, data, ro, seps, ones) -> pa.Array | None:  # noqa: C9
     total = len(data)
     if len(ones) != m:
         return None
-    if m:
+    if m and not alternating:
         if not (ones < seps).all() or not (ones[1:] > seps[:-1]).all():
             return None
     nonempty = ro[1:] > ro[:-1]
@@ -666,6 +668,10 @@ def _split_pairs(data, seg_start, p1, seg_end) -> tuple[pa.Array, pa.Array]:
     return keys_b, vals_b
 
 
+#: _LOW_BYTES_MASK[k] keeps the first k bytes of a little-endian uint64
+_LOW_BYTES_MASK = np.array([(1 << (8 * k)) - 1 for k in range(8)] + [0xFFFFFFFFFFFFFFFF], np.uint64)
+
+
 def _duplicate_candidates(data, name_start, name_end, seg_rec) -> np.ndarray:
     """Records that may hold a name twice: equal (length, first 8 bytes) fingerprints
     within a record.  Exact answers come from :func:`_properties_dedup`."""
@@ -675,9 +681,7 @@ def _duplicate_candidates(data, name_start, name_end, seg_rec) -> np.ndarray:
     ln = (name_end - name_start).astype(np.int64)
     pad = np.concatenate((data, np.zeros(8, np.uint8)))
     words = np.ndarray((len(pad) - 7,), "<u8", buffer=pad, strides=(1,))[name_start]
-    keep_bits = np.minimum(ln, 8) * 8
-    mask = np.where(keep_bits >= 64, np.uint64(0xFFFFFFFFFFFFFFFF), (np.uint64(1) << keep_bits.astype(np.uint64)) - np.uint64(1))
-    fp = (words & mask) ^ (ln.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15))
+    fp = (words & _LOW_BYTES_MASK[np.minimum(ln, 8)]) ^ (ln.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15))
     flagged = []
     d = 1
     while d < m:
