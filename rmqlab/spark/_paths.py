@@ -65,9 +65,6 @@ def child_uri(uri: str, inner: str) -> str:
     return f"{scheme}://{_authority(uri)}/{inner.lstrip('/')}{query}"
 
 
-def info(fs, p: str):
-    return fs.get_file_info(p)
-
 
 def is_dir(fs, p: str) -> bool:
     from pyarrow import fs as pafs
