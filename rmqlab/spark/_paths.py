@@ -65,7 +65,6 @@ def child_uri(uri: str, inner: str) -> str:
     return f"{scheme}://{_authority(uri)}/{inner.lstrip('/')}{query}"
 
 
-
 def is_dir(fs, p: str) -> bool:
     from pyarrow import fs as pafs
 
