@@ -681,6 +681,10 @@ class MessageStore:
                     return self._fail(PutMessageStatus.MESSAGE_ILLEGAL, f"message {i}: {exc}; the {i} messages before it were stored")
         last = reqs[-1]
         status = self._after_append(last[2] + last[3], prepared[0].wait)
+        if not self.append_prop_crc and len(self._fast_topics) < 100_000:
+            for p in prepared:
+                if p.topic not in self._fast_topics and p.topic != SCHEDULE_TOPIC:
+                    self._remember_topic(p.topic)
         first = reqs[0]
         return PutMessageResult(status, first[2], sum(r[3] for r in reqs), first[6], first[5], prepared[0].store_host, len(reqs), [r[2] for r in reqs])
 

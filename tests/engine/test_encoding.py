@@ -77,6 +77,7 @@ def test_fast_paths_write_the_general_paths_bytes(tmp_path):
             elif mode == "batch":
                 for i in range(0, len(msgs), 64):
                     assert store.put_batch(msgs[i : i + 64]).ok
+                assert store._fast_topics  # after the first batch the fast path is taken
             else:
                 for m in msgs:
                     raw = props.encode(m.properties)
