@@ -81,6 +81,10 @@ class FlushRealTimeService(FlushService):
 class GroupCommitService(FlushService):
     """Java ``GroupCommitService`` (SYNC_FLUSH): waiting puts share one force.
 
+    Producers wait on one condition (``done``), the flusher on another (``work``)
+    over the same lock, so a new request wakes the flusher only, never the other
+    waiting producers.
+
     One refinement over Java, in the spirit of PostgreSQL's ``commit_delay`` /
     ``commit_siblings``: when the previous force released several waiting producers,
     the next force waits up to ``linger_s`` for about as many requests to arrive
@@ -92,7 +96,10 @@ class GroupCommitService(FlushService):
     def __init__(self, flush: Callable[[], int], flushed_where: int, linger_s: float = 0.0005):
         super().__init__("GroupCommitService")
         self.flush = flush
-        self.cond = threading.Condition()
+        self.lock = threading.Lock()
+        self.done = threading.Condition(self.lock)  # producers wait here
+        self.work = threading.Condition(self.lock)  # the flusher waits here
+        self.cond = self.done  # (kept for callers that waited on the old single condition)
         self.requested = flushed_where
         self.flushed = flushed_where
         self.flushes = 0  # forces done (group commits)
@@ -100,23 +107,27 @@ class GroupCommitService(FlushService):
         self.waiting: list[int] = []  # offsets the blocked producers wait for
         self.last_group = 1  # producers the previous force released
 
+    def wakeup(self) -> None:
+        with self.lock:
+            self.work.notify()
+
     def wait_for(self, offset: int, timeout_s: float) -> bool:
         """Block until everything below ``offset`` is on disk; ``False`` on timeout
         (Java ``GroupCommitRequest.future().get(syncFlushTimeout)``)."""
-        with self.cond:
+        with self.lock:
             if self.flushed >= offset:
                 return True
             if offset > self.requested:
                 self.requested = offset
             self.waiting.append(offset)
-            self.cond.notify_all()
+            self.work.notify()
             try:
                 deadline = time.monotonic() + timeout_s
                 while self.flushed < offset:
                     left = deadline - time.monotonic()
                     if left <= 0 or self.error is not None:
                         return self.flushed >= offset
-                    self.cond.wait(left)
+                    self.done.wait(left)
                 return True
             finally:
                 self.waiting.remove(offset)
@@ -125,12 +136,19 @@ class GroupCommitService(FlushService):
         flushed = self.flushed
         return sum(1 for o in self.waiting if o > flushed)
 
+    def stop(self, timeout: float = 10.0) -> None:
+        self._stop_evt.set()
+        with self.lock:
+            self.work.notify_all()
+        if self.is_alive():
+            self.join(timeout)
+
     def run(self) -> None:
         try:
             while True:
-                with self.cond:
+                with self.lock:
                     while self.requested <= self.flushed and not self._stop_evt.is_set():
-                        self.cond.wait(0.01)
+                        self.work.wait(0.01)
                     if self._stop_evt.is_set() and self.requested <= self.flushed:
                         break
                     if self.last_group > 1:
@@ -139,19 +157,19 @@ class GroupCommitService(FlushService):
                             left = deadline - time.monotonic()
                             if left <= 0:
                                 break
-                            self.cond.wait(left)
+                            self.work.wait(left)
                     group = self._new_waiters()
-                # force outside the condition: producers keep appending and queueing
+                # force outside the lock: producers keep appending and queueing
                 done = self.flush()
-                with self.cond:
+                with self.lock:
                     self.flushes += 1
                     self.flushed = max(self.flushed, done)
                     self.last_group = max(1, group)
-                    self.cond.notify_all()
+                    self.done.notify_all()
         except BaseException as exc:  # pragma: no cover
             self.error = exc
-            with self.cond:
-                self.cond.notify_all()
+            with self.lock:
+                self.done.notify_all()
 
 
 class PeriodicService(FlushService):
