@@ -196,8 +196,9 @@ def main(argv=None) -> int:
         "large": Path(args.store_large) if args.store_large else ensure_store(workdir, "large", size, file_size),
     }
     spark = None if args.no_spark else spark_session()
-    # at least 4 partitions per core, at most Spark's usual 128 MiB
-    split_size = max(4 << 20, min(128 << 20, size // 8))
+    # Spark's usual 128 MiB, but at least 2 tasks per core; a task costs ~0.1-0.2 s
+    # of fixed overhead (scheduling, Python worker hand-off), so not many more
+    split_size = max(4 << 20, min(128 << 20, size // 4))
     if spark is not None:  # warm the JVM and the Python workers
         spark_query(spark, stores["large"], split_size)
 
