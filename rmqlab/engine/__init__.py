@@ -1,6 +1,19 @@
 """Layer 4 — the store engine: put, dispatch, flush, clean (Java ``DefaultMessageStore``).
 
-Everything here writes; the read side lives in :mod:`rmqlab.store`.
+Everything here writes; the read side lives in :mod:`rmqlab.store`.  One module per
+on-disk concept or service, each naming its Java counterpart:
+
+* :mod:`.message_store` — :class:`MessageStore` (``DefaultMessageStore``): open/lock/
+  abort, ``put``/``put_batch``, reput, flush, shutdown/crash, lookups, cleanup
+* :mod:`.commitlog_writer` — ``CommitLog`` + ``MappedFileQueue`` + ``doAppend``
+* :mod:`.dispatch` — ``doDispatch`` / ``DispatchRequest`` / ``CommitLogDispatcher``
+* :mod:`.consume_queue_writer` — ``ConsumeQueue.putMessagePositionInfo``
+* :mod:`.index_writer` — ``IndexFile.putKey`` / ``IndexService.buildIndex``
+* :mod:`.flush` — ``FlushRealTimeService`` (ASYNC), ``GroupCommitService`` (SYNC)
+* :mod:`.checkpoint_writer` — ``StoreCheckpoint``
+* :mod:`.clean` — ``CleanCommitLogService`` / ``CleanConsumeQueueService``
+* :mod:`.metadata` — ``config/*.json`` through ``MixAll.string2File``
+* :mod:`.validation`, :mod:`.results`, :mod:`.message`, :mod:`.clock`, :mod:`.mapped_file`
 """
 
 from .clock import ManualClock, SystemClock
