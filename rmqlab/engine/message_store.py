@@ -70,6 +70,7 @@ from .validation import Validator
 
 _OK = PutMessageStatus.PUT_OK
 _new_result = tuple.__new__
+_BIG_BODY = 4096  # bodies from this size on are written with pwritev
 _zlib_crc32 = zlib.crc32
 try:  # ISA-L's CRC-32 (the same IEEE CRC as zlib's), ~20x faster on 16 KiB bodies
     from isal.isal_zlib import crc32 as _fast_crc32
@@ -591,16 +592,14 @@ class MessageStore:
             except (struct.error, TypeError) as exc:  # nothing written yet: give the offset back
                 self._queue_offsets[key] = qoff
                 return self._fail(PutMessageStatus.MESSAGE_ILLEGAL, f"a field does not fit its Java type: {exc}")
-            if end > f.populated:
-                clog.prefault(f, end)
-            if blen < 2048:
+            if blen < _BIG_BODY:
+                if end > f.populated:
+                    clog.prefault(f, end)
                 f.mm[pos:end] = head + body + tail
-            else:  # big bodies: no extra copy of the body
-                mm = f.mm
-                p = pos + len(head)
-                mm[pos:p] = head
-                mm[p : p + blen] = body
-                mm[p + blen : end] = tail
+            else:
+                # big bodies go in with one pwritev into the same page cache the mapping
+                # shows: no copy to join the parts, no page fault per 4 KiB
+                os.pwritev(f.fd, (head, body, tail), pos)
             f.wrote_position = end
             clog.store_timestamp = ts
             clog.max_offset = phy + total
