@@ -4,6 +4,7 @@ schema and RocketMQ's records) for any message."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -62,12 +63,14 @@ def test_written_bytes_equal_reference_encoder(tmp_path_factory, msgs, crc):
             assert bytes(raw) == expected
 
 
-def test_fast_paths_write_the_general_paths_bytes(tmp_path):
+@pytest.mark.parametrize("body_size", [300, 5000])
+def test_fast_paths_write_the_general_paths_bytes(tmp_path, body_size):
     """``put``'s and ``put_batch``'s fast paths against the general path (taken when
-    properties come as raw bytes): same records, queues and index."""
+    properties come as raw bytes): same records, queues and index — small bodies
+    (joined into the mapping) and big ones (``pwritev``)."""
     from engine_support import sample_messages, store_files
 
-    msgs = sample_messages(600, queues=3, body_size=300)
+    msgs = sample_messages(600 if body_size < 1000 else 150, queues=3, body_size=body_size)
     roots = {}
     for mode in ("put", "batch", "general"):
         root = roots[mode] = tmp_path / mode
