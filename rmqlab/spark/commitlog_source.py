@@ -24,6 +24,8 @@ from pyspark.sql.types import (
 from . import _paths
 
 DEFAULT_SPLIT_SIZE = 128 << 20  # like Spark's spark.sql.files.maxPartitionBytes
+#: rows per Arrow batch handed to the JVM (big batches of wide rows cost it dearly)
+DEFAULT_BATCH_ROWS = 8192
 #: bytes read past a split's end on non-local filesystems: a record that starts in the
 #: split may run over its end (maxMessageSize 4 MiB + topic and properties)
 OVERHANG = (4 << 20) + (64 << 10)
@@ -133,6 +135,9 @@ class CommitLogDataSource(DataSource):
         are decoded (the Python Data Source API has no column pruning, so say it
         here when a scan needs a few columns: it is several times faster), e.g.
         ``.option("columns", "topic,total_size,body,kind")``.
+    ``batchRows``
+        rows per Arrow batch handed to Spark (default 8192; wide rows in big batches
+        cost the JVM more than the decoding saves).
     ``splitSize``
         bytes per partition (default 128MiB; ``64MiB`` style accepted).  A split owns
         the records that start inside it and finds its first record by
@@ -179,6 +184,7 @@ class CommitLogReader(DataSourceReader):
         self.topics = _paths.opt_list(options, "topics")
         self.start_time = _paths.opt_time(options, "startTime")
         self.end_time = _paths.opt_time(options, "endTime")
+        self.batch_rows = _paths.opt_int(options, "batchRows", DEFAULT_BATCH_ROWS)
 
     def partitions(self):
         return plan_splits(self.path, self.split_size)
@@ -193,6 +199,7 @@ class CommitLogReader(DataSourceReader):
             start_time=self.start_time,
             end_time=self.end_time,
             columns=self.columns,
+            batch_rows=self.batch_rows,
         )
 
 
