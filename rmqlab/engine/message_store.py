@@ -758,7 +758,7 @@ class MessageStore:
                     pos = f.wrote_position
                 phy = f.file_from_offset + pos
                 end = pos + total
-                if end > f.populated:
+                if end > f.populated and blen < _BIG_BODY:
                     clog.prefault(f, end)
                 born_ts = m.born_timestamp
                 try:
@@ -777,7 +777,10 @@ class MessageStore:
                         PutMessageStatus.MESSAGE_ILLEGAL,
                         f"message {len(offsets)}: a field does not fit its Java type ({exc}); the {len(offsets)} messages before it were stored",
                     )
-                mm[pos:end] = b"".join((head, body, tinfo[0], len(raw).to_bytes(2, "big"), raw))
+                if blen < _BIG_BODY:
+                    mm[pos:end] = b"".join((head, body, tinfo[0], len(raw).to_bytes(2, "big"), raw))
+                else:
+                    os.pwritev(f.fd, (head, body, tinfo[0], len(raw).to_bytes(2, "big"), raw), pos)
                 pos = end
                 pending.append((topic, qid, phy, total, tc, ts, qoff, keys, uniq, 0, m.prepared_transaction_offset))
                 offsets.append(phy)
