@@ -7,20 +7,7 @@ import shutil
 
 import crc32c
 
-import shutil as _shutil
-import stat as _stat
-from pathlib import Path as _Path
-
-REFERENCE = _Path(__file__).resolve().parents[1] / "fixtures" / "reference-stores"
-
-
-def copy_store(case, dest):
-    """A writable copy of a reference case's store (``conftest`` is ambiguous suite-wide)."""
-    target = _Path(dest) / case
-    _shutil.copytree(REFERENCE / case / "store", target)
-    for p in [target, *target.rglob("*")]:
-        p.chmod(p.stat().st_mode | _stat.S_IWUSR)
-    return target
+from tests.support import REFERENCE, copy_store
 from rmqlab.config import MessageStoreConfig
 from rmqlab.engine.clock import ManualClock
 from rmqlab.forensics.diff import diff_stores, page_fingerprints

@@ -11,20 +11,7 @@ import struct
 
 import pytest
 
-import shutil as _shutil
-import stat as _stat
-from pathlib import Path as _Path
-
-REFERENCE = _Path(__file__).resolve().parents[1] / "fixtures" / "reference-stores"
-
-
-def copy_store(case, dest):
-    """A writable copy of a reference case's store (``conftest`` is ambiguous suite-wide)."""
-    target = _Path(dest) / case
-    _shutil.copytree(REFERENCE / case / "store", target)
-    for p in [target, *target.rglob("*")]:
-        p.chmod(p.stat().st_mode | _stat.S_IWUSR)
-    return target
+from tests.support import REFERENCE, copy_store
 from rmqlab.format.indexfile import entry_position, slot_position
 from rmqlab.forensics.verify import ERROR, verify_store
 from rmqlab.store import open_store

@@ -152,7 +152,7 @@ def _snapshot(root):
 @PROPS
 @given(flips=st.lists(st.tuples(st.integers(0, 6 * 65536 - 1), st.integers(1, 255)), min_size=1, max_size=4))
 def test_property_recovery_never_keeps_a_record_that_fails_its_crc(tmp_path_factory, flips):
-    from recovery_support import copy_store
+    from tests.support import copy_store
 
     src = copy_store("crash", tmp_path_factory.mktemp("p3"))
     files = sorted((src / "commitlog").iterdir())

@@ -15,7 +15,7 @@ import zlib
 
 import pytest
 
-from recovery_support import REFERENCE, copy_store
+from tests.support import REFERENCE, copy_store
 from rmqlab import lookup
 from rmqlab.config import MessageStoreConfig
 from rmqlab.engine.clock import ManualClock

@@ -15,7 +15,7 @@ import re
 
 import pytest
 
-from recovery_support import ALL_CASES, REFERENCE, copy_store
+from tests.support import ALL_CASES, REFERENCE, copy_store
 from rmqlab import lookup
 from rmqlab.config import MessageStoreConfig
 from rmqlab.engine.clock import ManualClock

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from recovery_support import REFERENCE, copy_store
+from tests.support import REFERENCE, copy_store
 from rmqlab.files import MappedFileQueue
 from rmqlab.format.record import RecordError, decode_record
 from rmqlab.recovery import scan
