@@ -50,7 +50,6 @@ every reference store written by RocketMQ): the columns are the keys of
 from __future__ import annotations
 
 import struct
-import zlib
 from dataclasses import dataclass
 from typing import Iterable, Iterator
 
@@ -59,6 +58,7 @@ import pyarrow as pa
 from construct import FormatField, IfThenElse
 
 from . import commitlog as cl
+from . import hashing
 from . import properties as props
 from .msgid import format_host
 from .record import (
@@ -727,10 +727,7 @@ def _properties_python(parr: pa.Array) -> pa.Array:
     return pa.array(rows, PROPERTIES_TYPE)
 
 
-try:  # ISA-L's CRC-32 is the same function as zlib's, about 3x faster on long bodies
-    from isal.isal_zlib import crc32 as _crc32
-except ImportError:  # pragma: no cover - optional speed-up
-    _crc32 = zlib.crc32
+_crc32 = hashing.crc32  # ISA-L's when installed (see rmqlab.format.hashing)
 
 
 def _crc_tables() -> tuple[np.ndarray, np.ndarray]:

@@ -28,19 +28,16 @@ from __future__ import annotations
 import os
 import struct
 import threading
-import zlib
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..format import commitlog as cl
+from ..format import hashing
 from ..format import properties as props
 from ..format.record import BAD_MAGIC, BAD_SIZE, BODY_CRC, PROPERTY_CRC, PROPERTY_CRC_TAIL, SIZE_MISMATCH, TRUNCATED, decode_crc_digits
 
-try:  # ISA-L's CRC-32: the same IEEE CRC as zlib's, several times faster (optional)
-    from isal.isal_zlib import crc32 as _crc32
-except ImportError:  # pragma: no cover - the accelerator is optional
-    _crc32 = zlib.crc32
+_crc32 = hashing.crc32  # ISA-L's when installed (see rmqlab.format.hashing)
 _PREFIX = struct.Struct(">iI")
 _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
@@ -116,7 +113,7 @@ def check_record(buf, pos: int, *, check_crc: bool = True, force_verify_prop_crc
             if body_len > total or p + body_len > n:
                 raise IndexError("body past the buffer")
             if check_crc and not force_verify_prop_crc:
-                crc = zlib.crc32(memoryview(buf)[p : p + body_len]) & 0x7FFFFFFF
+                crc = _crc32(memoryview(buf)[p : p + body_len]) & 0x7FFFFFFF
                 p += body_len
                 if crc != body_crc:
                     return Check(
@@ -151,7 +148,7 @@ def check_record(buf, pos: int, *, check_crc: bool = True, force_verify_prop_crc
                 expected = decode_crc_digits(tail[-11:-1])
             if expected <= 0:
                 return Check(False, -1, PROPERTY_CRC, "forceVerifyPropCRC: no __CRC32# property", None, p)
-            crc = zlib.crc32(memoryview(buf)[pos : pos + total - PROPERTY_CRC_TAIL]) & 0x7FFFFFFF
+            crc = _crc32(memoryview(buf)[pos : pos + total - PROPERTY_CRC_TAIL]) & 0x7FFFFFFF
             if crc != expected:
                 return Check(False, -1, PROPERTY_CRC, f"__CRC32# says {expected}, computed {crc}", None, p)
         read = java_cal_msg_length(v2, sys_flag, body_len, topic_len, props_len)
