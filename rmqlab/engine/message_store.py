@@ -802,8 +802,12 @@ class MessageStore:
         """SYNC_FLUSH: wait for the group commit covering ``end`` (Java
         ``handleDiskFlush``)."""
         if wait_prop is not None and wait_prop.lower() == "false":  # Java isWaitStoreMsgOK
-            if self._group_commit is not None:
-                self._group_commit.wakeup()
+            gc = self._group_commit
+            if gc is not None:
+                with gc.lock:
+                    if end > gc.requested:
+                        gc.requested = end
+                gc.wakeup()
             return _OK
         if self._group_commit is None:
             self._flush_commitlog()
