@@ -100,9 +100,10 @@ def test_clean_shutdown_store_reads_back_and_follows_the_rules(tmp_path):
         assert blanks and all(b.physical_offset + b.total_size == (b.physical_offset // cfg.mapped_file_size_commit_log + 1) * cfg.mapped_file_size_commit_log for b in blanks)
         for q in range(4):
             entries = st.consume_queue("TopicA", q).entries()
-            mine = [r for r in results if r.queue_offset is not None and msgs[results.index(r)].queue_id == q]
-            assert [e.commitlog_offset for e in entries] == [r.wrote_offset for r in mine]
-            assert [e.tags_code for e in entries] == [java_string_hash(msgs[results.index(r)].properties["TAGS"]) for r in mine]
+            mine = [(m, r) for m, r in zip(msgs, results) if m.queue_id == q]
+            assert [e.queue_offset for e in entries] == [r.queue_offset for _, r in mine] == list(range(len(mine)))
+            assert [e.commitlog_offset for e in entries] == [r.wrote_offset for _, r in mine]
+            assert [e.tags_code for e in entries] == [java_string_hash(m.properties["TAGS"]) for m, _ in mine]
         cp = st.checkpoint()
         assert cp.physic_msg_timestamp == results[-1].store_timestamp
         assert cp.logics_msg_timestamp == results[-1].store_timestamp
