@@ -51,6 +51,7 @@ from .. import lookup as _lookup
 from ..config import ASYNC_FLUSH, SYNC_FLUSH, MessageStoreConfig
 from ..errors import StoreLayoutError, StoreLockedError
 from ..format import commitlog as cl
+from ..format import hashing
 from ..format import properties as props
 from ..format.hashing import java_string_hash
 from ..format.msgid import parse_host
@@ -72,10 +73,7 @@ _OK = PutMessageStatus.PUT_OK
 _new_result = tuple.__new__
 _BIG_BODY = 4096  # bodies from this size on are written with pwritev
 _zlib_crc32 = zlib.crc32
-try:  # ISA-L's CRC-32 (the same IEEE CRC as zlib's), ~20x faster on 16 KiB bodies
-    from isal.isal_zlib import crc32 as _fast_crc32
-except ImportError:  # pragma: no cover - optional accelerator
-    _fast_crc32 = zlib.crc32
+_fast_crc32 = hashing.crc32  # ISA-L's when installed (rmqlab.format.hashing); faster from ~1 KiB on
 _time_ns = __import__("time").time_ns
 _CRC_RESERVED = 20  # Java CRC32_RESERVED_LEN: "__CRC32#" \x01 10 digits \x02
 _CRC_PLACEHOLDER = (props.CRC32 + "\x01").encode() + b"0" * 10 + b"\x02"

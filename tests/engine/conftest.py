@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine_support import reference_records
+from tests.engine.engine_support import reference_records
 
 
 @pytest.fixture(scope="session")

@@ -8,7 +8,7 @@ from pathlib import Path
 from rmqlab.config import MessageStoreConfig
 from rmqlab.store.reader import open_store
 
-REFERENCE = Path(__file__).resolve().parents[1] / "fixtures" / "reference-stores"
+from tests.support import REFERENCE
 
 
 def reference_config(case: str) -> MessageStoreConfig:

@@ -9,7 +9,7 @@ import pytest
 from rmqlab.cli import main
 from rmqlab.store.reader import open_store
 
-from engine_support import REFERENCE, assert_same_as_rocketmq, reference_config
+from tests.engine.engine_support import REFERENCE, assert_same_as_rocketmq, reference_config
 
 
 def _broker_conf(case: str, path) -> str:
@@ -63,7 +63,7 @@ def test_bad_input_is_a_clear_error(tmp_path, capsys):
 def test_refuses_a_locked_store(tmp_path, capsys):
     from rmqlab.engine import MessageStore
 
-    from engine_support import small_config
+    from tests.engine.engine_support import small_config
 
     src = tmp_path / "in.jsonl"
     src.write_text('{"topic": "T", "body": ""}\n')

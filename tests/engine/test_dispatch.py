@@ -10,7 +10,7 @@ from rmqlab.engine.dispatch import CommitLogDispatcher, parse_delay_levels, requ
 from rmqlab.engine.index_writer import java_string_hashes
 from rmqlab.format.hashing import java_string_hash
 
-from engine_support import REFERENCE, assert_same_as_rocketmq, reference_config, store_files
+from tests.engine.engine_support import REFERENCE, assert_same_as_rocketmq, reference_config, store_files
 
 
 def _assert_same_as_rocketmq(case: str, root) -> None:

@@ -12,7 +12,7 @@ from rmqlab.engine import ManualClock, Message, MessageStore
 from rmqlab.format import properties as props
 from rmqlab.format.encode import encode_record
 
-from engine_support import small_config
+from tests.engine.engine_support import small_config
 
 _prop_text = st.text(alphabet=st.characters(blacklist_characters="\x01\x02", blacklist_categories=("Cs",)), max_size=12)
 _hosts = st.sampled_from([(b"\x7f\x00\x00\x01", 50000), (bytes(15) + b"\x01", 1234), (b"\x0a\x00\x00\x07", 0)])
@@ -68,7 +68,7 @@ def test_fast_paths_write_the_general_paths_bytes(tmp_path, body_size):
     """``put``'s and ``put_batch``'s fast paths against the general path (taken when
     properties come as raw bytes): same records, queues and index — small bodies
     (joined into the mapping) and big ones (``pwritev``)."""
-    from engine_support import sample_messages, store_files
+    from tests.engine.engine_support import sample_messages, store_files
 
     msgs = sample_messages(600 if body_size < 1000 else 150, queues=3, body_size=body_size)
     roots = {}

@@ -16,7 +16,7 @@ from rmqlab.engine import ManualClock, Message, MessageStore, PutMessageStatus
 from rmqlab.recovery import recover
 from rmqlab.store.reader import open_store
 
-from engine_support import sample_messages, small_config
+from tests.engine.engine_support import sample_messages, small_config
 
 
 class ForceSpy:
@@ -108,7 +108,7 @@ def test_sync_acknowledged_records_survive_kill(tmp_path):
     code = textwrap.dedent(f"""
         import sys
         sys.path.insert(0, {os.path.dirname(__file__)!r})
-        from engine_support import small_config, sample_messages
+        from tests.engine.engine_support import small_config, sample_messages
         from rmqlab.engine import MessageStore
         store = MessageStore.open({str(root)!r}, small_config(flush_disk_type="SYNC_FLUSH"))
         for m in sample_messages(100000):

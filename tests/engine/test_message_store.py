@@ -19,7 +19,7 @@ from rmqlab.format.hashing import java_string_hash
 from rmqlab.recovery import recover
 from rmqlab.store.reader import open_store
 
-from engine_support import sample_messages, small_config
+from tests.engine.engine_support import sample_messages, small_config
 
 T0 = 1_795_000_000_000
 
@@ -274,7 +274,7 @@ def test_clean_service_runs_at_delete_when(tmp_path):
 def test_open_rocketmqs_crashed_store_and_continue(store_copy, dumps):
     """A store RocketMQ left after a crash: opening it recovers it as RocketMQ does
     (same end of log), then puts continue its queues."""
-    from engine_support import reference_config
+    from tests.engine.engine_support import reference_config
 
     root = store_copy("crash")
     expected_end = dumps["crash"]["recovery"]["commitLogMaxOffsetAfterRecovery"]

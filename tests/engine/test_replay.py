@@ -14,7 +14,7 @@ import pytest
 from rmqlab.engine import ManualClock, MessageStore
 from rmqlab.store.reader import open_store
 
-from engine_support import assert_same_as_rocketmq, manifest, manifest_message, reference_config
+from tests.engine.engine_support import assert_same_as_rocketmq, manifest, manifest_message, reference_config
 
 
 @pytest.mark.parametrize("case", ["clean", "v2ipv6"])

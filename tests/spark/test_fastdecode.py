@@ -11,7 +11,7 @@ import zlib
 
 import numpy as np
 import pytest
-from conftest import ALL_CASES, DAMAGED, REFERENCE, store_root
+from tests.spark.conftest import ALL_CASES, DAMAGED, REFERENCE, store_root
 
 from rmqlab.format import commitlog as cl
 from rmqlab.format import fastdecode as fd

@@ -7,7 +7,7 @@ import base64
 
 import numpy as np
 import pytest
-from conftest import ALL_CASES, DAMAGED, store_root
+from tests.spark.conftest import ALL_CASES, DAMAGED, store_root
 
 from rmqlab.format.record import RecordError
 from rmqlab.store import open_store
