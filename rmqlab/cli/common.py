@@ -7,7 +7,7 @@ import json
 import sys
 
 from ..config import MessageStoreConfig
-from ..store.reader import StoreReader
+from ..store.reader import StoreReader, infer_config
 
 
 def add_store_options(p: argparse.ArgumentParser) -> None:
@@ -20,8 +20,9 @@ def add_store_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-index-num", type=int, metavar="N", help="maxIndexNum")
 
 
-def open_from_args(args: argparse.Namespace, *, strict: bool = True) -> StoreReader:
-    """Open STORE read-only with sizes from --config / size flags / the files."""
+def config_from_args(args: argparse.Namespace) -> MessageStoreConfig | None:
+    """--config and the size flags; ``None`` means: infer everything from the files.
+    A size flag alone is trusted for that size; the others are still inferred."""
     cfg = MessageStoreConfig.from_properties(args.config) if getattr(args, "config", None) else None
     overrides = {
         "mapped_file_size_commit_log": getattr(args, "commitlog_file_size", None),
@@ -31,21 +32,13 @@ def open_from_args(args: argparse.Namespace, *, strict: bool = True) -> StoreRea
     }
     overrides = {k: v for k, v in overrides.items() if v is not None}
     if overrides:
-        if cfg is None:
-            # only the given sizes are trusted; infer the rest from the files first
-            probe = StoreReader(args.store, strict=False)
-            cfg = probe.config.replace(mapped_file_size_consume_queue=_infer_cq_size(probe))
-            probe.close()
-        cfg = cfg.replace(**overrides)
-    return StoreReader(args.store, cfg, strict=strict)
+        cfg = (cfg or infer_config(args.store)).replace(**overrides)
+    return cfg
 
 
-def _infer_cq_size(store: StoreReader) -> int:
-    for qid in store.queue_ids():
-        size = store.consume_queue(qid.topic, qid.queue_id).queue.mapped_file_size
-        if size:
-            return size
-    return store.config.mapped_file_size_consume_queue
+def open_from_args(args: argparse.Namespace, *, strict: bool = True) -> StoreReader:
+    """Open STORE read-only with sizes from --config / size flags / the files."""
+    return StoreReader(args.store, config_from_args(args), strict=strict)
 
 
 def print_json(obj) -> None:

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import argparse
 
-from ..config import MessageStoreConfig
-from ..recovery import infer_config, recover
-from .common import add_store_options, print_json
+from ..recovery import recover
+from .common import add_store_options, config_from_args, print_json
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -30,21 +29,6 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--keep-abort", action="store_true", help="leave abort and checkpoint as they are (next start recovers again)")
     p.add_argument("--json", action="store_true", help="print the report as one JSON object")
     return p
-
-
-def config_from_args(args) -> MessageStoreConfig | None:
-    """--config and the size flags; ``None`` means: infer everything from the files."""
-    cfg = MessageStoreConfig.from_properties(args.config) if getattr(args, "config", None) else None
-    overrides = {
-        "mapped_file_size_commit_log": getattr(args, "commitlog_file_size", None),
-        "mapped_file_size_consume_queue": getattr(args, "consumequeue_file_size", None),
-        "max_hash_slot_num": getattr(args, "max_hash_slot_num", None),
-        "max_index_num": getattr(args, "max_index_num", None),
-    }
-    overrides = {k: v for k, v in overrides.items() if v is not None}
-    if overrides:
-        cfg = (cfg or infer_config(args.store)).replace(**overrides)
-    return cfg
 
 
 def run(args) -> int:

@@ -10,8 +10,7 @@ from __future__ import annotations
 import argparse
 
 from ..forensics.verify import verify_store
-from .common import add_store_options, print_json
-from .recover import config_from_args
+from .common import add_store_options, config_from_args, print_json
 
 
 def add_parser(sub) -> argparse.ArgumentParser:

@@ -49,7 +49,7 @@ def _config(args) -> MessageStoreConfig | None:
         return MessageStoreConfig.from_properties(args.config)
     root = Path(args.store)
     if (root / "commitlog").is_dir() and any((root / "commitlog").iterdir()):
-        from ..recovery import infer_config
+        from ..store.reader import infer_config
 
         return infer_config(root)
     return None

@@ -9,7 +9,6 @@ The kind of file is told by its directory (``commitlog/``, ``consumequeue/…``,
 
 from __future__ import annotations
 
-import html
 import io
 import os
 from dataclasses import dataclass

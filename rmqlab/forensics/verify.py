@@ -312,7 +312,6 @@ class _Verifier:
             e = cq.raw_entries()
             base = cq.first_slot_offset
             lo, hi = cq.valid_range(min_off)
-            fsize = cq.queue.mapped_file_size or len(e) * CQ_STORE_UNIT_SIZE
             for q in range(lo, hi):
                 r = e[q - base]
                 off, size, tags = int(r["commitlog_offset"]), int(r["size"]), int(r["tags_code"])

@@ -7,7 +7,8 @@
 """
 
 from .crashlab import CrashLab, CrashResult, lab_config, workload
-from .recover import infer_config, recover
+from ..store.reader import infer_config  # re-exported: recovery's callers used it from here
+from .recover import recover
 from .report import RecoveryReport
 
 __all__ = ["CrashLab", "CrashResult", "RecoveryReport", "infer_config", "lab_config", "recover", "workload"]

@@ -53,7 +53,7 @@ from pathlib import Path
 import numpy as np
 
 from ..config import MessageStoreConfig
-from ..errors import StoreFormatError, StoreLayoutError
+from ..errors import StoreLayoutError
 from ..files import MappedFileQueue
 from ..format import commitlog as cl
 from ..format.checkpoint import CheckpointV5, min_timestamp as cp_min_timestamp
@@ -61,7 +61,7 @@ from ..format.consumequeue import CQ_STORE_UNIT_SIZE
 from ..format.indexfile import IndexHeader
 from ..format.record import decode_record
 from ..store.consume_queue import CQ_DTYPE
-from ..store.reader import ABORT_FILE, CHECKPOINT_FILE, COMMITLOG_DIR, CONSUMEQUEUE_DIR, INDEX_DIR, StoreReader
+from ..store.reader import ABORT_FILE, CHECKPOINT_FILE, COMMITLOG_DIR, CONSUMEQUEUE_DIR, INDEX_DIR, StoreReader, infer_config
 from .report import CutRange, IndexChange, LostRecord, QueueChange, RecoveryReport, StopPoint
 from .scan import FileScan, scan_file
 
@@ -71,27 +71,6 @@ STORE = "<store>"
 
 
 # -- store configuration ---------------------------------------------------------------------
-def infer_config(root: str | os.PathLike, config: MessageStoreConfig | None = None) -> MessageStoreConfig:
-    """The store's sizes: the caller's config wins; otherwise infer commitlog, consume-queue
-    and index sizes from the files (as the reader does)."""
-    root = Path(root)
-    if config is not None:
-        return config.replace(store_path_root_dir=str(root))
-    reader = StoreReader(root, strict=False)
-    cfg = reader.config
-    cq_size = None
-    for qid in reader.queue_ids():
-        try:
-            size = reader.consume_queue(qid.topic, qid.queue_id).queue.mapped_file_size
-        except StoreFormatError:
-            continue
-        if size:
-            cq_size = size
-            break
-    reader.close()
-    return cfg.replace(mapped_file_size_consume_queue=cq_size or cfg.mapped_file_size_consume_queue)
-
-
 # -- plan pieces -----------------------------------------------------------------------------------
 @dataclass
 class _Queue:
@@ -547,7 +526,6 @@ def _simulate_queues(rep: RecoveryReport, state: dict, records: list, delay_leve
     process = state["process"]
     changes: dict[tuple[str, int], QueueChange] = {}
     maxp = {k: q.max_physic_offset for k, q in queues.items()}
-    counts = {k: len(q.entries) for k, q in queues.items()}
     for k, q in queues.items():
         changes[k] = QueueChange(q.name, len(q.entries), q.first_queue_offset + len(q.entries), q.max_physic_offset, [p.name for p in q.deleted])
     for req in records:

@@ -156,7 +156,7 @@ def check_record(buf, pos: int, *, check_crc: bool = True, force_verify_prop_crc
             return Check(
                 False, total, SIZE_MISMATCH,
                 f"totalSize {total} but the fields make {read} (bodyLength {body_len}, topicLength {topic_len}, propertiesLength {props_len})",
-                f"found a half message at {{offset}}, it will be truncated.", p,
+                "found a half message at {offset}, it will be truncated.", p,
             )
         return Check(True, total, java_pos=p)
     except (struct.error, IndexError, ValueError) as exc:

@@ -203,6 +203,27 @@ class StoreReader:
         return summary_html(summarize(self, scan=False))
 
 
+def infer_config(root: str | os.PathLike, config: MessageStoreConfig | None = None) -> MessageStoreConfig:
+    """The store's sizes: the caller's config wins; otherwise infer commitlog, consume-queue
+    and index sizes from the files (as the reader does)."""
+    root = Path(root)
+    if config is not None:
+        return config.replace(store_path_root_dir=str(root))
+    reader = StoreReader(root, strict=False)
+    cfg = reader.config
+    cq_size = None
+    for qid in reader.queue_ids():
+        try:
+            size = reader.consume_queue(qid.topic, qid.queue_id).queue.mapped_file_size
+        except StoreFormatError:
+            continue
+        if size:
+            cq_size = size
+            break
+    reader.close()
+    return cfg.replace(mapped_file_size_consume_queue=cq_size or cfg.mapped_file_size_consume_queue)
+
+
 def open_store(root: str | os.PathLike, config: MessageStoreConfig | None = None, **kwargs) -> StoreReader:
     """Open a store root read-only (see :class:`StoreReader`)."""
     return StoreReader(root, config, **kwargs)

@@ -9,7 +9,6 @@ survives); a torn write keeps exactly the records that ended before the tear.
 
 from __future__ import annotations
 
-import filecmp
 import os
 
 import pytest
@@ -19,7 +18,7 @@ from hypothesis import strategies as st
 from rmqlab import lookup
 from rmqlab.config import ASYNC_FLUSH, SYNC_FLUSH
 from rmqlab.recovery import recover
-from rmqlab.recovery.crashlab import CrashLab, lab_config, workload
+from rmqlab.recovery.crashlab import CrashLab, workload
 from rmqlab.store import open_store
 
 
