@@ -37,10 +37,13 @@ from __future__ import annotations
 
 import os
 import re
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, NamedTuple, Sequence
+from typing import Callable, Iterable, NamedTuple, Sequence
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..config import MessageStoreConfig
 from ..format import commitlog as cl
@@ -49,7 +52,7 @@ from ..format.hashing import java_string_hash
 from ..format.record import Record
 from .clock import SystemClock
 from .consume_queue_writer import ConsumeQueueWriter
-from .index_writer import IndexFileWriter, IndexServiceWriter, index_key_hashes
+from .index_writer import IndexFileWriter, IndexServiceWriter, index_hashes_from_java, index_key_hashes, java_string_hashes_arrow, prefixed_hashes
 
 SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"  # Java TopicValidator.RMQ_SYS_SCHEDULE_TOPIC
 CONSUMEQUEUE_DIR = "consumequeue"
@@ -124,6 +127,231 @@ def request_from_record(record: Record, delay_levels: dict[int, int]) -> Dispatc
         record.sys_flag,
         record.prepared_transaction_offset,
     )
+
+
+# -- many requests as columns ---------------------------------------------------------------------
+@dataclass
+class DispatchColumns:
+    """Many :class:`DispatchRequest` s as columns, one row per record, in commitlog order
+    (Java: the ``DispatchRequest`` s ``ReputMessageService`` hands to ``doDispatch`` one
+    after the other).
+
+    Integer fields are int64 numpy arrays; the topic is a code into ``topics``;
+    ``keys`` and ``uniq_key`` are Arrow string arrays (null when the record has none).
+    Build with :meth:`from_arrow` (bulk-decoded records, :mod:`rmqlab.format.fastdecode`)
+    or :meth:`from_requests`; feed to :meth:`CommitLogDispatcher.dispatch_columns`.
+    """
+
+    topics: list[str]
+    topic_code: np.ndarray
+    queue_id: np.ndarray
+    commitlog_offset: np.ndarray
+    msg_size: np.ndarray
+    tags_code: np.ndarray
+    store_timestamp: np.ndarray
+    consume_queue_offset: np.ndarray
+    sys_flag: np.ndarray
+    keys: "pa.Array | pa.ChunkedArray"
+    uniq_key: "pa.Array | pa.ChunkedArray"
+    prepared_transaction_offset: np.ndarray
+
+    #: the fastdecode columns :meth:`from_arrow` needs
+    ARROW_COLUMNS = ("physical_offset", "total_size", "topic", "queue_id", "queue_offset", "sys_flag", "store_timestamp", "prepared_transaction_offset", "properties")
+
+    def __len__(self) -> int:
+        return len(self.commitlog_offset)
+
+    def topic_of(self, i: int) -> str:
+        return self.topics[int(self.topic_code[i])]
+
+    def requests(self) -> list[DispatchRequest]:
+        """The same rows as :class:`DispatchRequest` tuples."""
+        keys = self.keys.to_pylist()
+        uniq = self.uniq_key.to_pylist()
+        t = self.topics
+        return [
+            DispatchRequest(t[c], q, o, s, g, ts, qo, k, u, sf, pto)
+            for c, q, o, s, g, ts, qo, k, u, sf, pto in zip(
+                self.topic_code.tolist(),
+                self.queue_id.tolist(),
+                self.commitlog_offset.tolist(),
+                self.msg_size.tolist(),
+                self.tags_code.tolist(),
+                self.store_timestamp.tolist(),
+                self.consume_queue_offset.tolist(),
+                keys,
+                uniq,
+                self.sys_flag.tolist(),
+                self.prepared_transaction_offset.tolist(),
+            )
+        ]
+
+    @classmethod
+    def from_requests(cls, reqs: Sequence[DispatchRequest]) -> "DispatchColumns":
+        topics: dict[str, int] = {}
+        codes = [topics.setdefault(r.topic, len(topics)) for r in reqs]
+
+        def col(i):
+            return np.fromiter((r[i] for r in reqs), dtype=np.int64, count=len(reqs))
+
+        return cls(
+            list(topics),
+            np.asarray(codes, dtype=np.int64),
+            col(1),
+            col(2),
+            col(3),
+            col(4),
+            col(5),
+            col(6),
+            col(9),
+            pa.array([r.keys for r in reqs], pa.string()),
+            pa.array([r.uniq_key for r in reqs], pa.string()),
+            col(10),
+        )
+
+    @classmethod
+    def concat(cls, parts: Sequence["DispatchColumns"]) -> "DispatchColumns":
+        parts = [p for p in parts if len(p)]
+        if not parts:
+            return cls.from_requests([])
+        if len(parts) == 1:
+            return parts[0]
+        topics: dict[str, int] = {}
+        codes = []
+        for p in parts:
+            remap = np.asarray([topics.setdefault(t, len(topics)) for t in p.topics] or [0], dtype=np.int64)
+            codes.append(remap[p.topic_code])
+
+        def cat(name):
+            return np.concatenate([getattr(p, name) for p in parts])
+
+        def chunks(name):
+            out = []
+            for p in parts:
+                a = getattr(p, name)
+                out.extend(a.chunks if isinstance(a, pa.ChunkedArray) else [a])
+            return pa.chunked_array(out, pa.string())
+
+        return cls(
+            list(topics),
+            np.concatenate(codes),
+            cat("queue_id"),
+            cat("commitlog_offset"),
+            cat("msg_size"),
+            cat("tags_code"),
+            cat("store_timestamp"),
+            cat("consume_queue_offset"),
+            cat("sys_flag"),
+            chunks("keys"),
+            chunks("uniq_key"),
+            cat("prepared_transaction_offset"),
+        )
+
+    @classmethod
+    def from_arrow(cls, batch, delay_levels: dict[int, int], exact: Callable[[int], DispatchRequest] | None = None) -> "DispatchColumns":
+        """Java ``checkMessageAndReturnSize`` for every MESSAGE row of a fastdecode
+        batch or table (:data:`ARROW_COLUMNS` needed).
+
+        fastdecode's property map keeps a name's *last* value even when it is empty,
+        where Java's map skips empty values (an earlier non-empty duplicate then
+        wins).  Rows whose TAGS, KEYS, UNIQ_KEY or DELAY read as ``""`` are therefore
+        taken from ``exact(row)`` (the per-record :func:`request_from_record`); without
+        ``exact`` such rows raise ``ValueError``.
+        """
+        n = batch.num_rows
+        col = batch.column
+
+        def ints(name):
+            a = col(name)
+            return np.asarray(a.to_numpy(zero_copy_only=False), dtype=np.int64) if n else np.zeros(0, np.int64)
+
+        topic = col("topic")
+        if isinstance(topic, pa.ChunkedArray):
+            topic = topic.combine_chunks() if topic.num_chunks != 1 else topic.chunk(0)
+        enc = pc.dictionary_encode(topic) if n else pa.DictionaryArray.from_arrays(pa.array([], pa.int32()), pa.array([], pa.string()))
+        topics = enc.dictionary.to_pylist()
+        topic_code = np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
+        tags, keys, uniq, delay = _lookup(col("properties"), (props.TAGS, props.KEYS, props.UNIQ_KEY, props.DELAY))
+        store_ts = ints("store_timestamp")
+        # tagsCode: String.hashCode of TAGS, 0 without
+        th, _ = java_string_hashes_arrow(tags)
+        tags_code = th.view(np.int32).astype(np.int64)
+        empty = np.zeros(n, dtype=bool)
+        for a in (tags, keys, uniq, delay):
+            empty |= np.asarray(pc.fill_null(pc.equal(a, ""), False).to_numpy(zero_copy_only=False), dtype=bool) if n else empty
+        # SCHEDULE_TOPIC_XXXX with DELAY: the delivery time (the rule of tags_code_for)
+        if SCHEDULE_TOPIC in topics:
+            sched = (topic_code == topics.index(SCHEDULE_TOPIC)) & np.asarray(delay.is_valid().to_numpy(zero_copy_only=False), dtype=bool) & ~empty
+            rows = np.flatnonzero(sched)
+            if len(rows):
+                idx = pa.array(rows)
+                for r, t, d in zip(rows.tolist(), tags.take(idx).to_pylist(), delay.take(idx).to_pylist()):
+                    jp = {props.DELAY: d}
+                    if t:
+                        jp[props.TAGS] = t
+                    tags_code[r] = tags_code_for(SCHEDULE_TOPIC, jp, int(store_ts[r]), delay_levels)
+        out = cls(
+            topics,
+            topic_code,
+            ints("queue_id"),
+            ints("physical_offset"),
+            ints("total_size"),
+            tags_code,
+            store_ts,
+            ints("queue_offset"),
+            ints("sys_flag"),
+            keys,
+            uniq,
+            ints("prepared_transaction_offset"),
+        )
+        rows = np.flatnonzero(empty)
+        if len(rows):
+            if exact is None:
+                raise ValueError(f"{len(rows)} records have an empty TAGS/KEYS/UNIQ_KEY/DELAY value: pass exact= to read them as Java does")
+            out._patch(rows, [exact(int(r)) for r in rows])
+        return out
+
+    def _patch(self, rows: np.ndarray, reqs: list[DispatchRequest]) -> None:
+        """Replace ``rows`` with these requests (same records, read per record)."""
+        keys = self.keys.to_pylist()
+        uniq = self.uniq_key.to_pylist()
+        for r, q in zip(rows.tolist(), reqs):
+            if q.commitlog_offset != self.commitlog_offset[r]:
+                raise ValueError(f"row {r}: request for offset {q.commitlog_offset}, column has {int(self.commitlog_offset[r])}")
+            self.tags_code[r] = q.tags_code
+            keys[r] = q.keys
+            uniq[r] = q.uniq_key
+        self.keys = pa.array(keys, pa.string())
+        self.uniq_key = pa.array(uniq, pa.string())
+
+
+def _lookup(properties, names: Sequence[str]) -> list[pa.Array]:
+    """The value of each name in every row of a ``map<string,string>`` column (null
+    where absent), one string array per name.  (``pyarrow.compute.map_lookup`` does
+    the same but is an order of magnitude slower: here each name is one comparison
+    over the flat keys.)  fastdecode's maps hold a name at most once per row; were it
+    there twice, the last would be taken."""
+    chunks = properties.chunks if isinstance(properties, pa.ChunkedArray) else [properties]
+    out: list[list[pa.Array]] = [[] for _ in names]
+    for c in chunks:
+        n = len(c)
+        offs = np.asarray(c.offsets.to_numpy(zero_copy_only=False), dtype=np.int64)
+        lo, hi = (int(offs[0]), int(offs[-1])) if n else (0, 0)
+        keys = c.keys.slice(lo, hi - lo)
+        items = c.items.slice(lo, hi - lo)
+        row_of = np.repeat(np.arange(n, dtype=np.int64), np.diff(offs)) if n else np.zeros(0, np.int64)
+        for j, name in enumerate(names):
+            hit = np.asarray(pc.fill_null(pc.equal(keys, name), False).to_numpy(zero_copy_only=False), dtype=bool)
+            at = np.flatnonzero(hit)
+            if not len(at):
+                out[j].append(pa.nulls(n, pa.string()))
+                continue
+            take = np.zeros(n, dtype=np.int64)
+            present = np.zeros(n, dtype=bool)
+            take[row_of[at]] = np.arange(len(at))
+            present[row_of[at]] = True
+            out[j].append(items.filter(pa.array(hit)).take(pa.array(take, mask=~present)))
+    return [pa.chunked_array(parts, pa.string()) if len(parts) != 1 else parts[0] for parts in out]
 
 
 class CommitLogDispatcher:
@@ -279,6 +507,74 @@ class CommitLogDispatcher:
             for req in reqs:
                 self._build_index(req)
 
+    def dispatch_columns(self, cols: DispatchColumns) -> None:
+        """:meth:`dispatch_batch` for a columnar batch, with the same rules, vectorised:
+        consume-queue entries only for NOT and COMMIT (queue by queue, each with
+        :meth:`ConsumeQueueWriter.put_columns`, Java's repeat guards included); index
+        keys ``topic#UNIQ_KEY`` then ``topic#k`` per non-empty KEYS token, not for
+        ROLLBACK, not below the last index file's ``endPhyOffset``.  Rows out of
+        commitlog order take :meth:`dispatch_batch` as requests."""
+        n = len(cols)
+        if n == 0:
+            return
+        off = cols.commitlog_offset
+        index_on = self.config.message_index_enable
+        if index_on and n > 1 and not (off[1:] >= off[:-1]).all():
+            self.dispatch_batch(cols.requests())
+            return
+        tran = cols.sys_flag & cl.TRANSACTION_MASK
+        # consume queues: NOT (0x0) and COMMIT (0x8); PREPARED/ROLLBACK have bit 0x4
+        cq_rows = np.flatnonzero((cols.sys_flag & 0x4) == 0)
+        if len(cq_rows):
+            qid = cols.queue_id[cq_rows]
+            gkey = cols.topic_code[cq_rows] * (1 << 33) + (qid + (1 << 31))
+            order = np.argsort(gkey, kind="stable")
+            sk = gkey[order]
+            bounds = np.flatnonzero(np.concatenate(([True], sk[1:] != sk[:-1], [True])))
+            groups = [(int(order[a]), a, b) for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist())]
+            groups.sort()  # first appearance first, as dispatch_batch meets the queues
+            for first, a, b in groups:
+                rows = cq_rows[order[a:b]]
+                r0 = cq_rows[first]
+                q = self.consume_queue(cols.topic_of(r0), int(cols.queue_id[r0]))
+                q.put_columns(off[rows], cols.msg_size[rows], cols.tags_code[rows], cols.consume_queue_offset[rows])
+            self.logics_msg_timestamp = int(cols.store_timestamp[cq_rows[-1]])
+        if not index_on:
+            return
+        # index: records at or past endPhyOffset, not rolled back (in commitlog order
+        # endPhyOffset only moves to the record being indexed, so one cut is exact)
+        eligible = (off >= self.index.end_phy_offset) & (tran != _ROLLBACK)
+        rows = np.flatnonzero(eligible)
+        if not len(rows):
+            return
+        ridx = pa.array(rows)
+        # UNIQ_KEY (non-empty) of each eligible row
+        uniq = cols.uniq_key.take(ridx)
+        u_ok = np.asarray(pc.fill_null(pc.not_equal(uniq, ""), False).to_numpy(zero_copy_only=False), dtype=bool)
+        u_rows = rows[u_ok]
+        uh, ul = java_string_hashes_arrow(uniq.filter(pa.array(u_ok)))
+        # KEYS split on the separator, empty tokens skipped
+        ks = cols.keys.take(ridx)
+        k_ok = np.asarray(pc.fill_null(pc.not_equal(ks, ""), False).to_numpy(zero_copy_only=False), dtype=bool)
+        tokens = pc.split_pattern(ks.filter(pa.array(k_ok)), props.KEY_SEPARATOR)
+        if isinstance(tokens, pa.ChunkedArray):
+            tokens = tokens.combine_chunks()
+        parents = np.asarray(pc.list_parent_indices(tokens).to_numpy(zero_copy_only=False), dtype=np.int64)
+        flat = tokens.flatten()
+        t_ok = np.asarray(pc.not_equal(flat, "").to_numpy(zero_copy_only=False), dtype=bool)
+        t_rows = rows[k_ok][parents[t_ok]]
+        kh, kl = java_string_hashes_arrow(flat.filter(pa.array(t_ok)))
+        # one key list in dispatch order: per record UNIQ_KEY first, then its tokens
+        rec = np.concatenate((u_rows, t_rows))
+        h = np.concatenate((uh, kh))
+        ln = np.concatenate((ul, kl))
+        order = np.argsort(rec, kind="stable")
+        rec, h, ln = rec[order], h[order], ln[order]
+        prefix = np.asarray([java_string_hash(f"{t}#") for t in cols.topics] or [0], dtype=np.int64).astype(np.uint32)
+        full = prefixed_hashes(prefix[cols.topic_code[rec]], h, ln)
+        if len(full):
+            self.index.put_many(index_hashes_from_java(full), off[rec], cols.store_timestamp[rec])
+
     def _flush_keys(self, keys: list[str], offsets: list[int], times: list[int]) -> None:
         if keys:
             self.index.put_many(index_key_hashes(keys), np.asarray(offsets, dtype=np.int64), np.asarray(times, dtype=np.int64))
@@ -314,4 +610,4 @@ class CommitLogDispatcher:
         self.close()
 
 
-__all__ = ["CommitLogDispatcher", "DispatchRequest", "ConsumeQueueWriter", "IndexServiceWriter", "IndexFileWriter", "request_from_record", "parse_delay_levels"]
+__all__ = ["CommitLogDispatcher", "DispatchColumns", "DispatchRequest", "ConsumeQueueWriter", "IndexServiceWriter", "IndexFileWriter", "request_from_record", "parse_delay_levels"]

@@ -90,26 +90,85 @@ def java_string_hashes(keys: Sequence[str]) -> np.ndarray:
     else:
         codes = np.frombuffer(joined.encode("utf-16-be", errors="surrogatepass"), dtype=">u2").astype(np.uint32)
         lengths = np.fromiter((len(k.encode("utf-16-be", errors="surrogatepass")) // 2 for k in keys), dtype=np.int64, count=len(keys))
+    return _hash_code_units(codes, lengths).view(np.int32)
+
+
+def _hash_code_units(codes: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Java ``String.hashCode`` (uint32) of consecutive keys given as their UTF-16 code
+    units ``codes`` (uint32) cut into ``lengths``."""
+    n = len(lengths)
+    if n == 0 or len(codes) == 0:
+        return np.zeros(n, dtype=np.uint32)
     ends = np.cumsum(lengths)
     starts = ends - lengths
     # exponent of each code unit: distance to the end of its own key
     exponent = np.repeat(ends, lengths) - 1 - np.arange(len(codes), dtype=np.int64)
     with np.errstate(over="ignore"):
         terms = codes * _pow31(int(lengths.max()) + 1)[exponent]
-    out = np.zeros(len(keys), dtype=np.uint32)
+    out = np.zeros(n, dtype=np.uint32)
     nonempty = lengths > 0
     if nonempty.any():
         out[nonempty] = np.add.reduceat(terms, starts[nonempty], dtype=np.uint32)
-    return out.view(np.int32)
+    return out
+
+
+def java_string_hashes_arrow(arr) -> tuple[np.ndarray, np.ndarray]:
+    """Java ``String.hashCode`` (as uint32) and length in UTF-16 code units of every
+    value of an Arrow string array (or chunked array); nulls count as ``""``.
+
+    ASCII chunks are hashed straight from the Arrow data buffer (no Python strings);
+    others go through :func:`java_string_hashes`.  Lengths let a caller prefix a
+    constant: ``hash(p + s) = hash(p)·31^len(s) + hash(s)`` (see :func:`prefixed_hashes`).
+    """
+    import pyarrow as pa
+
+    chunks = arr.chunks if isinstance(arr, pa.ChunkedArray) else [arr]
+    hs, ls = [], []
+    for c in chunks:
+        n = len(c)
+        if n == 0:
+            continue
+        if c.null_count:
+            c = c.fill_null("")
+        bufs = c.buffers()
+        offs = np.frombuffer(bufs[1], np.int32, count=n + 1, offset=c.offset * 4).astype(np.int64)
+        data = np.frombuffer(bufs[2], np.uint8)[offs[0] : offs[-1]] if bufs[2] is not None else np.zeros(0, np.uint8)
+        lengths = np.diff(offs)
+        if len(data) == 0 or int(data.max()) < 0x80:
+            hs.append(_hash_code_units(data.astype(np.uint32), lengths))
+            ls.append(lengths)
+        else:
+            keys = c.to_pylist()
+            hs.append(java_string_hashes(keys).view(np.uint32))
+            ls.append(np.fromiter((len(k.encode("utf-16-be", errors="surrogatepass")) // 2 for k in keys), dtype=np.int64, count=n))
+    if not hs:
+        return np.zeros(0, np.uint32), np.zeros(0, np.int64)
+    return np.concatenate(hs), np.concatenate(ls)
+
+
+def prefixed_hashes(prefix_hashes: np.ndarray, hashes: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """``hash(prefix + s)`` (uint32) from ``hash(prefix)``, ``hash(s)`` and ``len(s)``
+    (Java int arithmetic: ``h·31^n + hash(s)`` with 32-bit wrap)."""
+    if len(hashes) == 0:
+        return np.zeros(0, np.uint32)
+    pw = _pow31(int(lengths.max()) + 1)[lengths]
+    with np.errstate(over="ignore"):
+        return prefix_hashes.astype(np.uint32) * pw + hashes.astype(np.uint32)
+
+
+def index_hashes_from_java(h: np.ndarray) -> np.ndarray:
+    """Java ``IndexFile.indexKeyHashMethod`` from ``String.hashCode`` values (any 32-bit
+    integer array): ``abs(hashCode)``, 0 for ``Integer.MIN_VALUE``; as int64."""
+    h = np.asarray(h).astype(np.uint32).view(np.int32).astype(np.int64)
+    h = np.abs(h)
+    h[h == 2**31] = 0
+    return h
 
 
 def index_key_hashes(keys: Sequence[str]) -> np.ndarray:
     """Java ``IndexFile.indexKeyHashMethod`` for many keys: ``abs(hashCode)``, 0 for
     ``Integer.MIN_VALUE``; as int64."""
-    h = java_string_hashes(keys).astype(np.int64)
-    h = np.abs(h)
-    h[h == 2**31] = 0
-    return h
+    return index_hashes_from_java(java_string_hashes(keys))
 
 
 class IndexFileWriter:

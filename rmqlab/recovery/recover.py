@@ -479,8 +479,9 @@ def _padded(f, size: int) -> bytes:
 
 
 # -- what the dispatcher must see --------------------------------------------------------------
-def _records_to_dispatch(rep: RecoveryReport, state: dict, cfg: MessageStoreConfig) -> list:
-    """Records re-dispatch must look at, decoded, in commitlog order.
+def _records_to_dispatch(rep: RecoveryReport, state: dict, cfg: MessageStoreConfig):
+    """Records re-dispatch must look at, as :class:`~rmqlab.engine.dispatch.DispatchColumns`
+    (Java ``DispatchRequest`` s), in commitlog order.
 
     RocketMQ hands every scanned record (abnormal) or every record after
     maxPhyOffsetOfConsumeQueue (normal) to dispatch, which then skips what is already
@@ -488,7 +489,15 @@ def _records_to_dispatch(rep: RecoveryReport, state: dict, cfg: MessageStoreConf
     index keys when ``offset < endPhyOffset`` of the last index file.  Here the records
     whose offsets are already entries of a consume queue and lie below the index end are
     dropped in bulk first; the dispatcher applies Java's exact rule to the rest.
+
+    The records are decoded in bulk, file by file, with
+    :mod:`rmqlab.format.fastdecode` over the span the selected records cover; the
+    rows must be exactly the scan's records there (else that file is decoded record by
+    record with :func:`~rmqlab.format.record.decode_record`, as are rows whose
+    properties fastdecode cannot tell apart from Java's reading).
     """
+    from ..engine.dispatch import DispatchColumns, parse_delay_levels
+
     pos = state["positions"]
     if rep.mode == "normal":
         sel = pos > rep.dispatch_from
@@ -503,43 +512,121 @@ def _records_to_dispatch(rep: RecoveryReport, state: dict, cfg: MessageStoreConf
         index_skip = (pos < state["index_end_phy"]) if cfg.message_index_enable else np.ones(len(pos), dtype=bool)
         sel &= ~(in_cq & index_skip)
     idx = np.flatnonzero(sel)
-    out = []
-    files = state["files"]
-    starts = [f.file_from_offset for f in files]
-    import bisect
-
-    from ..engine.dispatch import parse_delay_levels, request_from_record
-
     delay_levels = parse_delay_levels(cfg.message_delay_level)
-    for i in idx.tolist():
-        phy = int(pos[i])
-        f = files[bisect.bisect_right(starts, phy) - 1]
-        rec = decode_record(f.buf, phy - f.file_from_offset, file=str(f.path), file_base=f.file_from_offset, check_crc=False, read_body=False)
-        out.append(request_from_record(rec, delay_levels))  # Java DispatchRequest, built once
-    return out
+    if not len(idx):
+        return DispatchColumns.from_requests([])
+    files = state["files"]
+    starts = np.asarray([f.file_from_offset for f in files], dtype=np.int64)
+    chosen = pos[idx]
+    which = np.searchsorted(starts, chosen, side="right") - 1
+    parts = []
+    bounds = np.flatnonzero(np.concatenate(([True], which[1:] != which[:-1], [True])))
+    for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+        f = files[int(which[a])]
+        parts.append(_decode_for_dispatch(f, chosen[a:b], idx[a:b], state["sizes"], delay_levels))
+    return DispatchColumns.concat(parts)
 
 
-def _simulate_queues(rep: RecoveryReport, state: dict, records: list, delay_levels: dict) -> None:
+def _decode_one(f, phy: int, delay_levels: dict):
+    from ..engine.dispatch import request_from_record
+
+    rec = decode_record(f.buf, phy - f.file_from_offset, file=str(f.path), file_base=f.file_from_offset, check_crc=False, read_body=False)
+    return request_from_record(rec, delay_levels)  # Java DispatchRequest, built once
+
+
+def _decode_for_dispatch(f, chosen: np.ndarray, idx: np.ndarray, sizes: np.ndarray, delay_levels: dict):
+    """DispatchColumns of the records at physical offsets ``chosen`` (sorted) of file ``f``.
+
+    The scan already walked the chain, so the records are decoded at their known
+    positions with fastdecode's position decoder (its ``scan_range`` would walk the
+    chain a second time), in batches of bounded byte span (int32 Arrow offsets).
+    Its module-private entry point is used on purpose; the rows are checked against
+    the positions asked for, and anything unexpected falls back to decoding record by
+    record.
+    """
+    import pyarrow as pa
+
+    from ..engine.dispatch import DispatchColumns
+    from ..errors import StoreFormatError
+    from ..format import fastdecode as fd
+
+    base = f.file_from_offset
+    rel = chosen - base
+    n = len(rel)
+    a = np.frombuffer(f.buf, np.uint8)
+    ok = n > 0 and int(rel[-1]) + int(sizes[idx[-1]]) <= len(a)
+    batches = []
+    if ok:
+        ctx = fd._Ctx(
+            a=a,
+            mv=memoryview(a),
+            buf_offset=0,
+            file_base=base,
+            file_size=len(a),
+            file=str(f.path),
+            mode="strict",
+            verify_crc=False,
+            include_body=False,
+            topics=None,
+            start_time=None,
+            end_time=None,
+            batch_rows=1 << 16,
+            batch_bytes=64 << 20,
+            columns=frozenset(DispatchColumns.ARROW_COLUMNS),
+        )
+        i = 0
+        try:
+            while i < n:
+                j = min(n, i + ctx.batch_rows)
+                limit = int(rel[i]) + ctx.batch_bytes  # keep a batch's byte span (int32 offsets) bounded
+                if int(rel[j - 1]) > limit:
+                    j = max(i + 1, int(np.searchsorted(rel, limit, side="right")))
+                batch, bad = fd._decode_positions(ctx, rel[i:j])
+                if bad is not None or batch is None:
+                    ok = False
+                    break
+                batches.append(batch)
+                i = j
+        except StoreFormatError:
+            ok = False
+    if ok:
+        table = pa.Table.from_batches(batches)
+        phys = np.asarray(table.column("physical_offset").to_numpy(zero_copy_only=False), dtype=np.int64)
+        if len(phys) == n and (phys == chosen).all():
+            return DispatchColumns.from_arrow(table, delay_levels, exact=lambda r: _decode_one(f, int(chosen[r]), delay_levels))
+    return DispatchColumns.from_requests([_decode_one(f, int(p), delay_levels) for p in chosen.tolist()])
+
+
+def _simulate_queues(rep: RecoveryReport, state: dict, records, delay_levels: dict) -> None:
     """Fill the per-queue part of the report (what dispatch and truncation do), read-only.
-    ``records`` are the dispatch requests, in commitlog order."""
+    ``records`` are the dispatch requests as columns, in commitlog order."""
     queues: dict[tuple[str, int], _Queue] = state["queues"]
     process = state["process"]
     changes: dict[tuple[str, int], QueueChange] = {}
     maxp = {k: q.max_physic_offset for k, q in queues.items()}
     for k, q in queues.items():
         changes[k] = QueueChange(q.name, len(q.entries), q.first_queue_offset + len(q.entries), q.max_physic_offset, [p.name for p in q.deleted])
-    for req in records:
-        if (req.sys_flag & cl.TRANSACTION_MASK) not in (cl.TRANSACTION_NOT_TYPE, cl.TRANSACTION_COMMIT_TYPE):
-            continue
-        k = (req.topic, req.queue_id)
-        if k not in changes:
-            changes[k] = QueueChange(f"{k[0]}/{k[1]}", 0, 0, -1, created=True)
-            maxp[k] = -1
-            _insert_at_offset(rep.log_lines, req.commitlog_offset, f"{STORE}/{CONSUMEQUEUE_DIR}/{k[0]}/{k[1]} mkdir OK")
-        if req.commitlog_offset + req.msg_size <= maxp[k]:
-            continue
-        maxp[k] = req.commitlog_offset + req.msg_size
-        changes[k].added_entries += 1
+    tran = records.sys_flag & cl.TRANSACTION_MASK
+    rows = np.flatnonzero((tran == cl.TRANSACTION_NOT_TYPE) | (tran == cl.TRANSACTION_COMMIT_TYPE))
+    if len(rows):
+        gkey = records.topic_code[rows] * (1 << 33) + (records.queue_id[rows] + (1 << 31))
+        order = np.argsort(gkey, kind="stable")
+        sk = gkey[order]
+        bounds = np.flatnonzero(np.concatenate(([True], sk[1:] != sk[:-1], [True])))
+        groups = sorted((int(order[a]), a, b) for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist()))
+        for first, a, b in groups:
+            g = rows[order[a:b]]
+            r0 = rows[first]
+            k = (records.topic_of(r0), int(records.queue_id[r0]))
+            if k not in changes:
+                changes[k] = QueueChange(f"{k[0]}/{k[1]}", 0, 0, -1, created=True)
+                maxp[k] = -1
+                _insert_at_offset(rep.log_lines, int(records.commitlog_offset[r0]), f"{STORE}/{CONSUMEQUEUE_DIR}/{k[0]}/{k[1]} mkdir OK")
+            # an entry is added when it ends past every end before it (Java's repeat guard)
+            ends = records.commitlog_offset[g] + records.msg_size[g]
+            before = np.maximum.accumulate(np.concatenate(([maxp[k]], ends[:-1])))
+            changes[k].added_entries += int((ends > before).sum())
+            maxp[k] = max(maxp[k], int(ends.max()))
     if state.get("truncate_cq"):
         for k, q in queues.items():
             cut, _ = _truncate_queue_plan(q, process, state["cq_size"])
@@ -696,7 +783,7 @@ def _apply(rep: RecoveryReport, state: dict, target: Path, cfg: MessageStoreConf
     index_end_ts = None
     if records or cut_any:
         d = CommitLogDispatcher(target, cfg, clock=clock)
-        d.dispatch_batch(records)
+        d.dispatch_columns(records)
         if state.get("truncate_cq") and cut_any:  # (with nothing at or past the end it is a no-op)
             d.truncate_dirty(state["process"], zero_tail=True)
         d.flush()
@@ -820,7 +907,9 @@ def recover(
     from ..engine.dispatch import parse_delay_levels
 
     t1 = time.perf_counter()
-    records = _records_to_dispatch(rep, state, cfg) if state.get("files") else []
+    from ..engine.dispatch import DispatchColumns
+
+    records = _records_to_dispatch(rep, state, cfg) if state.get("files") else DispatchColumns.from_requests([])
     state["dispatch_records"] = records
     rep.records_redispatched = len(records)
     rep.log_lines = planner.log
