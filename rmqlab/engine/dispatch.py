@@ -340,8 +340,10 @@ def _lookup(properties, names: Sequence[str]) -> list[pa.Array]:
         keys = c.keys.slice(lo, hi - lo)
         items = c.items.slice(lo, hi - lo)
         row_of = np.repeat(np.arange(n, dtype=np.int64), np.diff(offs)) if n else np.zeros(0, np.int64)
+        # one pass over the flat keys: which of the names each is (-1: none)
+        which = np.asarray(pc.fill_null(pc.index_in(keys, value_set=pa.array(list(names), pa.string())), -1).to_numpy(zero_copy_only=False))
         for j, name in enumerate(names):
-            hit = np.asarray(pc.fill_null(pc.equal(keys, name), False).to_numpy(zero_copy_only=False), dtype=bool)
+            hit = which == j
             at = np.flatnonzero(hit)
             if not len(at):
                 out[j].append(pa.nulls(n, pa.string()))

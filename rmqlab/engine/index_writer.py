@@ -101,6 +101,12 @@ def _hash_code_units(codes: np.ndarray, lengths: np.ndarray) -> np.ndarray:
         return np.zeros(n, dtype=np.uint32)
     ends = np.cumsum(lengths)
     starts = ends - lengths
+    lmin, lmax = int(lengths.min()), int(lengths.max())
+    if lmin == lmax and lmax <= 64:
+        # keys of one length (UNIQ_KEY is always 32 hex digits): a matrix of code
+        # units times the powers of 31, summed per row
+        with np.errstate(over="ignore"):
+            return (codes.reshape(n, lmax) * _pow31(lmax + 1)[lmax - 1 :: -1]).sum(axis=1, dtype=np.uint32)
     # exponent of each code unit: distance to the end of its own key
     exponent = np.repeat(ends, lengths) - 1 - np.arange(len(codes), dtype=np.int64)
     with np.errstate(over="ignore"):
@@ -290,8 +296,11 @@ class IndexFileWriter:
         td[begin <= 0] = 0
         # chains: previous entry of the same slot in this batch, else the slot's value
         slots_view = np.frombuffer(self.file.mm, dtype=">i4", count=self.hash_slot_num, offset=INDEX_HEADER_SIZE)
-        order = np.argsort(slot, kind="stable")
-        s_sorted = slot[order]
+        # stable order by slot: slot and batch position packed in one int64 (unique
+        # values, so a plain sort is stable and much faster than argsort(stable))
+        packed = np.sort((slot << 32) | np.arange(k, dtype=np.int64))
+        order = packed & 0xFFFFFFFF
+        s_sorted = packed >> 32
         n_sorted = numbers[order]
         first = np.ones(k, dtype=bool)
         first[1:] = s_sorted[1:] != s_sorted[:-1]

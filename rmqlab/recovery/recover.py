@@ -783,7 +783,9 @@ def _apply(rep: RecoveryReport, state: dict, target: Path, cfg: MessageStoreConf
     index_end_ts = None
     if records or cut_any:
         d = CommitLogDispatcher(target, cfg, clock=clock)
+        t_dispatch = time.perf_counter()
         d.dispatch_columns(records)
+        rep.timings["dispatch_s"] = time.perf_counter() - t_dispatch
         if state.get("truncate_cq") and cut_any:  # (with nothing at or past the end it is a no-op)
             d.truncate_dirty(state["process"], zero_tail=True)
         d.flush()
