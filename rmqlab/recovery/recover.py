@@ -538,63 +538,103 @@ def _decode_for_dispatch(f, chosen: np.ndarray, idx: np.ndarray, sizes: np.ndarr
     """DispatchColumns of the records at physical offsets ``chosen`` (sorted) of file ``f``.
 
     The scan already walked the chain, so the records are decoded at their known
-    positions with fastdecode's position decoder (its ``scan_range`` would walk the
-    chain a second time), in batches of bounded byte span (int32 Arrow offsets).
-    Its module-private entry point is used on purpose; the rows are checked against
-    the positions asked for, and anything unexpected falls back to decoding record by
-    record.
+    positions with fastdecode's position decoder (its public ``scan_range`` would walk
+    the chain a second time; it is the fallback should that module-private entry point
+    change).  The rows are checked against the positions asked for; anything
+    unexpected falls back to decoding record by record.
     """
     import pyarrow as pa
 
     from ..engine.dispatch import DispatchColumns
+
+    rel = chosen - f.file_from_offset
+    a = np.frombuffer(f.buf, np.uint8)
+    batches = None
+    if len(rel) and int(rel[-1]) + int(sizes[idx[-1]]) <= len(a):
+        try:
+            batches = _decode_at(f, a, rel)
+        except (TypeError, AttributeError):  # fastdecode's internals moved on
+            batches = _decode_span(f, a, rel, int(rel[-1]) + int(sizes[idx[-1]]))
+    if batches:
+        table = pa.Table.from_batches(batches)
+        phys = np.asarray(table.column("physical_offset").to_numpy(zero_copy_only=False), dtype=np.int64)
+        if len(phys) != len(chosen):
+            keep = np.isin(phys, chosen)
+            table, phys = table.filter(pa.array(keep)), phys[keep]
+        if len(phys) == len(chosen) and (phys == chosen).all():
+            return DispatchColumns.from_arrow(table, delay_levels, exact=lambda r: _decode_one(f, int(chosen[r]), delay_levels))
+    return DispatchColumns.from_requests([_decode_one(f, int(p), delay_levels) for p in chosen.tolist()])
+
+
+_BATCH_ROWS, _BATCH_BYTES = 1 << 16, 64 << 20  # fastdecode's defaults (int32 Arrow offsets)
+
+
+def _decode_at(f, a: np.ndarray, rel: np.ndarray):
+    """fastdecode batches of the records at in-file positions ``rel``; None on damage."""
+    from ..engine.dispatch import DispatchColumns
     from ..errors import StoreFormatError
     from ..format import fastdecode as fd
 
-    base = f.file_from_offset
-    rel = chosen - base
-    n = len(rel)
-    a = np.frombuffer(f.buf, np.uint8)
-    ok = n > 0 and int(rel[-1]) + int(sizes[idx[-1]]) <= len(a)
-    batches = []
-    if ok:
-        ctx = fd._Ctx(
-            a=a,
-            mv=memoryview(a),
-            buf_offset=0,
-            file_base=base,
-            file_size=len(a),
-            file=str(f.path),
-            mode="strict",
-            verify_crc=False,
-            include_body=False,
-            topics=None,
-            start_time=None,
-            end_time=None,
-            batch_rows=1 << 16,
-            batch_bytes=64 << 20,
-            columns=frozenset(DispatchColumns.ARROW_COLUMNS),
+    ctx = fd._Ctx(
+        a=a,
+        mv=memoryview(a),
+        buf_offset=0,
+        file_base=f.file_from_offset,
+        file_size=len(a),
+        file=str(f.path),
+        mode="strict",
+        verify_crc=False,
+        include_body=False,
+        topics=None,
+        start_time=None,
+        end_time=None,
+        batch_rows=_BATCH_ROWS,
+        batch_bytes=_BATCH_BYTES,
+        columns=frozenset(DispatchColumns.ARROW_COLUMNS),
+    )
+    out = []
+    i, n = 0, len(rel)
+    try:
+        while i < n:
+            j = min(n, i + _BATCH_ROWS)
+            limit = int(rel[i]) + _BATCH_BYTES  # a batch's byte span stays within int32 offsets
+            if int(rel[j - 1]) > limit:
+                j = max(i + 1, int(np.searchsorted(rel, limit, side="right")))
+            batch, bad = fd._decode_positions(ctx, rel[i:j])
+            if bad is not None or batch is None:
+                return None
+            out.append(batch)
+            i = j
+    except StoreFormatError:
+        return None
+    return out
+
+
+def _decode_span(f, a: np.ndarray, rel: np.ndarray, hi: int):
+    """The same through fastdecode's public ``scan_range`` over the span they cover."""
+    from ..engine.dispatch import DispatchColumns
+    from ..errors import StoreFormatError
+    from ..format.fastdecode import NeedMoreBytes, scan_range
+
+    lo = int(rel[0])
+    try:
+        return list(
+            scan_range(
+                a[lo:hi],
+                buf_offset=lo,
+                file_base=f.file_from_offset,
+                file_size=hi,
+                file=str(f.path),
+                start=lo,
+                stop=hi,
+                resync=False,
+                verify_crc=False,
+                include_body=False,
+                columns=DispatchColumns.ARROW_COLUMNS,
+            )
         )
-        i = 0
-        try:
-            while i < n:
-                j = min(n, i + ctx.batch_rows)
-                limit = int(rel[i]) + ctx.batch_bytes  # keep a batch's byte span (int32 offsets) bounded
-                if int(rel[j - 1]) > limit:
-                    j = max(i + 1, int(np.searchsorted(rel, limit, side="right")))
-                batch, bad = fd._decode_positions(ctx, rel[i:j])
-                if bad is not None or batch is None:
-                    ok = False
-                    break
-                batches.append(batch)
-                i = j
-        except StoreFormatError:
-            ok = False
-    if ok:
-        table = pa.Table.from_batches(batches)
-        phys = np.asarray(table.column("physical_offset").to_numpy(zero_copy_only=False), dtype=np.int64)
-        if len(phys) == n and (phys == chosen).all():
-            return DispatchColumns.from_arrow(table, delay_levels, exact=lambda r: _decode_one(f, int(chosen[r]), delay_levels))
-    return DispatchColumns.from_requests([_decode_one(f, int(p), delay_levels) for p in chosen.tolist()])
+    except (StoreFormatError, NeedMoreBytes):
+        return None
 
 
 def _simulate_queues(rep: RecoveryReport, state: dict, records, delay_levels: dict) -> None:

@@ -55,12 +55,34 @@ def _bulk_and_exact(root, cfg):
     return cols, exact
 
 
+def _count_per_record(monkeypatch) -> list:
+    """Count the records the bulk path had to read one by one."""
+    calls = []
+    one = recover_mod._decode_one
+
+    def counted(f, phy, delay_levels):
+        calls.append(phy)
+        return one(f, phy, delay_levels)
+
+    monkeypatch.setattr(recover_mod, "_decode_one", counted)
+    return calls
+
+
+@pytest.mark.parametrize("decoder", ["positions", "span"])
 @pytest.mark.parametrize("case", CASES)
-def test_bulk_requests_equal_per_record(case):
+def test_bulk_requests_equal_per_record(case, decoder, monkeypatch):
+    if decoder == "span":  # the fallback through fastdecode's public scan_range
+
+        def moved(*args):
+            raise TypeError("fastdecode internals changed")
+
+        monkeypatch.setattr(recover_mod, "_decode_at", moved)
     cfg = reference_config(case)
+    calls = _count_per_record(monkeypatch)
     cols, exact = _bulk_and_exact(REFERENCE / case / "store", cfg)
     assert len(exact) > 600
     assert cols.requests() == exact
+    assert calls == []  # every record came through the bulk decoder
 
 
 @pytest.mark.parametrize("case", ["clean", "v2ipv6"])
@@ -195,9 +217,13 @@ def awkward_store(tmp_path):
 
 def test_awkward_store_bulk_equals_per_record(awkward_store, tmp_path, monkeypatch):
     root, cfg = awkward_store
-    cols, exact = _bulk_and_exact(root, cfg)
+    with monkeypatch.context() as m:
+        calls = _count_per_record(m)
+        cols, exact = _bulk_and_exact(root, cfg)
     assert len(exact) == 400
     assert cols.requests() == exact
+    # only the records with an empty TAGS/KEYS/UNIQ_KEY value were read one by one
+    assert 0 < len(calls) < 150
     # delayed records' tagsCode is a delivery time; all four transaction states there
     assert any(r.topic == "SCHEDULE_TOPIC_XXXX" and r.tags_code > 1_700_000_000_000 for r in exact)
     assert {r.sys_flag & 0xC for r in exact} == {0x0, 0x4, 0x8, 0xC}
