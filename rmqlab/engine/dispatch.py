@@ -31,6 +31,13 @@ Usage (what recovery does after cutting the log)::
         if not rec.is_blank:
             d.dispatch(rec)
     d.flush(); d.close()
+
+Three ways in, one set of rules: :meth:`~CommitLogDispatcher.dispatch` (one record),
+:meth:`~CommitLogDispatcher.dispatch_batch` (a list of requests: index keys hashed
+together) and :meth:`~CommitLogDispatcher.dispatch_columns` (a
+:class:`DispatchColumns` built from :mod:`rmqlab.format.fastdecode` batches: no
+Python work per record; what recovery uses to re-dispatch a whole log).  They give
+the same bytes (tests/recovery/test_bulk_dispatch.py).
 """
 
 from __future__ import annotations
@@ -325,6 +332,30 @@ class DispatchColumns:
         self.uniq_key = pa.array(uniq, pa.string())
 
 
+def queue_groups(topic_code: np.ndarray, queue_id: np.ndarray) -> list[np.ndarray]:
+    """Row numbers of each (topic, queue), in row order, the queues in order of first
+    appearance (the order per-request dispatch meets them)."""
+    n = len(topic_code)
+    if n == 0:
+        return []
+    qmin = int(queue_id.min())
+    span = int(queue_id.max()) - qmin + 1
+    dense = topic_code * span + (queue_id - qmin)
+    top = int(dense.max())
+    groups = None
+    if top < (1 << 22):
+        present = np.flatnonzero(np.bincount(dense, minlength=top + 1))
+        if len(present) <= 64:  # few queues: one pass each
+            groups = [np.flatnonzero(dense == g) for g in present.tolist()]
+    if groups is None:
+        order = np.argsort(dense, kind="stable")
+        sk = dense[order]
+        bounds = np.flatnonzero(np.concatenate(([True], sk[1:] != sk[:-1], [True])))
+        groups = [order[a:b] for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist())]
+    groups.sort(key=lambda g: int(g[0]))
+    return groups
+
+
 def _lookup(properties, names: Sequence[str]) -> list[pa.Array]:
     """The value of each name in every row of a ``map<string,string>`` column (null
     where absent), one string array per name.  (``pyarrow.compute.map_lookup`` does
@@ -528,16 +559,9 @@ class CommitLogDispatcher:
         # consume queues: NOT (0x0) and COMMIT (0x8); PREPARED/ROLLBACK have bit 0x4
         cq_rows = np.flatnonzero((cols.sys_flag & 0x4) == 0)
         if len(cq_rows):
-            qid = cols.queue_id[cq_rows]
-            gkey = cols.topic_code[cq_rows] * (1 << 33) + (qid + (1 << 31))
-            order = np.argsort(gkey, kind="stable")
-            sk = gkey[order]
-            bounds = np.flatnonzero(np.concatenate(([True], sk[1:] != sk[:-1], [True])))
-            groups = [(int(order[a]), a, b) for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist())]
-            groups.sort()  # first appearance first, as dispatch_batch meets the queues
-            for first, a, b in groups:
-                rows = cq_rows[order[a:b]]
-                r0 = cq_rows[first]
+            for rows in queue_groups(cols.topic_code[cq_rows], cols.queue_id[cq_rows]):
+                rows = cq_rows[rows]
+                r0 = rows[0]
                 q = self.consume_queue(cols.topic_of(r0), int(cols.queue_id[r0]))
                 q.put_columns(off[rows], cols.msg_size[rows], cols.tags_code[rows], cols.consume_queue_offset[rows])
             self.logics_msg_timestamp = int(cols.store_timestamp[cq_rows[-1]])
@@ -612,4 +636,4 @@ class CommitLogDispatcher:
         self.close()
 
 
-__all__ = ["CommitLogDispatcher", "DispatchColumns", "DispatchRequest", "ConsumeQueueWriter", "IndexServiceWriter", "IndexFileWriter", "request_from_record", "parse_delay_levels"]
+__all__ = ["CommitLogDispatcher", "DispatchColumns", "queue_groups", "DispatchRequest", "ConsumeQueueWriter", "IndexServiceWriter", "IndexFileWriter", "request_from_record", "parse_delay_levels"]

@@ -35,7 +35,11 @@ RocketMQ shutdown leaves it (checkpoint written, ``abort`` removed) unless
 Re-dispatch uses the engine's :class:`~rmqlab.engine.dispatch.CommitLogDispatcher`
 (the same code that writes queues and index on put), so rebuilt files are RocketMQ's.
 Records the consume queues and index already hold are filtered out in bulk first
-(numpy over record positions), which is what keeps a 1 GiB abnormal recovery fast.
+(numpy over record positions), which is what keeps a 1 GiB abnormal recovery fast;
+the rest (every record, when the newest index file was dropped) are decoded in bulk
+by :mod:`rmqlab.format.fastdecode` and dispatched as columns
+(:meth:`~rmqlab.engine.dispatch.CommitLogDispatcher.dispatch_columns`), with no Python
+work per record.
 """
 
 from __future__ import annotations
@@ -649,14 +653,11 @@ def _simulate_queues(rep: RecoveryReport, state: dict, records, delay_levels: di
     tran = records.sys_flag & cl.TRANSACTION_MASK
     rows = np.flatnonzero((tran == cl.TRANSACTION_NOT_TYPE) | (tran == cl.TRANSACTION_COMMIT_TYPE))
     if len(rows):
-        gkey = records.topic_code[rows] * (1 << 33) + (records.queue_id[rows] + (1 << 31))
-        order = np.argsort(gkey, kind="stable")
-        sk = gkey[order]
-        bounds = np.flatnonzero(np.concatenate(([True], sk[1:] != sk[:-1], [True])))
-        groups = sorted((int(order[a]), a, b) for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist()))
-        for first, a, b in groups:
-            g = rows[order[a:b]]
-            r0 = rows[first]
+        from ..engine.dispatch import queue_groups
+
+        for g in queue_groups(records.topic_code[rows], records.queue_id[rows]):
+            g = rows[g]
+            r0 = g[0]
             k = (records.topic_of(r0), int(records.queue_id[r0]))
             if k not in changes:
                 changes[k] = QueueChange(f"{k[0]}/{k[1]}", 0, 0, -1, created=True)

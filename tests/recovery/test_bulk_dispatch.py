@@ -246,3 +246,16 @@ def test_awkward_store_bulk_equals_per_record(awkward_store, tmp_path, monkeypat
     assert reports["bulk"].records_redispatched == reports["exact"].records_redispatched > 0
     _same_reports(reports["bulk"], reports["exact"], tmp_path / "rec-bulk", tmp_path / "rec-exact")
     assert _files(tmp_path / "rec-bulk") == _files(tmp_path / "rec-exact")
+
+
+@pytest.mark.parametrize("queues", [3, 200])  # one pass per queue; the sort for many
+def test_queue_groups_in_order_of_first_appearance(queues):
+    from rmqlab.engine.dispatch import queue_groups
+
+    rng = np.random.default_rng(queues)
+    topic_code = rng.integers(0, 4, 3000)
+    queue_id = rng.integers(-1, queues, 3000)
+    expect: dict[tuple[int, int], list[int]] = {}
+    for i, k in enumerate(zip(topic_code.tolist(), queue_id.tolist())):
+        expect.setdefault(k, []).append(i)
+    assert [g.tolist() for g in queue_groups(topic_code, queue_id)] == list(expect.values())
