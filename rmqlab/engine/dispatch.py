@@ -320,16 +320,15 @@ class DispatchColumns:
 
     def _patch(self, rows: np.ndarray, reqs: list[DispatchRequest]) -> None:
         """Replace ``rows`` with these requests (same records, read per record)."""
-        keys = self.keys.to_pylist()
-        uniq = self.uniq_key.to_pylist()
         for r, q in zip(rows.tolist(), reqs):
             if q.commitlog_offset != self.commitlog_offset[r]:
                 raise ValueError(f"row {r}: request for offset {q.commitlog_offset}, column has {int(self.commitlog_offset[r])}")
             self.tags_code[r] = q.tags_code
-            keys[r] = q.keys
-            uniq[r] = q.uniq_key
-        self.keys = pa.array(keys, pa.string())
-        self.uniq_key = pa.array(uniq, pa.string())
+        mask = np.zeros(len(self), dtype=bool)
+        mask[rows] = True
+        mask = pa.array(mask)
+        self.keys = pc.replace_with_mask(self.keys, mask, pa.array([q.keys for q in reqs], pa.string()))
+        self.uniq_key = pc.replace_with_mask(self.uniq_key, mask, pa.array([q.uniq_key for q in reqs], pa.string()))
 
 
 def queue_groups(topic_code: np.ndarray, queue_id: np.ndarray) -> list[np.ndarray]:
