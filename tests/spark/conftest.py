@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -53,22 +52,8 @@ def spark():
         if required:
             pytest.fail(message)
         pytest.skip(message)
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    from pyspark.sql import SparkSession
+    from rmqlab.spark.session import local_spark
 
-    import rmqlab.spark
-
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("rmqlab-tests")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.driver.memory", "1g")
-        .config("spark.python.worker.reuse", "true")
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
-    rmqlab.spark.register(session)
+    session = local_spark(2, "rmqlab-tests", shuffle_partitions=2)
     yield session
     session.stop()
