@@ -81,11 +81,35 @@ def _show(name: str | None, value, ctx) -> str:
 
 
 # -- per file kind ---------------------------------------------------------------------------
+#: how far before the requested offset a record holding it can start: the largest
+#: record RocketMQ writes (maxMessageSize 4 MiB of body plus headers and properties)
+RESYNC_WINDOW = 4 * 1024 * 1024 + 64 * 1024
+
+
+def first_boundary(buf, file_base: int, start: int) -> int:
+    """A record boundary at or before ``start`` to walk from.
+
+    Records chain from position 0, but walking 1 GiB to show its last page is slow.
+    Far into a file, take the first position in the window before ``start`` that
+    resynchronisation accepts (magic, self-recorded offset = file base + position,
+    sizes that recompute); from there the walk is the file's own chain.
+    """
+    from ..format.fastdecode import is_valid_position
+    from .salvage import find_magic_positions
+
+    if start <= RESYNC_WINDOW:
+        return 0
+    for pos in find_magic_positions(buf, start - RESYNC_WINDOW, start + 1):
+        if is_valid_position(buf, pos, file_base=file_base):
+            return pos
+    return 0
+
+
 def commitlog_spans(buf, file_base: int, start: int, end: int, path: str) -> list[FieldSpan]:
     """Spans of every record overlapping ``[start, end)``; records are found by
-    walking from the file start (records chain from position 0)."""
+    walking the chain from a boundary at or before ``start``."""
     spans: list[FieldSpan] = []
-    pos = 0
+    pos = first_boundary(buf, file_base, start)
     while pos < len(buf) and pos < end:
         try:
             rec = decode_record(buf, pos, file=path, file_base=file_base, check_crc=False, read_body=False)
