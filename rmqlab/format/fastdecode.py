@@ -381,25 +381,37 @@ def _walk_py(ctx: _Ctx, pos: int, stop: int, max_records: int) -> tuple[list[int
     return out, pos
 
 
-#: ranges longer than this are walked in lanes; a lane is about this long
+#: ranges longer than this are walked in lanes
 LANE_MIN_RANGE = 4 << 20
-LANE_BYTES = 1 << 15
+#: lane length in bytes; ``None``: chosen from the record size met at the range start
+#: (about :data:`LANE_RECORDS` records per lane, at least 32 KiB)
+LANE_BYTES: int | None = None
+LANE_RECORDS = 256
+_MAX_LANES = 1 << 14
 
 
 def _walk_lanes(ctx: _Ctx, pos: int, stop: int) -> tuple[np.ndarray, int]:
     """Positions of the chain from ``pos`` while ``< stop``, walked in numpy lanes.
     Returns positions and where the verified chain stopped (``>= stop``, or a
     position the sequential rules must look at)."""
-    lane = LANE_BYTES
+    if LANE_BYTES is None:
+        # lanes of ~LANE_RECORDS records: few numpy steps, and few lane starts to
+        # search (each search scans a window of a few records)
+        head, _ = _walk_py(ctx, pos, stop, 65)
+        avg = (head[-1] - head[0]) // (len(head) - 1) if len(head) > 1 else 4096
+        lane = max(1 << 15, avg * LANE_RECORDS)
+        window = max(1024, 2 * avg)
+    else:
+        lane, window = LANE_BYTES, 1 << 12
     k = (stop - pos) // lane
     if k < 8:
         out, end = _walk_py(ctx, pos, stop, 1 << 62)
         return np.asarray(out, np.int64), end
-    k = min(k, 1 << 14)
+    k = min(k, _MAX_LANES)
     lane = (stop - pos) // k
     starts = np.empty(k, np.int64)
     starts[0] = pos
-    starts[1:] = _lane_starts(ctx, pos + lane, lane, k - 1, min(lane, 1 << 12))
+    starts[1:] = _lane_starts(ctx, pos + lane, lane, k - 1, min(lane, window))
     starts = starts[starts >= 0]
     k = len(starts)
     ends = np.append(starts[1:], stop)
@@ -409,38 +421,57 @@ def _walk_lanes(ctx: _Ctx, pos: int, stop: int) -> tuple[np.ndarray, int]:
     off = ctx.buf_offset
     v1 = int.from_bytes(struct.pack(">I", cl.MAGIC_V1), "little")
     v2 = int.from_bytes(struct.pack(">I", cl.MAGIC_V2), "little")
-    cur = starts.copy()
-    stopped = np.zeros(k, bool)
-    lanes_out, pos_out = [], []
+    # the lanes still walking, compacted: lane ids, positions, ends (lane order kept)
     act = np.arange(k)
+    p = starts.copy()
+    e = ends
+    cur = np.empty(k, np.int64)  # where each lane stopped
+    stopped = np.zeros(k, bool)
+    always_fits = stop + 8 <= limit  # every walked position is < stop
+    lanes_out, pos_out = [], []
     while len(act):
-        p = cur[act]
-        fits = p + 8 <= limit
-        bi = np.where(fits, p - off, 0)
-        s = sizes_v[bi].astype(np.int64)
-        mg = magic_v[bi + 4]
-        good = fits & ((mg == v1) | (mg == v2)) & (s >= _MIN_SIZE) & (p + s <= limit)
+        if always_fits:
+            bi = p - off
+            s = sizes_v[bi].astype(np.int64)
+            mg = magic_v[bi + 4]
+            good = ((mg == v1) | (mg == v2)) & (s >= _MIN_SIZE) & (p + s <= limit)
+        else:
+            fits = p + 8 <= limit
+            bi = np.where(fits, p - off, 0)
+            s = sizes_v[bi].astype(np.int64)
+            mg = magic_v[bi + 4]
+            good = fits & ((mg == v1) | (mg == v2)) & (s >= _MIN_SIZE) & (p + s <= limit)
         if not good.all():
-            stopped[act[~good]] = True
-            act, p, s = act[good], p[good], s[good]
+            bad = ~good
+            stopped[act[bad]] = True
+            cur[act[bad]] = p[bad]
+            act, p, s, e = act[good], p[good], s[good], e[good]
         lanes_out.append(act)
         pos_out.append(p)
-        nxt = p + s
-        cur[act] = nxt
-        act = act[nxt < ends[act]]
-    lanes_all = np.concatenate(lanes_out) if lanes_out else np.zeros(0, np.int64)
-    pos_all = np.concatenate(pos_out) if pos_out else np.zeros(0, np.int64)
+        p = p + s
+        more = p < e
+        if not more.all():
+            done = ~more
+            cur[act[done]] = p[done]
+            act, p, e = act[more], p[more], e[more]
     # accept lanes in order while each lands exactly on the next lane's start
     last = k - 1
     for i in range(k - 1):
         if stopped[i] or cur[i] != starts[i + 1]:
             last = i
             break
-    if last < k - 1:
-        keep = lanes_all <= last
-        lanes_all, pos_all = lanes_all[keep], pos_all[keep]
-    positions = np.sort(pos_all)
-    return positions, int(cur[last])
+    if not pos_out:
+        return np.zeros(0, np.int64), int(cur[last])
+    # file order without a sort: lane by lane, step by step within a lane
+    lanes_all = np.concatenate(lanes_out)
+    pos_all = np.concatenate(pos_out)
+    step_all = np.repeat(np.arange(len(pos_out)), [len(x) for x in pos_out])
+    counts = np.bincount(lanes_all, minlength=k)
+    lane_off = np.zeros(k + 1, np.int64)
+    np.cumsum(counts, out=lane_off[1:])
+    positions = np.empty(len(pos_all), np.int64)
+    positions[lane_off[lanes_all] + step_all] = pos_all
+    return positions[: lane_off[last + 1]], int(cur[last])
 
 
 # ----------------------------------------------------------------------------------------
