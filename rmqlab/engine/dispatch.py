@@ -46,11 +46,12 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable, NamedTuple, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, NamedTuple, Sequence
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
+
+if TYPE_CHECKING:  # imported lazily at run time (see _arrow)
+    import pyarrow as pa
 
 from ..config import MessageStoreConfig
 from ..format import commitlog as cl
@@ -137,6 +138,15 @@ def request_from_record(record: Record, delay_levels: dict[int, int]) -> Dispatc
 
 
 # -- many requests as columns ---------------------------------------------------------------------
+def _arrow():
+    """pyarrow, imported on first use: the per-record paths (and the engine's puts)
+    do not need it, and loading it (with the pandas it pulls in) takes a second."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    return pa, pc
+
+
 @dataclass
 class DispatchColumns:
     """Many :class:`DispatchRequest` s as columns, one row per record, in commitlog order
@@ -195,6 +205,7 @@ class DispatchColumns:
 
     @classmethod
     def from_requests(cls, reqs: Sequence[DispatchRequest]) -> "DispatchColumns":
+        pa, pc = _arrow()
         topics: dict[str, int] = {}
         codes = [topics.setdefault(r.topic, len(topics)) for r in reqs]
 
@@ -218,6 +229,7 @@ class DispatchColumns:
 
     @classmethod
     def concat(cls, parts: Sequence["DispatchColumns"]) -> "DispatchColumns":
+        pa, pc = _arrow()
         parts = [p for p in parts if len(p)]
         if not parts:
             return cls.from_requests([])
@@ -265,6 +277,7 @@ class DispatchColumns:
         taken from ``exact(row)`` (the per-record :func:`request_from_record`); without
         ``exact`` such rows raise ``ValueError``.
         """
+        pa, pc = _arrow()
         n = batch.num_rows
         col = batch.column
 
@@ -320,6 +333,7 @@ class DispatchColumns:
 
     def _patch(self, rows: np.ndarray, reqs: list[DispatchRequest]) -> None:
         """Replace ``rows`` with these requests (same records, read per record)."""
+        pa, pc = _arrow()
         for r, q in zip(rows.tolist(), reqs):
             if q.commitlog_offset != self.commitlog_offset[r]:
                 raise ValueError(f"row {r}: request for offset {q.commitlog_offset}, column has {int(self.commitlog_offset[r])}")
@@ -355,12 +369,13 @@ def queue_groups(topic_code: np.ndarray, queue_id: np.ndarray) -> list[np.ndarra
     return groups
 
 
-def _lookup(properties, names: Sequence[str]) -> list[pa.Array]:
+def _lookup(properties, names: Sequence[str]) -> list:
     """The value of each name in every row of a ``map<string,string>`` column (null
     where absent), one string array per name.  (``pyarrow.compute.map_lookup`` does
     the same but is an order of magnitude slower: here each name is one comparison
     over the flat keys.)  fastdecode's maps hold a name at most once per row; were it
     there twice, the last would be taken."""
+    pa, pc = _arrow()
     chunks = properties.chunks if isinstance(properties, pa.ChunkedArray) else [properties]
     out: list[list[pa.Array]] = [[] for _ in names]
     for c in chunks:
@@ -546,6 +561,7 @@ class CommitLogDispatcher:
         keys ``topic#UNIQ_KEY`` then ``topic#k`` per non-empty KEYS token, not for
         ROLLBACK, not below the last index file's ``endPhyOffset``.  Rows out of
         commitlog order take :meth:`dispatch_batch` as requests."""
+        pa, pc = _arrow()
         n = len(cols)
         if n == 0:
             return

@@ -44,6 +44,7 @@ work per record.
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import json
 import os
@@ -483,9 +484,15 @@ def _padded(f, size: int) -> bytes:
 
 
 # -- what the dispatcher must see --------------------------------------------------------------
+#: below this many records to re-dispatch, they are decoded one by one (no pyarrow)
+BULK_DISPATCH_MIN = 4096
+
+
 def _records_to_dispatch(rep: RecoveryReport, state: dict, cfg: MessageStoreConfig):
-    """Records re-dispatch must look at, as :class:`~rmqlab.engine.dispatch.DispatchColumns`
-    (Java ``DispatchRequest`` s), in commitlog order.
+    """Records re-dispatch must look at, in commitlog order: Java ``DispatchRequest`` s
+    as :class:`~rmqlab.engine.dispatch.DispatchColumns`, or as a list of
+    :class:`~rmqlab.engine.dispatch.DispatchRequest` when there are fewer than
+    :data:`BULK_DISPATCH_MIN`.
 
     RocketMQ hands every scanned record (abnormal) or every record after
     maxPhyOffsetOfConsumeQueue (normal) to dispatch, which then skips what is already
@@ -517,9 +524,12 @@ def _records_to_dispatch(rep: RecoveryReport, state: dict, cfg: MessageStoreConf
         sel &= ~(in_cq & index_skip)
     idx = np.flatnonzero(sel)
     delay_levels = parse_delay_levels(cfg.message_delay_level)
-    if not len(idx):
-        return DispatchColumns.from_requests([])
     files = state["files"]
+    if len(idx) < BULK_DISPATCH_MIN:
+        # a few records: per record (Java DispatchRequests, as a list) is quicker than
+        # loading pyarrow for them
+        starts = [f.file_from_offset for f in files]
+        return [_decode_one(files[bisect.bisect_right(starts, p) - 1], p, delay_levels) for p in pos[idx].tolist()]
     starts = np.asarray([f.file_from_offset for f in files], dtype=np.int64)
     chosen = pos[idx]
     which = np.searchsorted(starts, chosen, side="right") - 1
@@ -641,30 +651,43 @@ def _decode_span(f, a: np.ndarray, rel: np.ndarray, hi: int):
         return None
 
 
+def _queue_columns(records):
+    """(topics, topic code, queueId, offset, size, sysFlag) of the dispatch requests,
+    as numpy columns, from DispatchColumns or a list of DispatchRequests."""
+    if not isinstance(records, list):
+        r = records
+        return r.topics, r.topic_code, r.queue_id, r.commitlog_offset, r.msg_size, r.sys_flag
+    topics: dict[str, int] = {}
+    codes = np.asarray([topics.setdefault(r.topic, len(topics)) for r in records], dtype=np.int64)
+    col = lambda i: np.asarray([r[i] for r in records], dtype=np.int64)  # noqa: E731
+    return list(topics), codes, col(1), col(2), col(3), col(9)
+
+
 def _simulate_queues(rep: RecoveryReport, state: dict, records, delay_levels: dict) -> None:
     """Fill the per-queue part of the report (what dispatch and truncation do), read-only.
-    ``records`` are the dispatch requests as columns, in commitlog order."""
+    ``records`` are the dispatch requests (columns or a list), in commitlog order."""
     queues: dict[tuple[str, int], _Queue] = state["queues"]
     process = state["process"]
     changes: dict[tuple[str, int], QueueChange] = {}
     maxp = {k: q.max_physic_offset for k, q in queues.items()}
     for k, q in queues.items():
         changes[k] = QueueChange(q.name, len(q.entries), q.first_queue_offset + len(q.entries), q.max_physic_offset, [p.name for p in q.deleted])
-    tran = records.sys_flag & cl.TRANSACTION_MASK
+    topics, topic_code, queue_id, offset, size, sys_flag = _queue_columns(records)
+    tran = sys_flag & cl.TRANSACTION_MASK
     rows = np.flatnonzero((tran == cl.TRANSACTION_NOT_TYPE) | (tran == cl.TRANSACTION_COMMIT_TYPE))
     if len(rows):
         from ..engine.dispatch import queue_groups
 
-        for g in queue_groups(records.topic_code[rows], records.queue_id[rows]):
+        for g in queue_groups(topic_code[rows], queue_id[rows]):
             g = rows[g]
             r0 = g[0]
-            k = (records.topic_of(r0), int(records.queue_id[r0]))
+            k = (topics[int(topic_code[r0])], int(queue_id[r0]))
             if k not in changes:
                 changes[k] = QueueChange(f"{k[0]}/{k[1]}", 0, 0, -1, created=True)
                 maxp[k] = -1
-                _insert_at_offset(rep.log_lines, int(records.commitlog_offset[r0]), f"{STORE}/{CONSUMEQUEUE_DIR}/{k[0]}/{k[1]} mkdir OK")
+                _insert_at_offset(rep.log_lines, int(offset[r0]), f"{STORE}/{CONSUMEQUEUE_DIR}/{k[0]}/{k[1]} mkdir OK")
             # an entry is added when it ends past every end before it (Java's repeat guard)
-            ends = records.commitlog_offset[g] + records.msg_size[g]
+            ends = offset[g] + size[g]
             before = np.maximum.accumulate(np.concatenate(([maxp[k]], ends[:-1])))
             changes[k].added_entries += int((ends > before).sum())
             maxp[k] = max(maxp[k], int(ends.max()))
@@ -825,7 +848,10 @@ def _apply(rep: RecoveryReport, state: dict, target: Path, cfg: MessageStoreConf
     if records or cut_any:
         d = CommitLogDispatcher(target, cfg, clock=clock)
         t_dispatch = time.perf_counter()
-        d.dispatch_columns(records)
+        if isinstance(records, list):
+            d.dispatch_batch(records)
+        else:
+            d.dispatch_columns(records)
         rep.timings["dispatch_s"] = time.perf_counter() - t_dispatch
         if state.get("truncate_cq") and cut_any:  # (with nothing at or past the end it is a no-op)
             d.truncate_dirty(state["process"], zero_tail=True)
@@ -950,9 +976,7 @@ def recover(
     from ..engine.dispatch import parse_delay_levels
 
     t1 = time.perf_counter()
-    from ..engine.dispatch import DispatchColumns
-
-    records = _records_to_dispatch(rep, state, cfg) if state.get("files") else DispatchColumns.from_requests([])
+    records = _records_to_dispatch(rep, state, cfg) if state.get("files") else []
     state["dispatch_records"] = records
     rep.records_redispatched = len(records)
     rep.log_lines = planner.log

@@ -131,14 +131,24 @@ def _same_reports(a, b, out_a, out_b) -> None:
     assert json.dumps(da, default=str).replace(str(out_a), "OUT") == json.dumps(db, default=str).replace(str(out_b), "OUT")
 
 
-def _per_record_paths(monkeypatch):
-    """Recovery's previous path: every record through decode_record, dispatch_batch."""
-
-    def decode(f, chosen, idx, sizes, delay_levels):
-        return DispatchColumns.from_requests([recover_mod._decode_one(f, int(p), delay_levels) for p in chosen.tolist()])
-
-    monkeypatch.setattr(recover_mod, "_decode_for_dispatch", decode)
-    monkeypatch.setattr(CommitLogDispatcher, "dispatch_columns", lambda self, cols: self.dispatch_batch(cols.requests()))
+def _recover_both_ways(src, tmp_path, monkeypatch, **kw) -> dict:
+    """recover() into ``tmp_path/bulk`` with the bulk path forced (whatever the count)
+    and into ``tmp_path/exact`` with the per-record path (decode_record, a list of
+    DispatchRequests, dispatch_batch)."""
+    reports = {}
+    for name, threshold in (("bulk", 0), ("exact", 1 << 62)):
+        with monkeypatch.context() as m:
+            m.setattr(recover_mod, "BULK_DISPATCH_MIN", threshold)
+            used = []
+            bulk = recover_mod._decode_for_dispatch
+            m.setattr(recover_mod, "_decode_for_dispatch", lambda *a: used.append(1) or bulk(*a))
+            reports[name] = recover(src, out=tmp_path / name, clock=ManualClock(1_800_000_000_000), **kw)
+            assert bool(used) == (name == "bulk")
+    assert reports["bulk"].records_redispatched == reports["exact"].records_redispatched > 0
+    _same_reports(reports["bulk"], reports["exact"], tmp_path / "bulk", tmp_path / "exact")
+    assert _files(tmp_path / "bulk") == _files(tmp_path / "exact")
+    assert (tmp_path / "bulk" / "checkpoint").read_bytes() == (tmp_path / "exact" / "checkpoint").read_bytes()
+    return reports
 
 
 def _crash_with_index_behind(root):
@@ -155,17 +165,16 @@ def _crash_with_index_behind(root):
 
 @pytest.mark.parametrize("case", ["crash", "crash-cqdeleted", "crash-torn"])
 def test_recovery_bulk_equals_per_record(case, tmp_path, monkeypatch):
-    src = REFERENCE / case / "store"
-    reports = {}
-    for name in ("bulk", "exact"):
-        with monkeypatch.context() as m:
-            if name == "exact":
-                _per_record_paths(m)
-            reports[name] = recover(src, out=tmp_path / name, clock=ManualClock(1_800_000_000_000))
-    assert reports["bulk"].records_redispatched == reports["exact"].records_redispatched > 0
-    _same_reports(reports["bulk"], reports["exact"], tmp_path / "bulk", tmp_path / "exact")
-    assert _files(tmp_path / "bulk") == _files(tmp_path / "exact")
-    assert (tmp_path / "bulk" / "checkpoint").read_bytes() == (tmp_path / "exact" / "checkpoint").read_bytes()
+    _recover_both_ways(REFERENCE / case / "store", tmp_path, monkeypatch)
+
+
+def test_recovery_with_index_rebuilt_bulk_equals_per_record(store_copy, tmp_path, monkeypatch):
+    """RocketMQ's crashed store with its newest index file dropped: every record is
+    re-indexed (the case the bulk path is for)."""
+    root = store_copy("crash")
+    _crash_with_index_behind(root)
+    reports = _recover_both_ways(root, tmp_path, monkeypatch)
+    assert any(c.action == "dropped" for c in reports["bulk"].index)
 
 
 # -- a written store with the awkward cases ---------------------------------------------------
@@ -237,15 +246,7 @@ def test_awkward_store_bulk_equals_per_record(awkward_store, tmp_path, monkeypat
     assert len(store_files(tmp_path / "bulk", "index")) > 1  # the index rolled over files
     # and recovery (index behind the checkpoint: dropped, re-indexed) by both paths
     _crash_with_index_behind(root)
-    reports = {}
-    for name in ("bulk", "exact"):
-        with monkeypatch.context() as m:
-            if name == "exact":
-                _per_record_paths(m)
-            reports[name] = recover(root, config=cfg, out=tmp_path / f"rec-{name}", clock=ManualClock(1_800_000_000_000))
-    assert reports["bulk"].records_redispatched == reports["exact"].records_redispatched > 0
-    _same_reports(reports["bulk"], reports["exact"], tmp_path / "rec-bulk", tmp_path / "rec-exact")
-    assert _files(tmp_path / "rec-bulk") == _files(tmp_path / "rec-exact")
+    _recover_both_ways(root, tmp_path / "recovered", monkeypatch, config=cfg)
 
 
 @pytest.mark.parametrize("queues", [3, 200])  # one pass per queue; the sort for many
