@@ -260,3 +260,25 @@ def test_queue_groups_in_order_of_first_appearance(queues):
     for i, k in enumerate(zip(topic_code.tolist(), queue_id.tolist())):
         expect.setdefault(k, []).append(i)
     assert [g.tolist() for g in queue_groups(topic_code, queue_id)] == list(expect.values())
+
+
+def test_bulk_without_index_and_out_of_order(tmp_path):
+    """messageIndexEnable=false: queues only; rows out of commitlog order: the exact
+    per-request path is taken, with the same bytes."""
+    import dataclasses
+
+    cfg = reference_config("clean")
+    cols, exact = _bulk_and_exact(REFERENCE / "clean" / "store", cfg)
+    off = dataclasses.replace(cfg, message_index_enable=False)
+    with CommitLogDispatcher(tmp_path / "bulk", off) as d:
+        d.dispatch_columns(cols)
+    with CommitLogDispatcher(tmp_path / "exact", off) as d:
+        d.dispatch_batch(exact)
+    assert _files(tmp_path / "bulk") == _files(tmp_path / "exact")
+    assert store_files(tmp_path / "bulk", "index") == {}
+    backwards = DispatchColumns.from_requests(exact[::-1])
+    with CommitLogDispatcher(tmp_path / "bulk-rev", cfg) as d:
+        d.dispatch_columns(backwards)
+    with CommitLogDispatcher(tmp_path / "exact-rev", cfg) as d:
+        d.dispatch_batch(exact[::-1])
+    assert _files(tmp_path / "bulk-rev") == _files(tmp_path / "exact-rev")
