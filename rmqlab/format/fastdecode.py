@@ -487,6 +487,8 @@ def _interleaved(ctx: _Ctx, starts: np.ndarray, ends: np.ndarray, keep: np.ndarr
     n = len(starts)
     if n == 0:
         return pa.array([], pa.binary())
+    if int((ends - starts).sum()) >= _VIEW_MIN_MEAN * n:
+        return _gathered_views(ctx, starts, ends, keep)
     lo = int(starts[0]) - ctx.buf_offset
     hi = int(ends[-1]) - ctx.buf_offset
     offs = np.empty(2 * n + 1, np.int32)
@@ -495,12 +497,64 @@ def _interleaved(ctx: _Ctx, starts: np.ndarray, ends: np.ndarray, keep: np.ndarr
     offs[2 * n] = hi - lo
     data = pa.py_buffer(ctx.a[lo:hi]) if hi > lo else pa.py_buffer(b"")
     arr = pa.Array.from_buffers(pa.binary(), 2 * n, [None, pa.py_buffer(offs), data])
-    mask = np.zeros(2 * n, bool)
     if keep is None:
-        mask[0::2] = True
-    else:
-        mask[0::2] = keep
+        return arr.filter(_even_mask(2 * n))
+    mask = np.zeros(2 * n, bool)
+    mask[0::2] = keep
     return arr.filter(pa.array(mask))
+
+
+#: values this long on average are copied through a binary_view
+#: array (one memcpy per value) rather than the filter kernel (faster for short ones)
+_VIEW_MIN_MEAN = 256
+_EVEN_PA = pa.array(np.arange(1 << 21) % 2 == 0)
+
+
+def _even_mask(n: int) -> pa.Array:
+    """Arrow booleans True, False, True, ... of length ``n``."""
+    if n <= len(_EVEN_PA):
+        return _EVEN_PA.slice(0, n)
+    return pa.array(np.arange(n) % 2 == 0)
+
+
+def _gathered_views(ctx: _Ctx, starts: np.ndarray, ends: np.ndarray, keep: np.ndarray | None) -> pa.Array:
+    """Binary array of buffer slices [starts[i], ends[i]) (file positions, in order),
+    built as a ``binary_view`` array over the untouched buffer (Arrow's view layout:
+    length, then the bytes inline when <= 12, else a 4-byte prefix, buffer 0 and the
+    offset) and cast to ``binary``: Arrow copies each value once."""
+    if keep is not None:
+        starts, ends = starts[keep], ends[keep]
+    n = len(starts)
+    if n == 0:
+        return pa.array([], pa.binary())
+    off = ctx.buf_offset
+    lo = int(starts[0]) - off
+    hi = int(ends[-1]) - off
+    rel = starts - off - lo
+    lens = ends - starts
+    views = np.zeros((n, 4), np.int32)
+    views[:, 0] = lens
+    long_ = lens > 12
+    data = ctx.a[lo:hi]
+    if long_.all():
+        views[:, 1] = np.ndarray((len(data) - 3,), np.int32, buffer=data, strides=(1,))[rel]
+        views[:, 3] = rel
+    else:
+        li = np.flatnonzero(long_)
+        if len(li):
+            views[li, 1] = np.ndarray((len(data) - 3,), np.int32, buffer=data, strides=(1,))[rel[li]]
+            views[li, 3] = rel[li]
+        si = np.flatnonzero(~long_)
+        inline = views.view(np.uint8)[:, 4:]  # 12 bytes per row
+        for j in range(12):
+            has = lens[si] > j
+            rows = si[has]
+            if not len(rows):
+                break
+            inline[rows, j] = data[rel[rows] + j]
+    dbuf = pa.py_buffer(data) if hi > lo else pa.py_buffer(b"")
+    arr = pa.Array.from_buffers(pa.binary_view(), n, [None, pa.py_buffer(views), dbuf])
+    return arr.cast(pa.binary())
 
 
 def _is_ascii(arr: pa.Array) -> bool:
@@ -682,21 +736,19 @@ def _properties_fast(parr, data, ro, seps, ones, alternating: bool = False) -> p
 def _split_pairs(data, seg_start, p1, seg_end) -> tuple[pa.Array, pa.Array]:
     """Names ``[seg_start, p1)`` and values ``[p1+1, seg_end)`` as binary arrays."""
     m = len(seg_start)
-    offs = np.empty(4 * m + 1, np.int32)
-    offs[0:4 * m:4] = seg_start
-    offs[1::4] = p1
-    offs[2::4] = p1 + 1
-    offs[3::4] = seg_end
-    offs[4 * m] = seg_end[-1] if m else 0
     dbuf = pa.py_buffer(np.ascontiguousarray(data)) if len(data) else pa.py_buffer(b"")
-    allv = pa.Array.from_buffers(pa.binary(), 4 * m, [None, pa.py_buffer(offs), dbuf])
-    sel = np.zeros(4 * m, bool)
-    sel[0::4] = True
-    keys_b = allv.filter(pa.array(sel))
-    sel[0::4] = False
-    sel[2::4] = True
-    vals_b = allv.filter(pa.array(sel))
-    return keys_b, vals_b
+    # names: value, gap (\x01 value ... up to the next name), value, gap ...
+    # values: value, gap (separator, next name, \x01), value, gap ...
+    # (segments are in order and disjoint, so both offset lists are monotonic)
+    out = []
+    for lo, hi in ((seg_start, p1), (p1 + 1, seg_end)):
+        offs = np.empty(2 * m + 1, np.int32)
+        offs[0 : 2 * m : 2] = lo
+        offs[1 : 2 * m : 2] = hi
+        offs[2 * m] = hi[-1] if m else 0
+        allv = pa.Array.from_buffers(pa.binary(), 2 * m, [None, pa.py_buffer(offs), dbuf])
+        out.append(allv.filter(_even_mask(2 * m)))
+    return out[0], out[1]
 
 
 #: _LOW_BYTES_MASK[k] keeps the first k bytes of a little-endian uint64
@@ -833,9 +885,10 @@ def _check_crcs(ctx: _Ctx, P, body_start, body_end, total, body_crc, props_start
         si = np.flatnonzero(short)
         li = np.flatnonzero(~short)
         computed[si] = _crc32_many(bdata, boffs[:-1][si], lens[si])
+        # one C-level pass of map(): no Python frame per record
         bs = (body_start[li] - off).tolist()
         be = (body_end[li] - off).tolist()
-        computed[li] = [crc(mv[s:e]) for s, e in zip(bs, be)]
+        computed[li] = np.fromiter(map(crc, map(mv.__getitem__, map(slice, bs, be))), np.int64, len(li))
     body_ok = (computed & 0x7FFFFFFF) == body_crc
     prop_state = np.zeros(len(P), np.int8)
     cand = np.flatnonzero(props_len >= PROPERTY_CRC_TAIL)
