@@ -50,6 +50,7 @@ every reference store written by RocketMQ): the columns are the keys of
 from __future__ import annotations
 
 import struct
+import zlib
 from dataclasses import dataclass
 from typing import Iterable, Iterator
 
@@ -832,13 +833,69 @@ _CRC_TABLE8, _CRC_TABLE16 = _crc_tables()
 _VECTOR_CRC_MAX = 96
 
 
+def _zero_tail_tables(maxlen: int) -> np.ndarray:
+    """``Z[d][b]``: the CRC-32 register (started at 0) after byte ``b`` and ``d`` zero
+    bytes.  CRC-32 is linear, so ``crc32(x) = XOR_j Z[len-1-j][x[j]] ^ crc32(zeros(len))``."""
+    z = np.empty((maxlen, 256), np.uint32)
+    t8 = _CRC_TABLE8
+    z[0] = t8
+    for d in range(1, maxlen):
+        c = z[d - 1]
+        z[d] = t8[c & np.uint32(0xFF)] ^ (c >> np.uint32(8))
+    return z
+
+
+_ZERO_TAIL = _zero_tail_tables(_VECTOR_CRC_MAX)
+#: slices of one length, in groups of at least this many, go through _crc32_rows
+_ROWS_MIN_GROUP = 64
+
+
+def _crc32_rows(mat: np.ndarray) -> np.ndarray:
+    """``zlib.crc32`` of each row of an ``(n, L)`` uint8 matrix (``L <= 96``): one
+    table lookup per byte column, no data-dependent gathers (see _zero_tail_tables)."""
+    n, length = mat.shape
+    crc = np.full(n, zlib.crc32(bytes(length)), np.uint32)
+    for j in range(length):
+        crc ^= _ZERO_TAIL[length - 1 - j][mat[:, j]]
+    return crc.astype(np.int64)
+
+
 def _crc32_many(a: np.ndarray, starts: np.ndarray, lens: np.ndarray) -> np.ndarray:
-    """``zlib.crc32`` of many short slices ``a[s:s+n]`` at once: every step advances
-    every still-active slice by two bytes (16-bit table), a last odd byte by one.
-    Slices are ordered longest first so the active ones are always a prefix."""
+    """``zlib.crc32`` of many short slices ``a[s:s+n]`` at once.  Slices of a common
+    length are gathered into a matrix (:func:`_crc32_rows`); the rest advance side by
+    side two bytes per step (16-bit table), a last odd byte by one, ordered longest
+    first so the active ones are always a prefix."""
     n = len(starts)
     if n == 0:
         return np.zeros(0, np.int64)
+    lo, hi = int(lens.min()), int(lens.max())
+    if lo == hi and lo > 0:  # one length (fixed-size payloads): one matrix
+        if n == 1 or (np.diff(starts) == lo).all():  # back to back: a plain reshape
+            s0 = int(starts[0])
+            return _crc32_rows(a[s0 : s0 + n * lo].reshape(n, lo))
+        return _crc32_rows(_rows(a, starts, lo))
+    if hi - lo <= 8 and n >= _ROWS_MIN_GROUP:  # a few lengths: one matrix each
+        out = np.empty(n, np.int64)
+        for length in range(lo, hi + 1):
+            sel = np.flatnonzero(lens == length)
+            if len(sel) == 0:
+                continue
+            if length == 0:
+                out[sel] = 0
+            else:
+                out[sel] = _crc32_rows(_rows(a, starts[sel], length))
+        return out
+    return _crc32_side_by_side(a, starts, lens)
+
+
+def _rows(a: np.ndarray, starts: np.ndarray, length: int) -> np.ndarray:
+    """``a[s : s + length]`` for each start, as an ``(n, length)`` matrix."""
+    v = np.ndarray((len(a) - length + 1,), np.dtype((np.void, length)), buffer=a, strides=(1,))
+    return v[starts].view(np.uint8).reshape(len(starts), length)
+
+
+def _crc32_side_by_side(a: np.ndarray, starts: np.ndarray, lens: np.ndarray) -> np.ndarray:
+    n = len(starts)
     order = np.argsort(-lens, kind="stable")
     s = starts[order].astype(np.int64)
     ln = lens[order]
