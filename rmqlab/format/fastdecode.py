@@ -385,9 +385,10 @@ def _walk_py(ctx: _Ctx, pos: int, stop: int, max_records: int) -> tuple[list[int
 #: ranges longer than this are walked in lanes
 LANE_MIN_RANGE = 4 << 20
 #: lane length in bytes; ``None``: chosen from the record size met at the range start
-#: (about :data:`LANE_RECORDS` records per lane, at least 32 KiB)
+#: (about :data:`LANE_RECORDS` records per lane, at least :data:`LANE_MIN_BYTES`)
 LANE_BYTES: int | None = None
 LANE_RECORDS = 256
+LANE_MIN_BYTES = 1 << 15
 _MAX_LANES = 1 << 14
 
 
@@ -400,7 +401,7 @@ def _walk_lanes(ctx: _Ctx, pos: int, stop: int) -> tuple[np.ndarray, int]:
         # search (each search scans a window of a few records)
         head, _ = _walk_py(ctx, pos, stop, 65)
         avg = (head[-1] - head[0]) // (len(head) - 1) if len(head) > 1 else 4096
-        lane = max(1 << 15, avg * LANE_RECORDS)
+        lane = max(LANE_MIN_BYTES, avg * LANE_RECORDS)
         window = max(1024, 2 * avg)
     else:
         lane, window = LANE_BYTES, 1 << 12
