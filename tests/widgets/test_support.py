@@ -10,7 +10,7 @@ import sys
 from rmqlab.cli import main
 from rmqlab.samples import sample_files
 from rmqlab.widgets import scratch_dir
-from rmqlab.widgets.spark import _jvm_output_to
+from rmqlab.spark.session import _jvm_output_to
 
 
 def test_scratch_dir_is_emptied_and_numbered():
