@@ -489,7 +489,18 @@ def _interleaved(ctx: _Ctx, starts: np.ndarray, ends: np.ndarray, keep: np.ndarr
     n = len(starts)
     if n == 0:
         return pa.array([], pa.binary())
-    if int((ends - starts).sum()) >= _VIEW_MIN_MEAN * n:
+    lens = ends - starts
+    length = int(lens[0])
+    if 0 < length <= _ROWS_MAX and (lens == length).all():
+        # one length (fixed-size payloads, same-length names): rows of a matrix,
+        # gathered in one fancy-indexing copy; offsets are a multiple of the length
+        if keep is not None:
+            starts = starts[keep]
+            n = len(starts)
+        data = _rows(ctx.a, starts - ctx.buf_offset, length) if n else np.zeros((0, length), np.uint8)
+        offs = np.arange(n + 1, dtype=np.int32) * length
+        return pa.Array.from_buffers(pa.binary(), n, [None, pa.py_buffer(offs), pa.py_buffer(data)])
+    if int(lens.sum()) >= _VIEW_MIN_MEAN * n:
         return _gathered_views(ctx, starts, ends, keep)
     lo = int(starts[0]) - ctx.buf_offset
     hi = int(ends[-1]) - ctx.buf_offset
@@ -506,6 +517,8 @@ def _interleaved(ctx: _Ctx, starts: np.ndarray, ends: np.ndarray, keep: np.ndarr
     return arr.filter(pa.array(mask))
 
 
+#: values of one length up to this long are gathered as matrix rows
+_ROWS_MAX = 4096
 #: values this long on average are copied through a binary_view
 #: array (one memcpy per value) rather than the filter kernel (faster for short ones)
 _VIEW_MIN_MEAN = 256
@@ -616,6 +629,14 @@ def _msg_ids(addr_port_raw: np.ndarray, positions: np.ndarray) -> pa.Array:
     """Offset msgIds (Java ``MessageDecoder.createMessageId``): hex of store address,
     port and the record's physical offset, all rows the same width here."""
     n = len(positions)
+    w = addr_port_raw.shape[1]
+    if n and (addr_port_raw == addr_port_raw[0]).all():
+        # one store host (the usual case): its hex once, then only the offsets'
+        hexed = np.empty((n, w + 8), np.uint16)
+        hexed[:, :w] = _HEX16[addr_port_raw[0]]
+        hexed[:, w:] = _HEX16[positions.astype(">i8").view(np.uint8).reshape(n, 8)]
+        offs = np.arange(n + 1, dtype=np.int32) * (2 * (w + 8))
+        return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offs), pa.py_buffer(hexed)])
     raw = np.empty((n, addr_port_raw.shape[1] + 8), np.uint8)
     raw[:, : addr_port_raw.shape[1]] = addr_port_raw
     raw[:, addr_port_raw.shape[1] :] = positions.astype(">i8").view(np.uint8).reshape(n, 8)
@@ -764,8 +785,11 @@ def _duplicate_candidates(data, name_start, name_end, seg_rec) -> np.ndarray:
     if m < 2:
         return np.zeros(0, np.int64)
     ln = (name_end - name_start).astype(np.int64)
-    pad = np.concatenate((data, np.zeros(8, np.uint8)))
-    words = np.ndarray((len(pad) - 7,), "<u8", buffer=pad, strides=(1,))[name_start]
+    if len(data) >= 8 and int(name_start.max()) + 8 <= len(data):  # no padding needed
+        words = np.ndarray((len(data) - 7,), "<u8", buffer=data, strides=(1,))[name_start]
+    else:
+        pad = np.concatenate((data, np.zeros(8, np.uint8)))
+        words = np.ndarray((len(pad) - 7,), "<u8", buffer=pad, strides=(1,))[name_start]
     fp = (words & _LOW_BYTES_MASK[np.minimum(ln, 8)]) ^ (ln.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15))
     flagged = []
     d = 1
@@ -974,9 +998,17 @@ def _decode_positions(ctx: _Ctx, P: np.ndarray) -> tuple[pa.RecordBatch | None, 
     batch of the records before the first structurally bad one, and that one's index
     (``None`` when all are good)."""
     n = len(P)
-    sys_flag = ctx.gather(">i4", P + _SYS_FLAG_AT).astype(np.int32)
-    variant = ((sys_flag & cl.FLAG_BORNHOST_V6) != 0).astype(np.int8) + 2 * ((sys_flag & cl.FLAG_STOREHOST_V6) != 0).astype(np.int8)
-    present = np.unique(variant)
+    # the IPv4/IPv4 prefix of every record: sysFlag sits before the hosts, so it is
+    # right whatever the variant, and the usual batch needs no other gather
+    recs0 = ctx.gather(PREFIX_DTYPES[0], P)
+    sys_flag = recs0["sys_flag"].astype(np.int32)
+    v6_bits = sys_flag & (cl.FLAG_BORNHOST_V6 | cl.FLAG_STOREHOST_V6)
+    if not v6_bits.any():
+        variant = np.zeros(n, np.int8)
+        present = np.zeros(1, np.int8)
+    else:
+        variant = ((sys_flag & cl.FLAG_BORNHOST_V6) != 0).astype(np.int8) + 2 * ((sys_flag & cl.FLAG_STOREHOST_V6) != 0).astype(np.int8)
+        present = np.unique(variant)
     cols: dict[str, np.ndarray] = {}
     born_addr = np.zeros((n, 16), np.uint8)
     store_addr = np.zeros((n, 16), np.uint8)
@@ -984,7 +1016,7 @@ def _decode_positions(ctx: _Ctx, P: np.ndarray) -> tuple[pa.RecordBatch | None, 
     for v in present.tolist():
         dt = PREFIX_DTYPES[v]
         sel = slice(None) if len(present) == 1 else np.flatnonzero(variant == v)
-        recs = ctx.gather(dt, P[sel])
+        recs = recs0[sel] if v == 0 else ctx.gather(dt, P[sel])
         for name in dt.names:
             if name.endswith("_address"):
                 target = born_addr if name.startswith("born") else store_addr
@@ -1004,7 +1036,9 @@ def _decode_positions(ctx: _Ctx, P: np.ndarray) -> tuple[pa.RecordBatch | None, 
     body_start = P + prefix_size
     body_end = body_start + len_body
     ok = (total >= prefix_size + 3) & (len_body >= 0) & (body_end + tl <= rec_end)
-    topic_len = np.where(v2, ctx.gather(">i2", body_end).astype(np.int64), ctx.gather("i1", body_end).astype(np.int64))
+    topic_len = ctx.gather("i1", body_end).astype(np.int64)
+    if v2.any():
+        topic_len = np.where(v2, ctx.gather(">i2", body_end).astype(np.int64), topic_len)
     topic_start = body_end + tl
     topic_end = topic_start + topic_len
     ok &= (topic_len >= 0) & (topic_end + 2 <= rec_end)
