@@ -607,6 +607,13 @@ def _hosts(addr_rows: np.ndarray, ports: np.ndarray) -> pa.Array:
     alen = addr_rows.shape[1]
     if n == 0:
         return pa.array([], pa.string())
+    if alen == 4:  # IPv4: address and port packed in one uint64, hashed by Arrow
+        packed = (np.ascontiguousarray(addr_rows).view(">u4")[:, 0].astype(np.uint64) << np.uint64(32)) | ports.astype(np.uint32).astype(np.uint64)
+        if (packed == packed[0]).all():
+            return _constant_strings(format_host(bytes(addr_rows[0]), int(ports[0])), n)
+        d = pa.array(packed).dictionary_encode()
+        texts = [format_host((u >> 32).to_bytes(4, "big"), struct.unpack(">i", (u & 0xFFFFFFFF).to_bytes(4, "big"))[0]) for u in d.dictionary.to_pylist()]
+        return pa.DictionaryArray.from_arrays(d.indices, pa.array(texts, pa.string())).cast(pa.string())
     key = np.zeros((n, 24), np.uint8)
     key[:, :alen] = addr_rows
     key[:, 20:24] = ports.astype(">i4").view(np.uint8).reshape(n, 4)
@@ -880,8 +887,9 @@ def _crc32_rows(mat: np.ndarray) -> np.ndarray:
     table lookup per byte column, no data-dependent gathers (see _zero_tail_tables)."""
     n, length = mat.shape
     crc = np.full(n, zlib.crc32(bytes(length)), np.uint32)
+    cols = mat.T.astype(np.intp, order="C")  # byte columns as contiguous table indices
     for j in range(length):
-        crc ^= _ZERO_TAIL[length - 1 - j][mat[:, j]]
+        crc ^= _ZERO_TAIL[length - 1 - j].take(cols[j])
     return crc.astype(np.int64)
 
 
