@@ -387,7 +387,7 @@ LANE_MIN_RANGE = 4 << 20
 #: lane length in bytes; ``None``: chosen from the record size met at the range start
 #: (about :data:`LANE_RECORDS` records per lane, at least :data:`LANE_MIN_BYTES`)
 LANE_BYTES: int | None = None
-LANE_RECORDS = 256
+LANE_RECORDS = 1024
 LANE_MIN_BYTES = 1 << 15
 _MAX_LANES = 1 << 14
 
