@@ -35,9 +35,8 @@ Decoding is vectorised (:mod:`rmqlab.format.fastdecode`); what costs in Spark is
 moving wide rows (``properties`` maps, strings, bodies) from the Python workers into
 the JVM.  The Python Data Source API has no column pruning, so say which columns a
 scan needs: ``.option("columns", "topic,total_size,body")`` gives a DataFrame of those
-columns only and skips building the others — several times faster.  Install
-``isal`` (ISA-L) for ~3x faster CRCs of long bodies, or ``verifyCrc=false`` to skip
-them.  ``bench/bench_scan.py`` measures all of this against raw read bandwidth.
+columns only and skips building the others — several times faster.  CRCs use
+ISA-L (``isal``, a dependency) — ``verifyCrc=false`` skips them.  ``bench/bench_scan.py`` measures all of this against raw read bandwidth.
 
 Running on a cluster
 --------------------
@@ -76,7 +75,8 @@ PySpark 4 starts a JVM and needs Java 17 (or 21).  Check with ``java -version``;
 
 Without Java, everything except Spark still works: the single-process decoder
 (:func:`rmqlab.format.fastdecode.decode_file`) gives the same rows as Arrow tables,
-and ``rmqlab dump --json`` gives them as JSON; the Spark tests are skipped.
+and ``rmqlab dump --json`` gives them as JSON.  The Spark tests skip without Java,
+except in CI (``CI`` or ``RMQLAB_REQUIRE_SPARK`` set), where they fail instead.
 """
 
 from __future__ import annotations
