@@ -55,6 +55,19 @@ def _bulk_and_exact(root, cfg):
     return cols, exact
 
 
+def _dispatch_both_ways(root, cfg, cols, exact, tag: str = "") -> tuple:
+    """Dispatch ``cols`` through the bulk path and ``exact`` through the per-record
+    path into two fresh stores under ``root``; return both stores' files."""
+    bulk, per_record = root / f"bulk{tag}", root / f"exact{tag}"
+    with CommitLogDispatcher(bulk, cfg) as d:
+        d.dispatch_columns(cols)
+        d.flush()
+    with CommitLogDispatcher(per_record, cfg) as d:
+        d.dispatch_batch(exact)
+        d.flush()
+    return _files(bulk), _files(per_record)
+
+
 def _count_per_record(monkeypatch) -> list:
     """Count the records the bulk path had to read one by one."""
     calls = []
@@ -91,13 +104,8 @@ def test_bulk_rebuild_is_rocketmqs(case, tmp_path):
     other and to RocketMQ's files."""
     cfg = reference_config(case)
     cols, exact = _bulk_and_exact(REFERENCE / case / "store", cfg)
-    with CommitLogDispatcher(tmp_path / "bulk", cfg) as d:
-        d.dispatch_columns(cols)
-        d.flush()
-    with CommitLogDispatcher(tmp_path / "exact", cfg) as d:
-        d.dispatch_batch(exact)
-        d.flush()
-    assert _files(tmp_path / "bulk") == _files(tmp_path / "exact")
+    bulk, per_record = _dispatch_both_ways(tmp_path, cfg, cols, exact)
+    assert bulk == per_record
     assert_same_as_rocketmq(case, tmp_path / "bulk", commitlog=False)
 
 
@@ -236,13 +244,8 @@ def test_awkward_store_bulk_equals_per_record(awkward_store, tmp_path, monkeypat
     # delayed records' tagsCode is a delivery time; all four transaction states there
     assert any(r.topic == "SCHEDULE_TOPIC_XXXX" and r.tags_code > 1_700_000_000_000 for r in exact)
     assert {r.sys_flag & 0xC for r in exact} == {0x0, 0x4, 0x8, 0xC}
-    with CommitLogDispatcher(tmp_path / "bulk", cfg) as d:
-        d.dispatch_columns(cols)
-        d.flush()
-    with CommitLogDispatcher(tmp_path / "exact", cfg) as d:
-        d.dispatch_batch(exact)
-        d.flush()
-    assert _files(tmp_path / "bulk") == _files(tmp_path / "exact")
+    bulk, per_record = _dispatch_both_ways(tmp_path, cfg, cols, exact)
+    assert bulk == per_record
     assert len(store_files(tmp_path / "bulk", "index")) > 1  # the index rolled over files
     # and recovery (index behind the checkpoint: dropped, re-indexed) by both paths
     _crash_with_index_behind(root)
@@ -270,15 +273,9 @@ def test_bulk_without_index_and_out_of_order(tmp_path):
     cfg = reference_config("clean")
     cols, exact = _bulk_and_exact(REFERENCE / "clean" / "store", cfg)
     off = dataclasses.replace(cfg, message_index_enable=False)
-    with CommitLogDispatcher(tmp_path / "bulk", off) as d:
-        d.dispatch_columns(cols)
-    with CommitLogDispatcher(tmp_path / "exact", off) as d:
-        d.dispatch_batch(exact)
-    assert _files(tmp_path / "bulk") == _files(tmp_path / "exact")
+    bulk, per_record = _dispatch_both_ways(tmp_path, off, cols, exact)
+    assert bulk == per_record
     assert store_files(tmp_path / "bulk", "index") == {}
     backwards = DispatchColumns.from_requests(exact[::-1])
-    with CommitLogDispatcher(tmp_path / "bulk-rev", cfg) as d:
-        d.dispatch_columns(backwards)
-    with CommitLogDispatcher(tmp_path / "exact-rev", cfg) as d:
-        d.dispatch_batch(exact[::-1])
-    assert _files(tmp_path / "bulk-rev") == _files(tmp_path / "exact-rev")
+    bulk, per_record = _dispatch_both_ways(tmp_path, cfg, backwards, exact[::-1], "-rev")
+    assert bulk == per_record
