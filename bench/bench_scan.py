@@ -145,22 +145,9 @@ def fast_decode(files: list[Path], verify_crc: bool = True, columns=None) -> int
 
 # -- 4. Spark -------------------------------------------------------------------------------
 def spark_session():
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from pyspark.sql import SparkSession
+    from rmqlab.spark.session import local_spark
 
-    import rmqlab.spark
-
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .appName("bench_scan")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.python.worker.reuse", "true")
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("ERROR")
-    rmqlab.spark.register(spark)
-    return spark
+    return local_spark(2, "bench_scan", shuffle_partitions=2)
 
 
 def spark_query(spark, store: Path, split_size: int, columns=None):
