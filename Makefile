@@ -8,8 +8,10 @@ STAMP  := $(VENV)/.installed-stamp
 
 .PHONY: demo test java lab bench clean-venv
 
+# The venv is created once; a changed pyproject.toml only re-runs the install
+# (re-running `venv` over an environment made by another Python would break it).
 $(STAMP): pyproject.toml
-	$(PYTHON) -m venv $(VENV)
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)

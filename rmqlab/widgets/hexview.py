@@ -8,7 +8,6 @@ what the format layer declares.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import ipywidgets as widgets

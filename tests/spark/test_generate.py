@@ -103,7 +103,7 @@ def test_bulk_decoder_reads_the_generated_store(generated, monkeypatch):
 def test_same_seed_same_bytes(tmp_path):
     a = generate_store(tmp_path / "a", "70KiB", mapped_file_size="64KiB", seed=3, index=False, consume_queues=False)
     b = generate_store(tmp_path / "b", "70KiB", mapped_file_size="64KiB", seed=3, index=False, consume_queues=False)
-    c = generate_store(tmp_path / "c", "70KiB", mapped_file_size="64KiB", seed=4, index=False, consume_queues=False)
+    generate_store(tmp_path / "c", "70KiB", mapped_file_size="64KiB", seed=4, index=False, consume_queues=False)
     names = sorted(p.name for p in (tmp_path / "a" / "commitlog").iterdir())
     assert a.records == b.records and len(names) == 2
     for n in names:
