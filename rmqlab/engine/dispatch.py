@@ -57,7 +57,7 @@ from ..config import MessageStoreConfig
 from ..format import commitlog as cl
 from ..format import properties as props
 from ..format.hashing import java_string_hash
-from ..format.record import Record
+from ..format.record import Record, decode_record
 from .clock import SystemClock
 from .consume_queue_writer import ConsumeQueueWriter
 from .index_writer import IndexFileWriter, IndexServiceWriter, index_hashes_from_java, index_key_hashes, java_string_hashes_arrow, prefixed_hashes
@@ -177,6 +177,14 @@ class DispatchColumns:
 
     def __len__(self) -> int:
         return len(self.commitlog_offset)
+
+    def head(self, k: int) -> "DispatchColumns":
+        """The first ``k`` rows (views, no copies)."""
+        return DispatchColumns(
+            self.topics, self.topic_code[:k], self.queue_id[:k], self.commitlog_offset[:k], self.msg_size[:k], self.tags_code[:k],
+            self.store_timestamp[:k], self.consume_queue_offset[:k], self.sys_flag[:k], self.keys.slice(0, k), self.uniq_key.slice(0, k),
+            self.prepared_transaction_offset[:k],
+        )
 
     def topic_of(self, i: int) -> str:
         return self.topics[int(self.topic_code[i])]
@@ -343,6 +351,106 @@ class DispatchColumns:
         mask = pa.array(mask)
         self.keys = pc.replace_with_mask(self.keys, mask, pa.array([q.keys for q in reqs], pa.string()))
         self.uniq_key = pc.replace_with_mask(self.uniq_key, mask, pa.array([q.uniq_key for q in reqs], pa.string()))
+
+
+# -- reading records back (Java ReputMessageService: checkMessageAndReturnSize) ---------------------
+_BATCH_ROWS, _BATCH_BYTES = 1 << 16, 64 << 20  # fastdecode's defaults (int32 Arrow offsets)
+
+
+def read_dispatch_request(buf, pos: int, *, file_base: int, file: str, delay_levels: dict[int, int]) -> DispatchRequest:
+    """Java ``checkMessageAndReturnSize`` for the record at in-file position ``pos``."""
+    rec = decode_record(buf, pos, file=file, file_base=file_base, check_crc=False, read_body=False)
+    return request_from_record(rec, delay_levels)
+
+
+def read_dispatch_columns(buf, positions: np.ndarray, *, file_base: int, file: str, delay_levels: dict[int, int]) -> DispatchColumns:
+    """Java ``checkMessageAndReturnSize`` for the MESSAGE records at in-file
+    ``positions`` (sorted) of one commitlog file, as :class:`DispatchColumns` — what a
+    reput (and recovery's re-dispatch) reads back from the log.
+
+    ``buf`` holds the file from position 0 (a mapping, bytes or uint8 array).  The
+    records are decoded in bulk with :mod:`rmqlab.format.fastdecode` at the known
+    positions (no walk of the chain); the rows must be exactly the records asked for,
+    else they are read one by one with :func:`~rmqlab.format.record.decode_record`,
+    as are rows whose properties fastdecode cannot tell apart from Java's reading
+    (see :meth:`DispatchColumns.from_arrow`).  CRCs are not checked (Java's reput does
+    not check them).
+    """
+    pa, pc = _arrow()
+    rel = np.asarray(positions, dtype=np.int64)
+    a = buf if isinstance(buf, np.ndarray) else np.frombuffer(buf, np.uint8)
+
+    def one(pos: int) -> DispatchRequest:
+        return read_dispatch_request(a, pos, file_base=file_base, file=file, delay_levels=delay_levels)
+
+    batches = None
+    if len(rel):
+        try:
+            batches = _decode_at(a, rel, file_base, file)
+        except (TypeError, AttributeError):  # fastdecode's internals moved on
+            batches = _decode_span(a, rel, file_base, file)
+    if batches:
+        table = pa.Table.from_batches(batches)
+        phys = np.asarray(table.column("physical_offset").to_numpy(zero_copy_only=False), dtype=np.int64)
+        chosen = rel + file_base
+        if len(phys) != len(chosen):
+            keep = np.isin(phys, chosen)
+            table, phys = table.filter(pa.array(keep)), phys[keep]
+        if len(phys) == len(chosen) and (phys == chosen).all():
+            return DispatchColumns.from_arrow(table, delay_levels, exact=lambda r: one(int(rel[r])))
+    return DispatchColumns.from_requests([one(p) for p in rel.tolist()])
+
+
+def _decode_at(a: np.ndarray, rel: np.ndarray, file_base: int, file: str):
+    """fastdecode batches of the records at in-file positions ``rel``; None on damage.
+
+    Uses fastdecode's position decoder, which is module-private (its public
+    ``scan_range`` would walk the chain a second time); :func:`_decode_span` is the
+    fallback should that entry point change."""
+    from ..errors import StoreFormatError
+    from ..format import fastdecode as fd
+
+    ctx = fd._Ctx(
+        a=a, mv=memoryview(a), buf_offset=0, file_base=file_base, file_size=len(a), file=file, mode="strict", verify_crc=False,
+        include_body=False, topics=None, start_time=None, end_time=None, batch_rows=_BATCH_ROWS, batch_bytes=_BATCH_BYTES,
+        columns=frozenset(DispatchColumns.ARROW_COLUMNS),
+    )
+    out = []
+    i, n = 0, len(rel)
+    try:
+        while i < n:
+            j = min(n, i + _BATCH_ROWS)
+            limit = int(rel[i]) + _BATCH_BYTES  # a batch's byte span stays within int32 offsets
+            if int(rel[j - 1]) > limit:
+                j = max(i + 1, int(np.searchsorted(rel, limit, side="right")))
+            batch, bad = fd._decode_positions(ctx, rel[i:j])
+            if bad is not None or batch is None:
+                return None
+            out.append(batch)
+            i = j
+    except StoreFormatError:
+        return None
+    return out
+
+
+def _decode_span(a: np.ndarray, rel: np.ndarray, file_base: int, file: str):
+    """The same through fastdecode's public ``scan_range`` over the span they cover."""
+    from ..errors import StoreFormatError
+    from ..format.fastdecode import NeedMoreBytes, scan_range
+    from ..format.record import RecordError
+
+    lo = int(rel[0])
+    try:
+        last = decode_record(a, int(rel[-1]), file=file, file_base=file_base, check_crc=False, read_body=False)
+        hi = int(rel[-1]) + last.total_size
+        return list(
+            scan_range(
+                a[lo:hi], buf_offset=lo, file_base=file_base, file_size=hi, file=file, start=lo, stop=hi, resync=False,
+                verify_crc=False, include_body=False, columns=DispatchColumns.ARROW_COLUMNS,
+            )
+        )
+    except (StoreFormatError, NeedMoreBytes, RecordError, AttributeError):
+        return None
 
 
 def queue_groups(topic_code: np.ndarray, queue_id: np.ndarray) -> list[np.ndarray]:
@@ -651,4 +759,4 @@ class CommitLogDispatcher:
         self.close()
 
 
-__all__ = ["CommitLogDispatcher", "DispatchColumns", "queue_groups", "DispatchRequest", "ConsumeQueueWriter", "IndexServiceWriter", "IndexFileWriter", "request_from_record", "parse_delay_levels"]
+__all__ = ["CommitLogDispatcher", "DispatchColumns", "read_dispatch_columns", "read_dispatch_request", "queue_groups", "DispatchRequest", "ConsumeQueueWriter", "IndexServiceWriter", "IndexFileWriter", "request_from_record", "parse_delay_levels"]

@@ -26,15 +26,16 @@ checkpoint, deletes the pre-allocated file and ``abort``, and releases the lock.
 
 Dispatch (Java ``ReputMessageService``) runs in one of three modes:
 
-* ``"inline"`` (default) — requests queue up and are dispatched in batches of
-  ``reput_batch`` by the producing thread, and before every lookup and flush;
+* ``"inline"`` (default) — records queue up and are dispatched in batches of
+  ``reput_batch`` (32768: reading back costs a few milliseconds per call, so it pays
+  in bulk) by the producing thread, and before every lookup and flush;
 * ``"background"`` — a thread dispatches every millisecond, as the broker does;
 * ``"manual"`` — nothing until :meth:`reput` is called: a notebook can show the
   commitlog holding a record that no consume queue points to yet.
 
-rmqlab's reput takes the ``DispatchRequest`` built when the record was appended
-instead of parsing the bytes back (Java re-reads them); recovery, which must read
-them back, feeds :class:`~rmqlab.engine.dispatch.CommitLogDispatcher` records.
+Like Java's, rmqlab's reput reads the records back from the commitlog (in bulk, with
+:func:`~rmqlab.engine.dispatch.read_dispatch_columns`) rather than trusting what the
+put path meant to write: what is dispatched is what is on disk.
 """
 
 from __future__ import annotations
@@ -47,13 +48,14 @@ import zlib
 from pathlib import Path
 from typing import Iterable, Sequence
 
+import numpy as np
+
 from .. import lookup as _lookup
 from ..config import ASYNC_FLUSH, SYNC_FLUSH, MessageStoreConfig
 from ..errors import StoreLayoutError, StoreLockedError
 from ..format import commitlog as cl
 from ..format import hashing
 from ..format import properties as props
-from ..format.hashing import java_string_hash
 from ..format.msgid import parse_host
 from ..format.record import Record
 from ..store.reader import ABORT_FILE, CHECKPOINT_FILE, COMMITLOG_DIR, LOCK_FILE, StoreReader
@@ -61,7 +63,7 @@ from .checkpoint_writer import StoreCheckpointWriter
 from .clean import CleanReport, clean_expired
 from .clock import DEFAULT_STORE_HOST, SystemClock
 from .commitlog_writer import CommitLogWriter, record_packer
-from .dispatch import SCHEDULE_TOPIC, CommitLogDispatcher, DispatchRequest
+from .dispatch import SCHEDULE_TOPIC, CommitLogDispatcher, read_dispatch_columns
 from .flush import FlushRealTimeService, GroupCommitService, PeriodicService
 from .mapped_file import fsync_directory
 from .message import Message
@@ -125,7 +127,7 @@ class _FieldRange(Exception):
 class _Prepared:
     """A message encoded outside the lock, ready to append (Java ``EncodeResult``)."""
 
-    __slots__ = ("topic", "queue_id", "total", "magic", "body_crc", "flag", "sys_flag", "born_ts", "born_host", "store_host", "reconsume", "pto", "body", "tail", "tags", "keys", "uniq", "delay_level", "store_ts", "wait")
+    __slots__ = ("topic", "queue_id", "total", "magic", "body_crc", "flag", "sys_flag", "born_ts", "born_host", "store_host", "reconsume", "pto", "body", "tail", "store_ts", "wait")
 
 
 class MessageStore:
@@ -150,7 +152,7 @@ class MessageStore:
         clock=None,
         store_host=None,
         dispatch: str = "inline",
-        reput_batch: int = 1024,
+        reput_batch: int = 32768,
         broker_rewrites: bool = True,
         services: bool = True,
         recover: bool = True,
@@ -173,9 +175,10 @@ class MessageStore:
         self.validator = Validator(self.config)
         self._lock = threading.Lock()  # Java putMessageLock (+ topicQueueLock)
         self._reput_lock = threading.Lock()
-        self._pending: list[DispatchRequest] = []
+        # physical offsets of the records appended and not dispatched yet: reput reads
+        # them back from the log (Java dispatchBehindBytes, counted in records)
+        self._pending: list[int] = []
         self._queue_offsets: dict[tuple[str, int], int] = {}  # Java topicQueueTable
-        self._tags_cache: dict[str, int] = {}
         self._fast_topics: dict[str, tuple[bytes, int, int]] = {}
         self._inline = dispatch == "inline"
         self._system_clock = type(self.clock) is SystemClock
@@ -273,6 +276,10 @@ class MessageStore:
         if not abort.exists():
             abort.touch()
         string_to_file(str(os.getpid()), abort)
+        # reput reads records back with the bulk decoder: load it (and pyarrow, ~1 s)
+        # with the store, not inside some producer's put
+        from ..format import fastdecode  # noqa: F401
+
         self._start_services()
 
     def _recover_existing(self) -> int:
@@ -349,7 +356,6 @@ class MessageStore:
         for s in self._services:
             s.join(5)
         self._services = []
-        self._pending = []
         self.commitlog.close(delete_preallocated=False)
         self.dispatcher.close()
         self.checkpoint.close()
@@ -396,14 +402,10 @@ class MessageStore:
                 if self.append_prop_crc and props.CRC32 in pd:
                     pd = {k: v for k, v in pd.items() if k != props.CRC32}
                 raw = "".join([f"{k}\x01{v}\x02" for k, v in pd.items()]).encode()
-                tags = pd.get("TAGS") or None
-                keys = pd.get("KEYS") or None
-                uniq = pd.get("UNIQ_KEY") or None
-                delay = pd.get("DELAY") if topic == SCHEDULE_TOPIC else None
                 wait = pd.get("WAIT")
             else:
                 raw = b""
-                tags = keys = uniq = delay = wait = None
+                wait = None
         else:
             raw = bytes(raw)
             if self.append_prop_crc:
@@ -417,8 +419,6 @@ class MessageStore:
                 topic_raw = topic.encode()
                 raw = props.encode(pd)
                 jm = props.to_java_map(pd.items())
-            tags, keys, uniq = jm.get("TAGS"), jm.get("KEYS"), jm.get("UNIQ_KEY")
-            delay = jm.get("DELAY") if topic == SCHEDULE_TOPIC else None
             wait = jm.get("WAIT")
         if batch_props:
             raw += batch_props
@@ -455,18 +455,6 @@ class MessageStore:
         p.body = body
         head = tlen.to_bytes(2 if v2 else 1, "big") + topic_raw + props_len.to_bytes(2, "big") + raw
         p.tail = head + _CRC_PLACEHOLDER if self.append_prop_crc else head
-        if tags:
-            code = self._tags_cache.get(tags)
-            if code is None:
-                code = java_string_hash(tags)
-                if len(self._tags_cache) < 65536:
-                    self._tags_cache[tags] = code
-            p.tags = code
-        else:
-            p.tags = 0
-        p.keys = keys
-        p.uniq = uniq
-        p.delay_level = delay
         p.store_ts = msg.store_timestamp
         p.wait = wait
         return p
@@ -490,20 +478,9 @@ class MessageStore:
         self.metadata.delay_offsets.setdefault(level, 0)
         return SCHEDULE_TOPIC, level - 1, pd
 
-    def _delivery_tags_code(self, p: _Prepared, store_ts: int) -> int:
-        """tagsCode on SCHEDULE_TOPIC_XXXX: delivery time (Java ``computeDeliverTimestamp``)."""
-        try:
-            level = int(p.delay_level)
-        except ValueError:
-            return p.tags
-        levels = self.dispatcher.delay_levels
-        level = min(level, max(levels) if levels else 0)
-        if level <= 0:
-            return p.tags
-        return store_ts + levels.get(level, 1000)
-
-    def _append(self, p: _Prepared, now: int) -> DispatchRequest:
-        """Under the put lock: queue offset, record bytes, dispatch request."""
+    def _append(self, p: _Prepared, now: int) -> tuple[int, int, int]:
+        """Under the put lock: queue offset and record bytes; (physical offset, queue
+        offset, store timestamp) of the record."""
         ts = p.store_ts if p.store_ts is not None else now
         key = (p.topic, p.queue_id)
         if p.sys_flag & 0x4:  # PREPARED (0x4) or ROLLBACK (0xC): no queue offset
@@ -521,10 +498,8 @@ class MessageStore:
             if not p.sys_flag & 0x4:
                 self._queue_offsets[key] = qoff
             raise _FieldRange(f"a field does not fit its Java type: {exc}") from None
-        tags = p.tags if p.delay_level is None else self._delivery_tags_code(p, ts)
-        req = DispatchRequest(p.topic, p.queue_id, phy, p.total, tags, ts, qoff, p.keys, p.uniq, p.sys_flag, p.pto)
-        self._pending.append(req)
-        return req
+        self._pending.append(phy)
+        return phy, qoff, ts
 
     def put(self, msg: Message) -> PutMessageResult:
         """Java ``putMessage``: store one message; RocketMQ's answer.
@@ -542,24 +517,14 @@ class MessageStore:
             if "DELAY" in pd:
                 return self._put_general(msg)
             raw = "".join([f"{k}\x01{v}\x02" for k, v in pd.items()]).encode()
-            tags = pd.get("TAGS")
-            keys = pd.get("KEYS")
-            uniq = pd.get("UNIQ_KEY")
         else:
             raw = b""
-            tags = keys = uniq = None
         body = msg.body
         blen = len(body)
         plen = len(raw)
         total = tinfo[2] + blen + plen
         if blen > self._max_body or plen > 32767 or total > self._max_total:
             return self._put_general(msg)  # answers with the right status and reason
-        if tags:
-            tc = self._tags_cache.get(tags)
-            if tc is None:
-                tc = self._tags_code(tags)
-        else:
-            tc = 0
         tail = tinfo[0] + plen.to_bytes(2, "big") + raw
         body_crc = (_zlib_crc32 if blen < 1024 else _fast_crc32)(body) & 0x7FFFFFFF
         topic = msg.topic
@@ -602,17 +567,11 @@ class MessageStore:
             clog.store_timestamp = ts
             clog.max_offset = phy + total
             pending = self._pending
-            pending.append((topic, qid, phy, total, tc, ts, qoff, keys, uniq, 0, msg.prepared_transaction_offset))
+            pending.append(phy)
         if self._inline and len(pending) >= self.reput_batch:
             self.reput()
         status = self._sync_wait(phy + total, pd.get("WAIT") if pd else None) if self.sync_flush else _OK
         return _new_result(PutMessageResult, (status, phy, total, qoff, ts, self.store_host, 1, None, ""))
-
-    def _tags_code(self, tags: str) -> int:
-        code = java_string_hash(tags)
-        if len(self._tags_cache) < 65536:
-            self._tags_cache[tags] = code
-        return code
 
     def _put_general(self, msg: Message) -> PutMessageResult:
         """Every case: validation with reasons, DELAY rewrite, raw properties, CRC."""
@@ -625,13 +584,13 @@ class MessageStore:
             if self._shutdown:
                 return self._fail(PutMessageStatus.SERVICE_NOT_AVAILABLE, "the message store is shut down")
             try:
-                req = self._append(p, self.clock.now_ms() if p.store_ts is None else 0)
+                phy, qoff, ts = self._append(p, self.clock.now_ms() if p.store_ts is None else 0)
             except _FieldRange as exc:
                 return self._fail(PutMessageStatus.MESSAGE_ILLEGAL, str(exc))
-        status = self._after_append(req[2] + req[3], p.wait)
+        status = self._after_append(phy + p.total, p.wait)
         if status is _OK and p.topic not in self._fast_topics and p.topic != SCHEDULE_TOPIC and not self.append_prop_crc and len(self._fast_topics) < 100_000:
             self._remember_topic(p.topic)
-        return PutMessageResult(status, req[2], req[3], req[6], req[5], p.store_host)
+        return PutMessageResult(status, phy, p.total, qoff, ts, p.store_host)
 
     def _remember_topic(self, topic: str) -> None:
         status, _, raw = self.validator.check_topic(topic)
@@ -670,20 +629,19 @@ class MessageStore:
             if self._shutdown:
                 return self._fail(PutMessageStatus.SERVICE_NOT_AVAILABLE, "the message store is shut down")
             now = self.clock.now_ms()
-            reqs = []
+            done = []
             for i, p in enumerate(prepared):
                 try:
-                    reqs.append(self._append(p, now))
+                    done.append(self._append(p, now))
                 except _FieldRange as exc:
                     return self._fail(PutMessageStatus.MESSAGE_ILLEGAL, f"message {i}: {exc}; the {i} messages before it were stored")
-        last = reqs[-1]
-        status = self._after_append(last[2] + last[3], prepared[0].wait)
+        status = self._after_append(done[-1][0] + prepared[-1].total, prepared[0].wait)
         if not self.append_prop_crc and len(self._fast_topics) < 100_000:
             for p in prepared:
                 if p.topic not in self._fast_topics and p.topic != SCHEDULE_TOPIC:
                     self._remember_topic(p.topic)
-        first = reqs[0]
-        return PutMessageResult(status, first[2], sum(r[3] for r in reqs), first[6], first[5], prepared[0].store_host, len(reqs), [r[2] for r in reqs])
+        phy0, qoff0, ts0 = done[0]
+        return PutMessageResult(status, phy0, sum(p.total for p in prepared), qoff0, ts0, prepared[0].store_host, len(done), [d[0] for d in done])
 
     def _put_batch_fast(self, messages: Sequence[Message]) -> PutMessageResult | None:
         """:meth:`put`'s fast path for a whole batch (``None`` when some message needs
@@ -710,7 +668,6 @@ class MessageStore:
         pack = self._packer44.pack
         addr, port = self._store_addr, self._store_port
         qoffs = self._queue_offsets
-        tcache = self._tags_cache
         offsets = []
         wrote = 0
         localhost = b"\x7f\x00\x00\x01"
@@ -718,25 +675,11 @@ class MessageStore:
             if self._shutdown:
                 return self._fail(PutMessageStatus.SERVICE_NOT_AVAILABLE, "the message store is shut down")
             now = _time_ns() // 1_000_000 if self._system_clock else self.clock.now_ms()
-            pending = self._pending
-            n_pending = len(pending)
+            first = None
             f = clog.files[-1]
             mm = f.mm
             pos = f.wrote_position
             for m, raw in zip(messages, raws):
-                pd = m.properties
-                if pd:
-                    tags = pd.get("TAGS")
-                    if tags:
-                        tc = tcache.get(tags)
-                        if tc is None:
-                            tc = self._tags_code(tags)
-                    else:
-                        tc = 0
-                    keys = pd.get("KEYS")
-                    uniq = pd.get("UNIQ_KEY")
-                else:
-                    tc, keys, uniq = 0, None, None
                 body = m.body
                 topic = m.topic
                 tinfo = fast[topic]
@@ -769,8 +712,9 @@ class MessageStore:
                     qoffs[key] = qoff
                     f.wrote_position = pos
                     if offsets:
-                        clog.store_timestamp = pending[-1][5]
-                        clog.max_offset = pending[-1][2] + pending[-1][3]
+                        clog.store_timestamp = last_ts
+                        clog.max_offset = f.file_from_offset + pos
+                        self._pending.extend(offsets)
                     return self._fail(
                         PutMessageStatus.MESSAGE_ILLEGAL,
                         f"message {len(offsets)}: a field does not fit its Java type ({exc}); the {len(offsets)} messages before it were stored",
@@ -780,15 +724,17 @@ class MessageStore:
                 else:
                     os.pwritev(f.fd, (head, body, tinfo[0], len(raw).to_bytes(2, "big"), raw), pos)
                 pos = end
-                pending.append((topic, qid, phy, total, tc, ts, qoff, keys, uniq, 0, m.prepared_transaction_offset))
+                if first is None:
+                    first = (qoff, ts)
+                last_ts = ts
                 offsets.append(phy)
                 wrote += total
             f.wrote_position = pos
             clog.store_timestamp = ts
             clog.max_offset = phy + total
-            first = pending[n_pending]
+            self._pending.extend(offsets)
         status = self._after_append(phy + total, None)
-        return _new_result(PutMessageResult, (status, offsets[0], wrote, first[6], first[5], self.store_host, len(offsets), offsets, ""))
+        return _new_result(PutMessageResult, (status, offsets[0], wrote, first[0], first[1], self.store_host, len(offsets), offsets, ""))
 
     def _after_append(self, end: int, wait_prop) -> PutMessageStatus:
         """Dispatch when a batch is full (inline mode), then honour SYNC_FLUSH."""
@@ -816,20 +762,29 @@ class MessageStore:
 
     # -- dispatch, flush ------------------------------------------------------------------------
     def reput(self, max_records: int | None = None) -> int:
-        """Java ``ReputMessageService.doReput``: dispatch pending records (all, or the
-        first ``max_records``) to consume queues and index; returns how many."""
+        """Java ``ReputMessageService.doReput``: read the records appended since the
+        last reput back from the commitlog and dispatch them (all, or the first
+        ``max_records``) to consume queues and index; returns how many."""
         with self._reput_lock:
             with self._lock:
-                if not self._pending:
+                pending = self._pending
+                if not pending:
                     return 0
-                if max_records is None or max_records >= len(self._pending):
-                    batch, self._pending = self._pending, []
+                if max_records is None or max_records >= len(pending):
+                    batch, self._pending = pending, []
                 else:
-                    batch = self._pending[:max_records]
-                    del self._pending[:max_records]
-            self.dispatcher.dispatch_batch(batch)
-            last = batch[-1]
-            self.reput_from_offset = last[2] + last[3]
+                    batch = pending[:max_records]
+                    del pending[:max_records]
+                files = list(self.commitlog.files)
+            pos = np.asarray(batch, dtype=np.int64)
+            starts = np.asarray([f.file_from_offset for f in files], dtype=np.int64)
+            which = np.searchsorted(starts, pos, side="right") - 1
+            cut = np.flatnonzero(np.diff(which)) + 1
+            for a, b in zip([0, *cut.tolist()], [*cut.tolist(), len(pos)]):
+                f = files[int(which[a])]
+                cols = read_dispatch_columns(f.mm, pos[a:b] - f.file_from_offset, file_base=f.file_from_offset, file=str(f.path), delay_levels=self.dispatcher.delay_levels)
+                self.dispatcher.dispatch_columns(cols)
+                self.reput_from_offset = int(cols.commitlog_offset[-1] + cols.msg_size[-1])
             return len(batch)
 
     @property

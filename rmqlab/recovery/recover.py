@@ -501,11 +501,9 @@ def _records_to_dispatch(rep: RecoveryReport, state: dict, cfg: MessageStoreConf
     whose offsets are already entries of a consume queue and lie below the index end are
     dropped in bulk first; the dispatcher applies Java's exact rule to the rest.
 
-    The records are decoded in bulk, file by file, with
-    :mod:`rmqlab.format.fastdecode` over the span the selected records cover; the
-    rows must be exactly the scan's records there (else that file is decoded record by
-    record with :func:`~rmqlab.format.record.decode_record`, as are rows whose
-    properties fastdecode cannot tell apart from Java's reading).
+    The records are read back in bulk, file by file, at the positions the scan found
+    (:func:`rmqlab.engine.dispatch.read_dispatch_columns`, what the engine's reput uses
+    too).
     """
     from ..engine.dispatch import DispatchColumns, parse_delay_levels
 
@@ -537,118 +535,22 @@ def _records_to_dispatch(rep: RecoveryReport, state: dict, cfg: MessageStoreConf
     bounds = np.flatnonzero(np.concatenate(([True], which[1:] != which[:-1], [True])))
     for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
         f = files[int(which[a])]
-        parts.append(_decode_for_dispatch(f, chosen[a:b], idx[a:b], state["sizes"], delay_levels))
+        parts.append(_decode_for_dispatch(f, chosen[a:b], delay_levels))
     return DispatchColumns.concat(parts)
 
 
 def _decode_one(f, phy: int, delay_levels: dict):
-    from ..engine.dispatch import request_from_record
+    from ..engine.dispatch import read_dispatch_request
 
-    rec = decode_record(f.buf, phy - f.file_from_offset, file=str(f.path), file_base=f.file_from_offset, check_crc=False, read_body=False)
-    return request_from_record(rec, delay_levels)  # Java DispatchRequest, built once
-
-
-def _decode_for_dispatch(f, chosen: np.ndarray, idx: np.ndarray, sizes: np.ndarray, delay_levels: dict):
-    """DispatchColumns of the records at physical offsets ``chosen`` (sorted) of file ``f``.
-
-    The scan already walked the chain, so the records are decoded at their known
-    positions with fastdecode's position decoder (its public ``scan_range`` would walk
-    the chain a second time; it is the fallback should that module-private entry point
-    change).  The rows are checked against the positions asked for; anything
-    unexpected falls back to decoding record by record.
-    """
-    import pyarrow as pa
-
-    from ..engine.dispatch import DispatchColumns
-
-    rel = chosen - f.file_from_offset
-    a = np.frombuffer(f.buf, np.uint8)
-    batches = None
-    if len(rel) and int(rel[-1]) + int(sizes[idx[-1]]) <= len(a):
-        try:
-            batches = _decode_at(f, a, rel)
-        except (TypeError, AttributeError):  # fastdecode's internals moved on
-            batches = _decode_span(f, a, rel, int(rel[-1]) + int(sizes[idx[-1]]))
-    if batches:
-        table = pa.Table.from_batches(batches)
-        phys = np.asarray(table.column("physical_offset").to_numpy(zero_copy_only=False), dtype=np.int64)
-        if len(phys) != len(chosen):
-            keep = np.isin(phys, chosen)
-            table, phys = table.filter(pa.array(keep)), phys[keep]
-        if len(phys) == len(chosen) and (phys == chosen).all():
-            return DispatchColumns.from_arrow(table, delay_levels, exact=lambda r: _decode_one(f, int(chosen[r]), delay_levels))
-    return DispatchColumns.from_requests([_decode_one(f, int(p), delay_levels) for p in chosen.tolist()])
+    return read_dispatch_request(f.buf, phy - f.file_from_offset, file=str(f.path), file_base=f.file_from_offset, delay_levels=delay_levels)
 
 
-_BATCH_ROWS, _BATCH_BYTES = 1 << 16, 64 << 20  # fastdecode's defaults (int32 Arrow offsets)
+def _decode_for_dispatch(f, chosen: np.ndarray, delay_levels: dict):
+    """DispatchColumns of the records at physical offsets ``chosen`` (sorted) of file
+    ``f``: the scan already walked the chain, so they are read at their positions."""
+    from ..engine.dispatch import read_dispatch_columns
 
-
-def _decode_at(f, a: np.ndarray, rel: np.ndarray):
-    """fastdecode batches of the records at in-file positions ``rel``; None on damage."""
-    from ..engine.dispatch import DispatchColumns
-    from ..errors import StoreFormatError
-    from ..format import fastdecode as fd
-
-    ctx = fd._Ctx(
-        a=a,
-        mv=memoryview(a),
-        buf_offset=0,
-        file_base=f.file_from_offset,
-        file_size=len(a),
-        file=str(f.path),
-        mode="strict",
-        verify_crc=False,
-        include_body=False,
-        topics=None,
-        start_time=None,
-        end_time=None,
-        batch_rows=_BATCH_ROWS,
-        batch_bytes=_BATCH_BYTES,
-        columns=frozenset(DispatchColumns.ARROW_COLUMNS),
-    )
-    out = []
-    i, n = 0, len(rel)
-    try:
-        while i < n:
-            j = min(n, i + _BATCH_ROWS)
-            limit = int(rel[i]) + _BATCH_BYTES  # a batch's byte span stays within int32 offsets
-            if int(rel[j - 1]) > limit:
-                j = max(i + 1, int(np.searchsorted(rel, limit, side="right")))
-            batch, bad = fd._decode_positions(ctx, rel[i:j])
-            if bad is not None or batch is None:
-                return None
-            out.append(batch)
-            i = j
-    except StoreFormatError:
-        return None
-    return out
-
-
-def _decode_span(f, a: np.ndarray, rel: np.ndarray, hi: int):
-    """The same through fastdecode's public ``scan_range`` over the span they cover."""
-    from ..engine.dispatch import DispatchColumns
-    from ..errors import StoreFormatError
-    from ..format.fastdecode import NeedMoreBytes, scan_range
-
-    lo = int(rel[0])
-    try:
-        return list(
-            scan_range(
-                a[lo:hi],
-                buf_offset=lo,
-                file_base=f.file_from_offset,
-                file_size=hi,
-                file=str(f.path),
-                start=lo,
-                stop=hi,
-                resync=False,
-                verify_crc=False,
-                include_body=False,
-                columns=DispatchColumns.ARROW_COLUMNS,
-            )
-        )
-    except (StoreFormatError, NeedMoreBytes):
-        return None
+    return read_dispatch_columns(f.buf, chosen - f.file_from_offset, file_base=f.file_from_offset, file=str(f.path), delay_levels=delay_levels)
 
 
 def _queue_columns(records):

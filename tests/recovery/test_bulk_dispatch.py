@@ -22,6 +22,7 @@ from tests.engine.engine_support import assert_same_as_rocketmq, reference_confi
 from tests.support import REFERENCE
 
 recover_mod = importlib.import_module("rmqlab.recovery.recover")  # the module (the package exports the function)
+dispatch_mod = importlib.import_module("rmqlab.engine.dispatch")
 CASES = ["clean", "crash", "crash-cqdeleted", "crash-torn", "v2ipv6"]
 
 
@@ -43,14 +44,13 @@ def _bulk_and_exact(root, cfg):
         recs = [r for r in st.commitlog.walk() if not isinstance(r, Exception) and not r.is_blank]  # a torn tail ends the walk
         exact = [request_from_record(r, delay) for r in recs]
         pos = np.asarray([r.physical_offset for r in recs], np.int64)
-        sizes = np.asarray([r.total_size for r in recs], np.int64)
         files = [_File(f) for f in st.commitlog.queue.files]
         starts = np.asarray([f.file_from_offset for f in files])
         parts = []
         which = np.searchsorted(starts, pos, side="right") - 1
         for fi in np.unique(which).tolist():
             sel = np.flatnonzero(which == fi)
-            parts.append(recover_mod._decode_for_dispatch(files[fi], pos[sel], sel, sizes, delay))
+            parts.append(recover_mod._decode_for_dispatch(files[fi], pos[sel], delay))
         cols = DispatchColumns.concat(parts)
     return cols, exact
 
@@ -71,13 +71,13 @@ def _dispatch_both_ways(root, cfg, cols, exact, tag: str = "") -> tuple:
 def _count_per_record(monkeypatch) -> list:
     """Count the records the bulk path had to read one by one."""
     calls = []
-    one = recover_mod._decode_one
+    one = dispatch_mod.read_dispatch_request
 
-    def counted(f, phy, delay_levels):
-        calls.append(phy)
-        return one(f, phy, delay_levels)
+    def counted(buf, pos, **kw):
+        calls.append(pos)
+        return one(buf, pos, **kw)
 
-    monkeypatch.setattr(recover_mod, "_decode_one", counted)
+    monkeypatch.setattr(dispatch_mod, "read_dispatch_request", counted)
     return calls
 
 
@@ -89,7 +89,7 @@ def test_bulk_requests_equal_per_record(case, decoder, monkeypatch):
         def moved(*args):
             raise TypeError("fastdecode internals changed")
 
-        monkeypatch.setattr(recover_mod, "_decode_at", moved)
+        monkeypatch.setattr(dispatch_mod, "_decode_at", moved)
     cfg = reference_config(case)
     calls = _count_per_record(monkeypatch)
     cols, exact = _bulk_and_exact(REFERENCE / case / "store", cfg)
