@@ -47,6 +47,26 @@ def record_packer(born_len: int, store_len: int) -> struct.Struct:
     return p
 
 
+_WHOLE: dict[tuple[int, int, int, int], struct.Struct] = {}
+_WHOLE_MAX = 4096
+
+
+def whole_record_packer(store_len: int, body_len: int, topic_len: int, props_len: int) -> struct.Struct | None:
+    """One ``Struct`` for a whole V1 record with an IPv4 bornHost: the fixed fields,
+    the body, ``topic_len`` bytes of topic length + topic, propertiesLength and the
+    properties — so a put packs straight into the mapped file in one call, with no
+    intermediate bytes.  Cached per shape; ``None`` once the cache is full (varied
+    sizes: the caller packs the header and joins the parts instead)."""
+    key = (store_len, body_len, topic_len, props_len)
+    p = _WHOLE.get(key)
+    if p is None:
+        if len(_WHOLE) >= _WHOLE_MAX:
+            return None
+        p = struct.Struct(f"{HEADER_FORMAT}4siq{store_len}siiqi{body_len}s{topic_len}sh{props_len}s")
+        _WHOLE[key] = p
+    return p
+
+
 class CommitLogWriter:
     """``commitlog/`` as a queue of writable mapped files.
 

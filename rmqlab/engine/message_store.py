@@ -62,7 +62,7 @@ from ..store.reader import ABORT_FILE, CHECKPOINT_FILE, COMMITLOG_DIR, LOCK_FILE
 from .checkpoint_writer import StoreCheckpointWriter
 from .clean import CleanReport, clean_expired
 from .clock import DEFAULT_STORE_HOST, SystemClock
-from .commitlog_writer import CommitLogWriter, record_packer
+from .commitlog_writer import _WHOLE, CommitLogWriter, record_packer, whole_record_packer
 from .dispatch import SCHEDULE_TOPIC, CommitLogDispatcher, read_dispatch_columns
 from .flush import FlushRealTimeService, GroupCommitService, PeriodicService
 from .mapped_file import fsync_directory
@@ -184,6 +184,7 @@ class MessageStore:
         self._system_clock = type(self.clock) is SystemClock
         self._store_addr, self._store_port = self.store_host
         self._packer44 = record_packer(4, len(self._store_addr))
+        self._store_len = len(self._store_addr)
         self._max_body = self.config.max_message_size
         self._max_total = min(self.validator.max_record, self.validator.max_fit)
         self._started = False
@@ -525,7 +526,7 @@ class MessageStore:
         total = tinfo[2] + blen + plen
         if blen > self._max_body or plen > 32767 or total > self._max_total:
             return self._put_general(msg)  # answers with the right status and reason
-        tail = tinfo[0] + plen.to_bytes(2, "big") + raw
+        whole = None if blen >= _BIG_BODY else _WHOLE.get((self._store_len, blen, len(tinfo[0]), plen)) or whole_record_packer(self._store_len, blen, len(tinfo[0]), plen)
         body_crc = (_zlib_crc32 if blen < 1024 else _fast_crc32)(body) & 0x7FFFFFFF
         topic = msg.topic
         qid = msg.queue_id
@@ -548,21 +549,34 @@ class MessageStore:
             end = pos + total
             born_ts = msg.born_timestamp
             try:
-                head = self._packer44.pack(
-                    total, tinfo[1], body_crc, qid, msg.flag, qoff, phy, 0, ts if born_ts is None else born_ts,
-                    b"\x7f\x00\x00\x01", 0, ts, self._store_addr, self._store_port, msg.reconsume_times, msg.prepared_transaction_offset, blen,
-                )
-            except (struct.error, TypeError) as exc:  # nothing written yet: give the offset back
+                if whole is not None:
+                    if end > f.populated:
+                        clog.prefault(f, end)
+                    whole.pack_into(
+                        f.mm, pos, total, tinfo[1], body_crc, qid, msg.flag, qoff, phy, 0, ts if born_ts is None else born_ts,
+                        b"\x7f\x00\x00\x01", 0, ts, self._store_addr, self._store_port, msg.reconsume_times, msg.prepared_transaction_offset, blen,
+                        body, tinfo[0], plen, raw,
+                    )
+                else:
+                    head = self._packer44.pack(
+                        total, tinfo[1], body_crc, qid, msg.flag, qoff, phy, 0, ts if born_ts is None else born_ts,
+                        b"\x7f\x00\x00\x01", 0, ts, self._store_addr, self._store_port, msg.reconsume_times, msg.prepared_transaction_offset, blen,
+                    )
+            except (struct.error, TypeError) as exc:  # nothing counts as written: give the offset back
+                if whole is not None:
+                    f.mm[pos:end] = bytes(total)  # pack_into may have written a prefix
                 self._queue_offsets[key] = qoff
                 return self._fail(PutMessageStatus.MESSAGE_ILLEGAL, f"a field does not fit its Java type: {exc}")
-            if blen < _BIG_BODY:
-                if end > f.populated:
-                    clog.prefault(f, end)
-                f.mm[pos:end] = head + body + tail
-            else:
-                # big bodies go in with one pwritev into the same page cache the mapping
-                # shows: no copy to join the parts, no page fault per 4 KiB
-                os.pwritev(f.fd, (head, body, tail), pos)
+            if whole is None:
+                tail = tinfo[0] + plen.to_bytes(2, "big") + raw
+                if blen < _BIG_BODY:
+                    if end > f.populated:
+                        clog.prefault(f, end)
+                    f.mm[pos:end] = head + body + tail
+                else:
+                    # big bodies go in with one pwritev into the same page cache the mapping
+                    # shows: no copy to join the parts, no page fault per 4 KiB
+                    os.pwritev(f.fd, (head, body, tail), pos)
             f.wrote_position = end
             clog.store_timestamp = ts
             clog.max_offset = phy + total
@@ -667,6 +681,7 @@ class MessageStore:
         clog = self.commitlog
         pack = self._packer44.pack
         addr, port = self._store_addr, self._store_port
+        store_len = self._store_len
         qoffs = self._queue_offsets
         offsets = []
         wrote = 0
@@ -702,13 +717,24 @@ class MessageStore:
                 if end > f.populated and blen < _BIG_BODY:
                     clog.prefault(f, end)
                 born_ts = m.born_timestamp
+                plen = len(raw)
+                whole = None if blen >= _BIG_BODY else _WHOLE.get((store_len, blen, len(tinfo[0]), plen)) or whole_record_packer(store_len, blen, len(tinfo[0]), plen)
                 try:
-                    head = pack(
-                        total, tinfo[1], (_zlib_crc32 if blen < 1024 else _fast_crc32)(body) & 0x7FFFFFFF, qid, m.flag, qoff, phy, 0,
-                        ts if born_ts is None else born_ts, localhost, 0, ts, addr, port, m.reconsume_times, m.prepared_transaction_offset, blen,
-                    )
+                    if whole is not None:
+                        whole.pack_into(
+                            mm, pos, total, tinfo[1], (_zlib_crc32 if blen < 1024 else _fast_crc32)(body) & 0x7FFFFFFF, qid, m.flag, qoff, phy, 0,
+                            ts if born_ts is None else born_ts, localhost, 0, ts, addr, port, m.reconsume_times, m.prepared_transaction_offset, blen,
+                            body, tinfo[0], plen, raw,
+                        )
+                    else:
+                        head = pack(
+                            total, tinfo[1], (_zlib_crc32 if blen < 1024 else _fast_crc32)(body) & 0x7FFFFFFF, qid, m.flag, qoff, phy, 0,
+                            ts if born_ts is None else born_ts, localhost, 0, ts, addr, port, m.reconsume_times, m.prepared_transaction_offset, blen,
+                        )
                 except (struct.error, TypeError) as exc:
                     # the records before this one are complete and stay; this one is not written
+                    if whole is not None:
+                        mm[pos:end] = bytes(total)  # pack_into may have written a prefix
                     qoffs[key] = qoff
                     f.wrote_position = pos
                     if offsets:
@@ -719,10 +745,11 @@ class MessageStore:
                         PutMessageStatus.MESSAGE_ILLEGAL,
                         f"message {len(offsets)}: a field does not fit its Java type ({exc}); the {len(offsets)} messages before it were stored",
                     )
-                if blen < _BIG_BODY:
-                    mm[pos:end] = b"".join((head, body, tinfo[0], len(raw).to_bytes(2, "big"), raw))
-                else:
-                    os.pwritev(f.fd, (head, body, tinfo[0], len(raw).to_bytes(2, "big"), raw), pos)
+                if whole is None:
+                    if blen < _BIG_BODY:
+                        mm[pos:end] = b"".join((head, body, tinfo[0], plen.to_bytes(2, "big"), raw))
+                    else:
+                        os.pwritev(f.fd, (head, body, tinfo[0], plen.to_bytes(2, "big"), raw), pos)
                 pos = end
                 if first is None:
                     first = (qoff, ts)
