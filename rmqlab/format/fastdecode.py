@@ -464,7 +464,33 @@ def _walk_lanes(ctx: _Ctx, pos: int, stop: int) -> tuple[np.ndarray, int]:
             break
     if not pos_out:
         return np.zeros(0, np.int64), int(cur[last])
-    # file order without a sort: lane by lane, step by step within a lane
+    positions = _lane_order(lanes_out, pos_out, k)
+    if last < k - 1:  # positions are sorted and every lane's lie below the next lane's start
+        positions = positions[: int(np.searchsorted(positions, starts[last + 1]))]
+    return positions, int(cur[last])
+
+
+def _lane_order(lanes_out: list[np.ndarray], pos_out: list[np.ndarray], k: int) -> np.ndarray:
+    """File order of the walked positions (lane by lane, step by step within a lane)
+    without a sort.  ``pos_out[t]`` holds step ``t`` of the lanes ``lanes_out[t]``
+    still walking (in lane order; a lane that stops never walks again)."""
+    # steps where every lane walked: rows of a (steps, lanes) matrix whose transpose
+    # is already in file order; usually all but the last few steps
+    full = 0
+    while full < len(pos_out) and len(pos_out[full]) == k:
+        full += 1
+    rest_lanes, rest_pos = lanes_out[full:], pos_out[full:]
+    n_rest = sum(len(x) for x in rest_pos)
+    width = full + len(rest_pos)
+    if full and k * (width - full) <= n_rest + k * full // 8:
+        # the ragged end is short: a (lanes, steps) table padded with -1
+        table = np.full((k, width), -1, np.int64)
+        table[:, :full] = np.stack(pos_out[:full], axis=1)
+        for t, (lanes, pos) in enumerate(zip(rest_lanes, rest_pos)):
+            table[lanes, full + t] = pos
+        flat = table.ravel()
+        return flat[flat >= 0]
+    # lanes of very different lengths: scatter every position to its place
     lanes_all = np.concatenate(lanes_out)
     pos_all = np.concatenate(pos_out)
     step_all = np.repeat(np.arange(len(pos_out)), [len(x) for x in pos_out])
@@ -473,7 +499,7 @@ def _walk_lanes(ctx: _Ctx, pos: int, stop: int) -> tuple[np.ndarray, int]:
     np.cumsum(counts, out=lane_off[1:])
     positions = np.empty(len(pos_all), np.int64)
     positions[lane_off[lanes_all] + step_all] = pos_all
-    return positions[: lane_off[last + 1]], int(cur[last])
+    return positions
 
 
 # ----------------------------------------------------------------------------------------
