@@ -18,7 +18,7 @@ on-disk concept or service, each naming its Java counterpart:
 
 from .clock import ManualClock, SystemClock
 from .dispatch import CommitLogDispatcher, DispatchRequest
-from .message import Message, MessageInputError
+from .message import Message, MessageBatch, MessageInputError
 from .message_store import MessageStore
 from .results import PutMessageResult, PutMessageStatus
 
@@ -27,6 +27,7 @@ __all__ = [
     "DispatchRequest",
     "ManualClock",
     "Message",
+    "MessageBatch",
     "MessageInputError",
     "MessageStore",
     "PutMessageResult",

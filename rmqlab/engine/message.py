@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import base64
 import binascii
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from ..errors import RmqlabError
 from ..format.msgid import parse_host
@@ -132,3 +132,113 @@ class Message:
 
     def __repr__(self) -> str:
         return f"Message({self.topic!r}, queue_id={self.queue_id}, body={len(self.body)} bytes)"
+
+
+class MessageBatch:
+    """Java ``MessageExtBatch``: one producer batch for one topic and one queue.
+
+    ``body`` holds the entries as the producer encoded them (Java
+    ``MessageBatch.encode()``, layout in :mod:`rmqlab.format.batch`): each entry's
+    flag, body and properties.  Everything else is the batch's: ``topic``,
+    ``queue_id``, ``sys_flag``, ``born_timestamp`` (``None``: the store time),
+    ``born_host``, ``store_host`` (``None``: the store's) and ``properties`` (appended
+    to every entry's, as the broker's batch properties are).
+
+    Build one with :meth:`from_messages` (what the client does), or from a body
+    received as bytes (``offsets`` then come from walking it; a bad body is refused
+    when put, naming the byte).  :meth:`MessageStore.put_batch` writes it with one
+    lock, consecutive queue offsets and, as in Java, all in one commitlog file.
+    """
+
+    __slots__ = ("topic", "body", "queue_id", "sys_flag", "born_timestamp", "born_host", "store_host", "properties", "offsets", "_layout")
+
+    def __init__(
+        self,
+        topic: str,
+        body: bytes,
+        *,
+        queue_id: int = 0,
+        sys_flag: int = 0,
+        born_timestamp: int | None = None,
+        born_host: tuple[bytes, int] | None = None,
+        store_host: tuple[bytes, int] | None = None,
+        properties: Mapping[str, str] | None = None,
+        offsets=None,
+    ):
+        self.topic = topic
+        self.body = body
+        self.queue_id = queue_id
+        self.sys_flag = sys_flag
+        self.born_timestamp = born_timestamp
+        self.born_host = born_host
+        self.store_host = store_host
+        self.properties = properties
+        self.offsets = offsets
+        self._layout = None
+
+    @classmethod
+    def from_messages(cls, messages: Sequence[Message], *, queue_id: int | None = None) -> "MessageBatch":
+        """Java ``MessageBatch.generateFromList`` + ``encode``: the messages must share
+        a topic and (unless ``queue_id`` is given) a queue, carry no ``DELAY`` (Java:
+        "TimeDelayLevel is not supported for batching") and nothing that is the
+        batch's (sysFlag, hosts, timestamps, reconsumeTimes)."""
+        from ..format import properties as props
+        from ..format.batch import encode_entries
+
+        if not messages:
+            raise MessageInputError("a batch needs at least one message")
+        first = messages[0]
+        topic = first.topic
+        qid = first.queue_id if queue_id is None else queue_id
+        entries = []
+        for i, m in enumerate(messages):
+            if m.topic != topic:
+                raise MessageInputError(f"message {i}: topic {m.topic!r}, but a batch has one topic ({topic!r})")
+            if queue_id is None and m.queue_id != qid:
+                raise MessageInputError(f"message {i}: queue {m.queue_id}, but a batch goes to one queue ({qid}); pass queue_id= to choose it")
+            if m.sys_flag or m.born_host is not None or m.store_host is not None or m.store_timestamp is not None or m.born_timestamp is not None or m.reconsume_times or m.prepared_transaction_offset:
+                raise MessageInputError(f"message {i}: sysFlag, hosts, timestamps, reconsumeTimes and transaction offsets belong to the batch, not to its messages")
+            if m.properties_raw is not None:
+                raw = bytes(m.properties_raw)
+                if props.DELAY in props.to_java_map(props.decode_pairs(raw)):
+                    raise MessageInputError(f"message {i}: DELAY is not supported for batches (Java MessageBatch)")
+            elif m.properties:
+                if props.DELAY in m.properties:
+                    raise MessageInputError(f"message {i}: DELAY is not supported for batches (Java MessageBatch)")
+                raw = "".join([f"{k}\x01{v}\x02" for k, v in m.properties.items()]).encode()
+            else:
+                raw = b""
+            if m.body is None:
+                raise MessageInputError(f"message {i}: body is null")
+            entries.append((m.flag, bytes(m.body), raw))
+        body, offsets = encode_entries(entries)
+        return cls(topic, body, queue_id=qid, offsets=offsets)
+
+    def layout(self):
+        """The entries' :class:`~rmqlab.format.batch.BatchLayout` (validated once;
+        raises :class:`~rmqlab.format.batch.BatchFormatError` naming the byte)."""
+        if self._layout is None:
+            from ..format.batch import BatchLayout
+
+            self._layout = BatchLayout.of(self.body, self.offsets, where=f"<batch for {self.topic}>")
+        return self._layout
+
+    def messages(self) -> list[Message]:
+        """The entries as :class:`Message` s (with the batch's fields)."""
+        lay = self.layout()
+        out = []
+        mv = memoryview(self.body)
+        for s, flag, blen, plen in zip(lay.body_start.tolist(), lay.flag.tolist(), lay.body_len.tolist(), lay.props_len.tolist()):
+            out.append(
+                Message(
+                    self.topic, bytes(mv[s : s + blen]), None, properties_raw=bytes(mv[s + blen + 2 : s + blen + 2 + plen]), queue_id=self.queue_id, flag=flag,
+                    sys_flag=self.sys_flag, born_timestamp=self.born_timestamp, born_host=self.born_host, store_host=self.store_host,
+                )
+            )
+        return out
+
+    def __len__(self) -> int:
+        return len(self.layout())
+
+    def __repr__(self) -> str:
+        return f"MessageBatch({self.topic!r}, queue_id={self.queue_id}, {len(self.body)} bytes)"

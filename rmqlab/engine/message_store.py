@@ -57,6 +57,8 @@ from ..format import commitlog as cl
 from ..format import hashing
 from ..format import properties as props
 from ..format.msgid import parse_host
+from ..format.batch import BatchFormatError
+from ..format.encode import batch_record_sizes, topic_field, write_batch_records
 from ..format.record import Record
 from ..store.reader import ABORT_FILE, CHECKPOINT_FILE, COMMITLOG_DIR, LOCK_FILE, StoreReader
 from .checkpoint_writer import StoreCheckpointWriter
@@ -66,7 +68,7 @@ from .commitlog_writer import _WHOLE, CommitLogWriter, record_packer, whole_reco
 from .dispatch import SCHEDULE_TOPIC, CommitLogDispatcher, read_dispatch_columns
 from .flush import FlushRealTimeService, GroupCommitService, PeriodicService
 from .mapped_file import fsync_directory
-from .message import Message
+from .message import Message, MessageBatch
 from .metadata import BrokerMetadata, string_to_file
 from .results import PutMessageResult, PutMessageStatus
 from .validation import Validator
@@ -607,6 +609,8 @@ class MessageStore:
         return PutMessageResult(status, phy, p.total, qoff, ts, p.store_host)
 
     def _remember_topic(self, topic: str) -> None:
+        if len(self._store_addr) != 4:
+            return  # the fast paths write IPv4 hosts only (sysFlag 0, fixed part of 88 bytes)
         status, _, raw = self.validator.check_topic(topic)
         if status is not _OK:
             return
@@ -614,18 +618,24 @@ class MessageStore:
         prefix = len(raw).to_bytes(2 if v2 else 1, "big") + raw
         self._fast_topics[topic] = (prefix, cl.MAGIC_V2 if v2 else cl.MAGIC_V1, cl.FIXED_SIZE_V1_IPV4 + len(raw) + v2)
 
-    def put_batch(self, messages: Sequence[Message], batch_properties: dict[str, str] | None = None) -> PutMessageResult:
+    def put_batch(self, messages: "Sequence[Message] | MessageBatch", batch_properties: dict[str, str] | None = None) -> PutMessageResult:
         """Java ``putMessages``: many records under one lock and one store timestamp,
         consecutive queue offsets; each record's properties are its own followed by
         ``batch_properties`` (as Java's ``MessageExtBatch`` writes them).
 
-        Unlike Java's batch (which must fit one file) the records may continue in the
+        ``messages`` is either a :class:`MessageBatch` — what RocketMQ's store receives:
+        one topic and queue, the entries encoded by the producer — written as Java
+        does (all records in one commitlog file: a BLANK and the next file when they do
+        not fit) and encoded for the whole batch at once with numpy; or a list of
+        :class:`Message` s, any topics and queues, whose records may continue in the
         next commitlog file.  The answer covers the batch: ``wrote_offset`` and
         ``queue_offset`` of the first record, ``wrote_bytes`` of all, ``offsets`` of
         each; any invalid message fails the whole batch before anything is written.
         """
         if self._shutdown:
             return self._fail(PutMessageStatus.SERVICE_NOT_AVAILABLE, "the message store is shut down")
+        if isinstance(messages, MessageBatch):
+            return self._put_message_batch(messages, batch_properties)
         if not messages:
             return self._fail(PutMessageStatus.MESSAGE_ILLEGAL, "empty batch")
         if not batch_properties:
@@ -656,6 +666,83 @@ class MessageStore:
                     self._remember_topic(p.topic)
         phy0, qoff0, ts0 = done[0]
         return PutMessageResult(status, phy0, sum(p.total for p in prepared), qoff0, ts0, prepared[0].store_host, len(done), [d[0] for d in done])
+
+    def _put_message_batch(self, batch: MessageBatch, batch_properties: dict[str, str] | None) -> PutMessageResult:
+        """Java ``asyncPutMessages`` for a producer's encoded batch (see :meth:`put_batch`)."""
+        status, reason, topic_raw = self.validator.check_topic(batch.topic)
+        if status is not _OK:
+            return self._fail(status, reason)
+        try:
+            lay = batch.layout()
+        except BatchFormatError as exc:
+            return self._fail(PutMessageStatus.MESSAGE_ILLEGAL, str(exc))
+        if not len(lay):
+            return self._fail(PutMessageStatus.MESSAGE_ILLEGAL, "empty batch")
+        qid = batch.queue_id
+        if not isinstance(qid, int) or qid < 0:
+            return self._fail(PutMessageStatus.MESSAGE_ILLEGAL, f"queueId {qid!r} is not a non-negative int")
+        if batch_properties or batch.properties or self.append_prop_crc or batch.topic == SCHEDULE_TOPIC or batch.sys_flag & cl.TRANSACTION_MASK:
+            # properties to append to every entry, a property CRC, delayed or
+            # transactional records: the message-by-message path writes them
+            extra = {**(batch.properties or {}), **(batch_properties or {})}
+            return self.put_batch(batch.messages(), extra or None)
+        born_host = batch.born_host or _DEFAULT_BORN_HOST
+        store_host = batch.store_host or self.store_host
+        sys_flag = batch.sys_flag & ~_V6_BITS
+        sys_flag |= (cl.FLAG_BORNHOST_V6 if len(born_host[0]) == 16 else 0) | (cl.FLAG_STOREHOST_V6 if len(store_host[0]) == 16 else 0)
+        magic, tfield = topic_field(topic_raw)
+        sizes = batch_record_sizes(lay, len(tfield), len(born_host[0]) == 16, len(store_host[0]) == 16)
+        total = int(sizes.sum())
+        # Java MessageExtEncoder.encode(MessageExtBatch): each body within maxMessageSize,
+        # all the records within maxMessageSize + 64 KiB
+        if int(lay.body_len.max()) > self.validator.max_body:
+            i = int(np.argmax(lay.body_len))
+            return self._fail(PutMessageStatus.MESSAGE_ILLEGAL, f"message {i}: body is {int(lay.body_len[i])} bytes, more than maxMessageSize={self.validator.max_body}")
+        if total > self.validator.max_record or total > self.validator.max_fit:
+            return self._fail(PutMessageStatus.MESSAGE_ILLEGAL, f"the batch's records are {total} bytes, more than {min(self.validator.max_record, self.validator.max_fit)} (maxMessageSize + 64 KiB, or a commitlog file)")
+        mv = memoryview(batch.body)
+        crc = _fast_crc32 if int(lay.body_len.mean()) >= 1024 else _zlib_crc32
+        crcs = np.array(list(map(crc, map(mv.__getitem__, map(slice, lay.body_start.tolist(), (lay.body_start + lay.body_len).tolist())))), dtype=np.int64) & 0x7FFFFFFF
+        starts = np.zeros(len(lay), dtype=np.int64)
+        np.cumsum(sizes[:-1], out=starts[1:])
+        key = (batch.topic, qid)
+        clog = self.commitlog
+        with self._lock:
+            if self._shutdown:
+                return self._fail(PutMessageStatus.SERVICE_NOT_AVAILABLE, "the message store is shut down")
+            ts = _time_ns() // 1_000_000 if self._system_clock else self.clock.now_ms()
+            f = clog.files[-1]
+            pos = f.wrote_position
+            if total + cl.BLANK_SIZE > f.file_size - pos:  # Java: END_OF_FILE, the batch goes to the next file
+                f = clog.roll(f) if pos < f.file_size else clog.last_file()
+                pos = f.wrote_position
+            phy = f.file_from_offset + pos
+            end = pos + total
+            qoff = self._queue_offsets.get(key, 0)
+            if end > f.populated:
+                clog.prefault(f, end)
+            dst = np.frombuffer(f.mm, np.uint8, count=total, offset=pos)
+            try:
+                write_batch_records(
+                    dst, batch.body, lay, topic=topic_raw, body_crc=crcs, queue_id=qid, queue_offset=qoff + np.arange(len(lay)), physical_offset=phy + starts,
+                    sys_flag=sys_flag, born_timestamp=ts if batch.born_timestamp is None else batch.born_timestamp, born_host=born_host,
+                    store_timestamp=ts, store_host=store_host,
+                )
+            except (OverflowError, ValueError, TypeError) as exc:  # a batch field beyond its Java type
+                dst[:] = 0
+                return self._fail(PutMessageStatus.MESSAGE_ILLEGAL, f"a batch field does not fit its Java type: {exc}")
+            finally:
+                del dst  # the mapping must not stay exported
+            self._queue_offsets[key] = qoff + len(lay)
+            f.wrote_position = end
+            clog.store_timestamp = ts
+            clog.max_offset = phy + total
+            offsets = (phy + starts).tolist()
+            self._pending.extend(offsets)
+        status = self._after_append(phy + total, None)
+        if status is _OK and batch.topic not in self._fast_topics and len(self._fast_topics) < 100_000:
+            self._remember_topic(batch.topic)
+        return _new_result(PutMessageResult, (status, phy, total, qoff, ts, store_host, len(offsets), offsets, ""))
 
     def _put_batch_fast(self, messages: Sequence[Message]) -> PutMessageResult | None:
         """:meth:`put`'s fast path for a whole batch (``None`` when some message needs

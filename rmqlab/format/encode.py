@@ -11,7 +11,10 @@ from __future__ import annotations
 import struct
 import zlib
 
+import numpy as np
+
 from . import commitlog as cl
+from .layout import PREFIX_DTYPES
 from .properties import CRC32, NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR
 from .record import PROPERTY_CRC_TAIL, encode_crc_digits
 
@@ -101,3 +104,89 @@ def encode_record(
 def encode_blank(bytes_left: int) -> bytes:
     """The BLANK end-of-file record: ``(int bytesLeft, int 0xCBD43194)``."""
     return struct.pack(">iI", bytes_left, cl.MAGIC_BLANK)
+
+
+# -- a whole producer batch at once (numpy) ------------------------------------------------------
+def topic_field(topic: bytes) -> tuple[int, bytes]:
+    """(magic, topic length + topic) as a record holds them: V1 (1-byte length) up to
+    127 bytes, else V2 (2-byte length)."""
+    if len(topic) > cl.MAX_TOPIC_LENGTH_V1:
+        return cl.MAGIC_V2, struct.pack(">h", len(topic)) + topic
+    return cl.MAGIC_V1, struct.pack(">b", len(topic)) + topic
+
+
+def batch_record_sizes(layout, topic_len: int, born_v6: bool, store_v6: bool) -> np.ndarray:
+    """totalSize of the record each batch entry becomes (no batch properties)."""
+    fixed = PREFIX_DTYPES[born_v6 + 2 * store_v6].itemsize + 2  # + propertiesLength
+    return fixed + layout.body_len + topic_len + layout.props_len
+
+
+def write_batch_records(
+    dst: np.ndarray,
+    src,
+    layout,
+    *,
+    topic: bytes,
+    body_crc: np.ndarray,
+    queue_id: int,
+    queue_offset: np.ndarray,
+    physical_offset: np.ndarray,
+    sys_flag: int,
+    born_timestamp: int,
+    born_host: tuple[bytes, int],
+    store_timestamp: int,
+    store_host: tuple[bytes, int],
+) -> None:
+    """Java ``MessageExtEncoder.encode(MessageExtBatch)`` + ``doAppend`` for every
+    entry of a batch at once: the records, back to back, into ``dst`` (a uint8 array
+    exactly as long as they are, e.g. a view of the mapped file).
+
+    ``src`` is the batch body and ``layout`` its :class:`~rmqlab.format.batch.BatchLayout`.
+    Each record takes the entry's flag, body and properties (propertiesLength and
+    bytes copied as they are) and the batch's topic, queue, sysFlag, hosts and times.
+    The fixed part is a numpy structured array of the schema-derived dtype
+    (:mod:`rmqlab.format.layout`); when every record has the same size, bodies and
+    properties are copied as 2-D strided blocks, else joined part by part.
+    """
+    born_v6, store_v6 = len(born_host[0]) == 16, len(store_host[0]) == 16
+    if bool(sys_flag & cl.FLAG_BORNHOST_V6) != born_v6 or bool(sys_flag & cl.FLAG_STOREHOST_V6) != store_v6:
+        raise ValueError("sysFlag IPv6 bits do not match the host address lengths")
+    magic, tfield = topic_field(topic)
+    dt = PREFIX_DTYPES[born_v6 + 2 * store_v6]
+    n = len(layout)
+    sizes = batch_record_sizes(layout, len(tfield), born_v6, store_v6)
+    h = np.zeros(n, dt)
+    h["total_size"] = sizes
+    h["magic"] = magic
+    h["body_crc"] = body_crc
+    h["queue_id"] = queue_id
+    h["flag"] = layout.flag
+    h["queue_offset"] = queue_offset
+    h["physical_offset"] = physical_offset
+    h["sys_flag"] = sys_flag
+    h["born_timestamp"] = born_timestamp
+    h["born_host_address"] = np.frombuffer(born_host[0], np.uint8)
+    h["born_host_port"] = born_host[1]
+    h["store_timestamp"] = store_timestamp
+    h["store_host_address"] = np.frombuffer(store_host[0], np.uint8)
+    h["store_host_port"] = store_host[1]
+    h["len_body"] = layout.body_len
+    P = dt.itemsize
+    a = np.frombuffer(src, np.uint8)
+    size0 = int(sizes[0])
+    if (sizes == size0).all() and (layout.body_len == layout.body_len[0]).all():
+        # one shape: every part is a column block of a 2-D view
+        b = int(layout.body_len[0])
+        out = dst.reshape(n, size0)
+        ent = a.reshape(n, int(layout.total_size[0]))
+        out[:, :P] = h.view(np.uint8).reshape(n, P)
+        out[:, P : P + b] = ent[:, 20 : 20 + b]
+        out[:, P + b : P + b + len(tfield)] = np.frombuffer(tfield, np.uint8)
+        out[:, P + b + len(tfield) :] = ent[:, 20 + b :]
+        return
+    hb = h.tobytes()
+    mv = memoryview(src)
+    parts = []
+    for i, s, bl, e in zip(range(0, n * P, P), layout.body_start.tolist(), (layout.body_start + layout.body_len).tolist(), (layout.start + layout.total_size).tolist()):
+        parts += (hb[i : i + P], mv[s:bl], tfield, mv[bl:e])
+    dst[:] = np.frombuffer(b"".join(parts), np.uint8)

@@ -1,0 +1,168 @@
+"""put_batch of a producer's encoded batch (Java ``MessageExtBatch``): the numpy
+encoder writes what the message-by-message path writes, keeps a batch in one
+commitlog file as Java does, and refuses bad batch bodies naming the byte."""
+
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+import pytest
+
+from rmqlab.engine import ManualClock, Message, MessageBatch, MessageInputError, MessageStore, PutMessageStatus
+from rmqlab.format.batch import BatchEntry, BatchFormatError, BatchLayout, encode_entries
+from rmqlab.format.msgid import parse_host
+from rmqlab.store.reader import open_store
+
+from tests.engine.engine_support import small_config, store_files
+
+T0 = 1_795_000_000_000
+
+
+def _open(root, **kw):
+    kw.setdefault("clock", ManualClock(T0, tick_ms=1))
+    kw.setdefault("services", False)
+    return MessageStore.open(root, kw.pop("config", small_config()), **kw)
+
+
+def _messages(n, *, same_size: bool, topic="TopicA", queue_id=2, start=0):
+    out = []
+    for i in range(start, start + n):
+        size = 40 if same_size else 1 + (i * 37) % 300
+        props = {"TAGS": f"Tag{i % 3}", "KEYS": f"key-{i:05d} shared"}
+        if not same_size and i % 4 == 0:
+            props = {"KEYS": f"k{i}", "UNIQ_KEY": f"U{i}", "x": "é" * (i % 5)}  # other names, non-ASCII
+        if not same_size and i % 7 == 0:
+            props = {}
+        out.append(Message(topic, bytes((i + j) & 0xFF for j in range(size)), props, queue_id=queue_id, flag=i % 3))
+    return out
+
+
+def _all_files(root):
+    return {sub: store_files(root, sub) for sub in ("commitlog", "consumequeue", "index")}
+
+
+@pytest.mark.parametrize("same_size", [True, False], ids=["one-shape", "varied"])
+@pytest.mark.parametrize("hosts", ["ipv4", "ipv6-store"])
+def test_encoded_batch_writes_what_message_by_message_writes(tmp_path, same_size, hosts):
+    """Records, consume queues and index: byte for byte the same as putting the same
+    messages as a list (the per-message encoder is checked against RocketMQ's files)."""
+    store_host = parse_host("[2001:db8::7]:10911") if hosts == "ipv6-store" else None
+    cfg = small_config(mapped_file_size_commit_log=1 << 20)  # no file boundary: there the two differ (next test)
+    answers = {}
+    for name in ("list", "batch"):
+        with _open(tmp_path / name, store_host=store_host, config=cfg) as store:
+            got = []
+            for k in range(6):
+                msgs = _messages(50, same_size=same_size, queue_id=k % 3, start=50 * k)
+                r = store.put_batch(MessageBatch.from_messages(msgs) if name == "batch" else msgs)
+                assert r.ok, r
+                got.append((r.wrote_offset, r.wrote_bytes, r.queue_offset, r.store_timestamp, r.msg_num, r.offsets))
+            answers[name] = got
+    assert answers["batch"] == answers["list"]
+    assert _all_files(tmp_path / "batch") == _all_files(tmp_path / "list")
+    with open_store(tmp_path / "batch", cfg) as st:
+        recs = [r for r in st.commitlog.iter_records() if not r.is_blank]
+        assert len(recs) == 300 and all(r.crc_ok for r in recs)
+        assert recs[7].body == _messages(1, same_size=same_size, start=7)[0].body
+
+
+def test_batch_goes_whole_into_the_next_file_when_it_does_not_fit(tmp_path):
+    """Java: a batch is one append; END_OF_FILE writes a BLANK and the whole batch goes
+    to the next file (a list of messages may continue across the boundary instead)."""
+    cfg = small_config()
+    with _open(tmp_path / "s", config=cfg) as store:
+        first = store.put(Message("TopicA", b"x" * (cfg.mapped_file_size_commit_log - 3000), queue_id=0))
+        assert first.ok
+        r = store.put_batch(MessageBatch.from_messages(_messages(40, same_size=True, queue_id=0)))
+        assert r.ok and r.wrote_offset == cfg.mapped_file_size_commit_log
+        assert r.offsets[0] == r.wrote_offset and r.queue_offset == 1
+        msgs = store.get_messages("TopicA", 0, 0, 64)
+        assert [m.physical_offset for m in msgs[1:]] == r.offsets
+    with open_store(tmp_path / "s", cfg) as st:
+        assert st.commitlog.read(first.wrote_offset + first.wrote_bytes).is_blank
+
+
+def test_batch_fields_and_dispatch(tmp_path):
+    with _open(tmp_path / "s") as store:
+        b = MessageBatch.from_messages(_messages(10, same_size=False, queue_id=1), queue_id=3)
+        b.born_timestamp = T0 - 5
+        b.born_host = parse_host("10.0.0.9:4242")
+        r = store.put_batch(b)
+        assert r.ok and r.msg_num == 10 and r.queue_offset == 0
+        recs = store.get_messages("TopicA", 3, 0, 20)
+        assert [m.queue_offset for m in recs] == list(range(10))
+        assert {m.born_timestamp for m in recs} == {T0 - 5} and {m.born_host for m in recs} == {b.born_host}
+        assert len({m.store_timestamp for m in recs}) == 1
+        assert [m.flag for m in recs] == [i % 3 for i in range(10)]
+        hits = store.query_message("TopicA", "k4")
+        assert [h.physical_offset for h in hits.records] == [r.offsets[4]]
+        assert store.view_message_by_id(recs[9].msg_id).body == recs[9].body
+
+
+def test_batch_properties_and_delay_take_the_message_path(tmp_path):
+    with _open(tmp_path / "a") as a, _open(tmp_path / "b") as b:
+        msgs = _messages(8, same_size=True)
+        ra = a.put_batch(msgs, {"CLUSTER": "c1"})
+        rb = b.put_batch(MessageBatch.from_messages(msgs), {"CLUSTER": "c1"})
+        assert ra.ok and rb.ok and ra.offsets == rb.offsets
+    assert _all_files(tmp_path / "a") == _all_files(tmp_path / "b")
+    with pytest.raises(MessageInputError, match="DELAY"):
+        MessageBatch.from_messages([Message("TopicA", b"x", {"DELAY": "2"})])
+    with pytest.raises(MessageInputError, match="one topic"):
+        MessageBatch.from_messages([Message("TopicA", b"x"), Message("TopicB", b"y")])
+    with pytest.raises(MessageInputError, match="one queue"):
+        MessageBatch.from_messages([Message("TopicA", b"x", queue_id=0), Message("TopicA", b"y", queue_id=1)])
+
+
+def _damaged_bodies():
+    good, offsets = encode_entries([(0, b"hello", b"TAGS\x01a\x02"), (1, b"world!", b"")])
+    second = int(offsets[1])
+    yield "truncated", good[:-3], None
+    bad = bytearray(good)
+    struct.pack_into(">i", bad, second, 9999)
+    yield "totalSize past the end", bytes(bad), second
+    bad = bytearray(good)
+    struct.pack_into(">i", bad, 16, 7)  # first entry's bodyLength: its propertiesLength is then read 2 bytes late
+    yield "bodyLength", bytes(bad), 27
+    bad = bytearray(good)
+    struct.pack_into(">h", bad, 20 + 5, 3)  # first entry's propertiesLength
+    yield "propertiesLength", bytes(bad), 25
+
+
+@pytest.mark.parametrize("case", list(_damaged_bodies()), ids=lambda c: c[0])
+def test_bad_batch_bodies_are_refused_naming_the_byte(tmp_path, case):
+    _, body, at = case
+    with _open(tmp_path / "s") as store:
+        r = store.put_batch(MessageBatch("TopicA", body))
+        assert r.status is PutMessageStatus.MESSAGE_ILLEGAL
+        if at is not None:
+            assert f"offset {at}" in r.reason or f"byte {at}" in r.reason, r.reason
+        assert store.max_phy_offset == 0 and store.dispatch_behind == 0
+
+
+def test_batch_limits(tmp_path):
+    with _open(tmp_path / "s", config=small_config(max_message_size=1024)) as store:
+        big = MessageBatch.from_messages([Message("TopicA", b"a" * 10), Message("TopicA", b"b" * 1025)])
+        r = store.put_batch(big)
+        assert r.status is PutMessageStatus.MESSAGE_ILLEGAL and "message 1" in r.reason
+        many = MessageBatch.from_messages([Message("TopicA", b"c" * 1000) for _ in range(80)])  # > 1 KiB + 64 KiB in all
+        r = store.put_batch(many)
+        assert r.status is PutMessageStatus.MESSAGE_ILLEGAL and "batch's records" in r.reason
+        assert store.put_batch(MessageBatch("bad topic!", encode_entries([(0, b"x", b"")])[0])).status is PutMessageStatus.MESSAGE_ILLEGAL
+        assert store.max_phy_offset == 0
+
+
+def test_entry_layout_is_the_schemas():
+    """encode_entries and BatchLayout agree with the construct schema of an entry."""
+    entries = [(3, b"body", b"A\x01b\x02"), (0, b"", b""), (-1, bytes(range(200)), "ü\x01v\x02".encode())]
+    body, offsets = encode_entries(entries)
+    lay = BatchLayout.of(body)  # walked, not given
+    assert lay.start.tolist() == offsets[:-1].tolist()
+    for (flag, b, raw), s, e in zip(entries, offsets[:-1], offsets[1:]):
+        assert BatchEntry.build(dict(flag=flag, body=b, properties=raw)) == body[s:e]
+        parsed = BatchEntry.parse(body[s:e])
+        assert (parsed.flag, parsed.body, parsed.properties) == (flag, b, raw)
+    assert lay.flag.tolist() == [3, 0, -1] and lay.body_len.tolist() == [4, 0, 200]
+    with pytest.raises(BatchFormatError):
+        BatchLayout.of(body, np.asarray([0, 5, len(body)]))
