@@ -7,7 +7,10 @@ every message, RocketMQ's default file sizes) it measures, in one run:
 
 * ASYNC_FLUSH, one producer calling ``put`` — the clock stops when every record is
   dispatched to its consume queue and indexed;
-* ``put_batch`` (batches of 128) — same stopping rule;
+* ``put_batch`` of a list of ``Message`` s (batches of 128, any queue) — same stopping rule;
+* ``put_batch`` of a producer-encoded ``MessageBatch`` (Java ``MessageExtBatch``: one
+  topic and queue per batch, the queues taken in turn) of 128 and of 1024 messages
+  (fewer when 1024 records would pass Java's batch limit of maxMessageSize + 64 KiB);
 * SYNC_FLUSH with one producer, and with 8 concurrent producers (threads): every
   put returns only after a group commit forced its record (three alternating
   rounds, the median round reported: fsync latency drifts with other disk users);
@@ -15,8 +18,9 @@ every message, RocketMQ's default file sizes) it measures, in one run:
   one ``fsync`` at the end), so every figure is also a ratio.
 
 Message objects are built outside the timed region (they are the producer's, not
-the store's); encoding properties, validation, CRCs, appending, dispatch and
-indexing are inside it.  MB/s counts message bodies (10^6 bytes).  Results are
+the store's), and so are encoded batches: in RocketMQ the client encodes a batch
+(``MessageBatch.encode()``) and the store receives its bytes.  Encoding properties
+(for ``put`` and lists), validation, CRCs, appending, dispatch and indexing are inside it.  MB/s counts message bodies (10^6 bytes).  Results are
 printed and written to ``bench/out/bench_write.json``.
 """
 
@@ -36,7 +40,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from rmqlab.config import MessageStoreConfig  # noqa: E402
-from rmqlab.engine import Message, MessageStore  # noqa: E402
+from rmqlab.engine import Message, MessageBatch, MessageStore  # noqa: E402
 
 TOPIC = "BenchTopic"
 QUEUES = 4
@@ -92,18 +96,32 @@ def raw_disk_bandwidth(directory: Path, total: int) -> float:
     return (total >> 20) * (1 << 20) / dt / 1e6
 
 
-def bench_async(directory: Path, n: int, body: bytes, batch: bool) -> dict:
+def encoded_batches(msgs: list[Message], size: int, first: int) -> list[MessageBatch]:
+    """What producers send: one encoded batch per queue in turn (Java ``MessageBatch``)."""
+    return [MessageBatch.from_messages(msgs[i : i + size], queue_id=(first + i // size) % QUEUES) for i in range(0, len(msgs), size)]
+
+
+def bench_async(directory: Path, n: int, body: bytes, batch: int = 0, encoded: bool = False) -> dict:
     root = directory / "store"
     store = MessageStore.open(root, MessageStoreConfig())
     timer = Timer()
+    done = 0
     try:
-        for msgs in chunks(n, body):
+        for msgs in chunks(n, body, max(10_000, batch)):
+            count = len(msgs)
+            if encoded:
+                msgs = encoded_batches(msgs, batch, done // batch)
+            done += count
             gc.collect()
             gc.freeze()
             timer.start()
-            if batch:
-                for i in range(0, len(msgs), BATCH):
-                    r = store.put_batch(msgs[i : i + BATCH])
+            if encoded:
+                for b in msgs:
+                    r = store.put_batch(b)
+                    assert r.ok, r
+            elif batch:
+                for i in range(0, len(msgs), batch):
+                    r = store.put_batch(msgs[i : i + batch])
                     assert r.ok, r
             else:
                 put = store.put
@@ -177,16 +195,20 @@ def main() -> int:
         results["raw_disk_MBps"] = raw
         print(f"raw sequential write bandwidth (1 MiB writes + fsync): {raw:,.0f} MB/s   [{base}]")
         print(f"goals: {GOALS}")
-        print(f"{'body':>6} {'scenario':<22} {'msg/s':>11} {'MB/s':>9} {'x raw':>7}  {'RocketMQ 5.3.3':>16}  note")
+        print(f"{'body':>6} {'scenario':<28} {'msg/s':>11} {'MB/s':>9} {'x raw':>7}  {'RocketMQ 5.3.3':>16}  note")
         for size in sizes:
             body = bytes((i * 7) & 0xFF for i in range(size))
             n_async, n_sync = counts.get(size, (10_000, 400))
             rows = []
-            r = bench_async(base, n_async, body, batch=False)
+            r = bench_async(base, n_async, body)
             with_flush = n_async * size / (r["seconds"] + r["final_flush_seconds"]) / 1e6
             rows.append(("async", "ASYNC put, 1 producer", r, f"{with_flush:,.1f} MB/s = {with_flush / raw:.3f}x raw with a final flush"))
-            r = bench_async(base, n_async, body, batch=True)
-            rows.append(("batch", f"put_batch ({BATCH}/batch)", r, ""))
+            r = bench_async(base, n_async, body, batch=BATCH)
+            rows.append(("batch", f"put_batch list of {BATCH}", r, "Message objects, any queue"))
+            big = min(1024, (4 << 20) // (size + 200))  # within Java's batch limit
+            for k in (BATCH, big):
+                r = bench_async(base, n_async, body, batch=k, encoded=True)
+                rows.append((f"encoded{k}", f"put_batch MessageBatch {k}", r, "producer-encoded, one queue per batch"))
             # fsync latency drifts with whatever else uses the disk: alternate the two
             # SYNC runs and keep the median round (by ratio)
             rounds = []
@@ -208,7 +230,7 @@ def main() -> int:
                 ref_txt = f"{ref:,} msg/s" if ref else (f"{ROCKETMQ_16K_MBPS} MB/s" if key == "async" and size == 16384 else "")
                 if key == "sync8":
                     note += f"; {rate / rates['sync1']:.2f}x one producer"
-                print(f"{size:>6} {label:<22} {rate:>11,.0f} {mbps:>9,.1f} {mbps / raw:>7.3f}  {ref_txt:>16}  {note}")
+                print(f"{size:>6} {label:<28} {rate:>11,.0f} {mbps:>9,.1f} {mbps / raw:>7.3f}  {ref_txt:>16}  {note}")
                 results["rows"].append({"body": size, "scenario": key, "msg_per_s": rate, "MBps": mbps, "ratio_raw": mbps / raw, **r})
     finally:
         shutil.rmtree(base, ignore_errors=True)
