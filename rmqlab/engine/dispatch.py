@@ -178,12 +178,14 @@ class DispatchColumns:
     def __len__(self) -> int:
         return len(self.commitlog_offset)
 
-    def head(self, k: int) -> "DispatchColumns":
-        """The first ``k`` rows (views, no copies)."""
+    def take(self, rows: np.ndarray) -> "DispatchColumns":
+        """These rows, in this order."""
+        pa, _ = _arrow()
+        idx = pa.array(rows)
         return DispatchColumns(
-            self.topics, self.topic_code[:k], self.queue_id[:k], self.commitlog_offset[:k], self.msg_size[:k], self.tags_code[:k],
-            self.store_timestamp[:k], self.consume_queue_offset[:k], self.sys_flag[:k], self.keys.slice(0, k), self.uniq_key.slice(0, k),
-            self.prepared_transaction_offset[:k],
+            self.topics, self.topic_code[rows], self.queue_id[rows], self.commitlog_offset[rows], self.msg_size[rows], self.tags_code[rows],
+            self.store_timestamp[rows], self.consume_queue_offset[rows], self.sys_flag[rows], self.keys.take(idx), self.uniq_key.take(idx),
+            self.prepared_transaction_offset[rows],
         )
 
     def topic_of(self, i: int) -> str:

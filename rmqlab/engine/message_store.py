@@ -59,13 +59,14 @@ from ..format import properties as props
 from ..format.msgid import parse_host
 from ..format.batch import BatchFormatError
 from ..format.encode import batch_record_sizes, topic_field, write_batch_records
+from ..format.hashing import java_string_hash
 from ..format.record import Record
 from ..store.reader import ABORT_FILE, CHECKPOINT_FILE, COMMITLOG_DIR, LOCK_FILE, StoreReader
 from .checkpoint_writer import StoreCheckpointWriter
 from .clean import CleanReport, clean_expired
 from .clock import DEFAULT_STORE_HOST, SystemClock
 from .commitlog_writer import _WHOLE, CommitLogWriter, record_packer, whole_record_packer
-from .dispatch import SCHEDULE_TOPIC, CommitLogDispatcher, read_dispatch_columns
+from .dispatch import SCHEDULE_TOPIC, CommitLogDispatcher, DispatchColumns, DispatchRequest, read_dispatch_columns
 from .flush import FlushRealTimeService, GroupCommitService, PeriodicService
 from .mapped_file import fsync_directory
 from .message import Message, MessageBatch
@@ -181,6 +182,7 @@ class MessageStore:
         # them back from the log (Java dispatchBehindBytes, counted in records)
         self._pending: list[int] = []
         self._queue_offsets: dict[tuple[str, int], int] = {}  # Java topicQueueTable
+        self._tags_cache: dict[str, int] = {}  # TAGS -> tagsCode, for _big_request
         self._fast_topics: dict[str, tuple[bytes, int, int]] = {}
         self._inline = dispatch == "inline"
         self._system_clock = type(self.clock) is SystemClock
@@ -583,11 +585,26 @@ class MessageStore:
             clog.store_timestamp = ts
             clog.max_offset = phy + total
             pending = self._pending
-            pending.append(phy)
+            pending.append(phy if whole is not None else self._big_request(topic, qid, phy, total, ts, qoff, pd, msg.prepared_transaction_offset))
         if self._inline and len(pending) >= self.reput_batch:
             self.reput()
         status = self._sync_wait(phy + total, pd.get("WAIT") if pd else None) if self.sync_flush else _OK
         return _new_result(PutMessageResult, (status, phy, total, qoff, ts, self.store_host, 1, None, ""))
+
+    def _big_request(self, topic: str, qid: int, phy: int, total: int, ts: int, qoff: int, pd, pto: int) -> DispatchRequest:
+        """The dispatch request of a record with a big body, built at put time: reading
+        it back would touch two more pages per record, which costs more than this."""
+        if pd:
+            tags = pd.get("TAGS")
+            code = 0
+            if tags:
+                code = self._tags_cache.get(tags)
+                if code is None:
+                    code = java_string_hash(tags)
+                    if len(self._tags_cache) < 65536:
+                        self._tags_cache[tags] = code
+            return DispatchRequest(topic, qid, phy, total, code, ts, qoff, pd.get("KEYS") or None, pd.get("UNIQ_KEY") or None, 0, pto)
+        return DispatchRequest(topic, qid, phy, total, 0, ts, qoff, None, None, 0, pto)
 
     def _put_general(self, msg: Message) -> PutMessageResult:
         """Every case: validation with reasons, DELAY rewrite, raw properties, CRC."""
@@ -771,6 +788,7 @@ class MessageStore:
         store_len = self._store_len
         qoffs = self._queue_offsets
         offsets = []
+        big = []  # dispatch requests of the records with big bodies
         wrote = 0
         localhost = b"\x7f\x00\x00\x01"
         with self._lock:
@@ -827,7 +845,7 @@ class MessageStore:
                     if offsets:
                         clog.store_timestamp = last_ts
                         clog.max_offset = f.file_from_offset + pos
-                        self._pending.extend(offsets)
+                        self._pending.extend(offsets if not big else big if len(big) == len(offsets) else self._mixed(offsets, big))
                     return self._fail(
                         PutMessageStatus.MESSAGE_ILLEGAL,
                         f"message {len(offsets)}: a field does not fit its Java type ({exc}); the {len(offsets)} messages before it were stored",
@@ -842,13 +860,22 @@ class MessageStore:
                     first = (qoff, ts)
                 last_ts = ts
                 offsets.append(phy)
+                if whole is None:
+                    big.append(self._big_request(topic, qid, phy, total, ts, qoff, m.properties, m.prepared_transaction_offset))
                 wrote += total
             f.wrote_position = pos
             clog.store_timestamp = ts
             clog.max_offset = phy + total
-            self._pending.extend(offsets)
+            self._pending.extend(offsets if not big else big if len(big) == len(offsets) else self._mixed(offsets, big))
         status = self._after_append(phy + total, None)
         return _new_result(PutMessageResult, (status, offsets[0], wrote, first[0], first[1], self.store_host, len(offsets), offsets, ""))
+
+    @staticmethod
+    def _mixed(offsets: list[int], big: list[DispatchRequest]) -> list:
+        """Pending entries in commitlog order: the requests of big records, the
+        offsets of the others."""
+        by_offset = {r[2]: r for r in big}
+        return [by_offset.get(o, o) for o in offsets]
 
     def _after_append(self, end: int, wait_prop) -> PutMessageStatus:
         """Dispatch when a batch is full (inline mode), then honour SYNC_FLUSH."""
@@ -890,15 +917,26 @@ class MessageStore:
                     batch = pending[:max_records]
                     del pending[:max_records]
                 files = list(self.commitlog.files)
-            pos = np.asarray(batch, dtype=np.int64)
+            # most entries are offsets to read back; records with big bodies brought
+            # their request (see _big_request)
+            reqs = [e for e in batch if e.__class__ is not int]
+            if len(reqs) == len(batch):
+                self.dispatcher.dispatch_batch(reqs)
+                self.reput_from_offset = reqs[-1][2] + reqs[-1][3]
+                return len(batch)
+            pos = np.asarray(batch if not reqs else [e for e in batch if e.__class__ is int], dtype=np.int64)
             starts = np.asarray([f.file_from_offset for f in files], dtype=np.int64)
             which = np.searchsorted(starts, pos, side="right") - 1
             cut = np.flatnonzero(np.diff(which)) + 1
-            for a, b in zip([0, *cut.tolist()], [*cut.tolist(), len(pos)]):
+            parts = [DispatchColumns.from_requests(reqs)] if reqs else []
+            for a, b in zip([0, *cut.tolist()], [*cut.tolist(), len(pos)]) if len(pos) else ():
                 f = files[int(which[a])]
-                cols = read_dispatch_columns(f.mm, pos[a:b] - f.file_from_offset, file_base=f.file_from_offset, file=str(f.path), delay_levels=self.dispatcher.delay_levels)
-                self.dispatcher.dispatch_columns(cols)
-                self.reput_from_offset = int(cols.commitlog_offset[-1] + cols.msg_size[-1])
+                parts.append(read_dispatch_columns(f.mm, pos[a:b] - f.file_from_offset, file_base=f.file_from_offset, file=str(f.path), delay_levels=self.dispatcher.delay_levels))
+            cols = DispatchColumns.concat(parts)
+            if reqs and len(pos):
+                cols = cols.take(np.argsort(cols.commitlog_offset, kind="stable"))  # back in commitlog order
+            self.dispatcher.dispatch_columns(cols)
+            self.reput_from_offset = int(cols.commitlog_offset[-1] + cols.msg_size[-1])
             return len(batch)
 
     @property
