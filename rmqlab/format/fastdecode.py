@@ -981,6 +981,10 @@ def _crc32_side_by_side(a: np.ndarray, starts: np.ndarray, lens: np.ndarray) -> 
     return out
 
 
+#: "__CRC32#", the first 8 bytes of the property Java appends last, as a native uint64
+_CRC32_NAME_U8 = np.frombuffer(props.CRC32.encode(), "<u8")[0]
+
+
 def _check_crcs(ctx: _Ctx, P, body_start, body_end, total, body_crc, props_start, props_len, bodies_all):
     """``(body_ok, prop_state)``: prop_state 0 = no __CRC32# property, 1 ok, 2 bad
     (Java ``enabledAppendPropCRC``: last 20 bytes of the properties)."""
@@ -1008,6 +1012,9 @@ def _check_crcs(ctx: _Ctx, P, body_start, body_end, total, body_crc, props_start
     body_ok = (computed & 0x7FFFFFFF) == body_crc
     prop_state = np.zeros(len(P), np.int8)
     cand = np.flatnonzero(props_len >= PROPERTY_CRC_TAIL)
+    if len(cand):
+        # one 8-byte compare per record first: few records end with the property
+        cand = cand[ctx.gather("<u8", P[cand] + total[cand] - PROPERTY_CRC_TAIL) == _CRC32_NAME_U8]
     if len(cand):
         tail_at = P[cand] + total[cand] - PROPERTY_CRC_TAIL
         tails = ctx.gather(np.dtype((np.void, PROPERTY_CRC_TAIL)), tail_at)
