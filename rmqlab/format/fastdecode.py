@@ -507,6 +507,8 @@ def _lane_order(lanes_out: list[np.ndarray], pos_out: list[np.ndarray], k: int) 
 # ----------------------------------------------------------------------------------------
 #: byte → its two upper-case hex digits, as one uint16 in memory order
 _HEX16 = np.frombuffer(b"".join(f"{i:02X}".encode() for i in range(256)), np.uint16)
+#: 16-bit value → its four upper-case hex digits, as one uint32 in memory order
+_HEX32 = np.frombuffer(b"".join(f"{i:04X}".encode() for i in range(1 << 16)), np.uint32)
 
 
 def _interleaved(ctx: _Ctx, starts: np.ndarray, ends: np.ndarray, keep: np.ndarray | None) -> pa.Array:
@@ -680,11 +682,13 @@ def _msg_ids(addr_port_raw: np.ndarray, positions: np.ndarray) -> pa.Array:
     n = len(positions)
     w = addr_port_raw.shape[1]
     if n and (addr_port_raw == addr_port_raw[0]).all():
-        # one store host (the usual case): its hex once, then only the offsets'
-        hexed = np.empty((n, w + 8), np.uint16)
-        hexed[:, :w] = _HEX16[addr_port_raw[0]]
-        hexed[:, w:] = _HEX16[positions.astype(">i8").view(np.uint8).reshape(n, 8)]
-        offs = np.arange(n + 1, dtype=np.int32) * (2 * (w + 8))
+        # one store host (the usual case): its hex once, then the offsets' 16 digits
+        # as four lookups of four digits (w is 8 or 20, so the uint32 view lines up)
+        row = 2 * (w + 8)
+        hexed = np.empty((n, row), np.uint8)
+        hexed[:, : 2 * w] = _HEX16[addr_port_raw[0]].view(np.uint8)
+        hexed.view(np.uint32)[:, w // 2 :] = _HEX32[positions.astype(">i8").view(">u2").reshape(n, 4)]
+        offs = np.arange(n + 1, dtype=np.int32) * row
         return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offs), pa.py_buffer(hexed)])
     raw = np.empty((n, addr_port_raw.shape[1] + 8), np.uint8)
     raw[:, : addr_port_raw.shape[1]] = addr_port_raw
