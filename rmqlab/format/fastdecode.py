@@ -21,7 +21,7 @@ reads *millions* of records per call for scans (Spark, ``bench/bench_scan.py``):
 4. **variable parts without a Python loop**: bodies, topics and properties lie in
    file order, so an Arrow ``binary`` array whose offsets alternate *start, end,
    start, end* over the untouched file buffer holds value, gap, value, gap...;
-   filtering the even values copies them in C++ at memory speed.  Properties are
+   taking the even values copies them in C++ at memory speed.  Properties are
    split on ``\\x02``/``\\x01`` with numpy over the concatenated bytes into a
    ``map<string,string>`` (same rules as :mod:`rmqlab.format.properties`: empty
    segments and segments without ``\\x01`` skipped, a later duplicate name wins).
@@ -513,7 +513,7 @@ _HEX32 = np.frombuffer(b"".join(f"{i:04X}".encode() for i in range(1 << 16)), np
 
 def _interleaved(ctx: _Ctx, starts: np.ndarray, ends: np.ndarray, keep: np.ndarray | None) -> pa.Array:
     """Binary array of buffer slices [starts[i], ends[i]) (file positions, in order,
-    non-overlapping), copied by Arrow's filter kernel from the untouched buffer."""
+    non-overlapping), copied by Arrow's take/filter kernel from the untouched buffer."""
     n = len(starts)
     if n == 0:
         return pa.array([], pa.binary())
@@ -539,7 +539,7 @@ def _interleaved(ctx: _Ctx, starts: np.ndarray, ends: np.ndarray, keep: np.ndarr
     data = pa.py_buffer(ctx.a[lo:hi]) if hi > lo else pa.py_buffer(b"")
     arr = pa.Array.from_buffers(pa.binary(), 2 * n, [None, pa.py_buffer(offs), data])
     if keep is None:
-        return arr.filter(_even_mask(2 * n))
+        return arr.take(_even_indices(n))
     mask = np.zeros(2 * n, bool)
     mask[0::2] = keep
     return arr.filter(pa.array(mask))
@@ -548,16 +548,19 @@ def _interleaved(ctx: _Ctx, starts: np.ndarray, ends: np.ndarray, keep: np.ndarr
 #: values of one length up to this long are gathered as matrix rows
 _ROWS_MAX = 4096
 #: values this long on average are copied through a binary_view
-#: array (one memcpy per value) rather than the filter kernel (faster for short ones)
+#: array (one memcpy per value) rather than the take kernel (faster for short ones)
 _VIEW_MIN_MEAN = 256
-_EVEN_PA = pa.array(np.arange(1 << 21) % 2 == 0)
+_EVEN_INDICES = pa.array(np.arange(0, 1 << 21, 2, dtype=np.int32))
 
 
-def _even_mask(n: int) -> pa.Array:
-    """Arrow booleans True, False, True, ... of length ``n``."""
-    if n <= len(_EVEN_PA):
-        return _EVEN_PA.slice(0, n)
-    return pa.array(np.arange(n) % 2 == 0)
+def _even_indices(n: int) -> pa.Array:
+    """Arrow int32 indices 0, 2, 4, ... (``n`` of them): the values of an interleaved
+    value, gap, value, gap ... array.  ``take`` with them copies short values ~30%
+    faster than ``filter`` with an alternating mask (measured on property names,
+    values and whole properties strings)."""
+    if n <= len(_EVEN_INDICES):
+        return _EVEN_INDICES.slice(0, n)
+    return pa.array(np.arange(0, 2 * n, 2, dtype=np.int32))
 
 
 def _gathered_views(ctx: _Ctx, starts: np.ndarray, ends: np.ndarray, keep: np.ndarray | None) -> pa.Array:
@@ -823,7 +826,7 @@ def _split_pairs(data, seg_start, p1, seg_end) -> tuple[pa.Array, pa.Array]:
         offs[1 : 2 * m : 2] = hi
         offs[2 * m] = hi[-1] if m else 0
         allv = pa.Array.from_buffers(pa.binary(), 2 * m, [None, pa.py_buffer(offs), dbuf])
-        out.append(allv.filter(_even_mask(2 * m)))
+        out.append(allv.take(_even_indices(m)))
     return out[0], out[1]
 
 
