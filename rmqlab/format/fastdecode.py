@@ -638,8 +638,8 @@ def _constant_strings(value: str, n: int) -> pa.Array:
     offs = np.arange(n + 1, dtype=np.int32) * len(b)
     arr = pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offs), pa.py_buffer(b * n)])
     if len(b) * n <= 16 << 20:  # bounded memory: one batch's worth for a long value
-        if len(_CONSTANT_COLUMNS) >= _CONSTANT_COLUMNS_MAX and value not in _CONSTANT_COLUMNS:
-            _CONSTANT_COLUMNS.pop(next(iter(_CONSTANT_COLUMNS)))
+        if len(_CONSTANT_COLUMNS) >= _CONSTANT_COLUMNS_MAX:
+            _CONSTANT_COLUMNS.clear()  # many files in one worker: start over, never grow
         _CONSTANT_COLUMNS[value] = arr
     return arr
 
