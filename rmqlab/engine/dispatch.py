@@ -356,7 +356,7 @@ class DispatchColumns:
 
 
 # -- reading records back (Java ReputMessageService: checkMessageAndReturnSize) ---------------------
-_BATCH_ROWS, _BATCH_BYTES = 1 << 16, 64 << 20  # fastdecode's defaults (int32 Arrow offsets)
+_BATCH_ROWS, _BATCH_BYTES = 1 << 16, 64 << 20  # rows and bytes per decoded batch (int32 Arrow offsets)
 
 
 def read_dispatch_request(buf, pos: int, *, file_base: int, file: str, delay_levels: dict[int, int]) -> DispatchRequest:

@@ -56,15 +56,14 @@ from typing import Iterable, Iterator
 
 import numpy as np
 import pyarrow as pa
-from construct import FormatField, IfThenElse
 
 from . import commitlog as cl
 from . import hashing
 from . import properties as props
+from .layout import PREFIX_DTYPES
 from .msgid import format_host
 from .record import (
     BODY_CRC,
-    HEADER_FIELDS,
     PROPERTY_CRC,
     PROPERTY_CRC_TAIL,
     RecordError,
@@ -83,38 +82,8 @@ __all__ = [
 # ----------------------------------------------------------------------------------------
 # dtypes derived from the construct schema (the single source of truth)
 # ----------------------------------------------------------------------------------------
-_FMT_TO_DTYPE = {">l": ">i4", ">L": ">u4", ">q": ">i8", ">h": ">i2", ">b": "i1"}
-
-
-def _prefix_dtype(born_v6: bool, store_v6: bool) -> np.dtype:
-    """Fixed part of a message record, ``totalSize`` .. ``bodyLength``, for one host combination."""
-    fields = []
-    for sub in cl.MessageRecord.subcons:
-        inner = sub
-        while hasattr(inner, "subcon") and not isinstance(inner, IfThenElse):
-            inner = inner.subcon
-        if isinstance(inner, IfThenElse):
-            v6 = born_v6 if sub.name == "born_host" else store_v6
-            host = inner.thensubcon if v6 else inner.elsesubcon
-            for hs in host.subcons:
-                h = hs
-                while hasattr(h, "subcon"):
-                    h = h.subcon
-                if isinstance(h, FormatField):
-                    fields.append((f"{sub.name}_{hs.name}", _FMT_TO_DTYPE[h.fmtstr]))
-                else:
-                    fields.append((f"{sub.name}_{hs.name}", ("u1", (h.sizeof(),))))
-        else:
-            fields.append((sub.name, _FMT_TO_DTYPE[inner.fmtstr]))
-        if sub.name == "len_body":
-            break
-    return np.dtype(fields)
-
-
-#: index = born_v6 + 2*store_v6
-PREFIX_DTYPES = [_prefix_dtype(bool(i & 1), bool(i & 2)) for i in range(4)]
-assert list(PREFIX_DTYPES[0].names[: len(HEADER_FIELDS)]) == HEADER_FIELDS
-assert PREFIX_DTYPES[0].itemsize == cl.FIXED_SIZE_V1_IPV4 - 3  # minus topicLength(1) and propertiesLength(2)
+# PREFIX_DTYPES (rmqlab.format.layout): the fixed part of a record, one dtype per
+# IPv4/IPv6 host combination, index = born_v6 + 2*store_v6
 _SYS_FLAG_AT = PREFIX_DTYPES[0].fields["sys_flag"][1]
 _PHYS_AT = PREFIX_DTYPES[0].fields["physical_offset"][1]
 _MAX_PREFIX = max(d.itemsize for d in PREFIX_DTYPES)
