@@ -385,12 +385,7 @@ def read_dispatch_columns(buf, positions: np.ndarray, *, file_base: int, file: s
     def one(pos: int) -> DispatchRequest:
         return read_dispatch_request(a, pos, file_base=file_base, file=file, delay_levels=delay_levels)
 
-    batches = None
-    if len(rel):
-        try:
-            batches = _decode_at(a, rel, file_base, file)
-        except (TypeError, AttributeError):  # fastdecode's internals moved on
-            batches = _decode_span(a, rel, file_base, file)
+    batches = _decode_at(a, rel, file_base, file) if len(rel) else None
     if batches:
         table = pa.Table.from_batches(batches)
         phys = np.asarray(table.column("physical_offset").to_numpy(zero_copy_only=False), dtype=np.int64)
@@ -404,54 +399,19 @@ def read_dispatch_columns(buf, positions: np.ndarray, *, file_base: int, file: s
 
 
 def _decode_at(a: np.ndarray, rel: np.ndarray, file_base: int, file: str):
-    """fastdecode batches of the records at in-file positions ``rel``; None on damage.
-
-    Uses fastdecode's position decoder, which is module-private (its public
-    ``scan_range`` would walk the chain a second time); :func:`_decode_span` is the
-    fallback should that entry point change."""
+    """fastdecode batches of the records at in-file positions ``rel``; None on damage
+    (the caller then reads record by record, which names it)."""
     from ..errors import StoreFormatError
-    from ..format import fastdecode as fd
+    from ..format.fastdecode import decode_positions
 
-    ctx = fd._Ctx(
-        a=a, mv=memoryview(a), buf_offset=0, file_base=file_base, file_size=len(a), file=file, mode="strict", verify_crc=False,
-        include_body=False, topics=None, start_time=None, end_time=None, batch_rows=_BATCH_ROWS, batch_bytes=_BATCH_BYTES,
-        columns=frozenset(DispatchColumns.ARROW_COLUMNS),
-    )
-    out = []
-    i, n = 0, len(rel)
     try:
-        while i < n:
-            j = min(n, i + _BATCH_ROWS)
-            limit = int(rel[i]) + _BATCH_BYTES  # a batch's byte span stays within int32 offsets
-            if int(rel[j - 1]) > limit:
-                j = max(i + 1, int(np.searchsorted(rel, limit, side="right")))
-            batch, bad = fd._decode_positions(ctx, rel[i:j])
-            if bad is not None or batch is None:
-                return None
-            out.append(batch)
-            i = j
-    except StoreFormatError:
-        return None
-    return out
-
-
-def _decode_span(a: np.ndarray, rel: np.ndarray, file_base: int, file: str):
-    """The same through fastdecode's public ``scan_range`` over the span they cover."""
-    from ..errors import StoreFormatError
-    from ..format.fastdecode import NeedMoreBytes, scan_range
-    from ..format.record import RecordError
-
-    lo = int(rel[0])
-    try:
-        last = decode_record(a, int(rel[-1]), file=file, file_base=file_base, check_crc=False, read_body=False)
-        hi = int(rel[-1]) + last.total_size
         return list(
-            scan_range(
-                a[lo:hi], buf_offset=lo, file_base=file_base, file_size=hi, file=file, start=lo, stop=hi, resync=False,
-                verify_crc=False, include_body=False, columns=DispatchColumns.ARROW_COLUMNS,
+            decode_positions(
+                a, rel, file_base=file_base, file=file, verify_crc=False, include_body=False, columns=DispatchColumns.ARROW_COLUMNS,
+                batch_rows=_BATCH_ROWS, batch_bytes=_BATCH_BYTES,
             )
         )
-    except (StoreFormatError, NeedMoreBytes, RecordError, AttributeError):
+    except (StoreFormatError, ValueError):
         return None
 
 

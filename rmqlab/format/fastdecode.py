@@ -63,6 +63,7 @@ from . import properties as props
 from .layout import PREFIX_DTYPES
 from .msgid import format_host
 from .record import (
+    BAD_MAGIC,
     BODY_CRC,
     PROPERTY_CRC,
     PROPERTY_CRC_TAIL,
@@ -74,6 +75,7 @@ __all__ = [
     "ARROW_SCHEMA",
     "NeedMoreBytes",
     "decode_file",
+    "decode_positions",
     "decode_table",
     "is_valid_position",
     "scan_range",
@@ -1374,6 +1376,52 @@ def _event(ctx: _Ctx, pos: int, stop: int):
     if batch is not None and batch.num_rows:
         yield batch
     return pos + rec.total_size
+
+
+def decode_positions(
+    buf,
+    positions,
+    *,
+    file_base: int = 0,
+    file: str = "<bytes>",
+    verify_crc: bool = True,
+    include_body: bool = True,
+    columns: Iterable[str] | None = None,
+    batch_rows: int = 1 << 15,
+    batch_bytes: int = 64 << 20,
+) -> Iterator[pa.RecordBatch]:
+    """Record batches (:data:`ARROW_SCHEMA`) of the message records that start at the
+    in-file ``positions`` (sorted, distinct) of one commitlog file, for callers that
+    already know where records start (a walk done before, consume-queue entries, the
+    engine's reput): the chain is not walked.
+
+    ``buf`` holds the file from position 0.  Strict: the first position where no valid
+    message record starts (or, with ``verify_crc``, whose CRC does not match) raises
+    :class:`~rmqlab.format.record.RecordError` naming the file and offset, after the
+    batches of the records before it.
+    """
+    a = np.frombuffer(buf, np.uint8) if not isinstance(buf, np.ndarray) else buf.view(np.uint8).reshape(-1)
+    P = np.asarray(positions, dtype=np.int64)
+    if len(P) and (int(P[0]) < 0 or int(P[-1]) >= len(a) or (len(P) > 1 and not (P[1:] > P[:-1]).all())):
+        raise ValueError("positions must be sorted, distinct and inside the buffer")
+    ctx = _Ctx(
+        a=a, mv=memoryview(a), buf_offset=0, file_base=file_base, file_size=len(a), file=file, mode="strict", verify_crc=verify_crc,
+        include_body=include_body, topics=None, start_time=None, end_time=None, batch_rows=batch_rows, batch_bytes=batch_bytes,
+        columns=frozenset(columns) if columns is not None else None,
+    )
+    i = 0
+    while i < len(P):
+        j = _batch_end(ctx, P, i)
+        batch, bad = _decode_positions(ctx, P[i:j])
+        if batch is not None and batch.num_rows:
+            yield batch
+        if bad is not None:
+            pos = int(P[i + bad])
+            rec = decode_record(a, pos, file=file, file_base=file_base, check_crc=verify_crc, read_body=include_body)  # raises the exact damage
+            if rec is not None and not rec.is_blank and verify_crc and not rec.crc_ok:
+                raise RecordError(file, pos, BODY_CRC if not rec.body_crc_ok else PROPERTY_CRC, "stored CRC does not match the recomputed one")
+            raise RecordError(file, pos, BAD_MAGIC, "no message record starts here")
+        i = j
 
 
 # ----------------------------------------------------------------------------------------

@@ -81,15 +81,8 @@ def _count_per_record(monkeypatch) -> list:
     return calls
 
 
-@pytest.mark.parametrize("decoder", ["positions", "span"])
 @pytest.mark.parametrize("case", CASES)
-def test_bulk_requests_equal_per_record(case, decoder, monkeypatch):
-    if decoder == "span":  # the fallback through fastdecode's public scan_range
-
-        def moved(*args):
-            raise TypeError("fastdecode internals changed")
-
-        monkeypatch.setattr(dispatch_mod, "_decode_at", moved)
+def test_bulk_requests_equal_per_record(case, monkeypatch):
     cfg = reference_config(case)
     calls = _count_per_record(monkeypatch)
     cols, exact = _bulk_and_exact(REFERENCE / case / "store", cfg)
