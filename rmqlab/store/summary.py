@@ -5,8 +5,10 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from ..format import commitlog as cl
-from ..format.record import RecordError
+from ..format.record import BODY_CRC, PROPERTY_CRC, PROPERTY_CRC_TAIL
 from .reader import StoreReader
 
 
@@ -41,7 +43,7 @@ class StoreSummary:
 
 
 def summarize(store: StoreReader, *, scan: bool = True) -> StoreSummary:
-    """Collect a :class:`StoreSummary`; ``scan`` walks the whole commitlog for counts."""
+    """Collect a :class:`StoreSummary`; ``scan`` reads the whole commitlog for counts."""
     cfg = store.config
     s = StoreSummary(
         root=str(store.root),
@@ -54,38 +56,7 @@ def summarize(store: StoreReader, *, scan: bool = True) -> StoreSummary:
         commitlog_min_offset=store.commitlog.min_offset,
     )
     if scan:
-        per_queue: Counter = Counter()
-        feats: Counter = Counter()
-        end = store.commitlog.min_offset
-        for item in store.commitlog.walk(check_crc=True):
-            if isinstance(item, RecordError):
-                s.stopped_at = str(item)
-                break
-            if item.is_blank:
-                s.blanks += 1
-                continue
-            s.records += 1
-            end = item.end_offset
-            per_queue[f"{item.topic}/{item.queue_id}"] += 1
-            if not item.crc_ok:
-                s.crc_failures += 1
-            if item.is_v2:
-                feats["V2 records (topic > 127 bytes)"] += 1
-            if item.sys_flag & cl.FLAG_BORNHOST_V6:
-                feats["IPv6 born host"] += 1
-            if item.sys_flag & cl.FLAG_STOREHOST_V6:
-                feats["IPv6 store host"] += 1
-            if item.property_crc is not None:
-                feats["__CRC32# property CRC"] += 1
-            if item.transaction_type:
-                feats[f"transaction {cl.TRANSACTION_NAMES[item.transaction_type]}"] += 1
-            if item.sys_flag & cl.FLAG_COMPRESSED:
-                feats["compressed body"] += 1
-            if item.topic == "SCHEDULE_TOPIC_XXXX":
-                feats["delayed (SCHEDULE_TOPIC_XXXX)"] += 1
-        s.commitlog_end_offset = end
-        s.per_queue = dict(sorted(per_queue.items()))
-        s.features = dict(sorted(feats.items()))
+        _scan(store, s)
     for qid in store.queue_ids():
         cq = store.consume_queue(qid.topic, qid.queue_id)
         lo, hi = cq.valid_range(store.commitlog.min_offset)
@@ -112,3 +83,95 @@ def summarize(store: StoreReader, *, scan: bool = True) -> StoreSummary:
     s.config_files = [p.name for p in store.config_files()]
     s.problems = [str(p) for p in store.problems]
     return s
+
+
+_CRC_TAIL = np.frombuffer(b"__CRC32#\x01", np.uint8)
+_SCAN_COLUMNS = ["physical_offset", "total_size", "magic", "topic", "queue_id", "sys_flag", "kind", "error"]
+
+
+def _scan(store: StoreReader, s: StoreSummary) -> None:
+    """Counts over the commitlog, read as RocketMQ's walk reads it (up to the first
+    damage or the zero tail; a BLANK moves on to the next file; a bad CRC is counted,
+    not a stop), decoded in bulk with :mod:`rmqlab.format.fastdecode`, batch by batch,
+    so that a capture of hundreds of GiB is summarised at memory speed in bounded memory."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from ..format import fastdecode as fd
+
+    ok_kinds = pa.array([fd.KIND_MESSAGE, fd.KIND_BLANK, BODY_CRC, PROPERTY_CRC])
+    per_queue: Counter = Counter()
+    feats: Counter = Counter()
+    s.commitlog_end_offset = expected = store.commitlog.min_offset
+    for f in store.commitlog.queue.files:
+        if f.file_from_offset + f.file_size <= expected:
+            continue
+        if f.file_from_offset > expected:
+            break  # a missing file: the walk ends here
+        a = np.frombuffer(f.buf, np.uint8)
+        blank_seen = False
+        stopped = False
+        for batch in fd.scan_range(
+            a, file_base=f.file_from_offset, file=str(f.path), start=expected - f.file_from_offset, resync=False, mode="lenient", include_body=False, columns=_SCAN_COLUMNS
+        ):
+            pos = np.asarray(batch.column("physical_offset").to_numpy(zero_copy_only=False), np.int64)
+            size = np.asarray(batch.column("total_size").fill_null(0).to_numpy(zero_copy_only=False), np.int64)
+            good = np.asarray(pc.is_in(batch.column("kind"), value_set=ok_kinds).to_numpy(zero_copy_only=False), bool)
+            # the walk's chain: each row where the previous one ended; it stops at the
+            # first damage row or gap (a zero tail the scan resynchronised past)
+            chained = np.empty(len(pos), bool)
+            chained[0] = pos[0] == expected
+            chained[1:] = pos[1:] == pos[:-1] + size[:-1]
+            bad = np.flatnonzero(~(good & chained))
+            n = int(bad[0]) if len(bad) else len(pos)
+            if len(bad) and chained[n]:
+                s.stopped_at = batch.column("error")[n].as_py()
+            blank = np.asarray(pc.equal(batch.column("kind").slice(0, n), fd.KIND_BLANK).to_numpy(zero_copy_only=False), bool)
+            rows = batch.slice(0, n).filter(pa.array(~blank))
+            s.blanks += int(blank.sum())
+            blank_seen |= bool(blank.any())
+            s.records += rows.num_rows
+            if rows.num_rows:
+                mpos, msize = pos[:n][~blank], size[:n][~blank]
+                s.commitlog_end_offset = int(mpos[-1] + msize[-1])
+                s.crc_failures += int(pc.sum(pc.is_in(rows.column("kind"), value_set=pa.array([BODY_CRC, PROPERTY_CRC]))).as_py() or 0)
+                _count_features(rows, a, mpos - f.file_from_offset, msize, per_queue, feats)
+            if n:
+                expected = int(pos[n - 1] + size[n - 1])
+            if len(bad):
+                stopped = True
+                break
+        # the log goes on in the next file only after a BLANK or a record ending the file
+        if stopped or not (blank_seen or expected == f.file_from_offset + f.file_size):
+            break
+        expected = f.file_from_offset + f.file_size
+    s.per_queue = dict(sorted(per_queue.items()))
+    s.features = dict(sorted(feats.items()))
+
+
+def _count_features(rows, a: np.ndarray, rel: np.ndarray, size: np.ndarray, per_queue: Counter, feats: Counter) -> None:
+    import pyarrow.compute as pc
+
+    keys = pc.binary_join_element_wise(rows.column("topic"), pc.cast(rows.column("queue_id"), "string"), "/")
+    for k, c in zip(*(lambda v: (v.field("values").to_pylist(), v.field("counts").to_pylist()))(pc.value_counts(keys))):
+        per_queue[k] += c
+    magic = np.asarray(rows.column("magic").to_numpy(zero_copy_only=False), np.int64)
+    sf = np.asarray(rows.column("sys_flag").to_numpy(zero_copy_only=False), np.int64)
+    # the optional __CRC32# property is the last 20 bytes of a record that has it
+    tail = rel + size - PROPERTY_CRC_TAIL
+    has_crc = (size >= cl.FIXED_SIZE_V1_IPV4 + PROPERTY_CRC_TAIL) & (a[rel + size - 1] == 2)
+    has_crc &= (a[tail[:, None] + np.arange(len(_CRC_TAIL))] == _CRC_TAIL).all(axis=1)
+    topics = rows.column("topic")
+    counts = {
+        "V2 records (topic > 127 bytes)": int((magic == cl.MAGIC_V2).sum()),
+        "IPv6 born host": int((sf & cl.FLAG_BORNHOST_V6 != 0).sum()),
+        "IPv6 store host": int((sf & cl.FLAG_STOREHOST_V6 != 0).sum()),
+        "__CRC32# property CRC": int(has_crc.sum()),
+        "compressed body": int((sf & cl.FLAG_COMPRESSED != 0).sum()),
+        "delayed (SCHEDULE_TOPIC_XXXX)": int(pc.sum(pc.equal(topics, "SCHEDULE_TOPIC_XXXX")).as_py() or 0),
+    }
+    for t in (cl.TRANSACTION_PREPARED_TYPE, cl.TRANSACTION_COMMIT_TYPE, cl.TRANSACTION_ROLLBACK_TYPE):
+        counts[f"transaction {cl.TRANSACTION_NAMES[t]}"] = int((sf & cl.TRANSACTION_MASK == t).sum())
+    for name, c in counts.items():
+        if c:
+            feats[name] += c
