@@ -979,30 +979,49 @@ def _crc32_side_by_side(a: np.ndarray, starts: np.ndarray, lens: np.ndarray) -> 
 _CRC32_NAME_U8 = np.frombuffer(props.CRC32.encode(), "<u8")[0]
 
 
-def _check_crcs(ctx: _Ctx, P, body_start, body_end, total, body_crc, props_start, props_len, bodies_all):
+def _bodies_and_crcs(ctx: _Ctx, body_start: np.ndarray, body_end: np.ndarray):
+    """The body column and every body's CRC in one compiled pass
+    (:mod:`rmqlab.format.kernels`), or None where that is not available."""
+    global _kernels
+    if _kernels is None:
+        from . import kernels as _k
+
+        _kernels = _k
+    if not _kernels.AVAILABLE:
+        return None
+    off = ctx.buf_offset
+    return _kernels.bodies_and_crcs(ctx.a, body_start - off, body_end - body_start)
+
+
+_kernels = None  # rmqlab.format.kernels, imported on first use (it loads numba)
+
+
+def _check_crcs(ctx: _Ctx, P, body_start, body_end, total, body_crc, props_start, props_len, bodies_all, computed=None):
     """``(body_ok, prop_state)``: prop_state 0 = no __CRC32# property, 1 ok, 2 bad
-    (Java ``enabledAppendPropCRC``: last 20 bytes of the properties)."""
+    (Java ``enabledAppendPropCRC``: last 20 bytes of the properties).  ``computed``:
+    the bodies' CRCs when they are known already."""
     mv = ctx.mv
     off = ctx.buf_offset
     crc = _crc32
-    computed = np.empty(len(P), np.int64)
-    lens = body_end - body_start
-    short = lens <= _VECTOR_CRC_MAX
-    # short bodies are checksummed in the compacted body buffer (cache-friendly);
-    # long ones straight from the file buffer
-    bodies = bodies_all.buffers()[2]
-    bdata = np.frombuffer(bodies, np.uint8) if bodies is not None else np.zeros(0, np.uint8)
-    boffs = np.frombuffer(bodies_all.buffers()[1], np.int32, count=len(P) + 1, offset=bodies_all.offset * 4).astype(np.int64)
-    if short.all():
-        computed[:] = _crc32_many(bdata, boffs[:-1], lens)
-    else:
-        si = np.flatnonzero(short)
-        li = np.flatnonzero(~short)
-        computed[si] = _crc32_many(bdata, boffs[:-1][si], lens[si])
-        # one C-level pass of map(): no Python frame per record
-        bs = (body_start[li] - off).tolist()
-        be = (body_end[li] - off).tolist()
-        computed[li] = np.fromiter(map(crc, map(mv.__getitem__, map(slice, bs, be))), np.int64, len(li))
+    if computed is None:
+        lens = body_end - body_start
+        short = lens <= _VECTOR_CRC_MAX
+        # short bodies are checksummed in the compacted body buffer (cache-friendly);
+        # long ones straight from the file buffer
+        bodies = bodies_all.buffers()[2]
+        bdata = np.frombuffer(bodies, np.uint8) if bodies is not None else np.zeros(0, np.uint8)
+        boffs = np.frombuffer(bodies_all.buffers()[1], np.int32, count=len(P) + 1, offset=bodies_all.offset * 4).astype(np.int64)
+        if short.all():
+            computed = _crc32_many(bdata, boffs[:-1], lens)
+        else:
+            computed = np.empty(len(P), np.int64)
+            si = np.flatnonzero(short)
+            li = np.flatnonzero(~short)
+            computed[si] = _crc32_many(bdata, boffs[:-1][si], lens[si])
+            # one C-level pass of map(): no Python frame per record
+            bs = (body_start[li] - off).tolist()
+            be = (body_end[li] - off).tolist()
+            computed[li] = np.fromiter(map(crc, map(mv.__getitem__, map(slice, bs, be))), np.int64, len(li))
     body_ok = (computed & 0x7FFFFFFF) == body_crc
     prop_state = np.zeros(len(P), np.int8)
     cand = np.flatnonzero(props_len >= PROPERTY_CRC_TAIL)
@@ -1086,23 +1105,6 @@ def _decode_positions(ctx: _Ctx, P: np.ndarray) -> tuple[pa.RecordBatch | None, 
         if bad == 0:
             return None, 0
         return _decode_positions(ctx, P[:bad])[0], bad
-    # checks
-    body_crc = cols["body_crc"].astype(np.int64)
-    crc_ok = None
-    kinds = None
-    bodies_all = None
-    if ctx.verify_crc:
-        bodies_all = _interleaved(ctx, body_start, body_end, None)
-        body_ok, prop_state = _check_crcs(ctx, P, body_start, body_end, total, body_crc, props_start, props_len, bodies_all)
-        crc_ok = body_ok & (prop_state != 2)
-        if not crc_ok.all():
-            first = int(np.argmin(crc_ok))
-            kind = BODY_CRC if not body_ok[first] else PROPERTY_CRC
-            if ctx.mode == "strict":
-                raise RecordError(
-                    ctx.file, int(P[first]), kind, f"stored CRC does not match the recomputed one (record at physical offset {ctx.file_base + int(P[first])})"
-                )
-            kinds = np.where(body_ok, np.where(prop_state == 2, 2, 0), 1)
     # filters (applied before the heavy columns are built)
     keep = None
     topic_bin = _interleaved(ctx, topic_start, topic_end, None)
@@ -1162,6 +1164,28 @@ def _decode_positions(ctx: _Ctx, P: np.ndarray) -> tuple[pa.RecordBatch | None, 
     # variable parts
     topic = _to_string(topic_bin) if want("topic") else pa.nulls(m, pa.string())
     properties = _properties(_interleaved(ctx, props_start, rec_end, keep)) if want("properties") else pa.nulls(m, PROPERTIES_TYPE)
+    # checks
+    body_crc = cols["body_crc"].astype(np.int64)
+    crc_ok = None
+    kinds = None
+    bodies_all = None
+    if ctx.verify_crc:
+        fused = _bodies_and_crcs(ctx, body_start, body_end)
+        computed = None
+        if fused is not None:
+            bodies_all, computed = fused
+        else:
+            bodies_all = _interleaved(ctx, body_start, body_end, None)
+        body_ok, prop_state = _check_crcs(ctx, P, body_start, body_end, total, body_crc, props_start, props_len, bodies_all, computed)
+        crc_ok = body_ok & (prop_state != 2)
+        if not crc_ok.all():
+            first = int(np.argmin(crc_ok))
+            kind = BODY_CRC if not body_ok[first] else PROPERTY_CRC
+            if ctx.mode == "strict":
+                raise RecordError(
+                    ctx.file, int(P[first]), kind, f"stored CRC does not match the recomputed one (record at physical offset {ctx.file_base + int(P[first])})"
+                )
+            kinds = np.where(body_ok, np.where(prop_state == 2, 2, 0), 1)
     if not (ctx.include_body and want("body")):
         body = pa.nulls(m, pa.binary())
     elif bodies_all is not None:

@@ -1,0 +1,46 @@
+"""The compiled body pass (rmqlab.format.kernels): the same bodies and CRCs as slicing
+and zlib.crc32, and fastdecode gives the same rows with it as without it."""
+
+from __future__ import annotations
+
+import zlib
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from rmqlab.format import fastdecode as fd
+from rmqlab.format import kernels
+
+from tests.support import REFERENCE
+
+pytestmark = pytest.mark.skipif(not kernels.AVAILABLE, reason="numba or a CRC library is missing: the pure path is used")
+
+
+def test_bodies_and_crcs_equal_slicing_and_zlib():
+    rng = np.random.default_rng(7)
+    src = rng.integers(0, 256, 20 << 20, dtype=np.uint8)  # large enough to be split across threads
+    lens = rng.integers(0, 9000, 4000)
+    lens[::97] = 0  # empty bodies
+    starts = np.sort(rng.integers(0, len(src) - 9000, len(lens)))
+    arr, crcs = kernels.bodies_and_crcs(src, starts, lens)
+    assert arr.type == pa.binary() and len(arr) == len(lens)
+    for i in list(range(0, len(lens), 37)) + [len(lens) - 1]:
+        want = src[starts[i] : starts[i] + lens[i]].tobytes()
+        assert arr[i].as_py() == want
+        assert int(crcs[i]) == zlib.crc32(want)
+    with pytest.raises(ValueError):
+        kernels.bodies_and_crcs(src, np.array([len(src) - 5]), np.array([10]))
+
+
+@pytest.mark.parametrize("case", ["clean", "crash-torn", "v2ipv6"])
+def test_decoder_rows_are_the_same_without_the_kernel(case, monkeypatch):
+    f = REFERENCE / case / "store" / "commitlog" / "00000000000000000000"
+    buf = f.read_bytes()
+    data = bytearray(buf)
+    data[5000] ^= 0xFF  # a body CRC failure somewhere, whatever record it hits
+    rows = {}
+    for name, available in (("kernel", True), ("pure", False)):
+        monkeypatch.setattr(kernels, "AVAILABLE", available)
+        rows[name] = [pa.Table.from_batches(list(fd.decode_file(bytes(b), 0, file=str(f), mode="lenient", batch_rows=64))).to_pylist() for b in (buf, data)]
+    assert rows["kernel"] == rows["pure"]
