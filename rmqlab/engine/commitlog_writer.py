@@ -47,7 +47,9 @@ def record_packer(born_len: int, store_len: int) -> struct.Struct:
     return p
 
 
-_WHOLE: dict[tuple[int, int, int, int], struct.Struct] = {}
+#: whole-record packers by (store host length, body, topic field, properties length);
+#: hot paths look here first and call whole_record_packer only on a miss
+WHOLE_RECORD_PACKERS: dict[tuple[int, int, int, int], struct.Struct] = {}
 _WHOLE_MAX = 4096
 
 
@@ -58,12 +60,12 @@ def whole_record_packer(store_len: int, body_len: int, topic_len: int, props_len
     intermediate bytes.  Cached per shape; ``None`` once the cache is full (varied
     sizes: the caller packs the header and joins the parts instead)."""
     key = (store_len, body_len, topic_len, props_len)
-    p = _WHOLE.get(key)
+    p = WHOLE_RECORD_PACKERS.get(key)
     if p is None:
-        if len(_WHOLE) >= _WHOLE_MAX:
+        if len(WHOLE_RECORD_PACKERS) >= _WHOLE_MAX:
             return None
         p = struct.Struct(f"{HEADER_FORMAT}4siq{store_len}siiqi{body_len}s{topic_len}sh{props_len}s")
-        _WHOLE[key] = p
+        WHOLE_RECORD_PACKERS[key] = p
     return p
 
 

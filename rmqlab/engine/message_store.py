@@ -14,8 +14,8 @@ checkpoint, ``abort`` and ``lock``.  Quick tour::
 What happens on a put (Java ``CommitLog.asyncPutMessage``)::
 
     validate ─► encode (outside the lock) ─► [put lock: store time, queue offset,
-    append into the mapped file, BLANK + roll if it does not fit] ─► dispatch request
-    queued ─► SYNC_FLUSH: wait for the group commit that covers the record
+    append into the mapped file, BLANK + roll if it does not fit] ─► its offset queued
+    for reput ─► SYNC_FLUSH: wait for the group commit that covers the record
 
 Opening a store that already has files runs RocketMQ's start-up recovery first
 (:func:`rmqlab.recovery.recover`, in place, with the cut bytes saved in a sidecar
@@ -56,16 +56,16 @@ from ..errors import StoreLayoutError, StoreLockedError
 from ..format import commitlog as cl
 from ..format import hashing
 from ..format import properties as props
-from ..format.msgid import parse_host
 from ..format.batch import BatchFormatError
 from ..format.encode import batch_record_sizes, topic_field, write_batch_records
 from ..format.hashing import java_string_hash
+from ..format.msgid import parse_host
 from ..format.record import Record
 from ..store.reader import ABORT_FILE, CHECKPOINT_FILE, COMMITLOG_DIR, LOCK_FILE, StoreReader
 from .checkpoint_writer import StoreCheckpointWriter
 from .clean import CleanReport, clean_expired
 from .clock import DEFAULT_STORE_HOST, SystemClock
-from .commitlog_writer import _WHOLE, CommitLogWriter, record_packer, whole_record_packer
+from .commitlog_writer import WHOLE_RECORD_PACKERS, CommitLogWriter, record_packer, whole_record_packer
 from .dispatch import SCHEDULE_TOPIC, CommitLogDispatcher, DispatchColumns, DispatchRequest, read_dispatch_columns
 from .flush import FlushRealTimeService, GroupCommitService, PeriodicService
 from .mapped_file import fsync_directory
@@ -178,9 +178,10 @@ class MessageStore:
         self.validator = Validator(self.config)
         self._lock = threading.Lock()  # Java putMessageLock (+ topicQueueLock)
         self._reput_lock = threading.Lock()
-        # physical offsets of the records appended and not dispatched yet: reput reads
-        # them back from the log (Java dispatchBehindBytes, counted in records)
-        self._pending: list[int] = []
+        # the records appended and not dispatched yet (Java dispatchBehindBytes, counted
+        # in records): their physical offsets, which reput reads back from the log, or
+        # for big bodies the DispatchRequest built at put time (see _big_request)
+        self._pending: list[int | DispatchRequest] = []
         self._queue_offsets: dict[tuple[str, int], int] = {}  # Java topicQueueTable
         self._tags_cache: dict[str, int] = {}  # TAGS -> tagsCode, for _big_request
         self._fast_topics: dict[str, tuple[bytes, int, int]] = {}
@@ -530,7 +531,7 @@ class MessageStore:
         total = tinfo[2] + blen + plen
         if blen > self._max_body or plen > 32767 or total > self._max_total:
             return self._put_general(msg)  # answers with the right status and reason
-        whole = None if blen >= _BIG_BODY else _WHOLE.get((self._store_len, blen, len(tinfo[0]), plen)) or whole_record_packer(self._store_len, blen, len(tinfo[0]), plen)
+        whole = None if blen >= _BIG_BODY else WHOLE_RECORD_PACKERS.get((self._store_len, blen, len(tinfo[0]), plen)) or whole_record_packer(self._store_len, blen, len(tinfo[0]), plen)
         body_crc = (_zlib_crc32 if blen < 1024 else _fast_crc32)(body) & 0x7FFFFFFF
         topic = msg.topic
         qid = msg.queue_id
@@ -823,7 +824,7 @@ class MessageStore:
                     clog.prefault(f, end)
                 born_ts = m.born_timestamp
                 plen = len(raw)
-                whole = None if blen >= _BIG_BODY else _WHOLE.get((store_len, blen, len(tinfo[0]), plen)) or whole_record_packer(store_len, blen, len(tinfo[0]), plen)
+                whole = None if blen >= _BIG_BODY else WHOLE_RECORD_PACKERS.get((store_len, blen, len(tinfo[0]), plen)) or whole_record_packer(store_len, blen, len(tinfo[0]), plen)
                 try:
                     if whole is not None:
                         whole.pack_into(

@@ -87,6 +87,7 @@ def _compile():
 _KERNEL = _compile()
 #: whether :func:`bodies_and_crcs` runs compiled (else it returns None)
 AVAILABLE = _KERNEL is not None
+_WORKERS = max(1, min(2, os.cpu_count() or 1))
 _POOL: ThreadPoolExecutor | None = None
 #: below this many body bytes one thread does it all (thread hand-off costs more)
 _SPLIT_MIN_BYTES = 4 << 20
@@ -95,7 +96,7 @@ _SPLIT_MIN_BYTES = 4 << 20
 def _pool() -> ThreadPoolExecutor:
     global _POOL
     if _POOL is None:
-        _POOL = ThreadPoolExecutor(max_workers=max(1, min(2, os.cpu_count() or 1)), thread_name_prefix="rmqlab-kernel")
+        _POOL = ThreadPoolExecutor(max_workers=_WORKERS - 1, thread_name_prefix="rmqlab-kernel")
     return _POOL
 
 
@@ -119,8 +120,7 @@ def bodies_and_crcs(src: np.ndarray, starts: np.ndarray, lens: np.ndarray) -> tu
         raise ValueError("more than 2 GiB of slices: Arrow binary offsets are int32")
     dst = np.empty(total, dtype=np.uint8)
     crcs = np.zeros(n, dtype=np.int64)
-    workers = _pool()._max_workers
-    if workers > 1 and total >= _SPLIT_MIN_BYTES:
+    if _WORKERS > 1 and total >= _SPLIT_MIN_BYTES:
         cut = int(np.searchsorted(offs, total // 2))  # halves by bytes, not by rows
         other = _pool().submit(_KERNEL, src, starts, lens, dst, offs, crcs, cut, n)
         _KERNEL(src, starts, lens, dst, offs, crcs, 0, cut)  # releases the GIL: the worker runs meanwhile
