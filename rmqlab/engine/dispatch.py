@@ -371,12 +371,12 @@ def read_dispatch_columns(buf, positions: np.ndarray, *, file_base: int, file: s
     reput (and recovery's re-dispatch) reads back from the log.
 
     ``buf`` holds the file from position 0 (a mapping, bytes or uint8 array).  The
-    records are decoded in bulk with :mod:`rmqlab.format.fastdecode` at the known
-    positions (no walk of the chain); the rows must be exactly the records asked for,
-    else they are read one by one with :func:`~rmqlab.format.record.decode_record`,
-    as are rows whose properties fastdecode cannot tell apart from Java's reading
-    (see :meth:`DispatchColumns.from_arrow`).  CRCs are not checked (Java's reput does
-    not check them).
+    records are decoded in bulk with :func:`rmqlab.format.fastdecode.decode_positions`
+    (one row per position, no walk of the chain); should one of them be damaged, all
+    are read one by one with :func:`~rmqlab.format.record.decode_record`, which names
+    the damage, as are rows whose properties fastdecode cannot tell apart from Java's
+    reading (see :meth:`DispatchColumns.from_arrow`).  CRCs are not checked (Java's
+    reput does not check them).
     """
     pa, pc = _arrow()
     rel = np.asarray(positions, dtype=np.int64)
@@ -387,14 +387,7 @@ def read_dispatch_columns(buf, positions: np.ndarray, *, file_base: int, file: s
 
     batches = _decode_at(a, rel, file_base, file) if len(rel) else None
     if batches:
-        table = pa.Table.from_batches(batches)
-        phys = np.asarray(table.column("physical_offset").to_numpy(zero_copy_only=False), dtype=np.int64)
-        chosen = rel + file_base
-        if len(phys) != len(chosen):
-            keep = np.isin(phys, chosen)
-            table, phys = table.filter(pa.array(keep)), phys[keep]
-        if len(phys) == len(chosen) and (phys == chosen).all():
-            return DispatchColumns.from_arrow(table, delay_levels, exact=lambda r: one(int(rel[r])))
+        return DispatchColumns.from_arrow(pa.Table.from_batches(batches), delay_levels, exact=lambda r: one(int(rel[r])))
     return DispatchColumns.from_requests([one(p) for p in rel.tolist()])
 
 
