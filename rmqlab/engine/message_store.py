@@ -797,6 +797,7 @@ class MessageStore:
                 return self._fail(PutMessageStatus.SERVICE_NOT_AVAILABLE, "the message store is shut down")
             now = _time_ns() // 1_000_000 if self._system_clock else self.clock.now_ms()
             first = None
+            last_ts = 0  # store time of the last record written (for a batch cut short)
             f = clog.files[-1]
             mm = f.mm
             pos = f.wrote_position
