@@ -9,10 +9,10 @@ is written straight into the mapped file at the write position; when
 allocate service pre-allocates ``nextNextFilePath``) and deleted again on a
 clean shutdown, as Java does.
 
-The record layout is packed with a ``struct`` whose format is derived from
-:data:`rmqlab.format.record.HEADER_FORMAT` (itself derived from the construct
-schema); tests check every record against :func:`rmqlab.format.encode.encode_record`
-and against RocketMQ's own files.
+The record layout is packed with the ``struct`` s of :mod:`rmqlab.format.encode`
+(formats derived from :data:`rmqlab.format.record.HEADER_FORMAT`, itself derived from
+the construct schema); tests check the encoder against ``MessageRecord.build`` and
+the engine's records against RocketMQ's own files.
 """
 
 from __future__ import annotations
@@ -27,48 +27,12 @@ from pathlib import Path
 from ..errors import StoreFormatError, StoreLayoutError
 from ..files.mapped_file_queue import file_name_for_offset
 from ..format import commitlog as cl
-from ..format.record import HEADER_FORMAT, PROPERTY_CRC_TAIL, encode_crc_digits
+from ..format.encode import record_packer
+from ..format.record import PROPERTY_CRC_TAIL, encode_crc_digits
 from .mapped_file import WritableMappedFile, fsync_directory
 
 _NAME = re.compile(r"^\d{20}$")
 _BLANK = struct.Struct(">iI")
-_PACKERS: dict[tuple[int, int], struct.Struct] = {}
-
-
-def record_packer(born_len: int, store_len: int) -> struct.Struct:
-    """Fixed fields from totalSize through bodyLength for the given host address sizes:
-    the schema's header, then bornHost, storeTimestamp, storeHost, reconsumeTimes,
-    preparedTransactionOffset, bodyLength."""
-    key = (born_len, store_len)
-    p = _PACKERS.get(key)
-    if p is None:
-        p = struct.Struct(f"{HEADER_FORMAT}{born_len}siq{store_len}siiqi")
-        _PACKERS[key] = p
-    return p
-
-
-#: whole-record packers by (store host length, body, topic field, properties length);
-#: hot paths look here first and call whole_record_packer only on a miss
-WHOLE_RECORD_PACKERS: dict[tuple[int, int, int, int], struct.Struct] = {}
-_WHOLE_MAX = 4096
-
-
-def whole_record_packer(store_len: int, body_len: int, topic_len: int, props_len: int) -> struct.Struct | None:
-    """One ``Struct`` for a whole V1 record with an IPv4 bornHost: the fixed fields,
-    the body, ``topic_len`` bytes of topic length + topic, propertiesLength and the
-    properties — so a put packs straight into the mapped file in one call, with no
-    intermediate bytes.  Cached per shape; ``None`` once the cache is full (varied
-    sizes: the caller packs the header and joins the parts instead)."""
-    key = (store_len, body_len, topic_len, props_len)
-    p = WHOLE_RECORD_PACKERS.get(key)
-    if p is None:
-        if len(WHOLE_RECORD_PACKERS) >= _WHOLE_MAX:
-            return None
-        p = struct.Struct(f"{HEADER_FORMAT}4siq{store_len}siiqi{body_len}s{topic_len}sh{props_len}s")
-        WHOLE_RECORD_PACKERS[key] = p
-    return p
-
-
 class CommitLogWriter:
     """``commitlog/`` as a queue of writable mapped files.
 
@@ -216,7 +180,7 @@ class CommitLogWriter:
         pos = f.wrote_position
         phy = f.file_from_offset + pos
         mm = f.mm
-        packer = _PACKERS.get((len(born_host[0]), len(store_host[0]))) or record_packer(len(born_host[0]), len(store_host[0]))
+        packer = record_packer(len(born_host[0]), len(store_host[0]))
         try:
             packer.pack_into(
                 mm, pos, total, magic, body_crc, queue_id, flag, queue_offset, phy, sys_flag, born_timestamp,

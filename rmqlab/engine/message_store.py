@@ -57,7 +57,7 @@ from ..format import commitlog as cl
 from ..format import hashing
 from ..format import properties as props
 from ..format.batch import BatchFormatError
-from ..format.encode import batch_record_sizes, topic_field, write_batch_records
+from ..format.encode import WHOLE_RECORD_PACKERS, batch_record_sizes, record_packer, topic_field, whole_record_packer, write_batch_records
 from ..format.hashing import java_string_hash
 from ..format.msgid import parse_host
 from ..format.record import Record
@@ -65,7 +65,7 @@ from ..store.reader import ABORT_FILE, CHECKPOINT_FILE, COMMITLOG_DIR, LOCK_FILE
 from .checkpoint_writer import StoreCheckpointWriter
 from .clean import CleanReport, clean_expired
 from .clock import DEFAULT_STORE_HOST, SystemClock
-from .commitlog_writer import WHOLE_RECORD_PACKERS, CommitLogWriter, record_packer, whole_record_packer
+from .commitlog_writer import CommitLogWriter
 from .dispatch import SCHEDULE_TOPIC, CommitLogDispatcher, DispatchColumns, DispatchRequest, read_dispatch_columns
 from .flush import FlushRealTimeService, GroupCommitService, PeriodicService
 from .mapped_file import fsync_directory

@@ -16,18 +16,42 @@ import numpy as np
 from . import commitlog as cl
 from .layout import PREFIX_DTYPES
 from .properties import CRC32, NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR
-from .record import PROPERTY_CRC_TAIL, encode_crc_digits
+from .record import HEADER_FORMAT, PROPERTY_CRC_TAIL, encode_crc_digits
 
 _PACKERS: dict[tuple[int, int], struct.Struct] = {}
 
 
-def _packer(born_len: int, store_len: int) -> struct.Struct:
-    """The fixed part from totalSize to bodyLength for the given host sizes."""
+def record_packer(born_len: int, store_len: int) -> struct.Struct:
+    """Fixed fields from totalSize through bodyLength for the given host address sizes:
+    the schema's header, then bornHost, storeTimestamp, storeHost, reconsumeTimes,
+    preparedTransactionOffset, bodyLength."""
     key = (born_len, store_len)
     p = _PACKERS.get(key)
     if p is None:
-        p = struct.Struct(f">iIiiiqqiq{born_len}siq{store_len}siiqi")
+        p = struct.Struct(f"{HEADER_FORMAT}{born_len}siq{store_len}siiqi")
         _PACKERS[key] = p
+    return p
+
+
+#: whole-record packers by (store host length, body, topic field, properties length);
+#: hot paths look here first and call whole_record_packer only on a miss
+WHOLE_RECORD_PACKERS: dict[tuple[int, int, int, int], struct.Struct] = {}
+_WHOLE_MAX = 4096
+
+
+def whole_record_packer(store_len: int, body_len: int, topic_len: int, props_len: int) -> struct.Struct | None:
+    """One ``Struct`` for a whole V1 record with an IPv4 bornHost: the fixed fields,
+    the body, ``topic_len`` bytes of topic length + topic, propertiesLength and the
+    properties — so a put packs straight into the mapped file in one call, with no
+    intermediate bytes.  Cached per shape; ``None`` once the cache is full (varied
+    sizes: the caller packs the header and joins the parts instead)."""
+    key = (store_len, body_len, topic_len, props_len)
+    p = WHOLE_RECORD_PACKERS.get(key)
+    if p is None:
+        if len(WHOLE_RECORD_PACKERS) >= _WHOLE_MAX:
+            return None
+        p = struct.Struct(f"{HEADER_FORMAT}4siq{store_len}siiqi{body_len}s{topic_len}sh{props_len}s")
+        WHOLE_RECORD_PACKERS[key] = p
     return p
 
 
@@ -74,7 +98,7 @@ def encode_record(
     if body_crc is None:
         body_crc = zlib.crc32(body) & 0x7FFFFFFF
     total = cl.record_size(len(body), len(topic), len(properties), sys_flag, v2)
-    head = _packer(len(born_addr), len(store_addr)).pack(
+    head = record_packer(len(born_addr), len(store_addr)).pack(
         total,
         cl.MAGIC_V2 if v2 else cl.MAGIC_V1,
         body_crc,
