@@ -1313,7 +1313,7 @@ def scan_range(
     if resync:
         pos = _next_valid(ctx, start, stop)
     while pos is not None and pos < stop:
-        positions, end = _walk_lanes(ctx, pos, stop) if stop - pos > LANE_MIN_RANGE else _walk_py_arr(ctx, pos, stop)
+        positions, end = _walk(ctx, pos, stop)
         # decode in batches
         i = 0
         restart = None
@@ -1339,6 +1339,21 @@ def scan_range(
         if is_valid_position(ctx.a, pos, file_base=file_base, file_size=file_size, buf_offset=buf_offset):
             break
         pos = yield from _event(ctx, pos, stop)
+
+
+def _walk(ctx: _Ctx, pos: int, stop: int) -> tuple[np.ndarray, int]:
+    """The chain from ``pos``: compiled when :mod:`rmqlab.format.kernels` can, else in
+    numpy lanes for long ranges and the plain loop for short ones (same answer)."""
+    global _kernels
+    if _kernels is None:
+        from . import kernels as _k
+
+        _kernels = _k
+    if _kernels.AVAILABLE:
+        got = _kernels.walk(ctx.a, pos, stop, min(ctx.buf_end, ctx.file_size), ctx.buf_offset, _MIN_SIZE, (cl.MAGIC_V1, cl.MAGIC_V2))
+        if got is not None:
+            return got
+    return _walk_lanes(ctx, pos, stop) if stop - pos > LANE_MIN_RANGE else _walk_py_arr(ctx, pos, stop)
 
 
 def _walk_py_arr(ctx, pos, stop):

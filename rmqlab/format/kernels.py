@@ -84,9 +84,39 @@ def _compile():
     return copy_and_crc
 
 
+def _compile_walk():
+    if os.environ.get("RMQLAB_NO_KERNELS"):
+        return None
+    try:
+        import numba
+    except ImportError:
+        return None
+
+    @numba.njit(nogil=True, cache=True)
+    def walk(a, pos, stop, limit, off, min_size, magic1, magic2, out):  # pragma: no cover - compiled
+        n = 0
+        while pos < stop and n < len(out):
+            if pos + 8 > limit:
+                break
+            i = pos - off
+            size = (np.int64(a[i]) << 24) | (np.int64(a[i + 1]) << 16) | (np.int64(a[i + 2]) << 8) | np.int64(a[i + 3])
+            if size >= 1 << 31:
+                size -= 1 << 32  # int32, as Java reads it
+            magic = (np.int64(a[i + 4]) << 24) | (np.int64(a[i + 5]) << 16) | (np.int64(a[i + 6]) << 8) | np.int64(a[i + 7])
+            if (magic != magic1 and magic != magic2) or size < min_size or pos + size > limit:
+                break
+            out[n] = pos
+            n += 1
+            pos += size
+        return n, pos
+
+    return walk
+
+
 _KERNEL = _compile()
-#: whether :func:`bodies_and_crcs` runs compiled (else it returns None)
-AVAILABLE = _KERNEL is not None
+_WALK = _compile_walk()
+#: whether :func:`bodies_and_crcs` and :func:`walk` run compiled (else they return None)
+AVAILABLE = _KERNEL is not None and _WALK is not None
 _WORKERS = max(1, min(2, os.cpu_count() or 1))
 _POOL: ThreadPoolExecutor | None = None
 #: below this many body bytes one thread does it all (thread hand-off costs more)
@@ -131,4 +161,16 @@ def bodies_and_crcs(src: np.ndarray, starts: np.ndarray, lens: np.ndarray) -> tu
     return arr, crcs
 
 
-__all__ = ["AVAILABLE", "bodies_and_crcs"]
+def walk(a: np.ndarray, pos: int, stop: int, limit: int, off: int, min_size: int, magics: tuple[int, int]) -> tuple[np.ndarray, int] | None:
+    """Java's record loop, compiled: the positions of the message records from file
+    position ``pos`` while ``< stop`` (``a[0]`` is file position ``off``; nothing
+    at or past ``limit`` is read), stopping at anything else (BLANK, zeros, damage)
+    for the caller to look at; and where it stopped.  None when not compiled."""
+    if _WALK is None:
+        return None
+    out = np.empty(max(0, (min(stop, limit) - pos)) // min_size + 1, dtype=np.int64)
+    n, end = _WALK(a, pos, stop, limit, off, min_size, magics[0], magics[1], out)
+    return out[:n], int(end)
+
+
+__all__ = ["AVAILABLE", "bodies_and_crcs", "walk"]
