@@ -689,6 +689,19 @@ def _properties(parr: pa.Array) -> pa.Array:
     ro = ro - base
     data = np.frombuffer(bufs[2], np.uint8)[base : base + int(ro[-1])] if bufs[2] is not None else np.zeros(0, np.uint8)
     total = len(data)
+    k = _kern()
+    if k is not None:
+        got = k.property_pairs(data, ro)
+        if got is not None:
+            moffs, keys_b, vals_b = got
+            try:
+                if total == 0 or int(data.max()) < 0x80:
+                    keys, vals = keys_b.view(pa.string()), vals_b.view(pa.string())
+                else:
+                    keys, vals = keys_b.cast(pa.string()), vals_b.cast(pa.string())
+            except pa.ArrowInvalid:
+                return _properties_python(parr)
+            return pa.MapArray.from_arrays(pa.array(moffs), keys, vals)
     tok = np.flatnonzero(data <= 2)
     kinds = data[tok]
     if len(tok) % 2 == 0 and (kinds[0::2] == 1).all() and (kinds[1::2] == 2).all():
@@ -979,21 +992,26 @@ def _crc32_side_by_side(a: np.ndarray, starts: np.ndarray, lens: np.ndarray) -> 
 _CRC32_NAME_U8 = np.frombuffer(props.CRC32.encode(), "<u8")[0]
 
 
-def _bodies_and_crcs(ctx: _Ctx, body_start: np.ndarray, body_end: np.ndarray):
-    """The body column and every body's CRC in one compiled pass
-    (:mod:`rmqlab.format.kernels`), or None where that is not available."""
+def _kern():
+    """:mod:`rmqlab.format.kernels` when its compiled loops can run, else None (the
+    numpy paths below give the same answers).  Imported on first use: it loads numba."""
     global _kernels
     if _kernels is None:
         from . import kernels as _k
 
         _kernels = _k
-    if not _kernels.AVAILABLE:
+    return _kernels if _kernels.AVAILABLE else None
+
+
+_kernels = None
+
+
+def _bodies_and_crcs(ctx: _Ctx, body_start: np.ndarray, body_end: np.ndarray):
+    """The body column and every body's CRC in one compiled pass, or None."""
+    k = _kern()
+    if k is None:
         return None
-    off = ctx.buf_offset
-    return _kernels.bodies_and_crcs(ctx.a, body_start - off, body_end - body_start)
-
-
-_kernels = None  # rmqlab.format.kernels, imported on first use (it loads numba)
+    return k.bodies_and_crcs(ctx.a, body_start - ctx.buf_offset, body_end - body_start)
 
 
 def _check_crcs(ctx: _Ctx, P, body_start, body_end, total, body_crc, props_start, props_len, bodies_all, computed=None):
@@ -1344,15 +1362,9 @@ def scan_range(
 def _walk(ctx: _Ctx, pos: int, stop: int) -> tuple[np.ndarray, int]:
     """The chain from ``pos``: compiled when :mod:`rmqlab.format.kernels` can, else in
     numpy lanes for long ranges and the plain loop for short ones (same answer)."""
-    global _kernels
-    if _kernels is None:
-        from . import kernels as _k
-
-        _kernels = _k
-    if _kernels.AVAILABLE:
-        got = _kernels.walk(ctx.a, pos, stop, min(ctx.buf_end, ctx.file_size), ctx.buf_offset, _MIN_SIZE, (cl.MAGIC_V1, cl.MAGIC_V2))
-        if got is not None:
-            return got
+    k = _kern()
+    if k is not None:
+        return k.walk(ctx.a, pos, stop, min(ctx.buf_end, ctx.file_size), ctx.buf_offset, _MIN_SIZE, (cl.MAGIC_V1, cl.MAGIC_V2))
     return _walk_lanes(ctx, pos, stop) if stop - pos > LANE_MIN_RANGE else _walk_py_arr(ctx, pos, stop)
 
 

@@ -113,10 +113,73 @@ def _compile_walk():
     return walk
 
 
+def _compile_pairs():
+    if os.environ.get("RMQLAB_NO_KERNELS"):
+        return None
+    try:
+        import numba
+    except ImportError:
+        return None
+
+    @numba.njit(nogil=True, cache=True)
+    def split_pairs(data, ro, ns, ne, vs, ve, counts):  # pragma: no cover - compiled
+        """Per record ``data[ro[r]:ro[r+1]]``: segments end at 0x02 (or the end); empty
+        ones and ones without 0x01 are skipped; the name runs to the first 0x01; a
+        name seen before in the record takes the later value, at its first place."""
+        m = 0
+        for r in range(len(ro) - 1):
+            first = m
+            seg = ro[r]
+            end = ro[r + 1]
+            while seg < end:
+                stop = seg
+                while stop < end and data[stop] != 2:
+                    stop += 1
+                p1 = seg
+                while p1 < stop and data[p1] != 1:
+                    p1 += 1
+                if stop > seg and p1 < stop:
+                    dup = -1
+                    ln = p1 - seg
+                    for j in range(first, m):
+                        if ne[j] - ns[j] == ln:
+                            same = True
+                            for b in range(ln):
+                                if data[ns[j] + b] != data[seg + b]:
+                                    same = False
+                                    break
+                            if same:
+                                dup = j
+                                break
+                    if dup >= 0:
+                        vs[dup] = p1 + 1
+                        ve[dup] = stop
+                    else:
+                        ns[m] = seg
+                        ne[m] = p1
+                        vs[m] = p1 + 1
+                        ve[m] = stop
+                        m += 1
+                seg = stop + 1
+            counts[r] = m - first
+        return m
+
+    @numba.njit(nogil=True, cache=True)
+    def gather(data, starts, ends, offs, out):  # pragma: no cover - compiled
+        for i in range(len(starts)):
+            d = offs[i]
+            for b in range(starts[i], ends[i]):
+                out[d] = data[b]
+                d += 1
+
+    return split_pairs, gather
+
+
 _KERNEL = _compile()
 _WALK = _compile_walk()
+_PAIRS = _compile_pairs()
 #: whether :func:`bodies_and_crcs` and :func:`walk` run compiled (else they return None)
-AVAILABLE = _KERNEL is not None and _WALK is not None
+AVAILABLE = _KERNEL is not None and _WALK is not None and _PAIRS is not None
 _WORKERS = max(1, min(2, os.cpu_count() or 1))
 _POOL: ThreadPoolExecutor | None = None
 #: below this many body bytes one thread does it all (thread hand-off costs more)
@@ -173,4 +236,30 @@ def walk(a: np.ndarray, pos: int, stop: int, limit: int, off: int, min_size: int
     return out[:n], int(end)
 
 
-__all__ = ["AVAILABLE", "bodies_and_crcs", "walk"]
+def property_pairs(data: np.ndarray, ro: np.ndarray) -> tuple[np.ndarray, pa.Array, pa.Array] | None:
+    """The properties of every record, ``data[ro[r]:ro[r+1]]``, split by the rules of
+    :func:`rmqlab.format.properties.decode_pairs` + ``to_ordered_dict`` in one compiled
+    pass: (pairs per record as int32 map offsets, names, values) as binary arrays, or
+    None when not compiled."""
+    if _PAIRS is None:
+        return None
+    split_pairs, gather = _PAIRS
+    data = np.ascontiguousarray(data, dtype=np.uint8)
+    ro = np.ascontiguousarray(ro, dtype=np.int64)
+    cap = int(np.count_nonzero(data == 1))  # every pair holds a 0x01
+    ns, ne, vs, ve = (np.empty(cap, np.int64) for _ in range(4))
+    counts = np.empty(len(ro) - 1, np.int64)
+    m = split_pairs(data, ro, ns, ne, vs, ve, counts)
+    moffs = np.zeros(len(ro), np.int32)
+    np.cumsum(counts, out=moffs[1:])
+    out = []
+    for starts, ends in ((ns[:m], ne[:m]), (vs[:m], ve[:m])):
+        offs = np.zeros(m + 1, np.int64)
+        np.cumsum(ends - starts, out=offs[1:])
+        buf = np.empty(int(offs[-1]), np.uint8)
+        gather(data, starts, ends, offs, buf)
+        out.append(pa.Array.from_buffers(pa.binary(), m, [None, pa.py_buffer(offs.astype(np.int32)), pa.py_buffer(buf)]))
+    return moffs, out[0], out[1]
+
+
+__all__ = ["AVAILABLE", "bodies_and_crcs", "property_pairs", "walk"]

@@ -44,3 +44,27 @@ def test_decoder_rows_are_the_same_without_the_kernel(case, monkeypatch):
         monkeypatch.setattr(kernels, "AVAILABLE", available)
         rows[name] = [pa.Table.from_batches(list(fd.decode_file(bytes(b), 0, file=str(f), mode="lenient", batch_rows=64))).to_pylist() for b in (buf, data)]
     assert rows["kernel"] == rows["pure"]
+
+
+def test_property_pairs_follow_the_properties_codec_on_random_bytes(monkeypatch):
+    """Random properties strings over a small alphabet (separators, a duplicate-prone
+    name, UTF-8 and invalid bytes): the compiled split and the numpy split both give
+    decode_pairs + to_ordered_dict."""
+    from rmqlab.format import properties as props
+    from rmqlab.format.encode import encode_blank, encode_record
+
+    rng = np.random.default_rng(3)
+    alphabet = [b"a", b"K", b"\x01", b"\x02", b"\x02", b"\xc3\xa9", b"\xff"]
+    cases = [b"".join(alphabet[i] for i in rng.integers(0, len(alphabet), rng.integers(0, 24))) for _ in range(400)]
+    records, pos = [], 0
+    for p in cases:
+        rec = encode_record(topic=b"T", body=b"x", properties=p, physical_offset=pos)
+        records.append(rec)
+        pos += len(rec)
+    size = pos + 64
+    data = b"".join(records) + encode_blank(size - pos) + bytes(size - pos - 8)
+    want = [list(props.to_ordered_dict(props.decode_pairs(p)).items()) for p in cases]
+    for available in (True, False):
+        monkeypatch.setattr(kernels, "AVAILABLE", available)
+        rows = [r for b in fd.decode_file(data, 0, batch_rows=50) for r in b.to_pylist() if r["kind"] == "MESSAGE"]
+        assert [list(r["properties"]) for r in rows] == want
