@@ -25,10 +25,12 @@ reads *millions* of records per call for scans (Spark, ``bench/bench_scan.py``):
    split on ``\\x02``/``\\x01`` with numpy over the concatenated bytes into a
    ``map<string,string>`` (same rules as :mod:`rmqlab.format.properties`: empty
    segments and segments without ``\\x01`` skipped, a later duplicate name wins).
-5. **CRCs**: bodies up to 96 bytes are checksummed side by side in numpy (CRC-32
-   tables, two bytes per step, every body at once); longer ones one call each
-   (ISA-L's ``crc32`` when ``isal`` is installed — same function, ~3x faster —
-   else ``zlib.crc32``), on memoryview slices: no copies.
+5. **CRCs**: with numba, one compiled loop copies every body into its column and
+   checks its CRC with ISA-L (:mod:`rmqlab.format.kernels`, which also walks the
+   chain and splits the properties).  Without it: bodies up to 96 bytes are
+   checksummed side by side in numpy (CRC-32 tables, two bytes per step, every body
+   at once); longer ones one call each (ISA-L's ``crc32`` when ``isal`` is installed
+   — same function, ~3x faster — else ``zlib.crc32``), on memoryview slices.
 
 **Resynchronisation** (split starts, and after damage in lenient mode): a *valid
 position* ``p`` is one whose magic is a message magic, whose self-recorded

@@ -1,20 +1,24 @@
-"""Compiled loops for the bulk decoder, where a Python-level call per record costs more
-than the work itself.
+"""Compiled loops for the bulk decoder, where numpy needs several passes or Python a
+call per record.
 
-Java counterpart: none — RocketMQ checks one body's CRC at a time
-(``UtilAll.crc32`` in ``CommitLog.checkMessageAndReturnSize``).
+Java counterpart: none — RocketMQ reads one record at a time
+(``CommitLog.checkMessageAndReturnSize``).
 
-Checking the body CRC of every record in a scan is one C call per body; for 4 KiB
-bodies the call (slicing, argument parsing, GIL) costs more than ISA-L's CRC itself,
-which runs at ~13 GB/s.  :func:`bodies_and_crcs` does the per-body loop in machine code
-(numba): each body is copied into the Arrow ``binary`` column's data buffer and its
-CRC-32 computed by ISA-L's ``crc32_gzip_refl`` (zlib's ``crc32`` when ISA-L is missing)
-— the same IEEE CRC as :func:`rmqlab.format.hashing.crc32`.  The kernel releases the
-GIL, so large batches are split across two threads.
+* :func:`walk` — Java's record loop (``pos += totalSize`` while the magic is a
+  message's), the positions of a whole range in one pass.
+* :func:`bodies_and_crcs` — each body copied into the Arrow ``binary`` column's data
+  buffer and its CRC-32 computed by ISA-L's ``crc32_gzip_refl`` (zlib's ``crc32`` when
+  ISA-L is missing; the same IEEE CRC as :func:`rmqlab.format.hashing.crc32`), with
+  the GIL released and large batches split across two threads.  One Python call per
+  4 KiB body cost more than ISA-L's CRC itself (~13 GB/s).
+* :func:`property_pairs` — every record's properties split into name/value pairs by
+  the rules of :mod:`rmqlab.format.properties`, duplicates settled in the same pass.
 
-Everything here is optional: without numba, or without a CRC library to call,
-:data:`AVAILABLE` is False and the decoder keeps its pure numpy/Python path (tests
-compare both).
+Everything here is optional: without numba (or with ``RMQLAB_NO_KERNELS=1``)
+:data:`AVAILABLE` is False and the decoder keeps its numpy/Python paths; tests compare
+both.  ``walk`` and ``property_pairs`` are cached on disk by numba; the CRC loop calls
+a C function through ctypes, which numba cannot cache, so it compiles (~0.5 s) once per
+process.
 """
 
 from __future__ import annotations
