@@ -9,7 +9,8 @@ run on the same files:
 3. rmqlab's single-process bulk decoder (``rmqlab.format.fastdecode``, Arrow
    batches, CRCs checked), records/s and MB/s, and without CRC checks;
 4. Spark ``local[2]`` through ``spark.read.format("rocketmq")``:
-   ``groupBy('topic').agg(count('*'), sum('total_size'), sum(length('body')))``.
+   ``groupBy('topic').agg(count('*'), sum('total_size'), sum(length('body')))`` —
+   started after 1-3 are measured, so that no JVM shares the cores with them.
 
 and prints ratios and the goals (decoder ≥ 1,000,000 records/s on ~200-byte records,
 ≥ 50% of raw read bandwidth on 4 KiB records, Spark local[2] ≥ 1.6× single-process).
@@ -182,13 +183,6 @@ def main(argv=None) -> int:
         "small": Path(args.store_small) if args.store_small else ensure_store(workdir, "small", size, file_size),
         "large": Path(args.store_large) if args.store_large else ensure_store(workdir, "large", size, file_size),
     }
-    spark = None if args.no_spark else spark_session()
-    # Spark's usual 128 MiB, but at least 2 tasks per core; a task costs ~0.1-0.2 s
-    # of fixed overhead (scheduling, Python worker hand-off), so not many more
-    split_size = max(4 << 20, min(128 << 20, size // 4))
-    if spark is not None:  # warm the JVM and the Python workers
-        spark_query(spark, stores["large"], split_size)
-
     results = {}
     for name, store in stores.items():
         files = commitlog_files(store)
@@ -215,6 +209,20 @@ def main(argv=None) -> int:
         }
         r["decode_vs_raw"] = round(r["decode_MBps"] / r["raw_read_MBps"], 3)
         r["decode_vs_struct"] = round(r["decode_recps"] / r["struct_loop_recps"], 2)
+        results[name] = r
+
+    # Spark only after the single-process figures: a live JVM (GC, JIT threads) would
+    # share the two cores with them
+    spark = None if args.no_spark else spark_session()
+    # Spark's usual 128 MiB, but at least 2 tasks per core; a task costs ~0.1-0.2 s
+    # of fixed overhead (scheduling, Python worker hand-off), so not many more
+    split_size = max(4 << 20, min(128 << 20, size // 4))
+    if spark is not None:  # warm the JVM and the Python workers
+        spark_query(spark, stores["large"], split_size)
+    for name, store in stores.items():
+        r = results[name]
+        mb = r["bytes"] / 1e6
+        n = r["records"]
         if spark is not None:
             # best of 2: the first run of a query also pays planning and worker start-up
             t_spark, (n_spark, _rows) = timed(lambda: spark_query(spark, store, split_size), 2)
@@ -226,7 +234,6 @@ def main(argv=None) -> int:
             r["spark_local2_columns_recps"] = round(n2 / t_sp2)
             r["spark_columns_vs_single_columns"] = round(r["spark_local2_columns_recps"] / r["decode_query_columns_recps"], 2)
             r["spark_columns_vs_single"] = round(r["spark_local2_columns_recps"] / r["decode_recps"], 2)
-        results[name] = r
 
     print()
     print(f"scan benchmark  (cpus: {os.cpu_count()}, stores of {size >> 20} MiB each)")
