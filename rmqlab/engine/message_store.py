@@ -176,6 +176,7 @@ class MessageStore:
             raise StoreLayoutError(self.root, None, f"flushDiskType {self.config.flush_disk_type!r} is neither ASYNC_FLUSH nor SYNC_FLUSH")
         self.append_prop_crc = self.config.enabled_append_prop_crc
         self.validator = Validator(self.config)
+        # lock order: _reput_lock before _lock, never the other way round
         self._lock = threading.Lock()  # Java putMessageLock (+ topicQueueLock)
         self._reput_lock = threading.Lock()
         # the records appended and not dispatched yet (Java dispatchBehindBytes, counted
@@ -1018,7 +1019,8 @@ class MessageStore:
         file but the active one (Java ``executeDeleteFilesManually`` / disk full)."""
         self.reput()
         now = self.clock.now_ms() if now_ms is None else now_ms
-        with self._lock, self._reput_lock:
+        # the reput lock first, as everywhere: reput takes the put lock inside it
+        with self._reput_lock, self._lock:
             return clean_expired(self.commitlog, self.dispatcher, now, self.config.file_reserved_time, force=force)
 
     # -- state ------------------------------------------------------------------------------------

@@ -307,3 +307,50 @@ def test_out_of_range_fields_are_refused_without_a_trace(tmp_path):
         recs = list(st.commitlog.iter_records())
         assert [rec.body for rec in recs] == [b"a", b"e", b"g"]
         assert not any(st.commitlog.read_bytes(recs[-1].end_offset, 4096))  # the tail stays zero
+
+
+class _OrderedLock:
+    """A lock that records, at each acquisition, which other tracked locks its thread
+    already holds (to check the store's lock order without racing threads)."""
+
+    def __init__(self, name, held, seen):
+        import threading
+
+        self.name, self.held, self.seen, self._l = name, held, seen, threading.Lock()
+
+    def acquire(self, *a, **kw):
+        self.seen.add((tuple(sorted(self.held)), self.name))
+        ok = self._l.acquire(*a, **kw)
+        if ok:
+            self.held.add(self.name)
+        return ok
+
+    def release(self):
+        self.held.discard(self.name)
+        self._l.release()
+
+    __enter__ = acquire
+
+    def __exit__(self, *exc):
+        self.release()
+
+
+def test_the_put_lock_is_never_held_when_the_reput_lock_is_taken(tmp_path):
+    """Reput takes the put lock inside the reput lock; taking them the other way round
+    anywhere (clean-up did, at the deleteWhen hour) deadlocks against it."""
+    store = _open(tmp_path / "s")
+    held, seen = set(), set()
+    store._lock = _OrderedLock("put", held, seen)
+    store._reput_lock = _OrderedLock("reput", held, seen)
+    try:
+        for m in sample_messages(40):
+            store.put(m)
+        store.put_batch(sample_messages(10))
+        store.reput()
+        store.flush()
+        store.clean_expired_files(force=True)
+        store.get_message("TopicA", 0, 0)
+    finally:
+        store.shutdown()
+    assert (("put",), "reput") not in seen
+    assert (("reput",), "put") in seen  # reput's own order was exercised
