@@ -696,14 +696,10 @@ def _properties(parr: pa.Array) -> pa.Array:
         got = k.property_pairs(data, ro)
         if got is not None:
             moffs, keys_b, vals_b = got
-            try:
-                if total == 0 or int(data.max()) < 0x80:
-                    keys, vals = keys_b.view(pa.string()), vals_b.view(pa.string())
-                else:
-                    keys, vals = keys_b.cast(pa.string()), vals_b.cast(pa.string())
-            except pa.ArrowInvalid:
+            kv = _as_strings(data, keys_b, vals_b)
+            if kv is None:
                 return _properties_python(parr)
-            return pa.MapArray.from_arrays(pa.array(moffs), keys, vals)
+            return pa.MapArray.from_arrays(pa.array(moffs), *kv)
     tok = np.flatnonzero(data <= 2)
     kinds = data[tok]
     if len(tok) % 2 == 0 and (kinds[0::2] == 1).all() and (kinds[1::2] == 2).all():
@@ -766,7 +762,6 @@ def _properties_fast(parr, data, ro, seps, ones, alternating: bool = False) -> p
     ``ones[i]``.  ``None`` when the bytes are not that regular."""
     m = len(seps)
     n = len(ro) - 1
-    total = len(data)
     if len(ones) != m:
         return None
     if m and not alternating:
@@ -786,16 +781,25 @@ def _properties_fast(parr, data, ro, seps, ones, alternating: bool = False) -> p
     moffs = cs.astype(np.int32)
     seg_rec = np.repeat(np.arange(n), np.diff(cs)) if m else np.zeros(0, np.int64)
     flagged = _duplicate_candidates(data, seg_start, ones, seg_rec)
-    try:
-        if total == 0 or int(data.max()) < 0x80:
-            keys, vals = keys_b.view(pa.string()), vals_b.view(pa.string())
-        else:
-            keys, vals = keys_b.cast(pa.string()), vals_b.cast(pa.string())
-    except pa.ArrowInvalid:
+    kv = _as_strings(data, keys_b, vals_b)
+    if kv is None:
         return _properties_python(parr)
+    keys, vals = kv
     if len(flagged):
         return _properties_dedup(keys, vals, moffs, flagged)
     return pa.MapArray.from_arrays(pa.array(moffs), keys, vals)
+
+
+def _as_strings(data: np.ndarray, keys_b: pa.Array, vals_b: pa.Array) -> tuple[pa.Array, pa.Array] | None:
+    """Names and values (binary slices of ``data``) as strings: a free view when all of
+    ``data`` is ASCII, else a validating cast; None on invalid UTF-8 (the caller then
+    decodes in Python with U+FFFD, as Java does)."""
+    try:
+        if len(data) == 0 or int(data.max()) < 0x80:
+            return keys_b.view(pa.string()), vals_b.view(pa.string())
+        return keys_b.cast(pa.string()), vals_b.cast(pa.string())
+    except pa.ArrowInvalid:
+        return None
 
 
 def _split_pairs(data, seg_start, p1, seg_end) -> tuple[pa.Array, pa.Array]:

@@ -56,12 +56,20 @@ def _crc_function():
     return fn
 
 
-def _compile():
+def _numba():
+    """numba, or None when it is missing or switched off (``RMQLAB_NO_KERNELS``)."""
     if os.environ.get("RMQLAB_NO_KERNELS"):
         return None
     try:
         import numba
     except ImportError:
+        return None
+    return numba
+
+
+def _compile():
+    numba = _numba()
+    if numba is None:
         return None
     crc = _crc_function()
     if crc is None:
@@ -89,11 +97,8 @@ def _compile():
 
 
 def _compile_walk():
-    if os.environ.get("RMQLAB_NO_KERNELS"):
-        return None
-    try:
-        import numba
-    except ImportError:
+    numba = _numba()
+    if numba is None:
         return None
 
     @numba.njit(nogil=True, cache=True)
@@ -118,11 +123,8 @@ def _compile_walk():
 
 
 def _compile_pairs():
-    if os.environ.get("RMQLAB_NO_KERNELS"):
-        return None
-    try:
-        import numba
-    except ImportError:
+    numba = _numba()
+    if numba is None:
         return None
 
     @numba.njit(nogil=True, cache=True)
