@@ -78,7 +78,8 @@ _OK = PutMessageStatus.PUT_OK
 _new_result = tuple.__new__
 _BIG_BODY = 4096  # bodies from this size on are written with pwritev
 _zlib_crc32 = zlib.crc32
-_fast_crc32 = hashing.crc32  # ISA-L's when installed (rmqlab.format.hashing); faster from ~1 KiB on
+_fast_crc32 = hashing.crc32  # ISA-L's when installed (rmqlab.format.hashing); faster from ISAL_FROM on
+_ISAL_FROM = hashing.ISAL_FROM
 _time_ns = __import__("time").time_ns
 _CRC_RESERVED = 20  # Java CRC32_RESERVED_LEN: "__CRC32#" \x01 10 digits \x02
 _CRC_PLACEHOLDER = (props.CRC32 + "\x01").encode() + b"0" * 10 + b"\x02"
@@ -533,7 +534,7 @@ class MessageStore:
         if blen > self._max_body or plen > 32767 or total > self._max_total:
             return self._put_general(msg)  # answers with the right status and reason
         whole = None if blen >= _BIG_BODY else WHOLE_RECORD_PACKERS.get((self._store_len, blen, len(tinfo[0]), plen)) or whole_record_packer(self._store_len, blen, len(tinfo[0]), plen)
-        body_crc = (_zlib_crc32 if blen < 1024 else _fast_crc32)(body) & 0x7FFFFFFF
+        body_crc = (_zlib_crc32 if blen < _ISAL_FROM else _fast_crc32)(body) & 0x7FFFFFFF
         topic = msg.topic
         qid = msg.queue_id
         clog = self.commitlog
@@ -587,7 +588,7 @@ class MessageStore:
             clog.store_timestamp = ts
             clog.max_offset = phy + total
             pending = self._pending
-            pending.append(phy if whole is not None else self._big_request(topic, qid, phy, total, ts, qoff, pd, msg.prepared_transaction_offset))
+            pending.append(phy if blen < _BIG_BODY else self._big_request(topic, qid, phy, total, ts, qoff, pd, msg.prepared_transaction_offset))
         if self._inline and len(pending) >= self.reput_batch:
             self.reput()
         status = self._sync_wait(phy + total, pd.get("WAIT") if pd else None) if self.sync_flush else _OK
@@ -709,7 +710,7 @@ class MessageStore:
         store_host = batch.store_host or self.store_host
         sys_flag = batch.sys_flag & ~_V6_BITS
         sys_flag |= (cl.FLAG_BORNHOST_V6 if len(born_host[0]) == 16 else 0) | (cl.FLAG_STOREHOST_V6 if len(store_host[0]) == 16 else 0)
-        magic, tfield = topic_field(topic_raw)
+        _, tfield = topic_field(topic_raw)
         sizes = batch_record_sizes(lay, len(tfield), len(born_host[0]) == 16, len(store_host[0]) == 16)
         total = int(sizes.sum())
         # Java MessageExtEncoder.encode(MessageExtBatch): each body within maxMessageSize,
@@ -719,9 +720,7 @@ class MessageStore:
             return self._fail(PutMessageStatus.MESSAGE_ILLEGAL, f"message {i}: body is {int(lay.body_len[i])} bytes, more than maxMessageSize={self.validator.max_body}")
         if total > self.validator.max_record or total > self.validator.max_fit:
             return self._fail(PutMessageStatus.MESSAGE_ILLEGAL, f"the batch's records are {total} bytes, more than {min(self.validator.max_record, self.validator.max_fit)} (maxMessageSize + 64 KiB, or a commitlog file)")
-        mv = memoryview(batch.body)
-        crc = _fast_crc32 if int(lay.body_len.mean()) >= 1024 else _zlib_crc32
-        crcs = np.array(list(map(crc, map(mv.__getitem__, map(slice, lay.body_start.tolist(), (lay.body_start + lay.body_len).tolist())))), dtype=np.int64) & 0x7FFFFFFF
+        crcs = hashing.crc32_slices(batch.body, lay.body_start, lay.body_start + lay.body_len) & 0x7FFFFFFF
         starts = np.zeros(len(lay), dtype=np.int64)
         np.cumsum(sizes[:-1], out=starts[1:])
         key = (batch.topic, qid)
@@ -790,7 +789,7 @@ class MessageStore:
         store_len = self._store_len
         qoffs = self._queue_offsets
         offsets = []
-        big = []  # dispatch requests of the records with big bodies
+        entries = []  # for the pending list: offsets, or requests of big records (_big_request)
         wrote = 0
         localhost = b"\x7f\x00\x00\x01"
         with self._lock:
@@ -827,16 +826,17 @@ class MessageStore:
                 born_ts = m.born_timestamp
                 plen = len(raw)
                 whole = None if blen >= _BIG_BODY else WHOLE_RECORD_PACKERS.get((store_len, blen, len(tinfo[0]), plen)) or whole_record_packer(store_len, blen, len(tinfo[0]), plen)
+                body_crc = (_zlib_crc32 if blen < _ISAL_FROM else _fast_crc32)(body) & 0x7FFFFFFF
                 try:
                     if whole is not None:
                         whole.pack_into(
-                            mm, pos, total, tinfo[1], (_zlib_crc32 if blen < 1024 else _fast_crc32)(body) & 0x7FFFFFFF, qid, m.flag, qoff, phy, 0,
+                            mm, pos, total, tinfo[1], body_crc, qid, m.flag, qoff, phy, 0,
                             ts if born_ts is None else born_ts, localhost, 0, ts, addr, port, m.reconsume_times, m.prepared_transaction_offset, blen,
                             body, tinfo[0], plen, raw,
                         )
                     else:
                         head = pack(
-                            total, tinfo[1], (_zlib_crc32 if blen < 1024 else _fast_crc32)(body) & 0x7FFFFFFF, qid, m.flag, qoff, phy, 0,
+                            total, tinfo[1], body_crc, qid, m.flag, qoff, phy, 0,
                             ts if born_ts is None else born_ts, localhost, 0, ts, addr, port, m.reconsume_times, m.prepared_transaction_offset, blen,
                         )
                 except (struct.error, TypeError) as exc:
@@ -848,7 +848,7 @@ class MessageStore:
                     if offsets:
                         clog.store_timestamp = last_ts
                         clog.max_offset = f.file_from_offset + pos
-                        self._pending.extend(offsets if not big else big if len(big) == len(offsets) else self._mixed(offsets, big))
+                        self._pending.extend(entries)
                     return self._fail(
                         PutMessageStatus.MESSAGE_ILLEGAL,
                         f"message {len(offsets)}: a field does not fit its Java type ({exc}); the {len(offsets)} messages before it were stored",
@@ -863,22 +863,14 @@ class MessageStore:
                     first = (qoff, ts)
                 last_ts = ts
                 offsets.append(phy)
-                if whole is None:
-                    big.append(self._big_request(topic, qid, phy, total, ts, qoff, m.properties, m.prepared_transaction_offset))
+                entries.append(phy if blen < _BIG_BODY else self._big_request(topic, qid, phy, total, ts, qoff, m.properties, m.prepared_transaction_offset))
                 wrote += total
             f.wrote_position = pos
             clog.store_timestamp = ts
             clog.max_offset = phy + total
-            self._pending.extend(offsets if not big else big if len(big) == len(offsets) else self._mixed(offsets, big))
+            self._pending.extend(entries)
         status = self._after_append(phy + total, None)
         return _new_result(PutMessageResult, (status, offsets[0], wrote, first[0], first[1], self.store_host, len(offsets), offsets, ""))
-
-    @staticmethod
-    def _mixed(offsets: list[int], big: list[DispatchRequest]) -> list:
-        """Pending entries in commitlog order: the requests of big records, the
-        offsets of the others."""
-        by_offset = {r[2]: r for r in big}
-        return [by_offset.get(o, o) for o in offsets]
 
     def _after_append(self, end: int, wait_prop) -> PutMessageStatus:
         """Dispatch when a batch is full (inline mode), then honour SYNC_FLUSH."""

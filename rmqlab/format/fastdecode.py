@@ -1042,10 +1042,7 @@ def _check_crcs(ctx: _Ctx, P, body_start, body_end, total, body_crc, props_start
             si = np.flatnonzero(short)
             li = np.flatnonzero(~short)
             computed[si] = _crc32_many(bdata, boffs[:-1][si], lens[si])
-            # one C-level pass of map(): no Python frame per record
-            bs = (body_start[li] - off).tolist()
-            be = (body_end[li] - off).tolist()
-            computed[li] = np.fromiter(map(crc, map(mv.__getitem__, map(slice, bs, be))), np.int64, len(li))
+            computed[li] = hashing.crc32_slices(mv, body_start[li] - off, body_end[li] - off)
     body_ok = (computed & 0x7FFFFFFF) == body_crc
     prop_state = np.zeros(len(P), np.int8)
     cand = np.flatnonzero(props_len >= PROPERTY_CRC_TAIL)

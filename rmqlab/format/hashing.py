@@ -6,13 +6,16 @@
 * :func:`body_crc` — Java ``UtilAll.crc32``: CRC-32 (IEEE, zlib) with the top bit
   masked off. Not CRC-32C.
 * :data:`crc32` — the raw CRC-32 every bulk path uses: ISA-L's (``isal``, the same
-  IEEE polynomial, several times faster on long inputs) when installed, else zlib's.
-  This is the one place that chooses.
+  IEEE polynomial, several times faster on long inputs) when installed, else zlib's;
+  zlib's is the quicker call below :data:`ISAL_FROM` bytes.  This is the one place
+  that chooses; :func:`crc32_slices` applies the choice to many slices of one buffer.
 """
 
 from __future__ import annotations
 
 import zlib
+
+import numpy as np
 
 _INT_MIN = -(1 << 31)
 
@@ -20,6 +23,20 @@ try:
     from isal.isal_zlib import crc32  # same function as zlib.crc32, SIMD-accelerated
 except ImportError:  # pragma: no cover - isal is a declared dependency; zlib is the fallback
     crc32 = zlib.crc32
+
+#: inputs from this size on go to ISA-L; below it zlib's call is the cheaper one
+ISAL_FROM = 1024
+
+
+def crc32_slices(buf, starts, ends) -> np.ndarray:
+    """The raw CRC-32 of ``buf[starts[i]:ends[i]]`` for every i (int64), one C call
+    per slice on a memoryview (no copies, no Python frame per slice)."""
+    mv = memoryview(buf).cast("B") if not isinstance(buf, memoryview) else buf
+    starts = np.asarray(starts).tolist()
+    ends = np.asarray(ends).tolist()
+    n = len(starts)
+    fn = crc32 if n and (sum(ends) - sum(starts)) >= ISAL_FROM * n else zlib.crc32
+    return np.fromiter(map(fn, map(mv.__getitem__, map(slice, starts, ends))), np.int64, n)
 
 
 def java_string_hash(s: str) -> int:
