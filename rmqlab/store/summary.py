@@ -153,7 +153,8 @@ def _count_features(rows, a: np.ndarray, rel: np.ndarray, size: np.ndarray, per_
     import pyarrow.compute as pc
 
     keys = pc.binary_join_element_wise(rows.column("topic"), pc.cast(rows.column("queue_id"), "string"), "/")
-    for k, c in zip(*(lambda v: (v.field("values").to_pylist(), v.field("counts").to_pylist()))(pc.value_counts(keys))):
+    counted = pc.value_counts(keys)
+    for k, c in zip(counted.field("values").to_pylist(), counted.field("counts").to_pylist()):
         per_queue[k] += c
     magic = np.asarray(rows.column("magic").to_numpy(zero_copy_only=False), np.int64)
     sf = np.asarray(rows.column("sys_flag").to_numpy(zero_copy_only=False), np.int64)
