@@ -1285,7 +1285,7 @@ def scan_range(
     start_time: int | None = None,
     end_time: int | None = None,
     batch_rows: int = 1 << 15,
-    batch_bytes: int = 64 << 20,
+    batch_bytes: int = 16 << 20,
     columns: Iterable[str] | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """Record batches (:data:`ARROW_SCHEMA`) of the records a scan of ``[start, stop)``
@@ -1304,7 +1304,10 @@ def scan_range(
     ``batch_rows`` and ``batch_bytes`` bound a batch.  32,768 rows decode ~7% faster
     than 65,536 on ~200-byte records: a batch's dozens of per-row numpy arrays (8
     bytes a row each) then stay nearer the 2 MiB L2 cache; fewer rows pay more
-    per-batch overhead.  ``batch_bytes`` keeps int32 Arrow offsets safe.
+    per-batch overhead.  ``batch_bytes`` bounds the bytes a batch spans (keeping int32
+    Arrow offsets safe); 16 MiB because glibc serves allocations above 32 MiB with a
+    fresh ``mmap`` every time, and faulting in a new 64 MiB body column cost more than
+    copying the bodies into it (4 KiB records: 0.55 s -> 0.49 s per GiB).
     """
     if mode not in ("strict", "lenient"):
         raise ValueError(f"mode must be 'strict' or 'lenient', not {mode!r}")
@@ -1442,7 +1445,7 @@ def decode_positions(
     include_body: bool = True,
     columns: Iterable[str] | None = None,
     batch_rows: int = 1 << 15,
-    batch_bytes: int = 64 << 20,
+    batch_bytes: int = 16 << 20,
 ) -> Iterator[pa.RecordBatch]:
     """Record batches (:data:`ARROW_SCHEMA`) of the message records that start at the
     in-file ``positions`` (sorted, distinct) of one commitlog file, for callers that
