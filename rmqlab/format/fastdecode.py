@@ -693,13 +693,10 @@ def _properties(parr: pa.Array) -> pa.Array:
     total = len(data)
     k = _kern()
     if k is not None:
-        got = k.property_pairs(data, ro)
+        got = k.property_pairs(data, ro[:-1], ro[1:])
         if got is not None:
-            moffs, keys_b, vals_b = got
-            kv = _as_strings(data, keys_b, vals_b)
-            if kv is None:
-                return _properties_python(parr)
-            return pa.MapArray.from_arrays(pa.array(moffs), *kv)
+            mapped = _map_of_pairs(*got)
+            return mapped if mapped is not None else _properties_python(parr)
     tok = np.flatnonzero(data <= 2)
     kinds = data[tok]
     if len(tok) % 2 == 0 and (kinds[0::2] == 1).all() and (kinds[1::2] == 2).all():
@@ -794,12 +791,37 @@ def _as_strings(data: np.ndarray, keys_b: pa.Array, vals_b: pa.Array) -> tuple[p
     """Names and values (binary slices of ``data``) as strings: a free view when all of
     ``data`` is ASCII, else a validating cast; None on invalid UTF-8 (the caller then
     decodes in Python with U+FFFD, as Java does)."""
+    return _strings(keys_b, vals_b, len(data) > 0 and int(data.max()) >= 0x80)
+
+
+def _strings(keys_b: pa.Array, vals_b: pa.Array, non_ascii: bool) -> tuple[pa.Array, pa.Array] | None:
     try:
-        if len(data) == 0 or int(data.max()) < 0x80:
+        if not non_ascii:
             return keys_b.view(pa.string()), vals_b.view(pa.string())
         return keys_b.cast(pa.string()), vals_b.cast(pa.string())
     except pa.ArrowInvalid:
         return None
+
+
+def _map_of_pairs(moffs: np.ndarray, keys_b: pa.Array, vals_b: pa.Array, non_ascii: bool) -> pa.Array | None:
+    """The properties column from the compiled split (:func:`kernels.property_pairs`);
+    None on invalid UTF-8."""
+    kv = _strings(keys_b, vals_b, non_ascii)
+    return None if kv is None else pa.MapArray.from_arrays(pa.array(moffs), *kv)
+
+
+def _properties_at(ctx: _Ctx, starts: np.ndarray, ends: np.ndarray, keep: np.ndarray | None) -> pa.Array:
+    """The properties column of the buffer slices ``[starts[i], ends[i])`` (file
+    positions): split by the compiled pass straight from the buffer when it is there
+    (no copy of the properties strings first), else via :func:`_properties`."""
+    k = _kern()
+    if k is not None:
+        s, e = (starts, ends) if keep is None else (starts[keep], ends[keep])
+        got = k.property_pairs(ctx.a, s - ctx.buf_offset, e - ctx.buf_offset)
+        if got is not None:
+            mapped = _map_of_pairs(*got)
+            return mapped if mapped is not None else _properties_python(_interleaved(ctx, starts, ends, keep))
+    return _properties(_interleaved(ctx, starts, ends, keep))
 
 
 def _split_pairs(data, seg_start, p1, seg_end) -> tuple[pa.Array, pa.Array]:
@@ -1184,7 +1206,7 @@ def _decode_positions(ctx: _Ctx, P: np.ndarray) -> tuple[pa.RecordBatch | None, 
             msg_id = _msg_ids(np.concatenate([store_addr_k[:, :w], port_bytes], 1), phys)
     # variable parts
     topic = _to_string(topic_bin) if want("topic") else pa.nulls(m, pa.string())
-    properties = _properties(_interleaved(ctx, props_start, rec_end, keep)) if want("properties") else pa.nulls(m, PROPERTIES_TYPE)
+    properties = _properties_at(ctx, props_start, rec_end, keep) if want("properties") else pa.nulls(m, PROPERTIES_TYPE)
     # checks
     body_crc = cols["body_crc"].astype(np.int64)
     crc_ok = None

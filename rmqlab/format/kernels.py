@@ -12,7 +12,8 @@ Java counterpart: none — RocketMQ reads one record at a time
   the GIL released and large batches split across two threads.  One Python call per
   4 KiB body cost more than ISA-L's CRC itself (~13 GB/s).
 * :func:`property_pairs` — every record's properties split into name/value pairs by
-  the rules of :mod:`rmqlab.format.properties`, duplicates settled in the same pass.
+  the rules of :mod:`rmqlab.format.properties` and copied into the Arrow columns in
+  the same pass, duplicates settled there too (straight from the commitlog buffer).
 
 Everything here is optional: without numba (or with ``RMQLAB_NO_KERNELS=1``)
 :data:`AVAILABLE` is False and the decoder keeps its numpy/Python paths; tests compare
@@ -128,57 +129,87 @@ def _compile_pairs():
         return None
 
     @numba.njit(nogil=True, cache=True)
-    def split_pairs(data, ro, ns, ne, vs, ve, counts):  # pragma: no cover - compiled
-        """Per record ``data[ro[r]:ro[r+1]]``: segments end at 0x02 (or the end); empty
-        ones and ones without 0x01 are skipped; the name runs to the first 0x01; a
-        name seen before in the record takes the later value, at its first place."""
+    def split_pairs(a, starts, ends, kbuf, koffs, vbuf, voffs, moffs):  # pragma: no cover - compiled
+        """Per record ``a[starts[r]:ends[r]]``, in one pass that also copies: segments
+        end at 0x02 (or the end); empty ones and ones without 0x01 are skipped; the
+        name runs to the first 0x01; a name seen before in the record takes the later
+        value, at its first place.  Names go to ``kbuf`` (offsets ``koffs``), values to
+        ``vbuf`` (``voffs``), pairs per record to ``moffs``; returns (pairs, OR of
+        every byte copied) - the caller only validates UTF-8 when bit 7 is set."""
         m = 0
-        for r in range(len(ro) - 1):
+        kd = 0
+        vd = 0
+        hi = 0
+        koffs[0] = 0
+        voffs[0] = 0
+        moffs[0] = 0
+        for r in range(len(starts)):
             first = m
-            seg = ro[r]
-            end = ro[r + 1]
-            while seg < end:
-                stop = seg
-                while stop < end and data[stop] != 2:
-                    stop += 1
-                p1 = seg
-                while p1 < stop and data[p1] != 1:
-                    p1 += 1
-                if stop > seg and p1 < stop:
-                    dup = -1
-                    ln = p1 - seg
-                    for j in range(first, m):
-                        if ne[j] - ns[j] == ln:
-                            same = True
-                            for b in range(ln):
-                                if data[ns[j] + b] != data[seg + b]:
-                                    same = False
-                                    break
-                            if same:
-                                dup = j
+            p = starts[r]
+            end = ends[r]
+            while p < end:
+                k0 = kd
+                c = 0
+                while p < end:
+                    c = a[p]
+                    if c == 1 or c == 2:
+                        break
+                    kbuf[kd] = c
+                    hi |= c
+                    kd += 1
+                    p += 1
+                if p >= end or c == 2:  # no 0x01 in the segment (or it is empty)
+                    kd = k0
+                    p += 1
+                    continue
+                p += 1  # the 0x01
+                v0 = vd
+                while p < end:
+                    c = a[p]
+                    if c == 2:
+                        break
+                    vbuf[vd] = c
+                    hi |= c
+                    vd += 1
+                    p += 1
+                p += 1  # the 0x02 (or past the end)
+                ln = kd - k0
+                dup = -1
+                for j in range(first, m):
+                    if koffs[j + 1] - koffs[j] == ln:
+                        same = True
+                        for b in range(ln):
+                            if kbuf[koffs[j] + b] != kbuf[k0 + b]:
+                                same = False
                                 break
-                    if dup >= 0:
-                        vs[dup] = p1 + 1
-                        ve[dup] = stop
-                    else:
-                        ns[m] = seg
-                        ne[m] = p1
-                        vs[m] = p1 + 1
-                        ve[m] = stop
-                        m += 1
-                seg = stop + 1
-            counts[r] = m - first
-        return m
+                        if same:
+                            dup = j
+                            break
+                if dup < 0:
+                    m += 1
+                    koffs[m] = kd
+                    voffs[m] = vd
+                    continue
+                # rare (a batch's UNIQ_KEY): the new value replaces value ``dup`` in
+                # place; the values after it move by the difference in length
+                kd = k0
+                new = vbuf[v0:vd].copy()
+                tail = vbuf[voffs[dup + 1] : v0].copy()
+                d = voffs[dup]
+                for b in range(len(new)):
+                    vbuf[d] = new[b]
+                    d += 1
+                delta = len(new) - (voffs[dup + 1] - voffs[dup])
+                for b in range(len(tail)):
+                    vbuf[d] = tail[b]
+                    d += 1
+                for j in range(dup + 1, m + 1):
+                    voffs[j] += delta
+                vd = d
+            moffs[r + 1] = m
+        return m, hi
 
-    @numba.njit(nogil=True, cache=True)
-    def gather(data, starts, ends, offs, out):  # pragma: no cover - compiled
-        for i in range(len(starts)):
-            d = offs[i]
-            for b in range(starts[i], ends[i]):
-                out[d] = data[b]
-                d += 1
-
-    return split_pairs, gather
+    return split_pairs
 
 
 _KERNEL = _compile()
@@ -242,30 +273,35 @@ def walk(a: np.ndarray, pos: int, stop: int, limit: int, off: int, min_size: int
     return out[:n], int(end)
 
 
-def property_pairs(data: np.ndarray, ro: np.ndarray) -> tuple[np.ndarray, pa.Array, pa.Array] | None:
-    """The properties of every record, ``data[ro[r]:ro[r+1]]``, split by the rules of
+def property_pairs(a: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, pa.Array, pa.Array, bool] | None:
+    """The properties of every record, ``a[starts[r]:ends[r]]``, split by the rules of
     :func:`rmqlab.format.properties.decode_pairs` + ``to_ordered_dict`` in one compiled
-    pass: (pairs per record as int32 map offsets, names, values) as binary arrays, or
-    None when not compiled."""
+    pass: (pairs per record as int32 map offsets, names, values as binary arrays,
+    whether any byte is >= 0x80 so that UTF-8 needs checking), or None when not
+    compiled."""
     if _PAIRS is None:
         return None
-    split_pairs, gather = _PAIRS
-    data = np.ascontiguousarray(data, dtype=np.uint8)
-    ro = np.ascontiguousarray(ro, dtype=np.int64)
-    cap = int(np.count_nonzero(data == 1))  # every pair holds a 0x01
-    ns, ne, vs, ve = (np.empty(cap, np.int64) for _ in range(4))
-    counts = np.empty(len(ro) - 1, np.int64)
-    m = split_pairs(data, ro, ns, ne, vs, ve, counts)
-    moffs = np.zeros(len(ro), np.int32)
-    np.cumsum(counts, out=moffs[1:])
-    out = []
-    for starts, ends in ((ns[:m], ne[:m]), (vs[:m], ve[:m])):
-        offs = np.zeros(m + 1, np.int64)
-        np.cumsum(ends - starts, out=offs[1:])
-        buf = np.empty(int(offs[-1]), np.uint8)
-        gather(data, starts, ends, offs, buf)
-        out.append(pa.Array.from_buffers(pa.binary(), m, [None, pa.py_buffer(offs.astype(np.int32)), pa.py_buffer(buf)]))
-    return moffs, out[0], out[1]
+    a = np.ascontiguousarray(a, dtype=np.uint8)
+    starts = np.ascontiguousarray(starts, dtype=np.int64)
+    ends = np.ascontiguousarray(ends, dtype=np.int64)
+    n = len(starts)
+    total = int((ends - starts).sum()) if n else 0
+    if n and (int(starts.min()) < 0 or int(ends.max()) > len(a) or bool((ends < starts).any())):
+        raise ValueError("properties slices reach outside the buffer")
+    if total >= 1 << 31:
+        raise ValueError("more than 2 GiB of properties: Arrow binary offsets are int32")
+    # upper bounds: names and values are parts of the bytes; every pair holds a 0x01
+    kbuf = np.empty(total, np.uint8)
+    vbuf = np.empty(total, np.uint8)
+    koffs = np.empty(total + 1, np.int32)
+    voffs = np.empty(total + 1, np.int32)
+    moffs = np.empty(n + 1, np.int32)
+    m, hi = _PAIRS(a, starts, ends, kbuf, koffs, vbuf, voffs, moffs)
+    out = [
+        pa.Array.from_buffers(pa.binary(), m, [None, pa.py_buffer(offs[: m + 1]), pa.py_buffer(buf[: int(offs[m])])])
+        for buf, offs in ((kbuf, koffs), (vbuf, voffs))
+    ]
+    return moffs, out[0], out[1], bool(hi & 0x80)
 
 
 __all__ = ["AVAILABLE", "bodies_and_crcs", "property_pairs", "walk"]
