@@ -1206,7 +1206,6 @@ def _decode_positions(ctx: _Ctx, P: np.ndarray) -> tuple[pa.RecordBatch | None, 
             msg_id = _msg_ids(np.concatenate([store_addr_k[:, :w], port_bytes], 1), phys)
     # variable parts
     topic = _to_string(topic_bin) if want("topic") else pa.nulls(m, pa.string())
-    properties = _properties_at(ctx, props_start, rec_end, keep) if want("properties") else pa.nulls(m, PROPERTIES_TYPE)
     # checks
     body_crc = cols["body_crc"].astype(np.int64)
     crc_ok = None
@@ -1229,6 +1228,9 @@ def _decode_positions(ctx: _Ctx, P: np.ndarray) -> tuple[pa.RecordBatch | None, 
                     ctx.file, int(P[first]), kind, f"stored CRC does not match the recomputed one (record at physical offset {ctx.file_base + int(P[first])})"
                 )
             kinds = np.where(body_ok, np.where(prop_state == 2, 2, 0), 1)
+    # after the bodies: a 4 KiB record's properties are then still in the cache
+    # (~5% on 4 KiB records, measured A/B)
+    properties = _properties_at(ctx, props_start, rec_end, keep) if want("properties") else pa.nulls(m, PROPERTIES_TYPE)
     if not (ctx.include_body and want("body")):
         body = pa.nulls(m, pa.binary())
     elif bodies_all is not None:
