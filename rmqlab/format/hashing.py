@@ -29,14 +29,35 @@ ISAL_FROM = 1024
 
 
 def crc32_slices(buf, starts, ends) -> np.ndarray:
-    """The raw CRC-32 of ``buf[starts[i]:ends[i]]`` for every i (int64), one C call
-    per slice on a memoryview (no copies, no Python frame per slice)."""
+    """The raw CRC-32 of ``buf[starts[i]:ends[i]]`` for every i (int64): in one
+    compiled loop (:func:`rmqlab.format.kernels.crc32_slices`) for many slices, else
+    one C call per slice on a memoryview (no copies, no Python frame per slice)."""
+    n = len(starts)
+    if n >= KERNEL_FROM:
+        kernels = _kernels()
+        if kernels is not None:
+            a = np.frombuffer(buf, np.uint8) if not isinstance(buf, np.ndarray) else buf.view(np.uint8).reshape(-1)
+            starts = np.asarray(starts, dtype=np.int64)
+            got = kernels.crc32_slices(a, starts, np.asarray(ends, dtype=np.int64) - starts)
+            if got is not None:
+                return got
     mv = memoryview(buf).cast("B") if not isinstance(buf, memoryview) else buf
     starts = np.asarray(starts).tolist()
     ends = np.asarray(ends).tolist()
-    n = len(starts)
     fn = crc32 if n and (sum(ends) - sum(starts)) >= ISAL_FROM * n else zlib.crc32
     return np.fromiter(map(fn, map(mv.__getitem__, map(slice, starts, ends))), np.int64, n)
+
+
+#: from this many slices on, :func:`crc32_slices` uses the compiled loop
+KERNEL_FROM = 16
+
+
+def _kernels():
+    """:mod:`rmqlab.format.kernels` when its loops are built (imported on first use:
+    numba takes ~0.4 s to import), else None."""
+    from . import kernels
+
+    return kernels if kernels.AVAILABLE else None
 
 
 def java_string_hash(s: str) -> int:

@@ -7,25 +7,26 @@ Java counterpart: none — RocketMQ reads one record at a time
 * :func:`walk` — Java's record loop (``pos += totalSize`` while the magic is a
   message's), the positions of a whole range in one pass.
 * :func:`bodies_and_crcs` — each body copied into the Arrow ``binary`` column's data
-  buffer and its CRC-32 computed by ISA-L's ``crc32_gzip_refl`` (zlib's ``crc32`` when
-  ISA-L is missing; the same IEEE CRC as :func:`rmqlab.format.hashing.crc32`), with
-  the GIL released and large batches split across two threads.  One Python call per
-  4 KiB body cost more than ISA-L's CRC itself (~13 GB/s).
+  buffer and its CRC-32 computed by ISA-L's ``crc32_gzip_refl`` (the same IEEE CRC as
+  :func:`rmqlab.format.hashing.crc32`), with the GIL released and large batches split
+  across two threads.  One Python call per 4 KiB body cost more than ISA-L's CRC
+  itself (~13 GB/s).
+* :func:`crc32_slices` — the CRCs alone, for the batch put (one Python call per
+  128-byte body cost ~0.6 µs, the CRC itself ~0.03).
 * :func:`property_pairs` — every record's properties split into name/value pairs by
   the rules of :mod:`rmqlab.format.properties` and copied into the Arrow columns in
   the same pass, duplicates settled there too (straight from the commitlog buffer).
 
 Everything here is optional: without numba (or with ``RMQLAB_NO_KERNELS=1``)
 :data:`AVAILABLE` is False and the decoder keeps its numpy/Python paths; tests compare
-both.  ``walk`` and ``property_pairs`` are cached on disk by numba; the CRC loop calls
-a C function through ctypes, which numba cannot cache, so it compiles (~0.5 s) once per
-process.
+both; without isal the CRC loops are missing and :data:`AVAILABLE` is False too.  All
+loops are cached on disk by numba (the CRC loops call ISA-L by symbol name, see
+:func:`_external_functions`).
 """
 
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import os
 from concurrent.futures import ThreadPoolExecutor
 
@@ -33,28 +34,25 @@ import numpy as np
 import pyarrow as pa
 
 
-def _crc_function():
-    """A C function ``uint32 crc(uint32 init, const uint8 *buf, uint64 len)`` computing
-    zlib's CRC-32, or None."""
+def _external_functions():
+    """ISA-L's ``crc32_gzip_refl(init, buf, len)`` (zlib's CRC-32) and libc's
+    ``memcpy`` as numba external functions, or None without isal.  The library is
+    loaded into the process and the compiled loops call the symbols by name, so numba
+    caches them on disk like the others (a ctypes pointer is a per-process constant,
+    which cost a ~0.5 s compile in every process).  Only ISA-L: without it the loops
+    are not built at all, so no cached code can name a symbol that is not there."""
     try:
+        import llvmlite.binding as ll
         from isal import isal_zlib
+        from numba import types
 
-        fn = ctypes.CDLL(isal_zlib.__file__).crc32_gzip_refl  # ISA-L: (init, buf, len)
-        fn.argtypes = [ctypes.c_uint32, ctypes.c_void_p, ctypes.c_uint64]
-        fn.restype = ctypes.c_uint32
-        return fn
-    except (ImportError, OSError, AttributeError):
-        pass
-    name = ctypes.util.find_library("z")
-    if name is None:
+        ctypes.CDLL(isal_zlib.__file__).crc32_gzip_refl  # noqa: B018 - present, or AttributeError
+        ll.load_library_permanently(isal_zlib.__file__)
+    except (ImportError, OSError, AttributeError, RuntimeError):
         return None
-    try:
-        fn = ctypes.CDLL(name).crc32  # zlib: (uLong crc, const Bytef *buf, uInt len)
-    except (OSError, AttributeError):
-        return None
-    fn.argtypes = [ctypes.c_ulong, ctypes.c_void_p, ctypes.c_uint]
-    fn.restype = ctypes.c_ulong
-    return fn
+    crc = types.ExternalFunction("crc32_gzip_refl", types.uint32(types.uint32, types.voidptr, types.uint64))
+    memcpy = types.ExternalFunction("memcpy", types.voidptr(types.voidptr, types.voidptr, types.uintp))
+    return crc, memcpy
 
 
 def _numba():
@@ -68,33 +66,35 @@ def _numba():
     return numba
 
 
+_CRC_EXT, _MEMCPY_EXT = (_external_functions() if _numba() is not None else None) or (None, None)
+
+
 def _compile():
     numba = _numba()
     if numba is None:
         return None
-    crc = _crc_function()
-    if crc is None:
+    if _CRC_EXT is None:
         return None
-    try:
-        memcpy = ctypes.CDLL(None).memcpy  # libc's, so the loop compiles small and fast
-    except (OSError, AttributeError):
-        return None
-    memcpy.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t]
-    memcpy.restype = ctypes.c_void_p
+    # the loops name the two as module globals: closure variables would go into
+    # numba's cache key by pickle, which differs from process to process
 
-    # not cache=True: a compiled function that calls a ctypes pointer cannot be cached
-    # (the address differs per process); compiling takes ~0.5 s, once per process
-    @numba.njit(nogil=True)
+    @numba.njit(nogil=True, cache=True)
     def copy_and_crc(src, starts, lens, dst, dst_offs, crcs, lo, hi):  # pragma: no cover - compiled
         s0 = src.ctypes.data
         d0 = dst.ctypes.data
         for i in range(lo, hi):
             n = lens[i]
             if n:
-                memcpy(d0 + dst_offs[i], s0 + starts[i], n)
-                crcs[i] = crc(0, d0 + dst_offs[i], n)
+                _MEMCPY_EXT(d0 + dst_offs[i], s0 + starts[i], n)
+                crcs[i] = _CRC_EXT(0, d0 + dst_offs[i], n)
 
-    return copy_and_crc
+    @numba.njit(nogil=True, cache=True)
+    def crcs_of(src, starts, lens, crcs):  # pragma: no cover - compiled
+        s0 = src.ctypes.data
+        for i in range(len(starts)):
+            crcs[i] = _CRC_EXT(0, s0 + starts[i], lens[i])
+
+    return copy_and_crc, crcs_of
 
 
 def _compile_walk():
@@ -212,7 +212,7 @@ def _compile_pairs():
     return split_pairs
 
 
-_KERNEL = _compile()
+_KERNEL, _CRCS = _compile() or (None, None)
 _WALK = _compile_walk()
 _PAIRS = _compile_pairs()
 #: whether :func:`bodies_and_crcs` and :func:`walk` run compiled (else they return None)
@@ -261,6 +261,21 @@ def bodies_and_crcs(src: np.ndarray, starts: np.ndarray, lens: np.ndarray) -> tu
     return arr, crcs
 
 
+def crc32_slices(src: np.ndarray, starts: np.ndarray, lens: np.ndarray) -> np.ndarray | None:
+    """The CRC-32 (zlib's, unsigned, int64) of every ``src[starts[i] : starts[i] +
+    lens[i]]`` in one compiled loop, or None when it is not available.  ``src`` is a
+    uint8 array; the slices must lie in it."""
+    if _CRCS is None:
+        return None
+    starts = np.ascontiguousarray(starts, dtype=np.int64)
+    lens = np.ascontiguousarray(lens, dtype=np.int64)
+    if len(starts) and (int(starts.min()) < 0 or int(lens.min()) < 0 or int((starts + lens).max()) > len(src)):
+        raise ValueError("slices reach outside the buffer")
+    crcs = np.empty(len(starts), dtype=np.int64)
+    _CRCS(src, starts, lens, crcs)
+    return crcs
+
+
 def walk(a: np.ndarray, pos: int, stop: int, limit: int, off: int, min_size: int, magics: tuple[int, int]) -> tuple[np.ndarray, int] | None:
     """Java's record loop, compiled: the positions of the message records from file
     position ``pos`` while ``< stop`` (``a[0]`` is file position ``off``; nothing
@@ -304,4 +319,4 @@ def property_pairs(a: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> tuple
     return moffs, out[0], out[1], bool(hi & 0x80)
 
 
-__all__ = ["AVAILABLE", "bodies_and_crcs", "property_pairs", "walk"]
+__all__ = ["AVAILABLE", "bodies_and_crcs", "crc32_slices", "property_pairs", "walk"]

@@ -68,3 +68,39 @@ def test_property_pairs_follow_the_properties_codec_on_random_bytes(monkeypatch)
         monkeypatch.setattr(kernels, "AVAILABLE", available)
         rows = [r for b in fd.decode_file(data, 0, batch_rows=50) for r in b.to_pylist() if r["kind"] == "MESSAGE"]
         assert [list(r["properties"]) for r in rows] == want
+
+
+def test_crc32_slices_equal_zlib_and_the_per_slice_path(monkeypatch):
+    """The batch put's CRCs: the compiled loop, and the per-slice C calls it replaces."""
+    from rmqlab.format import hashing
+
+    rng = np.random.default_rng(11)
+    src = rng.integers(0, 256, 1 << 20, dtype=np.uint8).tobytes()
+    starts = np.sort(rng.integers(0, len(src) - 5000, 3000))
+    ends = starts + rng.integers(0, 5000, len(starts))
+    ends[::50] = starts[::50]  # empty slices
+    want = [zlib.crc32(src[a:b]) for a, b in zip(starts.tolist(), ends.tolist())]
+    assert hashing.crc32_slices(src, starts, ends).tolist() == want
+    monkeypatch.setattr(hashing, "KERNEL_FROM", 1 << 62)
+    assert hashing.crc32_slices(src, starts, ends).tolist() == want
+    with pytest.raises(ValueError):
+        kernels.crc32_slices(np.frombuffer(src, np.uint8), np.array([len(src) - 3]), np.array([4]))
+
+
+def test_the_crc_loops_load_from_numbas_disk_cache():
+    """They call ISA-L by symbol name, so a second process compiles nothing (a ctypes
+    pointer made numba compile them in every process)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import numpy as np\n"
+        "from rmqlab.format import kernels as k\n"
+        "src = np.arange(4096, dtype=np.uint8)\n"
+        "k.bodies_and_crcs(src, np.array([0, 100]), np.array([50, 60]))\n"
+        "k.crc32_slices(src, np.array([0, 100]), np.array([50, 60]))\n"
+        "print(sum(k._KERNEL.stats.cache_misses.values()), sum(k._CRCS.stats.cache_misses.values()))\n"
+    )
+    for _ in range(2):  # the first run may compile (a fresh checkout); the second must not
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["0", "0"]
