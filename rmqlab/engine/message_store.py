@@ -181,9 +181,11 @@ class MessageStore:
         self._lock = threading.Lock()  # Java putMessageLock (+ topicQueueLock)
         self._reput_lock = threading.Lock()
         # the records appended and not dispatched yet (Java dispatchBehindBytes, counted
-        # in records): their physical offsets, which reput reads back from the log, or
-        # for big bodies the DispatchRequest built at put time (see _big_request)
-        self._pending: list[int | DispatchRequest] = []
+        # in records): their physical offsets, which reput reads back from the log, and
+        # for big bodies the DispatchRequest built at put time (see _big_request); each
+        # list in commitlog order (two lists: reput then needs no pass to tell them apart)
+        self._pending: list[int] = []
+        self._pending_reqs: list[DispatchRequest] = []
         self._queue_offsets: dict[tuple[str, int], int] = {}  # Java topicQueueTable
         self._tags_cache: dict[str, int] = {}  # TAGS -> tagsCode, for _big_request
         self._fast_topics: dict[str, tuple[bytes, int, int]] = {}
@@ -587,9 +589,11 @@ class MessageStore:
             f.wrote_position = end
             clog.store_timestamp = ts
             clog.max_offset = phy + total
-            pending = self._pending
-            pending.append(phy if blen < _BIG_BODY else self._big_request(topic, qid, phy, total, ts, qoff, pd, msg.prepared_transaction_offset))
-        if self._inline and len(pending) >= self.reput_batch:
+            if blen < _BIG_BODY:
+                self._pending.append(phy)
+            else:
+                self._pending_reqs.append(self._big_request(topic, qid, phy, total, ts, qoff, pd, msg.prepared_transaction_offset))
+        if self._inline and len(self._pending) + len(self._pending_reqs) >= self.reput_batch:
             self.reput()
         status = self._sync_wait(phy + total, pd.get("WAIT") if pd else None) if self.sync_flush else _OK
         return _new_result(PutMessageResult, (status, phy, total, qoff, ts, self.store_host, 1, None, ""))
@@ -789,7 +793,8 @@ class MessageStore:
         store_len = self._store_len
         qoffs = self._queue_offsets
         offsets = []
-        entries = []  # for the pending list: offsets, or requests of big records (_big_request)
+        entries = []  # for the pending list: offsets of the records to read back
+        reqs = []  # and requests of big records (_big_request)
         wrote = 0
         localhost = b"\x7f\x00\x00\x01"
         with self._lock:
@@ -849,6 +854,7 @@ class MessageStore:
                         clog.store_timestamp = last_ts
                         clog.max_offset = f.file_from_offset + pos
                         self._pending.extend(entries)
+                        self._pending_reqs.extend(reqs)
                     return self._fail(
                         PutMessageStatus.MESSAGE_ILLEGAL,
                         f"message {len(offsets)}: a field does not fit its Java type ({exc}); the {len(offsets)} messages before it were stored",
@@ -863,18 +869,22 @@ class MessageStore:
                     first = (qoff, ts)
                 last_ts = ts
                 offsets.append(phy)
-                entries.append(phy if blen < _BIG_BODY else self._big_request(topic, qid, phy, total, ts, qoff, m.properties, m.prepared_transaction_offset))
+                if blen < _BIG_BODY:
+                    entries.append(phy)
+                else:
+                    reqs.append(self._big_request(topic, qid, phy, total, ts, qoff, m.properties, m.prepared_transaction_offset))
                 wrote += total
             f.wrote_position = pos
             clog.store_timestamp = ts
             clog.max_offset = phy + total
             self._pending.extend(entries)
+            self._pending_reqs.extend(reqs)
         status = self._after_append(phy + total, None)
         return _new_result(PutMessageResult, (status, offsets[0], wrote, first[0], first[1], self.store_host, len(offsets), offsets, ""))
 
     def _after_append(self, end: int, wait_prop) -> PutMessageStatus:
         """Dispatch when a batch is full (inline mode), then honour SYNC_FLUSH."""
-        if self._inline and len(self._pending) >= self.reput_batch:
+        if self._inline and len(self._pending) + len(self._pending_reqs) >= self.reput_batch:
             self.reput()
         return self._sync_wait(end, wait_prop) if self.sync_flush else _OK
 
@@ -903,42 +913,55 @@ class MessageStore:
         ``max_records``) to consume queues and index; returns how many."""
         with self._reput_lock:
             with self._lock:
-                pending = self._pending
-                if not pending:
+                offsets, reqs = self._pending, self._pending_reqs
+                total = len(offsets) + len(reqs)
+                if not total:
                     return 0
-                if max_records is None or max_records >= len(pending):
-                    batch, self._pending = pending, []
+                if max_records is None or max_records >= total:
+                    self._pending, self._pending_reqs = [], []
                 else:
-                    batch = pending[:max_records]
-                    del pending[:max_records]
+                    offsets, reqs = self._take_pending(max_records)
                 files = list(self.commitlog.files)
-            # most entries are offsets to read back; records with big bodies brought
+            # most records are read back from the log; those with big bodies brought
             # their request (see _big_request)
-            reqs = [e for e in batch if e.__class__ is not int]
-            if len(reqs) == len(batch):
+            if not offsets:
                 self.dispatcher.dispatch_batch(reqs)
                 self.reput_from_offset = reqs[-1][2] + reqs[-1][3]
-                return len(batch)
-            pos = np.asarray(batch if not reqs else [e for e in batch if e.__class__ is int], dtype=np.int64)
+                return len(reqs)
+            pos = np.asarray(offsets, dtype=np.int64)
             starts = np.asarray([f.file_from_offset for f in files], dtype=np.int64)
             which = np.searchsorted(starts, pos, side="right") - 1
             cut = np.flatnonzero(np.diff(which)) + 1
             parts = [DispatchColumns.from_requests(reqs)] if reqs else []
-            for a, b in zip([0, *cut.tolist()], [*cut.tolist(), len(pos)]) if len(pos) else ():
+            for a, b in zip([0, *cut.tolist()], [*cut.tolist(), len(pos)]):
                 f = files[int(which[a])]
                 parts.append(read_dispatch_columns(f.mm, pos[a:b] - f.file_from_offset, file_base=f.file_from_offset, file=str(f.path), delay_levels=self.dispatcher.delay_levels))
             cols = DispatchColumns.concat(parts)
-            if reqs and len(pos):
+            if reqs:
                 cols = cols.take(np.argsort(cols.commitlog_offset, kind="stable"))  # back in commitlog order
             self.dispatcher.dispatch_columns(cols)
             self.reput_from_offset = int(cols.commitlog_offset[-1] + cols.msg_size[-1])
-            return len(batch)
+            return total if max_records is None or max_records >= total else max_records
+
+    def _take_pending(self, k: int) -> tuple[list[int], list[DispatchRequest]]:
+        """Under the put lock: remove and return the first ``k`` pending records in
+        commitlog order (from the two lists, each already in that order)."""
+        offsets, reqs = self._pending, self._pending_reqs
+        i = j = 0
+        while i + j < k:  # a merge of the heads; partial reputs are small (notebooks, tests)
+            if j >= len(reqs) or (i < len(offsets) and offsets[i] < reqs[j][2]):
+                i += 1
+            else:
+                j += 1
+        taken = offsets[:i], reqs[:j]
+        del offsets[:i], reqs[:j]
+        return taken
 
     @property
     def dispatch_behind(self) -> int:
         """Records appended but not dispatched yet (Java ``dispatchBehindBytes``, counted
         in records)."""
-        return len(self._pending)
+        return len(self._pending) + len(self._pending_reqs)
 
     def flush_commitlog(self) -> int:
         """Force the commitlog now (what the flush services do); returns how far it is

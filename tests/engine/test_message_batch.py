@@ -168,22 +168,39 @@ def test_entry_layout_is_the_schemas():
         BatchLayout.of(body, np.asarray([0, 5, len(body)]))
 
 
-def test_big_and_small_records_dispatch_in_commitlog_order(tmp_path):
+@pytest.mark.parametrize("step", [None, 7, 1])
+def test_big_and_small_records_dispatch_in_commitlog_order(tmp_path, step):
     """Small records are read back at reput, big ones (>= 4 KiB bodies) bring their
-    request from put time; one reput over both keeps commitlog order: consume queues
-    equal a rebuild from the log, every key finds its record."""
+    request from put time; one reput over both, or partial reputs of ``step`` records,
+    keep commitlog order: consume queues equal a rebuild from the log, every key finds
+    its record."""
     from rmqlab.recovery import recover
 
     cfg = small_config(mapped_file_size_commit_log=1 << 20, max_index_num=4096, max_hash_slot_num=512)
     msgs = [Message("TopicA", bytes([i]) * (5000 if i % 3 == 0 else 50), {"TAGS": f"t{i % 4}", "KEYS": f"k{i} both"}, queue_id=i % 2) for i in range(60)]
     with _open(tmp_path / "s", config=cfg) as store:
+        offsets = []
         for i in range(0, 60, 10):
             if i % 20 == 0:
-                assert store.put_batch(msgs[i : i + 10]).ok
+                r = store.put_batch(msgs[i : i + 10])
+                assert r.ok
+                offsets += r.offsets
             else:
-                assert all(store.put(m).ok for m in msgs[i : i + 10])
+                rs = [store.put(m) for m in msgs[i : i + 10]]
+                assert all(r.ok for r in rs)
+                offsets += [r.wrote_offset for r in rs]
         assert store.dispatch_behind == 60
-        assert store.reput() == 60
+        if step is None:
+            assert store.reput() == 60
+        else:
+            done = 0
+            while done < 60:
+                n = store.reput(step)
+                assert n == min(step, 60 - done)
+                done += n
+                assert store.dispatch_behind == 60 - done
+                # dispatched up to the first record not taken yet
+                assert store.reput_from_offset == (offsets[done] if done < 60 else store.max_phy_offset)
         for i in (0, 1, 33, 59):
             hit = store.query_message("TopicA", f"k{i}")
             assert [r.body for r in hit.records] == [msgs[i].body]
