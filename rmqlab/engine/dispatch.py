@@ -173,7 +173,9 @@ class DispatchColumns:
     prepared_transaction_offset: np.ndarray
 
     #: the fastdecode columns :meth:`from_arrow` needs
-    ARROW_COLUMNS = ("physical_offset", "total_size", "topic", "queue_id", "queue_offset", "sys_flag", "store_timestamp", "prepared_transaction_offset", "properties")
+    ARROW_COLUMNS = ("physical_offset", "total_size", "topic", "queue_id", "queue_offset", "sys_flag", "store_timestamp", "prepared_transaction_offset")
+    #: and the properties it reads, as Java's map holds them
+    JAVA_PROPERTIES = (props.TAGS, props.KEYS, props.UNIQ_KEY, props.DELAY)
 
     def __len__(self) -> int:
         return len(self.commitlog_offset)
@@ -277,16 +279,14 @@ class DispatchColumns:
         )
 
     @classmethod
-    def from_arrow(cls, batch, delay_levels: dict[int, int], exact: Callable[[int], DispatchRequest] | None = None) -> "DispatchColumns":
+    def from_arrow(cls, batch, delay_levels: dict[int, int]) -> "DispatchColumns":
         """Java ``checkMessageAndReturnSize`` for every MESSAGE row of a fastdecode
-        batch or table (:data:`ARROW_COLUMNS` needed).
+        batch or table: :data:`ARROW_COLUMNS`, and the :data:`JAVA_PROPERTIES` as
+        fastdecode's ``java_property:`` columns - the values Java's properties map
+        holds (``decode_positions(java_properties=...)``), so that an empty or
+        repeated TAGS, KEYS, UNIQ_KEY or DELAY reads as it does in RocketMQ."""
+        from ..format.fastdecode import JAVA_PROPERTY_PREFIX
 
-        fastdecode's property map keeps a name's *last* value even when it is empty,
-        where Java's map skips empty values (an earlier non-empty duplicate then
-        wins).  Rows whose TAGS, KEYS, UNIQ_KEY or DELAY read as ``""`` are therefore
-        taken from ``exact(row)`` (the per-record :func:`request_from_record`); without
-        ``exact`` such rows raise ``ValueError``.
-        """
         pa, pc = _arrow()
         n = batch.num_rows
         col = batch.column
@@ -295,23 +295,23 @@ class DispatchColumns:
             a = col(name)
             return np.asarray(a.to_numpy(zero_copy_only=False), dtype=np.int64) if n else np.zeros(0, np.int64)
 
-        topic = col("topic")
-        if isinstance(topic, pa.ChunkedArray):
-            topic = topic.combine_chunks() if topic.num_chunks != 1 else topic.chunk(0)
+        def single(a):
+            if isinstance(a, pa.ChunkedArray):
+                return a.combine_chunks() if a.num_chunks != 1 else a.chunk(0)
+            return a
+
+        topic = single(col("topic"))
         enc = pc.dictionary_encode(topic) if n else pa.DictionaryArray.from_arrays(pa.array([], pa.int32()), pa.array([], pa.string()))
         topics = enc.dictionary.to_pylist()
         topic_code = np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
-        tags, keys, uniq, delay = _lookup(col("properties"), (props.TAGS, props.KEYS, props.UNIQ_KEY, props.DELAY))
+        tags, keys, uniq, delay = (single(col(JAVA_PROPERTY_PREFIX + name)) for name in cls.JAVA_PROPERTIES)
         store_ts = ints("store_timestamp")
         # tagsCode: String.hashCode of TAGS, 0 without
         th, _ = java_string_hashes_arrow(tags)
         tags_code = th.view(np.int32).astype(np.int64)
-        empty = np.zeros(n, dtype=bool)
-        for a in (tags, keys, uniq, delay):
-            empty |= np.asarray(pc.fill_null(pc.equal(a, ""), False).to_numpy(zero_copy_only=False), dtype=bool) if n else empty
         # SCHEDULE_TOPIC_XXXX with DELAY: the delivery time (the rule of tags_code_for)
-        if SCHEDULE_TOPIC in topics:
-            sched = (topic_code == topics.index(SCHEDULE_TOPIC)) & np.asarray(delay.is_valid().to_numpy(zero_copy_only=False), dtype=bool) & ~empty
+        if SCHEDULE_TOPIC in topics and delay.null_count < n:
+            sched = (topic_code == topics.index(SCHEDULE_TOPIC)) & np.asarray(delay.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
             rows = np.flatnonzero(sched)
             if len(rows):
                 idx = pa.array(rows)
@@ -320,7 +320,7 @@ class DispatchColumns:
                     if t:
                         jp[props.TAGS] = t
                     tags_code[r] = tags_code_for(SCHEDULE_TOPIC, jp, int(store_ts[r]), delay_levels)
-        out = cls(
+        return cls(
             topics,
             topic_code,
             ints("queue_id"),
@@ -334,25 +334,6 @@ class DispatchColumns:
             uniq,
             ints("prepared_transaction_offset"),
         )
-        rows = np.flatnonzero(empty)
-        if len(rows):
-            if exact is None:
-                raise ValueError(f"{len(rows)} records have an empty TAGS/KEYS/UNIQ_KEY/DELAY value: pass exact= to read them as Java does")
-            out._patch(rows, [exact(int(r)) for r in rows])
-        return out
-
-    def _patch(self, rows: np.ndarray, reqs: list[DispatchRequest]) -> None:
-        """Replace ``rows`` with these requests (same records, read per record)."""
-        pa, pc = _arrow()
-        for r, q in zip(rows.tolist(), reqs):
-            if q.commitlog_offset != self.commitlog_offset[r]:
-                raise ValueError(f"row {r}: request for offset {q.commitlog_offset}, column has {int(self.commitlog_offset[r])}")
-            self.tags_code[r] = q.tags_code
-        mask = np.zeros(len(self), dtype=bool)
-        mask[rows] = True
-        mask = pa.array(mask)
-        self.keys = pc.replace_with_mask(self.keys, mask, pa.array([q.keys for q in reqs], pa.string()))
-        self.uniq_key = pc.replace_with_mask(self.uniq_key, mask, pa.array([q.uniq_key for q in reqs], pa.string()))
 
 
 # -- reading records back (Java ReputMessageService: checkMessageAndReturnSize) ---------------------
@@ -374,9 +355,9 @@ def read_dispatch_columns(buf, positions: np.ndarray, *, file_base: int, file: s
     records are decoded in bulk with :func:`rmqlab.format.fastdecode.decode_positions`
     (one row per position, no walk of the chain); should one of them be damaged, all
     are read one by one with :func:`~rmqlab.format.record.decode_record`, which names
-    the damage, as are rows whose properties fastdecode cannot tell apart from Java's
-    reading (see :meth:`DispatchColumns.from_arrow`).  CRCs are not checked (Java's
-    reput does not check them).
+    the damage.  The properties are read as Java's map holds them (see
+    :meth:`DispatchColumns.from_arrow`).  CRCs are not checked (Java's reput does not
+    check them).
     """
     pa, pc = _arrow()
     rel = np.asarray(positions, dtype=np.int64)
@@ -387,7 +368,7 @@ def read_dispatch_columns(buf, positions: np.ndarray, *, file_base: int, file: s
 
     batches = _decode_at(a, rel, file_base, file) if len(rel) else None
     if batches:
-        return DispatchColumns.from_arrow(pa.Table.from_batches(batches), delay_levels, exact=lambda r: one(int(rel[r])))
+        return DispatchColumns.from_arrow(pa.Table.from_batches(batches), delay_levels)
     return DispatchColumns.from_requests([one(p) for p in rel.tolist()])
 
 
@@ -401,7 +382,7 @@ def _decode_at(a: np.ndarray, rel: np.ndarray, file_base: int, file: str):
         return list(
             decode_positions(
                 a, rel, file_base=file_base, file=file, verify_crc=False, include_body=False, columns=DispatchColumns.ARROW_COLUMNS,
-                batch_rows=_BATCH_ROWS, batch_bytes=_BATCH_BYTES,
+                java_properties=DispatchColumns.JAVA_PROPERTIES, batch_rows=_BATCH_ROWS, batch_bytes=_BATCH_BYTES,
             )
         )
     except (StoreFormatError, ValueError):
@@ -430,38 +411,6 @@ def queue_groups(topic_code: np.ndarray, queue_id: np.ndarray) -> list[np.ndarra
         groups = [order[a:b] for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist())]
     groups.sort(key=lambda g: int(g[0]))
     return groups
-
-
-def _lookup(properties, names: Sequence[str]) -> list:
-    """The value of each name in every row of a ``map<string,string>`` column (null
-    where absent), one string array per name.  (``pyarrow.compute.map_lookup`` does
-    the same but is an order of magnitude slower: here each name is one comparison
-    over the flat keys.)  fastdecode's maps hold a name at most once per row; were it
-    there twice, the last would be taken."""
-    pa, pc = _arrow()
-    chunks = properties.chunks if isinstance(properties, pa.ChunkedArray) else [properties]
-    out: list[list[pa.Array]] = [[] for _ in names]
-    for c in chunks:
-        n = len(c)
-        offs = np.asarray(c.offsets.to_numpy(zero_copy_only=False), dtype=np.int64)
-        lo, hi = (int(offs[0]), int(offs[-1])) if n else (0, 0)
-        keys = c.keys.slice(lo, hi - lo)
-        items = c.items.slice(lo, hi - lo)
-        row_of = np.repeat(np.arange(n, dtype=np.int64), np.diff(offs)) if n else np.zeros(0, np.int64)
-        # one pass over the flat keys: which of the names each is (-1: none)
-        which = np.asarray(pc.fill_null(pc.index_in(keys, value_set=pa.array(list(names), pa.string())), -1).to_numpy(zero_copy_only=False))
-        for j, name in enumerate(names):
-            hit = which == j
-            at = np.flatnonzero(hit)
-            if not len(at):
-                out[j].append(pa.nulls(n, pa.string()))
-                continue
-            take = np.zeros(n, dtype=np.int64)
-            present = np.zeros(n, dtype=bool)
-            take[row_of[at]] = np.arange(len(at))
-            present[row_of[at]] = True
-            out[j].append(items.filter(pa.array(hit)).take(pa.array(take, mask=~present)))
-    return [pa.chunked_array(parts, pa.string()) if len(parts) != 1 else parts[0] for parts in out]
 
 
 class CommitLogDispatcher:

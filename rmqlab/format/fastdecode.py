@@ -174,6 +174,7 @@ class _Ctx:
     batch_rows: int
     batch_bytes: int
     columns: frozenset | None = None
+    java_properties: tuple[str, ...] = ()
 
     @property
     def buf_end(self) -> int:  # file position one past the buffer
@@ -1231,6 +1232,7 @@ def _decode_positions(ctx: _Ctx, P: np.ndarray) -> tuple[pa.RecordBatch | None, 
     # after the bodies: a 4 KiB record's properties are then still in the cache
     # (~5% on 4 KiB records, measured A/B)
     properties = _properties_at(ctx, props_start, rec_end, keep) if want("properties") else pa.nulls(m, PROPERTIES_TYPE)
+    java = _java_values(ctx, k(props_start), k(rec_end)) if ctx.java_properties else []
     if not (ctx.include_body and want("body")):
         body = pa.nulls(m, pa.binary())
     elif bodies_all is not None:
@@ -1265,7 +1267,32 @@ def _decode_positions(ctx: _Ctx, P: np.ndarray) -> tuple[pa.RecordBatch | None, 
         kind,
         pa.nulls(m, pa.string()),
     ]
+    if java:
+        return pa.RecordBatch.from_arrays(arrays + java, schema=java_schema(ctx.java_properties)), bad
     return pa.RecordBatch.from_arrays(arrays, schema=ARROW_SCHEMA), bad
+
+
+#: the column holding the Java map's value of a property (``decode_positions(java_properties=...)``)
+JAVA_PROPERTY_PREFIX = "java_property:"
+
+
+def java_schema(names: tuple[str, ...]) -> pa.Schema:
+    """:data:`ARROW_SCHEMA` plus a string column per name (see :func:`decode_positions`)."""
+    return pa.schema(list(ARROW_SCHEMA) + [pa.field(JAVA_PROPERTY_PREFIX + name, pa.string()) for name in names])
+
+
+def _java_values(ctx: _Ctx, starts: np.ndarray, ends: np.ndarray) -> list[pa.Array]:
+    """The ``java_property:`` columns of the records whose properties are the buffer
+    slices ``[starts[i], ends[i])`` (file positions)."""
+    k = _kern()
+    got = k.java_property_values(ctx.a, starts - ctx.buf_offset, ends - ctx.buf_offset, ctx.java_properties) if k is not None else None
+    if got is not None:
+        try:
+            return [arr.cast(pa.string()) if non_ascii else arr.view(pa.string()) for arr, non_ascii in got]
+        except pa.ArrowInvalid:
+            pass  # invalid UTF-8: Java reads U+FFFD there, as decode_text does
+    maps = [props.to_java_map(props.decode_pairs(ctx.mv[s - ctx.buf_offset : e - ctx.buf_offset].tobytes())) for s, e in zip(starts.tolist(), ends.tolist())]
+    return [pa.array([mp.get(name) for mp in maps], pa.string()) for name in ctx.java_properties]
 
 
 def _rows_batch(rows: list[dict]) -> pa.RecordBatch:
@@ -1470,11 +1497,19 @@ def decode_positions(
     columns: Iterable[str] | None = None,
     batch_rows: int = 1 << 15,
     batch_bytes: int = 16 << 20,
+    java_properties: Iterable[str] = (),
 ) -> Iterator[pa.RecordBatch]:
     """Record batches (:data:`ARROW_SCHEMA`) of the message records that start at the
     in-file ``positions`` (sorted, distinct) of one commitlog file, for callers that
     already know where records start (a walk done before, consume-queue entries, the
     engine's reput): the chain is not walked.
+
+    ``java_properties`` names properties to add as string columns
+    ``java_property:NAME`` (:func:`java_schema`): the value RocketMQ's own map holds
+    (``MessageDecoder.string2messageProperties``: pairs with an empty name or value
+    skipped, a later pair wins; :func:`rmqlab.format.properties.to_java_map`), null
+    when it holds none.  That is what the engine's dispatch reads, without building the
+    ``properties`` column (leave it out of ``columns``).
 
     ``buf`` holds the file from position 0.  Strict: the first position where no valid
     message record starts (or, with ``verify_crc``, whose CRC does not match) raises
@@ -1488,7 +1523,7 @@ def decode_positions(
     ctx = _Ctx(
         a=a, mv=memoryview(a), buf_offset=0, file_base=file_base, file_size=len(a), file=file, mode="strict", verify_crc=verify_crc,
         include_body=include_body, topics=None, start_time=None, end_time=None, batch_rows=batch_rows, batch_bytes=batch_bytes,
-        columns=frozenset(columns) if columns is not None else None,
+        columns=frozenset(columns) if columns is not None else None, java_properties=tuple(java_properties),
     )
     i = 0
     while i < len(P):

@@ -104,3 +104,32 @@ def test_the_crc_loops_load_from_numbas_disk_cache():
     for _ in range(2):  # the first run may compile (a fresh checkout); the second must not
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == ["0", "0"]
+
+
+def test_java_property_columns_follow_javas_map_on_random_bytes(monkeypatch):
+    """decode_positions(java_properties=...): per name, the value RocketMQ's own map
+    holds (empty names and values skipped, a later pair wins; U+FFFD for invalid
+    UTF-8) - compiled, and in Python without the kernels."""
+    from rmqlab.format import properties as props
+    from rmqlab.format.encode import encode_record
+
+    rng = np.random.default_rng(5)
+    alphabet = [b"TAGS", b"KEYS", b"K", b"\x01", b"\x02", b"\x02", b"v", b"\xc3\xa9", b"UNIQ_KEY", b"\xff"]
+    names = ("TAGS", "KEYS", "UNIQ_KEY", "DELAY")
+    for invalid in (False, True):  # one invalid byte sends a batch to the Python reading
+        cases = [b"".join(alphabet[i] for i in rng.integers(0, len(alphabet) - (not invalid), rng.integers(0, 20))) for _ in range(500)]
+        records, positions, pos = [], [], 0
+        for p in cases:
+            rec = encode_record(topic=b"T", body=b"x", properties=p, physical_offset=pos)
+            records.append(rec)
+            positions.append(pos)
+            pos += len(rec)
+        data = b"".join(records)
+        want = {name: [props.to_java_map(props.decode_pairs(p)).get(name) for p in cases] for name in names}
+        for available in (True, False):
+            monkeypatch.setattr(kernels, "AVAILABLE", available)
+            batches = fd.decode_positions(data, positions, columns=["physical_offset"], java_properties=names, batch_rows=64)
+            table = pa.Table.from_batches(list(batches))
+            assert table.schema == fd.java_schema(names)
+            assert {name: table.column(fd.JAVA_PROPERTY_PREFIX + name).to_pylist() for name in names} == want
+            assert table.column("properties").null_count == len(cases)  # not asked for
