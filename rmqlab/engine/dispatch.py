@@ -372,6 +372,20 @@ def read_dispatch_columns(buf, positions: np.ndarray, *, file_base: int, file: s
     return DispatchColumns.from_requests([one(p) for p in rel.tolist()])
 
 
+def load_reader() -> None:
+    """Load what :func:`read_dispatch_columns` runs - pyarrow, the bulk decoder, numba
+    and the machine code of its compiled loops (~1 s the first time in a process) - by
+    reading one record back.  The engine calls it when a store opens, so that no
+    producer's put pays it at the first reput."""
+    from ..format.encode import encode_record
+
+    rec = encode_record(topic=b"T", body=b"x", properties=b"TAGS\x01t\x02KEYS\x01k\x02", physical_offset=0)
+    buf = bytearray(rec)  # writable, as the engine's mappings are (numba compiles per flavour)
+    cols = read_dispatch_columns(buf, np.zeros(1, np.int64), file_base=0, file="<load_reader>", delay_levels={})
+    if cols.requests() != [request_from_record(decode_record(bytes(rec), 0, read_body=False), {})]:  # pragma: no cover - a broken install
+        raise RuntimeError("the bulk decoder reads a record differently from the per-record reader")
+
+
 def _decode_at(a: np.ndarray, rel: np.ndarray, file_base: int, file: str):
     """fastdecode batches of the records at in-file positions ``rel``; None on damage
     (the caller then reads record by record, which names it)."""

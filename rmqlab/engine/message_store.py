@@ -66,7 +66,7 @@ from .checkpoint_writer import StoreCheckpointWriter
 from .clean import CleanReport, clean_expired
 from .clock import DEFAULT_STORE_HOST, SystemClock
 from .commitlog_writer import CommitLogWriter
-from .dispatch import SCHEDULE_TOPIC, CommitLogDispatcher, DispatchColumns, DispatchRequest, read_dispatch_columns
+from .dispatch import SCHEDULE_TOPIC, CommitLogDispatcher, DispatchColumns, DispatchRequest, load_reader, read_dispatch_columns
 from .flush import FlushRealTimeService, GroupCommitService, PeriodicService
 from .mapped_file import fsync_directory
 from .message import Message, MessageBatch
@@ -286,9 +286,10 @@ class MessageStore:
         if not abort.exists():
             abort.touch()
         string_to_file(str(os.getpid()), abort)
-        # reput reads records back with the bulk decoder: load it (and pyarrow, ~1 s)
-        # with the store, not inside some producer's put
-        from ..format import fastdecode  # noqa: F401
+        # reput reads records back with the bulk decoder: load it (pyarrow, numba and
+        # the compiled loops, ~1 s once per process) with the store, not inside the put
+        # that reaches the first reput
+        load_reader()
 
         self._start_services()
 

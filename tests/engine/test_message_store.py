@@ -354,3 +354,24 @@ def test_the_put_lock_is_never_held_when_the_reput_lock_is_taken(tmp_path):
         store.shutdown()
     assert (("put",), "reput") not in seen
     assert (("reput",), "put") in seen  # reput's own order was exercised
+
+
+def test_the_first_reput_loads_nothing_the_open_did_not(tmp_path):
+    """Opening a store loads the bulk reader (pyarrow, numba, the compiled loops), so
+    the put that reaches the first reput does not stall for it (~1 s). In a fresh
+    process: nothing else in this test suite has loaded them yet."""
+    code = textwrap.dedent(
+        f"""
+        import sys
+        from rmqlab.engine import Message, MessageStore
+        store = MessageStore.open({str(tmp_path / "s")!r}, dispatch="manual")
+        for i in range(50):
+            store.put(Message("TopicA", b"x" * 100, {{"TAGS": "t", "KEYS": f"k{{i}}"}}, queue_id=i % 2))
+        before = set(sys.modules)
+        assert store.reput() == 50
+        print(sorted(set(sys.modules) - before))
+        store.shutdown()
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == "[]"
