@@ -385,30 +385,53 @@ def property_pairs(a: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> tuple
     :func:`rmqlab.format.properties.decode_pairs` + ``to_ordered_dict`` in one compiled
     pass: (pairs per record as int32 map offsets, names, values as binary arrays,
     whether any byte is >= 0x80 so that UTF-8 needs checking), or None when not
-    compiled."""
+    compiled.  Many bytes: half the records on a worker thread, half on the calling
+    one, the two outputs joined after."""
     if _PAIRS is None:
         return None
     a = np.ascontiguousarray(a, dtype=np.uint8)
     starts = np.ascontiguousarray(starts, dtype=np.int64)
     ends = np.ascontiguousarray(ends, dtype=np.int64)
     n = len(starts)
-    total = int((ends - starts).sum()) if n else 0
-    if n and (int(starts.min()) < 0 or int(ends.max()) > len(a) or bool((ends < starts).any())):
+    lens = ends - starts
+    total = int(lens.sum()) if n else 0
+    if n and (int(starts.min()) < 0 or int(ends.max()) > len(a) or bool((lens < 0).any())):
         raise ValueError("properties slices reach outside the buffer")
     if total >= 1 << 31:
         raise ValueError("more than 2 GiB of properties: Arrow binary offsets are int32")
-    # upper bounds: names and values are parts of the bytes; every pair holds a 0x01
-    kbuf = np.empty(total, np.uint8)
-    vbuf = np.empty(total, np.uint8)
-    koffs = np.empty(total + 1, np.int32)
-    voffs = np.empty(total + 1, np.int32)
-    moffs = np.empty(n + 1, np.int32)
-    m, hi = _PAIRS(a, starts, ends, kbuf, koffs, vbuf, voffs, moffs)
+    if _WORKERS > 1 and total >= _SPLIT_MIN_PROPERTY_BYTES and n > 1:
+        cut = min(n - 1, max(1, int(np.searchsorted(np.cumsum(lens), total // 2)) + 1))  # halves by bytes
+        other = _pool().submit(_split_part, a, starts[cut:], ends[cut:], total - int(lens[:cut].sum()))
+        first = _split_part(a, starts[:cut], ends[:cut], int(lens[:cut].sum()))  # the worker runs meanwhile
+        (m0, hi0, k0, ko0, v0, vo0, mo0), (m1, hi1, k1, ko1, v1, vo1, mo1) = first, other.result()
+        m, hi = m0 + m1, hi0 | hi1
+        kbuf = np.concatenate((k0[: ko0[m0]], k1[: ko1[m1]]))
+        vbuf = np.concatenate((v0[: vo0[m0]], v1[: vo1[m1]]))
+        koffs = np.concatenate((ko0[: m0 + 1], ko1[1 : m1 + 1] + ko0[m0]))
+        voffs = np.concatenate((vo0[: m0 + 1], vo1[1 : m1 + 1] + vo0[m0]))
+        moffs = np.concatenate((mo0, mo1[1:] + m0))
+    else:
+        m, hi, kbuf, koffs, vbuf, voffs, moffs = _split_part(a, starts, ends, total)
     out = [
         pa.Array.from_buffers(pa.binary(), m, [None, pa.py_buffer(offs[: m + 1]), pa.py_buffer(buf[: int(offs[m])])])
         for buf, offs in ((kbuf, koffs), (vbuf, voffs))
     ]
     return moffs, out[0], out[1], bool(hi & 0x80)
+
+
+#: below this many properties bytes one thread splits them all
+_SPLIT_MIN_PROPERTY_BYTES = 256 << 10
+
+
+def _split_part(a: np.ndarray, starts: np.ndarray, ends: np.ndarray, total: int):
+    # upper bounds: names and values are parts of the bytes; every pair holds a 0x01
+    kbuf = np.empty(total, np.uint8)
+    vbuf = np.empty(total, np.uint8)
+    koffs = np.empty(total + 1, np.int32)
+    voffs = np.empty(total + 1, np.int32)
+    moffs = np.empty(len(starts) + 1, np.int32)
+    m, hi = _PAIRS(a, starts, ends, kbuf, koffs, vbuf, voffs, moffs)
+    return m, hi, kbuf, koffs, vbuf, voffs, moffs
 
 
 __all__ = ["AVAILABLE", "bodies_and_crcs", "crc32_slices", "java_property_values", "property_pairs", "walk"]

@@ -64,8 +64,9 @@ def test_property_pairs_follow_the_properties_codec_on_random_bytes(monkeypatch)
     size = pos + 64
     data = b"".join(records) + encode_blank(size - pos) + bytes(size - pos - 8)
     want = [list(props.to_ordered_dict(props.decode_pairs(p)).items()) for p in cases]
-    for available in (True, False):
+    for available, split_from in ((True, 1 << 40), (True, 1), (False, 1 << 40)):  # split: half on a worker thread
         monkeypatch.setattr(kernels, "AVAILABLE", available)
+        monkeypatch.setattr(kernels, "_SPLIT_MIN_PROPERTY_BYTES", split_from)
         rows = [r for b in fd.decode_file(data, 0, batch_rows=50) for r in b.to_pylist() if r["kind"] == "MESSAGE"]
         assert [list(r["properties"]) for r in rows] == want
 
