@@ -1388,20 +1388,27 @@ def scan_range(
     if resync:
         pos = _next_valid(ctx, start, stop)
     while pos is not None and pos < stop:
-        positions, end = _walk(ctx, pos, stop)
-        # decode in batches
-        i = 0
         restart = None
-        while i < len(positions):
-            j = _batch_end(ctx, positions, i)
-            chunk = positions[i:j]
-            batch, bad = _decode_positions(ctx, chunk)
-            if batch is not None and batch.num_rows:
-                yield batch
-            if bad is not None:
-                restart = int(chunk[bad])
-                break
-            i = j
+        end = pos
+        pieces = _walk_pieces(ctx, pos, stop)
+        try:
+            for positions, end in pieces:
+                # decode in batches
+                i = 0
+                while i < len(positions):
+                    j = _batch_end(ctx, positions, i)
+                    chunk = positions[i:j]
+                    batch, bad = _decode_positions(ctx, chunk)
+                    if batch is not None and batch.num_rows:
+                        yield batch
+                    if bad is not None:
+                        restart = int(chunk[bad])
+                        break
+                    i = j
+                if restart is not None:
+                    break
+        finally:
+            pieces.close()  # a walk still in flight on the buffer ends first
         if restart is not None:
             pos = yield from _event(ctx, restart, stop)
             continue
@@ -1414,6 +1421,21 @@ def scan_range(
         if is_valid_position(ctx.a, pos, file_base=file_base, file_size=file_size, buf_offset=buf_offset):
             break
         pos = yield from _event(ctx, pos, stop)
+
+
+def _walk_pieces(ctx: _Ctx, pos: int, stop: int):
+    """The chain from ``pos`` as ``(positions, end)`` pieces: compiled, the next piece
+    walked on another thread while this one is decoded; else in one piece."""
+    k = _kern()
+    if k is not None:
+        pieces = k.walk_pieces(ctx.a, pos, stop, min(ctx.buf_end, ctx.file_size), ctx.buf_offset, _MIN_SIZE, (cl.MAGIC_V1, cl.MAGIC_V2))
+        if pieces is not None:
+            return pieces
+    return _one_piece(ctx, pos, stop)
+
+
+def _one_piece(ctx: _Ctx, pos: int, stop: int):
+    yield _walk(ctx, pos, stop)
 
 
 def _walk(ctx: _Ctx, pos: int, stop: int) -> tuple[np.ndarray, int]:

@@ -380,6 +380,56 @@ def walk(a: np.ndarray, pos: int, stop: int, limit: int, off: int, min_size: int
     return out[:n], int(end)
 
 
+def walk_pieces(a: np.ndarray, pos: int, stop: int, limit: int, off: int, min_size: int, magics: tuple[int, int], piece: int | None = None):
+    """:func:`walk` from ``pos`` to ``stop`` in pieces of about ``piece`` bytes, as a
+    generator of ``(positions, end)``, or None when not compiled.  While the caller
+    works on one piece, the next is walked on a thread of its own: a walk is the first
+    touch of the pages, and the page faults are then served on the other core.  A
+    piece whose ``end`` falls short of its bound (anything but a message record there)
+    is the last.  Closing the generator waits for a walk in flight, so that the
+    caller may unmap the buffer afterwards."""
+    if _WALK is None:
+        return None
+    piece = piece or WALK_PIECE
+
+    def one(p: int):
+        return walk(a, p, min(stop, p + piece), limit, off, min_size, magics)
+
+    def pieces():
+        p = pos
+        got = one(p)
+        ahead = None
+        try:
+            while True:
+                positions, end = got
+                more = min(stop, p + piece) <= end < stop
+                ahead = _walker().submit(one, end) if more and _WORKERS > 1 else None
+                yield positions, end
+                if not more:
+                    return
+                p = end
+                got = ahead.result() if ahead is not None else one(p)
+                ahead = None
+        finally:
+            if ahead is not None:
+                ahead.result()
+
+    return pieces()
+
+
+#: bytes per piece of :func:`walk_pieces` (32 MiB: ~0.1 ms of thread hand-off per ~10 ms walk)
+WALK_PIECE = 32 << 20
+_WALKER: ThreadPoolExecutor | None = None
+
+
+def _walker() -> ThreadPoolExecutor:
+    """The walk's own thread (the kernel pool's worker is busy with halves of batches)."""
+    global _WALKER
+    if _WALKER is None:
+        _WALKER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rmqlab-walk")
+    return _WALKER
+
+
 def property_pairs(a: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, pa.Array, pa.Array, bool] | None:
     """The properties of every record, ``a[starts[r]:ends[r]]``, split by the rules of
     :func:`rmqlab.format.properties.decode_pairs` + ``to_ordered_dict`` in one compiled
@@ -434,4 +484,4 @@ def _split_part(a: np.ndarray, starts: np.ndarray, ends: np.ndarray, total: int)
     return m, hi, kbuf, koffs, vbuf, voffs, moffs
 
 
-__all__ = ["AVAILABLE", "bodies_and_crcs", "crc32_slices", "java_property_values", "property_pairs", "walk"]
+__all__ = ["AVAILABLE", "bodies_and_crcs", "crc32_slices", "java_property_values", "property_pairs", "walk", "walk_pieces"]

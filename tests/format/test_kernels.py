@@ -134,3 +134,20 @@ def test_java_property_columns_follow_javas_map_on_random_bytes(monkeypatch):
             assert table.schema == fd.java_schema(names)
             assert {name: table.column(fd.JAVA_PROPERTY_PREFIX + name).to_pylist() for name in names} == want
             assert table.column("properties").null_count == len(cases)  # not asked for
+
+
+@pytest.mark.parametrize("case", ["clean", "crash-torn", "v2ipv6", "clean-damaged"])
+def test_walking_in_pieces_gives_the_rows_of_one_walk(case, monkeypatch):
+    """The chain walked in pieces, the next on another thread (tiny pieces here, so a
+    file takes many, and damage falls inside some) decodes to the same rows."""
+    f = REFERENCE / case.replace("-damaged", "") / "store" / "commitlog" / "00000000000000000000"
+    data = bytearray(f.read_bytes())
+    if case.endswith("-damaged"):
+        data[len(data) // 3 : len(data) // 3 + 40] = bytes(40)  # zeros inside a record: the walk stops there
+    data = bytes(data)
+    rows = {}
+    for piece in (1 << 40, 4096, 777):
+        monkeypatch.setattr(kernels, "WALK_PIECE", piece)
+        rows[piece] = pa.Table.from_batches(list(fd.decode_file(data, 0, file=str(f), mode="lenient", batch_rows=64))).to_pylist()
+    assert len(rows[1 << 40]) > 10
+    assert rows[4096] == rows[1 << 40] and rows[777] == rows[1 << 40]
