@@ -324,13 +324,23 @@ def crc32_slices(src: np.ndarray, starts: np.ndarray, lens: np.ndarray) -> np.nd
     uint8 array; the slices must lie in it."""
     if _CRCS is None:
         return None
-    starts = np.ascontiguousarray(starts, dtype=np.int64)
-    lens = np.ascontiguousarray(lens, dtype=np.int64)
-    if len(starts) and (int(starts.min()) < 0 or int(lens.min()) < 0 or int((starts + lens).max()) > len(src)):
-        raise ValueError("slices reach outside the buffer")
+    src, starts, ends = _checked_slices(src, starts, np.asarray(starts) + np.asarray(lens))
+    lens = ends - starts
     crcs = np.empty(len(starts), dtype=np.int64)
     _CRCS(src, starts, lens, crcs)
     return crcs
+
+
+def _checked_slices(a: np.ndarray, starts, ends) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``a``, ``starts`` and ``ends`` as the compiled loops take them (contiguous uint8
+    and int64 arrays), once every slice ``a[starts[i]:ends[i]]`` is checked to lie in
+    ``a`` (the loops do not check: a bad slice would read outside the buffer)."""
+    a = np.ascontiguousarray(a, dtype=np.uint8)
+    starts = np.ascontiguousarray(starts, dtype=np.int64)
+    ends = np.ascontiguousarray(ends, dtype=np.int64)
+    if len(starts) and (int(starts.min()) < 0 or int(ends.max()) > len(a) or bool((ends < starts).any())):
+        raise ValueError("slices reach outside the buffer")
+    return a, starts, ends
 
 
 def java_property_values(a: np.ndarray, starts: np.ndarray, ends: np.ndarray, names: Sequence[str]) -> list[tuple[pa.Array, bool]] | None:
@@ -341,12 +351,8 @@ def java_property_values(a: np.ndarray, starts: np.ndarray, ends: np.ndarray, na
     that UTF-8 needs checking); None when not compiled."""
     if _JAVA_VALUES is None:
         return None
-    a = np.ascontiguousarray(a, dtype=np.uint8)
-    starts = np.ascontiguousarray(starts, dtype=np.int64)
-    ends = np.ascontiguousarray(ends, dtype=np.int64)
+    a, starts, ends = _checked_slices(a, starts, ends)
     n = len(starts)
-    if n and (int(starts.min()) < 0 or int(ends.max()) > len(a) or bool((ends < starts).any())):
-        raise ValueError("properties slices reach outside the buffer")
     raw = [name.encode("utf-8") for name in names]
     name_buf = np.frombuffer(b"".join(raw) or b"\0", np.uint8)
     name_offs = np.zeros(len(raw) + 1, np.int64)
@@ -439,14 +445,10 @@ def property_pairs(a: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> tuple
     one, the two outputs joined after."""
     if _PAIRS is None:
         return None
-    a = np.ascontiguousarray(a, dtype=np.uint8)
-    starts = np.ascontiguousarray(starts, dtype=np.int64)
-    ends = np.ascontiguousarray(ends, dtype=np.int64)
+    a, starts, ends = _checked_slices(a, starts, ends)
     n = len(starts)
     lens = ends - starts
     total = int(lens.sum()) if n else 0
-    if n and (int(starts.min()) < 0 or int(ends.max()) > len(a) or bool((lens < 0).any())):
-        raise ValueError("properties slices reach outside the buffer")
     if total >= 1 << 31:
         raise ValueError("more than 2 GiB of properties: Arrow binary offsets are int32")
     if _WORKERS > 1 and total >= _SPLIT_MIN_PROPERTY_BYTES and n > 1:
