@@ -1232,6 +1232,8 @@ def _decode_positions(ctx: _Ctx, P: np.ndarray) -> tuple[pa.RecordBatch | None, 
         body = pa.nulls(m, pa.binary())
     elif bodies_all is not None:
         body = bodies_all if keep is None else bodies_all.filter(pa.array(keep))
+    elif _kern() is not None:  # the compiled copy (both cores for large batches)
+        body = _kern().bodies_and_crcs(ctx.a, k(body_start) - ctx.buf_offset, k(body_end) - k(body_start), with_crc=False)[0]
     else:
         body = _interleaved(ctx, body_start, body_end, keep)
     if kinds is None:

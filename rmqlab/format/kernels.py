@@ -82,14 +82,15 @@ def _compile():
     # numba's cache key by pickle, which differs from process to process
 
     @numba.njit(nogil=True, cache=True)
-    def copy_and_crc(src, starts, lens, dst, dst_offs, crcs, lo, hi):  # pragma: no cover - compiled
+    def copy_and_crc(src, starts, lens, dst, dst_offs, crcs, lo, hi, with_crc):  # pragma: no cover - compiled
         s0 = src.ctypes.data
         d0 = dst.ctypes.data
         for i in range(lo, hi):
             n = lens[i]
             if n:
                 _MEMCPY_EXT(d0 + dst_offs[i], s0 + starts[i], n)
-                crcs[i] = _CRC_EXT(0, d0 + dst_offs[i], n)
+                if with_crc:
+                    crcs[i] = _CRC_EXT(0, d0 + dst_offs[i], n)
 
     @numba.njit(nogil=True, cache=True)
     def crcs_of(src, starts, lens, crcs):  # pragma: no cover - compiled
@@ -272,7 +273,7 @@ def _compile_pairs():
 _KERNEL, _CRCS = _compile() or (None, None)
 _WALK = _compile_walk()
 _PAIRS, _JAVA_VALUES, _GATHER_SPANS = _compile_pairs() or (None, None, None)
-#: whether :func:`bodies_and_crcs` and :func:`walk` run compiled (else they return None)
+#: whether the compiled loops are built (else the functions here return None)
 AVAILABLE = _KERNEL is not None and _WALK is not None and _PAIRS is not None
 _WORKERS = max(1, min(2, os.cpu_count() or 1))
 _POOL: ThreadPoolExecutor | None = None
@@ -287,35 +288,33 @@ def _pool() -> ThreadPoolExecutor:
     return _POOL
 
 
-def bodies_and_crcs(src: np.ndarray, starts: np.ndarray, lens: np.ndarray) -> tuple[pa.Array, np.ndarray] | None:
+def bodies_and_crcs(src: np.ndarray, starts: np.ndarray, lens: np.ndarray, with_crc: bool = True) -> tuple[pa.Array, np.ndarray | None] | None:
     """The slices ``src[starts[i] : starts[i] + lens[i]]`` as an Arrow ``binary``
-    array, and the CRC-32 (zlib's, unsigned) of each, in one compiled pass (large
-    batches: half on a worker thread, half on the calling thread); None when the
-    kernel is not available.  ``src`` is a uint8 array; the slices must lie in it and
-    total less than 2 GiB (Arrow int32 offsets)."""
+    array, and the CRC-32 (zlib's, unsigned) of each (None without ``with_crc``), in
+    one compiled pass (large batches: half on a worker thread, half on the calling
+    thread); None when the kernel is not available.  ``src`` is a uint8 array; the
+    slices must lie in it and total less than 2 GiB (Arrow int32 offsets)."""
     if _KERNEL is None:
         return None
     n = len(starts)
-    starts = np.ascontiguousarray(starts, dtype=np.int64)
-    lens = np.ascontiguousarray(lens, dtype=np.int64)
+    src, starts, ends = _checked_slices(src, starts, np.asarray(starts) + np.asarray(lens))
+    lens = ends - starts
     offs = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(lens, out=offs[1:])
     total = int(offs[-1])
-    if n and (int(starts.min()) < 0 or int((starts + lens).max()) > len(src)):
-        raise ValueError("slices reach outside the buffer")
     if total >= 1 << 31:
         raise ValueError("more than 2 GiB of slices: Arrow binary offsets are int32")
     dst = np.empty(total, dtype=np.uint8)
     crcs = np.zeros(n, dtype=np.int64)
     if _WORKERS > 1 and total >= _SPLIT_MIN_BYTES:
         cut = int(np.searchsorted(offs, total // 2))  # halves by bytes, not by rows
-        other = _pool().submit(_KERNEL, src, starts, lens, dst, offs, crcs, cut, n)
-        _KERNEL(src, starts, lens, dst, offs, crcs, 0, cut)  # releases the GIL: the worker runs meanwhile
+        other = _pool().submit(_KERNEL, src, starts, lens, dst, offs, crcs, cut, n, with_crc)
+        _KERNEL(src, starts, lens, dst, offs, crcs, 0, cut, with_crc)  # releases the GIL: the worker runs meanwhile
         other.result()
     else:
-        _KERNEL(src, starts, lens, dst, offs, crcs, 0, n)
+        _KERNEL(src, starts, lens, dst, offs, crcs, 0, n, with_crc)
     arr = pa.Array.from_buffers(pa.binary(), n, [None, pa.py_buffer(offs.astype(np.int32)), pa.py_buffer(dst)])
-    return arr, crcs
+    return arr, crcs if with_crc else None
 
 
 def crc32_slices(src: np.ndarray, starts: np.ndarray, lens: np.ndarray) -> np.ndarray | None:

@@ -29,12 +29,15 @@ def test_bodies_and_crcs_equal_slicing_and_zlib():
         want = src[starts[i] : starts[i] + lens[i]].tobytes()
         assert arr[i].as_py() == want
         assert int(crcs[i]) == zlib.crc32(want)
+    copied, none = kernels.bodies_and_crcs(src, starts, lens, with_crc=False)
+    assert none is None and copied.equals(arr)
     with pytest.raises(ValueError):
         kernels.bodies_and_crcs(src, np.array([len(src) - 5]), np.array([10]))
 
 
+@pytest.mark.parametrize("verify_crc", [True, False])
 @pytest.mark.parametrize("case", ["clean", "crash-torn", "v2ipv6"])
-def test_decoder_rows_are_the_same_without_the_kernel(case, monkeypatch):
+def test_decoder_rows_are_the_same_without_the_kernel(case, verify_crc, monkeypatch):
     f = REFERENCE / case / "store" / "commitlog" / "00000000000000000000"
     buf = f.read_bytes()
     data = bytearray(buf)
@@ -42,7 +45,9 @@ def test_decoder_rows_are_the_same_without_the_kernel(case, monkeypatch):
     rows = {}
     for name, available in (("kernel", True), ("pure", False)):
         monkeypatch.setattr(kernels, "AVAILABLE", available)
-        rows[name] = [pa.Table.from_batches(list(fd.decode_file(bytes(b), 0, file=str(f), mode="lenient", batch_rows=64))).to_pylist() for b in (buf, data)]
+        rows[name] = [
+            pa.Table.from_batches(list(fd.decode_file(bytes(b), 0, file=str(f), mode="lenient", batch_rows=64, verify_crc=verify_crc))).to_pylist() for b in (buf, data)
+        ]
     assert rows["kernel"] == rows["pure"]
 
 
