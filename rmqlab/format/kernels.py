@@ -277,6 +277,14 @@ _PAIRS, _JAVA_VALUES, _GATHER_SPANS = _compile_pairs() or (None, None, None)
 AVAILABLE = _KERNEL is not None and _WALK is not None and _PAIRS is not None
 _WORKERS = max(1, min(2, os.cpu_count() or 1))
 _POOL: ThreadPoolExecutor | None = None
+
+
+def set_threads(n: int) -> None:
+    """How many threads the loops here may use (1 or 2; default: 2 when the machine
+    has two cores).  Spark's readers set 1: Spark already runs a task per core, and
+    the threads of two workers sharing two cores cost ~30% (measured on local[2])."""
+    global _WORKERS
+    _WORKERS = max(1, min(2, int(n)))
 #: below this many body bytes one thread does it all (thread hand-off costs more)
 _SPLIT_MIN_BYTES = 4 << 20
 
@@ -284,7 +292,7 @@ _SPLIT_MIN_BYTES = 4 << 20
 def _pool() -> ThreadPoolExecutor:
     global _POOL
     if _POOL is None:
-        _POOL = ThreadPoolExecutor(max_workers=_WORKERS - 1, thread_name_prefix="rmqlab-kernel")
+        _POOL = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rmqlab-kernel")  # the other half
     return _POOL
 
 
@@ -485,4 +493,4 @@ def _split_part(a: np.ndarray, starts: np.ndarray, ends: np.ndarray, total: int)
     return m, hi, kbuf, koffs, vbuf, voffs, moffs
 
 
-__all__ = ["AVAILABLE", "bodies_and_crcs", "crc32_slices", "java_property_values", "property_pairs", "walk", "walk_pieces"]
+__all__ = ["AVAILABLE", "bodies_and_crcs", "crc32_slices", "java_property_values", "property_pairs", "set_threads", "walk", "walk_pieces"]

@@ -175,3 +175,19 @@ def test_crcs_are_checked_without_the_body_column(available, monkeypatch):
     cols = ["physical_offset", "crc_ok", "kind"]
     assert narrow.select(cols).to_pylist() == full.select(cols).to_pylist()
     assert "BODY_CRC" in full.column("kind").to_pylist()
+
+
+def test_one_thread_gives_the_rows_of_two(monkeypatch):
+    """set_threads(1) (what Spark's readers use) decodes the same rows as the threaded
+    paths, with every threshold low enough that two threads would take part."""
+    monkeypatch.setattr(kernels, "_WORKERS", kernels._WORKERS)  # restored after the test
+    monkeypatch.setattr(kernels, "WALK_PIECE", 4096)
+    monkeypatch.setattr(kernels, "_SPLIT_MIN_BYTES", 1)
+    monkeypatch.setattr(kernels, "_SPLIT_MIN_PROPERTY_BYTES", 1)
+    data = (REFERENCE / "v2ipv6" / "store" / "commitlog" / "00000000000000000000").read_bytes()
+    rows = {}
+    for n in (2, 1):
+        kernels.set_threads(n)
+        assert kernels._WORKERS == n
+        rows[n] = pa.Table.from_batches(list(fd.decode_file(data, 0, batch_rows=16))).to_pylist()
+    assert len(rows[1]) > 10 and rows[1] == rows[2]
