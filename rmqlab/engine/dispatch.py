@@ -218,15 +218,18 @@ class DispatchColumns:
     @classmethod
     def from_requests(cls, reqs: Sequence[DispatchRequest]) -> "DispatchColumns":
         pa, pc = _arrow()
-        topics: dict[str, int] = {}
-        codes = [topics.setdefault(r.topic, len(topics)) for r in reqs]
+        if not reqs:
+            fields = [()] * len(DispatchRequest._fields)
+        else:
+            fields = list(zip(*reqs))  # one column per field, transposed in C
+        enc = pa.array(fields[0], pa.string()).dictionary_encode()  # codes in order of first appearance
 
         def col(i):
-            return np.fromiter((r[i] for r in reqs), dtype=np.int64, count=len(reqs))
+            return np.array(fields[i], dtype=np.int64)
 
         return cls(
-            list(topics),
-            np.asarray(codes, dtype=np.int64),
+            enc.dictionary.to_pylist(),
+            np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64),
             col(1),
             col(2),
             col(3),
@@ -234,8 +237,8 @@ class DispatchColumns:
             col(5),
             col(6),
             col(9),
-            pa.array([r.keys for r in reqs], pa.string()),
-            pa.array([r.uniq_key for r in reqs], pa.string()),
+            pa.array(fields[7], pa.string()),
+            pa.array(fields[8], pa.string()),
             col(10),
         )
 
