@@ -75,7 +75,7 @@ from .results import PutMessageResult, PutMessageStatus
 from .validation import Validator
 
 _OK = PutMessageStatus.PUT_OK
-_new_result = tuple.__new__
+_new_result = tuple.__new__  # a NamedTuple without its Python-level __new__ (put results, requests)
 _BIG_BODY = 4096  # bodies from this size on are written with pwritev
 _zlib_crc32 = zlib.crc32
 _fast_crc32 = hashing.crc32  # ISA-L's when installed (rmqlab.format.hashing); faster from ISAL_FROM on
@@ -611,8 +611,8 @@ class MessageStore:
                     code = java_string_hash(tags)
                     if len(self._tags_cache) < 65536:
                         self._tags_cache[tags] = code
-            return DispatchRequest(topic, qid, phy, total, code, ts, qoff, pd.get("KEYS") or None, pd.get("UNIQ_KEY") or None, 0, pto)
-        return DispatchRequest(topic, qid, phy, total, 0, ts, qoff, None, None, 0, pto)
+            return _new_result(DispatchRequest, (topic, qid, phy, total, code, ts, qoff, pd.get("KEYS") or None, pd.get("UNIQ_KEY") or None, 0, pto))
+        return _new_result(DispatchRequest, (topic, qid, phy, total, 0, ts, qoff, None, None, 0, pto))
 
     def _put_general(self, msg: Message) -> PutMessageResult:
         """Every case: validation with reasons, DELAY rewrite, raw properties, CRC."""
