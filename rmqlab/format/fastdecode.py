@@ -10,7 +10,9 @@ reads *millions* of records per call for scans (Spark, ``bench/bench_scan.py``):
    *valid position* found by resynchronisation (below) and must land exactly on the
    next lane's start; lane 0 starts at a known boundary, so by induction every
    accepted position is on the true chain.  A lane that does not land falls back to
-   the sequential walk from there.  Short ranges use a plain ``struct`` walk.
+   the sequential walk from there.  Short ranges use a plain ``struct`` walk.  With
+   numba the walk is one compiled loop, run in 32 MiB pieces, the next piece on a
+   thread of its own while this one is decoded.
 2. **gather the fixed fields** of all records at once: a numpy structured dtype
    *derived from* :data:`~rmqlab.format.commitlog.MessageRecord` (one dtype per
    IPv4/IPv6 host combination) is laid over the buffer with a stride of one byte,
@@ -22,9 +24,10 @@ reads *millions* of records per call for scans (Spark, ``bench/bench_scan.py``):
    file order, so an Arrow ``binary`` array whose offsets alternate *start, end,
    start, end* over the untouched file buffer holds value, gap, value, gap...;
    taking the even values copies them in C++ at memory speed.  Properties are
-   split on ``\\x02``/``\\x01`` with numpy over the concatenated bytes into a
-   ``map<string,string>`` (same rules as :mod:`rmqlab.format.properties`: empty
-   segments and segments without ``\\x01`` skipped, a later duplicate name wins).
+   split on ``\\x02``/``\\x01`` into a ``map<string,string>`` (same rules as
+   :mod:`rmqlab.format.properties`: empty segments and segments without ``\\x01``
+   skipped, a later duplicate name wins): with numba in one compiled pass straight
+   from the buffer, else with numpy over the concatenated bytes.
 5. **CRCs**: with numba, one compiled loop copies every body into its column and
    checks its CRC with ISA-L (:mod:`rmqlab.format.kernels`, which also walks the
    chain and splits the properties).  Without it: bodies up to 96 bytes are
