@@ -89,12 +89,28 @@ def find_magic_positions(buf, start: int = 0, end: int | None = None) -> list[in
     data = buf.obj if isinstance(buf, memoryview) and hasattr(buf.obj, "find") and len(buf.obj) == len(buf) else buf
     if not hasattr(data, "find"):
         data = bytes(buf)
+    lo = max(start + 4, 4)
+    # CPython 3.11.0-3.11.3 (gh-105235) read one byte past the end of the searched range;
+    # for an mmap searched to its very end that byte can lie outside the mapping (a
+    # commitlog's size is a multiple of the page size): the process dies of SIGSEGV.
+    # So an mmap is searched only up to its last byte, and what is left is searched in
+    # a small copy (bytes end with a NUL of their own).
+    safe_end = end if isinstance(data, (bytes, bytearray)) else min(end, len(data) - 1)
     out: list[int] = []
     for magic in _MAGICS:
-        i = data.find(magic, max(start + 4, 4), end)
+        i = data.find(magic, lo, safe_end) if safe_end > lo else -1
         while i >= 0:
             out.append(i - 4)
-            i = data.find(magic, i + 1, end)
+            i = data.find(magic, i + 1, safe_end)
+    if safe_end < end:
+        t0 = max(lo, safe_end - len(_MAGICS[0]) + 1)  # magics that end past safe_end start here at the earliest
+        tail = bytes(data[t0:end])
+        for magic in _MAGICS:
+            i = tail.find(magic)
+            while i >= 0:
+                if t0 + i + len(magic) > safe_end:  # not found above already
+                    out.append(t0 + i - 4)
+                i = tail.find(magic, i + 1)
     out.sort()
     return out
 

@@ -86,3 +86,47 @@ def test_cli_salvage_writes_jsonl(tmp_path, capsys):
     assert lines and lines[0]["physical_offset"] == [m for m in manifest("clean") if m["physicalOffset"] // FILE == 3][1]["physicalOffset"]
     assert lines[0]["salvage"]["where"] == AFTER_CUT and lines[0]["salvage"]["confidence"] == CERTAIN
     assert "certain after-cut" in capsys.readouterr().err
+
+
+def test_magic_scan_never_searches_an_mmap_to_its_end_and_still_finds_magics_there(tmp_path):
+    """CPython 3.11.0-3.11.3 (gh-105235) reads one byte past a search's end: an mmap
+    searched to its last byte could crash the process (it did, in lesson 06 under
+    Python 3.11.2).  The scan stops an mmap search one byte short and looks at the
+    rest in a copy; magics in the very last bytes are still found."""
+    import mmap
+    import struct
+
+    from rmqlab.format import commitlog as cl
+    from rmqlab.forensics.salvage import find_magic_positions
+
+    size = mmap.PAGESIZE * 2
+    data = bytearray(size)
+    v1, v2 = (struct.pack(">I", m) for m in cl.MESSAGE_MAGICS)
+    for at, magic in ((100, v1), (size - 12, v2), (size - 8, v1), (size - 4, v2)):
+        data[at : at + 4] = magic
+    path = tmp_path / "f"
+    path.write_bytes(bytes(data))
+    want = [96, size - 16, size - 12, size - 8]
+    assert find_magic_positions(bytes(data)) == want
+
+    class Recording:  # an mmap that notes how far each search reaches
+        def __init__(self, m):
+            self.m, self.ends = m, []
+
+        def __len__(self):
+            return len(self.m)
+
+        def __getitem__(self, k):
+            return self.m[k]
+
+        def find(self, sub, start, end):
+            self.ends.append(end)
+            return self.m.find(sub, start, end)
+
+    with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as m:
+        assert find_magic_positions(m) == want
+        rec = Recording(m)
+        assert find_magic_positions(rec) == want
+        assert rec.ends and max(rec.ends) < size
+        assert find_magic_positions(m, start=size - 12) == [size - 12, size - 8]
+        assert find_magic_positions(m, 0, size - 5) == [96, size - 16]
