@@ -5,7 +5,9 @@ Java counterpart: none — RocketMQ reads one record at a time
 (``CommitLog.checkMessageAndReturnSize``).
 
 * :func:`walk` — Java's record loop (``pos += totalSize`` while the magic is a
-  message's), the positions of a whole range in one pass.
+  message's), the positions of a whole range in one pass; :func:`walk_pieces` the
+  same in pieces, the next walked on a thread of its own (its page faults then run
+  on the other core while the caller decodes).
 * :func:`bodies_and_crcs` — each body copied into the Arrow ``binary`` column's data
   buffer and its CRC-32 computed by ISA-L's ``crc32_gzip_refl`` (the same IEEE CRC as
   :func:`rmqlab.format.hashing.crc32`), with the GIL released and large batches split
@@ -18,6 +20,9 @@ Java counterpart: none — RocketMQ reads one record at a time
 * :func:`property_pairs` — every record's properties split into name/value pairs by
   the rules of :mod:`rmqlab.format.properties` and copied into the Arrow columns in
   the same pass, duplicates settled there too (straight from the commitlog buffer).
+
+:func:`set_threads` limits them to one thread (Spark's readers: a task per core
+already).
 
 Everything here is optional: without numba (or with ``RMQLAB_NO_KERNELS=1``)
 :data:`AVAILABLE` is False and the decoder keeps its numpy/Python paths; tests compare
