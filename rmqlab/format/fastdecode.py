@@ -680,7 +680,9 @@ def _msg_ids(addr_port_raw: np.ndarray, positions: np.ndarray) -> pa.Array:
 
 
 def _properties(parr: pa.Array) -> pa.Array:
-    """``map<string,string>`` from binary properties strings, vectorised.
+    """``map<string,string>`` from binary properties strings, vectorised with numpy
+    (the path without numba; with it :func:`_properties_at` splits in one compiled
+    pass).
 
     Same rules as :func:`rmqlab.format.properties.decode_pairs` followed by
     :func:`~rmqlab.format.properties.to_ordered_dict`: segments end at ``\\x02`` (or
@@ -695,12 +697,6 @@ def _properties(parr: pa.Array) -> pa.Array:
     ro = ro - base
     data = np.frombuffer(bufs[2], np.uint8)[base : base + int(ro[-1])] if bufs[2] is not None else np.zeros(0, np.uint8)
     total = len(data)
-    k = _kern()
-    if k is not None:
-        got = k.property_pairs(data, ro[:-1], ro[1:])
-        if got is not None:
-            mapped = _map_of_pairs(*got)
-            return mapped if mapped is not None else _properties_python(parr)
     tok = np.flatnonzero(data <= 2)
     kinds = data[tok]
     if len(tok) % 2 == 0 and (kinds[0::2] == 1).all() and (kinds[1::2] == 2).all():
@@ -782,7 +778,7 @@ def _properties_fast(parr, data, ro, seps, ones, alternating: bool = False) -> p
     moffs = cs.astype(np.int32)
     seg_rec = np.repeat(np.arange(n), np.diff(cs)) if m else np.zeros(0, np.int64)
     flagged = _duplicate_candidates(data, seg_start, ones, seg_rec)
-    kv = _as_strings(data, keys_b, vals_b)
+    kv = _strings(keys_b, vals_b, len(data) > 0 and int(data.max()) >= 0x80)
     if kv is None:
         return _properties_python(parr)
     keys, vals = kv
@@ -791,14 +787,10 @@ def _properties_fast(parr, data, ro, seps, ones, alternating: bool = False) -> p
     return pa.MapArray.from_arrays(pa.array(moffs), keys, vals)
 
 
-def _as_strings(data: np.ndarray, keys_b: pa.Array, vals_b: pa.Array) -> tuple[pa.Array, pa.Array] | None:
-    """Names and values (binary slices of ``data``) as strings: a free view when all of
-    ``data`` is ASCII, else a validating cast; None on invalid UTF-8 (the caller then
-    decodes in Python with U+FFFD, as Java does)."""
-    return _strings(keys_b, vals_b, len(data) > 0 and int(data.max()) >= 0x80)
-
-
 def _strings(keys_b: pa.Array, vals_b: pa.Array, non_ascii: bool) -> tuple[pa.Array, pa.Array] | None:
+    """Names and values (binary) as strings: a free view when every byte is ASCII,
+    else a validating cast; None on invalid UTF-8 (the caller then decodes in Python
+    with U+FFFD, as Java does)."""
     try:
         if not non_ascii:
             return keys_b.view(pa.string()), vals_b.view(pa.string())
@@ -819,13 +811,11 @@ def _properties_at(ctx: _Ctx, starts: np.ndarray, ends: np.ndarray, keep: np.nda
     positions): split by the compiled pass straight from the buffer when it is there
     (no copy of the properties strings first), else via :func:`_properties`."""
     k = _kern()
-    if k is not None:
-        s, e = (starts, ends) if keep is None else (starts[keep], ends[keep])
-        got = k.property_pairs(ctx.a, s - ctx.buf_offset, e - ctx.buf_offset)
-        if got is not None:
-            mapped = _map_of_pairs(*got)
-            return mapped if mapped is not None else _properties_python(_interleaved(ctx, starts, ends, keep))
-    return _properties(_interleaved(ctx, starts, ends, keep))
+    if k is None:
+        return _properties(_interleaved(ctx, starts, ends, keep))
+    s, e = (starts, ends) if keep is None else (starts[keep], ends[keep])
+    mapped = _map_of_pairs(*k.property_pairs(ctx.a, s - ctx.buf_offset, e - ctx.buf_offset))
+    return mapped if mapped is not None else _properties_python(_interleaved(ctx, starts, ends, keep))
 
 
 def _split_pairs(data, seg_start, p1, seg_end) -> tuple[pa.Array, pa.Array]:
@@ -1208,8 +1198,8 @@ def _decode_positions(ctx: _Ctx, P: np.ndarray) -> tuple[pa.RecordBatch | None, 
     kinds = None
     bodies_all = None
     body_wanted = ctx.include_body and want("body")
+    kern = _kern()
     if ctx.verify_crc:
-        kern = _kern()
         computed = None
         if kern is not None and not body_wanted:  # the CRCs alone, straight from the buffer
             computed = kern.crc32_slices(ctx.a, body_start - ctx.buf_offset, body_end - body_start)
@@ -1235,8 +1225,8 @@ def _decode_positions(ctx: _Ctx, P: np.ndarray) -> tuple[pa.RecordBatch | None, 
         body = pa.nulls(m, pa.binary())
     elif bodies_all is not None:
         body = bodies_all if keep is None else bodies_all.filter(pa.array(keep))
-    elif _kern() is not None:  # the compiled copy (both cores for large batches)
-        body = _kern().bodies_and_crcs(ctx.a, k(body_start) - ctx.buf_offset, k(body_end) - k(body_start), with_crc=False)[0]
+    elif kern is not None:  # the compiled copy (both cores for large batches)
+        body = kern.bodies_and_crcs(ctx.a, k(body_start) - ctx.buf_offset, k(body_end) - k(body_start), with_crc=False)[0]
     else:
         body = _interleaved(ctx, body_start, body_end, keep)
     if kinds is None:
@@ -1285,8 +1275,8 @@ def _java_values(ctx: _Ctx, starts: np.ndarray, ends: np.ndarray) -> list[pa.Arr
     """The ``java_property:`` columns of the records whose properties are the buffer
     slices ``[starts[i], ends[i])`` (file positions)."""
     k = _kern()
-    got = k.java_property_values(ctx.a, starts - ctx.buf_offset, ends - ctx.buf_offset, ctx.java_properties) if k is not None else None
-    if got is not None:
+    if k is not None:
+        got = k.java_property_values(ctx.a, starts - ctx.buf_offset, ends - ctx.buf_offset, ctx.java_properties)
         try:
             return [arr.cast(pa.string()) if non_ascii else arr.view(pa.string()) for arr, non_ascii in got]
         except pa.ArrowInvalid:

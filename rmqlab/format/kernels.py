@@ -281,7 +281,14 @@ _PAIRS, _JAVA_VALUES, _GATHER_SPANS = _compile_pairs() or (None, None, None)
 #: whether the compiled loops are built (else the functions here return None)
 AVAILABLE = _KERNEL is not None and _WALK is not None and _PAIRS is not None
 _WORKERS = max(1, min(2, os.cpu_count() or 1))
+#: below this many body bytes one thread does it all (thread hand-off costs more)
+_SPLIT_MIN_BYTES = 4 << 20
+#: below this many properties bytes one thread splits them all
+_SPLIT_MIN_PROPERTY_BYTES = 256 << 10
+#: bytes per piece of :func:`walk_pieces` (32 MiB: ~0.1 ms of thread hand-off per ~10 ms walk)
+WALK_PIECE = 32 << 20
 _POOL: ThreadPoolExecutor | None = None
+_WALKER: ThreadPoolExecutor | None = None
 
 
 def set_threads(n: int) -> None:
@@ -290,15 +297,22 @@ def set_threads(n: int) -> None:
     the threads of two workers sharing two cores cost ~30% (measured on local[2])."""
     global _WORKERS
     _WORKERS = max(1, min(2, int(n)))
-#: below this many body bytes one thread does it all (thread hand-off costs more)
-_SPLIT_MIN_BYTES = 4 << 20
 
 
 def _pool() -> ThreadPoolExecutor:
+    """The thread that takes the other half of a large batch."""
     global _POOL
     if _POOL is None:
-        _POOL = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rmqlab-kernel")  # the other half
+        _POOL = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rmqlab-kernel")
     return _POOL
+
+
+def _walker() -> ThreadPoolExecutor:
+    """The walk's own thread (the kernel pool's worker is busy with halves of batches)."""
+    global _WALKER
+    if _WALKER is None:
+        _WALKER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rmqlab-walk")
+    return _WALKER
 
 
 def bodies_and_crcs(src: np.ndarray, starts: np.ndarray, lens: np.ndarray, with_crc: bool = True) -> tuple[pa.Array, np.ndarray | None] | None:
@@ -435,19 +449,6 @@ def walk_pieces(a: np.ndarray, pos: int, stop: int, limit: int, off: int, min_si
     return pieces()
 
 
-#: bytes per piece of :func:`walk_pieces` (32 MiB: ~0.1 ms of thread hand-off per ~10 ms walk)
-WALK_PIECE = 32 << 20
-_WALKER: ThreadPoolExecutor | None = None
-
-
-def _walker() -> ThreadPoolExecutor:
-    """The walk's own thread (the kernel pool's worker is busy with halves of batches)."""
-    global _WALKER
-    if _WALKER is None:
-        _WALKER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rmqlab-walk")
-    return _WALKER
-
-
 def property_pairs(a: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, pa.Array, pa.Array, bool] | None:
     """The properties of every record, ``a[starts[r]:ends[r]]``, split by the rules of
     :func:`rmqlab.format.properties.decode_pairs` + ``to_ordered_dict`` in one compiled
@@ -464,9 +465,11 @@ def property_pairs(a: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> tuple
     if total >= 1 << 31:
         raise ValueError("more than 2 GiB of properties: Arrow binary offsets are int32")
     if _WORKERS > 1 and total >= _SPLIT_MIN_PROPERTY_BYTES and n > 1:
-        cut = min(n - 1, max(1, int(np.searchsorted(np.cumsum(lens), total // 2)) + 1))  # halves by bytes
-        other = _pool().submit(_split_part, a, starts[cut:], ends[cut:], total - int(lens[:cut].sum()))
-        first = _split_part(a, starts[:cut], ends[:cut], int(lens[:cut].sum()))  # the worker runs meanwhile
+        cum = np.cumsum(lens)
+        cut = min(n - 1, max(1, int(np.searchsorted(cum, total // 2)) + 1))  # halves by bytes
+        head = int(cum[cut - 1])
+        other = _pool().submit(_split_part, a, starts[cut:], ends[cut:], total - head)
+        first = _split_part(a, starts[:cut], ends[:cut], head)  # the worker runs meanwhile
         (m0, hi0, k0, ko0, v0, vo0, mo0), (m1, hi1, k1, ko1, v1, vo1, mo1) = first, other.result()
         m, hi = m0 + m1, hi0 | hi1
         kbuf = np.concatenate((k0[: ko0[m0]], k1[: ko1[m1]]))
@@ -481,10 +484,6 @@ def property_pairs(a: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> tuple
         for buf, offs in ((kbuf, koffs), (vbuf, voffs))
     ]
     return moffs, out[0], out[1], bool(hi & 0x80)
-
-
-#: below this many properties bytes one thread splits them all
-_SPLIT_MIN_PROPERTY_BYTES = 256 << 10
 
 
 def _split_part(a: np.ndarray, starts: np.ndarray, ends: np.ndarray, total: int):
