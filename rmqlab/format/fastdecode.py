@@ -1014,18 +1014,8 @@ def _crc32_side_by_side(a: np.ndarray, starts: np.ndarray, lens: np.ndarray) -> 
 _CRC32_NAME_U8 = np.frombuffer(props.CRC32.encode(), "<u8")[0]
 
 
-def _kern():
-    """:mod:`rmqlab.format.kernels` when its compiled loops can run, else None (the
-    numpy paths below give the same answers).  Imported on first use: it loads numba."""
-    global _kernels
-    if _kernels is None:
-        from . import kernels as _k
-
-        _kernels = _k
-    return _kernels if _kernels.AVAILABLE else None
-
-
-_kernels = None
+#: the compiled loops, or None (one loader for the package: hashing.compiled_kernels)
+_kern = hashing.compiled_kernels
 
 
 def _check_crcs(ctx: _Ctx, P, body_start, body_end, total, body_crc, props_start, props_len, bodies_all, computed=None):

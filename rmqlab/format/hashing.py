@@ -34,7 +34,7 @@ def crc32_slices(buf, starts, ends) -> np.ndarray:
     one C call per slice on a memoryview (no copies, no Python frame per slice)."""
     n = len(starts)
     if n >= KERNEL_FROM:
-        kernels = _kernels()
+        kernels = compiled_kernels()
         if kernels is not None:
             a = np.frombuffer(buf, np.uint8) if not isinstance(buf, np.ndarray) else buf.view(np.uint8).reshape(-1)
             starts = np.asarray(starts, dtype=np.int64)
@@ -52,9 +52,10 @@ def crc32_slices(buf, starts, ends) -> np.ndarray:
 KERNEL_FROM = 16
 
 
-def _kernels():
-    """:mod:`rmqlab.format.kernels` when its loops are built (imported on first use:
-    numba takes ~0.4 s to import), else None."""
+def compiled_kernels():
+    """:mod:`rmqlab.format.kernels` when its compiled loops are built, else None (the
+    callers' numpy paths give the same answers).  Imported on first use, not with this
+    module: numba takes ~0.4 s to import."""
     from . import kernels
 
     return kernels if kernels.AVAILABLE else None
