@@ -639,9 +639,9 @@ class MessageStore:
         status, _, raw = self.validator.check_topic(topic)
         if status is not _OK:
             return
-        v2 = len(raw) > cl.MAX_TOPIC_LENGTH_V1
-        prefix = len(raw).to_bytes(2 if v2 else 1, "big") + raw
-        self._fast_topics[topic] = (prefix, cl.MAGIC_V2 if v2 else cl.MAGIC_V1, cl.FIXED_SIZE_V1_IPV4 + len(raw) + v2)
+        magic, prefix = topic_field(raw)
+        # the fixed part of a V1 IPv4 record holds a 1-byte topic length; V2's is 2
+        self._fast_topics[topic] = (prefix, magic, cl.FIXED_SIZE_V1_IPV4 + len(prefix) - 1)
 
     def put_batch(self, messages: "Sequence[Message] | MessageBatch", batch_properties: dict[str, str] | None = None) -> PutMessageResult:
         """Java ``putMessages``: many records under one lock and one store timestamp,
@@ -885,7 +885,7 @@ class MessageStore:
 
     def _after_append(self, end: int, wait_prop) -> PutMessageStatus:
         """Dispatch when a batch is full (inline mode), then honour SYNC_FLUSH."""
-        if self._inline and len(self._pending) + len(self._pending_reqs) >= self.reput_batch:
+        if self._inline and self.dispatch_behind >= self.reput_batch:
             self.reput()
         return self._sync_wait(end, wait_prop) if self.sync_flush else _OK
 

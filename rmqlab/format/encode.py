@@ -201,12 +201,13 @@ def write_batch_records(
     if (sizes == size0).all() and (layout.body_len == layout.body_len[0]).all():
         # one shape: every part is a column block of a 2-D view
         b = int(layout.body_len[0])
+        at = int(layout.body_start[0] - layout.start[0])  # where an entry's body starts
         out = dst.reshape(n, size0)
         ent = a.reshape(n, int(layout.total_size[0]))
         out[:, :P] = h.view(np.uint8).reshape(n, P)
-        out[:, P : P + b] = ent[:, 20 : 20 + b]
+        out[:, P : P + b] = ent[:, at : at + b]
         out[:, P + b : P + b + len(tfield)] = np.frombuffer(tfield, np.uint8)
-        out[:, P + b + len(tfield) :] = ent[:, 20 + b :]
+        out[:, P + b + len(tfield) :] = ent[:, at + b :]
         return
     hb = h.tobytes()
     mv = memoryview(src)
