@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import threading
 import time
-from _thread import allocate_lock as _allocate_lock
 from typing import Callable
 
 PAGE_SIZE = 4096  # Java OS_PAGE_SIZE
@@ -130,7 +129,7 @@ class GroupCommitService(FlushService):
                 return False
             if offset > self.requested:
                 self.requested = offset
-            mine = _allocate_lock()
+            mine = threading.Lock()
             mine.acquire()
             self.waiting.append((offset, mine))
             if len(self.waiting) >= self._need:
