@@ -57,10 +57,10 @@ from ..format import commitlog as cl
 from ..format import hashing
 from ..format import properties as props
 from ..format.batch import BatchFormatError
-from ..format.encode import WHOLE_RECORD_PACKERS, batch_record_sizes, record_packer, topic_field, whole_record_packer, write_batch_records
+from ..format.encode import CRC_PROPERTY_PLACEHOLDER, WHOLE_RECORD_PACKERS, batch_record_sizes, record_packer, topic_field, whole_record_packer, write_batch_records
 from ..format.hashing import java_string_hash
 from ..format.msgid import parse_host
-from ..format.record import Record
+from ..format.record import PROPERTY_CRC_TAIL, Record
 from ..store.reader import ABORT_FILE, CHECKPOINT_FILE, COMMITLOG_DIR, LOCK_FILE, StoreReader
 from .checkpoint_writer import StoreCheckpointWriter
 from .clean import CleanReport, clean_expired
@@ -81,9 +81,7 @@ _zlib_crc32 = zlib.crc32
 _fast_crc32 = hashing.crc32  # ISA-L's when installed (rmqlab.format.hashing); faster from ISAL_FROM on
 _ISAL_FROM = hashing.ISAL_FROM
 _time_ns = __import__("time").time_ns
-_CRC_RESERVED = 20  # Java CRC32_RESERVED_LEN: "__CRC32#" \x01 10 digits \x02
-_CRC_PLACEHOLDER = (props.CRC32 + "\x01").encode() + b"0" * 10 + b"\x02"
-_CRC_PAIR_PREFIX = (props.CRC32 + "\x01").encode()
+_CRC_PAIR_PREFIX = (props.CRC32 + props.NAME_VALUE_SEPARATOR).encode()
 _V6_BITS = cl.FLAG_BORNHOST_V6 | cl.FLAG_STOREHOST_V6
 _DEFAULT_BORN_HOST = (b"\x7f\x00\x00\x01", 0)
 
@@ -445,7 +443,7 @@ class MessageStore:
             extra += 12
         tlen = len(topic_raw)
         v2 = tlen > cl.MAX_TOPIC_LENGTH_V1
-        props_len = len(raw) + (_CRC_RESERVED if self.append_prop_crc else 0)
+        props_len = len(raw) + (PROPERTY_CRC_TAIL if self.append_prop_crc else 0)  # Java CRC32_RESERVED_LEN
         total = cl.FIXED_SIZE_V1_IPV4 + len(body) + tlen + props_len + v2 + extra
         bad = self.validator.check_sizes(len(body), props_len, total)
         if bad is not None:
@@ -465,7 +463,7 @@ class MessageStore:
         p.pto = msg.prepared_transaction_offset
         p.body = body
         head = tlen.to_bytes(2 if v2 else 1, "big") + topic_raw + props_len.to_bytes(2, "big") + raw
-        p.tail = head + _CRC_PLACEHOLDER if self.append_prop_crc else head
+        p.tail = head + CRC_PROPERTY_PLACEHOLDER if self.append_prop_crc else head
         p.store_ts = msg.store_timestamp
         p.wait = wait
         return p

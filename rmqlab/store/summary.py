@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..format import commitlog as cl
+from ..format import properties as props
 from ..format.record import BODY_CRC, PROPERTY_CRC, PROPERTY_CRC_TAIL
 from .reader import StoreReader
 
@@ -85,7 +86,7 @@ def summarize(store: StoreReader, *, scan: bool = True) -> StoreSummary:
     return s
 
 
-_CRC_TAIL = np.frombuffer(b"__CRC32#\x01", np.uint8)
+_CRC_TAIL = np.frombuffer((props.CRC32 + props.NAME_VALUE_SEPARATOR).encode(), np.uint8)  # how that last property starts
 _SCAN_COLUMNS = ["physical_offset", "total_size", "magic", "topic", "queue_id", "sys_flag", "kind", "error"]
 
 
