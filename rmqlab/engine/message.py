@@ -205,7 +205,7 @@ class MessageBatch:
             elif m.properties:
                 if props.DELAY in m.properties:
                     raise MessageInputError(f"message {i}: DELAY is not supported for batches (Java MessageBatch)")
-                raw = "".join([f"{k}\x01{v}\x02" for k, v in m.properties.items()]).encode()
+                raw = props.encode(m.properties)
             else:
                 raw = b""
             if m.body is None:
@@ -228,10 +228,11 @@ class MessageBatch:
         lay = self.layout()
         out = []
         mv = memoryview(self.body)
-        for s, flag, blen, plen in zip(lay.body_start.tolist(), lay.flag.tolist(), lay.body_len.tolist(), lay.props_len.tolist()):
+        ends = (lay.start + lay.total_size).tolist()  # an entry ends with its properties
+        for s, e, flag, blen, plen in zip(lay.body_start.tolist(), ends, lay.flag.tolist(), lay.body_len.tolist(), lay.props_len.tolist()):
             out.append(
                 Message(
-                    self.topic, bytes(mv[s : s + blen]), None, properties_raw=bytes(mv[s + blen + 2 : s + blen + 2 + plen]), queue_id=self.queue_id, flag=flag,
+                    self.topic, bytes(mv[s : s + blen]), None, properties_raw=bytes(mv[e - plen : e]), queue_id=self.queue_id, flag=flag,
                     sys_flag=self.sys_flag, born_timestamp=self.born_timestamp, born_host=self.born_host, store_host=self.store_host,
                 )
             )
