@@ -68,7 +68,7 @@ from .clock import DEFAULT_STORE_HOST, SystemClock
 from .commitlog_writer import CommitLogWriter
 from .dispatch import SCHEDULE_TOPIC, CommitLogDispatcher, DispatchColumns, DispatchRequest, load_reader, read_dispatch_columns
 from .flush import FlushRealTimeService, GroupCommitService, PeriodicService
-from .mapped_file import fsync_directory
+from .mapped_file import WritableMappedFile, fsync_directory
 from .message import Message, MessageBatch
 from .metadata import BrokerMetadata, string_to_file
 from .results import PutMessageResult, PutMessageStatus
@@ -81,6 +81,13 @@ _zlib_crc32 = zlib.crc32
 _fast_crc32 = hashing.crc32  # ISA-L's when installed (rmqlab.format.hashing); faster from ISAL_FROM on
 _ISAL_FROM = hashing.ISAL_FROM
 _time_ns = __import__("time").time_ns
+# MessageStore.put's common case in C (optional; RMQLAB_PURE_PUT=1 keeps it in Python)
+try:
+    from . import _put as _native_put
+except ImportError:
+    _native_put = None
+if os.environ.get("RMQLAB_PURE_PUT"):
+    _native_put = None
 _CRC_PAIR_PREFIX = (props.CRC32 + props.NAME_VALUE_SEPARATOR).encode()
 _V6_BITS = cl.FLAG_BORNHOST_V6 | cl.FLAG_STOREHOST_V6
 _DEFAULT_BORN_HOST = (b"\x7f\x00\x00\x01", 0)
@@ -143,7 +150,9 @@ class MessageStore:
     a ``DELAY`` level moves it to ``SCHEDULE_TOPIC_XXXX``.  ``services=False`` runs
     no background thread at all (flush and dispatch happen when called, SYNC_FLUSH
     puts force the log themselves).  ``recover=False`` refuses a store that needs
-    recovery instead of recovering it.
+    recovery instead of recovering it.  ``native_put=False`` keeps :meth:`put` in
+    Python even when the C module :mod:`rmqlab.engine._put` is built (tests and the
+    write benchmark compare the two).
     """
 
     def __init__(
@@ -158,6 +167,7 @@ class MessageStore:
         broker_rewrites: bool = True,
         services: bool = True,
         recover: bool = True,
+        native_put: bool = True,
     ):
         if dispatch not in ("inline", "background", "manual"):
             raise ValueError("dispatch must be 'inline', 'background' or 'manual'")
@@ -207,6 +217,8 @@ class MessageStore:
         self._commit_service = None
         self._group_commit: GroupCommitService | None = None
         self.reput_from_offset = 0  # Java ReputMessageService.reputFromOffset
+        if native_put:
+            self._bind_native_put()
 
     # -- life cycle ---------------------------------------------------------------------------
     @classmethod
@@ -515,9 +527,46 @@ class MessageStore:
 
         The common case — a topic already seen, properties as a dict without
         ``DELAY``, no hosts or sysFlag of its own, no property CRC — is encoded
-        straight into the mapped file here with as little Python as possible;
-        everything else goes through :meth:`_put_general`.  Both write the same bytes
-        (tests compare them with the reference encoder and with RocketMQ's files)."""
+        straight into the mapped file with as little work as possible: by the C
+        module :mod:`rmqlab.engine._put` when it is built (an ASYNC_FLUSH store with
+        the system clock binds it as this instance's ``put``; see
+        :meth:`_bind_native_put`), else by :meth:`_put_python`.  Everything else goes
+        through :meth:`_put_general`.  All of them write the same bytes (tests compare
+        them with each other, with the reference encoder and with RocketMQ's files)."""
+        return self._put_python(msg)
+
+    def _bind_native_put(self) -> None:
+        """Make ``self.put`` the C put when it can serve this store: it handles the
+        same common case as :meth:`_put_python`'s first branch, under the same lock,
+        and hands everything else (and the rare steps: rolling a file, pre-faulting
+        pages, a full reput batch) to :meth:`_put_python` before touching anything.
+        SYNC_FLUSH puts wait for a disk force, which costs far more than the Python
+        it would save.  An injected clock is called under the lock, as in Python."""
+        if _native_put is None or self.sync_flush or self.append_prop_crc:
+            return
+        self.put = _native_put.Putter(
+            store=self,
+            fallback=self._put_python,
+            fast_topics=self._fast_topics,
+            queue_offsets=self._queue_offsets,
+            lock=self._lock,
+            result_type=PutMessageResult,
+            ok=_OK,
+            store_host=self.store_host,
+            head_format=self._packer44.format,
+            max_body=self._max_body,
+            max_total=self._max_total,
+            big_body=_BIG_BODY,
+            reput_batch=self.reput_batch if self._inline else 0,
+            blank_size=cl.BLANK_SIZE,
+            message_type=Message,
+            mapped_file_type=WritableMappedFile,
+            clock=None if self._system_clock else self.clock,
+        )
+
+    def _put_python(self, msg: Message) -> PutMessageResult:
+        """:meth:`put` in Python: the common case packed straight into the mapping,
+        the rest through :meth:`_put_general`."""
         tinfo = self._fast_topics.get(msg.topic)
         if tinfo is None or msg.sys_flag or msg.properties_raw is not None or msg.born_host is not None or msg.store_host is not None or msg.body is None or msg.queue_id < 0:
             return self._put_general(msg)
@@ -550,7 +599,7 @@ class MessageStore:
             self._queue_offsets[key] = qoff + 1
             f = clog.files[-1]
             pos = f.wrote_position
-            if total + 8 > f.file_size - pos:
+            if total + cl.BLANK_SIZE > f.file_size - pos:
                 f = clog.roll(f) if pos < f.file_size else clog.last_file()
                 pos = f.wrote_position
             phy = f.file_from_offset + pos
@@ -818,7 +867,7 @@ class MessageStore:
                 key = (topic, qid)
                 qoff = qoffs.get(key, 0)
                 qoffs[key] = qoff + 1
-                if total + 8 > f.file_size - pos:
+                if total + cl.BLANK_SIZE > f.file_size - pos:
                     f.wrote_position = pos
                     f = clog.roll(f) if pos < f.file_size else clog.last_file()
                     mm = f.mm
