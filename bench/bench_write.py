@@ -6,7 +6,8 @@ For 128 B, 1 KiB and 16 KiB bodies (one topic, 4 queues, TAGS and a unique KEYS 
 every message, RocketMQ's default file sizes) it measures, in one run:
 
 * ASYNC_FLUSH, one producer calling ``put`` — the clock stops when every record is
-  dispatched to its consume queue and indexed;
+  dispatched to its consume queue and indexed; when the C put (``rmqlab.engine._put``)
+  is built, the same again with ``MessageStore(native_put=False)``, the Python path;
 * ``put_batch`` of a list of ``Message`` s (batches of 128, any queue) — same stopping rule;
 * ``put_batch`` of a producer-encoded ``MessageBatch`` (Java ``MessageExtBatch``: one
   topic and queue per batch, the queues taken in turn) of 128 and of 1024 messages
@@ -41,6 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from rmqlab.config import MessageStoreConfig  # noqa: E402
 from rmqlab.engine import Message, MessageBatch, MessageStore  # noqa: E402
+from rmqlab.engine.message_store import _native_put  # noqa: E402
 
 TOPIC = "BenchTopic"
 QUEUES = 4
@@ -54,6 +56,8 @@ ROCKETMQ = {
     ("sync8", 128): 23_000,
 }
 ROCKETMQ_16K_MBPS = 352
+native = _native_put is not None
+PUT_KIND = "put in C (rmqlab.engine._put)" if native else "put in Python (rmqlab.engine._put is not built)"
 GOALS = "ASYNC 128 B >= 250,000 msg/s; put_batch >= 500,000 msg/s; 16 KiB >= 0.5 of raw disk bandwidth; SYNC 8 producers >= 3.5x one"
 
 
@@ -101,9 +105,9 @@ def encoded_batches(msgs: list[Message], size: int, first: int) -> list[MessageB
     return [MessageBatch.from_messages(msgs[i : i + size], queue_id=(first + i // size) % QUEUES) for i in range(0, len(msgs), size)]
 
 
-def bench_async(directory: Path, n: int, body: bytes, batch: int = 0, encoded: bool = False) -> dict:
+def bench_async(directory: Path, n: int, body: bytes, batch: int = 0, encoded: bool = False, native_put: bool = True) -> dict:
     root = directory / "store"
-    store = MessageStore.open(root, MessageStoreConfig())
+    store = MessageStore.open(root, MessageStoreConfig(), native_put=native_put)
     timer = Timer()
     done = 0
     try:
@@ -189,7 +193,7 @@ def main() -> int:
         1024: (10_000 if q else 500_000, 400 if q else 4_000),
         16384: (2_000 if q else 65_536, 200 if q else 2_000),
     }
-    results: dict = {"quick": q, "python": sys.version.split()[0], "cpus": os.cpu_count(), "rows": []}
+    results: dict = {"put": PUT_KIND, "quick": q, "python": sys.version.split()[0], "cpus": os.cpu_count(), "rows": []}
     try:
         raw = raw_disk_bandwidth(base, (64 if q else 1024) << 20)
         results["raw_disk_MBps"] = raw
@@ -202,7 +206,10 @@ def main() -> int:
             rows = []
             r = bench_async(base, n_async, body)
             with_flush = n_async * size / (r["seconds"] + r["final_flush_seconds"]) / 1e6
-            rows.append(("async", "ASYNC put, 1 producer", r, f"{with_flush:,.1f} MB/s = {with_flush / raw:.3f}x raw with a final flush"))
+            rows.append(("async", "ASYNC put, 1 producer", r, f"{with_flush:,.1f} MB/s = {with_flush / raw:.3f}x raw with a final flush; {PUT_KIND}"))
+            if native:
+                r = bench_async(base, n_async, body, native_put=False)
+                rows.append(("async_py", "ASYNC put, Python path", r, "the same with MessageStore(native_put=False)"))
             r = bench_async(base, n_async, body, batch=BATCH)
             rows.append(("batch", f"put_batch list of {BATCH}", r, "Message objects, any queue"))
             big = min(1024, (4 << 20) // (size + 200))  # within Java's batch limit
