@@ -35,6 +35,7 @@
 
 #define MAX_FIELDS 32
 #define MAX_PROPS 32767 /* Java: propertiesLength is a short */
+#define KEY_CACHE 64
 
 /* attributes read on every put, by name; where the object's class keeps them in
  * __slots__ (Message, WritableMappedFile) they are read at the slot's offset */
@@ -54,7 +55,11 @@ typedef struct {
     Py_ssize_t msg_offsets[M_COUNT], file_offsets[W_COUNT];
     PyObject *message_type, *mapped_file_type; /* owned: the Slots point into them */
     PyObject *clock;        /* None: the system clock; else an object whose now_ms() is read */
-    PyObject *store;        /* the MessageStore: _shutdown, _pending, _pending_reqs, commitlog */
+    PyObject *store;        /* the MessageStore: _shutdown */
+    PyObject *commitlog;    /* its CommitLogWriter (this start's): files, store_timestamp, max_offset */
+    PyObject *pending, *pending_reqs; /* store._pending, store._pending_reqs: the same lists for its life */
+    PyObject *key_topic;    /* the topic of the cached (topic, queue id) keys */
+    PyObject *keys[KEY_CACHE]; /* (key_topic, qid) for small queue ids: one tuple per queue, not per put */
     PyObject *fallback;     /* store._put_python(msg) */
     PyObject *fast_topics;  /* dict topic -> (topic field bytes, magic, fixed size) */
     PyObject *queue_offsets;/* dict (topic, queue_id) -> next queue offset */
@@ -75,7 +80,7 @@ typedef struct {
 } Putter;
 
 static PyObject *msg_names[M_COUNT], *file_names[W_COUNT];
-static PyObject *s_shutdown, *s_pending, *s_pending_reqs, *s_commitlog, *s_files, *s_store_timestamp_attr,
+static PyObject *s_shutdown, *s_files, *s_store_timestamp_attr,
     *s_max_offset, *s_acquire, *s_release, *s_now_ms;
 
 /* a new reference to attribute k of o */
@@ -212,6 +217,32 @@ static Py_ssize_t encode_properties(PyObject *pd, char *buf) {
     return n;
 }
 
+/* a new reference to the key (topic, queue_id) of store._queue_offsets; for the
+ * first topic seen and small queue ids the same tuple every time (an identical key
+ * also makes the dict's compare a pointer check) */
+static PyObject *queue_key(Putter *self, PyObject *topic, PyObject *qid_obj, long long queue_id) {
+    if (queue_id < KEY_CACHE && self->key_topic != NULL) {
+        int same = topic == self->key_topic;
+        if (!same) {
+            same = PyUnicode_Compare(topic, self->key_topic) == 0;
+            if (PyErr_Occurred())
+                return NULL;
+        }
+        if (same) {
+            PyObject *k = self->keys[queue_id];
+            if (k == NULL && (k = self->keys[queue_id] = PyTuple_Pack(2, self->key_topic, qid_obj)) == NULL)
+                return NULL;
+            Py_INCREF(k);
+            return k;
+        }
+    } else if (queue_id < KEY_CACHE) {
+        Py_INCREF(topic);
+        self->key_topic = topic;
+        return queue_key(self, topic, qid_obj, queue_id);
+    }
+    return PyTuple_Pack(2, topic, qid_obj);
+}
+
 static PyObject *slow(Putter *self, PyObject *msg) {
     self->slow++;
     return PyObject_CallOneArg(self->fallback, msg);
@@ -302,7 +333,7 @@ static PyObject *Putter_vectorcall(Putter *self, PyObject *const *args, size_t n
         goto done;
     if (!got)
         goto fallback;
-    PyObject *pending = NULL, *reqs = NULL, *clog = NULL, *files = NULL, *f = NULL, *mm = NULL, *key = NULL;
+    PyObject *pending = self->pending, *reqs = self->pending_reqs, *clog = self->commitlog, *files = NULL, *f = NULL, *mm = NULL, *key = NULL;
     PyObject *o_qoff = NULL, *o_next = NULL, *o_phy = NULL, *o_ts = NULL, *o_total = NULL, *o_end = NULL, *o_max = NULL;
     int go_slow = 0, failed = 1;
     Py_buffer view = {0};
@@ -318,17 +349,11 @@ static PyObject *Putter_vectorcall(Putter *self, PyObject *const *args, size_t n
         failed = is_down < 0;
         goto unlock;
     }
-    if ((pending = PyObject_GetAttr(self->store, s_pending)) == NULL || (reqs = PyObject_GetAttr(self->store, s_pending_reqs)) == NULL)
-        goto unlock;
-    if (!PyList_CheckExact(pending) || !PyList_CheckExact(reqs)) {
-        PyErr_SetString(PyExc_TypeError, "MessageStore._pending lists expected");
-        goto unlock;
-    }
     if (self->reput_batch > 0 && PyList_GET_SIZE(pending) + PyList_GET_SIZE(reqs) + 1 >= self->reput_batch) {
         go_slow = 1, failed = 0; /* this put fills the reput batch: Python dispatches it */
         goto unlock;
     }
-    if ((clog = PyObject_GetAttr(self->store, s_commitlog)) == NULL || (files = PyObject_GetAttr(clog, s_files)) == NULL)
+    if ((files = PyObject_GetAttr(clog, s_files)) == NULL)
         goto unlock;
     if (!PyList_Check(files) || PyList_GET_SIZE(files) == 0) {
         go_slow = 1, failed = 0;
@@ -354,7 +379,7 @@ static PyObject *Putter_vectorcall(Putter *self, PyObject *const *args, size_t n
     } else {
         ts = store_ts;
     }
-    if ((key = PyTuple_Pack(2, topic, qid_obj)) == NULL)
+    if ((key = queue_key(self, topic, qid_obj, queue_id)) == NULL)
         goto unlock;
     PyObject *cur = PyDict_GetItemWithError(self->queue_offsets, key); /* borrowed */
     if (cur == NULL && PyErr_Occurred())
@@ -427,9 +452,6 @@ unlock:
         PyBuffer_Release(&view);
     if (lock_call(self->lock, s_release, 0, NULL) < 0)
         failed = 1;
-    Py_XDECREF(pending);
-    Py_XDECREF(reqs);
-    Py_XDECREF(clog);
     Py_XDECREF(files);
     Py_XDECREF(f);
     Py_XDECREF(mm);
@@ -535,12 +557,12 @@ static int parse_format(Putter *self, const char *fmt) {
 }
 
 static int Putter_init(Putter *self, PyObject *args, PyObject *kwargs) {
-    static char *kw[] = {"store", "fallback", "fast_topics", "queue_offsets", "lock", "result_type", "ok", "store_host",
+    static char *kw[] = {"store", "commitlog", "pending", "pending_reqs", "fallback", "fast_topics", "queue_offsets", "lock", "result_type", "ok", "store_host",
                          "head_format", "max_body", "max_total", "big_body", "reput_batch", "blank_size", "message_type", "mapped_file_type", "clock", NULL};
-    PyObject *store, *fallback, *fast_topics, *queue_offsets, *lock, *result_type, *ok, *store_host, *message_type, *mapped_file_type, *clock;
+    PyObject *store, *commitlog, *pending, *pending_reqs, *fallback, *fast_topics, *queue_offsets, *lock, *result_type, *ok, *store_host, *message_type, *mapped_file_type, *clock;
     const char *fmt;
     long long max_body, max_total, big_body, reput_batch, blank_size;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO!O!OO!OO!sLLLLLO!O!O", kw, &store, &fallback, &PyDict_Type, &fast_topics, &PyDict_Type,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO!O!OO!O!OO!OO!sLLLLLO!O!O", kw, &store, &commitlog, &PyList_Type, &pending, &PyList_Type, &pending_reqs, &fallback, &PyDict_Type, &fast_topics, &PyDict_Type,
                                      &queue_offsets, &lock, &PyType_Type, &result_type, &ok, &PyTuple_Type, &store_host, &fmt, &max_body,
                                      &max_total, &big_body, &reput_batch, &blank_size, &PyType_Type,
                                      &message_type, &PyType_Type, &mapped_file_type, &clock))
@@ -567,6 +589,9 @@ static int Putter_init(Putter *self, PyObject *args, PyObject *kwargs) {
     self->vectorcall = (vectorcallfunc)Putter_vectorcall;
 #define SET(field, value) do { PyObject *tmp = (PyObject *)self->field; Py_INCREF(value); self->field = (void *)(value); Py_XDECREF(tmp); } while (0)
     SET(store, store);
+    SET(commitlog, commitlog);
+    SET(pending, pending);
+    SET(pending_reqs, pending_reqs);
     SET(fallback, fallback);
     SET(fast_topics, fast_topics);
     SET(queue_offsets, queue_offsets);
@@ -590,6 +615,12 @@ static int Putter_init(Putter *self, PyObject *args, PyObject *kwargs) {
 
 static int Putter_traverse(Putter *self, visitproc visit, void *arg) {
     Py_VISIT(self->store);
+    Py_VISIT(self->commitlog);
+    Py_VISIT(self->pending);
+    Py_VISIT(self->pending_reqs);
+    Py_VISIT(self->key_topic);
+    for (int k = 0; k < KEY_CACHE; k++)
+        Py_VISIT(self->keys[k]);
     Py_VISIT(self->fallback);
     Py_VISIT(self->fast_topics);
     Py_VISIT(self->queue_offsets);
@@ -605,6 +636,12 @@ static int Putter_traverse(Putter *self, visitproc visit, void *arg) {
 
 static int Putter_clear(Putter *self) {
     Py_CLEAR(self->store);
+    Py_CLEAR(self->commitlog);
+    Py_CLEAR(self->pending);
+    Py_CLEAR(self->pending_reqs);
+    Py_CLEAR(self->key_topic);
+    for (int k = 0; k < KEY_CACHE; k++)
+        Py_CLEAR(self->keys[k]);
     Py_CLEAR(self->fallback);
     Py_CLEAR(self->fast_topics);
     Py_CLEAR(self->queue_offsets);
@@ -664,7 +701,7 @@ PyMODINIT_FUNC PyInit__put(void) {
         if ((file_names[k] = PyUnicode_InternFromString(file_attr[k])) == NULL)
             return NULL;
     struct { PyObject **slot; const char *name; } names[] = {
-        {&s_shutdown, "_shutdown"}, {&s_pending, "_pending"}, {&s_pending_reqs, "_pending_reqs"}, {&s_commitlog, "commitlog"},
+        {&s_shutdown, "_shutdown"},
         {&s_files, "files"}, {&s_store_timestamp_attr, "store_timestamp"}, {&s_max_offset, "max_offset"},
         {&s_acquire, "acquire"}, {&s_release, "release"}, {&s_now_ms, "now_ms"},
     };

@@ -191,7 +191,8 @@ class MessageStore:
         # the records appended and not dispatched yet (Java dispatchBehindBytes, counted
         # in records): their physical offsets, which reput reads back from the log, and
         # for big bodies the DispatchRequest built at put time (see _big_request); each
-        # list in commitlog order (two lists: reput then needs no pass to tell them apart)
+        # list in commitlog order (two lists: reput then needs no pass to tell them apart);
+        # the same two list objects for the store's life: the C put appends to them
         self._pending: list[int] = []
         self._pending_reqs: list[DispatchRequest] = []
         self._queue_offsets: dict[tuple[str, int], int] = {}  # Java topicQueueTable
@@ -217,8 +218,7 @@ class MessageStore:
         self._commit_service = None
         self._group_commit: GroupCommitService | None = None
         self.reput_from_offset = 0  # Java ReputMessageService.reputFromOffset
-        if native_put:
-            self._bind_native_put()
+        self._native_put = native_put
 
     # -- life cycle ---------------------------------------------------------------------------
     @classmethod
@@ -240,6 +240,8 @@ class MessageStore:
             self._release_lock()
             raise
         self._started = True
+        if self._native_put:
+            self._bind_native_put()  # with this start's commitlog
         self._shutdown = False
         return self
 
@@ -528,9 +530,9 @@ class MessageStore:
         The common case — a topic already seen, properties as a dict without
         ``DELAY``, no hosts or sysFlag of its own, no property CRC — is encoded
         straight into the mapped file with as little work as possible: by the C
-        module :mod:`rmqlab.engine._put` when it is built (an ASYNC_FLUSH store with
-        the system clock binds it as this instance's ``put``; see
-        :meth:`_bind_native_put`), else by :meth:`_put_python`.  Everything else goes
+        module :mod:`rmqlab.engine._put` when it is built (:meth:`start` binds it as
+        this instance's ``put``; see :meth:`_bind_native_put`), else by
+        :meth:`_put_python`.  Everything else goes
         through :meth:`_put_general`.  All of them write the same bytes (tests compare
         them with each other, with the reference encoder and with RocketMQ's files)."""
         return self._put_python(msg)
@@ -546,6 +548,9 @@ class MessageStore:
             return
         self.put = _native_put.Putter(
             store=self,
+            commitlog=self.commitlog,
+            pending=self._pending,
+            pending_reqs=self._pending_reqs,
             fallback=self._put_python,
             fast_topics=self._fast_topics,
             queue_offsets=self._queue_offsets,
@@ -966,7 +971,10 @@ class MessageStore:
                 if not total:
                     return 0
                 if max_records is None or max_records >= total:
-                    self._pending, self._pending_reqs = [], []
+                    # the lists stay the same objects (the C put holds them)
+                    offsets, reqs = offsets[:], reqs[:]
+                    self._pending.clear()
+                    self._pending_reqs.clear()
                 else:
                     offsets, reqs = self._take_pending(max_records)
                 files = list(self.commitlog.files)

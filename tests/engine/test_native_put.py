@@ -63,10 +63,11 @@ def _mixed_messages() -> list[Message]:
         body = bytes((i * 31 + k) & 0xFF for k in range([0, 1, 128, 700, 4095][i % 5]))
         out.append(
             Message(
-                "TopicA" if i % 3 else "TopicB",
+                # an equal topic in another str object; queue ids past the C put's key cache
+                ["TopicA", "".join(("Topic", "A")), "TopicB"][i % 3],
                 body,
                 props,
-                queue_id=i % 5,
+                queue_id=i % 5 if i % 7 else 64 + i % 3,
                 flag=[0, -5, 2**31 - 1, 7][i % 4],
                 born_timestamp=None if i % 2 else 1_700_000_000_000 + i,
                 store_timestamp=T0 + 10 * i if i % 11 == 0 else None,
