@@ -13,35 +13,40 @@
  * What it owns, and what it does not:
  * - It handles only the case MessageStore.put's Python fast path handles without
  *   help: a topic already in the store's fast-topic table, sysFlag 0, properties as
- *   a dict of str -> str without DELAY, no hosts of its own, a body under the
- *   big-body limit, every field within its Java type.  For anything else — and for
- *   the rare steps of the common case (a file to roll, pages to pre-fault, a reput
- *   batch to dispatch, a put lock another thread holds, a store shut down) — it calls
- *   the Python path before touching anything, which answers with the right status.
+ *   a dict of str -> str without DELAY, no hosts of its own, every field within its
+ *   Java type.  For anything else — and for the rare steps of the common case (a file
+ *   to roll, pages to pre-fault, a reput batch to dispatch, a put lock another thread
+ *   holds, a store shut down) — it calls the Python path before touching anything,
+ *   which answers with the right status.
+ * - Like the Python path, it copies small records into the mapping and writes bodies
+ *   from big_body bytes on with one pwritev (the GIL released, the put lock held),
+ *   their DispatchRequest built by the store's _big_request; the body CRC is zlib's
+ *   below isal_from bytes and the caller's crc32 (ISA-L's) from there on.
  * - The record layout is not declared here: the fixed fields are written with the
  *   widths of the struct format the caller passes (rmqlab.format.encode.record_packer,
  *   derived from the construct schema), in that packer's argument order; the topic
  *   field and the fixed size come from the store's fast-topic table.
- * - Thread safety: the put lock (a threading.Lock) is taken with acquire(False); the
- *   GIL is never released in between, so the critical section is the same as the
- *   Python one's.
+ * - Thread safety: the put lock (a threading.Lock) is taken with acquire(False), and
+ *   every change is made while it is held, as in Python.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <structmember.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <zlib.h>
 
 #define MAX_FIELDS 32
 #define MAX_PROPS 32767 /* Java: propertiesLength is a short */
 #define KEY_CACHE 64
+#define MAX_HEAD 256
 
 /* attributes read on every put, by name; where the object's class keeps them in
  * __slots__ (Message, WritableMappedFile) they are read at the slot's offset */
 enum { M_TOPIC, M_BODY, M_PROPERTIES, M_PROPERTIES_RAW, M_QUEUE_ID, M_FLAG, M_SYS_FLAG, M_BORN_TIMESTAMP,
        M_BORN_HOST, M_STORE_TIMESTAMP, M_STORE_HOST, M_RECONSUME_TIMES, M_PREPARED_TRANSACTION_OFFSET, M_COUNT };
-enum { W_WROTE_POSITION, W_FILE_SIZE, W_POPULATED, W_FILE_FROM_OFFSET, W_MM, W_COUNT };
+enum { W_WROTE_POSITION, W_FILE_SIZE, W_POPULATED, W_FILE_FROM_OFFSET, W_MM, W_FD, W_COUNT };
 
 typedef struct {
     PyTypeObject *type;   /* the class whose slots these are (NULL: read by name) */
@@ -61,6 +66,9 @@ typedef struct {
     PyObject *key_topic;    /* the topic of the cached (topic, queue id) keys */
     PyObject *keys[KEY_CACHE]; /* (key_topic, qid) for small queue ids: one tuple per queue, not per put */
     PyObject *fallback;     /* store._put_python(msg) */
+    PyObject *big_request;  /* store._big_request(...): the DispatchRequest of a big record */
+    PyObject *crc_fn;       /* hashing.crc32 (ISA-L's), for bodies from isal_from bytes on */
+    long long isal_from;
     PyObject *fast_topics;  /* dict topic -> (topic field bytes, magic, fixed size) */
     PyObject *queue_offsets;/* dict (topic, queue_id) -> next queue offset */
     PyObject *lock;         /* the put lock */
@@ -217,6 +225,20 @@ static Py_ssize_t encode_properties(PyObject *pd, char *buf) {
     return n;
 }
 
+/* the fixed fields at p, with the widths of the caller's format; returns the end */
+static unsigned char *write_head(const Putter *self, unsigned char *p, const long long *values) {
+    static const unsigned char born_addr[4] = {0x7f, 0, 0, 1}; /* MessageStore's default bornHost */
+    for (int k = 0; k < self->nfields; k++) {
+        Py_ssize_t w = self->widths[k];
+        if (self->codes[k] == 's')
+            memcpy(p, k == F_BORN_ADDR ? born_addr : (const unsigned char *)self->store_addr, w);
+        else
+            put_be(p, w, values[k]);
+        p += w;
+    }
+    return p;
+}
+
 /* a new reference to the key (topic, queue_id) of store._queue_offsets; for the
  * first topic seen and small queue ids the same tuple every time (an identical key
  * also makes the dict's compare a pointer check) */
@@ -323,9 +345,20 @@ static PyObject *Putter_vectorcall(Putter *self, PyObject *const *args, size_t n
     if ((magic == -1 || fixed == -1) && PyErr_Occurred())
         goto done;
     long long total = fixed + blen + plen;
-    if (blen > self->max_body || blen >= self->big_body || total > self->max_total)
-        goto fallback; /* big bodies: pwritev and a request built at put time, in Python */
-    long long body_crc = (long long)(crc32(0L, (const Bytef *)PyBytes_AS_STRING(body), (uInt)blen) & 0x7FFFFFFFUL);
+    if (blen > self->max_body || total > self->max_total)
+        goto fallback;
+    /* bodies from big_body on are written with pwritev (no page fault per 4 KiB of the
+     * mapping) and bring their dispatch request, as in Python (see _put_python) */
+    int big = blen >= self->big_body;
+    long long body_crc;
+    if (blen >= self->isal_from) { /* the same choice as the Python path: ISA-L's call pays off here */
+        PyObject *c = PyObject_CallOneArg(self->crc_fn, body);
+        if (as_ll(c, &body_crc) < 0)
+            goto done;
+    } else {
+        body_crc = (long long)crc32(0L, (const Bytef *)PyBytes_AS_STRING(body), (uInt)blen);
+    }
+    body_crc &= 0x7FFFFFFFLL;
 
     /* -- the put lock: take it without blocking, or let Python wait for it ------------- */
     int got = 0;
@@ -334,7 +367,7 @@ static PyObject *Putter_vectorcall(Putter *self, PyObject *const *args, size_t n
     if (!got)
         goto fallback;
     PyObject *pending = self->pending, *reqs = self->pending_reqs, *clog = self->commitlog, *files = NULL, *f = NULL, *mm = NULL, *key = NULL;
-    PyObject *o_qoff = NULL, *o_next = NULL, *o_phy = NULL, *o_ts = NULL, *o_total = NULL, *o_end = NULL, *o_max = NULL;
+    PyObject *o_qoff = NULL, *o_next = NULL, *o_phy = NULL, *o_ts = NULL, *o_total = NULL, *o_end = NULL, *o_max = NULL, *request = NULL;
     int go_slow = 0, failed = 1;
     Py_buffer view = {0};
     long long qoff = 0, pos, fsize, populated, base, ts;
@@ -364,7 +397,7 @@ static PyObject *Putter_vectorcall(Putter *self, PyObject *const *args, size_t n
     if (as_ll(get(f, &self->file_slots, file_names, W_WROTE_POSITION), &pos) < 0 || as_ll(get(f, &self->file_slots, file_names, W_FILE_SIZE), &fsize) < 0 || as_ll(get(f, &self->file_slots, file_names, W_POPULATED), &populated) < 0 ||
         as_ll(get(f, &self->file_slots, file_names, W_FILE_FROM_OFFSET), &base) < 0)
         goto unlock;
-    if (total + self->blank_size > fsize - pos || pos + total > populated) {
+    if (total + self->blank_size > fsize - pos || (!big && pos + total > populated)) {
         go_slow = 1, failed = 0; /* roll to the next file or pre-fault pages: Python does it */
         goto unlock;
     }
@@ -393,13 +426,6 @@ static PyObject *Putter_vectorcall(Putter *self, PyObject *const *args, size_t n
         (o_max = PyLong_FromLongLong(phy + total)) == NULL)
         goto unlock;
 
-    /* the record, straight into the mapping */
-    if ((mm = get(f, &self->file_slots, file_names, W_MM)) == NULL || PyObject_GetBuffer(mm, &view, PyBUF_WRITABLE | PyBUF_SIMPLE) < 0)
-        goto unlock;
-    if (view.len < end) {
-        PyErr_Format(PyExc_RuntimeError, "commitlog mapping of %zd bytes is shorter than the write end %lld", view.len, end);
-        goto unlock;
-    }
     long long values[F_COUNT] = {0};
     values[F_TOTAL] = total;
     values[F_MAGIC] = magic;
@@ -420,31 +446,60 @@ static PyObject *Putter_vectorcall(Putter *self, PyObject *const *args, size_t n
         go_slow = 1, failed = 0;
         goto unlock;
     }
-    unsigned char *p = (unsigned char *)view.buf + pos;
-    static const unsigned char born_addr[4] = {0x7f, 0, 0, 1}; /* MessageStore's default bornHost */
-    for (int k = 0; k < self->nfields; k++) {
-        Py_ssize_t w = self->widths[k];
-        if (self->codes[k] == 's') {
-            if (k == F_BORN_ADDR)
-                memcpy(p, born_addr, w);
+    unsigned char plen_be[2];
+    put_be(plen_be, 2, plen);
+    if (big) {
+        /* the request first: if building it fails, nothing has been written */
+        PyObject *o_pto = PyLong_FromLongLong(pto);
+        if (o_pto == NULL)
+            goto unlock;
+        PyObject *rargs[8] = {topic, qid_obj, o_phy, o_total, o_ts, o_qoff, pd, o_pto};
+        request = PyObject_Vectorcall(self->big_request, rargs, 8, NULL);
+        Py_DECREF(o_pto);
+        long long fd;
+        if (request == NULL || as_ll(get(f, &self->file_slots, file_names, W_FD), &fd) < 0)
+            goto unlock;
+        unsigned char head[MAX_HEAD];
+        write_head(self, head, values);
+        struct iovec iov[5] = {
+            {head, (size_t)self->head_size},
+            {PyBytes_AS_STRING(body), (size_t)blen},
+            {PyBytes_AS_STRING(prefix), (size_t)PyBytes_GET_SIZE(prefix)},
+            {plen_be, 2},
+            {props, (size_t)plen},
+        };
+        ssize_t n;
+        Py_BEGIN_ALLOW_THREADS /* the put lock stays held: other puts wait, other work goes on */
+        n = pwritev((int)fd, iov, 5, (off_t)pos);
+        Py_END_ALLOW_THREADS
+        if (n != total) {
+            if (n < 0)
+                PyErr_SetFromErrno(PyExc_OSError);
             else
-                memcpy(p, self->store_addr, w);
-        } else {
-            put_be(p, w, values[k]);
+                PyErr_Format(PyExc_OSError, "short write to the commitlog: %zd of %lld bytes at %lld", n, total, pos);
+            goto unlock;
         }
-        p += w;
+    } else {
+        /* the record, straight into the mapping */
+        if ((mm = get(f, &self->file_slots, file_names, W_MM)) == NULL || PyObject_GetBuffer(mm, &view, PyBUF_WRITABLE | PyBUF_SIMPLE) < 0)
+            goto unlock;
+        if (view.len < end) {
+            PyErr_Format(PyExc_RuntimeError, "commitlog mapping of %zd bytes is shorter than the write end %lld", view.len, end);
+            goto unlock;
+        }
+        unsigned char *p = write_head(self, (unsigned char *)view.buf + pos, values);
+        memcpy(p, PyBytes_AS_STRING(body), blen);
+        p += blen;
+        memcpy(p, PyBytes_AS_STRING(prefix), PyBytes_GET_SIZE(prefix));
+        p += PyBytes_GET_SIZE(prefix);
+        memcpy(p, plen_be, 2);
+        memcpy(p + 2, props, plen);
     }
-    memcpy(p, PyBytes_AS_STRING(body), blen);
-    p += blen;
-    memcpy(p, PyBytes_AS_STRING(prefix), PyBytes_GET_SIZE(prefix));
-    p += PyBytes_GET_SIZE(prefix);
-    put_be(p, 2, plen);
-    memcpy(p + 2, props, plen);
 
     /* bookkeeping, as the Python path does it */
     if (PyDict_SetItem(self->queue_offsets, key, o_next) < 0 || set(f, &self->file_slots, file_names, W_WROTE_POSITION, o_end) < 0 ||
         PyObject_SetAttr(clog, s_store_timestamp_attr, o_ts) < 0 || PyObject_SetAttr(clog, s_max_offset, o_max) < 0 ||
-        PyList_Append(pending, o_phy) < 0)
+        (big ? PyList_Append(reqs, request) : PyList_Append(pending, o_phy)) < 0)
         goto unlock;
     failed = 0;
 unlock:
@@ -457,6 +512,7 @@ unlock:
     Py_XDECREF(mm);
     Py_XDECREF(key);
     Py_XDECREF(o_next);
+    Py_XDECREF(request);
     Py_XDECREF(o_end);
     Py_XDECREF(o_max);
     if (failed) {
@@ -551,18 +607,24 @@ static int parse_format(Putter *self, const char *fmt) {
         PyErr_Format(PyExc_ValueError, "head format has %d fields; expected record_packer(4, %zd)'s %d", n, self->store_addr_len, F_COUNT);
         return -1;
     }
+    if (size > MAX_HEAD) {
+        PyErr_SetString(PyExc_ValueError, "head format is longer than MAX_HEAD");
+        return -1;
+    }
     self->nfields = n;
     self->head_size = size;
     return 0;
 }
 
 static int Putter_init(Putter *self, PyObject *args, PyObject *kwargs) {
-    static char *kw[] = {"store", "commitlog", "pending", "pending_reqs", "fallback", "fast_topics", "queue_offsets", "lock", "result_type", "ok", "store_host",
+    static char *kw[] = {"store", "commitlog", "pending", "pending_reqs", "fallback", "big_request", "crc32", "isal_from", "fast_topics", "queue_offsets", "lock", "result_type", "ok", "store_host",
                          "head_format", "max_body", "max_total", "big_body", "reput_batch", "blank_size", "message_type", "mapped_file_type", "clock", NULL};
-    PyObject *store, *commitlog, *pending, *pending_reqs, *fallback, *fast_topics, *queue_offsets, *lock, *result_type, *ok, *store_host, *message_type, *mapped_file_type, *clock;
+    PyObject *store, *commitlog, *pending, *pending_reqs, *fallback, *big_request, *crc_fn;
+    long long isal_from;
+    PyObject *fast_topics, *queue_offsets, *lock, *result_type, *ok, *store_host, *message_type, *mapped_file_type, *clock;
     const char *fmt;
     long long max_body, max_total, big_body, reput_batch, blank_size;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO!O!OO!O!OO!OO!sLLLLLO!O!O", kw, &store, &commitlog, &PyList_Type, &pending, &PyList_Type, &pending_reqs, &fallback, &PyDict_Type, &fast_topics, &PyDict_Type,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO!O!OOOLO!O!OO!OO!sLLLLLO!O!O", kw, &store, &commitlog, &PyList_Type, &pending, &PyList_Type, &pending_reqs, &fallback, &big_request, &crc_fn, &isal_from, &PyDict_Type, &fast_topics, &PyDict_Type,
                                      &queue_offsets, &lock, &PyType_Type, &result_type, &ok, &PyTuple_Type, &store_host, &fmt, &max_body,
                                      &max_total, &big_body, &reput_batch, &blank_size, &PyType_Type,
                                      &message_type, &PyType_Type, &mapped_file_type, &clock))
@@ -593,6 +655,8 @@ static int Putter_init(Putter *self, PyObject *args, PyObject *kwargs) {
     SET(pending, pending);
     SET(pending_reqs, pending_reqs);
     SET(fallback, fallback);
+    SET(big_request, big_request);
+    SET(crc_fn, crc_fn);
     SET(fast_topics, fast_topics);
     SET(queue_offsets, queue_offsets);
     SET(lock, lock);
@@ -608,6 +672,7 @@ static int Putter_init(Putter *self, PyObject *args, PyObject *kwargs) {
     self->max_body = max_body;
     self->max_total = max_total;
     self->big_body = big_body;
+    self->isal_from = isal_from;
     self->reput_batch = reput_batch;
     self->blank_size = blank_size;
     return 0;
@@ -622,6 +687,8 @@ static int Putter_traverse(Putter *self, visitproc visit, void *arg) {
     for (int k = 0; k < KEY_CACHE; k++)
         Py_VISIT(self->keys[k]);
     Py_VISIT(self->fallback);
+    Py_VISIT(self->big_request);
+    Py_VISIT(self->crc_fn);
     Py_VISIT(self->fast_topics);
     Py_VISIT(self->queue_offsets);
     Py_VISIT(self->lock);
@@ -643,6 +710,8 @@ static int Putter_clear(Putter *self) {
     for (int k = 0; k < KEY_CACHE; k++)
         Py_CLEAR(self->keys[k]);
     Py_CLEAR(self->fallback);
+    Py_CLEAR(self->big_request);
+    Py_CLEAR(self->crc_fn);
     Py_CLEAR(self->fast_topics);
     Py_CLEAR(self->queue_offsets);
     Py_CLEAR(self->lock);
@@ -693,7 +762,7 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC PyInit__put(void) {
     static const char *msg_attr[M_COUNT] = {"topic", "body", "properties", "properties_raw", "queue_id", "flag", "sys_flag",
         "born_timestamp", "born_host", "store_timestamp", "store_host", "reconsume_times", "prepared_transaction_offset"};
-    static const char *file_attr[W_COUNT] = {"wrote_position", "file_size", "populated", "file_from_offset", "mm"};
+    static const char *file_attr[W_COUNT] = {"wrote_position", "file_size", "populated", "file_from_offset", "mm", "fd"};
     for (int k = 0; k < M_COUNT; k++)
         if ((msg_names[k] = PyUnicode_InternFromString(msg_attr[k])) == NULL)
             return NULL;

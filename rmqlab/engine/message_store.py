@@ -539,9 +539,11 @@ class MessageStore:
 
     def _bind_native_put(self) -> None:
         """Make ``self.put`` the C put when it can serve this store: it handles the
-        same common case as :meth:`_put_python`'s first branch, under the same lock,
-        and hands everything else (and the rare steps: rolling a file, pre-faulting
-        pages, a full reput batch) to :meth:`_put_python` before touching anything.
+        same common case as :meth:`_put_python`'s first branch, the same way (small
+        records copied into the mapping, big bodies written with ``pwritev`` and their
+        request built by :meth:`_big_request`), under the same lock, and hands
+        everything else (and the rare steps: rolling a file, pre-faulting pages, a
+        full reput batch) to :meth:`_put_python` before touching anything.
         SYNC_FLUSH puts wait for a disk force, which costs far more than the Python
         it would save.  An injected clock is called under the lock, as in Python."""
         if _native_put is None or self.sync_flush or self.append_prop_crc:
@@ -552,6 +554,9 @@ class MessageStore:
             pending=self._pending,
             pending_reqs=self._pending_reqs,
             fallback=self._put_python,
+            big_request=self._big_request,
+            crc32=_fast_crc32,
+            isal_from=_ISAL_FROM,
             fast_topics=self._fast_topics,
             queue_offsets=self._queue_offsets,
             lock=self._lock,
