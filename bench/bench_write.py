@@ -146,9 +146,9 @@ def bench_async(directory: Path, n: int, body: bytes, batch: int = 0, encoded: b
     return {"messages": n, "seconds": timer.elapsed, "final_flush_seconds": flush_s}
 
 
-def bench_sync(directory: Path, n: int, body: bytes, producers: int) -> dict:
+def bench_sync(directory: Path, n: int, body: bytes, producers: int, native_put: bool = True) -> dict:
     root = directory / "store"
-    store = MessageStore.open(root, MessageStoreConfig(flush_disk_type="SYNC_FLUSH"))
+    store = MessageStore.open(root, MessageStoreConfig(flush_disk_type="SYNC_FLUSH"), native_put=native_put)
     per = n // producers
     msgs = make_messages(0, per * producers, body)
     bad = []

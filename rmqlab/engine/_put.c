@@ -6,7 +6,7 @@
  * Why C: an ASYNC put of a 128-byte message is ~5 us of interpreter time in Python
  * (attribute loads, the properties join, the lock, a 20-argument pack_into, the
  * result), most of the budget RocketMQ's own store needs for the whole put.  This
- * module does the same steps with the same bytes in ~1 us.  It is optional: without
+ * module does the same steps with the same bytes in ~1.5-2.5 us.  It is optional: without
  * it (no compiler at install time, RMQLAB_PURE_PUT=1) MessageStore.put runs the
  * Python fast path, and tests compare the two byte for byte.
  *
@@ -22,6 +22,8 @@
  *   from big_body bytes on with one pwritev (the GIL released, the put lock held),
  *   their DispatchRequest built by the store's _big_request; the body CRC is zlib's
  *   below isal_from bytes and the caller's crc32 (ISA-L's) from there on.
+ * - Under SYNC_FLUSH the put then waits, outside the lock, in the store's
+ *   _sync_wait(end, WAIT property), whose answer is the put's status, as in Python.
  * - The record layout is not declared here: the fixed fields are written with the
  *   widths of the struct format the caller passes (rmqlab.format.encode.record_packer,
  *   derived from the construct schema), in that packer's argument order; the topic
@@ -67,6 +69,7 @@ typedef struct {
     PyObject *keys[KEY_CACHE]; /* (key_topic, qid) for small queue ids: one tuple per queue, not per put */
     PyObject *fallback;     /* store._put_python(msg) */
     PyObject *big_request;  /* store._big_request(...): the DispatchRequest of a big record */
+    PyObject *sync_wait;    /* None (ASYNC_FLUSH), or store._sync_wait(end, WAIT) -> status */
     PyObject *crc_fn;       /* hashing.crc32 (ISA-L's), for bodies from isal_from bytes on */
     long long isal_from;
     PyObject *fast_topics;  /* dict topic -> (topic field bytes, magic, fixed size) */
@@ -198,8 +201,9 @@ static int as_ll(PyObject *v, long long *out) {
 }
 
 /* "name\x01value\x02" for every pair, as Java MessageDecoder.messageProperties2String;
- * returns the length, -2 when the Python path must take this message, -1 on error */
-static Py_ssize_t encode_properties(PyObject *pd, char *buf) {
+ * returns the length, -2 when the Python path must take this message, -1 on error;
+ * *wait is set to the WAIT property's value (borrowed) when there is one */
+static Py_ssize_t encode_properties(PyObject *pd, char *buf, PyObject **wait) {
     Py_ssize_t pos = 0, n = 0, klen, vlen;
     PyObject *k, *v;
     while (PyDict_Next(pd, &pos, &k, &v)) {
@@ -213,6 +217,8 @@ static Py_ssize_t encode_properties(PyObject *pd, char *buf) {
         }
         if (klen == 5 && memcmp(ks, "DELAY", 5) == 0)
             return -2; /* the broker's delay rewrite happens in Python */
+        if (klen == 4 && memcmp(ks, "WAIT", 4) == 0)
+            *wait = v; /* Java isWaitStoreMsgOK: "false" lets a SYNC put return before the force */
         if (n + klen + vlen + 2 > MAX_PROPS)
             return -2;
         memcpy(buf + n, ks, klen);
@@ -293,7 +299,7 @@ static PyObject *Putter_vectorcall(Putter *self, PyObject *const *args, size_t n
     int born_none, store_none, r;
     char props[MAX_PROPS + 1];
     Py_ssize_t plen = 0;
-    PyObject *topic = NULL, *body = NULL, *pd = NULL, *qid_obj = NULL, *tinfo;
+    PyObject *topic = NULL, *body = NULL, *pd = NULL, *qid_obj = NULL, *tinfo, *wait = Py_None;
 
     if ((r = as_int(get(msg, &self->msg_slots, msg_names, M_SYS_FLAG), &sys_flag, NULL)) <= 0 || sys_flag != 0)
         return r < 0 ? NULL : slow(self, msg);
@@ -332,7 +338,7 @@ static PyObject *Putter_vectorcall(Putter *self, PyObject *const *args, size_t n
     if (pd != Py_None) {
         if (!PyDict_CheckExact(pd))
             goto fallback;
-        plen = encode_properties(pd, props);
+        plen = encode_properties(pd, props, &wait);
         if (plen == -1)
             goto done;
         if (plen == -2)
@@ -370,7 +376,7 @@ static PyObject *Putter_vectorcall(Putter *self, PyObject *const *args, size_t n
     PyObject *o_qoff = NULL, *o_next = NULL, *o_phy = NULL, *o_ts = NULL, *o_total = NULL, *o_end = NULL, *o_max = NULL, *request = NULL;
     int go_slow = 0, failed = 1;
     Py_buffer view = {0};
-    long long qoff = 0, pos, fsize, populated, base, ts;
+    long long qoff = 0, pos, fsize, populated, base, ts, phy = 0, end = 0;
 
     PyObject *down = PyObject_GetAttr(self->store, s_shutdown);
     if (down == NULL)
@@ -419,7 +425,8 @@ static PyObject *Putter_vectorcall(Putter *self, PyObject *const *args, size_t n
         goto unlock;
     if (cur != NULL && (qoff = PyLong_AsLongLong(cur)) == -1 && PyErr_Occurred())
         goto unlock;
-    long long phy = base + pos, end = pos + total;
+    phy = base + pos;
+    end = pos + total;
     if ((o_qoff = PyLong_FromLongLong(qoff)) == NULL || (o_next = PyLong_FromLongLong(qoff + 1)) == NULL ||
         (o_phy = PyLong_FromLongLong(phy)) == NULL || (o_ts = PyLong_FromLongLong(ts)) == NULL ||
         (o_total = PyLong_FromLongLong(total)) == NULL || (o_end = PyLong_FromLongLong(end)) == NULL ||
@@ -529,17 +536,28 @@ unlock:
         Py_XDECREF(o_total);
         goto fallback;
     }
-    /* PutMessageResult(PUT_OK, phy, total, qoff, ts, store_host, 1, None, "") */
-    result = self->result_type->tp_alloc(self->result_type, 9);
+    /* SYNC_FLUSH: wait, outside the lock, for the group commit covering the record
+     * (store._sync_wait, as the Python path does) */
+    PyObject *status = self->ok;
+    Py_INCREF(status);
+    if (self->sync_wait != Py_None) {
+        Py_DECREF(status);
+        PyObject *o_end_abs = PyLong_FromLongLong(phy + total);
+        PyObject *sargs[2] = {o_end_abs, wait};
+        status = o_end_abs ? PyObject_Vectorcall(self->sync_wait, sargs, 2, NULL) : NULL;
+        Py_XDECREF(o_end_abs);
+    }
+    /* PutMessageResult(status, phy, total, qoff, ts, store_host, 1, None, "") */
+    result = status ? self->result_type->tp_alloc(self->result_type, 9) : NULL;
     if (result == NULL) {
+        Py_XDECREF(status);
         Py_DECREF(o_qoff);
         Py_DECREF(o_phy);
         Py_DECREF(o_ts);
         Py_DECREF(o_total);
         goto done;
     }
-    Py_INCREF(self->ok);
-    PyTuple_SET_ITEM(result, 0, self->ok);
+    PyTuple_SET_ITEM(result, 0, status);
     PyTuple_SET_ITEM(result, 1, o_phy);
     PyTuple_SET_ITEM(result, 2, o_total);
     PyTuple_SET_ITEM(result, 3, o_qoff);
@@ -617,14 +635,14 @@ static int parse_format(Putter *self, const char *fmt) {
 }
 
 static int Putter_init(Putter *self, PyObject *args, PyObject *kwargs) {
-    static char *kw[] = {"store", "commitlog", "pending", "pending_reqs", "fallback", "big_request", "crc32", "isal_from", "fast_topics", "queue_offsets", "lock", "result_type", "ok", "store_host",
+    static char *kw[] = {"store", "commitlog", "pending", "pending_reqs", "fallback", "big_request", "sync_wait", "crc32", "isal_from", "fast_topics", "queue_offsets", "lock", "result_type", "ok", "store_host",
                          "head_format", "max_body", "max_total", "big_body", "reput_batch", "blank_size", "message_type", "mapped_file_type", "clock", NULL};
-    PyObject *store, *commitlog, *pending, *pending_reqs, *fallback, *big_request, *crc_fn;
+    PyObject *store, *commitlog, *pending, *pending_reqs, *fallback, *big_request, *sync_wait, *crc_fn;
     long long isal_from;
     PyObject *fast_topics, *queue_offsets, *lock, *result_type, *ok, *store_host, *message_type, *mapped_file_type, *clock;
     const char *fmt;
     long long max_body, max_total, big_body, reput_batch, blank_size;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO!O!OOOLO!O!OO!OO!sLLLLLO!O!O", kw, &store, &commitlog, &PyList_Type, &pending, &PyList_Type, &pending_reqs, &fallback, &big_request, &crc_fn, &isal_from, &PyDict_Type, &fast_topics, &PyDict_Type,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO!O!OOOOLO!O!OO!OO!sLLLLLO!O!O", kw, &store, &commitlog, &PyList_Type, &pending, &PyList_Type, &pending_reqs, &fallback, &big_request, &sync_wait, &crc_fn, &isal_from, &PyDict_Type, &fast_topics, &PyDict_Type,
                                      &queue_offsets, &lock, &PyType_Type, &result_type, &ok, &PyTuple_Type, &store_host, &fmt, &max_body,
                                      &max_total, &big_body, &reput_batch, &blank_size, &PyType_Type,
                                      &message_type, &PyType_Type, &mapped_file_type, &clock))
@@ -656,6 +674,7 @@ static int Putter_init(Putter *self, PyObject *args, PyObject *kwargs) {
     SET(pending_reqs, pending_reqs);
     SET(fallback, fallback);
     SET(big_request, big_request);
+    SET(sync_wait, sync_wait);
     SET(crc_fn, crc_fn);
     SET(fast_topics, fast_topics);
     SET(queue_offsets, queue_offsets);
@@ -688,6 +707,7 @@ static int Putter_traverse(Putter *self, visitproc visit, void *arg) {
         Py_VISIT(self->keys[k]);
     Py_VISIT(self->fallback);
     Py_VISIT(self->big_request);
+    Py_VISIT(self->sync_wait);
     Py_VISIT(self->crc_fn);
     Py_VISIT(self->fast_topics);
     Py_VISIT(self->queue_offsets);
@@ -711,6 +731,7 @@ static int Putter_clear(Putter *self) {
         Py_CLEAR(self->keys[k]);
     Py_CLEAR(self->fallback);
     Py_CLEAR(self->big_request);
+    Py_CLEAR(self->sync_wait);
     Py_CLEAR(self->crc_fn);
     Py_CLEAR(self->fast_topics);
     Py_CLEAR(self->queue_offsets);

@@ -543,10 +543,10 @@ class MessageStore:
         records copied into the mapping, big bodies written with ``pwritev`` and their
         request built by :meth:`_big_request`), under the same lock, and hands
         everything else (and the rare steps: rolling a file, pre-faulting pages, a
-        full reput batch) to :meth:`_put_python` before touching anything.
-        SYNC_FLUSH puts wait for a disk force, which costs far more than the Python
-        it would save.  An injected clock is called under the lock, as in Python."""
-        if _native_put is None or self.sync_flush or self.append_prop_crc:
+        full reput batch) to :meth:`_put_python` before touching anything.  A
+        SYNC_FLUSH put then waits in :meth:`_sync_wait`, outside the lock; an injected
+        clock is called under it, as in Python."""
+        if _native_put is None or self.append_prop_crc:
             return
         self.put = _native_put.Putter(
             store=self,
@@ -555,6 +555,7 @@ class MessageStore:
             pending_reqs=self._pending_reqs,
             fallback=self._put_python,
             big_request=self._big_request,
+            sync_wait=self._sync_wait if self.sync_flush else None,
             crc32=_fast_crc32,
             isal_from=_ISAL_FROM,
             fast_topics=self._fast_topics,

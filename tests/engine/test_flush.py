@@ -97,6 +97,10 @@ def test_sync_flush_timeout(tmp_path, monkeypatch):
         assert store.look_message_by_offset(0).body == b"slow disk"
         # WAIT=false: the producer does not wait for the force (Java isWaitStoreMsgOK)
         assert store.put(Message("TopicA", b"no wait", {"WAIT": "false"})).status is PutMessageStatus.PUT_OK
+        # the same from the C put, when it is built (from the third put on, unless the
+        # flusher holds the put lock at that moment)
+        assert store.put(Message("TopicA", b"slow again", {"TAGS": "t"})).status is PutMessageStatus.FLUSH_DISK_TIMEOUT
+        assert store.put(Message("TopicA", b"no wait again", {"WAIT": "false", "TAGS": "t"})).status is PutMessageStatus.PUT_OK
     finally:
         store.shutdown()
 

@@ -37,10 +37,11 @@ def test_which_stores_bind_the_c_put(tmp_path):
         assert isinstance(store.put, _native_put.Putter)
     with MessageStore.open(tmp_path / "b", small_config(), services=False, native_put=False) as store:
         assert not isinstance(store.put, _native_put.Putter)
-    # SYNC_FLUSH waits for a force per put; with the property CRC every put is general
-    for cfg in (small_config(flush_disk_type="SYNC_FLUSH"), small_config(enabled_append_prop_crc=True)):
-        with MessageStore.open(tmp_path / "c", cfg, services=False) as store:
-            assert not isinstance(store.put, _native_put.Putter)
+    with MessageStore.open(tmp_path / "c", small_config(flush_disk_type="SYNC_FLUSH"), services=False) as store:
+        assert isinstance(store.put, _native_put.Putter)  # then waits in _sync_wait
+    # with the property CRC every put is general
+    with MessageStore.open(tmp_path / "d", small_config(enabled_append_prop_crc=True), services=False) as store:
+        assert not isinstance(store.put, _native_put.Putter)
 
 
 class _MyMessage(Message):
@@ -174,6 +175,23 @@ def test_c_put_from_threads_keeps_queues_dense_and_records_whole(tmp_path):
             offs = sorted(r.queue_offset for r in recs if r.queue_id == qid)
             assert offs == list(range(len(offs)))  # no offset given twice or skipped
             assert st.consume_queue("TopicA", qid).valid_range()[1] == len(offs)
+
+
+@needs_c
+def test_c_put_under_sync_flush_forces_unless_told_not_to_wait(tmp_path, monkeypatch):
+    forces = []
+    real = os.fdatasync
+    monkeypatch.setattr(os, "fdatasync", lambda fd: (forces.append(fd), real(fd)))
+    # no services: a SYNC put forces the log itself (no flusher thread to race with)
+    with MessageStore.open(tmp_path / "s", small_config(flush_disk_type="SYNC_FLUSH"), services=False) as store:
+        store.put(Message("TopicA", b"seed"))
+        store.put(Message("TopicA", b"pre-faults"))
+        n = len(forces)
+        assert store.put(Message("TopicA", b"forced", {"KEYS": "k"})).ok
+        assert len(forces) == n + 1 and store.flushed_where == store.max_phy_offset
+        assert store.put(Message("TopicA", b"not waited for", {"WAIT": "false", "KEYS": "k2"})).ok
+        assert len(forces) == n + 1 and store.flushed_where < store.max_phy_offset
+        assert (store.put.fast, store.put.slow) == (2, 2)
 
 
 @needs_c
