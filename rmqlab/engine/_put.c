@@ -258,8 +258,13 @@ static PyObject *queue_key(Putter *self, PyObject *topic, PyObject *qid_obj, lon
         }
         if (same) {
             PyObject *k = self->keys[queue_id];
-            if (k == NULL && (k = self->keys[queue_id] = PyTuple_Pack(2, self->key_topic, qid_obj)) == NULL)
-                return NULL;
+            if (k == NULL) { /* with an exact int, whatever int subclass this message brought */
+                PyObject *q = PyLong_FromLongLong(queue_id);
+                k = q ? PyTuple_Pack(2, self->key_topic, q) : NULL;
+                Py_XDECREF(q);
+                if ((self->keys[queue_id] = k) == NULL)
+                    return NULL;
+            }
             Py_INCREF(k);
             return k;
         }
@@ -276,8 +281,9 @@ static PyObject *slow(Putter *self, PyObject *msg) {
     return PyObject_CallOneArg(self->fallback, msg);
 }
 
-static int lock_call(PyObject *lock, PyObject *name, int blocking, int *got) {
-    PyObject *args[2] = {lock, blocking ? Py_True : Py_False};
+/* lock.acquire(False) (got set) or lock.release() (got NULL); -1 on error */
+static int lock_call(PyObject *lock, PyObject *name, int *got) {
+    PyObject *args[2] = {lock, Py_False};
     PyObject *r = PyObject_VectorcallMethod(name, args, got ? 2 : 1, NULL);
     if (r == NULL)
         return -1;
@@ -368,7 +374,7 @@ static PyObject *Putter_vectorcall(Putter *self, PyObject *const *args, size_t n
 
     /* -- the put lock: take it without blocking, or let Python wait for it ------------- */
     int got = 0;
-    if (lock_call(self->lock, s_acquire, 0, &got) < 0)
+    if (lock_call(self->lock, s_acquire, &got) < 0)
         goto done;
     if (!got)
         goto fallback;
@@ -512,7 +518,7 @@ static PyObject *Putter_vectorcall(Putter *self, PyObject *const *args, size_t n
 unlock:
     if (view.obj != NULL)
         PyBuffer_Release(&view);
-    if (lock_call(self->lock, s_release, 0, NULL) < 0)
+    if (lock_call(self->lock, s_release, NULL) < 0)
         failed = 1;
     Py_XDECREF(files);
     Py_XDECREF(f);
