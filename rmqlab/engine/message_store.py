@@ -532,9 +532,9 @@ class MessageStore:
         straight into the mapped file with as little work as possible: by the C
         module :mod:`rmqlab.engine._put` when it is built (:meth:`start` binds it as
         this instance's ``put``; see :meth:`_bind_native_put`), else by
-        :meth:`_put_python`.  Everything else goes
-        through :meth:`_put_general`.  All of them write the same bytes (tests compare
-        them with each other, with the reference encoder and with RocketMQ's files)."""
+        :meth:`_put_python`.  Everything else goes through :meth:`_put_general`.  All
+        of them write the same bytes (tests compare them with each other, with the
+        reference encoder and with RocketMQ's files)."""
         return self._put_python(msg)
 
     def _bind_native_put(self) -> None:
