@@ -79,9 +79,9 @@ typedef struct {
     PyObject *ok;           /* PutMessageStatus.PUT_OK */
     PyObject *store_host;   /* (addr, port) in every result */
     PyObject *empty_str;
-    char store_addr[16];
-    Py_ssize_t store_addr_len;
-    long long store_port;
+    char store_addr[16], born_addr[16]; /* the store's host, and the bornHost of messages without one */
+    Py_ssize_t store_addr_len, born_addr_len;
+    long long store_port, born_port;
     long long max_body, max_total, big_body, reput_batch, blank_size;
     int nfields;
     char codes[MAX_FIELDS];        /* i I q h b s */
@@ -162,8 +162,8 @@ static void put_be(unsigned char *p, Py_ssize_t width, long long v) {
     }
 }
 
-/* v (a new reference, consumed; NULL = error) as an int: 1 and *out set, 0 when it is
- * None (only where none_ok, else "not this path"), not an int or too big, -1 on error */
+/* v (a new reference, consumed; NULL = error) as an int: 1 and *out set (or *is_none,
+ * where the caller allows None), 0 when it is not an int or too big, -1 on error */
 static int as_int(PyObject *v, long long *out, int *is_none) {
     if (v == NULL)
         return -1;
@@ -233,11 +233,10 @@ static Py_ssize_t encode_properties(PyObject *pd, char *buf, PyObject **wait) {
 
 /* the fixed fields at p, with the widths of the caller's format; returns the end */
 static unsigned char *write_head(const Putter *self, unsigned char *p, const long long *values) {
-    static const unsigned char born_addr[4] = {0x7f, 0, 0, 1}; /* MessageStore's default bornHost */
     for (int k = 0; k < self->nfields; k++) {
         Py_ssize_t w = self->widths[k];
         if (self->codes[k] == 's')
-            memcpy(p, k == F_BORN_ADDR ? born_addr : (const unsigned char *)self->store_addr, w);
+            memcpy(p, k == F_BORN_ADDR ? self->born_addr : self->store_addr, w);
         else
             put_be(p, w, values[k]);
         p += w;
@@ -449,7 +448,7 @@ static PyObject *Putter_vectorcall(Putter *self, PyObject *const *args, size_t n
     values[F_PHY] = phy;
     values[F_SYS_FLAG] = 0;
     values[F_BORN_TS] = born_none ? ts : born_ts;
-    values[F_BORN_PORT] = 0;
+    values[F_BORN_PORT] = self->born_port;
     values[F_STORE_TS] = ts;
     values[F_STORE_PORT] = self->store_port;
     values[F_RECONSUME] = reconsume;
@@ -528,18 +527,13 @@ unlock:
     Py_XDECREF(request);
     Py_XDECREF(o_end);
     Py_XDECREF(o_max);
-    if (failed) {
+    if (failed || go_slow) {
         Py_XDECREF(o_qoff);
         Py_XDECREF(o_phy);
         Py_XDECREF(o_ts);
         Py_XDECREF(o_total);
-        goto done;
-    }
-    if (go_slow) {
-        Py_XDECREF(o_qoff);
-        Py_XDECREF(o_phy);
-        Py_XDECREF(o_ts);
-        Py_XDECREF(o_total);
+        if (failed)
+            goto done;
         goto fallback;
     }
     /* SYNC_FLUSH: wait, outside the lock, for the group commit covering the record
@@ -626,9 +620,9 @@ static int parse_format(Putter *self, const char *fmt) {
         size += w;
         n++;
     }
-    if (n != F_COUNT || self->codes[F_BORN_ADDR] != 's' || self->codes[F_STORE_ADDR] != 's' || self->widths[F_BORN_ADDR] != 4 ||
+    if (n != F_COUNT || self->codes[F_BORN_ADDR] != 's' || self->codes[F_STORE_ADDR] != 's' || self->widths[F_BORN_ADDR] != self->born_addr_len ||
         self->widths[F_STORE_ADDR] != self->store_addr_len) {
-        PyErr_Format(PyExc_ValueError, "head format has %d fields; expected record_packer(4, %zd)'s %d", n, self->store_addr_len, F_COUNT);
+        PyErr_Format(PyExc_ValueError, "head format has %d fields; expected record_packer(%zd, %zd)'s %d", n, self->born_addr_len, self->store_addr_len, F_COUNT);
         return -1;
     }
     if (size > MAX_HEAD) {
@@ -640,16 +634,28 @@ static int parse_format(Putter *self, const char *fmt) {
     return 0;
 }
 
+/* (address bytes, port) into addr/len/port */
+static int host_arg(PyObject *host, const char *name, char *addr, Py_ssize_t *len, long long *port) {
+    if (PyTuple_GET_SIZE(host) != 2 || !PyBytes_Check(PyTuple_GET_ITEM(host, 0)) || PyBytes_GET_SIZE(PyTuple_GET_ITEM(host, 0)) > 16) {
+        PyErr_Format(PyExc_ValueError, "%s must be (address bytes, port)", name);
+        return -1;
+    }
+    *len = PyBytes_GET_SIZE(PyTuple_GET_ITEM(host, 0));
+    memcpy(addr, PyBytes_AS_STRING(PyTuple_GET_ITEM(host, 0)), *len);
+    *port = PyLong_AsLongLong(PyTuple_GET_ITEM(host, 1));
+    return (*port == -1 && PyErr_Occurred()) ? -1 : 0;
+}
+
 static int Putter_init(Putter *self, PyObject *args, PyObject *kwargs) {
-    static char *kw[] = {"store", "commitlog", "pending", "pending_reqs", "fallback", "big_request", "sync_wait", "crc32", "isal_from", "fast_topics", "queue_offsets", "lock", "result_type", "ok", "store_host",
+    static char *kw[] = {"store", "commitlog", "pending", "pending_reqs", "fallback", "big_request", "sync_wait", "crc32", "isal_from", "fast_topics", "queue_offsets", "lock", "result_type", "ok", "store_host", "born_host",
                          "head_format", "max_body", "max_total", "big_body", "reput_batch", "blank_size", "message_type", "mapped_file_type", "clock", NULL};
     PyObject *store, *commitlog, *pending, *pending_reqs, *fallback, *big_request, *sync_wait, *crc_fn;
     long long isal_from;
-    PyObject *fast_topics, *queue_offsets, *lock, *result_type, *ok, *store_host, *message_type, *mapped_file_type, *clock;
+    PyObject *fast_topics, *queue_offsets, *lock, *result_type, *ok, *store_host, *born_host, *message_type, *mapped_file_type, *clock;
     const char *fmt;
     long long max_body, max_total, big_body, reput_batch, blank_size;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO!O!OOOOLO!O!OO!OO!sLLLLLO!O!O", kw, &store, &commitlog, &PyList_Type, &pending, &PyList_Type, &pending_reqs, &fallback, &big_request, &sync_wait, &crc_fn, &isal_from, &PyDict_Type, &fast_topics, &PyDict_Type,
-                                     &queue_offsets, &lock, &PyType_Type, &result_type, &ok, &PyTuple_Type, &store_host, &fmt, &max_body,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO!O!OOOOLO!O!OO!OO!O!sLLLLLO!O!O", kw, &store, &commitlog, &PyList_Type, &pending, &PyList_Type, &pending_reqs, &fallback, &big_request, &sync_wait, &crc_fn, &isal_from, &PyDict_Type, &fast_topics, &PyDict_Type,
+                                     &queue_offsets, &lock, &PyType_Type, &result_type, &ok, &PyTuple_Type, &store_host, &PyTuple_Type, &born_host, &fmt, &max_body,
                                      &max_total, &big_body, &reput_batch, &blank_size, &PyType_Type,
                                      &message_type, &PyType_Type, &mapped_file_type, &clock))
         return -1;
@@ -657,15 +663,8 @@ static int Putter_init(Putter *self, PyObject *args, PyObject *kwargs) {
         PyErr_SetString(PyExc_TypeError, "result_type must be a tuple subclass");
         return -1;
     }
-    if (PyTuple_GET_SIZE(store_host) != 2 || !PyBytes_Check(PyTuple_GET_ITEM(store_host, 0)) || PyBytes_GET_SIZE(PyTuple_GET_ITEM(store_host, 0)) > 16) {
-        PyErr_SetString(PyExc_ValueError, "store_host must be (address bytes, port)");
-        return -1;
-    }
-    PyObject *addr = PyTuple_GET_ITEM(store_host, 0);
-    self->store_addr_len = PyBytes_GET_SIZE(addr);
-    memcpy(self->store_addr, PyBytes_AS_STRING(addr), self->store_addr_len);
-    self->store_port = PyLong_AsLongLong(PyTuple_GET_ITEM(store_host, 1));
-    if (self->store_port == -1 && PyErr_Occurred())
+    if (host_arg(store_host, "store_host", self->store_addr, &self->store_addr_len, &self->store_port) < 0 ||
+        host_arg(born_host, "born_host", self->born_addr, &self->born_addr_len, &self->born_port) < 0)
         return -1;
     if (parse_format(self, fmt) < 0)
         return -1;

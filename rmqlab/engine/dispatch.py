@@ -382,7 +382,7 @@ def load_reader() -> None:
     producer's put pays it at the first reput."""
     from ..format.encode import encode_record
 
-    rec = encode_record(topic=b"T", body=b"x", properties=b"TAGS\x01t\x02KEYS\x01k\x02", physical_offset=0)
+    rec = encode_record(topic=b"T", body=b"x", properties=props.encode({props.TAGS: "t", props.KEYS: "k"}), physical_offset=0)
     buf = bytearray(rec)  # writable, as the engine's mappings are (numba compiles per flavour)
     cols = read_dispatch_columns(buf, np.zeros(1, np.int64), file_base=0, file="<load_reader>", delay_levels={})
     if cols.requests() != [request_from_record(decode_record(bytes(rec), 0, read_body=False), {})]:  # pragma: no cover - a broken install

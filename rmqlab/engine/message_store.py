@@ -91,6 +91,7 @@ if os.environ.get("RMQLAB_PURE_PUT"):
 _CRC_PAIR_PREFIX = (props.CRC32 + props.NAME_VALUE_SEPARATOR).encode()
 _V6_BITS = cl.FLAG_BORNHOST_V6 | cl.FLAG_STOREHOST_V6
 _DEFAULT_BORN_HOST = (b"\x7f\x00\x00\x01", 0)
+_BORN_ADDR, _BORN_PORT = _DEFAULT_BORN_HOST  # what the fast paths write (and the C put is given)
 
 # stores locked by this process: POSIX locks do not exclude the same process
 _LOCKED_ROOTS: set[str] = set()
@@ -201,7 +202,7 @@ class MessageStore:
         self._inline = dispatch == "inline"
         self._system_clock = type(self.clock) is SystemClock
         self._store_addr, self._store_port = self.store_host
-        self._packer44 = record_packer(4, len(self._store_addr))
+        self._packer44 = record_packer(len(_BORN_ADDR), len(self._store_addr))
         self._store_len = len(self._store_addr)
         self._max_body = self.config.max_message_size
         self._max_total = min(self.validator.max_record, self.validator.max_fit)
@@ -564,6 +565,7 @@ class MessageStore:
             result_type=PutMessageResult,
             ok=_OK,
             store_host=self.store_host,
+            born_host=_DEFAULT_BORN_HOST,
             head_format=self._packer44.format,
             max_body=self._max_body,
             max_total=self._max_total,
@@ -622,13 +624,13 @@ class MessageStore:
                         clog.prefault(f, end)
                     whole.pack_into(
                         f.mm, pos, total, tinfo[1], body_crc, qid, msg.flag, qoff, phy, 0, ts if born_ts is None else born_ts,
-                        b"\x7f\x00\x00\x01", 0, ts, self._store_addr, self._store_port, msg.reconsume_times, msg.prepared_transaction_offset, blen,
+                        _BORN_ADDR, _BORN_PORT, ts, self._store_addr, self._store_port, msg.reconsume_times, msg.prepared_transaction_offset, blen,
                         body, tinfo[0], plen, raw,
                     )
                 else:
                     head = self._packer44.pack(
                         total, tinfo[1], body_crc, qid, msg.flag, qoff, phy, 0, ts if born_ts is None else born_ts,
-                        b"\x7f\x00\x00\x01", 0, ts, self._store_addr, self._store_port, msg.reconsume_times, msg.prepared_transaction_offset, blen,
+                        _BORN_ADDR, _BORN_PORT, ts, self._store_addr, self._store_port, msg.reconsume_times, msg.prepared_transaction_offset, blen,
                     )
             except (struct.error, TypeError) as exc:  # nothing counts as written: give the offset back
                 if whole is not None:
@@ -652,7 +654,7 @@ class MessageStore:
                 self._pending.append(phy)
             else:
                 self._pending_reqs.append(self._big_request(topic, qid, phy, total, ts, qoff, pd, msg.prepared_transaction_offset))
-        if self._inline and len(self._pending) + len(self._pending_reqs) >= self.reput_batch:
+        if self._inline and self.dispatch_behind >= self.reput_batch:
             self.reput()
         status = self._sync_wait(phy + total, pd.get("WAIT") if pd else None) if self.sync_flush else _OK
         return _new_result(PutMessageResult, (status, phy, total, qoff, ts, self.store_host, 1, None, ""))
@@ -855,7 +857,6 @@ class MessageStore:
         entries = []  # for the pending list: offsets of the records to read back
         reqs = []  # and requests of big records (_big_request)
         wrote = 0
-        localhost = b"\x7f\x00\x00\x01"
         with self._lock:
             if self._shutdown:
                 return self._fail(PutMessageStatus.SERVICE_NOT_AVAILABLE, "the message store is shut down")
@@ -895,13 +896,13 @@ class MessageStore:
                     if whole is not None:
                         whole.pack_into(
                             mm, pos, total, tinfo[1], body_crc, qid, m.flag, qoff, phy, 0,
-                            ts if born_ts is None else born_ts, localhost, 0, ts, addr, port, m.reconsume_times, m.prepared_transaction_offset, blen,
+                            ts if born_ts is None else born_ts, _BORN_ADDR, _BORN_PORT, ts, addr, port, m.reconsume_times, m.prepared_transaction_offset, blen,
                             body, tinfo[0], plen, raw,
                         )
                     else:
                         head = pack(
                             total, tinfo[1], body_crc, qid, m.flag, qoff, phy, 0,
-                            ts if born_ts is None else born_ts, localhost, 0, ts, addr, port, m.reconsume_times, m.prepared_transaction_offset, blen,
+                            ts if born_ts is None else born_ts, _BORN_ADDR, _BORN_PORT, ts, addr, port, m.reconsume_times, m.prepared_transaction_offset, blen,
                         )
                 except (struct.error, TypeError) as exc:
                     # the records before this one are complete and stay; this one is not written
@@ -1003,7 +1004,7 @@ class MessageStore:
                 cols = cols.take(np.argsort(cols.commitlog_offset, kind="stable"))  # back in commitlog order
             self.dispatcher.dispatch_columns(cols)
             self.reput_from_offset = int(cols.commitlog_offset[-1] + cols.msg_size[-1])
-            return total if max_records is None or max_records >= total else max_records
+            return len(offsets) + len(reqs)
 
     def _take_pending(self, k: int) -> tuple[list[int], list[DispatchRequest]]:
         """Under the put lock: remove and return the first ``k`` pending records in
