@@ -787,14 +787,17 @@ def _properties_fast(parr, data, ro, seps, ones, alternating: bool = False) -> p
     return pa.MapArray.from_arrays(pa.array(moffs), keys, vals)
 
 
+def _as_string(b: pa.Array, non_ascii: bool) -> pa.Array:
+    """Binary as string: a free view when every byte is ASCII, else a validating cast
+    (``ArrowInvalid`` on invalid UTF-8)."""
+    return b.cast(pa.string()) if non_ascii else b.view(pa.string())
+
+
 def _strings(keys_b: pa.Array, vals_b: pa.Array, non_ascii: bool) -> tuple[pa.Array, pa.Array] | None:
-    """Names and values (binary) as strings: a free view when every byte is ASCII,
-    else a validating cast; None on invalid UTF-8 (the caller then decodes in Python
-    with U+FFFD, as Java does)."""
+    """Names and values (binary) as strings (:func:`_as_string`); None on invalid UTF-8
+    (the caller then decodes in Python with U+FFFD, as Java does)."""
     try:
-        if not non_ascii:
-            return keys_b.view(pa.string()), vals_b.view(pa.string())
-        return keys_b.cast(pa.string()), vals_b.cast(pa.string())
+        return _as_string(keys_b, non_ascii), _as_string(vals_b, non_ascii)
     except pa.ArrowInvalid:
         return None
 
@@ -1268,7 +1271,7 @@ def _java_values(ctx: _Ctx, starts: np.ndarray, ends: np.ndarray) -> list[pa.Arr
     if k is not None:
         got = k.java_property_values(ctx.a, starts - ctx.buf_offset, ends - ctx.buf_offset, ctx.java_properties)
         try:
-            return [arr.cast(pa.string()) if non_ascii else arr.view(pa.string()) for arr, non_ascii in got]
+            return [_as_string(arr, non_ascii) for arr, non_ascii in got]
         except pa.ArrowInvalid:
             pass  # invalid UTF-8: Java reads U+FFFD there, as decode_text does
     maps = [props.to_java_map(props.decode_pairs(ctx.mv[s - ctx.buf_offset : e - ctx.buf_offset].tobytes())) for s, e in zip(starts.tolist(), ends.tolist())]
