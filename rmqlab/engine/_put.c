@@ -34,6 +34,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <structmember.h>
+#include <errno.h>
 #include <string.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -484,11 +485,18 @@ static PyObject *Putter_vectorcall(Putter *self, PyObject *const *args, size_t n
         Py_BEGIN_ALLOW_THREADS /* the put lock stays held: other puts wait, other work goes on */
         n = pwritev((int)fd, iov, 5, (off_t)pos);
         Py_END_ALLOW_THREADS
-        if (n != total) {
+        if (n != total) { /* name the file and the offset, as the project's errors do */
+            int err = errno;
+            PyObject *path = PyObject_GetAttrString(f, "path");
+            PyObject *where = path ? PyObject_Str(path) : NULL;
+            Py_XDECREF(path);
+            if (where == NULL)
+                goto unlock;
             if (n < 0)
-                PyErr_SetFromErrno(PyExc_OSError);
+                PyErr_Format(PyExc_OSError, "%U @ offset %lld: cannot write %lld bytes: %s", where, pos, total, strerror(err));
             else
-                PyErr_Format(PyExc_OSError, "short write to the commitlog: %zd of %lld bytes at %lld", n, total, pos);
+                PyErr_Format(PyExc_OSError, "%U @ offset %lld: short write, %zd of %lld bytes", where, pos, n, total);
+            Py_DECREF(where);
             goto unlock;
         }
     } else {
@@ -517,8 +525,19 @@ static PyObject *Putter_vectorcall(Putter *self, PyObject *const *args, size_t n
 unlock:
     if (view.obj != NULL)
         PyBuffer_Release(&view);
-    if (lock_call(self->lock, s_release, NULL) < 0)
-        failed = 1;
+    {
+        /* release even when an error is pending: set it aside for the call */
+        PyObject *et, *ev, *tb;
+        PyErr_Fetch(&et, &ev, &tb);
+        if (lock_call(self->lock, s_release, NULL) < 0) {
+            failed = 1;
+            Py_XDECREF(et);
+            Py_XDECREF(ev);
+            Py_XDECREF(tb);
+        } else {
+            PyErr_Restore(et, ev, tb);
+        }
+    }
     Py_XDECREF(files);
     Py_XDECREF(f);
     Py_XDECREF(mm);

@@ -218,3 +218,20 @@ def test_c_put_after_shutdown_is_refused(tmp_path):
     assert r.status is PutMessageStatus.SERVICE_NOT_AVAILABLE and r.wrote_offset == -1
     with pytest.raises(TypeError):
         put()
+
+
+@needs_c
+def test_c_put_write_error_names_file_and_offset(tmp_path):
+    with MessageStore.open(tmp_path / "s", small_config(), services=False) as store:
+        store.put(Message("TopicA", b"seed"))
+        f = store.commitlog.files[-1]
+        pos, fd = f.wrote_position, f.fd
+        f.fd = 10_000  # not an open descriptor: the big body's pwritev fails (EBADF)
+        try:
+            with pytest.raises(OSError) as err:
+                store.put(Message("TopicA", b"x" * 5000))
+        finally:
+            f.fd = fd
+        assert str(f.path) in str(err.value) and f"offset {pos}" in str(err.value)
+        assert f.wrote_position == pos and store.max_offset_in_queue("TopicA", 0) == 1  # nothing counted as written
+        assert store.put(Message("TopicA", b"after")).queue_offset == 1
