@@ -23,7 +23,8 @@
  *   their DispatchRequest built by the store's _big_request; the body CRC is zlib's
  *   below isal_from bytes and the caller's crc32 (ISA-L's) from there on.
  * - Under SYNC_FLUSH the put then waits, outside the lock, in the store's
- *   _sync_wait(end, WAIT property), whose answer is the put's status, as in Python.
+ *   _sync_wait(end, WAIT property, store timestamp), whose answer is the put's status,
+ *   as in Python.
  * - The record layout is not declared here: the fixed fields are written with the
  *   widths of the struct format the caller passes (rmqlab.format.encode.record_packer,
  *   derived from the construct schema), in that packer's argument order; the topic
@@ -70,7 +71,7 @@ typedef struct {
     PyObject *keys[KEY_CACHE]; /* (key_topic, qid) for small queue ids: one tuple per queue, not per put */
     PyObject *fallback;     /* store._put_python(msg) */
     PyObject *big_request;  /* store._big_request(...): the DispatchRequest of a big record */
-    PyObject *sync_wait;    /* None (ASYNC_FLUSH), or store._sync_wait(end, WAIT) -> status */
+    PyObject *sync_wait;    /* None (ASYNC_FLUSH), or store._sync_wait(end, WAIT, ts) -> status */
     PyObject *crc_fn;       /* hashing.crc32 (ISA-L's), for bodies from isal_from bytes on */
     long long isal_from;
     PyObject *fast_topics;  /* dict topic -> (topic field bytes, magic, fixed size) */
@@ -562,8 +563,8 @@ unlock:
     if (self->sync_wait != Py_None) {
         Py_DECREF(status);
         PyObject *o_end_abs = PyLong_FromLongLong(phy + total);
-        PyObject *sargs[2] = {o_end_abs, wait};
-        status = o_end_abs ? PyObject_Vectorcall(self->sync_wait, sargs, 2, NULL) : NULL;
+        PyObject *sargs[3] = {o_end_abs, wait, o_ts};
+        status = o_end_abs ? PyObject_Vectorcall(self->sync_wait, sargs, 3, NULL) : NULL;
         Py_XDECREF(o_end_abs);
     }
     /* PutMessageResult(status, phy, total, qoff, ts, store_host, 1, None, "") */

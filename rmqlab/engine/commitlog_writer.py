@@ -37,7 +37,8 @@ class CommitLogWriter:
     """``commitlog/`` as a queue of writable mapped files.
 
     ``max_offset`` is the end of the last record written (Java ``getMaxOffset``),
-    ``flushed_where`` how far everything is known to be on disk.
+    ``flushed_where`` how far everything is known to be on disk: by this writer's own
+    :meth:`flush`, or by the C group commit when one is attached (:meth:`attach_forcer`).
     """
 
     def __init__(self, directory: str | os.PathLike, mapped_file_size: int, *, preallocate: bool = True):
@@ -47,7 +48,8 @@ class CommitLogWriter:
         self.files: list[WritableMappedFile] = []
         self.next_file: WritableMappedFile | None = None  # pre-allocated, not yet written
         self.max_offset = 0
-        self.flushed_where = 0
+        self._flushed_where = 0
+        self._forcer = None  # rmqlab.engine._group_commit.GroupCommit, forcing from its own thread
         self.store_timestamp = 0  # of the last record appended (Java MappedFile.storeTimestamp)
         self._flush_lock = threading.Lock()  # flush service and explicit flushes
         self.directory.mkdir(parents=True, exist_ok=True)
@@ -85,6 +87,31 @@ class CommitLogWriter:
 
     # -- files -------------------------------------------------------------------------------
     @property
+    def flushed_where(self) -> int:
+        forcer = self._forcer
+        return self._flushed_where if forcer is None else max(self._flushed_where, forcer.flushed)
+
+    @flushed_where.setter
+    def flushed_where(self, value: int) -> None:
+        self._flushed_where = value
+
+    def attach_forcer(self, forcer) -> None:
+        """Let a group commit that forces from its own thread (the C module
+        :mod:`rmqlab.engine._group_commit`) know every file: those mapped now, and from
+        here on each file as it joins or leaves the queue."""
+        for f in self.files:
+            forcer.add_file(f.file_from_offset, f.fd)
+        self._forcer = forcer
+
+    def detach_forcer(self) -> None:
+        """After the forcer stopped: take over how far it got, and forget its files."""
+        forcer, self._forcer = self._forcer, None
+        if forcer is not None:
+            self._flushed_where = max(self._flushed_where, forcer.flushed)
+            for f in self.files:
+                forcer.remove_file(f.file_from_offset)
+
+    @property
     def min_offset(self) -> int:
         return self.files[0].file_from_offset if self.files else 0
 
@@ -111,6 +138,8 @@ class CommitLogWriter:
                 self.next_file = None
             f = self._create(start)
         self.files.append(f)
+        if self._forcer is not None:
+            self._forcer.add_file(start, f.fd)
         if self.preallocate:
             self.next_file = self._create(start + self.mapped_file_size)
         return f
@@ -242,6 +271,8 @@ class CommitLogWriter:
             if not force and mtime_ms >= expired_before_ms:
                 break
             gone.append(f.name)
+            if self._forcer is not None:
+                self._forcer.remove_file(f.file_from_offset)
             f.destroy()
             self.files.pop(0)
         return gone
@@ -253,6 +284,7 @@ class CommitLogWriter:
             else:
                 self.next_file.close()
             self.next_file = None
+        self.detach_forcer()
         for f in self.files:
             f.close()
         self.files = []

@@ -14,7 +14,11 @@
   ms answers ``FLUSH_DISK_TIMEOUT`` (its record is written, not known durable).
 
 The force itself is ``os.fdatasync`` on the file (see :mod:`.mapped_file`), which
-releases the GIL: producers keep appending while it runs.
+releases the GIL: producers keep appending while it runs.  When the C module
+:mod:`rmqlab.engine._group_commit` is built, the store uses its ``GroupCommit``
+instead of :class:`GroupCommitService`: the same protocol (``start``, ``wait_for``,
+``request``, ``stop``, ``halt``, ``flushes``) with a flusher thread that never takes
+the GIL, so a force is not held up behind the producers' appends.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ class FlushService(threading.Thread):
         super().__init__(name=name, daemon=True)
         self._stop_evt = threading.Event()
         self._wake = threading.Event()
+        self._halted = False  # stopped as by kill -9: no last flush
         self.error: BaseException | None = None
 
     def wakeup(self) -> None:
@@ -44,6 +49,11 @@ class FlushService(threading.Thread):
         self._wake.set()
         if self.is_alive():
             self.join(timeout)
+
+    def halt(self, timeout: float = 5.0) -> None:
+        """Stop as a killed process would: no last flush (see ``MessageStore.crash``)."""
+        self._halted = True
+        self.stop(timeout)
 
 
 class FlushRealTimeService(FlushService):
@@ -72,7 +82,7 @@ class FlushRealTimeService(FlushService):
                     self.flushes += 1
                 if thorough:
                     self.last_thorough = now
-            if self.dirty_bytes() > 0:
+            if not self._halted and self.dirty_bytes() > 0:
                 self.flush()  # Java: the shutdown flush
         except BaseException as exc:  # pragma: no cover - surfaced by the store
             self.error = exc
@@ -119,7 +129,16 @@ class GroupCommitService(FlushService):
         with self.lock:
             self.work.notify()
 
-    def wait_for(self, offset: int, timeout_s: float) -> bool:
+    def request(self, offset: int, store_timestamp: int = 0) -> None:
+        """Ask for a force covering ``offset`` without waiting for it (a put with
+        ``WAIT=false``).  (``store_timestamp`` is for the C service's interface: here
+        the flush callable brings the checkpoint's timestamp up to date.)"""
+        with self.lock:
+            if offset > self.requested:
+                self.requested = offset
+            self.work.notify()
+
+    def wait_for(self, offset: int, timeout_s: float, store_timestamp: int = 0) -> bool:
         """Block until everything below ``offset`` is on disk; ``False`` on timeout
         (Java ``GroupCommitRequest.future().get(syncFlushTimeout)``)."""
         with self.lock:
@@ -168,7 +187,7 @@ class GroupCommitService(FlushService):
                     self._need = 1
                     while self.requested <= self.flushed and not self._stop_evt.is_set():
                         self.work.wait(0.01)
-                    if self._stop_evt.is_set() and self.requested <= self.flushed:
+                    if self._halted or (self._stop_evt.is_set() and self.requested <= self.flushed):
                         break
                     target = (self.last_group + 1) // 2
                     if target > 1:

@@ -88,6 +88,14 @@ except ImportError:
     _native_put = None
 if os.environ.get("RMQLAB_PURE_PUT"):
     _native_put = None
+# the SYNC_FLUSH group commit with a GIL-free flusher (optional; RMQLAB_PURE_FLUSH=1
+# keeps flush.GroupCommitService)
+try:
+    from . import _group_commit as _native_group_commit
+except ImportError:
+    _native_group_commit = None
+if os.environ.get("RMQLAB_PURE_FLUSH"):
+    _native_group_commit = None
 _CRC_PAIR_PREFIX = (props.CRC32 + props.NAME_VALUE_SEPARATOR).encode()
 _V6_BITS = cl.FLAG_BORNHOST_V6 | cl.FLAG_STOREHOST_V6
 _DEFAULT_BORN_HOST = (b"\x7f\x00\x00\x01", 0)
@@ -153,7 +161,9 @@ class MessageStore:
     puts force the log themselves).  ``recover=False`` refuses a store that needs
     recovery instead of recovering it.  ``native_put=False`` keeps :meth:`put` in
     Python even when the C module :mod:`rmqlab.engine._put` is built (tests and the
-    write benchmark compare the two).
+    write benchmark compare the two); ``native_group_commit=False`` likewise keeps
+    SYNC_FLUSH's group commit in Python (:class:`~rmqlab.engine.flush.GroupCommitService`)
+    instead of :mod:`rmqlab.engine._group_commit`.
     """
 
     def __init__(
@@ -169,6 +179,7 @@ class MessageStore:
         services: bool = True,
         recover: bool = True,
         native_put: bool = True,
+        native_group_commit: bool = True,
     ):
         if dispatch not in ("inline", "background", "manual"):
             raise ValueError("dispatch must be 'inline', 'background' or 'manual'")
@@ -217,9 +228,10 @@ class MessageStore:
         self.metadata: BrokerMetadata | None = None
         self._services: list = []
         self._commit_service = None
-        self._group_commit: GroupCommitService | None = None
+        self._group_commit = None  # SYNC_FLUSH: _group_commit.GroupCommit, or flush.GroupCommitService
         self.reput_from_offset = 0  # Java ReputMessageService.reputFromOffset
         self._native_put = native_put
+        self._native_group_commit = native_group_commit and _native_group_commit is not None
 
     # -- life cycle ---------------------------------------------------------------------------
     @classmethod
@@ -323,7 +335,12 @@ class MessageStore:
         cfg = self.config
         if not self.use_services:
             return
-        if self.sync_flush:
+        if self.sync_flush and self._native_group_commit:
+            # forces from its own thread, without the GIL: the commitlog tells it its files
+            self._group_commit = _native_group_commit.GroupCommit(self.commitlog.mapped_file_size, self.commitlog.flushed_where)
+            self.commitlog.attach_forcer(self._group_commit)
+            self._commit_service = self._group_commit
+        elif self.sync_flush:
             self._group_commit = GroupCommitService(self._flush_commitlog, self.commitlog.flushed_where)
             self._commit_service = self._group_commit
         else:
@@ -373,12 +390,7 @@ class MessageStore:
             return
         self._shutdown = True
         for s in self._services:
-            s._stop_evt.set()
-            s._wake.set()
-            if isinstance(s, FlushRealTimeService):
-                s.dirty_bytes = lambda: 0  # no final flush
-        for s in self._services:
-            s.join(5)
+            s.halt()  # no final flush
         self._services = []
         self.commitlog.close(delete_preallocated=False)
         self.dispatcher.close()
@@ -656,7 +668,7 @@ class MessageStore:
                 self._pending_reqs.append(self._big_request(topic, qid, phy, total, ts, qoff, pd, msg.prepared_transaction_offset))
         if self._inline and self.dispatch_behind >= self.reput_batch:
             self.reput()
-        status = self._sync_wait(phy + total, pd.get("WAIT") if pd else None) if self.sync_flush else _OK
+        status = self._sync_wait(phy + total, pd.get("WAIT") if pd else None, ts) if self.sync_flush else _OK
         return _new_result(PutMessageResult, (status, phy, total, qoff, ts, self.store_host, 1, None, ""))
 
     def _big_request(self, topic: str, qid: int, phy: int, total: int, ts: int, qoff: int, pd, pto: int) -> DispatchRequest:
@@ -688,7 +700,7 @@ class MessageStore:
                 phy, qoff, ts = self._append(p, self.clock.now_ms() if p.store_ts is None else 0)
             except _FieldRange as exc:
                 return self._fail(PutMessageStatus.MESSAGE_ILLEGAL, str(exc))
-        status = self._after_append(phy + p.total, p.wait)
+        status = self._after_append(phy + p.total, p.wait, ts)
         if status is _OK and p.topic not in self._fast_topics and p.topic != SCHEDULE_TOPIC and not self.append_prop_crc and len(self._fast_topics) < 100_000:
             self._remember_topic(p.topic)
         return PutMessageResult(status, phy, p.total, qoff, ts, p.store_host)
@@ -744,7 +756,7 @@ class MessageStore:
                     done.append(self._append(p, now))
                 except _FieldRange as exc:
                     return self._fail(PutMessageStatus.MESSAGE_ILLEGAL, f"message {i}: {exc}; the {i} messages before it were stored")
-        status = self._after_append(done[-1][0] + prepared[-1].total, prepared[0].wait)
+        status = self._after_append(done[-1][0] + prepared[-1].total, prepared[0].wait, done[-1][2])
         if not self.append_prop_crc and len(self._fast_topics) < 100_000:
             for p in prepared:
                 if p.topic not in self._fast_topics and p.topic != SCHEDULE_TOPIC:
@@ -822,7 +834,7 @@ class MessageStore:
             clog.max_offset = phy + total
             offsets = (phy + starts).tolist()
             self._pending.extend(offsets)
-        status = self._after_append(phy + total, None)
+        status = self._after_append(phy + total, None, ts)
         if status is _OK and batch.topic not in self._fast_topics and len(self._fast_topics) < 100_000:
             self._remember_topic(batch.topic)
         return _new_result(PutMessageResult, (status, phy, total, qoff, ts, store_host, len(offsets), offsets, ""))
@@ -939,30 +951,27 @@ class MessageStore:
             clog.max_offset = phy + total
             self._pending.extend(entries)
             self._pending_reqs.extend(reqs)
-        status = self._after_append(phy + total, None)
+        status = self._after_append(phy + total, None, ts)
         return _new_result(PutMessageResult, (status, offsets[0], wrote, first[0], first[1], self.store_host, len(offsets), offsets, ""))
 
-    def _after_append(self, end: int, wait_prop) -> PutMessageStatus:
+    def _after_append(self, end: int, wait_prop, store_timestamp: int) -> PutMessageStatus:
         """Dispatch when a batch is full (inline mode), then honour SYNC_FLUSH."""
         if self._inline and self.dispatch_behind >= self.reput_batch:
             self.reput()
-        return self._sync_wait(end, wait_prop) if self.sync_flush else _OK
+        return self._sync_wait(end, wait_prop, store_timestamp) if self.sync_flush else _OK
 
-    def _sync_wait(self, end: int, wait_prop) -> PutMessageStatus:
-        """SYNC_FLUSH: wait for the group commit covering ``end`` (Java
-        ``handleDiskFlush``)."""
+    def _sync_wait(self, end: int, wait_prop, store_timestamp: int) -> PutMessageStatus:
+        """SYNC_FLUSH: wait for the group commit covering ``end``, the end of the
+        record stored at ``store_timestamp`` (Java ``handleDiskFlush``)."""
+        gc = self._group_commit
         if wait_prop is not None and wait_prop.lower() == "false":  # Java isWaitStoreMsgOK
-            gc = self._group_commit
             if gc is not None:
-                with gc.lock:
-                    if end > gc.requested:
-                        gc.requested = end
-                gc.wakeup()
+                gc.request(end, store_timestamp)
             return _OK
-        if self._group_commit is None:
+        if gc is None:
             self._flush_commitlog()
             return _OK
-        if not self._group_commit.wait_for(end, self.config.sync_flush_timeout / 1000.0):
+        if not gc.wait_for(end, self.config.sync_flush_timeout / 1000.0, store_timestamp):
             return PutMessageStatus.FLUSH_DISK_TIMEOUT
         return _OK
 
@@ -1046,6 +1055,12 @@ class MessageStore:
         checkpoint with logicsMsgTimestamp of what was dispatched before the flush."""
         if self.dispatcher is None or self.checkpoint is None:
             return
+        if self._native_group_commit and self._group_commit is not None:
+            # the C group commit forces without touching Python: its newest forced
+            # record's timestamp is brought to the checkpoint here
+            forced = self._group_commit.flushed_timestamp
+            if forced > self.checkpoint.physic_msg_timestamp:
+                self.checkpoint.physic_msg_timestamp = forced
         with self._reput_lock:
             logics = self.dispatcher.logics_msg_timestamp
         # entries dispatched before the snapshot are in the page cache: force them

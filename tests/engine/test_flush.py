@@ -12,7 +12,10 @@ import textwrap
 import threading
 import time
 
+import pytest
+
 from rmqlab.engine import ManualClock, Message, MessageStore, PutMessageStatus
+from rmqlab.engine.message_store import _native_group_commit
 from rmqlab.recovery import recover
 from rmqlab.store.reader import open_store
 
@@ -47,6 +50,18 @@ class ForceSpy:
             return self.done.get(fd, -1)
 
 
+@pytest.fixture(params=["c", "python"])
+def group_commit(request):
+    """Both group commits: the C one (rmqlab.engine._group_commit, forcing from a
+    thread of its own that ``os.fdatasync`` spies cannot see: its forces are slowed
+    with ``force_delay`` and observed through ``flushed``) and the Python one."""
+    if request.param == "c" and _native_group_commit is None:
+        if os.environ.get("RMQLAB_PURE_FLUSH"):
+            pytest.skip("RMQLAB_PURE_FLUSH asks for the Python group commit")
+        pytest.fail("rmqlab.engine._group_commit was not built: `pip install -e .` needs a C compiler")
+    return request.param
+
+
 def _fd_of(store: MessageStore, offset: int) -> int:
     for f in store.commitlog.files:
         if f.file_from_offset <= offset < f.file_from_offset + f.file_size:
@@ -54,20 +69,27 @@ def _fd_of(store: MessageStore, offset: int) -> int:
     raise AssertionError(offset)
 
 
-def test_sync_put_ok_means_forced(tmp_path, monkeypatch):
+def test_sync_put_ok_means_forced(tmp_path, monkeypatch, group_commit):
     spy = ForceSpy(monkeypatch, delay=0.002)
     cfg = small_config(flush_disk_type="SYNC_FLUSH")
-    store = MessageStore.open(tmp_path / "s", cfg, clock=ManualClock(1_795_000_000_000, 1))
+    store = MessageStore.open(tmp_path / "s", cfg, clock=ManualClock(1_795_000_000_000, 1), native_group_commit=group_commit == "c")
     spy.store = store
+    if group_commit == "c":
+        assert isinstance(store._group_commit, _native_group_commit.GroupCommit)
+        store._group_commit.force_delay = 0.002
+        forced = lambda r: store._group_commit.flushed  # noqa: E731 (how far its completed forces reach)
+    else:
+        forced = lambda r: spy.forced(_fd_of(store, r.wrote_offset))  # noqa: E731
     violations = []
     results = []
 
     def producer(k: int) -> None:
         for m in sample_messages(40, queues=8)[k::8] * 5:
             r = store.put(m)
+            done = forced(r)
             results.append(r)
             end = r.wrote_offset + r.wrote_bytes
-            if r.status is not PutMessageStatus.PUT_OK or spy.forced(_fd_of(store, r.wrote_offset)) < end:
+            if r.status is not PutMessageStatus.PUT_OK or done < end:
                 violations.append(r)
 
     try:
@@ -85,11 +107,13 @@ def test_sync_put_ok_means_forced(tmp_path, monkeypatch):
         store.shutdown()
 
 
-def test_sync_flush_timeout(tmp_path, monkeypatch):
+def test_sync_flush_timeout(tmp_path, monkeypatch, group_commit):
     spy = ForceSpy(monkeypatch, delay=0.5)
     cfg = small_config(flush_disk_type="SYNC_FLUSH", sync_flush_timeout=50)
-    store = MessageStore.open(tmp_path / "s", cfg)
+    store = MessageStore.open(tmp_path / "s", cfg, native_group_commit=group_commit == "c")
     spy.store = store
+    if group_commit == "c":
+        store._group_commit.force_delay = 0.5
     try:
         r = store.put(Message("TopicA", b"slow disk"))
         assert r.status is PutMessageStatus.FLUSH_DISK_TIMEOUT
