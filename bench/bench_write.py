@@ -18,6 +18,9 @@ every message, RocketMQ's default file sizes) it measures, in one run:
 * SYNC_FLUSH with one producer, and with 8 concurrent producers (threads): every
   put returns only after a group commit forced its record (three alternating
   rounds, the median round reported: fsync latency drifts with other disk users);
+  when the C group commit (``rmqlab.engine._group_commit``) is built, each round
+  also runs the pair with ``MessageStore(native_group_commit=False)``, the Python
+  flusher thread;
 * the raw sequential write bandwidth of the same disk (1 MiB ``os.write`` calls,
   one ``fsync`` at the end), so every figure is also a ratio.
 
@@ -45,7 +48,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from rmqlab.config import MessageStoreConfig  # noqa: E402
 from rmqlab.engine import Message, MessageBatch, MessageStore  # noqa: E402
-from rmqlab.engine.message_store import _native_put  # noqa: E402
+from rmqlab.engine.message_store import _native_group_commit, _native_put  # noqa: E402
 
 TOPIC = "BenchTopic"
 QUEUES = 4
@@ -61,6 +64,8 @@ ROCKETMQ = {
 ROCKETMQ_16K_MBPS = 352
 native = _native_put is not None
 PUT_KIND = "put in C (rmqlab.engine._put)" if native else "put in Python (rmqlab.engine._put is not built)"
+native_gc = _native_group_commit is not None
+GC_KIND = "group commit in C (rmqlab.engine._group_commit)" if native_gc else "group commit in Python (rmqlab.engine._group_commit is not built)"
 GOALS = "ASYNC 128 B >= 250,000 msg/s; put_batch >= 500,000 msg/s; 16 KiB >= 0.5 of raw disk bandwidth; SYNC 8 producers >= 3.5x one"
 
 
@@ -149,9 +154,9 @@ def bench_async(directory: Path, n: int, body: bytes, batch: int = 0, encoded: b
     return {"messages": n, "seconds": timer.elapsed, "final_flush_seconds": flush_s}
 
 
-def bench_sync(directory: Path, n: int, body: bytes, producers: int, native_put: bool = True) -> dict:
+def bench_sync(directory: Path, n: int, body: bytes, producers: int, native_put: bool = True, native_group_commit: bool = True) -> dict:
     root = directory / "store"
-    store = MessageStore.open(root, MessageStoreConfig(flush_disk_type="SYNC_FLUSH"), native_put=native_put)
+    store = MessageStore.open(root, MessageStoreConfig(flush_disk_type="SYNC_FLUSH"), native_put=native_put, native_group_commit=native_group_commit)
     per = n // producers
     msgs = make_messages(0, per * producers, body)
     bad = []
@@ -196,7 +201,7 @@ def main() -> int:
         1024: (10_000 if q else 500_000, 400 if q else 4_000),
         16384: (2_000 if q else 65_536, 200 if q else 2_000),
     }
-    results: dict = {"put": PUT_KIND, "quick": q, "python": sys.version.split()[0], "cpus": os.cpu_count(), "rows": []}
+    results: dict = {"put": PUT_KIND, "group_commit": GC_KIND, "quick": q, "python": sys.version.split()[0], "cpus": os.cpu_count(), "rows": []}
     try:
         raw = raw_disk_bandwidth(base, (64 if q else 1024) << 20)
         results["raw_disk_MBps"] = raw
@@ -223,16 +228,20 @@ def main() -> int:
             rows.append((f"encoded{big}bg", f"MessageBatch {big}, reput thread", r, "the same, dispatch=\"background\" (Java ReputMessageService)"))
             # fsync latency drifts with whatever else uses the disk: alternate the two
             # SYNC runs and keep the median round (by ratio)
-            rounds = []
+            kinds = [("", True)] + ([("_py", False)] if native_gc else [])
+            rounds: dict = {k: [] for k, _ in kinds}
             for _ in range(SYNC_ROUNDS):
-                r1 = bench_sync(base, n_sync, body, 1)
-                r8 = bench_sync(base, n_sync * 2, body, 8)
-                rounds.append((r8["messages"] / r8["seconds"] / (r1["messages"] / r1["seconds"]), r1, r8))
-            rounds.sort(key=lambda x: x[0])
-            ratio, r1, r8 = rounds[len(rounds) // 2]
-            all_ratios = ", ".join(f"{x[0]:.2f}" for x in rounds)
-            rows.append(("sync1", "SYNC, 1 producer", r1, f"{r1['forces']} forces (median of {SYNC_ROUNDS} alternating rounds)"))
-            rows.append(("sync8", "SYNC, 8 producers", r8, f"{r8['forces']} forces; ratios per round: {all_ratios}"))
+                for k, c in kinds:
+                    r1 = bench_sync(base, n_sync, body, 1, native_group_commit=c)
+                    r8 = bench_sync(base, n_sync * 2, body, 8, native_group_commit=c)
+                    rounds[k].append((r8["messages"] / r8["seconds"] / (r1["messages"] / r1["seconds"]), r1, r8))
+            for k, c in kinds:
+                rr = sorted(rounds[k], key=lambda x: x[0])
+                ratio, r1, r8 = rr[len(rr) // 2]
+                all_ratios = ", ".join(f"{x[0]:.2f}" for x in rr)
+                who = "" if k == "" else ", Python flusher"
+                rows.append((f"sync1{k}", f"SYNC, 1 producer{who}", r1, f"{r1['forces']} forces (median of {SYNC_ROUNDS} alternating rounds); {GC_KIND if c else 'MessageStore(native_group_commit=False)'}"))
+                rows.append((f"sync8{k}", f"SYNC, 8 producers{who}", r8, f"{r8['forces']} forces; ratios per round: {all_ratios}"))
             rates = {}
             for key, label, r, note in rows:
                 rate = r["messages"] / r["seconds"]
@@ -240,8 +249,8 @@ def main() -> int:
                 rates[key] = rate
                 ref = ROCKETMQ.get((key, size))
                 ref_txt = f"{ref:,} msg/s" if ref else (f"{ROCKETMQ_16K_MBPS} MB/s" if key == "async" and size == 16384 else "")
-                if key == "sync8":
-                    note += f"; {rate / rates['sync1']:.2f}x one producer"
+                if key.startswith("sync8"):
+                    note += f"; {rate / rates['sync1' + key[5:]]:.2f}x one producer"
                 print(f"{size:>6} {label:<32} {rate:>11,.0f} {mbps:>9,.1f} {mbps / raw:>7.3f}  {ref_txt:>16}  {note}")
                 results["rows"].append({"body": size, "scenario": key, "msg_per_s": rate, "MBps": mbps, "ratio_raw": mbps / raw, **r})
     finally:
