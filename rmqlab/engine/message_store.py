@@ -658,7 +658,11 @@ class MessageStore:
                 else:
                     # big bodies go in with one pwritev into the same page cache the mapping
                     # shows: no copy to join the parts, no page fault per 4 KiB
-                    os.pwritev(f.fd, (head, body, tail), pos)
+                    try:
+                        clog.write_parts(f, pos, (head, body, tail), total)
+                    except OSError:
+                        self._queue_offsets[key] = qoff  # nothing counts as written
+                        raise
             f.wrote_position = end
             clog.store_timestamp = ts
             clog.max_offset = phy + total
@@ -916,7 +920,12 @@ class MessageStore:
                             total, tinfo[1], body_crc, qid, m.flag, qoff, phy, 0,
                             ts if born_ts is None else born_ts, _BORN_ADDR, _BORN_PORT, ts, addr, port, m.reconsume_times, m.prepared_transaction_offset, blen,
                         )
-                except (struct.error, TypeError) as exc:
+                        parts = (head, body, tinfo[0], plen.to_bytes(2, "big"), raw)
+                        if blen < _BIG_BODY:
+                            mm[pos:end] = b"".join(parts)
+                        else:
+                            clog.write_parts(f, pos, parts, total)
+                except (struct.error, TypeError, OSError) as exc:
                     # the records before this one are complete and stay; this one is not written
                     if whole is not None:
                         mm[pos:end] = bytes(total)  # pack_into may have written a prefix
@@ -927,15 +936,10 @@ class MessageStore:
                         clog.max_offset = f.file_from_offset + pos
                         self._pending.extend(entries)
                         self._pending_reqs.extend(reqs)
-                    return self._fail(
-                        PutMessageStatus.MESSAGE_ILLEGAL,
-                        f"message {len(offsets)}: a field does not fit its Java type ({exc}); the {len(offsets)} messages before it were stored",
-                    )
-                if whole is None:
-                    if blen < _BIG_BODY:
-                        mm[pos:end] = b"".join((head, body, tinfo[0], plen.to_bytes(2, "big"), raw))
-                    else:
-                        os.pwritev(f.fd, (head, body, tinfo[0], plen.to_bytes(2, "big"), raw), pos)
+                    stored = f"the {len(offsets)} messages before it were stored"
+                    if isinstance(exc, OSError):  # the disk's failure, not the message's
+                        raise OSError(exc.errno, f"message {len(offsets)}: {exc.strerror}; {stored}") from exc
+                    return self._fail(PutMessageStatus.MESSAGE_ILLEGAL, f"message {len(offsets)}: a field does not fit its Java type ({exc}); {stored}")
                 pos = end
                 if first is None:
                     first = (qoff, ts)
