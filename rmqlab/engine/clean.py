@@ -35,11 +35,12 @@ class CleanReport:
         }
 
 
-def clean_expired(commitlog, dispatcher, now_ms: int, file_reserved_hours: int, *, force: bool = False) -> CleanReport:
-    """Delete expired commitlog files, then the consume-queue and index files that only
-    point below the new minimum."""
+def clean_expired(commitlog, dispatcher, now_ms: int, file_reserved_hours: int, *, force: bool = False, keep_from: int | None = None) -> CleanReport:
+    """Delete expired commitlog files (none holding offset ``keep_from`` or later: the
+    records there are not dispatched yet), then the consume-queue and index files that
+    only point below the new minimum."""
     rep = CleanReport()
-    rep.commitlog_files = commitlog.delete_expired(now_ms - file_reserved_hours * 3_600_000, force=force)
+    rep.commitlog_files = commitlog.delete_expired(now_ms - file_reserved_hours * 3_600_000, force=force, keep_from=keep_from)
     rep.min_offset = commitlog.min_offset
     if rep.commitlog_files:
         for (topic, qid), q in dispatcher.queues.items():

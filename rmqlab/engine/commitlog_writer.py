@@ -275,12 +275,15 @@ class CommitLogWriter:
         return self.max_offset - self.flushed_where
 
     # -- cleanup -------------------------------------------------------------------------------
-    def delete_expired(self, expired_before_ms: int, *, force: bool = False, max_files: int = 10) -> list[str]:
+    def delete_expired(self, expired_before_ms: int, *, force: bool = False, max_files: int = 10, keep_from: int | None = None) -> list[str]:
         """Java ``MappedFileQueue.deleteExpiredFileByTime``: oldest first, never the
-        active (last) file, stop at the first file still within its reserved time."""
+        active (last) file, stop at the first file still within its reserved time, or
+        holding offset ``keep_from`` or later (records not dispatched yet)."""
         gone = []
         while len(self.files) > 1 and len(gone) < max_files:
             f = self.files[0]
+            if keep_from is not None and f.file_from_offset + f.file_size > keep_from:
+                break
             mtime_ms = int(os.stat(f.path).st_mtime * 1000)
             if not force and mtime_ms >= expired_before_ms:
                 break

@@ -1118,7 +1118,11 @@ class MessageStore:
         now = self.clock.now_ms() if now_ms is None else now_ms
         # the reput lock first, as everywhere: reput takes the put lock inside it
         with self._reput_lock, self._lock:
-            return clean_expired(self.commitlog, self.dispatcher, now, self.config.file_reserved_time, force=force)
+            # puts since that reput (or a manual dispatch mode) leave records to dispatch:
+            # reput reads them back from the log, so their files stay
+            firsts = ([self._pending[0]] if self._pending else []) + ([self._pending_reqs[0][2]] if self._pending_reqs else [])
+            keep_from = min(firsts) if firsts else None
+            return clean_expired(self.commitlog, self.dispatcher, now, self.config.file_reserved_time, force=force, keep_from=keep_from)
 
     # -- state ------------------------------------------------------------------------------------
     @property
