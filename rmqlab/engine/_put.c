@@ -89,6 +89,10 @@ typedef struct {
     char codes[MAX_FIELDS];        /* i I q h b s */
     Py_ssize_t widths[MAX_FIELDS]; /* bytes */
     Py_ssize_t head_size;
+    /* the properties' spelling, from rmqlab.format.properties (which owns it) */
+    char nv_sep, prop_sep;            /* NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR */
+    char delay_name[32], wait_name[32]; /* DELAY, WAIT */
+    Py_ssize_t delay_len, wait_len;
     unsigned long long fast, slow; /* puts each way, for tests and the benchmark */
 } Putter;
 
@@ -205,7 +209,7 @@ static int as_ll(PyObject *v, long long *out) {
 /* "name\x01value\x02" for every pair, as Java MessageDecoder.messageProperties2String;
  * returns the length, -2 when the Python path must take this message, -1 on error;
  * *wait is set to the WAIT property's value (borrowed) when there is one */
-static Py_ssize_t encode_properties(PyObject *pd, char *buf, PyObject **wait) {
+static Py_ssize_t encode_properties(const Putter *self, PyObject *pd, char *buf, PyObject **wait) {
     Py_ssize_t pos = 0, n = 0, klen, vlen;
     PyObject *k, *v;
     while (PyDict_Next(pd, &pos, &k, &v)) {
@@ -217,18 +221,18 @@ static Py_ssize_t encode_properties(PyObject *pd, char *buf, PyObject **wait) {
             PyErr_Clear(); /* e.g. a lone surrogate: Python raises the same error itself */
             return -2;
         }
-        if (klen == 5 && memcmp(ks, "DELAY", 5) == 0)
+        if (klen == self->delay_len && memcmp(ks, self->delay_name, klen) == 0)
             return -2; /* the broker's delay rewrite happens in Python */
-        if (klen == 4 && memcmp(ks, "WAIT", 4) == 0)
+        if (klen == self->wait_len && memcmp(ks, self->wait_name, klen) == 0)
             *wait = v; /* Java isWaitStoreMsgOK: "false" lets a SYNC put return before the force */
         if (n + klen + vlen + 2 > MAX_PROPS)
             return -2;
         memcpy(buf + n, ks, klen);
         n += klen;
-        buf[n++] = '\x01';
+        buf[n++] = self->nv_sep;
         memcpy(buf + n, vs, vlen);
         n += vlen;
-        buf[n++] = '\x02';
+        buf[n++] = self->prop_sep;
     }
     return n;
 }
@@ -345,7 +349,7 @@ static PyObject *Putter_vectorcall(Putter *self, PyObject *const *args, size_t n
     if (pd != Py_None) {
         if (!PyDict_CheckExact(pd))
             goto fallback;
-        plen = encode_properties(pd, props, &wait);
+        plen = encode_properties(self, pd, props, &wait);
         if (plen == -1)
             goto done;
         if (plen == -2)
@@ -668,17 +672,29 @@ static int host_arg(PyObject *host, const char *name, char *addr, Py_ssize_t *le
 
 static int Putter_init(Putter *self, PyObject *args, PyObject *kwargs) {
     static char *kw[] = {"store", "commitlog", "pending", "pending_reqs", "fallback", "big_request", "sync_wait", "crc32", "isal_from", "fast_topics", "queue_offsets", "lock", "result_type", "ok", "store_host", "born_host",
-                         "head_format", "max_body", "max_total", "big_body", "reput_batch", "blank_size", "message_type", "mapped_file_type", "clock", NULL};
+                         "head_format", "max_body", "max_total", "big_body", "reput_batch", "blank_size", "message_type", "mapped_file_type", "clock", "properties", NULL};
     PyObject *store, *commitlog, *pending, *pending_reqs, *fallback, *big_request, *sync_wait, *crc_fn;
     long long isal_from;
     PyObject *fast_topics, *queue_offsets, *lock, *result_type, *ok, *store_host, *born_host, *message_type, *mapped_file_type, *clock;
+    const char *nv_sep, *prop_sep, *delay_name, *wait_name;
     const char *fmt;
     long long max_body, max_total, big_body, reput_batch, blank_size;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO!O!OOOOLO!O!OO!OO!O!sLLLLLO!O!O", kw, &store, &commitlog, &PyList_Type, &pending, &PyList_Type, &pending_reqs, &fallback, &big_request, &sync_wait, &crc_fn, &isal_from, &PyDict_Type, &fast_topics, &PyDict_Type,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO!O!OOOOLO!O!OO!OO!O!sLLLLLO!O!O(ssss)", kw, &store, &commitlog, &PyList_Type, &pending, &PyList_Type, &pending_reqs, &fallback, &big_request, &sync_wait, &crc_fn, &isal_from, &PyDict_Type, &fast_topics, &PyDict_Type,
                                      &queue_offsets, &lock, &PyType_Type, &result_type, &ok, &PyTuple_Type, &store_host, &PyTuple_Type, &born_host, &fmt, &max_body,
                                      &max_total, &big_body, &reput_batch, &blank_size, &PyType_Type,
-                                     &message_type, &PyType_Type, &mapped_file_type, &clock))
+                                     &message_type, &PyType_Type, &mapped_file_type, &clock, &nv_sep, &prop_sep, &delay_name, &wait_name))
         return -1;
+    if (strlen(nv_sep) != 1 || strlen(prop_sep) != 1 || strlen(delay_name) >= sizeof self->delay_name ||
+        strlen(wait_name) >= sizeof self->wait_name) {
+        PyErr_SetString(PyExc_ValueError, "properties: (one-byte separator, one-byte separator, DELAY name, WAIT name)");
+        return -1;
+    }
+    self->nv_sep = nv_sep[0];
+    self->prop_sep = prop_sep[0];
+    self->delay_len = (Py_ssize_t)strlen(delay_name);
+    memcpy(self->delay_name, delay_name, (size_t)self->delay_len);
+    self->wait_len = (Py_ssize_t)strlen(wait_name);
+    memcpy(self->wait_name, wait_name, (size_t)self->wait_len);
     if (!PyType_IsSubtype((PyTypeObject *)result_type, &PyTuple_Type)) {
         PyErr_SetString(PyExc_TypeError, "result_type must be a tuple subclass");
         return -1;

@@ -97,6 +97,7 @@ except ImportError:
 if os.environ.get("RMQLAB_PURE_FLUSH"):
     _native_group_commit = None
 _CRC_PAIR_PREFIX = (props.CRC32 + props.NAME_VALUE_SEPARATOR).encode()
+_encode_props = props.encode_dict
 _V6_BITS = cl.FLAG_BORNHOST_V6 | cl.FLAG_STOREHOST_V6
 _DEFAULT_BORN_HOST = (b"\x7f\x00\x00\x01", 0)
 _BORN_ADDR, _BORN_PORT = _DEFAULT_BORN_HOST  # what the fast paths write (and the C put is given)
@@ -437,8 +438,8 @@ class MessageStore:
                     topic_raw = topic.encode()
                 if self.append_prop_crc and props.CRC32 in pd:
                     pd = {k: v for k, v in pd.items() if k != props.CRC32}
-                raw = "".join([f"{k}\x01{v}\x02" for k, v in pd.items()]).encode()
-                wait = pd.get("WAIT")
+                raw = _encode_props(pd)
+                wait = pd.get(props.WAIT)
             else:
                 raw = b""
                 wait = None
@@ -455,7 +456,7 @@ class MessageStore:
                 topic_raw = topic.encode()
                 raw = props.encode(pd)
                 jm = props.to_java_map(pd.items())
-            wait = jm.get("WAIT")
+            wait = jm.get(props.WAIT)
         if batch_props:
             raw += batch_props
         born_host = msg.born_host or _DEFAULT_BORN_HOST
@@ -578,6 +579,7 @@ class MessageStore:
             ok=_OK,
             store_host=self.store_host,
             born_host=_DEFAULT_BORN_HOST,
+            properties=(props.NAME_VALUE_SEPARATOR, props.PROPERTY_SEPARATOR, props.DELAY, props.WAIT),
             head_format=self._packer44.format,
             max_body=self._max_body,
             max_total=self._max_total,
@@ -597,9 +599,9 @@ class MessageStore:
             return self._put_general(msg)
         pd = msg.properties
         if pd:
-            if "DELAY" in pd:
+            if props.DELAY in pd:
                 return self._put_general(msg)
-            raw = "".join([f"{k}\x01{v}\x02" for k, v in pd.items()]).encode()
+            raw = _encode_props(pd)
         else:
             raw = b""
         body = msg.body
@@ -672,7 +674,7 @@ class MessageStore:
                 self._pending_reqs.append(self._big_request(topic, qid, phy, total, ts, qoff, pd, msg.prepared_transaction_offset))
         if self._inline and self.dispatch_behind >= self.reput_batch:
             self.reput()
-        status = self._sync_wait(phy + total, pd.get("WAIT") if pd else None, ts) if self.sync_flush else _OK
+        status = self._sync_wait(phy + total, pd.get(props.WAIT) if pd else None, ts) if self.sync_flush else _OK
         return _new_result(PutMessageResult, (status, phy, total, qoff, ts, self.store_host, 1, None, ""))
 
     def _big_request(self, topic: str, qid: int, phy: int, total: int, ts: int, qoff: int, pd, pto: int) -> DispatchRequest:
@@ -856,9 +858,9 @@ class MessageStore:
                 return None
             pd = m.properties
             if pd:
-                if "DELAY" in pd:
+                if props.DELAY in pd:
                     return None
-                raw = "".join([f"{k}\x01{v}\x02" for k, v in pd.items()]).encode()
+                raw = _encode_props(pd)
             else:
                 raw = b""
             if len(m.body) > max_body or len(raw) > 32767 or tinfo[2] + len(m.body) + len(raw) > max_total:

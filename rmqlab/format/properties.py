@@ -74,9 +74,17 @@ def to_ordered_dict(pairs: Iterable[tuple[str, str]]) -> dict[str, str]:
 
 
 def encode(properties: Mapping[str, str] | Iterable[tuple[str, str]]) -> bytes:
-    """``name\\x01value\\x02`` for every pair, in the order given."""
+    """``name\\x01value\\x02`` for every pair, in the order given (Java
+    ``MessageDecoder.messageProperties2String``)."""
+    if type(properties) is dict:
+        return encode_dict(properties)
     items = properties.items() if isinstance(properties, Mapping) else properties
-    return "".join(f"{k}{NAME_VALUE_SEPARATOR}{v}{PROPERTY_SEPARATOR}" for k, v in items).encode("utf-8")
+    return "".join([f"{k}{NAME_VALUE_SEPARATOR}{v}{PROPERTY_SEPARATOR}" for k, v in items]).encode()
+
+
+def encode_dict(properties: dict[str, str]) -> bytes:
+    """:func:`encode` for a dict, on every put's path: as lean as Python allows."""
+    return "".join([f"{k}{NAME_VALUE_SEPARATOR}{v}{PROPERTY_SEPARATOR}" for k, v in properties.items()]).encode()
 
 
 def split_keys(keys: str | None) -> list[str]:
