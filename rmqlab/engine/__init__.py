@@ -10,6 +10,9 @@ on-disk concept or service, each naming its Java counterpart:
 * :mod:`.consume_queue_writer` — ``ConsumeQueue.putMessagePositionInfo``
 * :mod:`.index_writer` — ``IndexFile.putKey`` / ``IndexService.buildIndex``
 * :mod:`.flush` — ``FlushRealTimeService`` (ASYNC), ``GroupCommitService`` (SYNC)
+* ``_put.c``, ``_group_commit.c`` — optional C modules: ``put``'s common case, and the
+  SYNC group commit with a flusher thread that never takes the GIL (Python
+  counterparts: ``MessageStore._put_python``, ``flush.GroupCommitService``)
 * :mod:`.checkpoint_writer` — ``StoreCheckpoint``
 * :mod:`.clean` — ``CleanCommitLogService`` / ``CleanConsumeQueueService``
 * :mod:`.metadata` — ``config/*.json`` through ``MixAll.string2File``
