@@ -6,9 +6,14 @@
  * queueing for the GIL behind the producers that are appending, then releasing the
  * waiting producers one Python lock at a time; with 8 producers the disk sat idle
  * ~40% of the time (forces of ~70 us, cycles of ~135 us).  Here the flusher is a
- * plain pthread: it forces, publishes how far the log is on disk and wakes every
- * producer waiting on it, and starts the next force as soon as one is asked for —
- * the disk is kept busy while the producers, woken, take turns on the GIL to append.
+ * plain pthread: it forces, publishes how far the log is on disk, wakes the
+ * producers that force covers, and starts the next force as soon as one is asked
+ * for — the disk is kept busy (~85% of the time with 8 producers) while the woken
+ * producers take turns on the GIL to append.  Tried and dropped (A/B in one process,
+ * no gain beyond noise): waiting for the whole group before forcing (slower: 8
+ * producers append one after the other on the GIL for longer than a force takes), and
+ * waking producers after letting go of the mutex (semaphores; +2% disk busy, a
+ * subtler protocol).
  *
  * What it owns, and what it does not:
  * - The protocol only: how far forces have been asked for (requested) and done
