@@ -429,20 +429,21 @@ static PyObject *GroupCommit_remove_file(GroupCommit *g, PyObject *arg) {
     return PyBool_FromLong(i >= 0);
 }
 
-static PyObject *GroupCommit_stop(GroupCommit *g, PyObject *const *args, Py_ssize_t nargs) {
+/* stop(timeout_s=10.0) and halt(timeout_s=10.0) */
+static PyObject *finish_method(GroupCommit *g, PyObject *const *args, Py_ssize_t nargs, int how) {
     CHECK_INIT(g);
     double timeout_s = nargs ? PyFloat_AsDouble(args[0]) : 10.0;
     if (PyErr_Occurred())
         return NULL;
-    return PyBool_FromLong(finish(g, STOPPING, timeout_s));
+    return PyBool_FromLong(finish(g, how, timeout_s));
+}
+
+static PyObject *GroupCommit_stop(GroupCommit *g, PyObject *const *args, Py_ssize_t nargs) {
+    return finish_method(g, args, nargs, STOPPING);
 }
 
 static PyObject *GroupCommit_halt(GroupCommit *g, PyObject *const *args, Py_ssize_t nargs) {
-    CHECK_INIT(g);
-    double timeout_s = nargs ? PyFloat_AsDouble(args[0]) : 10.0;
-    if (PyErr_Occurred())
-        return NULL;
-    return PyBool_FromLong(finish(g, HALTING, timeout_s));
+    return finish_method(g, args, nargs, HALTING);
 }
 
 #define LOCKED_GETTER(name, expr)                                                      \

@@ -36,6 +36,15 @@ def _file(tmp_path, name: str) -> int:
     return fd
 
 
+def _started(fd: int, flushed: int = 0, force_delay: float = 0.0):
+    """A GroupCommit over one file at offset 0, started."""
+    gc = _native_group_commit.GroupCommit(SIZE, flushed)
+    gc.add_file(0, fd)
+    gc.force_delay = force_delay
+    gc.start()
+    return gc
+
+
 def _pipe() -> tuple[int, int]:
     """fdatasync on a pipe fails with EINVAL: a disk that refuses to force."""
     return os.pipe()
@@ -86,10 +95,7 @@ def test_a_gap_in_the_files_is_an_error_not_a_force(tmp_path):
 
 def test_requests_waiting_together_share_one_force(tmp_path):
     fd = _file(tmp_path, "a")
-    gc = _native_group_commit.GroupCommit(SIZE, 0)
-    gc.add_file(0, fd)
-    gc.force_delay = 0.2
-    gc.start()
+    gc = _started(fd, force_delay=0.2)
     try:
         assert gc.wait_for(1, 5.0)  # the first force (slow), then 8 waiters at once
         answers = []
@@ -108,19 +114,13 @@ def test_requests_waiting_together_share_one_force(tmp_path):
 
 def test_request_without_waiting_stop_drains_halt_does_not(tmp_path):
     fd = _file(tmp_path, "a")
-    gc = _native_group_commit.GroupCommit(SIZE, 10)
-    gc.add_file(0, fd)
-    gc.force_delay = 0.05
-    gc.start()
+    gc = _started(fd, flushed=10, force_delay=0.05)
     gc.request(50, 7)  # WAIT=false
     assert gc.stop(10.0)  # drains: the request is forced before the thread ends
     assert gc.flushed == 50 and gc.flushed_timestamp == 7 and not gc.alive
     assert not gc.wait_for(60, 0.01)  # a stopped service forces nothing more
 
-    gc2 = _native_group_commit.GroupCommit(SIZE, 0)
-    gc2.add_file(0, fd)
-    gc2.force_delay = 0.3
-    gc2.start()
+    gc2 = _started(fd, force_delay=0.3)
     assert gc2.wait_for(5, 5.0)
     gc2.request(50)
     time.sleep(0.05)  # the force for 50 has started (sleeping in force_delay)
