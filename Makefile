@@ -9,11 +9,13 @@ STAMP  := $(VENV)/.installed-stamp
 .PHONY: demo test java lab bench clean-venv
 
 # The venv is created once; a changed pyproject.toml, setup.py or C source only re-runs
-# the install, which also builds the C modules (rmqlab/engine/*.c) in place (re-running `venv` over
-# an environment made by another Python would break it).
+# the install, which also builds the C modules (rmqlab/engine/*.c) in place (re-running
+# `venv` over an environment made by another Python would break it).  setuptools>=77 in
+# the venv too (the build itself gets it through pip's build isolation), so that
+# `.venv/bin/python setup.py build_ext --inplace` rebuilds a C module after an edit.
 $(STAMP): pyproject.toml setup.py rmqlab/engine/_put.c rmqlab/engine/_group_commit.c
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet --upgrade pip 'setuptools>=77'
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
