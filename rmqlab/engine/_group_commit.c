@@ -106,9 +106,12 @@ static void release_waiters(GroupCommit *g, int everyone) {
     }
 }
 
-static Py_ssize_t find_file(GroupCommit *g, long long start) {
+/* The file registered at `start`: the one being forced (`busy`), or else the one
+ * still registered (not dropped); a dropped file and its re-registration may both be
+ * in the table until the force using the first ends. */
+static Py_ssize_t find_file(GroupCommit *g, long long start, int busy) {
     for (Py_ssize_t i = 0; i < g->nfiles; i++)
-        if (g->files[i].start == start)
+        if (g->files[i].start == start && (busy ? g->files[i].busy : !g->files[i].dropped))
             return i;
     return -1;
 }
@@ -183,7 +186,7 @@ static void *flusher(void *arg) {
         pthread_mutex_lock(&g->mu);
         g->force_ns += (t1.tv_sec - t0.tv_sec) * 1000000000LL + (t1.tv_nsec - t0.tv_nsec);
         for (Py_ssize_t k = 0; k < n; k++) {
-            Py_ssize_t i = find_file(g, starts[k]);
+            Py_ssize_t i = find_file(g, starts[k], 1);
             if (i < 0)
                 continue;
             g->files[i].busy = 0;
@@ -382,7 +385,7 @@ static PyObject *GroupCommit_add_file(GroupCommit *g, PyObject *args) {
         return PyErr_SetFromErrno(PyExc_OSError);
     pthread_mutex_lock(&g->mu);
     Py_ssize_t at = g->nfiles;
-    int clash = find_file(g, start) >= 0 && !g->files[find_file(g, start)].dropped;
+    int clash = find_file(g, start, 0) >= 0;
     if (!clash && g->nfiles == g->cap) {
         Py_ssize_t cap = g->cap ? g->cap * 2 : 8;
         File *nf = realloc(g->files, (size_t)cap * sizeof(File));
@@ -416,9 +419,7 @@ static PyObject *GroupCommit_remove_file(GroupCommit *g, PyObject *arg) {
     if (start == -1 && PyErr_Occurred())
         return NULL;
     pthread_mutex_lock(&g->mu);
-    Py_ssize_t i = find_file(g, start);
-    if (i >= 0 && g->files[i].dropped)
-        i = -1; /* already removed, closed after the force under way */
+    Py_ssize_t i = find_file(g, start, 0); /* not one already removed, closed after its force */
     if (i >= 0) {
         if (g->files[i].busy)
             g->files[i].dropped = 1;

@@ -143,10 +143,13 @@ def test_files_removed_while_forced_are_closed_after_the_force(tmp_path):
         time.sleep(0.05)
         assert gc.remove_file(0)  # busy: dropped after the force, which still succeeds
         assert not gc.remove_file(0)  # already removed
+        gc.add_file(0, fd)  # registered again while the dropped one is still being forced
+        with pytest.raises(ValueError, match="already registered"):
+            gc.add_file(0, fd)
         deadline = time.monotonic() + 5
         while gc.flushed < 10 and time.monotonic() < deadline:
             time.sleep(0.01)
-        assert gc.flushed == 10 and gc.error is None and gc.files == 0
+        assert gc.flushed == 10 and gc.error is None and gc.files == 1  # the dropped one closed, the new one stays
         assert not gc.remove_file(12345)
     finally:
         gc.stop()
