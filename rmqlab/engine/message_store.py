@@ -681,7 +681,7 @@ class MessageStore:
         """The dispatch request of a record with a big body, built at put time: reading
         it back would touch two more pages per record, which costs more than this."""
         if pd:
-            tags = pd.get("TAGS")
+            tags = pd.get(props.TAGS)
             code = 0
             if tags:
                 code = self._tags_cache.get(tags)
@@ -689,7 +689,7 @@ class MessageStore:
                     code = java_string_hash(tags)
                     if len(self._tags_cache) < 65536:
                         self._tags_cache[tags] = code
-            return _new_result(DispatchRequest, (topic, qid, phy, total, code, ts, qoff, pd.get("KEYS") or None, pd.get("UNIQ_KEY") or None, 0, pto))
+            return _new_result(DispatchRequest, (topic, qid, phy, total, code, ts, qoff, pd.get(props.KEYS) or None, pd.get(props.UNIQ_KEY) or None, 0, pto))
         return _new_result(DispatchRequest, (topic, qid, phy, total, 0, ts, qoff, None, None, 0, pto))
 
     def _put_general(self, msg: Message) -> PutMessageResult:
