@@ -291,12 +291,14 @@ _POOL: ThreadPoolExecutor | None = None
 _WALKER: ThreadPoolExecutor | None = None
 
 
-def set_threads(n: int) -> None:
+def set_threads(n: int) -> int:
     """How many threads the loops here may use (1 or 2; default: 2 when the machine
-    has two cores).  Spark's readers set 1: Spark already runs a task per core, and
-    the threads of two workers sharing two cores cost ~30% (measured on local[2])."""
+    has two cores); returns the number before, to put back.  Spark's readers set 1:
+    Spark already runs a task per core, and the threads of two workers sharing two
+    cores cost ~30% (measured on local[2])."""
     global _WORKERS
-    _WORKERS = max(1, min(2, int(n)))
+    before, _WORKERS = _WORKERS, max(1, min(2, int(n)))
+    return before
 
 
 def _pool() -> ThreadPoolExecutor:

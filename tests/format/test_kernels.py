@@ -186,8 +186,9 @@ def test_one_thread_gives_the_rows_of_two(monkeypatch):
     monkeypatch.setattr(kernels, "_SPLIT_MIN_PROPERTY_BYTES", 1)
     data = (REFERENCE / "v2ipv6" / "store" / "commitlog" / "00000000000000000000").read_bytes()
     rows = {}
+    kernels.set_threads(2)
     for n in (2, 1):
-        kernels.set_threads(n)
-        assert kernels._WORKERS == n
+        before = kernels.set_threads(n)
+        assert kernels._WORKERS == n and before == 2  # the number to put back
         rows[n] = pa.Table.from_batches(list(fd.decode_file(data, 0, batch_rows=16))).to_pylist()
     assert len(rows[1]) > 10 and rows[1] == rows[2]
