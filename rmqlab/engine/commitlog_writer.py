@@ -38,8 +38,10 @@ class CommitLogWriter:
     """``commitlog/`` as a queue of writable mapped files.
 
     ``max_offset`` is the end of the last record written (Java ``getMaxOffset``),
-    ``flushed_where`` how far everything is known to be on disk: by this writer's own
-    :meth:`flush`, or by the C group commit when one is attached (:meth:`attach_forcer`).
+    ``flushed_where`` how far everything is known to be on disk and
+    ``flushed_timestamp`` the store timestamp of the newest record there: by this
+    writer's own :meth:`flush`, or by the C group commit when one is attached
+    (:meth:`attach_forcer`).
     """
 
     def __init__(self, directory: str | os.PathLike, mapped_file_size: int, *, preallocate: bool = True):
@@ -50,6 +52,7 @@ class CommitLogWriter:
         self.next_file: WritableMappedFile | None = None  # pre-allocated, not yet written
         self.max_offset = 0
         self._flushed_where = 0
+        self._flushed_timestamp = 0
         self._forcer = None  # rmqlab.engine._group_commit.GroupCommit, forcing from its own thread
         self.store_timestamp = 0  # of the last record appended (Java MappedFile.storeTimestamp)
         self._flush_lock = threading.Lock()  # flush service and explicit flushes
@@ -96,6 +99,14 @@ class CommitLogWriter:
     def flushed_where(self, value: int) -> None:
         self._flushed_where = value
 
+    @property
+    def flushed_timestamp(self) -> int:
+        """Store timestamp of the newest record known to be on disk (Java
+        ``MappedFileQueue.getStoreTimestamp``): what the checkpoint's physicMsgTimestamp
+        may say."""
+        forcer = self._forcer
+        return self._flushed_timestamp if forcer is None else max(self._flushed_timestamp, forcer.flushed_timestamp)
+
     def attach_forcer(self, forcer) -> None:
         """Let a group commit that forces from its own thread (the C module
         :mod:`rmqlab.engine._group_commit`) know every file: those mapped now, and from
@@ -109,6 +120,7 @@ class CommitLogWriter:
         forcer, self._forcer = self._forcer, None
         if forcer is not None:
             self._flushed_where = max(self._flushed_where, forcer.flushed)
+            self._flushed_timestamp = max(self._flushed_timestamp, forcer.flushed_timestamp)
             for f in self.files:
                 forcer.remove_file(f.file_from_offset)
 
@@ -252,13 +264,18 @@ class CommitLogWriter:
         return phy
 
     # -- flushing ------------------------------------------------------------------------------
-    def flush(self) -> int:
+    def flush(self, store_timestamp: int = 0) -> int:
         """Force every record written so far to disk (Java ``MappedFileQueue.flush(0)``);
         returns the new ``flushed_where``.  Safe to call from the flush thread while
-        producers append: it covers at least what was written when it started."""
+        producers append: it covers at least what was written when it started.
+
+        ``store_timestamp`` is that of the newest record written before the call (the
+        caller reads it under the lock its appends take, so the record is whole); it
+        becomes ``flushed_timestamp``."""
         with self._flush_lock:
             target = self.max_offset
             if target <= self.flushed_where:
+                self._flushed_timestamp = max(self._flushed_timestamp, store_timestamp)
                 return self.flushed_where
             for f in list(self.files):
                 end = f.file_from_offset + f.file_size
@@ -269,6 +286,7 @@ class CommitLogWriter:
                 os.fdatasync(f.fd)
                 f.flushed_position = min(f.file_size, target - f.file_from_offset)
             self.flushed_where = max(self.flushed_where, target)
+            self._flushed_timestamp = max(self._flushed_timestamp, store_timestamp)
             return self.flushed_where
 
     def dirty_bytes(self) -> int:

@@ -1047,26 +1047,22 @@ class MessageStore:
         return self._flush_commitlog()
 
     def _flush_commitlog(self) -> int:
-        """Force the commitlog; the checkpoint's physicMsgTimestamp follows (in memory,
-        written by the next checkpoint flush, as in Java)."""
+        """Force the commitlog, and let it know the store timestamp of the newest
+        record the force covers (read under the put lock: that record is whole)."""
         with self._lock:
             ts = self.commitlog.store_timestamp
-        done = self.commitlog.flush()
-        if ts > 0 and self.checkpoint is not None:
-            self.checkpoint.physic_msg_timestamp = ts
-        return done
+        return self.commitlog.flush(ts)
 
     def flush_logics(self) -> None:
         """Java ``FlushConsumeQueueService.doFlush``: force consume queues, then the
         checkpoint with logicsMsgTimestamp of what was dispatched before the flush."""
         if self.dispatcher is None or self.checkpoint is None:
             return
-        if self._native_group_commit and self._group_commit is not None:
-            # the C group commit forces without touching Python: its newest forced
-            # record's timestamp is brought to the checkpoint here
-            forced = self._group_commit.flushed_timestamp
-            if forced > self.checkpoint.physic_msg_timestamp:
-                self.checkpoint.physic_msg_timestamp = forced
+        # physicMsgTimestamp: the newest record on disk, whoever forced it (the flush
+        # services here, or the C group commit from its own thread)
+        forced = self.commitlog.flushed_timestamp
+        if forced > self.checkpoint.physic_msg_timestamp:
+            self.checkpoint.physic_msg_timestamp = forced
         with self._reput_lock:
             logics = self.dispatcher.logics_msg_timestamp
         # entries dispatched before the snapshot are in the page cache: force them
