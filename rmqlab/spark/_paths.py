@@ -24,6 +24,29 @@ class OptionError(RmqlabError, ValueError):
     """An option value that cannot be used; names the option."""
 
 
+def requested_columns(fmt: str, ours, asked) -> list[str] | None:
+    """The columns Spark asks a reader of format ``fmt`` for: ``asked`` is the schema
+    Spark passes to ``DataSource.reader`` — the source's own (``ours``, perhaps cut
+    down by an option), or one the user gave with ``spark.read.schema(...)``.  Returns
+    their names in the order asked, or None for all of ``ours``.
+
+    A user's schema may name any of the source's columns in any order (a second way,
+    besides an option, to decode only what a query needs), each with the source's type
+    and nullable; anything else is refused here, naming the column, rather than as a
+    schema mismatch inside a Spark task."""
+    by_name = {f.name: f for f in ours.fields}
+    for f in asked.fields:
+        mine = by_name.get(f.name)
+        if mine is None:
+            raise OptionError(f"{fmt}: the schema given names column {f.name!r}, which this source does not have; its columns are {', '.join(by_name)}")
+        if f.dataType != mine.dataType:
+            raise OptionError(f"{fmt}: column {f.name} is {mine.dataType.simpleString()}, the schema given says {f.dataType.simpleString()}")
+        if not f.nullable:
+            raise OptionError(f"{fmt}: column {f.name} is declared NOT NULL; declare it nullable, as the source does")
+    names = asked.fieldNames()
+    return None if names == ours.fieldNames() else names
+
+
 def filesystem(path: str):
     """``(pyarrow FileSystem, path inside it)`` for a local path or a URI."""
     from pyarrow import fs as pafs

@@ -134,7 +134,9 @@ class CommitLogDataSource(DataSource):
         comma-separated column names: the DataFrame has only these, and only these
         are decoded (the Python Data Source API has no column pruning, so say it
         here when a scan needs a few columns: it is several times faster), e.g.
-        ``.option("columns", "topic,total_size,body,kind")``.
+        ``.option("columns", "topic,total_size,body,kind")``.  A schema does the same:
+        ``spark.read.format("rocketmq").schema("topic string, total_size int")``
+        (any of the columns, in any order, with the types above; nullable).
     ``batchRows``
         rows per Arrow batch handed to Spark (default 8192; wide rows in big batches
         cost the JVM more than the decoding saves).
@@ -156,7 +158,7 @@ class CommitLogDataSource(DataSource):
         return project(SCHEMA, _paths.opt_list(_paths.lower_keys(self.options), "columns"))
 
     def reader(self, schema):
-        return CommitLogReader(_paths.lower_keys(self.options), project(SCHEMA, schema.fieldNames()).fieldNames())
+        return CommitLogReader(_paths.lower_keys(self.options), _paths.requested_columns(self.name(), SCHEMA, schema))
 
 
 def project(schema: StructType, names: list[str] | None) -> StructType:

@@ -70,11 +70,12 @@ class ConsumeQueueDataSource(DataSource):
         return SCHEMA
 
     def reader(self, schema):
-        return ConsumeQueueReader(_paths.lower_keys(self.options))
+        return ConsumeQueueReader(_paths.lower_keys(self.options), _paths.requested_columns(self.name(), SCHEMA, schema))
 
 
 class ConsumeQueueReader(DataSourceReader):
-    def __init__(self, options: dict):
+    def __init__(self, options: dict, columns: list[str] | None = None):
+        self.columns = columns  # a user's schema chose these (None: all)
         self.path = options.get("path")
         if not self.path:
             raise _paths.OptionError('no path: use spark.read.format("rocketmq.consumequeue").load(STORE_OR_CONSUMEQUEUE_DIR)')
@@ -86,7 +87,7 @@ class ConsumeQueueReader(DataSourceReader):
     def read(self, partition: QueueSplit):
         batch = read_queue(partition)
         if batch.num_rows:
-            yield batch
+            yield batch if self.columns is None else batch.select(self.columns)
 
 
 def plan_queues(path: str, topics: list[str] | None = None) -> list[QueueSplit]:

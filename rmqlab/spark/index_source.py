@@ -82,11 +82,12 @@ class IndexDataSource(DataSource):
         return SCHEMA
 
     def reader(self, schema):
-        return IndexReader(_paths.lower_keys(self.options))
+        return IndexReader(_paths.lower_keys(self.options), _paths.requested_columns(self.name(), SCHEMA, schema))
 
 
 class IndexReader(DataSourceReader):
-    def __init__(self, options: dict):
+    def __init__(self, options: dict, columns: list[str] | None = None):
+        self.columns = columns  # a user's schema chose these (None: all)
         self.path = options.get("path")
         if not self.path:
             raise _paths.OptionError('no path: use spark.read.format("rocketmq.index").load(STORE_OR_INDEX_DIR)')
@@ -100,7 +101,7 @@ class IndexReader(DataSourceReader):
     def read(self, partition: IndexSplit):
         batch = read_index_split(partition)
         if batch.num_rows:
-            yield batch
+            yield batch if self.columns is None else batch.select(self.columns)
 
 
 def plan_index(path: str, slots: int | None, entries: int | None, split_entries: int = DEFAULT_SPLIT_ENTRIES) -> list[IndexSplit]:

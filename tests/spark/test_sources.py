@@ -114,6 +114,40 @@ def test_columns_option_prunes_the_schema_and_the_work(spark):
     assert "nope" in str(exc.value)
 
 
+def test_a_given_schema_chooses_the_columns_of_each_format(spark):
+    """spark.read.schema(...) naming some columns, in another order: those columns,
+    with the values of a full read (what `columns` does for the commitlog)."""
+    path = str(store_root("clean"))
+    cases = [
+        ("rocketmq", "total_size int, msg_id string, topic string", "topic IS NOT NULL"),
+        ("rocketmq.consumequeue", "tags_code long, topic string, queue_offset long", None),
+        ("rocketmq.index", "phy_offset long, key_hash int, file string", None),
+    ]
+    for fmt, ddl, where in cases:
+        full = spark.read.format(fmt).load(path)
+        some = spark.read.format(fmt).schema(ddl).load(path)
+        names = [c.split()[0] for c in ddl.split(", ")]
+        assert some.columns == names
+        if where:
+            full, some = full.where(where), some.where(where)
+        got = sorted(tuple(r) for r in some.collect())
+        assert got and got == sorted(tuple(r) for r in full.select(*names).collect()), fmt
+
+
+@pytest.mark.parametrize(
+    "ddl, words",
+    [
+        ("topic string, nope int", ["'nope'", "physical_offset"]),  # no such column: names it and the real ones
+        ("topic string, total_size bigint", ["total_size", "int", "bigint"]),  # another type
+        ("topic string NOT NULL", ["topic", "NOT NULL"]),
+    ],
+)
+def test_a_schema_the_source_cannot_give_is_refused_naming_the_column(spark, ddl, words):
+    with pytest.raises(Exception) as exc:
+        spark.read.format("rocketmq").schema(ddl).load(str(store_root("clean"))).count()
+    assert all(w in str(exc.value) for w in words), str(exc.value)[:500]
+
+
 def test_bad_option_is_a_clear_error(spark):
     with pytest.raises(Exception) as exc:
         spark.read.format("rocketmq").option("mode", "sloppy").load(str(store_root("clean"))).count()
