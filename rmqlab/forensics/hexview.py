@@ -14,7 +14,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from construct import Container, Struct
+from construct import Container, StreamError, Struct
 
 from ..errors import StoreFormatError
 from ..files import MappedFile
@@ -42,7 +42,9 @@ class FieldSpan:
 
 
 def field_spans(schema: Struct, data: bytes, base: int, group: str) -> list[FieldSpan]:
-    """Parse ``schema`` from ``data`` subcon by subcon; a span per top-level field."""
+    """Parse ``schema`` from ``data`` subcon by subcon; a span per top-level field.
+    Should ``data`` end inside a field (a file cut short), that field's bytes get a
+    span saying so, and the fields after it none."""
     stream = io.BytesIO(data)
     top = Container(_parsing=True, _building=False, _sizing=False, _params=Container(), _io=stream)
     ctx = Container(_=top, _params=top._params, _root=None, _parsing=True, _building=False, _sizing=False, _subcons=schema._subcons, _io=stream, _index=None)
@@ -50,7 +52,12 @@ def field_spans(schema: Struct, data: bytes, base: int, group: str) -> list[Fiel
     spans = []
     for i, sc in enumerate(schema.subcons):
         start = stream.tell()
-        value = sc._parsereport(stream, ctx, "(hexview)")
+        try:
+            value = sc._parsereport(stream, ctx, "(hexview)")
+        except StreamError:
+            if start < len(data):
+                spans.append(FieldSpan(base + start, base + len(data), sc.name or "", sc.docs or "", f"cut short: the file ends {len(data) - start} bytes into it", group, 99))
+            break
         if sc.name:
             ctx[sc.name] = value
         spans.append(FieldSpan(base + start, base + stream.tell(), sc.name or "", sc.docs or "", _show(sc.name, value, ctx), group, i))
@@ -137,7 +144,8 @@ def commitlog_spans(buf, file_base: int, start: int, end: int, path: str) -> lis
 def consumequeue_spans(buf, start: int, end: int) -> list[FieldSpan]:
     spans = []
     first = start // CQ_STORE_UNIT_SIZE
-    for n in range(first, min(len(buf), end + CQ_STORE_UNIT_SIZE - 1) // CQ_STORE_UNIT_SIZE):
+    # every entry starting before the end of the view, a last one cut short included
+    for n in range(first, -(-min(len(buf), end) // CQ_STORE_UNIT_SIZE)):
         p = n * CQ_STORE_UNIT_SIZE
         spans += field_spans(ConsumeQueueEntry, bytes(buf[p : p + CQ_STORE_UNIT_SIZE]), p, f"entry {n}")
     return spans
@@ -150,11 +158,15 @@ def index_spans(buf, max_hash_slot_num: int, start: int, end: int) -> list[Field
     slots_end = INDEX_HEADER_SIZE + max_hash_slot_num * HASH_SLOT_SIZE
     for p in range(max(INDEX_HEADER_SIZE, start - start % 4), min(end, slots_end), HASH_SLOT_SIZE):
         slot = (p - INDEX_HEADER_SIZE) // HASH_SLOT_SIZE
+        if p + HASH_SLOT_SIZE > len(buf):
+            spans.append(FieldSpan(p, len(buf), f"slot[{slot}]", "hash slot: newest entry number", f"cut short: the file ends {len(buf) - p} bytes into it", f"slot {slot}", 99))
+            break
         v = int.from_bytes(buf[p : p + 4], "big", signed=True)
         spans.append(FieldSpan(p, p + 4, f"slot[{slot}]", "hash slot: newest entry number", str(v), f"slot {slot}", 0))
     if end > slots_end:
         first = max(0, (start - slots_end) // INDEX_ENTRY_SIZE)
-        last = min((len(buf) - slots_end) // INDEX_ENTRY_SIZE, (end - slots_end + INDEX_ENTRY_SIZE - 1) // INDEX_ENTRY_SIZE)
+        # a last entry cut short included
+        last = -(-(min(len(buf), end) - slots_end) // INDEX_ENTRY_SIZE)
         for n in range(first, last):
             p = slots_end + n * INDEX_ENTRY_SIZE
             spans += field_spans(IndexEntry, bytes(buf[p : p + INDEX_ENTRY_SIZE]), p, f"entry {n}")
@@ -188,6 +200,7 @@ class HexView:
         if offset < 0 or offset > len(buf):
             raise StoreFormatError(self.path, offset, f"offset is outside the {len(buf)}-byte file")
         self.offset = offset
+        self.file_size = len(buf)
         self.end = min(len(buf), offset + max(0, length))
         self.data = bytes(buf[self.offset : self.end])
         self.kind = kind or file_kind(self.path)
@@ -214,6 +227,8 @@ class HexView:
 
     # -- text --------------------------------------------------------------------------
     def to_text(self, width: int = 16) -> str:
+        if self.end <= self.offset:  # an empty file, or the view starts at its end
+            return f"{self.path}: no bytes from offset {self.offset} (the file is {self.file_size} bytes long)"
         lines = []
         starts = {}
         for s in self.spans:

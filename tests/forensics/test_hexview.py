@@ -52,3 +52,39 @@ def test_far_offset_starts_from_a_resynchronised_boundary(tmp_path, monkeypatch)
     monkeypatch.setattr(hexview, "first_boundary", lambda buf, base, s: 0)
     slow = HexView(f, start, 512)
     assert fast.spans == slow.spans and fast.to_text() == slow.to_text()
+
+
+@pytest.mark.parametrize(
+    "kind, src, keep, field",
+    [
+        # a checkpoint cut inside its second field; a consume queue inside its third
+        # entry's offset; an index file inside its header, inside a slot, inside an entry
+        ("checkpoint", "checkpoint", 10, "logics_msg_timestamp"),
+        ("consumequeue", "consumequeue/TopicA/0/" + f"{0:020d}", 45, "commitlog_offset"),
+        ("index", "index", 30, "end_phy_offset"),
+        ("index", "index", 40 + 4 * 10 + 2, "slot[10]"),
+        ("index", "index", 40 + 64 * 4 + 20 * 3 + 7, "phy_offset"),
+    ],
+)
+def test_a_file_cut_short_is_shown_up_to_its_last_byte(tmp_path, kind, src, keep, field):
+    """RocketMQ's files cut short (as a capture of a dying broker can be): the view
+    annotates every whole field, then says which field the file ends inside."""
+    root = REFERENCE / "clean" / "store"
+    path = root / src
+    if path.is_dir():
+        path = sorted(path.iterdir())[0]
+    cut = tmp_path / "cut"
+    cut.write_bytes(path.read_bytes()[:keep])
+    view = HexView(cut, 0, 4096, kind=kind, max_hash_slot_num=64)
+    last = view.spans[-1]
+    assert (last.name, last.end) == (field, keep) and "cut short" in last.value and "ends" in last.value
+    assert all(a.end <= b.start for a, b in zip(view.spans, view.spans[1:]))  # no overlaps
+    text = view.to_text()
+    assert "cut short" in text
+
+
+def test_an_empty_file_says_so(tmp_path):
+    empty = tmp_path / "checkpoint"
+    empty.write_bytes(b"")
+    for kind in ("checkpoint", "commitlog", "consumequeue", "raw"):
+        assert "the file is 0 bytes long" in HexView(empty, 0, 64, kind=kind).to_text()
