@@ -115,11 +115,12 @@ def plan_index(path: str, slots: int | None, entries: int | None, split_entries:
     for fi in _paths.list_files(fs, d):
         if not fi.base_name.isdigit():
             continue
-        s, n = (slots, entries) if slots and entries else infer_index_sizes(fi.size)
+        shown = _paths.display_path(path, fi.path)
+        s, n = (slots, entries) if slots and entries else infer_index_sizes(fi.size, shown, hint="set the options maxHashSlotNum and maxIndexNum")
         if fi.size != index_file_size(s, n):
-            raise StoreLayoutError(fi.path, None, f"index file is {fi.size} bytes; maxHashSlotNum={s} and maxIndexNum={n} make {index_file_size(s, n)}")
+            raise StoreLayoutError(shown, None, f"index file is {fi.size} bytes; maxHashSlotNum={s} and maxIndexNum={n} make {index_file_size(s, n)}")
         for first in range(1, n, split_entries):
-            out.append(IndexSplit(_paths.child_uri(path, fi.path), _paths.display_path(path, fi.path), s, n, first, min(n, first + split_entries)))
+            out.append(IndexSplit(_paths.child_uri(path, fi.path), shown, s, n, first, min(n, first + split_entries)))
     return out
 
 

@@ -33,14 +33,13 @@ LOCK_FILE = "lock"
 CONFIG_DIR = "config"
 
 
-def infer_index_sizes(file_size: int, path: str | os.PathLike = "<index>") -> tuple[int, int]:
+def infer_index_sizes(file_size: int, path: str | os.PathLike = "<index>", *, hint: str = "pass them (--max-hash-slot-num, --max-index-num)") -> tuple[int, int]:
     """``(maxHashSlotNum, maxIndexNum)`` from an index file's length, assuming
-    Java's default of 4 entries per slot (``40 + 84·slots``)."""
+    Java's default of 4 entries per slot (``40 + 84·slots``).  ``hint`` ends the
+    error: how the caller's user gives the sizes instead."""
     body = file_size - INDEX_HEADER_SIZE
     if body <= 0 or body % 84:
-        raise StoreLayoutError(
-            path, None, f"cannot infer maxHashSlotNum/maxIndexNum from this {file_size}-byte index file; pass them (--max-hash-slot-num, --max-index-num)"
-        )
+        raise StoreLayoutError(path, None, f"cannot infer maxHashSlotNum/maxIndexNum from this {file_size}-byte index file; {hint}")
     slots = body // 84
     return slots, slots * 4
 

@@ -206,3 +206,22 @@ def test_range_reads_as_on_hdfs_or_s3_give_the_same_rows(monkeypatch, case):
     assert ranged == local
     whole = [r for sp in cs.plan_splits(str(store_root(case)), 1 << 30) for b in cs.read_split(sp, mode=mode) for r in b.to_pylist()]
     assert [(r["physical_offset"], r["kind"]) for r in ranged] == [(r["physical_offset"], r["kind"]) for r in whole]
+
+
+def test_an_index_file_of_unworkable_size_is_named_with_the_options_to_set(tmp_path):
+    """An index file cut short (its sizes cannot be inferred): the error names the
+    file and the Spark options that give the sizes, not the CLI's flags."""
+    import shutil
+
+    from rmqlab.errors import StoreLayoutError
+    from rmqlab.spark.index_source import plan_index
+
+    root = tmp_path / "store"
+    shutil.copytree(store_root("clean"), root)
+    victim = sorted((root / "index").iterdir())[0]
+    victim.write_bytes(victim.read_bytes()[:1000])
+    with pytest.raises(StoreLayoutError) as exc:
+        plan_index(str(root), None, None)
+    assert str(victim) in str(exc.value) and "maxHashSlotNum and maxIndexNum" in str(exc.value) and "--max" not in str(exc.value)
+    with pytest.raises(StoreLayoutError, match=r"index file is 1000 bytes; maxHashSlotNum=64"):
+        plan_index(str(root), 64, 256)
