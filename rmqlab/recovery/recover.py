@@ -901,7 +901,7 @@ def recover(
     elif in_place:
         target = root
         rep.applied, rep.target = "in-place", str(root)
-        side_dir = Path(sidecar) if sidecar else root.parent / f"{root.name}.rmqlab-cut-{time.strftime('%Y%m%d%H%M%S')}"
+        side_dir = Path(sidecar) if sidecar else _fresh_sidecar(root)
         if side_dir.exists():
             raise StoreLayoutError(side_dir, None, "sidecar directory already exists")
         side = _Sidecar(root, side_dir)
@@ -918,6 +918,17 @@ def recover(
     rep.log_lines.append(f"message store recover end, and the max phy offset = {rep.commitlog_end}")
     rep.timings["total_s"] = time.perf_counter() - t0
     return rep
+
+
+def _fresh_sidecar(root: Path) -> Path:
+    """``<store>.rmqlab-cut-<time>`` next to the store, with ``-2``, ``-3``... when a
+    recovery in the same second (a crash soon after a start) already made one."""
+    base = root.parent / f"{root.name}.rmqlab-cut-{time.strftime('%Y%m%d%H%M%S')}"
+    side, n = base, 1
+    while side.exists():
+        n += 1
+        side = base.with_name(f"{base.name}-{n}")
+    return side
 
 
 def _pad_short_files(target: Path, state: dict, cfg: MessageStoreConfig) -> None:

@@ -275,6 +275,23 @@ def test_preallocated_files_after_the_end(tmp_path):
     assert rep.cut_bytes == 0 and not rep.lost_records
 
 
+def test_in_place_recoveries_in_the_same_second_keep_separate_sidecars(tmp_path, monkeypatch):
+    """The default sidecar is named by the second: a second recovery within it (a crash
+    soon after a start) gets its own directory instead of failing, and the first
+    one's saved bytes stay as they were."""
+    import importlib
+
+    rec = importlib.import_module("rmqlab.recovery.recover")  # the module (the package's name for it is the function)
+    monkeypatch.setattr(rec.time, "strftime", lambda fmt, *a: "20261122103000")
+    src = copy_store("crash-torn", tmp_path)
+    earlier = tmp_path / f"{src.name}.rmqlab-cut-20261122103000"
+    earlier.mkdir()
+    (earlier / "manifest.json").write_text("{}")
+    rep = recover(src, config=cfg("crash-torn"), in_place=True, clock=ManualClock(1795303800000))
+    assert rep.sidecar == str(earlier) + "-2" and (earlier.parent / (earlier.name + "-2") / "manifest.json").exists()
+    assert (earlier / "manifest.json").read_text() == "{}" and [p.name for p in earlier.iterdir()] == ["manifest.json"]
+
+
 def test_in_place_saves_every_cut_byte(tmp_path):
     src = copy_store("crash-torn", tmp_path)
     original = {p.relative_to(src): p.read_bytes() for p in src.rglob("*") if p.is_file()}
