@@ -313,6 +313,12 @@ class _Planner:
             if len(raw) < IndexHeader.sizeof():
                 raw = raw + bytes(IndexHeader.sizeof() - len(raw))  # Java maps it full size: zeros
             h = IndexHeader.parse(raw)
+            size = p.stat().st_size
+            if size < cfg.index_file_size and not (abort and h.end_timestamp > cp["index_msg_timestamp"]):
+                rep.notes.append(
+                    f"index file {p.name} is {size} bytes, not {cfg.index_file_size}: RocketMQ maps it full size (zeros past "
+                    "its end) and keeps it; applying the recovery pads it so"
+                )
             if abort and h.end_timestamp > cp["index_msg_timestamp"]:
                 dropped.append(p)
                 rep.index.append(IndexChange(p.name, "dropped", int(h.end_timestamp), cp["index_msg_timestamp"]))
@@ -812,8 +818,10 @@ def _index_end_timestamp(d: Path) -> int | None:
     if not files:
         return None
     with open(files[-1], "rb") as fh:
-        h = IndexHeader.parse(fh.read(IndexHeader.sizeof()))
-    return int(h.end_timestamp)
+        head = fh.read(IndexHeader.sizeof())
+    if len(head) < IndexHeader.sizeof():  # cut short or empty: Java maps it as zeros
+        return None
+    return int(IndexHeader.parse(head).end_timestamp)
 
 
 def _last_store_timestamp(state: dict) -> int:
@@ -909,6 +917,7 @@ def recover(
     if target is not None:
         if state.get("files") is not None and rep.load_ok is False:
             _pad_short_files(target, state, cfg)
+        _pad_short_index_files(target, state, cfg)
         _apply(rep, state, target, cfg, side, clock=clock, zero_tail=zero_tail, mark_clean=mark_clean)
         side.finish()
         if out is not None and sidecar:
@@ -929,6 +938,18 @@ def _fresh_sidecar(root: Path) -> Path:
         n += 1
         side = base.with_name(f"{base.name}-{n}")
     return side
+
+
+def _pad_short_index_files(target: Path, state: dict, cfg: MessageStoreConfig) -> None:
+    """Index files shorter than the configured size (a capture cut short, an empty
+    newest file) are zero-extended to it, as Java's mapping of them leaves them, so
+    that the recovered store loads in RocketMQ and in rmqlab alike."""
+    d = target / INDEX_DIR
+    dropped = {p.name for p in state.get("dropped_index", [])}
+    for p in sorted(d.iterdir()) if d.is_dir() else []:
+        if p.is_file() and p.name.isdigit() and p.name not in dropped and p.stat().st_size < cfg.index_file_size:
+            with open(p, "r+b") as fh:
+                fh.truncate(cfg.index_file_size)
 
 
 def _pad_short_files(target: Path, state: dict, cfg: MessageStoreConfig) -> None:

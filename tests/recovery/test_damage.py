@@ -212,6 +212,29 @@ def test_missing_index_dir_is_rebuilt_after_a_crash(tmp_path):
             assert len(res.raw_offsets) == len(set(res.raw_offsets))  # each record indexed once
 
 
+@pytest.mark.parametrize("keep", [0, 20, 300])
+def test_a_short_newest_index_file_is_kept_full_size_as_java_maps_it(tmp_path, keep):
+    """The newest index file emptied or cut short (inside its header, inside its
+    slots): RocketMQ maps it full size, zeros past its end, and keeps it.  Recovery
+    says so, pads the copy it writes, and the copy opens in the engine and takes
+    keys."""
+    from rmqlab.engine import Message, MessageStore
+
+    src = copy_store("clean", tmp_path)
+    newest = sorted((src / "index").iterdir())[-1]
+    newest.write_bytes(newest.read_bytes()[:keep])
+    out = tmp_path / "out"
+    rep = recover(src, config=cfg("clean"), out=out)
+    assert any(f"index file {newest.name} is {keep} bytes" in n for n in rep.notes)
+    assert (out / "index" / newest.name).stat().st_size == cfg("clean").index_file_size
+    assert newest.stat().st_size == keep  # the evidence is as it was
+    with MessageStore.open(out, cfg("clean")) as st:
+        assert st.put(Message("TopicA", b"after", queue_id=0, properties={"KEYS": "after-recovery"})).ok
+        st.reput()
+        with st.reader() as r:
+            assert [x.body for x in lookup.query_by_key(r, "TopicA", "after-recovery").records] == [b"after"]
+
+
 def test_missing_index_dir_after_a_clean_exit_is_not_rebuilt(tmp_path):
     """RocketMQ's normal recovery only dispatches records after the queues' max offset."""
     import shutil
