@@ -313,18 +313,18 @@ class _Planner:
             if len(raw) < IndexHeader.sizeof():
                 raw = raw + bytes(IndexHeader.sizeof() - len(raw))  # Java maps it full size: zeros
             h = IndexHeader.parse(raw)
-            size = p.stat().st_size
-            if size < cfg.index_file_size and not (abort and h.end_timestamp > cp["index_msg_timestamp"]):
-                rep.notes.append(
-                    f"index file {p.name} is {size} bytes, not {cfg.index_file_size}: RocketMQ maps it full size (zeros past "
-                    "its end) and keeps it; applying the recovery pads it so"
-                )
             if abort and h.end_timestamp > cp["index_msg_timestamp"]:
                 dropped.append(p)
                 rep.index.append(IndexChange(p.name, "dropped", int(h.end_timestamp), cp["index_msg_timestamp"]))
                 log.append(f"delete file[REF:0] {STORE}/{INDEX_DIR}/{p.name} OK")
                 continue
             log.append(f"load index file OK, {STORE}/{INDEX_DIR}/{p.name}")
+            size = p.stat().st_size
+            if size < cfg.index_file_size:
+                rep.notes.append(
+                    f"index file {p.name} is {size} bytes, not {cfg.index_file_size}: RocketMQ maps it full size (zeros past "
+                    "its end) and keeps it; applying the recovery pads it so"
+                )
             if h.index_count <= 0:
                 # Java IndexHeader.load: indexCount <= 0 reads as 1; endPhyOffset 0 makes
                 # buildIndex re-index every dispatched record into this file
