@@ -56,13 +56,18 @@ def _config(args) -> MessageStoreConfig | None:
 
 
 def _lines(path: str):
+    """``(line number, line)`` of the input, opened now: an input that cannot be read
+    fails before any store is opened or created."""
     if path == "-":
-        yield from enumerate(sys.stdin, 1)
-        return
+        return enumerate(sys.stdin, 1)
     try:
         fh = open(path, encoding="utf-8")
     except OSError as exc:
         raise RmqlabError(f"{path}: cannot read input: {exc.strerror}") from None
+    return _numbered(fh)
+
+
+def _numbered(fh):
     with fh:
         yield from enumerate(fh, 1)
 
@@ -72,11 +77,20 @@ def run(args) -> int:
     from ..engine.message import MessageInputError
 
     cfg = _config(args)
+    lines = _lines(args.input)
     failures = 0
     warned_crc = False
-    store = MessageStore.open(args.store, cfg, store_host=args.store_host, broker_rewrites=not args.raw)
+    # the store is opened (or created) when the first message is ready: input that is
+    # bad from its first line leaves no new store behind
+    store = None
+
+    def opened() -> MessageStore:
+        nonlocal store
+        if store is None:
+            store = MessageStore.open(args.store, cfg, store_host=args.store_host, broker_rewrites=not args.raw)
+        return store
+
     try:
-        crc_on = store.config.enabled_append_prop_crc
         batch: list[Message] = []
 
         def emit(result, line_no) -> None:
@@ -93,12 +107,12 @@ def run(args) -> int:
 
         def put_batch(last_line: int) -> None:
             if batch:
-                emit(store.put_batch(batch), last_line)
+                emit(opened().put_batch(batch), last_line)
                 batch.clear()
 
         where = "<stdin>" if args.input == "-" else args.input
         last = 0
-        for line_no, line in _lines(args.input):
+        for line_no, line in lines:
             last = line_no
             text = line.strip()
             if not text:
@@ -110,7 +124,7 @@ def run(args) -> int:
             if isinstance(obj, dict) and obj.get("kind") == "BLANK":
                 continue
             msg = Message.from_dict(obj, f"{where} line {line_no}")
-            if not crc_on and msg.properties and props.CRC32 in msg.properties:
+            if not opened().config.enabled_append_prop_crc and msg.properties and props.CRC32 in msg.properties:
                 # a stale whole-record CRC would make the new record look damaged
                 msg.properties = {k: v for k, v in msg.properties.items() if k != props.CRC32}
                 if not warned_crc:
@@ -122,8 +136,10 @@ def run(args) -> int:
                 if len(batch) >= args.batch:
                     put_batch(line_no)
             else:
-                emit(store.put(msg), line_no)
+                emit(opened().put(msg), line_no)
         put_batch(last)
+        opened()  # no messages at all: the store is still created, as asked
     finally:
-        store.shutdown()
+        if store is not None:
+            store.shutdown()
     return 1 if failures else 0

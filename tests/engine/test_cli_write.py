@@ -60,6 +60,29 @@ def test_bad_input_is_a_clear_error(tmp_path, capsys):
     assert "cannot read input" in capsys.readouterr().err
 
 
+def test_input_bad_from_its_first_line_creates_no_store(tmp_path, capsys):
+    """A missing input, or one whose first message is bad, leaves no new store behind;
+    a bad line later keeps the messages before it (the error names the line); an empty
+    input still creates the store it was asked for."""
+    conf = _broker_conf("clean", tmp_path / "b.conf")
+    bad_first = tmp_path / "bad.jsonl"
+    bad_first.write_text('\n{"topic": "T", "queue_id": "x", "body": ""}\n')
+    for src in (tmp_path / "missing.jsonl", bad_first):
+        assert main(["write", str(tmp_path / "s1"), "--input", str(src), "--config", conf]) == 2
+        assert str(src.name) in capsys.readouterr().err
+        assert not (tmp_path / "s1").exists()
+    later = tmp_path / "later.jsonl"
+    later.write_text('{"topic": "T", "body": "YQ=="}\n{"topic": "T", "queue_id": "x", "body": ""}\n')
+    assert main(["write", str(tmp_path / "s2"), "--input", str(later), "--config", conf]) == 2
+    assert "later.jsonl line 2" in capsys.readouterr().err
+    with open_store(tmp_path / "s2", reference_config("clean")) as st:
+        assert [r.body for r in st.commitlog.iter_records()] == [b"a"]
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    assert main(["write", str(tmp_path / "s3"), "--input", str(empty), "--config", conf]) == 0
+    assert (tmp_path / "s3" / "commitlog").is_dir()
+
+
 def test_refuses_a_locked_store(tmp_path, capsys):
     from rmqlab.engine import MessageStore
 
