@@ -132,7 +132,8 @@ class GroupCommitService(FlushService):
     def request(self, offset: int, store_timestamp: int = 0) -> None:
         """Ask for a force covering ``offset`` without waiting for it (a put with
         ``WAIT=false``).  (``store_timestamp`` is for the C service's interface: here
-        the flush callable brings the checkpoint's timestamp up to date.)"""
+        the flush callable reads the newest record's timestamp itself and hands it to
+        the commitlog with the force.)"""
         with self.lock:
             if offset > self.requested:
                 self.requested = offset

@@ -672,9 +672,7 @@ class MessageStore:
                 self._pending.append(phy)
             else:
                 self._pending_reqs.append(self._big_request(topic, qid, phy, total, ts, qoff, pd, msg.prepared_transaction_offset))
-        if self._inline and self.dispatch_behind >= self.reput_batch:
-            self.reput()
-        status = self._sync_wait(phy + total, pd.get(props.WAIT) if pd else None, ts) if self.sync_flush else _OK
+        status = self._after_append(phy + total, pd.get(props.WAIT) if pd else None, ts)
         return _new_result(PutMessageResult, (status, phy, total, qoff, ts, self.store_host, 1, None, ""))
 
     def _big_request(self, topic: str, qid: int, phy: int, total: int, ts: int, qoff: int, pd, pto: int) -> DispatchRequest:
