@@ -43,7 +43,6 @@ the same bytes (tests/recovery/test_bulk_dispatch.py).
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, NamedTuple, Sequence
@@ -58,27 +57,16 @@ from ..format import commitlog as cl
 from ..format import properties as props
 from ..format.hashing import java_string_hash
 from ..format.record import Record, decode_record
+from .. import rules
+from ..rules import SCHEDULE_TOPIC, parse_delay_levels
 from .clock import SystemClock
 from .consume_queue_writer import ConsumeQueueWriter
 from .index_writer import IndexFileWriter, IndexServiceWriter, index_hashes_from_java, index_key_hashes, java_string_hashes_arrow, prefixed_hashes
 
-SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"  # Java TopicValidator.RMQ_SYS_SCHEDULE_TOPIC
 CONSUMEQUEUE_DIR = "consumequeue"
 INDEX_DIR = "index"
 
-_NOT, _PREPARED, _COMMIT, _ROLLBACK = 0x0, 0x4, 0x8, 0xC
-_TIME_UNITS = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
-
-
-def parse_delay_levels(spec: str) -> dict[int, int]:
-    """Java ``ScheduleMessageService.parseDelayLevel``: ``"1s 5s 10s …"`` → {level: ms}."""
-    table = {}
-    for i, word in enumerate(spec.split(), start=1):
-        m = re.fullmatch(r"(\d+)([smhd])", word.strip())
-        if not m:
-            raise ValueError(f"messageDelayLevel: cannot parse {word!r}")
-        table[i] = int(m.group(1)) * _TIME_UNITS[m.group(2)]
-    return table
+_ROLLBACK = rules.TRANSACTION_ROLLBACK_TYPE
 
 
 class DispatchRequest(NamedTuple):
@@ -97,25 +85,8 @@ class DispatchRequest(NamedTuple):
     prepared_transaction_offset: int = 0
 
 
-def tags_code_for(topic: str, java_props: dict[str, str], store_timestamp: int, delay_levels: dict[int, int]) -> int:
-    """tagsCode as Java ``CommitLog.checkMessageAndReturnSize`` computes it."""
-    code = 0
-    tags = java_props.get(props.TAGS)
-    if tags:
-        code = java_string_hash(tags)
-    if topic == SCHEDULE_TOPIC:
-        t = java_props.get(props.DELAY)
-        if t is not None:
-            try:
-                level = int(t)
-            except ValueError:
-                level = 0  # Java: NumberFormatException makes the record undispatchable
-            max_level = max(delay_levels) if delay_levels else 0
-            level = min(level, max_level)
-            if level > 0:
-                delay = delay_levels.get(level)
-                code = store_timestamp + (delay if delay is not None else 1000)
-    return code
+#: the rule lives in rmqlab.rules; dispatch's name for it
+tags_code_for = rules.tags_code
 
 
 def request_from_record(record: Record, delay_levels: dict[int, int]) -> DispatchRequest:
@@ -487,8 +458,7 @@ class CommitLogDispatcher:
         self.dispatch_request(request_from_record(record, self.delay_levels))
 
     def dispatch_request(self, req: DispatchRequest) -> None:
-        tran = req.sys_flag & cl.TRANSACTION_MASK
-        if tran == _NOT or tran == _COMMIT:
+        if rules.goes_to_consume_queue(req.sys_flag):
             self.consume_queue(req.topic, req.queue_id).put(req.commitlog_offset, req.msg_size, req.tags_code, req.consume_queue_offset)
             self.logics_msg_timestamp = req.store_timestamp
         if self.config.message_index_enable:

@@ -38,18 +38,17 @@ from ..config import MessageStoreConfig
 from ..errors import StoreFormatError
 from ..format import commitlog as cl
 from ..format.consumequeue import CQ_STORE_UNIT_SIZE, PRE_BLANK_SIZE
-from ..format.hashing import index_key_hash, java_string_hash
+from ..format.hashing import index_key_hash
 from ..format.indexfile import entry_position, index_key, slot_position
-from ..format.properties import DELAY, split_keys
+from ..format.properties import split_keys
 from ..format.record import BAD_BLANK, Record, RecordError, decode_record
+from ..rules import goes_to_consume_queue, parse_delay_levels, tags_code
 from ..store.reader import ABORT_FILE, CHECKPOINT_FILE, StoreReader
 from .salvage import body_length, find_magic_positions
 
 ERROR = "error"
 WARNING = "warning"
 INFO = "info"
-
-SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"  # Java TopicValidator.RMQ_SYS_SCHEDULE_TOPIC
 
 
 @dataclass
@@ -128,35 +127,9 @@ class _Rec:
     file_offset: int
 
 
-def delay_level_table(config: MessageStoreConfig) -> dict[int, int]:
-    """Java ``ScheduleMessageService.parseDelayLevel``: level (1-based) → milliseconds."""
-    units = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
-    out = {}
-    for i, tok in enumerate(config.message_delay_level.split()):
-        out[i + 1] = int(tok[:-1]) * units[tok[-1]]
-    return out
-
-
-def expected_tags_code(rec: Record, delay_table: dict[int, int]) -> int:
-    """tagsCode a ConsumeQueue entry must hold (Java ``CommitLog.checkMessageAndReturnSize``):
-    the delivery time for ``SCHEDULE_TOPIC_XXXX``, else ``String.hashCode`` of TAGS."""
-    props = rec.java_properties
-    if rec.topic == SCHEDULE_TOPIC and DELAY in props:
-        try:
-            level = int(props[DELAY])
-        except ValueError:
-            level = 0
-        level = min(level, max(delay_table) if delay_table else level)
-        t = delay_table.get(level)
-        return rec.store_timestamp + (t if t is not None else 1000)
-    tags = props.get("TAGS")
-    return java_string_hash(tags) if tags else 0
-
-
-def goes_to_consume_queue(sys_flag: int) -> bool:
-    """Java ``CommitLogDispatcherBuildConsumeQueue``: only NOT and COMMIT transaction types."""
-    t = sys_flag & cl.TRANSACTION_MASK
-    return t in (cl.TRANSACTION_NOT_TYPE, cl.TRANSACTION_COMMIT_TYPE)
+def expected_tags_code(rec: Record, delay_levels: dict[int, int]) -> int:
+    """tagsCode a ConsumeQueue entry must hold: :func:`rmqlab.rules.tags_code`."""
+    return tags_code(rec.topic, rec.java_properties, rec.store_timestamp, delay_levels)
 
 
 class _Verifier:
@@ -165,7 +138,7 @@ class _Verifier:
         self.report = VerifyReport(str(self.root))
         self.store = StoreReader(self.root, config, strict=False)
         self.cfg = self.store.config
-        self.delay_table = delay_level_table(self.cfg)
+        self.delay_table = parse_delay_levels(self.cfg.message_delay_level)
         self.records: dict[int, _Rec] = {}
         self.log_end = 0  # where RocketMQ's walk stops
         self.max_store_ts = 0

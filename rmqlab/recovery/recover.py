@@ -511,7 +511,8 @@ def _records_to_dispatch(rep: RecoveryReport, state: dict, cfg: MessageStoreConf
     (:func:`rmqlab.engine.dispatch.read_dispatch_columns`, what the engine's reput uses
     too).
     """
-    from ..engine.dispatch import DispatchColumns, parse_delay_levels
+    from ..engine.dispatch import DispatchColumns
+    from ..rules import parse_delay_levels
 
     pos = state["positions"]
     if rep.mode == "normal":
@@ -883,7 +884,7 @@ def recover(
     planner = _Planner(root, cfg, legacy_three_files=legacy_three_files, check_crc=check_crc, force_verify_prop_crc=force_verify_prop_crc)
     rep, state = planner.plan()
     state["cq_size"] = cfg.mapped_file_size_consume_queue
-    from ..engine.dispatch import parse_delay_levels
+    from ..rules import parse_delay_levels
 
     t1 = time.perf_counter()
     records = _records_to_dispatch(rep, state, cfg) if state.get("files") else []

@@ -35,6 +35,7 @@ import numpy as np
 from ..format import commitlog as cl
 from ..format import hashing
 from ..format import properties as props
+from .. import rules
 from ..format.record import BAD_MAGIC, BAD_SIZE, BODY_CRC, PROPERTY_CRC, PROPERTY_CRC_TAIL, SIZE_MISMATCH, TRUNCATED, decode_crc_digits
 
 _crc32 = hashing.crc32  # ISA-L's when installed (see rmqlab.format.hashing)
@@ -48,7 +49,7 @@ _V1, _V2, _BLANK = cl.MAGIC_V1, cl.MAGIC_V2, cl.MAGIC_BLANK
 # Positions inside a record (Java MessageDecoder.*_POSITION), from the schema layout.
 SYSFLAG_POSITION = 36
 BORN_HOST_POSITION = cl.HEADER_SIZE  # 48: bornHost follows bornTimestamp
-SCHEDULE_TOPIC = b"SCHEDULE_TOPIC_XXXX"
+SCHEDULE_TOPIC = rules.SCHEDULE_TOPIC.encode()
 DELAY_PARSE = "DELAY_PARSE"  # Integer.parseInt(DELAY) threw on SCHEDULE_TOPIC_XXXX
 
 
@@ -137,9 +138,7 @@ def check_record(buf, pos: int, *, check_crc: bool = True, force_verify_prop_crc
             p += props_len
             jp = props.to_java_map(props.decode_pairs(raw))
             if topic == SCHEDULE_TOPIC and props.DELAY in jp:
-                try:
-                    int(jp[props.DELAY])
-                except ValueError:
+                if rules.java_parse_int(jp[props.DELAY]) is None:
                     return Check(False, -1, DELAY_PARSE, f"DELAY {jp[props.DELAY]!r} on {SCHEDULE_TOPIC.decode()} is not a number (Java's parseInt throws)", None, p)
         if check_crc and force_verify_prop_crc:
             expected = -1

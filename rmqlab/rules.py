@@ -1,0 +1,78 @@
+"""RocketMQ's semantic rules, each spelled once: what a record means to the store, as
+opposed to how its bytes are laid out (``rmqlab.format``).
+
+Every writer, reader and checker asks here: dispatch (the engine's reput and
+recovery's), ``verify``, the lookups.  Each rule names the Java method it mirrors
+(Apache RocketMQ 5.3.3).
+
+- :func:`tags_code` — the consume-queue tagsCode of a record
+  (``CommitLog.checkMessageAndReturnSize``): ``String.hashCode`` of TAGS, or on
+  ``SCHEDULE_TOPIC_XXXX`` with a DELAY level > 0 the delivery time
+  (``computeDeliverTimestamp``).  A level ≤ 0 keeps the TAGS hash (Java:
+  ``if (delayLevel > 0)``).
+- :func:`parse_delay_levels` — ``messageDelayLevel`` → {level: ms}
+  (``ScheduleMessageService.parseDelayLevel``).
+- :func:`goes_to_consume_queue` — only NOT and COMMIT transaction types get a queue
+  entry (``CommitLogDispatcherBuildConsumeQueue.dispatch``).
+"""
+
+from __future__ import annotations
+
+import re
+
+from .format import properties as props
+from .format.hashing import java_string_hash
+
+SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"  # Java TopicValidator.RMQ_SYS_SCHEDULE_TOPIC
+
+# transaction types: sysFlag & 0xC (Java MessageSysFlag.TRANSACTION_*_TYPE)
+TRANSACTION_MASK = 0xC
+TRANSACTION_NOT_TYPE, TRANSACTION_PREPARED_TYPE, TRANSACTION_COMMIT_TYPE, TRANSACTION_ROLLBACK_TYPE = 0x0, 0x4, 0x8, 0xC
+
+_TIME_UNITS = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+
+
+def parse_delay_levels(spec: str) -> dict[int, int]:
+    """Java ``ScheduleMessageService.parseDelayLevel``: ``"1s 5s 10s …"`` → {level: ms}."""
+    table = {}
+    for i, word in enumerate(spec.split(), start=1):
+        m = re.fullmatch(r"(\d+)([smhd])", word.strip())
+        if not m:
+            raise ValueError(f"messageDelayLevel: cannot parse {word!r}")
+        table[i] = int(m.group(1)) * _TIME_UNITS[m.group(2)]
+    return table
+
+
+def tags_code(topic: str, java_props: dict[str, str], store_timestamp: int, delay_levels: dict[int, int]) -> int:
+    """tagsCode as Java ``CommitLog.checkMessageAndReturnSize`` computes it.
+
+    A DELAY that is not a number makes Java's ``parseInt`` throw, so the record is not
+    dispatched at all (recovery's acceptance pass stops there: ``DELAY_PARSE``); here
+    it counts as level 0."""
+    code = 0
+    tags = java_props.get(props.TAGS)
+    if tags:
+        code = java_string_hash(tags)
+    if topic == SCHEDULE_TOPIC:
+        t = java_props.get(props.DELAY)
+        if t is not None:
+            level = java_parse_int(t) or 0
+            max_level = max(delay_levels) if delay_levels else 0
+            level = min(level, max_level)
+            if level > 0:
+                delay = delay_levels.get(level)
+                code = store_timestamp + (delay if delay is not None else 1000)
+    return code
+
+
+def java_parse_int(s: str) -> int | None:
+    """Java ``Integer.parseInt``: None where it throws (spaces, overflow, no digits)."""
+    if not re.fullmatch(r"[+-]?\d+", s):
+        return None
+    v = int(s)
+    return v if -(2**31) <= v < 2**31 else None
+
+
+def goes_to_consume_queue(sys_flag: int) -> bool:
+    """Java ``CommitLogDispatcherBuildConsumeQueue``: only NOT and COMMIT transaction types."""
+    return sys_flag & TRANSACTION_MASK in (TRANSACTION_NOT_TYPE, TRANSACTION_COMMIT_TYPE)

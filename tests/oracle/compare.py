@@ -1,0 +1,200 @@
+"""What rmqlab reads against what Apache RocketMQ read: one comparison for every source
+of RocketMQ's answers — the frozen reference stores' ``dump.json`` and the live
+oracle's ``load`` answers, which have the same shape.
+
+Each function returns a list of differences (strings naming the record, queue or key),
+empty when rmqlab agrees; tests assert ``== []`` so a failure lists every difference at
+once, and the long differential run saves them as reproducers.
+
+``end`` is where the log ends for the reader: RocketMQ's recovered end when the store
+was recovered (rmqlab's recovery leaves the cut bytes in the last file, as RocketMQ
+does), else the end of the log as rmqlab reads it.
+"""
+
+from __future__ import annotations
+
+import base64
+from typing import Any, Mapping
+
+from rmqlab import lookup
+from rmqlab.engine.dispatch import parse_delay_levels, request_from_record
+from rmqlab.errors import RmqlabError
+from rmqlab.format.msgid import format_host
+from rmqlab.recovery.report import RecoveryReport
+
+
+def compare_all(store, dump: Mapping[str, Any], *, end: int | None = None, index: str = "exact", limit: int = 50) -> list[str]:
+    """Every comparison below; at most ``limit`` differences of each kind."""
+    out: list[str] = []
+    for f in (compare_walk, compare_queues, compare_messages, compare_time_lookups):
+        out += f(store, dump, end=end)[:limit]
+    out += compare_index(store, dump, mode=index)[:limit]
+    return out
+
+
+def compare_recovery(report: RecoveryReport, dump: Mapping[str, Any]) -> list[str]:
+    """The recovery's outcome: mode, the end of the log, the max physical offset the
+    consume queues hold afterwards."""
+    r = dump["recovery"]
+    out = []
+    if not r.get("loadResult", True):
+        return [f"RocketMQ refused to load the store; rmqlab recovered it ({report.mode}, end {report.commitlog_end})"]
+    if r["mode"].split()[0] != report.mode:
+        out.append(f"recovery mode: rmqlab {report.mode}, RocketMQ {r['mode']}")
+    if report.commitlog_end != r["commitLogMaxOffsetAfterRecovery"]:
+        out.append(f"end of the log: rmqlab {report.commitlog_end}, RocketMQ {r['commitLogMaxOffsetAfterRecovery']}")
+    want_cq = r["maxPhyOffsetInConsumeQueueAfterRecovery"]
+    if report.max_phy_offset_in_cq_after != want_cq and not (want_cq == -1 and report.max_phy_offset_in_cq_after in (-1, 0)):
+        out.append(f"max physical offset in the consume queues: rmqlab {report.max_phy_offset_in_cq_after}, RocketMQ {want_cq}")
+    return out
+
+
+def compare_walk(store, dump: Mapping[str, Any], *, end: int | None = None) -> list[str]:
+    """RocketMQ's commitlog walk (CommitLog.checkMessageAndReturnSize over every file)."""
+    walk = dump["commitLogWalk"]
+    end = store.commitlog.max_offset() if end is None else end
+    try:
+        recs = list(store.commitlog.walk(end=end))
+    except RmqlabError as exc:
+        return [f"walk: rmqlab stopped with {exc}"]
+    delay_levels = parse_delay_levels(store.config.message_delay_level)
+    out = []
+    if len(recs) != len(walk):
+        out.append(f"walk: rmqlab reads {len(recs)} records and BLANKs, RocketMQ {len(walk)}")
+    for rec, w in zip(recs, walk):
+        where = f"walk @{w['physicalOffset']}"
+        if rec.physical_offset != w["physicalOffset"] or rec.kind != w["kind"]:
+            out.append(f"{where}: rmqlab {rec.kind} @{rec.physical_offset}, RocketMQ {w['kind']}")
+            break
+        if rec.is_blank:
+            if rec.total_size != w["bytesToFileEnd"]:
+                out.append(f"{where}: BLANK of {rec.total_size} bytes, RocketMQ {w['bytesToFileEnd']} to the file's end")
+            continue
+        req = request_from_record(rec, delay_levels)  # what dispatch reads from the record
+        mine = {
+            "size": rec.total_size, "topic": rec.topic, "queueId": rec.queue_id, "queueOffset": rec.queue_offset,
+            "sysFlag": rec.sys_flag, "storeTimestamp": rec.store_timestamp, "preparedTransactionOffset": rec.prepared_transaction_offset,
+            # Java's DispatchRequest.keys starts as "" and is read from the properties only
+            # when there are some (checkMessageAndReturnSize); both index nothing
+            "keys": req.keys if rec.properties_raw else "", "uniqKey": req.uniq_key, "tagsCode": req.tags_code,
+        }
+        for k, v in mine.items():
+            if k in w and w[k] != v:
+                out.append(f"{where}: {k} rmqlab {v!r}, RocketMQ {w[k]!r}")
+        if not rec.crc_ok:
+            out.append(f"{where}: rmqlab finds a CRC mismatch RocketMQ's walk accepted")
+    if dump.get("recovery", {}).get("commitLogMaxOffsetAfterRecovery") is not None and end != dump["recovery"]["commitLogMaxOffsetAfterRecovery"]:
+        out.append(f"walk: end of the log rmqlab {end}, RocketMQ {dump['recovery']['commitLogMaxOffsetAfterRecovery']}")
+    return out
+
+
+def _entries(store, topic: str, queue_id: int):
+    q = store.consume_queue(topic, queue_id)
+    return q, [e.to_dict() for e in q.entries(store.commitlog.min_offset)]
+
+
+def compare_queues(store, dump: Mapping[str, Any], *, end: int | None = None) -> list[str]:
+    """Which queues exist, their min/max offsets and max physical offset, every unit."""
+    cqs = dump["consumeQueues"]
+    out = []
+    mine = sorted(str(q) for q in store.queue_ids())
+    if mine != sorted(cqs):
+        out.append(f"queues: rmqlab {sorted(set(mine) - set(cqs))} not in RocketMQ, RocketMQ {sorted(set(cqs) - set(mine))} not in rmqlab")
+    for key, cq in cqs.items():
+        if key not in mine:
+            continue
+        q, got = _entries(store, cq["topic"], cq["queueId"])
+        rng = q.valid_range(store.commitlog.min_offset)
+        if rng != (cq["minOffset"], cq["maxOffset"]):
+            out.append(f"queue {key}: offsets rmqlab {rng}, RocketMQ {(cq['minOffset'], cq['maxOffset'])}")
+        want = [{"queue_offset": u["queueOffset"], "commitlog_offset": u["physicalOffset"], "size": u["size"], "tags_code": u["tagsCode"]} for u in cq["cqUnits"]]
+        if got != want:
+            diff = next((i for i, (a, b) in enumerate(zip(got, want)) if a != b), min(len(got), len(want)))
+            out.append(f"queue {key}: units differ from #{diff}: rmqlab {got[diff:diff + 1]}, RocketMQ {want[diff:diff + 1]} ({len(got)} vs {len(want)} units)")
+        mpo = q.max_physic_offset(store.commitlog.min_offset)
+        if mpo != cq["maxPhysicOffset"]:
+            out.append(f"queue {key}: maxPhysicOffset rmqlab {mpo}, RocketMQ {cq['maxPhysicOffset']}")
+    return out
+
+
+def compare_messages(store, dump: Mapping[str, Any], *, end: int | None = None) -> list[str]:
+    """Every field of every message RocketMQ's getMessage returned."""
+    out = []
+    for key, cq in dump["consumeQueues"].items():
+        for m in cq["messages"]:
+            where = f"getMessage {key}@{m['queueOffset']}"
+            if "physicalOffset" not in m:  # RocketMQ returned no message there
+                try:
+                    lookup.get_message(store, cq["topic"], cq["queueId"], m["queueOffset"])
+                except (RmqlabError, LookupError, KeyError):
+                    continue
+                out.append(f"{where}: RocketMQ answers {m.get('status')} without a message; rmqlab returns one")
+                continue
+            try:
+                entry, rec = lookup.get_message(store, cq["topic"], cq["queueId"], m["queueOffset"])
+            except (RmqlabError, LookupError, KeyError) as exc:
+                out.append(f"{where}: rmqlab fails ({exc}); RocketMQ returns the record @{m['physicalOffset']}")
+                continue
+            mine = {
+                "physicalOffset": rec.physical_offset, "size": rec.total_size, "topic": rec.topic, "queueId": rec.queue_id,
+                "tags": rec.tags, "keys": rec.keys, "properties": rec.java_properties,
+                "bodyBase64": base64.b64encode(rec.body).decode() if rec.body else None, "bodyCRC": rec.body_crc,
+                "flag": rec.flag, "sysFlag": rec.sys_flag, "reconsumeTimes": rec.reconsume_times,
+                "preparedTransactionOffset": rec.prepared_transaction_offset, "bornTimestamp": rec.born_timestamp,
+                "storeTimestamp": rec.store_timestamp, "bornHost": format_host(*rec.born_host), "storeHost": format_host(*rec.store_host),
+                "msgId": rec.msg_id,
+            }
+            if m.get("bodyCRCRecomputed") is not None:
+                mine["bodyCRCRecomputed"] = rec.body_crc_computed
+            for k, v in mine.items():
+                if k in m and m[k] != v:
+                    out.append(f"{where}: {k} rmqlab {v!r}, RocketMQ {m[k]!r}")
+            if entry.commitlog_offset != m["physicalOffset"]:
+                out.append(f"{where}: the unit points at {entry.commitlog_offset}, RocketMQ's at {m['physicalOffset']}")
+            try:
+                by_id = lookup.look_by_msg_id(store, m["msgId"]).physical_offset
+            except RmqlabError as exc:
+                by_id = f"error {exc}"
+            if by_id != m["physicalOffset"]:
+                out.append(f"{where}: msgId {m['msgId']} leads rmqlab to {by_id}")
+    return out
+
+
+def compare_time_lookups(store, dump: Mapping[str, Any], *, end: int | None = None) -> list[str]:
+    """getOffsetInQueueByTime with RocketMQ 5.3's default boundary (LOWER), LOWER and UPPER."""
+    out = []
+    for key, cq in dump["consumeQueues"].items():
+        for ts, answer in cq["offsetInQueueByTime"].items():
+            for boundary in ("default", "LOWER", "UPPER"):
+                try:
+                    if boundary == "default":
+                        got = lookup.offset_by_time(store, cq["topic"], cq["queueId"], int(ts))
+                    else:
+                        got = lookup.offset_by_time(store, cq["topic"], cq["queueId"], int(ts), boundary)
+                except RmqlabError as exc:
+                    got = f"error {exc}"
+                if got != answer[boundary]:
+                    out.append(f"offset by time {key} @{ts} {boundary}: rmqlab {got}, RocketMQ {answer[boundary]}")
+    return out
+
+
+def compare_index(store, dump: Mapping[str, Any], *, mode: str = "exact", end: int | None = None) -> list[str]:
+    """Every (topic, key) RocketMQ was asked: the raw index answer (hash matches, newest
+    first, collisions included; ``mode="set"`` compares them as sets, for a store read
+    as a crash left it against RocketMQ's rebuilt index) and the verified records, which
+    must all be among queryMessage's answer."""
+    out = []
+    for q in dump["indexQueries"]:
+        where = f"key {q['topic']}#{q['key']}"
+        try:
+            res = lookup.query_by_key(store, q["topic"], q["key"])
+        except RmqlabError as exc:
+            out.append(f"{where}: rmqlab fails: {exc}")
+            continue
+        raw, want = res.raw_offsets, q["indexPhyOffsets"]
+        if (set(raw) != set(want)) if mode == "set" else (raw != want):
+            out.append(f"{where}: raw index answer rmqlab {raw}, RocketMQ {want}")
+        verified = [r.physical_offset for r in res.records]
+        if not set(verified) <= set(q["queryMessagePhyOffsets"]):
+            out.append(f"{where}: rmqlab's verified records {verified} are not all in RocketMQ's queryMessage answer {q['queryMessagePhyOffsets']}")
+    return out

@@ -1,0 +1,169 @@
+"""Differential runs against the live RocketMQ oracle, in three directions:
+
+- ``rmqlab_to_rocketmq``: rmqlab writes a workload (a clean shutdown, and a crash);
+  RocketMQ loads each (recovering the crash), reads everything back, appends more and
+  shuts down; rmqlab must read what RocketMQ read, recover the crash where RocketMQ
+  did, and read RocketMQ's appended store as RocketMQ reads it.
+- ``rocketmq_to_rmqlab``: RocketMQ writes the workload (a clean shutdown, and a copy of
+  its live files: a crash); rmqlab reads the clean store as RocketMQ does (and
+  ``verify`` finds nothing wrong in it), and recovers the crash where RocketMQ does.
+- ``damaged``: RocketMQ's crashed store, damaged (bit flips, a zeroed page, a torn
+  tail, a cut file, a deleted queue or index, an old checkpoint, garbage after the end,
+  zeroed queue entries); RocketMQ's recovery on one copy and rmqlab's on another must
+  end the same: mode, end offset, surviving records, queues, index answers.
+
+Each run is batched in rounds so that the oracle JVM serves many stores at once; the
+answer is ``{case name: [differences]}`` (empty lists where rmqlab agrees).
+"""
+
+from __future__ import annotations
+
+import shutil
+import traceback
+from pathlib import Path
+from typing import Callable
+
+from rmqlab.config import MessageStoreConfig
+from rmqlab.engine.clock import ManualClock
+from rmqlab.forensics.verify import verify_store
+from rmqlab.recovery import recover
+from rmqlab.store import open_store
+
+from .compare import compare_all, compare_recovery
+from .harness import Oracle, load_request, write_request
+from .workload import damage, random_workload, rmqlab_write, write_lines
+
+#: new index files of a recovery are named by this clock (after every store timestamp)
+CLOCK_MS = 4_000_000_000_000
+
+
+def _copy(src: Path, dst: Path) -> Path:
+    shutil.copytree(src, dst)
+    return dst
+
+
+def _guard(fn: Callable[[], list[str]]) -> list[str]:
+    """A traceback on rmqlab's side is a difference too, with its stack."""
+    try:
+        return fn()
+    except Exception:
+        return ["rmqlab raised:\n" + traceback.format_exc(limit=8)]
+
+
+def _answer_error(ans: dict) -> list[str]:
+    return [] if ans.get("ok") else [f"RocketMQ failed: {ans.get('error')}\n{(ans.get('trace') or '')[:1500]}"]
+
+
+def read_as_is(root: Path, config: dict, dump: dict) -> list[str]:
+    """rmqlab reads a cleanly shut down store; RocketMQ's dump is of a copy of it."""
+    cfg = MessageStoreConfig.from_mapping(config)
+    with open_store(root, cfg) as store:
+        return compare_all(store, dump)
+
+
+def recover_and_read(root: Path, out: Path, config: dict, dump: dict) -> list[str]:
+    """rmqlab recovers a copy (``recover --out``) of what RocketMQ recovered."""
+    cfg = MessageStoreConfig.from_mapping(config)
+    rep = recover(root, config=cfg, out=out, clock=ManualClock(CLOCK_MS, tick_ms=1))
+    diffs = compare_recovery(rep, dump)
+    if not dump["recovery"].get("loadResult", True):
+        return diffs
+    with open_store(out, cfg) as store:
+        return diffs + compare_all(store, dump, end=rep.commitlog_end)
+
+
+def verify_clean(root: Path, config: dict) -> list[str]:
+    rep = verify_store(root, MessageStoreConfig.from_mapping(config))
+    return [f"verify on a store RocketMQ wrote and shut down cleanly: {f}" for f in rep.errors]
+
+
+def rmqlab_to_rocketmq(oracle: Oracle, seeds: list[int], tmp: Path) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    jobs = []
+    for seed in seeds:
+        d = tmp / f"w{seed}"
+        d.mkdir(parents=True)
+        config, lines = random_workload(seed)
+        _, more = random_workload(seed + 1_000_000, n=15)
+        try:
+            rmqlab_write(d / "clean", config, lines)
+            rmqlab_write(d / "crash", config, lines, crash=True)
+        except Exception:
+            out[f"rmqlab->rocketmq seed {seed}"] = ["rmqlab raised while writing:\n" + traceback.format_exc(limit=8)]
+            continue
+        _copy(d / "clean", d / "clean.rocketmq")
+        _copy(d / "crash", d / "crash.rocketmq")
+        jobs.append((seed, d, config, write_lines(d / "more.jsonl", more)))
+    first = oracle.map(
+        r for seed, d, config, more in jobs
+        for r in (load_request(d / "clean.rocketmq", config, append=more), load_request(d / "crash.rocketmq", config))
+    )
+    second_jobs = []
+    for i, (seed, d, config, more) in enumerate(jobs):
+        clean_ans, crash_ans = first[2 * i], first[2 * i + 1]
+        name = f"rmqlab->rocketmq seed {seed}"
+        out[name] = _answer_error(clean_ans) or _guard(lambda: read_as_is(d / "clean", config, clean_ans))
+        out[name + " crash"] = _answer_error(crash_ans) or _guard(lambda: recover_and_read(d / "crash", d / "crash.rmqlab", config, crash_ans))
+        if clean_ans.get("ok"):
+            failed = [r for r in clean_ans.get("appendResults", []) if r["status"] != "PUT_OK"]
+            if failed:
+                out[name] += [f"RocketMQ could not append to rmqlab's store: {failed[:3]}"]
+            _copy(d / "clean.rocketmq", d / "appended.copy")
+            second_jobs.append((seed, d, config))
+    second = oracle.map(load_request(d / "appended.copy", config) for seed, d, config in second_jobs)
+    for (seed, d, config), ans in zip(second_jobs, second):
+        out[f"rmqlab->rocketmq seed {seed} appended by RocketMQ"] = _answer_error(ans) or _guard(
+            lambda: read_as_is(d / "clean.rocketmq", config, ans))
+    return out
+
+
+def rocketmq_written(oracle: Oracle, seeds: list[int], tmp: Path) -> list[tuple[int, Path, dict, dict]]:
+    """RocketMQ writes each seed's workload: ``(seed, dir, config, answer)`` with
+    ``dir/clean`` (shut down) and ``dir/crash`` (its live files copied: a SIGKILL)."""
+    jobs = []
+    for seed in seeds:
+        d = tmp / f"r{seed}"
+        d.mkdir(parents=True)
+        config, lines = random_workload(seed)
+        jobs.append((seed, d, config, write_request(d / "clean", config, write_lines(d / "in.jsonl", lines), crash_copy=d / "crash")))
+    answers = oracle.map(req for *_, req in jobs)
+    return [(seed, d, config, ans) for (seed, d, config, _), ans in zip(jobs, answers)]
+
+
+def rocketmq_to_rmqlab(oracle: Oracle, seeds: list[int], tmp: Path, written=None) -> dict[str, list[str]]:
+    written = written if written is not None else rocketmq_written(oracle, seeds, tmp)
+    out: dict[str, list[str]] = {}
+    ok = []
+    for seed, d, config, ans in written:
+        if not ans.get("ok"):
+            out[f"rocketmq->rmqlab seed {seed}"] = _answer_error(ans)
+            continue
+        _copy(d / "clean", d / "clean.rocketmq")
+        _copy(d / "crash", d / "crash.rocketmq")
+        ok.append((seed, d, config))
+    answers = oracle.map(r for seed, d, config in ok for r in (load_request(d / "clean.rocketmq", config), load_request(d / "crash.rocketmq", config)))
+    for i, (seed, d, config) in enumerate(ok):
+        clean_ans, crash_ans = answers[2 * i], answers[2 * i + 1]
+        name = f"rocketmq->rmqlab seed {seed}"
+        out[name] = _answer_error(clean_ans) or _guard(lambda: read_as_is(d / "clean", config, clean_ans) + verify_clean(d / "clean", config))
+        out[name + " crash"] = _answer_error(crash_ans) or _guard(lambda: recover_and_read(d / "crash", d / "crash.rmqlab", config, crash_ans))
+    return out
+
+
+def damaged(oracle: Oracle, written, damage_seeds: list[int], tmp: Path) -> dict[str, list[str]]:
+    """Each damage seed damages one of RocketMQ's crashed stores (round robin)."""
+    usable = [(seed, d, config) for seed, d, config, ans in written if ans.get("ok")]
+    jobs = []
+    out: dict[str, list[str]] = {}
+    for i, ds in enumerate(damage_seeds):
+        seed, d, config = usable[i % len(usable)]
+        base = tmp / f"d{ds}"
+        _copy(d / "crash", base / "store")
+        what = damage(base / "store", ds)
+        _copy(base / "store", base / "rocketmq")
+        jobs.append((ds, base, config, what))
+    answers = oracle.map(load_request(base / "rocketmq", config) for ds, base, config, what in jobs)
+    for (ds, base, config, what), ans in zip(jobs, answers):
+        name = f"damaged seed {ds} ({what['kind']}: {', '.join(f'{k}={v}' for k, v in what.items() if k not in ('kind', 'seed'))})"
+        out[name] = _answer_error(ans) or _guard(lambda: recover_and_read(base / "store", base / "rmqlab", config, ans))
+    return out

@@ -1,0 +1,179 @@
+"""The live Apache RocketMQ oracle: one JVM running RocketMQ's own ``DefaultMessageStore``
+(``tests/oracle/java``), driven by JSON lines.
+
+    with Oracle.start() as rmq:
+        ans = rmq.load("/tmp/copy", config)            # what RocketMQ reads: a dump.json
+        answers = rmq.map([{"op": "write", ...}, ...])  # many requests at once
+
+The JVM serves requests concurrently (RocketMQ's ``shutdown()`` sleeps three seconds,
+so a pool of threads keeps it busy); :meth:`Oracle.map` sends a list and returns the
+answers in the same order.  :func:`build` compiles the harness with Maven once (its
+own cache makes later builds quick) and says, in one line, why it cannot when Maven or
+a JDK is missing.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import shutil
+import subprocess
+import threading
+from concurrent.futures import Future
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+JAVA_DIR = Path(__file__).parent / "java"
+TARGET = JAVA_DIR / "target"
+#: the RocketMQ release the harness is built against (the pom's default)
+ROCKETMQ_VERSION = "5.3.3"
+
+
+class OracleUnavailable(RuntimeError):
+    """Maven, a JDK or the harness build is missing: the reason, in one line."""
+
+
+class OracleError(RuntimeError):
+    """RocketMQ answered a request with an exception (its text and Java stack trace)."""
+
+    def __init__(self, answer: Mapping[str, Any]):
+        super().__init__(f"{answer.get('error')}\n{answer.get('trace', '')}")
+        self.answer = answer
+
+
+def _tool(name: str) -> str | None:
+    found = shutil.which(name)
+    if found:
+        return found
+    home = os.environ.get("JAVA_HOME")
+    if home and (Path(home) / "bin" / name).exists():
+        return str(Path(home) / "bin" / name)
+    return None
+
+
+def build(timeout: float = 600) -> list[str]:
+    """Compile the harness (``mvn package``) and return the java command line that runs it."""
+    mvn, javac, java = _tool("mvn"), _tool("javac"), _tool("java")
+    if not (mvn and javac and java):
+        missing = [n for n, p in (("mvn", mvn), ("javac", javac), ("java", java)) if not p]
+        raise OracleUnavailable(f"the RocketMQ oracle needs Maven and a JDK 17+ ({', '.join(missing)} not found)")
+    try:
+        done = subprocess.run([mvn, "-q", "-B", "package"], cwd=JAVA_DIR, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise OracleUnavailable(f"mvn package of {JAVA_DIR} took more than {timeout:.0f} s") from None
+    if done.returncode != 0:
+        tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-15:])
+        raise OracleUnavailable(f"mvn package of {JAVA_DIR} failed:\n{tail}")
+    jar = TARGET / "rmqlab-oracle-1.jar"
+    classpath = f"{jar}{os.pathsep}{(TARGET / 'classpath.txt').read_text().strip()}"
+    return [java, "-Xmx768m", "-XX:+UseSerialGC", "-cp", classpath]
+
+
+class Oracle:
+    """A running harness JVM.  Thread-safe: answers are matched to requests by id."""
+
+    def __init__(self, command: list[str], threads: int = 6):
+        self._ids = itertools.count(1)
+        self._pending: dict[int, Future] = {}
+        self._lock = threading.Lock()
+        self._stderr = []
+        self.proc = subprocess.Popen(
+            [*command, f"-Doracle.threads={threads}", "rmqlab.oracle.Oracle"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, encoding="utf-8", bufsize=1,
+        )
+        first = self.proc.stdout.readline()
+        if not first:
+            raise OracleUnavailable(f"the oracle JVM exited at start: {self.proc.stderr.read()[-2000:]}")
+        hello = json.loads(first)
+        self.rocketmq_version = hello.get("rocketmqVersion")
+        threading.Thread(target=self._read, daemon=True).start()
+        threading.Thread(target=self._drain_stderr, daemon=True).start()
+
+    @classmethod
+    def start(cls, threads: int = 6) -> "Oracle":
+        return cls(build(), threads)
+
+    # -- plumbing ------------------------------------------------------------------------
+    def _read(self) -> None:
+        for line in self.proc.stdout:
+            ans = json.loads(line)
+            with self._lock:
+                fut = self._pending.pop(ans.get("id"), None)
+            if fut is not None:
+                fut.set_result(ans)
+        with self._lock:
+            pending, self._pending = self._pending, {}
+        for fut in pending.values():
+            fut.set_exception(OracleUnavailable(f"the oracle JVM exited: {''.join(self._stderr)[-2000:]}"))
+
+    def _drain_stderr(self) -> None:
+        for line in self.proc.stderr:
+            self._stderr.append(line)
+            del self._stderr[:-200]
+
+    def submit(self, request: Mapping[str, Any]) -> Future:
+        req = dict(request)
+        req["id"] = next(self._ids)
+        fut: Future = Future()
+        with self._lock:
+            self._pending[req["id"]] = fut
+            self.proc.stdin.write(json.dumps(req) + "\n")
+            self.proc.stdin.flush()
+        return fut
+
+    def call(self, request: Mapping[str, Any], timeout: float = 300) -> dict:
+        ans = self.submit(request).result(timeout)
+        if not ans.get("ok"):
+            raise OracleError(ans)
+        return ans
+
+    def map(self, requests: Iterable[Mapping[str, Any]], timeout: float = 600) -> list[dict]:
+        """Send every request at once; the answers (raw: ``ok`` may be false) in order."""
+        futures = [self.submit(r) for r in requests]
+        return [f.result(timeout) for f in futures]
+
+    # -- operations ----------------------------------------------------------------------
+    def write(self, directory, config: Mapping[str, Any], input_path, crash_copy=None) -> dict:
+        """RocketMQ puts the JSON lines of ``input_path`` into a new store and shuts down;
+        with ``crash_copy``, the live store's files are copied there first (a SIGKILL)."""
+        return self.call(write_request(directory, config, input_path, crash_copy))
+
+    def load(self, directory, config: Mapping[str, Any], append=None) -> dict:
+        """What RocketMQ reads after loading (and recovering) ``directory``: a dump.json."""
+        return self.call(load_request(directory, config, append))
+
+    def hold(self, directory, config: Mapping[str, Any]) -> dict:
+        return self.call({"op": "hold", "dir": str(directory), "config": _strings(config)})
+
+    def release(self, directory) -> dict:
+        return self.call({"op": "release", "dir": str(directory)})
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                self.proc.stdin.write(json.dumps({"op": "quit"}) + "\n")
+                self.proc.stdin.flush()
+                self.proc.wait(60)
+            except (OSError, subprocess.TimeoutExpired):
+                self.proc.kill()
+                self.proc.wait()
+
+    def __enter__(self) -> "Oracle":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def _strings(config: Mapping[str, Any]) -> dict[str, str]:
+    return {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in config.items()}
+
+
+def write_request(directory, config, input_path, crash_copy=None) -> dict:
+    return {"op": "write", "dir": str(directory), "config": _strings(config), "input": str(input_path),
+            "crashCopy": None if crash_copy is None else str(crash_copy)}
+
+
+def load_request(directory, config, append=None) -> dict:
+    return {"op": "load", "dir": str(directory), "config": _strings(config), "append": None if append is None else str(append)}
