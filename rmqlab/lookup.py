@@ -66,6 +66,8 @@ class KeyQueryResult:
     matched, newest first, collisions included.  ``records`` — the records that
     really carry the key in ``KEYS`` or ``UNIQ_KEY``, ascending by offset.
     ``collisions`` — offsets whose hash matched but whose record does not carry it.
+    ``past_end`` — offsets at or past the end of the log (dead bytes a recovery left
+    after its cut): RocketMQ's ``queryMessage`` serves nothing there.
     """
 
     topic: str
@@ -74,6 +76,7 @@ class KeyQueryResult:
     records: list[Record]
     collisions: list[int]
     walk: list[tuple[IndexFile, list[ChainStep]]] = field(default_factory=list, repr=False)
+    past_end: list[int] = field(default_factory=list)
 
     def _repr_html_(self) -> str:  # notebooks: the chain walk, step by step
         from .format.hashing import index_key_hash
@@ -98,8 +101,12 @@ def query_by_key(store: StoreReader, topic: str, key: str, max_num: int = 2**31 
     raw: list[int] = []
     for _, steps in walk:
         raw += [s.phy_offset for s in steps if s.hash_matches and s.time_matches][: max(0, max_num - len(raw))]
-    records, collisions = [], []
+    records, collisions, past_end = [], [], []
+    end = store.commitlog.served_end() if raw else 0
     for off in sorted(set(raw)):
+        if off >= end:
+            past_end.append(off)
+            continue
         try:
             rec = store.commitlog.read(off)
         except StoreFormatError:
@@ -109,7 +116,7 @@ def query_by_key(store: StoreReader, topic: str, key: str, max_num: int = 2**31 
             records.append(rec)
         else:
             collisions.append(off)
-    return KeyQueryResult(topic, key, raw, records, collisions, walk)
+    return KeyQueryResult(topic, key, raw, records, collisions, walk, past_end)
 
 
 # -- by msgId --------------------------------------------------------------------------------

@@ -37,6 +37,8 @@ def run(args) -> int:
             records = res.records
             if not args.json:
                 print(f"{args.topic}#{args.key}: {len(res.raw_offsets)} index hit(s), {len(res.records)} record(s) carry the key, {len(res.collisions)} hash collision(s)")
+                if res.past_end:
+                    print(f"  {len(res.past_end)} hit(s) point past the end of the log (bytes a recovery cut; RocketMQ serves none): {res.past_end}")
                 if args.raw:
                     print(f"  raw index answer (newest first): {res.raw_offsets}")
         elif args.msg_id is not None:

@@ -407,9 +407,7 @@ class _Planner:
         i = index
         while True:
             f = files[i]
-            buf = f.buf
-            if fsize and len(buf) < fsize:
-                buf = _padded(f, fsize)
+            buf = _file_view(f, fsize)
             rep.files_scanned.append(f.path.name)
             _will_need(f.path)
             s = scan_file(buf, check_crc=self.check_crc, force_verify_prop_crc=self.force_prop, hints=_hints(hints, f.file_from_offset, len(buf)))
@@ -483,8 +481,12 @@ def _hints(hints: np.ndarray, base: int, n: int) -> np.ndarray:
     return hints[lo:hi] - base
 
 
-def _padded(f, size: int) -> bytes:
-    """A short last file read as Java maps it: the missing tail is zeros."""
+def _file_view(f, size: int):
+    """A commitlog file as Java maps it: a short file's missing tail reads as zeros.
+    The scan and the re-dispatch read records through the same view, so a record the
+    scan accepted in the zeros is read back the same way."""
+    if not size or len(f.buf) >= size:
+        return f.buf
     data = bytes(f.buf)
     return data + bytes(size - len(data))
 
@@ -530,34 +532,40 @@ def _records_to_dispatch(rep: RecoveryReport, state: dict, cfg: MessageStoreConf
     idx = np.flatnonzero(sel)
     delay_levels = parse_delay_levels(cfg.message_delay_level)
     files = state["files"]
+    views = [_file_view(f, cfg.mapped_file_size_commit_log) for f in files]
     if len(idx) < BULK_DISPATCH_MIN:
         # a few records: per record (Java DispatchRequests, as a list) is quicker than
         # loading pyarrow for them
         starts = [f.file_from_offset for f in files]
-        return [_decode_one(files[bisect.bisect_right(starts, p) - 1], p, delay_levels) for p in pos[idx].tolist()]
+        out = []
+        for p in pos[idx].tolist():
+            k = bisect.bisect_right(starts, p) - 1
+            out.append(_decode_one(files[k], views[k], p, delay_levels))
+        return out
     starts = np.asarray([f.file_from_offset for f in files], dtype=np.int64)
     chosen = pos[idx]
     which = np.searchsorted(starts, chosen, side="right") - 1
     parts = []
     bounds = np.flatnonzero(np.concatenate(([True], which[1:] != which[:-1], [True])))
     for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
-        f = files[int(which[a])]
-        parts.append(_decode_for_dispatch(f, chosen[a:b], delay_levels))
+        k = int(which[a])
+        parts.append(_decode_for_dispatch(files[k], views[k], chosen[a:b], delay_levels))
     return DispatchColumns.concat(parts)
 
 
-def _decode_one(f, phy: int, delay_levels: dict):
+def _decode_one(f, buf, phy: int, delay_levels: dict):
     from ..engine.dispatch import read_dispatch_request
 
-    return read_dispatch_request(f.buf, phy - f.file_from_offset, file=str(f.path), file_base=f.file_from_offset, delay_levels=delay_levels)
+    return read_dispatch_request(buf, phy - f.file_from_offset, file=str(f.path), file_base=f.file_from_offset, delay_levels=delay_levels)
 
 
-def _decode_for_dispatch(f, chosen: np.ndarray, delay_levels: dict):
+def _decode_for_dispatch(f, buf, chosen: np.ndarray, delay_levels: dict):
     """DispatchColumns of the records at physical offsets ``chosen`` (sorted) of file
-    ``f``: the scan already walked the chain, so they are read at their positions."""
+    ``f`` (read through ``buf``, its :func:`_file_view`): the scan already walked the
+    chain, so they are read at their positions."""
     from ..engine.dispatch import read_dispatch_columns
 
-    return read_dispatch_columns(f.buf, chosen - f.file_from_offset, file_base=f.file_from_offset, file=str(f.path), delay_levels=delay_levels)
+    return read_dispatch_columns(buf, chosen - f.file_from_offset, file_base=f.file_from_offset, file=str(f.path), delay_levels=delay_levels)
 
 
 def _queue_columns(records):
@@ -792,7 +800,7 @@ def _apply(rep: RecoveryReport, state: dict, target: Path, cfg: MessageStoreConf
     if mark_clean:
         cp_path = target / CHECKPOINT_FILE
         sidecar.note("checkpoint before", rep.checkpoint)
-        last_ts = _last_store_timestamp(state)
+        last_ts = _last_store_timestamp(state, cfg.mapped_file_size_commit_log)
         cp = dict(rep.checkpoint)
         if last_ts:
             cp["physic_msg_timestamp"] = last_ts
@@ -825,7 +833,7 @@ def _index_end_timestamp(d: Path) -> int | None:
     return int(IndexHeader.parse(head).end_timestamp)
 
 
-def _last_store_timestamp(state: dict) -> int:
+def _last_store_timestamp(state: dict, fsize: int) -> int:
     pos = state["positions"]
     if not len(pos):
         return 0
@@ -833,7 +841,7 @@ def _last_store_timestamp(state: dict) -> int:
     phy = int(pos[-1])
     for f in reversed(files):
         if f.file_from_offset <= phy:
-            rec = decode_record(f.buf, phy - f.file_from_offset, check_crc=False, read_body=False)
+            rec = decode_record(_file_view(f, fsize), phy - f.file_from_offset, check_crc=False, read_body=False)
             return rec.store_timestamp if rec is not None else 0
     return 0
 

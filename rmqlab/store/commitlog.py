@@ -22,6 +22,7 @@ class CommitLog:
     def __init__(self, directory: str | os.PathLike, mapped_file_size: int | None = None, *, strict: bool = True):
         self.queue = MappedFileQueue(directory, mapped_file_size, strict=strict)
         self.directory = self.queue.directory
+        self._served_end: int | None = None
 
     @property
     def mapped_file_size(self) -> int | None:
@@ -113,6 +114,26 @@ class CommitLog:
                 f = self.queue.find(item.physical_offset)
                 end = f.file_from_offset + (self.mapped_file_size or f.file_size)
         return end
+
+    def served_end(self) -> int:
+        """Where RocketMQ serves the log up to: the end of the record chain of the last
+        file that holds a record, up to the first record whose body CRC fails (Java
+        ``MappedFile.selectMappedBuffer`` refuses a position at or past the file's
+        write position, and after a recovery only the last file is written short, at a
+        record its checkCRCOnRecover scan refused).  Records past it are dead bytes a
+        recovery left.  Walks one file, once."""
+        if self._served_end is None:
+            files = self.queue.files
+            last = next((f for f in reversed(files) if len(f.buf) >= 4 and bytes(f.buf[:4]) != b"\0\0\0\0"), None)
+            end = self.min_offset
+            if last is not None:
+                end = last.file_from_offset
+                for item in self.walk(last.file_from_offset):
+                    if isinstance(item, RecordError) or not item.body_crc_ok:
+                        break
+                    end = item.physical_offset + item.total_size
+            self._served_end = end
+        return self._served_end
 
     def close(self) -> None:
         self.queue.close()

@@ -29,9 +29,9 @@ from rmqlab.forensics.verify import verify_store
 from rmqlab.recovery import recover
 from rmqlab.store import open_store
 
-from .compare import compare_all, compare_recovery
-from .harness import Oracle, load_request, write_request
-from .workload import damage, random_workload, rmqlab_write, write_lines
+from tests.oracle.compare import compare_all, compare_recovery, index_file_name_collisions
+from tests.oracle.harness import Oracle, load_request, write_request
+from tests.oracle.workload import damage, random_workload, rmqlab_write, write_lines
 
 #: new index files of a recovery are named by this clock (after every store timestamp)
 CLOCK_MS = 4_000_000_000_000
@@ -66,10 +66,12 @@ def recover_and_read(root: Path, out: Path, config: dict, dump: dict) -> list[st
     cfg = MessageStoreConfig.from_mapping(config)
     rep = recover(root, config=cfg, out=out, clock=ManualClock(CLOCK_MS, tick_ms=1))
     diffs = compare_recovery(rep, dump)
-    if not dump["recovery"].get("loadResult", True):
+    if not dump["recovery"].get("loadResult", True) or not rep.load_ok:
         return diffs
+    # RocketMQ's index answers after a rebuild that reused a file name are timing, not rule
+    index = "skip" if index_file_name_collisions(dump["recovery"]["logLines"]) else "exact"
     with open_store(out, cfg) as store:
-        return diffs + compare_all(store, dump, end=rep.commitlog_end)
+        return diffs + compare_all(store, dump, end=rep.commitlog_end, index=index)
 
 
 def verify_clean(root: Path, config: dict) -> list[str]:

@@ -50,7 +50,7 @@ def _bulk_and_exact(root, cfg):
         which = np.searchsorted(starts, pos, side="right") - 1
         for fi in np.unique(which).tolist():
             sel = np.flatnonzero(which == fi)
-            parts.append(recover_mod._decode_for_dispatch(files[fi], pos[sel], delay))
+            parts.append(recover_mod._decode_for_dispatch(files[fi], files[fi].buf, pos[sel], delay))
         cols = DispatchColumns.concat(parts)
     return cols, exact
 
