@@ -548,9 +548,9 @@ public final class Oracle {
                 probes.add(Long.MAX_VALUE / 2);
                 for (long ts : probes) {
                     JSONObject a = new JSONObject(true);
-                    a.put("default", store.getOffsetInQueueByTime(t.getKey(), e.getKey(), ts));
-                    a.put("LOWER", store.getOffsetInQueueByTime(t.getKey(), e.getKey(), ts, BoundaryType.LOWER));
-                    a.put("UPPER", store.getOffsetInQueueByTime(t.getKey(), e.getKey(), ts, BoundaryType.UPPER));
+                    a.put("default", byTime(store, t.getKey(), e.getKey(), ts, null));
+                    a.put("LOWER", byTime(store, t.getKey(), e.getKey(), ts, BoundaryType.LOWER));
+                    a.put("UPPER", byTime(store, t.getKey(), e.getKey(), ts, BoundaryType.UPPER));
                     byTime.put(Long.toString(ts), a);
                 }
                 o.put("offsetInQueueByTime", byTime);
@@ -560,10 +560,26 @@ public final class Oracle {
         return out;
     }
 
+    /** getOffsetInQueueByTime, or the exception RocketMQ throws (damaged queues make its
+     *  binary search read outside a file: "exception: ..."). */
+    static Object byTime(DefaultMessageStore store, String topic, int queueId, long ts, BoundaryType b) {
+        try {
+            return b == null ? store.getOffsetInQueueByTime(topic, queueId, ts) : store.getOffsetInQueueByTime(topic, queueId, ts, b);
+        } catch (RuntimeException e) {
+            return "exception: " + e;
+        }
+    }
+
     static JSONObject getMessage(DefaultMessageStore store, String topic, int queueId, long offset) {
         JSONObject o = new JSONObject(true);
         o.put("queueOffset", offset);
-        GetMessageResult r = store.getMessage("rmqlab-oracle", topic, queueId, offset, 1, null);
+        GetMessageResult r;
+        try {
+            r = store.getMessage("rmqlab-oracle", topic, queueId, offset, 1, null);
+        } catch (RuntimeException e) {
+            o.put("status", "exception: " + e);
+            return o;
+        }
         if (r == null) {
             o.put("status", "NULL");
             return o;
@@ -574,7 +590,6 @@ public final class Oracle {
                 return o;
             }
             ByteBuffer bb = r.getMessageBufferList().get(0);
-            int start = bb.position();
             MessageExt m = MessageDecoder.decode(bb, true, false);
             if (m == null) {
                 o.put("decoded", false);
@@ -601,7 +616,6 @@ public final class Oracle {
             o.put("storeTimestamp", m.getStoreTimestamp());
             o.put("storeHost", hostString(m.getStoreHost()));
             o.put("msgId", m.getMsgId());
-            o.put("bufferStartOffset", start);
         } finally {
             r.release();
         }

@@ -1,0 +1,95 @@
+"""The long differential run against a live Apache RocketMQ (the oracle of tests/oracle).
+
+    .venv/bin/python scripts/differential.py --workloads 1000 --damaged 1000 --out bench/out/differential
+
+Writes random workloads with rmqlab and with RocketMQ, damages RocketMQ's crashed
+stores, and compares every answer (see tests/oracle/differential.py).  Prints a table
+of cases / equal / different per direction; every difference is saved as a reproducer
+(``OUT/differences/<case>.json``: the seed, the workload and the differences) and
+``--seeds`` runs chosen seeds again.  Runs in rounds of ``--round`` seeds so that the
+oracle JVM serves many stores at once and the scratch space stays small.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from tests.oracle import differential as D  # noqa: E402
+from tests.oracle.harness import Oracle  # noqa: E402
+from tests.oracle.workload import DAMAGE_KINDS, random_workload  # noqa: E402
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--workloads", type=int, default=1000, help="random workloads in each direction")
+    ap.add_argument("--damaged", type=int, default=1000, help="damaged stores")
+    ap.add_argument("--first-seed", type=int, default=10_000)
+    ap.add_argument("--seeds", type=int, nargs="*", help="run exactly these seeds (every direction)")
+    ap.add_argument("--round", type=int, default=24, help="seeds per round")
+    ap.add_argument("--threads", type=int, default=8, help="oracle JVM threads")
+    ap.add_argument("--out", default="bench/out/differential", help="where the table and reproducers go")
+    args = ap.parse_args(argv)
+
+    out = Path(args.out)
+    (out / "differences").mkdir(parents=True, exist_ok=True)
+    seeds = args.seeds if args.seeds else list(range(args.first_seed, args.first_seed + args.workloads))
+    damage_seeds = args.seeds if args.seeds else list(range(args.first_seed, args.first_seed + args.damaged))
+    table: dict[str, list[int]] = {}  # direction -> [cases, equal, different]
+    kinds: dict[str, list[int]] = {}
+    t0 = time.time()
+    with Oracle.start(threads=args.threads) as oracle:
+        print(f"oracle: Apache RocketMQ {oracle.rocketmq_version}", flush=True)
+        per_round = max(1, args.round)
+        dmg_per_round = max(1, (len(damage_seeds) + len(seeds) - 1) // max(1, len(seeds)) * per_round)
+        for r in range(0, max(len(seeds), 1), per_round):
+            chunk = seeds[r : r + per_round]
+            dchunk = damage_seeds[r // per_round * dmg_per_round : (r // per_round + 1) * dmg_per_round]
+            tmp = Path(tempfile.mkdtemp(prefix="rmqlab-diff-"))
+            try:
+                results = {"rmqlab writes, RocketMQ reads": D.rmqlab_to_rocketmq(oracle, chunk, tmp)}
+                written = D.rocketmq_written(oracle, chunk, tmp)
+                results["RocketMQ writes, rmqlab reads"] = D.rocketmq_to_rmqlab(oracle, chunk, tmp, written=written)
+                if dchunk:
+                    results["damaged, both recover"] = D.damaged(oracle, written, dchunk, tmp)
+            finally:
+                shutil.rmtree(tmp, ignore_errors=True)
+            for direction, res in results.items():
+                row = table.setdefault(direction, [0, 0, 0])
+                for name, diffs in res.items():
+                    row[0] += 1
+                    row[1 if not diffs else 2] += 1
+                    if direction.startswith("damaged"):
+                        kind = re.search(r"\((\w+):", name).group(1)
+                        k = kinds.setdefault(kind, [0, 0, 0])
+                        k[0] += 1
+                        k[1 if not diffs else 2] += 1
+                    if diffs:
+                        seed = int(re.search(r"seed (\d+)", name).group(1))
+                        config, lines = random_workload(seed)
+                        slug = re.sub(r"[^A-Za-z0-9]+", "-", name)[:80]
+                        (out / "differences" / f"{slug}.json").write_text(json.dumps(
+                            {"case": name, "seed": seed, "config": config, "workload": lines, "differences": diffs}, indent=1, ensure_ascii=False))
+            done = min(r + per_round, len(seeds))
+            print(f"[{time.time() - t0:7.0f} s] {done}/{len(seeds)} seeds: " + "; ".join(f"{d}: {v[2]} of {v[0]} differ" for d, v in table.items()), flush=True)
+    lines = ["| direction | cases | equal | different |", "|---|---|---|---|"]
+    lines += [f"| {d} | {c} | {e} | {x} |" for d, (c, e, x) in table.items()]
+    lines += ["", "| damage | cases | equal | different |", "|---|---|---|---|"]
+    lines += [f"| {k} | {c} | {e} | {x} |" for k, (c, e, x) in sorted(kinds.items(), key=lambda kv: DAMAGE_KINDS.index(kv[0]))]
+    lines += ["", f"{time.time() - t0:.0f} s, Apache RocketMQ {oracle.rocketmq_version}"]
+    text = "\n".join(lines)
+    (out / "table.md").write_text(text + "\n")
+    print(text)
+    return 1 if any(v[2] for v in table.values()) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
