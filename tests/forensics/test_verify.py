@@ -273,3 +273,21 @@ def test_lock_held_by_a_running_store(tmp_path):
         assert main(["recover", str(src), "--in-place", "--sidecar", str(tmp_path / "side")]) == 2
     finally:
         store.shutdown()
+
+
+def test_delay_levels_of_zero_or_less_keep_the_tags_hash(tmp_path):
+    """Java checkMessageAndReturnSize makes tagsCode the delivery time only when the
+    DELAY level is > 0; verify once expected it for any level and reported two false
+    CQ_MISMATCH errors on this store rmqlab itself wrote."""
+    from rmqlab.engine import Message, MessageStore
+    from rmqlab.rules import SCHEDULE_TOPIC
+
+    with MessageStore.open(tmp_path / "s", broker_rewrites=False) as st:
+        for level in ("0", "-1", "3", " 3"):
+            st.put(Message(SCHEDULE_TOPIC, b"x", {"TAGS": "a", "DELAY": level, "REAL_TOPIC": "T", "REAL_QID": "0"}, queue_id=2))
+    rep = verify_store(tmp_path / "s")
+    assert rep.errors == []
+    with open_store(tmp_path / "s") as st:
+        codes = [e.tags_code for e in st.consume_queue(SCHEDULE_TOPIC, 2).entries()]
+    assert codes[0] == codes[1] == 97  # "a".hashCode()
+    assert codes[2] > 1_700_000_000_000  # level 3: the delivery time

@@ -372,3 +372,46 @@ def _broker_conf(tmp_path, case):
     p = tmp_path / "broker.conf"
     p.write_text("".join(f"{k}={v}\n" for k, v in json.loads((REFERENCE / case / "config.json").read_text())["storeConfig"].items()))
     return p
+
+
+def test_a_cut_last_commitlog_file_is_recovered_through_its_zero_padded_view(tmp_path):
+    """Java's MappedFileQueue.load refuses a commitlog file of the wrong size (the broker
+    does not start); rmqlab reads it zero-padded, as Java would map it.  A cut inside a
+    record's properties leaves its body CRC intact, so the scan accepts the record in
+    the zeros; re-dispatch read the short file instead and raised (found by the
+    differential run against RocketMQ)."""
+    src = copy_store("crash", tmp_path)
+    last = [m for m in manifest("crash") if m["physicalOffset"] // FILE == 5][-1]
+    path, pos = clfile(src, last["physicalOffset"])
+    cut = pos + last["size"] - 3  # inside its properties, the last record of the log
+    with open(path, "r+b") as fh:
+        fh.truncate(cut)
+    rep = recover(src, config=cfg("crash"), out=tmp_path / "out", clock=ManualClock(1795303800000, tick_ms=1))
+    assert not rep.load_ok and any("00000000000000327680" in p for p in rep.load_problems)
+    assert rep.commitlog_end == last["physicalOffset"] + last["size"]
+    with open_store(tmp_path / "out", cfg("crash")) as st:
+        assert st.commitlog.read(last["physicalOffset"]).total_size == last["size"]
+
+
+def test_key_lookups_do_not_serve_records_past_the_end_of_the_log(tmp_path):
+    """Recovery cuts the log at a zeroed page and leaves the readable records after it in
+    the file (as RocketMQ does); the index files of a clean shutdown are kept, so they
+    still point there.  RocketMQ's queryMessage serves nothing at or past the end of
+    the log (MappedFile.selectMappedBuffer), so neither may the key lookup."""
+    src = copy_store("clean", tmp_path)
+    after = [m for m in manifest("clean") if m["physicalOffset"] // FILE == 5]
+    page_at = (after[1]["physicalOffset"] % FILE) // 4096 * 4096  # the page the first small record starts in
+    path = src / "commitlog" / f"{5 * FILE:020d}"
+    patch(path, page_at, bytes(4096))
+    out = tmp_path / "out"
+    rep = recover(src, config=cfg("clean"), out=out, clock=ManualClock(1795303800000, tick_ms=1))
+    dead = [m for m in after if m["physicalOffset"] >= 5 * FILE + page_at + 4096 and m["keys"]]
+    assert dead and rep.commitlog_end <= 5 * FILE + page_at
+    with open_store(out, cfg("clean")) as st:
+        assert st.commitlog.served_end() == rep.commitlog_end
+        for m in dead:
+            key = next(k for k in m["keys"].split(" ") if k)
+            res = lookup.query_by_key(st, m["topic"], key)
+            assert m["physicalOffset"] in res.raw_offsets  # the index still points there
+            assert m["physicalOffset"] in res.past_end
+            assert all(r.physical_offset < rep.commitlog_end for r in res.records)
