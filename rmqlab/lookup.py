@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from .errors import StoreFormatError
+from .format.consumequeue import CQ_STORE_UNIT_SIZE
 from .format.msgid import decode_message_id
 from .format.properties import split_keys
 from .format.record import Record
@@ -37,6 +38,13 @@ def get_message(store: StoreReader, topic: str, queue_id: int, queue_offset: int
         raise StoreFormatError(cq.directory, None, f"queue offset {queue_offset} is outside [{lo}, {hi}) of {topic}/{queue_id}")
     entry = cq.get(queue_offset)
     assert entry is not None
+    if entry.size <= 0 or entry.commitlog_offset < 0:
+        # Java getMessage reads entry.size bytes at entry.offset: nothing for a zeroed unit
+        # in an older file (ConsumeQueue.recover does not look there, so the queue goes on)
+        pos = queue_offset * CQ_STORE_UNIT_SIZE
+        f = cq.queue.find(pos)
+        raise StoreFormatError(f.path if f else cq.directory, pos - (f.file_from_offset if f else 0),
+                               f"entry {queue_offset} of {topic}/{queue_id} is invalid (offset {entry.commitlog_offset}, size {entry.size}): RocketMQ serves no message there")
     return entry, store.commitlog.read(entry.commitlog_offset)
 
 
@@ -51,6 +59,8 @@ def get_messages(store: StoreReader, topic: str, queue_id: int, start: int = 0, 
         if max_count is not None and n >= max_count:
             break
         e = cq.get(q)
+        if e.size <= 0 or e.commitlog_offset < 0:
+            continue  # a zeroed unit in an older file: Java's getMessage serves no bytes for it
         if tags_code is not None and e.tags_code != tags_code:
             continue
         yield e, store.commitlog.read(e.commitlog_offset)

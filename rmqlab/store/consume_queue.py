@@ -79,9 +79,17 @@ class ConsumeQueue:
         end = self._end_index(e, first)
         return base + first, base + end
 
-    @staticmethod
-    def _end_index(e: np.ndarray, start: int = 0) -> int:
-        """Index of the first invalid entry at or after ``start`` (Java recover rule)."""
+    def _recover_from(self) -> int:
+        """Index of the first slot Java's ``ConsumeQueue.recover`` looks at: it starts at
+        the third-to-last file and trusts the files before it as they are (a hole in an
+        older file is served as it is, not an end of the queue)."""
+        files = self.queue.files
+        return sum(len(f.buf) // CQ_STORE_UNIT_SIZE for f in files[: max(0, len(files) - 3)])
+
+    def _end_index(self, e: np.ndarray, start: int = 0) -> int:
+        """Index of the first invalid entry at or after ``start`` in the files Java's
+        recover scans (from the third-to-last file: see :meth:`_recover_from`)."""
+        start = max(start, self._recover_from())
         tail = e[start:]
         invalid = ~((tail["commitlog_offset"] >= 0) & (tail["size"] > 0))
         # pre-blank fill is "valid" by Java's rule but only occurs before the first real entry
