@@ -26,3 +26,20 @@ def oracle():
         pytest.skip(str(exc))
     with Oracle(command) as rmq:
         yield rmq
+
+
+@pytest.fixture(scope="session")
+def broker_capture(tmp_path_factory):
+    """A store a real RocketMQ 5.3.3 broker left when it was killed (SIGKILL) after a
+    client sent, delayed, timed, batched and transacted messages and two consumer
+    groups consumed (see tests/oracle/broker.py).  Read-only: copy it to change it."""
+    from tests.oracle.broker import capture
+
+    required = bool(os.environ.get("CI") or os.environ.get("RMQLAB_REQUIRE_ORACLE"))
+    try:
+        command = build()
+    except OracleUnavailable as exc:
+        if required:
+            pytest.fail(str(exc))
+        pytest.skip(str(exc))
+    return capture(tmp_path_factory.mktemp("broker") / "capture", command)

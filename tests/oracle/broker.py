@@ -1,0 +1,170 @@
+"""A real Apache RocketMQ broker, captured: a name server and a broker on loopback ports,
+started by RocketMQ's own entry points (``NamesrvStartup``, ``BrokerStartup -c
+broker.conf``) in two JVMs, an application driving it through RocketMQ's Java client
+(``rmqlab.oracle.Client``: tags, keys, delay levels, timer messages, a batch,
+transactions, two consumer groups), then SIGKILL, so the store directory is exactly
+what a crashed broker leaves: commitlog, consume queues, index, checkpoint, abort,
+the timer wheel and log, ``config/*.json`` with real consumer offsets.
+
+    cap = capture(tmp_path / "capture", command)   # command: harness.build()
+    cap.store          # the store root
+    cap.sent           # what the client sent (SendResult of each)
+
+Everything started is stopped; a failure raises :class:`CaptureError` with the tail of
+the broker's log.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+#: small files so the capture stays small; RocketMQ's names (broker.conf)
+BROKER_SETTINGS = {
+    "brokerClusterName": "rmqlab",
+    "brokerName": "capture",
+    "brokerId": "0",
+    "brokerIP1": "127.0.0.1",
+    "brokerIP2": "127.0.0.1",
+    "bindAddress": "127.0.0.1",
+    "brokerRole": "ASYNC_MASTER",
+    "flushDiskType": "ASYNC_FLUSH",
+    "autoCreateTopicEnable": "true",
+    "autoCreateSubscriptionGroup": "true",
+    "mappedFileSizeCommitLog": str(1 << 20),
+    "mappedFileSizeConsumeQueue": str(300 * 20),
+    "maxHashSlotNum": "1000",
+    "maxIndexNum": "4000",
+    "mappedFileSizeTimerLog": str(1 << 20),
+    "timerWheelEnable": "true",
+    "flushConsumerOffsetInterval": "1000",
+    "enablePropertyFilter": "true",
+}
+
+LOGBACK = """<?xml version="1.0" encoding="UTF-8"?>
+<configuration>
+  <appender name="FILE" class="org.apache.rocketmq.logging.ch.qos.logback.core.FileAppender">
+    <file>{log}</file>
+    <encoder><pattern>%d{{HH:mm:ss.SSS}} [%thread] %-5level %logger - %msg%n</pattern></encoder>
+  </appender>
+  <root level="INFO"><appender-ref ref="FILE"/></root>
+</configuration>
+"""
+
+
+class CaptureError(RuntimeError):
+    """The broker or the client failed; the message ends with the broker's log."""
+
+
+@dataclass
+class Capture:
+    store: Path
+    config: dict[str, str]
+    sent: list[dict]
+    consumed: dict
+    log: Path
+
+
+def _free_port(avoid: set[int]) -> int:
+    """A loopback port p with p-2 and p+1 free too (the broker's VIP channel listens on
+    listenPort-2, its HA service on haListenPort = listenPort+1)."""
+    for _ in range(200):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            p = s.getsockname()[1]
+        if p < 1100 or {p - 2, p - 1, p, p + 1} & avoid:
+            continue
+        ok = True
+        for q in (p - 2, p + 1):
+            with socket.socket() as s:
+                try:
+                    s.bind(("127.0.0.1", q))
+                except OSError:
+                    ok = False
+        if ok:
+            return p
+    raise CaptureError("no free loopback port")
+
+
+def _tail(log: Path, n: int = 60) -> str:
+    try:
+        return "\n".join(log.read_text(errors="replace").splitlines()[-n:])
+    except OSError:
+        return "(no broker log)"
+
+
+def capture(workdir: Path, command: list[str], messages: int = 60, timeout: float = 180) -> Capture:
+    workdir.mkdir(parents=True, exist_ok=True)
+    store = workdir / "store"
+    log = workdir / "broker.log"
+    namesrv_port = _free_port(set())
+    broker_port = _free_port({namesrv_port})
+    settings = dict(BROKER_SETTINGS)
+    settings.update({
+        "namesrvAddr": f"127.0.0.1:{namesrv_port}", "listenPort": str(broker_port), "haListenPort": str(broker_port + 1),
+        "storePathRootDir": str(store), "storePathCommitLog": str(store / "commitlog"),
+    })
+    conf = workdir / "broker.conf"
+    conf.write_text("".join(f"{k}={v}\n" for k, v in settings.items()))
+    nsconf = workdir / "namesrv.conf"
+    nsconf.write_text(f"listenPort={namesrv_port}\nbindAddress=127.0.0.1\n")
+    logback = workdir / "logback.xml"
+    logback.write_text(LOGBACK.format(log=log))
+    java, *opts = command
+    jvm = [java, f"-Drmq.logback.configurationFile={logback}", f"-Duser.home={workdir}", *opts[1:]]
+    env = dict(os.environ, ROCKETMQ_HOME=str(workdir))  # NamesrvStartup and BrokerStartup insist on it
+    procs = []
+
+    def start(name: str, main: str, conf_file: Path, heap: str, booted: str) -> None:
+        out = open(workdir / f"{name}.out", "w+")
+        p = subprocess.Popen([jvm[0], heap, *jvm[1:], main, "-c", str(conf_file)], stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env)
+        procs.append(p)
+        deadline = time.time() + 90
+        while time.time() < deadline:
+            out.seek(0)
+            text = out.read()
+            if booted in text:
+                return
+            if p.poll() is not None:
+                break
+            time.sleep(0.2)
+        raise CaptureError(f"the {name} did not start:\n{text[-3000:]}\nlog:\n{_tail(log)}")
+
+    try:
+        start("namesrv", "org.apache.rocketmq.namesrv.NamesrvStartup", nsconf, "-Xmx256m", "boot success")
+        start("broker", "org.apache.rocketmq.broker.BrokerStartup", conf, "-Xmx512m", "boot success")
+        broker = procs[-1]
+        try:
+            client = subprocess.run(
+                [jvm[0], "-Xmx256m", *jvm[1:], "rmqlab.oracle.Client", f"127.0.0.1:{namesrv_port}", str(messages)],
+                capture_output=True, text=True, timeout=timeout, env=env,
+            )
+        except subprocess.TimeoutExpired as exc:
+            raise CaptureError(f"the client did not finish in {timeout:.0f} s:\n{(exc.stderr or b'')[-3000:]!r}\nbroker log:\n{_tail(log)}") from None
+        if client.returncode != 0 or not client.stdout.strip():
+            raise CaptureError(f"the client failed (exit {client.returncode}):\n{client.stderr[-3000:]}\nbroker log:\n{_tail(log)}")
+        result = json.loads(client.stdout.strip().splitlines()[-1])
+        # the broker persists consumer offsets every flushConsumerOffsetInterval: wait for both groups
+        offsets = store / "config" / "consumerOffset.json"
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            text = offsets.read_text() if offsets.exists() else ""
+            if "capture-all" in text and "capture-half" in text:
+                break
+            time.sleep(0.5)
+        else:
+            raise CaptureError(f"{offsets}: the consumer groups' offsets were not persisted in 30 s\nbroker log:\n{_tail(log)}")
+        broker.send_signal(signal.SIGKILL)  # a crash: no shutdown hook, no last flush
+        broker.wait(30)
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.send_signal(signal.SIGKILL)
+            p.wait(30)
+    return Capture(store, settings, result["sent"], {"all": result["consumed"], "half": result["consumedHalf"]}, log)
