@@ -54,15 +54,11 @@ def _answer_error(ans: dict) -> list[str]:
     return [] if ans.get("ok") else [f"RocketMQ failed: {ans.get('error')}\n{(ans.get('trace') or '')[:1500]}"]
 
 
-def read_as_is(root: Path, config: dict, dump: dict) -> list[str]:
-    """rmqlab reads a cleanly shut down store; RocketMQ's dump is of a copy of it."""
-    cfg = MessageStoreConfig.from_mapping(config)
-    with open_store(root, cfg) as store:
-        return compare_all(store, dump)
-
-
 def recover_and_read(root: Path, out: Path, config: dict, dump: dict) -> list[str]:
-    """rmqlab recovers a copy (``recover --out``) of what RocketMQ recovered."""
+    """rmqlab recovers a copy (``recover --out``) of what RocketMQ loaded.  Even a clean
+    shutdown goes through recovery: RocketMQ's normal recovery re-dispatches the records
+    after the consume queues' max physical offset (a trailing PREPARED or ROLLBACK
+    record, which no queue holds), and indexes their keys again."""
     cfg = MessageStoreConfig.from_mapping(config)
     rep = recover(root, config=cfg, out=out, clock=ManualClock(CLOCK_MS, tick_ms=1))
     diffs = compare_recovery(rep, dump)
@@ -104,7 +100,7 @@ def rmqlab_to_rocketmq(oracle: Oracle, seeds: list[int], tmp: Path) -> dict[str,
     for i, (seed, d, config, more) in enumerate(jobs):
         clean_ans, crash_ans = first[2 * i], first[2 * i + 1]
         name = f"rmqlab->rocketmq seed {seed}"
-        out[name] = _answer_error(clean_ans) or _guard(lambda: read_as_is(d / "clean", config, clean_ans))
+        out[name] = _answer_error(clean_ans) or _guard(lambda: recover_and_read(d / "clean", d / "clean.rmqlab", config, clean_ans))
         out[name + " crash"] = _answer_error(crash_ans) or _guard(lambda: recover_and_read(d / "crash", d / "crash.rmqlab", config, crash_ans))
         if clean_ans.get("ok"):
             failed = [r for r in clean_ans.get("appendResults", []) if r["status"] != "PUT_OK"]
@@ -115,7 +111,7 @@ def rmqlab_to_rocketmq(oracle: Oracle, seeds: list[int], tmp: Path) -> dict[str,
     second = oracle.map(load_request(d / "appended.copy", config) for seed, d, config in second_jobs)
     for (seed, d, config), ans in zip(second_jobs, second):
         out[f"rmqlab->rocketmq seed {seed} appended by RocketMQ"] = _answer_error(ans) or _guard(
-            lambda: read_as_is(d / "clean.rocketmq", config, ans))
+            lambda: recover_and_read(d / "clean.rocketmq", d / "appended.rmqlab", config, ans))
     return out
 
 
@@ -147,7 +143,7 @@ def rocketmq_to_rmqlab(oracle: Oracle, seeds: list[int], tmp: Path, written=None
     for i, (seed, d, config) in enumerate(ok):
         clean_ans, crash_ans = answers[2 * i], answers[2 * i + 1]
         name = f"rocketmq->rmqlab seed {seed}"
-        out[name] = _answer_error(clean_ans) or _guard(lambda: read_as_is(d / "clean", config, clean_ans) + verify_clean(d / "clean", config))
+        out[name] = _answer_error(clean_ans) or _guard(lambda: recover_and_read(d / "clean", d / "clean.rmqlab", config, clean_ans) + verify_clean(d / "clean", config))
         out[name + " crash"] = _answer_error(crash_ans) or _guard(lambda: recover_and_read(d / "crash", d / "crash.rmqlab", config, crash_ans))
     return out
 
