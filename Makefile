@@ -19,7 +19,8 @@ $(STAMP): pyproject.toml setup.py rmqlab/engine/_put.c rmqlab/engine/_group_comm
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
-# Spark needs Java 17+: find it, or install it where we can, or say what to do.
+# Spark needs Java 17+, the RocketMQ oracle a JDK and Maven: find them, or install them
+# where we can, or say what to do.
 java:
 	@bash scripts/ensure-java.sh
 
