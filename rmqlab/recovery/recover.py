@@ -64,6 +64,7 @@ from ..format import commitlog as cl
 from ..format.checkpoint import CheckpointV5, min_timestamp as cp_min_timestamp
 from ..format.consumequeue import CQ_STORE_UNIT_SIZE
 from ..format.indexfile import IndexHeader
+from ..format.layout import PREFIX_DTYPES
 from ..format.record import decode_record
 from ..store.consume_queue import CQ_DTYPE
 from ..store.reader import ABORT_FILE, CHECKPOINT_FILE, COMMITLOG_DIR, CONSUMEQUEUE_DIR, INDEX_DIR, StoreReader, infer_config
@@ -517,6 +518,9 @@ def _records_to_dispatch(rep: RecoveryReport, state: dict, cfg: MessageStoreConf
     from ..rules import parse_delay_levels
 
     pos = state["positions"]
+    delay_levels = parse_delay_levels(cfg.message_delay_level)
+    files = state["files"]
+    views = [_file_view(f, cfg.mapped_file_size_commit_log) for f in files]
     if rep.mode == "normal":
         sel = pos > rep.dispatch_from
     else:
@@ -528,11 +532,13 @@ def _records_to_dispatch(rep: RecoveryReport, state: dict, cfg: MessageStoreConf
             at = np.minimum(np.searchsorted(present, pos), len(present) - 1)
             in_cq = present[at] == pos
         index_skip = (pos < state["index_end_phy"]) if cfg.message_index_enable else np.ones(len(pos), dtype=bool)
-        sel &= ~(in_cq & index_skip)
+        drop = np.flatnonzero(sel & in_cq & index_skip)
+        if len(drop):
+            # a record a queue points at is already there only if it is that queue's: a
+            # damaged topic or queue id sends it to another queue, which Java creates
+            drop = drop[_in_their_queue(state, views, pos[drop])]
+        sel[drop] = False
     idx = np.flatnonzero(sel)
-    delay_levels = parse_delay_levels(cfg.message_delay_level)
-    files = state["files"]
-    views = [_file_view(f, cfg.mapped_file_size_commit_log) for f in files]
     if len(idx) < BULK_DISPATCH_MIN:
         # a few records: per record (Java DispatchRequests, as a list) is quicker than
         # loading pyarrow for them
@@ -551,6 +557,56 @@ def _records_to_dispatch(rep: RecoveryReport, state: dict, cfg: MessageStoreConf
         k = int(which[a])
         parts.append(_decode_for_dispatch(files[k], views[k], chosen[a:b], delay_levels))
     return DispatchColumns.concat(parts)
+
+
+#: where the fixed fields a record's queue depends on sit, from the schema's dtype
+_MAGIC_AT = PREFIX_DTYPES[0].fields["magic"][1]
+_QUEUE_ID_AT = PREFIX_DTYPES[0].fields["queue_id"][1]
+_SYS_FLAG_AT = PREFIX_DTYPES[0].fields["sys_flag"][1]
+#: the fixed part's size by host combination (born_v6 + 2*store_v6); bodyLength ends it
+_PREFIX_SIZES = np.asarray([d.itemsize for d in PREFIX_DTYPES], dtype=np.int64)
+
+
+def _be(a: np.ndarray, at: np.ndarray, width: int) -> np.ndarray:
+    """Big-endian signed integers of ``width`` bytes at positions ``at`` of the byte
+    array ``a`` (positions past its end read its last byte: callers mask those)."""
+    cols = np.minimum(at[:, None] + np.arange(width), len(a) - 1)
+    return a[cols].copy().view({1: "i1", 2: ">i2", 4: ">i4"}[width]).reshape(-1).astype(np.int64)
+
+
+def _in_their_queue(state: dict, views: list, positions: np.ndarray) -> np.ndarray:
+    """For records at ``positions`` (each the commitlog offset of some queue's entry):
+    True where the record's own topic and queue id are that queue's.  Read in bulk,
+    file by file, at positions the layout derives from the schema."""
+    queues = list(state["queues"].values())
+    offs = np.concatenate([q.entries["commitlog_offset"].astype(np.int64) for q in queues])
+    owner = np.concatenate([np.full(len(q.entries), i, np.int64) for i, q in enumerate(queues)])
+    order = np.argsort(offs, kind="stable")
+    offs, owner = offs[order], owner[order]
+    who = owner[np.minimum(np.searchsorted(offs, positions), len(offs) - 1)]
+    topics = [q.topic.encode() for q in queues]
+    topic_lens = np.asarray([len(t) for t in topics], dtype=np.int64)
+    queue_ids = np.asarray([q.queue_id for q in queues], dtype=np.int64)
+    ok = np.zeros(len(positions), dtype=bool)
+    starts = np.asarray([f.file_from_offset for f in state["files"]], dtype=np.int64)
+    which = np.searchsorted(starts, positions, side="right") - 1
+    for k in np.unique(which).tolist():
+        at = np.flatnonzero(which == k)
+        a = np.frombuffer(views[k], dtype=np.uint8)
+        rel, w = positions[at] - starts[k], who[at]
+        sys_flag = _be(a, rel + _SYS_FLAG_AT, 4)
+        prefix = _PREFIX_SIZES[((sys_flag & cl.FLAG_BORNHOST_V6) != 0) + 2 * ((sys_flag & cl.FLAG_STOREHOST_V6) != 0)]
+        v2 = (_be(a, rel + _MAGIC_AT, 4) & 0xFFFFFFFF) == cl.MAGIC_V2
+        len_at = rel + prefix + _be(a, rel + prefix - 4, 4)  # after the body: the topic's length
+        topic_len = np.where(v2, _be(a, len_at, 2), _be(a, len_at, 1))
+        topic_at = len_at + 1 + v2
+        good = (_be(a, rel + _QUEUE_ID_AT, 4) == queue_ids[w]) & (topic_len == topic_lens[w]) & (topic_at + topic_lens[w] <= len(a)) & (len_at >= 0)
+        for q in np.unique(w[good]).tolist():
+            m = np.flatnonzero(good & (w == q))
+            want = np.frombuffer(topics[q], dtype=np.uint8)
+            good[m] = (a[np.minimum(topic_at[m][:, None] + np.arange(len(want)), len(a) - 1)] == want).all(axis=1)
+        ok[at] = good
+    return ok
 
 
 def _decode_one(f, buf, phy: int, delay_levels: dict):

@@ -415,3 +415,25 @@ def test_key_lookups_do_not_serve_records_past_the_end_of_the_log(tmp_path):
             assert m["physicalOffset"] in res.raw_offsets  # the index still points there
             assert m["physicalOffset"] in res.past_end
             assert all(r.physical_offset < rep.commitlog_end for r in res.records)
+
+
+def test_a_record_whose_topic_was_damaged_goes_to_its_new_topics_queue(tmp_path):
+    """A flipped bit in a topic name leaves the record valid (no CRC covers the topic).
+    Abnormal recovery hands every scanned record to dispatch (Java recoverAbnormally →
+    doDispatch): its old queue already holds it, but the topic it now names gets a
+    queue of its own, starting at the record's queue offset (ConsumeQueue
+    .putMessagePositionInfo fills the slots before it).  rmqlab once skipped it as
+    already dispatched (found by the differential run against RocketMQ)."""
+    src = copy_store("crash", tmp_path)
+    m = [x for x in manifest("crash") if x["physicalOffset"] // FILE == 0 and x["topic"] == "TopicA" and x["queueOffset"] > 0][0]
+    path, pos = clfile(src, m["physicalOffset"])
+    data = path.read_bytes()
+    topic_at = data.index(b"TopicA", pos)  # the first "TopicA" after the record's start: its topic
+    patch(path, topic_at + 5, b"Q")  # TopicA -> TopicQ
+    rep = recover(src, config=cfg("crash"), out=tmp_path / "out", clock=ManualClock(1795303800000, tick_ms=1))
+    assert rep.commitlog_end == 367042
+    with open_store(tmp_path / "out", cfg("crash")) as st:
+        q = st.consume_queue("TopicQ", m["queueId"])
+        assert [(e.queue_offset, e.commitlog_offset) for e in q.entries(st.commitlog.min_offset)] == [(m["queueOffset"], m["physicalOffset"])]
+        old = st.consume_queue("TopicA", m["queueId"]).get(m["queueOffset"])
+        assert old.commitlog_offset == m["physicalOffset"]  # the old queue keeps its entry
