@@ -14,7 +14,6 @@ does), else the end of the log as rmqlab reads it.
 from __future__ import annotations
 
 import base64
-import re
 from typing import Any, Mapping
 
 from rmqlab import lookup
@@ -56,20 +55,15 @@ def compare_recovery(report: RecoveryReport, dump: Mapping[str, Any]) -> list[st
     return out
 
 
-def index_file_name_collisions(log_lines: list[str]) -> list[str]:
+def index_file_name_collisions(recovery: Mapping[str, Any]) -> list[str]:
     """Index files RocketMQ named twice.  ``IndexService.getAndCreateLastIndexFile``
     names a new file by the wall clock in milliseconds; when a file fills within the
-    millisecond its successor was created in (tiny index files, a fast rebuild), the
-    successor opens the same path again, and what RocketMQ's memory then holds depends
-    on timing: its index answers are no oracle for that run."""
-    seen, twice = set(), []
-    for line in log_lines:
-        m = re.search(r"Index file \[(\S+)\] is full", line)
-        if m:
-            if m.group(1) in seen:
-                twice.append(m.group(1))
-            seen.add(m.group(1))
-    return twice
+    millisecond it was created in (small index files, a fast rebuild during recovery),
+    its successor gets the same name and opens the same path, and what RocketMQ's
+    index then answers depends on timing: no oracle for that run.  ``recovery`` is a
+    load answer's ``recovery`` (the harness lists the index files RocketMQ holds)."""
+    names = recovery.get("indexFiles") or []
+    return sorted({n for n in names if names.count(n) > 1})
 
 
 def compare_walk(store, dump: Mapping[str, Any], *, end: int | None = None) -> list[str]:

@@ -35,6 +35,9 @@ from tests.oracle.workload import damage, random_workload, rmqlab_write, write_l
 
 #: new index files of a recovery are named by this clock (after every store timestamp)
 CLOCK_MS = 4_000_000_000_000
+#: stores whose index answers were not compared: RocketMQ named two index files alike
+#: (see tests.oracle.compare.index_file_name_collisions); the long run counts them
+INDEX_NOT_COMPARED: list[str] = []
 
 
 def _copy(src: Path, dst: Path) -> Path:
@@ -65,7 +68,10 @@ def recover_and_read(root: Path, out: Path, config: dict, dump: dict) -> list[st
     if not dump["recovery"].get("loadResult", True) or not rep.load_ok:
         return diffs
     # RocketMQ's index answers after a rebuild that reused a file name are timing, not rule
-    index = "skip" if index_file_name_collisions(dump["recovery"]["logLines"]) else "exact"
+    index = "exact"
+    if index_file_name_collisions(dump["recovery"]):
+        index = "skip"
+        INDEX_NOT_COMPARED.append(str(root))
     with open_store(out, cfg) as store:
         return diffs + compare_all(store, dump, end=rep.commitlog_end, index=index)
 

@@ -204,6 +204,19 @@ public final class Oracle {
         IndexService index() {
             return indexService;
         }
+
+        /** The index files RocketMQ holds in memory, in order (IndexService.indexFileList,
+         *  read by reflection: it has no getter). A name twice means a file was created in
+         *  the same millisecond as the one before it and opened the same path. */
+        List<String> indexFileNames() throws ReflectiveOperationException {
+            java.lang.reflect.Field f = IndexService.class.getDeclaredField("indexFileList");
+            f.setAccessible(true);
+            List<String> names = new ArrayList<>();
+            for (Object o : (List<?>) f.get(indexService)) {
+                names.add(new File(((org.apache.rocketmq.store.index.IndexFile) o).getFileName()).getName());
+            }
+            return names;
+        }
     }
 
     // -- write --------------------------------------------------------------------------------
@@ -414,6 +427,7 @@ public final class Oracle {
             }
         }
         rec.put("maxPhyOffsetInConsumeQueueAfterRecovery", maxCq);
+        rec.put("indexFiles", store.indexFileNames());
         rec.put("logLines", storeLines(LogCapture.take(), dir));
         ans.put("recovery", rec);
         try {
