@@ -15,13 +15,14 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import StoreLayoutError
+from ..errors import StoreFormatError, StoreLayoutError
 from ..files import MappedFile
 from ..format.hashing import index_key_hash
 from ..format.indexfile import (
     HASH_SLOT_SIZE,
     INDEX_ENTRY_SIZE,
     INDEX_HEADER_SIZE,
+    entry_position,
     INVALID_INDEX,
     IndexEntry,
     IndexHeader,
@@ -109,7 +110,15 @@ class IndexFile:
         entries = self.entries()
         nxt = slot_value
         matched = 0
+        seen: set[int] = set()
         while True:
+            if nxt in seen:
+                # a damaged prevIndex makes a loop; Java's selectPhyOffset would circle it
+                # until maxNum matches (forever when none matches): stop and say where
+                raise StoreFormatError(
+                    self.path, entry_position(self.max_hash_slot_num, steps[-1].number),
+                    f"the hash chain of slot {slot} loops: entry {steps[-1].number}'s prevIndex leads back to entry {nxt} (damaged index file)")
+            seen.add(nxt)
             if max_num is not None and matched >= max_num:
                 break
             if nxt >= len(entries):  # damaged slot/prev beyond the file: stop, do not read past

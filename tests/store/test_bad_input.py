@@ -151,3 +151,47 @@ def test_bad_offsets_and_ids(store_copy):
     assert_clean_error(cli("lookup", root, "--msg-id", "XYZ"), "msgId")
     assert_clean_error(cli("lookup", root, "--queue", "TopicA:0:999"), "queue offset 999")
     assert_clean_error(cli("hexdump", root / "commitlog" / FIRST, "--offset", 99999999), "offset 99999999")
+
+
+def test_a_cycle_in_an_index_hash_chain_is_an_error_not_a_hang(store_copy):
+    """A damaged prevIndex that points forward makes a loop; Java's selectPhyOffset
+    would circle it forever when no entry matches.  The walk stops at the first entry
+    it meets twice and names the file and the byte of the entry that closes the loop."""
+    import signal
+
+    from rmqlab import lookup
+    from rmqlab.format.hashing import index_key_hash
+    from rmqlab.format.indexfile import entry_position, index_key
+    from rmqlab.store.index_file import IndexFile
+
+    root = store_copy("clean")
+    path = sorted((root / "index").iterdir())[0]
+    slots, entries = 64, 256
+    f = IndexFile(path, slots, entries)
+    # a chain of two entries or more: the head A and the one before it, B
+    e = f.entries()
+    head = next(int(s) for s in f.slots() if 0 < int(s) < f.index_count and 0 < int(e[int(s)]["prev_index"]) < int(s))
+    b = int(e[head]["prev_index"])
+    key_hash, phy = int(e[head]["key_hash"]), int(e[head]["phy_offset"])
+    f.close()
+    with open(path, "r+b") as fh:  # B's prevIndex -> A: A, B, A, B, ...
+        fh.seek(entry_position(slots, b) + 16)
+        fh.write(struct.pack(">i", head))
+    with open_store(root) as st:
+        rec = st.commitlog.read(phy)
+        rec_key = next(k for k in [rec.uniq_key, *(rec.keys or "").split(" ")] if k and index_key_hash(index_key(rec.topic, k)) == key_hash)
+        def hang(*_):
+            raise TimeoutError("the chain walk did not stop")
+
+        old = signal.signal(signal.SIGALRM, hang)  # a hang fails this test, not the suite
+        signal.alarm(20)
+        try:
+            with pytest.raises(StoreFormatError, match=rf"slot \d+ loops: entry {b}'s prevIndex leads back to entry {head}") as err:
+                lookup.query_by_key(st, rec.topic, rec_key)
+        finally:
+            signal.alarm(0)
+            signal.signal(signal.SIGALRM, old)
+    assert err.value.file == str(path) and err.value.offset == entry_position(slots, b)
+    done = subprocess.run([sys.executable, "-m", "rmqlab", "lookup", str(root), "--topic", rec.topic, "--key", rec_key],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "loops" in done.stderr and path.name in done.stderr and "Traceback" not in done.stderr
