@@ -364,7 +364,8 @@ class _Planner:
             rep.start_file = ""
             rep.start_reason = "no commitlog files"
             rep.commitlog_end = 0
-            state.update(scans=[], positions=np.zeros(0, np.int64), sizes=np.zeros(0, np.int64), process=0, files=files, start_index=0, hints=np.zeros(0, np.int64))
+            state.update(scans=[], positions=np.zeros(0, np.int64), sizes=np.zeros(0, np.int64), process=0, files=files, start_index=0,
+                         hints=np.zeros(0, np.int64), hint_owner=np.zeros(0, np.int32), delete_commitlog=[])
             state["wipe_queues"] = True
             return rep, state
 

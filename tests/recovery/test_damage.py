@@ -437,3 +437,17 @@ def test_a_record_whose_topic_was_damaged_goes_to_its_new_topics_queue(tmp_path)
         assert [(e.queue_offset, e.commitlog_offset) for e in q.entries(st.commitlog.min_offset)] == [(m["queueOffset"], m["physicalOffset"])]
         old = st.consume_queue("TopicA", m["queueId"]).get(m["queueOffset"])
         assert old.commitlog_offset == m["physicalOffset"]  # the old queue keeps its entry
+
+
+@pytest.mark.parametrize("how", [["--in-place"], ["--out", "OUT"], ["--dry-run"]])
+def test_a_store_with_an_empty_commitlog_directory_recovers(tmp_path, how):
+    """What a writer killed while opening leaves: an empty commitlog/.  RocketMQ starts
+    on it as on a new store; recover once raised KeyError: 'delete_commitlog'."""
+    import subprocess
+    import sys
+
+    (tmp_path / "s" / "commitlog").mkdir(parents=True)
+    args = [str(tmp_path / "o") if a == "OUT" else a for a in how]
+    done = subprocess.run([sys.executable, "-m", "rmqlab", "recover", str(tmp_path / "s"), *args], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr and "end of log     0" in done.stdout
