@@ -48,9 +48,13 @@ def _config(args) -> MessageStoreConfig | None:
     if args.config:
         return MessageStoreConfig.from_properties(args.config)
     root = Path(args.store)
-    if (root / "commitlog").is_dir() and any((root / "commitlog").iterdir()):
-        from ..store.reader import infer_config
+    from ..store.reader import infer_config, lock_state
 
+    if lock_state(root) == "held":  # say so before inferring sizes a broker's store may not let us infer
+        from ..errors import StoreLockedError
+
+        raise StoreLockedError(f"{root / 'lock'}: a running broker (or rmqlab writer) holds this store; stop it before writing")
+    if (root / "commitlog").is_dir() and any((root / "commitlog").iterdir()):
         return infer_config(root)
     return None
 

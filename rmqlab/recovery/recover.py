@@ -67,7 +67,7 @@ from ..format.indexfile import IndexHeader
 from ..format.layout import PREFIX_DTYPES
 from ..format.record import decode_record
 from ..store.consume_queue import CQ_DTYPE
-from ..store.reader import ABORT_FILE, CHECKPOINT_FILE, COMMITLOG_DIR, CONSUMEQUEUE_DIR, INDEX_DIR, StoreReader, infer_config
+from ..store.reader import ABORT_FILE, CHECKPOINT_FILE, COMMITLOG_DIR, CONSUMEQUEUE_DIR, INDEX_DIR, infer_config, lock_state
 from .report import CutRange, IndexChange, LostRecord, QueueChange, RecoveryReport, StopPoint
 from .scan import FileScan, scan_file
 
@@ -971,9 +971,8 @@ def recover(
     if in_place and check_lock:
         from ..errors import StoreLockedError
 
-        with StoreReader(root, strict=False) as probe:
-            if probe.lock_state() == "held":
-                raise StoreLockedError(f"{root / 'lock'}: a running broker (or rmqlab writer) holds this store; stop it before recovering in place")
+        if lock_state(root) == "held":  # before anything is inferred: no sizes needed
+            raise StoreLockedError(f"{root / 'lock'}: a running broker (or rmqlab writer) holds this store; stop it before recovering in place")
     t0 = time.perf_counter()
     cfg = infer_config(root, config)
     planner = _Planner(root, cfg, legacy_three_files=legacy_three_files, check_crc=check_crc, force_verify_prop_crc=force_verify_prop_crc)

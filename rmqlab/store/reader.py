@@ -158,22 +158,8 @@ class StoreReader:
         return p.read_bytes().decode("utf-8", errors="replace")
 
     def lock_state(self) -> str:
-        """``absent``, ``free`` or ``held`` (another process holds the OS lock on byte 0)."""
-        p = self.root / LOCK_FILE
-        if not p.exists():
-            return "absent"
-        try:
-            import fcntl
-
-            with open(p, "rb") as fh:
-                try:
-                    fcntl.lockf(fh, fcntl.LOCK_SH | fcntl.LOCK_NB, 1, 0)
-                except OSError:
-                    return "held"
-                fcntl.lockf(fh, fcntl.LOCK_UN, 1, 0)
-        except (ImportError, OSError):
-            return "unknown"
-        return "free"
+        """``absent``, ``free`` or ``held``: see :func:`lock_state`."""
+        return lock_state(self.root)
 
     def config_files(self) -> list[Path]:
         d = self.root / CONFIG_DIR
@@ -200,6 +186,28 @@ class StoreReader:
         from .summary import summarize
 
         return summary_html(summarize(self, scan=False))
+
+
+def lock_state(root: str | os.PathLike) -> str:
+    """``absent``, ``free`` or ``held`` (another process holds the OS lock on byte 0 of
+    ``STORE/lock``, as Java ``DefaultMessageStore.start`` takes it); ``unknown`` where
+    the platform cannot say.  Needs nothing of the store but that file, so it answers
+    before any size is inferred."""
+    p = Path(root) / LOCK_FILE
+    if not p.exists():
+        return "absent"
+    try:
+        import fcntl
+
+        with open(p, "rb") as fh:
+            try:
+                fcntl.lockf(fh, fcntl.LOCK_SH | fcntl.LOCK_NB, 1, 0)
+            except OSError:
+                return "held"
+            fcntl.lockf(fh, fcntl.LOCK_UN, 1, 0)
+    except (ImportError, OSError):
+        return "unknown"
+    return "free"
 
 
 def infer_config(root: str | os.PathLike, config: MessageStoreConfig | None = None) -> MessageStoreConfig:

@@ -52,3 +52,20 @@ def test_rocketmq_refuses_a_store_rmqlab_holds(oracle, tmp_path):
         ans = oracle.submit({"op": "hold", "dir": str(src), "config": _config("clean")}).result(120)
     assert not ans["ok"]
     assert "Lock failed" in ans["error"]
+
+
+def test_recover_in_place_and_write_say_a_held_store_is_held_whatever_its_sizes(oracle, tmp_path):
+    """A store whose index sizes cannot be inferred from its files (maxIndexNum is not 4
+    × maxHashSlotNum): the lock is checked before any size is, so 'held' is what
+    recover --in-place and write answer, not 'cannot infer maxHashSlotNum'."""
+    cfg = {"mappedFileSizeCommitLog": "65536", "mappedFileSizeConsumeQueue": "400", "maxHashSlotNum": "64", "maxIndexNum": "100"}
+    src = tmp_path / "s"
+    with MessageStore.open(src, MessageStoreConfig.from_mapping(cfg)) as st:
+        st.put(Message("T", b"x", {"KEYS": "k"}))
+    oracle.hold(src, cfg)
+    try:
+        for args in (["recover", str(src), "--in-place"], ["write", str(src), "--input", "/dev/null"]):
+            done = subprocess.run([sys.executable, "-m", "rmqlab", *args], capture_output=True, text=True, timeout=120)
+            assert done.returncode == 2 and "holds this store" in done.stderr, (args, done.stderr)
+    finally:
+        oracle.release(src)
