@@ -16,30 +16,27 @@ from tests.oracle.harness import Oracle, OracleUnavailable, build
 
 
 @pytest.fixture(scope="session")
-def oracle():
-    required = bool(os.environ.get("CI") or os.environ.get("RMQLAB_REQUIRE_ORACLE"))
+def oracle_command() -> list[str]:
+    """The java command line of the built harness (built once per run)."""
     try:
-        command = build()
+        return build()
     except OracleUnavailable as exc:
-        if required:
+        if os.environ.get("CI") or os.environ.get("RMQLAB_REQUIRE_ORACLE"):
             pytest.fail(str(exc))
         pytest.skip(str(exc))
-    with Oracle(command) as rmq:
+
+
+@pytest.fixture(scope="session")
+def oracle(oracle_command):
+    with Oracle(oracle_command) as rmq:
         yield rmq
 
 
 @pytest.fixture(scope="session")
-def broker_capture(tmp_path_factory):
+def broker_capture(oracle_command, tmp_path_factory):
     """A store a real RocketMQ 5.3.3 broker left when it was killed (SIGKILL) after a
     client sent, delayed, timed, batched and transacted messages and two consumer
     groups consumed (see tests/oracle/broker.py).  Read-only: copy it to change it."""
     from tests.oracle.broker import capture
 
-    required = bool(os.environ.get("CI") or os.environ.get("RMQLAB_REQUIRE_ORACLE"))
-    try:
-        command = build()
-    except OracleUnavailable as exc:
-        if required:
-            pytest.fail(str(exc))
-        pytest.skip(str(exc))
-    return capture(tmp_path_factory.mktemp("broker") / "capture", command)
+    return capture(tmp_path_factory.mktemp("broker") / "capture", oracle_command)

@@ -194,6 +194,16 @@ public final class Oracle {
         return new Store(c, b);
     }
 
+    /** A store loaded (recovered) and started, as a broker starts it. */
+    static Store started(String dir, JSONObject config) throws Exception {
+        Store store = open(dir, config);
+        if (!store.load()) {
+            throw new IllegalStateException("load() failed for " + dir);
+        }
+        store.start();
+        return store;
+    }
+
     /** DefaultMessageStore with its (protected) IndexService reachable: the raw index answer
      *  (IndexService.queryOffset) is what rmqlab's chain walk must equal. */
     static final class Store extends DefaultMessageStore {
@@ -223,11 +233,7 @@ public final class Oracle {
 
     static JSONObject write(JSONObject req) throws Exception {
         String dir = req.getString("dir");
-        Store store = open(dir, req.getJSONObject("config"));
-        if (!store.load()) {
-            throw new IllegalStateException("load() failed for " + dir);
-        }
-        store.start();
+        Store store = started(dir, req.getJSONObject("config"));
         JSONObject ans = new JSONObject(true);
         try {
             ans.put("results", putAll(store, req.getString("input")));
@@ -373,12 +379,7 @@ public final class Oracle {
 
     static JSONObject hold(JSONObject req) throws Exception {
         String dir = req.getString("dir");
-        Store store = open(dir, req.getJSONObject("config"));
-        if (!store.load()) {
-            throw new IllegalStateException("load() failed for " + dir);
-        }
-        store.start();
-        HELD.put(dir, store);
+        HELD.put(dir, started(dir, req.getJSONObject("config")));
         return new JSONObject(true);
     }
 
