@@ -32,10 +32,7 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
-import org.apache.rocketmq.common.BoundaryType;
-import org.apache.rocketmq.common.BrokerConfig;
 import org.apache.rocketmq.common.MixAll;
-import org.apache.rocketmq.common.TopicConfig;
 import org.apache.rocketmq.common.UtilAll;
 import org.apache.rocketmq.common.message.Message;
 import org.apache.rocketmq.common.message.MessageAccessor;
@@ -49,17 +46,13 @@ import org.apache.rocketmq.store.DispatchRequest;
 import org.apache.rocketmq.store.GetMessageResult;
 import org.apache.rocketmq.store.PutMessageResult;
 import org.apache.rocketmq.store.QueryMessageResult;
-import org.apache.rocketmq.store.SelectMappedBufferResult;
 import org.apache.rocketmq.store.config.MessageStoreConfig;
-import org.apache.rocketmq.store.index.IndexService;
 import org.apache.rocketmq.store.index.QueryOffsetResult;
-import org.apache.rocketmq.store.logfile.MappedFile;
-import org.apache.rocketmq.store.queue.ConsumeQueueInterface;
-import org.apache.rocketmq.store.queue.CqUnit;
-import org.apache.rocketmq.store.stats.BrokerStatsManager;
 
 /**
  * Apache RocketMQ's own {@code DefaultMessageStore}, serving rmqlab's tests as an oracle.
+ * What differs between RocketMQ releases (5.3.3, 4.9.7) is in {@code Rmq}, one per release
+ * ({@code src/v5}, {@code src/v4}); the Maven profile {@code rocketmq4} builds the other.
  *
  * <p>One JSON object per line on stdin, one answer per line on stdout (same {@code id}),
  * requests run concurrently (RocketMQ's {@code shutdown()} sleeps three seconds, so a
@@ -127,7 +120,7 @@ public final class Oracle {
     private static void serve(JSONObject req) {
         Thread.currentThread().setName("oracle-" + req.get("id"));
         JSONObject ans;
-        LogCapture.begin();
+        Rmq.logBegin();
         try {
             switch (req.getString("op")) {
                 case "write":
@@ -156,9 +149,9 @@ public final class Oracle {
             StringWriter sw = new StringWriter();
             e.printStackTrace(new PrintWriter(sw));
             ans.put("trace", sw.toString());
-            ans.put("logLines", LogCapture.take());
+            ans.put("logLines", Rmq.logTake());
         } finally {
-            LogCapture.end();
+            Rmq.logEnd();
         }
         ans.put("id", req.get("id"));
         answer(ans);
@@ -188,15 +181,13 @@ public final class Oracle {
         return c;
     }
 
-    static Store open(String dir, JSONObject config) throws Exception {
-        MessageStoreConfig c = storeConfig(dir, config);
-        BrokerConfig b = new BrokerConfig();
-        return new Store(c, b);
+    static DefaultMessageStore open(String dir, JSONObject config) throws Exception {
+        return Rmq.open(storeConfig(dir, config));
     }
 
     /** A store loaded (recovered) and started, as a broker starts it. */
-    static Store started(String dir, JSONObject config) throws Exception {
-        Store store = open(dir, config);
+    static DefaultMessageStore started(String dir, JSONObject config) throws Exception {
+        DefaultMessageStore store = open(dir, config);
         if (!store.load()) {
             throw new IllegalStateException("load() failed for " + dir);
         }
@@ -204,36 +195,11 @@ public final class Oracle {
         return store;
     }
 
-    /** DefaultMessageStore with its (protected) IndexService reachable: the raw index answer
-     *  (IndexService.queryOffset) is what rmqlab's chain walk must equal. */
-    static final class Store extends DefaultMessageStore {
-        Store(MessageStoreConfig c, BrokerConfig b) throws IOException {
-            super(c, new BrokerStatsManager("oracle", true), null, b, new ConcurrentHashMap<String, TopicConfig>());
-        }
-
-        IndexService index() {
-            return indexService;
-        }
-
-        /** The index files RocketMQ holds in memory, in order (IndexService.indexFileList,
-         *  read by reflection: it has no getter). A name twice means a file was created in
-         *  the same millisecond as the one before it and opened the same path. */
-        List<String> indexFileNames() throws ReflectiveOperationException {
-            java.lang.reflect.Field f = IndexService.class.getDeclaredField("indexFileList");
-            f.setAccessible(true);
-            List<String> names = new ArrayList<>();
-            for (Object o : (List<?>) f.get(indexService)) {
-                names.add(new File(((org.apache.rocketmq.store.index.IndexFile) o).getFileName()).getName());
-            }
-            return names;
-        }
-    }
-
     // -- write --------------------------------------------------------------------------------
 
     static JSONObject write(JSONObject req) throws Exception {
         String dir = req.getString("dir");
-        Store store = started(dir, req.getJSONObject("config"));
+        DefaultMessageStore store = started(dir, req.getJSONObject("config"));
         JSONObject ans = new JSONObject(true);
         try {
             ans.put("results", putAll(store, req.getString("input")));
@@ -245,7 +211,7 @@ public final class Oracle {
         } finally {
             store.shutdown();
         }
-        ans.put("logLines", storeLines(LogCapture.take(), dir));
+        ans.put("logLines", storeLines(Rmq.logTake(), dir));
         return ans;
     }
 
@@ -408,28 +374,22 @@ public final class Oracle {
         File abort = new File(dir, "abort");
         before.put("abortFileExists", abort.exists());
         ans.put("beforeLoad", before);
-        Store store = open(dir, req.getJSONObject("config"));
+        DefaultMessageStore store = open(dir, req.getJSONObject("config"));
         boolean loaded = store.load();
         JSONObject rec = new JSONObject(true);
         rec.put("loadResult", loaded);
         rec.put("mode", before.getBooleanValue("abortFileExists") ? "abnormal (abort file present)" : "normal");
         if (!loaded) {
-            rec.put("logLines", storeLines(LogCapture.take(), dir));
+            rec.put("logLines", storeLines(Rmq.logTake(), dir));
             ans.put("recovery", rec);
             return ans;
         }
         rec.put("commitLogMinOffsetAfterRecovery", store.getMinPhyOffset());
         rec.put("commitLogMaxOffsetAfterRecovery", store.getMaxPhyOffset());
         rec.put("commitLogFlushedWhere", store.getCommitLog().getFlushedWhere());
-        long maxCq = -1;
-        for (Map<Integer, ConsumeQueueInterface> m : store.getConsumeQueueTable().values()) {
-            for (ConsumeQueueInterface q : m.values()) {
-                maxCq = Math.max(maxCq, q.getMaxPhysicOffset());
-            }
-        }
-        rec.put("maxPhyOffsetInConsumeQueueAfterRecovery", maxCq);
-        rec.put("indexFiles", store.indexFileNames());
-        rec.put("logLines", storeLines(LogCapture.take(), dir));
+        rec.put("maxPhyOffsetInConsumeQueueAfterRecovery", Rmq.maxPhyOffsetInQueues(store));
+        rec.put("indexFiles", Rmq.indexFileNames(store));
+        rec.put("logLines", storeLines(Rmq.logTake(), dir));
         ans.put("recovery", rec);
         try {
             store.start();
@@ -449,62 +409,55 @@ public final class Oracle {
         } finally {
             store.shutdown();
         }
-        ans.put("shutdownLogLines", storeLines(LogCapture.take(), dir));
+        ans.put("shutdownLogLines", storeLines(Rmq.logTake(), dir));
         return ans;
     }
 
     /** Every record from the first file to the end of the log, with RocketMQ's own parser
      *  (CommitLog.checkMessageAndReturnSize, CRCs checked as configured). */
+    interface LogFileVisitor {
+        void visit(long fileFromOffset, int fileSize, ByteBuffer buf, int limit);
+    }
+
     static JSONArray walk(DefaultMessageStore store) {
         JSONArray out = new JSONArray();
         boolean crc = store.getMessageStoreConfig().isCheckCRCOnRecover();
-        for (MappedFile mf : store.getCommitLog().getMappedFileQueue().getMappedFiles()) {
-            SelectMappedBufferResult sel = mf.selectMappedBuffer(0);
-            if (sel == null) {
-                continue;
-            }
-            try {
-                ByteBuffer buf = sel.getByteBuffer();
-                int limit = sel.getSize();
-                int pos = 0;
-                while (pos < limit) {
-                    buf.position(pos);
-                    ByteBuffer slice = buf.slice();
-                    DispatchRequest d = store.getCommitLog().checkMessageAndReturnSize(slice, crc, false, true);
-                    JSONObject w = new JSONObject(true);
-                    w.put("physicalOffset", mf.getFileFromOffset() + pos);
-                    int size = d.getMsgSize();
-                    if (d.isSuccess() && size > 0) {
-                        w.put("kind", "MESSAGE");
-                        w.put("size", size);
-                        w.put("topic", d.getTopic());
-                        w.put("queueId", d.getQueueId());
-                        w.put("queueOffset", d.getConsumeQueueOffset());
-                        w.put("tagsCode", d.getTagsCode());
-                        w.put("keys", d.getKeys());
-                        w.put("uniqKey", d.getUniqKey());
-                        w.put("sysFlag", d.getSysFlag());
-                        w.put("storeTimestamp", d.getStoreTimestamp());
-                        w.put("preparedTransactionOffset", d.getPreparedTransactionOffset());
-                        out.add(w);
-                        pos += size;
-                    } else if (d.isSuccess() && size == 0) {
-                        w.put("kind", "BLANK");
-                        w.put("blankTotalSizeField", buf.getInt(pos));
-                        w.put("bytesToFileEnd", mf.getFileSize() - pos);
-                        out.add(w);
-                        break;
-                    } else {
-                        w.put("kind", "INVALID");
-                        w.put("size", size);
-                        out.add(w);
-                        break;
-                    }
+        Rmq.eachLogFile(store, (base, fileSize, buf, limit) -> {
+            int pos = 0;
+            while (pos < limit) {
+                buf.position(pos);
+                DispatchRequest d = Rmq.check(store, buf.slice(), crc);
+                JSONObject w = new JSONObject(true);
+                w.put("physicalOffset", base + pos);
+                int size = d.getMsgSize();
+                if (d.isSuccess() && size > 0) {
+                    w.put("kind", "MESSAGE");
+                    w.put("size", size);
+                    w.put("topic", d.getTopic());
+                    w.put("queueId", d.getQueueId());
+                    w.put("queueOffset", d.getConsumeQueueOffset());
+                    w.put("tagsCode", d.getTagsCode());
+                    w.put("keys", d.getKeys());
+                    w.put("uniqKey", d.getUniqKey());
+                    w.put("sysFlag", d.getSysFlag());
+                    w.put("storeTimestamp", d.getStoreTimestamp());
+                    w.put("preparedTransactionOffset", d.getPreparedTransactionOffset());
+                    out.add(w);
+                    pos += size;
+                } else if (d.isSuccess() && size == 0) {
+                    w.put("kind", "BLANK");
+                    w.put("blankTotalSizeField", buf.getInt(pos));
+                    w.put("bytesToFileEnd", fileSize - pos);
+                    out.add(w);
+                    break;
+                } else {
+                    w.put("kind", "INVALID");
+                    w.put("size", size);
+                    out.add(w);
+                    break;
                 }
-            } finally {
-                sel.release();
             }
-        }
+        });
         return out;
     }
 
@@ -513,73 +466,82 @@ public final class Oracle {
         return s.getAddress().getHostAddress() + ":" + s.getPort();
     }
 
+    /** One consume queue as RocketMQ holds it after loading. */
+    static final class Queue {
+        final String topic;
+        final int queueId;
+        final long min;
+        final long max;
+        final long maxPhysicOffset;
+        final List<long[]> units = new ArrayList<>(); // queueOffset, pos, size, tagsCode
+
+        Queue(String topic, int queueId, long min, long max, long maxPhysicOffset) {
+            this.topic = topic;
+            this.queueId = queueId;
+            this.min = min;
+            this.max = max;
+            this.maxPhysicOffset = maxPhysicOffset;
+        }
+    }
+
     static JSONObject queues(DefaultMessageStore store) {
         JSONObject out = new JSONObject(true);
-        for (Map.Entry<String, ? extends Map<Integer, ConsumeQueueInterface>> t : store.getConsumeQueueTable().entrySet()) {
-            for (Map.Entry<Integer, ConsumeQueueInterface> e : t.getValue().entrySet()) {
-                ConsumeQueueInterface q = e.getValue();
-                JSONObject o = new JSONObject(true);
-                o.put("topic", t.getKey());
-                o.put("queueId", e.getKey());
-                long min = q.getMinOffsetInQueue();
-                long max = q.getMaxOffsetInQueue();
-                o.put("minOffset", min);
-                o.put("maxOffset", max);
-                o.put("maxPhysicOffset", q.getMaxPhysicOffset());
-                JSONArray units = new JSONArray();
-                JSONArray msgs = new JSONArray();
-                List<Long> times = new ArrayList<>();
-                for (long i = min; i < max; i++) {
-                    CqUnit u = q.get(i);
-                    if (u == null) {
-                        continue;
-                    }
-                    JSONObject uo = new JSONObject(true);
-                    uo.put("queueOffset", u.getQueueOffset());
-                    uo.put("physicalOffset", u.getPos());
-                    uo.put("size", u.getSize());
-                    uo.put("tagsCode", u.getTagsCode());
-                    units.add(uo);
-                    JSONObject mo = getMessage(store, t.getKey(), e.getKey(), i);
-                    msgs.add(mo);
-                    if (mo.containsKey("storeTimestamp")) {
-                        times.add(mo.getLong("storeTimestamp"));
-                    }
+        for (Queue q : Rmq.queues(store)) {
+            JSONObject o = new JSONObject(true);
+            o.put("topic", q.topic);
+            o.put("queueId", q.queueId);
+            o.put("minOffset", q.min);
+            o.put("maxOffset", q.max);
+            o.put("maxPhysicOffset", q.maxPhysicOffset);
+            JSONArray units = new JSONArray();
+            JSONArray msgs = new JSONArray();
+            List<Long> times = new ArrayList<>();
+            for (long[] u : q.units) {
+                JSONObject uo = new JSONObject(true);
+                uo.put("queueOffset", u[0]);
+                uo.put("physicalOffset", u[1]);
+                uo.put("size", u[2]);
+                uo.put("tagsCode", u[3]);
+                units.add(uo);
+                JSONObject mo = getMessage(store, q.topic, q.queueId, u[0]);
+                msgs.add(mo);
+                if (mo.containsKey("storeTimestamp")) {
+                    times.add(mo.getLong("storeTimestamp"));
                 }
-                o.put("cqUnits", units);
-                o.put("messages", msgs);
-                JSONObject byTime = new JSONObject(true);
-                LinkedHashSet<Long> probes = new LinkedHashSet<>();
-                probes.add(0L);
-                if (!times.isEmpty()) {
-                    long first = times.get(0);
-                    long last = times.get(times.size() - 1);
-                    probes.add(first - 1);
-                    probes.add(first);
-                    probes.add(times.get(times.size() / 2));
-                    probes.add(last);
-                    probes.add(last + 1);
-                }
-                probes.add(Long.MAX_VALUE / 2);
-                for (long ts : probes) {
-                    JSONObject a = new JSONObject(true);
-                    a.put("default", byTime(store, t.getKey(), e.getKey(), ts, null));
-                    a.put("LOWER", byTime(store, t.getKey(), e.getKey(), ts, BoundaryType.LOWER));
-                    a.put("UPPER", byTime(store, t.getKey(), e.getKey(), ts, BoundaryType.UPPER));
-                    byTime.put(Long.toString(ts), a);
-                }
-                o.put("offsetInQueueByTime", byTime);
-                out.put(t.getKey() + "/" + e.getKey(), o);
             }
+            o.put("cqUnits", units);
+            o.put("messages", msgs);
+            JSONObject byTime = new JSONObject(true);
+            LinkedHashSet<Long> probes = new LinkedHashSet<>();
+            probes.add(0L);
+            if (!times.isEmpty()) {
+                long first = times.get(0);
+                long last = times.get(times.size() - 1);
+                probes.add(first - 1);
+                probes.add(first);
+                probes.add(times.get(times.size() / 2));
+                probes.add(last);
+                probes.add(last + 1);
+            }
+            probes.add(Long.MAX_VALUE / 2);
+            for (long ts : probes) {
+                JSONObject a = new JSONObject(true);
+                for (String b : Rmq.BOUNDARIES) {
+                    a.put(b, byTime(store, q.topic, q.queueId, ts, b));
+                }
+                byTime.put(Long.toString(ts), a);
+            }
+            o.put("offsetInQueueByTime", byTime);
+            out.put(q.topic + "/" + q.queueId, o);
         }
         return out;
     }
 
     /** getOffsetInQueueByTime, or the exception RocketMQ throws (damaged queues make its
      *  binary search read outside a file: "exception: ..."). */
-    static Object byTime(DefaultMessageStore store, String topic, int queueId, long ts, BoundaryType b) {
+    static Object byTime(DefaultMessageStore store, String topic, int queueId, long ts, String boundary) {
         try {
-            return b == null ? store.getOffsetInQueueByTime(topic, queueId, ts) : store.getOffsetInQueueByTime(topic, queueId, ts, b);
+            return Rmq.byTime(store, topic, queueId, ts, boundary);
         } catch (RuntimeException e) {
             return "exception: " + e;
         }
@@ -639,7 +601,7 @@ public final class Oracle {
 
     /** For every (topic, key) and (topic, UNIQ_KEY) of the walk: the raw index answer
      *  (IndexService.queryOffset: hash matches, newest first) and queryMessage's. */
-    static JSONArray indexQueries(Store store, JSONArray walk) {
+    static JSONArray indexQueries(DefaultMessageStore store, JSONArray walk) {
         LinkedHashSet<List<String>> asked = new LinkedHashSet<>();
         for (int i = 0; i < walk.size(); i++) {
             JSONObject w = walk.getJSONObject(i);
@@ -665,7 +627,7 @@ public final class Oracle {
             JSONObject o = new JSONObject(true);
             o.put("topic", tk.get(0));
             o.put("key", tk.get(1));
-            QueryOffsetResult raw = store.index().queryOffset(tk.get(0), tk.get(1), max, 0, Long.MAX_VALUE);
+            QueryOffsetResult raw = Rmq.index(store).queryOffset(tk.get(0), tk.get(1), max, 0, Long.MAX_VALUE);
             o.put("indexPhyOffsets", raw.getPhyOffsets());
             o.put("indexLastUpdateTimestamp", raw.getIndexLastUpdateTimestamp());
             o.put("indexLastUpdatePhyoffset", raw.getIndexLastUpdatePhyoffset());

@@ -1,0 +1,131 @@
+package rmqlab.oracle;
+
+import java.io.File;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import org.apache.rocketmq.common.BoundaryType;
+import org.apache.rocketmq.common.BrokerConfig;
+import org.apache.rocketmq.common.TopicConfig;
+import org.apache.rocketmq.store.DefaultMessageStore;
+import org.apache.rocketmq.store.DispatchRequest;
+import org.apache.rocketmq.store.SelectMappedBufferResult;
+import org.apache.rocketmq.store.config.MessageStoreConfig;
+import org.apache.rocketmq.store.index.IndexFile;
+import org.apache.rocketmq.store.index.IndexService;
+import org.apache.rocketmq.store.logfile.MappedFile;
+import org.apache.rocketmq.store.queue.ConsumeQueueInterface;
+import org.apache.rocketmq.store.queue.CqUnit;
+import org.apache.rocketmq.store.stats.BrokerStatsManager;
+
+/** What differs in RocketMQ 5.3.3's store API: everything else is in {@link Oracle}. */
+final class Rmq {
+    static final String[] BOUNDARIES = {"default", "LOWER", "UPPER"};
+
+    private Rmq() {
+    }
+
+    /** DefaultMessageStore with its (protected) IndexService reachable: the raw index
+     *  answer (IndexService.queryOffset) is what rmqlab's chain walk must equal. */
+    static final class Store extends DefaultMessageStore {
+        Store(MessageStoreConfig c, BrokerConfig b) throws IOException {
+            super(c, new BrokerStatsManager("oracle", true), null, b, new ConcurrentHashMap<String, TopicConfig>());
+        }
+
+        IndexService index() {
+            return indexService;
+        }
+    }
+
+    static DefaultMessageStore open(MessageStoreConfig c) throws IOException {
+        return new Store(c, new BrokerConfig());
+    }
+
+    static IndexService index(DefaultMessageStore s) {
+        return ((Store) s).index();
+    }
+
+    /** The index files RocketMQ holds in memory, in order (IndexService.indexFileList,
+     *  read by reflection: it has no getter). A name twice means a file was created in
+     *  the same millisecond as the one before it and opened the same path. */
+    static List<String> indexFileNames(DefaultMessageStore s) throws ReflectiveOperationException {
+        java.lang.reflect.Field f = IndexService.class.getDeclaredField("indexFileList");
+        f.setAccessible(true);
+        List<String> names = new ArrayList<>();
+        for (Object o : (List<?>) f.get(index(s))) {
+            names.add(new File(((IndexFile) o).getFileName()).getName());
+        }
+        return names;
+    }
+
+    /** Every commitlog file: (fileFromOffset, fileSize, its bytes up to the write position). */
+    static void eachLogFile(DefaultMessageStore s, Oracle.LogFileVisitor v) {
+        for (MappedFile mf : s.getCommitLog().getMappedFileQueue().getMappedFiles()) {
+            SelectMappedBufferResult sel = mf.selectMappedBuffer(0);
+            if (sel == null) {
+                continue;
+            }
+            try {
+                v.visit(mf.getFileFromOffset(), mf.getFileSize(), sel.getByteBuffer(), sel.getSize());
+            } finally {
+                sel.release();
+            }
+        }
+    }
+
+    static DispatchRequest check(DefaultMessageStore s, ByteBuffer b, boolean crc) {
+        return s.getCommitLog().checkMessageAndReturnSize(b, crc, false, true);
+    }
+
+    /** Every consume queue: topic, queue id, min and max offset, maxPhysicOffset and its
+     *  units (queueOffset, pos, size, tagsCode). */
+    static List<Oracle.Queue> queues(DefaultMessageStore s) {
+        List<Oracle.Queue> out = new ArrayList<>();
+        for (Map.Entry<String, ? extends Map<Integer, ConsumeQueueInterface>> t : s.getConsumeQueueTable().entrySet()) {
+            for (Map.Entry<Integer, ConsumeQueueInterface> e : t.getValue().entrySet()) {
+                ConsumeQueueInterface q = e.getValue();
+                Oracle.Queue o = new Oracle.Queue(t.getKey(), e.getKey(), q.getMinOffsetInQueue(), q.getMaxOffsetInQueue(), q.getMaxPhysicOffset());
+                for (long i = o.min; i < o.max; i++) {
+                    CqUnit u = q.get(i);
+                    if (u != null) {
+                        o.units.add(new long[] {u.getQueueOffset(), u.getPos(), u.getSize(), u.getTagsCode()});
+                    }
+                }
+                out.add(o);
+            }
+        }
+        return out;
+    }
+
+    static long byTime(DefaultMessageStore s, String topic, int queueId, long ts, String boundary) {
+        if (boundary.equals("default")) {
+            return s.getOffsetInQueueByTime(topic, queueId, ts);
+        }
+        return s.getOffsetInQueueByTime(topic, queueId, ts, BoundaryType.valueOf(boundary));
+    }
+
+    static long maxPhyOffsetInQueues(DefaultMessageStore s) {
+        long max = -1;
+        for (Map<Integer, ConsumeQueueInterface> m : s.getConsumeQueueTable().values()) {
+            for (ConsumeQueueInterface q : m.values()) {
+                max = Math.max(max, q.getMaxPhysicOffset());
+            }
+        }
+        return max;
+    }
+
+    static void logBegin() {
+        LogCapture.begin();
+    }
+
+    static List<String> logTake() {
+        return LogCapture.take();
+    }
+
+    static void logEnd() {
+        LogCapture.end();
+    }
+}
