@@ -37,6 +37,8 @@ def main(argv=None) -> int:
     ap.add_argument("--round", type=int, default=24, help="seeds per round")
     ap.add_argument("--threads", type=int, default=8, help="oracle JVM threads")
     ap.add_argument("--out", default="bench/out/differential", help="where the table and reproducers go")
+    ap.add_argument("--release", default="5.3.3", choices=["5.3.3", "4.9.7"],
+                    help="RocketMQ release of the oracle (4.9.7: RocketMQ writes and damaged stores only, with 4.x's recovery rule)")
     args = ap.parse_args(argv)
 
     out = Path(args.out)
@@ -46,7 +48,7 @@ def main(argv=None) -> int:
     table: dict[str, list[int]] = {}  # direction -> [cases, equal, different]
     kinds: dict[str, list[int]] = {}
     t0 = time.time()
-    with Oracle.start(threads=args.threads) as oracle:
+    with Oracle.start(threads=args.threads, release=args.release) as oracle:
         print(f"oracle: Apache RocketMQ {oracle.rocketmq_version}", flush=True)
         per_round = max(1, args.round)
         dmg_per_round = max(1, (len(damage_seeds) + len(seeds) - 1) // max(1, len(seeds)) * per_round)
@@ -55,11 +57,13 @@ def main(argv=None) -> int:
             dchunk = damage_seeds[r // per_round * dmg_per_round : (r // per_round + 1) * dmg_per_round]
             tmp = Path(tempfile.mkdtemp(prefix="rmqlab-diff-"))
             try:
-                results = {"rmqlab writes, RocketMQ reads": D.rmqlab_to_rocketmq(oracle, chunk, tmp)}
-                written = D.rocketmq_written(oracle, chunk, tmp)
-                results["RocketMQ writes, rmqlab reads"] = D.rocketmq_to_rmqlab(oracle, chunk, tmp, written=written)
+                results = {}
+                if args.release == "5.3.3":
+                    results["rmqlab writes, RocketMQ reads"] = D.rmqlab_to_rocketmq(oracle, chunk, tmp)
+                written = D.rocketmq_written(oracle, chunk, tmp, release=args.release)
+                results["RocketMQ writes, rmqlab reads"] = D.rocketmq_to_rmqlab(oracle, chunk, tmp, written=written, release=args.release)
                 if dchunk:
-                    results["damaged, both recover"] = D.damaged(oracle, written, dchunk, tmp)
+                    results["damaged, both recover"] = D.damaged(oracle, written, dchunk, tmp, release=args.release)
             finally:
                 shutil.rmtree(tmp, ignore_errors=True)
             for direction, res in results.items():
@@ -74,7 +78,7 @@ def main(argv=None) -> int:
                         k[1 if not diffs else 2] += 1
                     if diffs:
                         seed = int(re.search(r"seed (\d+)", name).group(1))
-                        config, lines = random_workload(seed)
+                        config, lines = random_workload(seed, release=args.release)
                         slug = re.sub(r"[^A-Za-z0-9]+", "-", name)[:80]
                         (out / "differences" / f"{slug}.json").write_text(json.dumps(
                             {"case": name, "seed": seed, "config": config, "workload": lines, "differences": diffs}, indent=1, ensure_ascii=False))

@@ -15,11 +15,9 @@ import pytest
 from tests.oracle.harness import Oracle, OracleUnavailable, build
 
 
-@pytest.fixture(scope="session")
-def oracle_command() -> list[str]:
-    """The java command line of the built harness (built once per run)."""
+def _built(release: str) -> list[str]:
     try:
-        return build()
+        return build(release)
     except OracleUnavailable as exc:
         if os.environ.get("CI") or os.environ.get("RMQLAB_REQUIRE_ORACLE"):
             pytest.fail(str(exc))
@@ -27,8 +25,22 @@ def oracle_command() -> list[str]:
 
 
 @pytest.fixture(scope="session")
+def oracle_command() -> list[str]:
+    """The java command line of the harness built against RocketMQ 5.3.3 (once per run)."""
+    return _built("5.3.3")
+
+
+@pytest.fixture(scope="session")
 def oracle(oracle_command):
     with Oracle(oracle_command) as rmq:
+        yield rmq
+
+
+@pytest.fixture(scope="session")
+def oracle_49():
+    """The same harness on RocketMQ 4.9.7's store, where its rules differ (V1 records
+    only, no property CRC, normal recovery from the third-to-last file)."""
+    with Oracle(_built("4.9.7")) as rmq:
         yield rmq
 
 

@@ -50,20 +50,21 @@ def _guard(fn: Callable[[], list[str]]) -> list[str]:
     try:
         return fn()
     except Exception:
-        return ["rmqlab raised:\n" + traceback.format_exc(limit=8)]
+        return ["rmqlab raised:\n" + traceback.format_exc(limit=-6)]
 
 
 def _answer_error(ans: dict) -> list[str]:
     return [] if ans.get("ok") else [f"RocketMQ failed: {ans.get('error')}\n{(ans.get('trace') or '')[:1500]}"]
 
 
-def recover_and_read(root: Path, out: Path, config: dict, dump: dict) -> list[str]:
+def recover_and_read(root: Path, out: Path, config: dict, dump: dict, release: str = "5.3.3") -> list[str]:
     """rmqlab recovers a copy (``recover --out``) of what RocketMQ loaded.  Even a clean
     shutdown goes through recovery: RocketMQ's normal recovery re-dispatches the records
     after the consume queues' max physical offset (a trailing PREPARED or ROLLBACK
     record, which no queue holds), and indexes their keys again."""
     cfg = MessageStoreConfig.from_mapping(config)
-    rep = recover(root, config=cfg, out=out, clock=ManualClock(CLOCK_MS, tick_ms=1))
+    # 4.x normal recovery scans the last three files (5.3 starts at the queues' max offset)
+    rep = recover(root, config=cfg, out=out, clock=ManualClock(CLOCK_MS, tick_ms=1), legacy_three_files=release.startswith("4."))
     diffs = compare_recovery(rep, dump)
     if not dump["recovery"].get("loadResult", True) or not rep.load_ok:
         return diffs
@@ -93,7 +94,7 @@ def rmqlab_to_rocketmq(oracle: Oracle, seeds: list[int], tmp: Path) -> dict[str,
             rmqlab_write(d / "clean", config, lines)
             rmqlab_write(d / "crash", config, lines, crash=True)
         except Exception:
-            out[f"rmqlab->rocketmq seed {seed}"] = ["rmqlab raised while writing:\n" + traceback.format_exc(limit=8)]
+            out[f"rmqlab->rocketmq seed {seed}"] = ["rmqlab raised while writing:\n" + traceback.format_exc(limit=-6)]
             continue
         _copy(d / "clean", d / "clean.rocketmq")
         _copy(d / "crash", d / "crash.rocketmq")
@@ -121,21 +122,21 @@ def rmqlab_to_rocketmq(oracle: Oracle, seeds: list[int], tmp: Path) -> dict[str,
     return out
 
 
-def rocketmq_written(oracle: Oracle, seeds: list[int], tmp: Path) -> list[tuple[int, Path, dict, dict]]:
+def rocketmq_written(oracle: Oracle, seeds: list[int], tmp: Path, release: str = "5.3.3") -> list[tuple[int, Path, dict, dict]]:
     """RocketMQ writes each seed's workload: ``(seed, dir, config, answer)`` with
     ``dir/clean`` (shut down) and ``dir/crash`` (its live files copied: a SIGKILL)."""
     jobs = []
     for seed in seeds:
         d = tmp / f"r{seed}"
         d.mkdir(parents=True)
-        config, lines = random_workload(seed)
+        config, lines = random_workload(seed, release=release)
         jobs.append((seed, d, config, write_request(d / "clean", config, write_lines(d / "in.jsonl", lines), crash_copy=d / "crash")))
     answers = oracle.map(req for *_, req in jobs)
     return [(seed, d, config, ans) for (seed, d, config, _), ans in zip(jobs, answers)]
 
 
-def rocketmq_to_rmqlab(oracle: Oracle, seeds: list[int], tmp: Path, written=None) -> dict[str, list[str]]:
-    written = written if written is not None else rocketmq_written(oracle, seeds, tmp)
+def rocketmq_to_rmqlab(oracle: Oracle, seeds: list[int], tmp: Path, written=None, release: str = "5.3.3") -> dict[str, list[str]]:
+    written = written if written is not None else rocketmq_written(oracle, seeds, tmp, release)
     out: dict[str, list[str]] = {}
     ok = []
     for seed, d, config, ans in written:
@@ -148,13 +149,13 @@ def rocketmq_to_rmqlab(oracle: Oracle, seeds: list[int], tmp: Path, written=None
     answers = oracle.map(r for seed, d, config in ok for r in (load_request(d / "clean.rocketmq", config), load_request(d / "crash.rocketmq", config)))
     for i, (seed, d, config) in enumerate(ok):
         clean_ans, crash_ans = answers[2 * i], answers[2 * i + 1]
-        name = f"rocketmq->rmqlab seed {seed}"
-        out[name] = _answer_error(clean_ans) or _guard(lambda: recover_and_read(d / "clean", d / "clean.rmqlab", config, clean_ans) + verify_clean(d / "clean", config))
-        out[name + " crash"] = _answer_error(crash_ans) or _guard(lambda: recover_and_read(d / "crash", d / "crash.rmqlab", config, crash_ans))
+        name = f"rocketmq {release}->rmqlab seed {seed}" if release != "5.3.3" else f"rocketmq->rmqlab seed {seed}"
+        out[name] = _answer_error(clean_ans) or _guard(lambda: recover_and_read(d / "clean", d / "clean.rmqlab", config, clean_ans, release) + verify_clean(d / "clean", config))
+        out[name + " crash"] = _answer_error(crash_ans) or _guard(lambda: recover_and_read(d / "crash", d / "crash.rmqlab", config, crash_ans, release))
     return out
 
 
-def damaged(oracle: Oracle, written, damage_seeds: list[int], tmp: Path) -> dict[str, list[str]]:
+def damaged(oracle: Oracle, written, damage_seeds: list[int], tmp: Path, release: str = "5.3.3") -> dict[str, list[str]]:
     """Each damage seed damages one of RocketMQ's crashed stores (round robin)."""
     usable = [(seed, d, config) for seed, d, config, ans in written if ans.get("ok")]
     jobs = []
@@ -168,6 +169,6 @@ def damaged(oracle: Oracle, written, damage_seeds: list[int], tmp: Path) -> dict
         jobs.append((ds, base, config, what))
     answers = oracle.map(load_request(base / "rocketmq", config) for ds, base, config, what in jobs)
     for (ds, base, config, what), ans in zip(jobs, answers):
-        name = f"damaged seed {ds} ({what['kind']}: {', '.join(f'{k}={v}' for k, v in what.items() if k not in ('kind', 'seed'))})"
-        out[name] = _answer_error(ans) or _guard(lambda: recover_and_read(base / "store", base / "rmqlab", config, ans))
+        name = f"damaged{'' if release == '5.3.3' else ' ' + release} seed {ds} ({what['kind']}: {', '.join(f'{k}={v}' for k, v in what.items() if k not in ('kind', 'seed'))})"
+        out[name] = _answer_error(ans) or _guard(lambda: recover_and_read(base / "store", base / "rmqlab", config, ans, release))
     return out

@@ -25,9 +25,8 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 JAVA_DIR = Path(__file__).parent / "java"
-TARGET = JAVA_DIR / "target"
-#: the RocketMQ release the harness is built against (the pom's default)
-ROCKETMQ_VERSION = "5.3.3"
+#: the RocketMQ releases the harness is built against: Maven profile and output folder
+RELEASES = {"5.3.3": ([], JAVA_DIR / "target"), "4.9.7": (["-P", "rocketmq4"], JAVA_DIR / "target-4.9.7")}
 
 
 class OracleUnavailable(RuntimeError):
@@ -52,22 +51,27 @@ def _tool(name: str) -> str | None:
     return None
 
 
-def build(timeout: float = 600) -> list[str]:
-    """Compile the harness (``mvn package``) and return the java command line that runs it."""
+def build(release: str = "5.3.3", timeout: float = 600) -> list[str]:
+    """Compile the harness against RocketMQ ``release`` (``mvn package``) and return the
+    java command line that runs it."""
+    profile, target = RELEASES[release]
     mvn, javac, java = _tool("mvn"), _tool("javac"), _tool("java")
     if not (mvn and javac and java):
         missing = [n for n, p in (("mvn", mvn), ("javac", javac), ("java", java)) if not p]
         raise OracleUnavailable(f"the RocketMQ oracle needs Maven and a JDK 17+ ({', '.join(missing)} not found)")
     try:
-        done = subprocess.run([mvn, "-q", "-B", "package"], cwd=JAVA_DIR, capture_output=True, text=True, timeout=timeout)
+        done = subprocess.run([mvn, "-q", "-B", *profile, "package"], cwd=JAVA_DIR, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         raise OracleUnavailable(f"mvn package of {JAVA_DIR} took more than {timeout:.0f} s") from None
     if done.returncode != 0:
         tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-15:])
         raise OracleUnavailable(f"mvn package of {JAVA_DIR} failed:\n{tail}")
-    jar = TARGET / "rmqlab-oracle-1.jar"
-    classpath = f"{jar}{os.pathsep}{(TARGET / 'classpath.txt').read_text().strip()}"
-    return [java, "-Xmx768m", "-XX:+UseSerialGC", "-cp", classpath]
+    jar = target / "rmqlab-oracle-1.jar"
+    classpath = f"{jar}{os.pathsep}{(target / 'classpath.txt').read_text().strip()}"
+    # RocketMQ unmaps files through JDK internals (4.9 needs them opened on Java 17)
+    opens = ["--add-opens=java.base/java.nio=ALL-UNNAMED", "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED", "--add-exports=java.base/jdk.internal.ref=ALL-UNNAMED",
+             "--add-opens=java.base/jdk.internal.ref=ALL-UNNAMED"]
+    return [java, "-Xmx768m", "-XX:+UseSerialGC", *opens, "-cp", classpath]
 
 
 class Oracle:
@@ -91,8 +95,8 @@ class Oracle:
         threading.Thread(target=self._drain_stderr, daemon=True).start()
 
     @classmethod
-    def start(cls, threads: int = 6) -> "Oracle":
-        return cls(build(), threads)
+    def start(cls, threads: int = 6, release: str = "5.3.3") -> "Oracle":
+        return cls(build(release), threads)
 
     # -- plumbing ------------------------------------------------------------------------
     def _read(self) -> None:

@@ -34,12 +34,13 @@ HOSTS_V6 = ["0:0:0:0:0:0:0:1:10911", "fe80:0:0:0:0:0:0:1:50001", "2001:db8:0:0:0
 BORN_BASE = 1_700_000_000_000
 
 
-def random_config(rng: random.Random) -> dict[str, str]:
+def random_config(rng: random.Random, release: str = "5.3.3") -> dict[str, str]:
     """Small files so that rolls, BLANK records and several index files happen.  Index
     files hold at least 255 entries: RocketMQ names a new index file by the wall clock
     in milliseconds, and files that fill faster than that collide (see
     :func:`tests.oracle.compare.index_file_name_collisions`)."""
     slots = rng.choice([64, 128])
+    crc = rng.choice(["false", "false", "true"])
     return {
         "mappedFileSizeCommitLog": str(rng.choice([16384, 32768, 65536])),
         "mappedFileSizeConsumeQueue": str(20 * rng.choice([5, 20, 300])),
@@ -47,7 +48,7 @@ def random_config(rng: random.Random) -> dict[str, str]:
         "maxIndexNum": str(slots * rng.choice([4, 8])),
         "messageIndexEnable": "true",
         "flushDiskType": rng.choice(["ASYNC_FLUSH", "SYNC_FLUSH"]),
-        "enabledAppendPropCRC": rng.choice(["false", "false", "true"]),
+        "enabledAppendPropCRC": "false" if release.startswith("4.") else crc,  # 4.9 has no property CRC
         "checkCRCOnRecover": "true",
     }
 
@@ -90,8 +91,8 @@ def _properties(rng: random.Random, key_pool: list[str]) -> dict[str, str]:
     return p
 
 
-def random_message(rng: random.Random, seq: int, key_pool: list[str]) -> dict[str, Any]:
-    topic = rng.choice(TOPICS)
+def random_message(rng: random.Random, seq: int, key_pool: list[str], topics: list[str] = TOPICS) -> dict[str, Any]:
+    topic = rng.choice(topics)
     m: dict[str, Any] = {"topic": topic, "queue_id": rng.randint(0, 3), "flag": rng.choice([0, 0, 1, 255, -1]),
                          "properties": _properties(rng, key_pool), "body": _body(rng)}
     r = rng.random()
@@ -124,13 +125,16 @@ def random_batch(rng: random.Random, key_pool: list[str]) -> dict[str, Any]:
     return {"batch": entries, "topic": topic, "queue_id": rng.randint(0, 3)}
 
 
-def random_workload(seed: int, n: int | None = None) -> tuple[dict[str, str], list[dict[str, Any]]]:
+def random_workload(seed: int, n: int | None = None, release: str = "5.3.3") -> tuple[dict[str, str], list[dict[str, Any]]]:
+    """``release`` "4.9.7": what a 4.9 broker can store (V1 records only: no topic over
+    127 bytes; no property CRC)."""
     rng = random.Random(seed)
-    config = random_config(rng)
+    config = random_config(rng, release)
+    topics = [t for t in TOPICS if len(t) <= 127] if release.startswith("4.") else TOPICS
     key_pool = ["k%d" % i for i in range(rng.randint(3, 40))] + ["shared", "ключ"]
     lines = []
     for seq in range(n if n is not None else rng.randint(20, 400)):
-        lines.append(random_batch(rng, key_pool) if rng.random() < 0.06 else random_message(rng, seq, key_pool))
+        lines.append(random_batch(rng, key_pool) if rng.random() < 0.06 else random_message(rng, seq, key_pool, topics))
     return config, lines
 
 

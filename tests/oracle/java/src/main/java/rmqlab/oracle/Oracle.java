@@ -40,7 +40,6 @@ import org.apache.rocketmq.common.message.MessageConst;
 import org.apache.rocketmq.common.message.MessageDecoder;
 import org.apache.rocketmq.common.message.MessageExt;
 import org.apache.rocketmq.common.message.MessageExtBatch;
-import org.apache.rocketmq.common.message.MessageExtBrokerInner;
 import org.apache.rocketmq.store.DefaultMessageStore;
 import org.apache.rocketmq.store.DispatchRequest;
 import org.apache.rocketmq.store.GetMessageResult;
@@ -249,7 +248,7 @@ public final class Oracle {
             if (m.containsKey("batch")) {
                 r = store.putMessages(batch(m));
             } else {
-                r = store.putMessage(inner(m));
+                r = Rmq.put(store, m);
             }
             results.add(result(r));
         }
@@ -288,8 +287,10 @@ public final class Oracle {
     }
 
     /** One message as a broker hands it to the store (SendMessageProcessor's fields). */
-    static MessageExtBrokerInner inner(JSONObject m) throws Exception {
-        MessageExtBrokerInner msg = new MessageExtBrokerInner();
+    /** A message's fields as a broker hands it to the store (SendMessageProcessor's
+     *  fields), on the release's MessageExtBrokerInner ({@code Rmq.put} makes it and adds
+     *  the properties string and tagsCode); returns the properties in the order given. */
+    static Map<String, String> fill(MessageExt msg, JSONObject m) throws Exception {
         msg.setTopic(m.getString("topic"));
         msg.setQueueId(m.getIntValue("queue_id"));
         msg.setFlag(m.getIntValue("flag"));
@@ -298,16 +299,13 @@ public final class Oracle {
         msg.setBody(body == null ? new byte[0] : Base64.getDecoder().decode(body));
         Map<String, String> p = props(m);
         MessageAccessor.setProperties(msg, p);
-        // the properties in the order given: messageProperties2String of an ordered map
-        msg.setPropertiesString(MessageDecoder.messageProperties2String(p));
-        msg.setTagsCode(MessageExtBrokerInner.tagsString2tagsCode(p.get(MessageConst.PROPERTY_TAGS)));
         Long born = m.getLong("born_timestamp");
         msg.setBornTimestamp(born == null ? System.currentTimeMillis() : born);
         msg.setBornHost(host(m.getString("born_host"), "127.0.0.1:50000"));
         msg.setStoreHost(host(m.getString("store_host"), "127.0.0.1:10911"));
         msg.setReconsumeTimes(m.getIntValue("reconsume_times"));
         msg.setPreparedTransactionOffset(m.getLongValue("prepared_transaction_offset"));
-        return msg;
+        return p;
     }
 
     /** A producer's batch (Java MessageBatch.encode) as the broker hands it to putMessages. */
@@ -337,7 +335,7 @@ public final class Oracle {
         b.setBornTimestamp(born == null ? System.currentTimeMillis() : born);
         b.setBornHost(host(m.getString("born_host"), "127.0.0.1:50000"));
         b.setStoreHost(host(m.getString("store_host"), "127.0.0.1:10911"));
-        b.setPropertiesString(MessageDecoder.messageProperties2String(props(m)));
+        Rmq.batchProperties(b, MessageDecoder.messageProperties2String(props(m)));
         return b;
     }
 
@@ -386,7 +384,7 @@ public final class Oracle {
         }
         rec.put("commitLogMinOffsetAfterRecovery", store.getMinPhyOffset());
         rec.put("commitLogMaxOffsetAfterRecovery", store.getMaxPhyOffset());
-        rec.put("commitLogFlushedWhere", store.getCommitLog().getFlushedWhere());
+        rec.put("commitLogFlushedWhere", Rmq.flushedWhere(store));
         rec.put("maxPhyOffsetInConsumeQueueAfterRecovery", Rmq.maxPhyOffsetInQueues(store));
         rec.put("indexFiles", Rmq.indexFileNames(store));
         rec.put("logLines", storeLines(Rmq.logTake(), dir));

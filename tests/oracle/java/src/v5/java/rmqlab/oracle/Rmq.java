@@ -1,5 +1,6 @@
 package rmqlab.oracle;
 
+import com.alibaba.fastjson.JSONObject;
 import java.io.File;
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -9,6 +10,11 @@ import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import org.apache.rocketmq.common.BoundaryType;
 import org.apache.rocketmq.common.BrokerConfig;
+import org.apache.rocketmq.common.message.MessageConst;
+import org.apache.rocketmq.common.message.MessageDecoder;
+import org.apache.rocketmq.common.message.MessageExtBatch;
+import org.apache.rocketmq.common.message.MessageExtBrokerInner;
+import org.apache.rocketmq.store.PutMessageResult;
 import org.apache.rocketmq.common.TopicConfig;
 import org.apache.rocketmq.store.DefaultMessageStore;
 import org.apache.rocketmq.store.DispatchRequest;
@@ -74,6 +80,26 @@ final class Rmq {
                 sel.release();
             }
         }
+    }
+
+    /** One message put as a broker puts it: the release's MessageExtBrokerInner with the
+     *  properties string in the order given (messageProperties2String of an ordered map)
+     *  and its tagsCode. */
+    static PutMessageResult put(DefaultMessageStore s, JSONObject m) throws Exception {
+        MessageExtBrokerInner msg = new MessageExtBrokerInner();
+        Map<String, String> p = Oracle.fill(msg, m);
+        msg.setPropertiesString(MessageDecoder.messageProperties2String(p));
+        msg.setTagsCode(MessageExtBrokerInner.tagsString2tagsCode(p.get(MessageConst.PROPERTY_TAGS)));
+        return s.putMessage(msg);
+    }
+
+    static long flushedWhere(DefaultMessageStore s) {
+        return s.getCommitLog().getFlushedWhere();
+    }
+
+    /** The broker's batch properties, appended to every entry (5.x MessageExtBatch). */
+    static void batchProperties(MessageExtBatch b, String properties) {
+        b.setPropertiesString(properties);
     }
 
     static DispatchRequest check(DefaultMessageStore s, ByteBuffer b, boolean crc) {
