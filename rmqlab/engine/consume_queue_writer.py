@@ -283,8 +283,8 @@ class ConsumeQueueWriter:
                 f.mm[keep * CQ_STORE_UNIT_SIZE : n_valid * CQ_STORE_UNIT_SIZE] = bytes((n_valid - keep) * CQ_STORE_UNIT_SIZE)
             self.dirty = True
             break
-        if not self.files:
-            self.max_physic_offset = -1 if phy_offset <= 0 else phy_offset
+        # no file left: Java keeps the phy_offset it set first (0 included), as the queue's
+        # maxPhysicOffset in memory and in getMaxPhyOffsetInConsumeQueue
         return cut
 
     def delete_expired(self, min_commitlog_offset: int) -> int:

@@ -451,3 +451,15 @@ def test_a_store_with_an_empty_commitlog_directory_recovers(tmp_path, how):
     done = subprocess.run([sys.executable, "-m", "rmqlab", "recover", str(tmp_path / "s"), *args], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr and "end of log     0" in done.stdout
+
+
+def test_a_log_cut_to_nothing_leaves_the_queues_max_physical_offset_at_the_cut(tmp_path):
+    """ConsumeQueue.truncateDirtyLogicFiles sets maxPhysicOffset to the cut first and
+    lowers it only for entries it keeps: cut at 0, every queue (and the store's max over
+    them) says 0, not -1 (found by the differential run)."""
+    src = copy_store("crash", tmp_path)
+    path, pos = clfile(src, manifest("crash")[0]["physicalOffset"])
+    patch(path, pos + 4, bytes(4))  # the first record's magic code
+    rep = recover(src, config=cfg("crash"), out=tmp_path / "out", clock=ManualClock(1795303800000, tick_ms=1))
+    assert rep.commitlog_end == 0 and rep.stop.kind == "BAD_MAGIC"
+    assert rep.max_phy_offset_in_cq_after == 0
