@@ -143,19 +143,10 @@ def log_end_in_file(buf, start: int = 0) -> int | None:
             return pos
         if rec.is_blank:
             return None
-        if not java_crc_ok(rec):
+        if not (rec.is_blank or rec.body_crc_ok):  # Java's rule: see Record.body_crc_ok
             return pos
         pos += rec.total_size
     return pos
-
-
-def java_crc_ok(rec: Record) -> bool:
-    """Java ``checkMessageAndReturnSize`` checks the body CRC only when ``bodyLength > 0``
-    (and the property CRC only with ``forceVerifyPropCRC``); this is that rule."""
-    if rec.is_blank or rec.body_crc_computed is None:
-        return True
-    # body was not read (read_body=False) but the CRC is computed from the buffer
-    return rec.body_crc == rec.body_crc_computed or body_length(rec) == 0
 
 
 def body_length(rec: Record) -> int:

@@ -1201,6 +1201,7 @@ def _decode_positions(ctx: _Ctx, P: np.ndarray) -> tuple[pa.RecordBatch | None, 
         else:
             bodies_all = _interleaved(ctx, body_start, body_end, None)
         body_ok, prop_state = _check_crcs(ctx, P, body_start, body_end, total, body_crc, props_start, props_len, bodies_all, computed)
+        body_ok = body_ok | (body_end == body_start)  # Java checks the body CRC only where there is a body
         crc_ok = body_ok & (prop_state != 2)
         if not crc_ok.all():
             first = int(np.argmin(crc_ok))

@@ -150,6 +150,10 @@ class Record:
     # -- checks -----------------------------------------------------------------------
     @property
     def body_crc_ok(self) -> bool:
+        """Java ``checkMessageAndReturnSize`` compares the body CRC only when there is a
+        body (``if (bodyLen > 0)``): the stored field of an empty body is never checked."""
+        if self.body_crc_computed is None and not self.body:
+            return True
         computed = self.body_crc_computed if self.body_crc_computed is not None else body_crc(self.body)
         return computed == self.body_crc
 
@@ -312,7 +316,8 @@ def decode_record(
         file_offset=pos,
     )
     if check_crc:
-        rec.body_crc_computed = body_crc(bytes(buf[body_start : body_start + body_len]))
+        if body_len > 0:  # Java checks the body CRC only where there is a body
+            rec.body_crc_computed = body_crc(bytes(buf[body_start : body_start + body_len]))
         _check_property_crc(rec, buf, pos)
     return rec
 

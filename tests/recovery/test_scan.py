@@ -20,7 +20,7 @@ def _decoder_walk(buf):
             rec = decode_record(buf, pos, check_crc=True, read_body=False)
         except RecordError:
             return out
-        if rec is None or rec.is_blank or not (rec.body_crc == rec.body_crc_computed or rec.total_size == 0):
+        if rec is None or rec.is_blank or not rec.body_crc_ok:
             return out
         out.append(pos)
         pos += rec.total_size
