@@ -143,7 +143,7 @@ def log_end_in_file(buf, start: int = 0) -> int | None:
             return pos
         if rec.is_blank:
             return None
-        if not (rec.is_blank or rec.body_crc_ok):  # Java's rule: see Record.body_crc_ok
+        if not rec.body_crc_ok:  # Java's rule: see Record.body_crc_ok
             return pos
         pos += rec.total_size
     return pos
