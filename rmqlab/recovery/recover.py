@@ -69,7 +69,7 @@ from ..format.record import decode_record
 from ..store.consume_queue import CQ_DTYPE
 from ..store.reader import ABORT_FILE, CHECKPOINT_FILE, COMMITLOG_DIR, CONSUMEQUEUE_DIR, INDEX_DIR, infer_config, lock_state
 from .report import CutRange, IndexChange, LostRecord, QueueChange, RecoveryReport, StopPoint
-from .scan import FileScan, scan_file
+from ..scan.acceptance import FileScan, scan_file
 
 _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")

@@ -121,17 +121,16 @@ class CommitLog:
         ``MappedFile.selectMappedBuffer`` refuses a position at or past the file's
         write position, and after a recovery only the last file is written short, at a
         record its checkCRCOnRecover scan refused).  Records past it are dead bytes a
-        recovery left.  Walks one file, once."""
+        recovery left.  One bulk pass over one file (recovery's acceptance scan), once."""
         if self._served_end is None:
             files = self.queue.files
             last = next((f for f in reversed(files) if len(f.buf) >= 4 and bytes(f.buf[:4]) != b"\0\0\0\0"), None)
             end = self.min_offset
             if last is not None:
-                end = last.file_from_offset
-                for item in self.walk(last.file_from_offset):
-                    if isinstance(item, RecordError) or not item.body_crc_ok:
-                        break
-                    end = item.physical_offset + item.total_size
+                from ..scan.acceptance import scan_file  # numpy and the CRC loops: loaded on first use
+
+                s = scan_file(last.buf)
+                end = last.file_from_offset + (len(last.buf) if s.blank else s.end)
             self._served_end = end
         return self._served_end
 

@@ -8,7 +8,7 @@ import pytest
 from tests.support import REFERENCE, copy_store
 from rmqlab.files import MappedFileQueue
 from rmqlab.format.record import RecordError, decode_record
-from rmqlab.recovery import scan
+from rmqlab.scan import acceptance as scan
 from rmqlab.store import open_store
 
 
