@@ -11,7 +11,9 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from .errors import StoreFormatError
+from .format.commitlog import FLAG_BORNHOST_V6
 from .format.consumequeue import CQ_STORE_UNIT_SIZE
+from .format.layout import PREFIX_DTYPES
 from .format.msgid import decode_message_id
 from .format.properties import split_keys
 from .format.record import Record
@@ -138,9 +140,41 @@ def look_by_msg_id(store: StoreReader, msg_id: str) -> Record:
 
 
 # -- by time ---------------------------------------------------------------------------------
+def _java_div(a: int, b: int) -> int:
+    """Java's long division (truncates toward zero)."""
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b > 0) else -q
+
+
+#: where the storeTimestamp sits, by born-host kind (Java computes it from sysFlag)
+_STORE_TS_AT = (PREFIX_DTYPES[0].fields["store_timestamp"][1], PREFIX_DTYPES[1].fields["store_timestamp"][1])
+_SYS_FLAG_AT = PREFIX_DTYPES[0].fields["sys_flag"][1]
+
+
+def pickup_store_timestamp(store: StoreReader, offset: int, size: int) -> int:
+    """Java ``CommitLog.pickupStoreTimestamp``: the storeTimestamp field of the bytes at
+    ``offset`` (found through sysFlag's born-host kind, nothing else checked), or -1
+    when ``[offset, offset + size)`` is not inside the log."""
+    if size <= 0 or not (offset >= store.commitlog.min_offset and offset + size <= store.commitlog.served_end()):
+        return -1
+    f = store.commitlog.queue.find(offset)
+    if f is None:
+        return -1
+    rel = offset - f.file_from_offset
+    if rel + _STORE_TS_AT[1] + 8 > len(f.buf):
+        return -1
+    sys_flag = int.from_bytes(bytes(f.buf[rel + _SYS_FLAG_AT : rel + _SYS_FLAG_AT + 4]), "big", signed=True)
+    at = rel + _STORE_TS_AT[1 if sys_flag & FLAG_BORNHOST_V6 else 0]
+    return int.from_bytes(bytes(f.buf[at : at + 8]), "big", signed=True)
+
+
 def offset_by_time(store: StoreReader, topic: str, queue_id: int, timestamp: int, boundary: BoundaryType | str = BoundaryType.LOWER) -> int:
-    """Java ``getOffsetInQueueByTime`` (5.3): binary search on the consume queue,
-    reading each probe's storeTimestamp from the commitlog.
+    """Java ``DefaultMessageStore.getOffsetInQueueByTime`` (5.3), step for step, so that
+    it answers as RocketMQ does on damaged stores too: choose the consume-queue file by
+    the store times of its first and last units (``MappedFileQueue
+    .getConsumeQueueMappedFileByTime``), binary-search it reading each unit's record's
+    storeTimestamp (``ConsumeQueue.binarySearchInQueueByTime``; a time that cannot be
+    read answers 0), clamp to the queue's range.
 
     LOWER: the first offset whose record was stored at or after ``timestamp``
     (one past the last when none is).  UPPER: the last offset stored at or before
@@ -149,27 +183,77 @@ def offset_by_time(store: StoreReader, topic: str, queue_id: int, timestamp: int
     boundary = BoundaryType(boundary)
     cq = store.consume_queue(topic, queue_id)
     lo, hi = cq.valid_range(store.commitlog.min_offset)
-    if hi <= lo:
-        return 0
+    files = cq.queue.files
+    if not files:
+        return max(lo, min(0, hi))
+    unit = CQ_STORE_UNIT_SIZE
 
-    def stored_at(q: int) -> int:
-        e = cq.get(q)
-        return store.commitlog.read(e.commitlog_offset, check_crc=False).store_timestamp
+    def read_unit(f, pos: int) -> tuple[int, int]:
+        b = bytes(f.buf[pos : pos + unit])
+        return int.from_bytes(b[0:8], "big", signed=True), int.from_bytes(b[8:12], "big", signed=True)
 
+    def time_at(f, pos: int) -> int:
+        phy, size = read_unit(f, pos)
+        return pickup_store_timestamp(store, phy, size)
+
+    def known(t: int) -> int:  # Java caches a file's start/stop time only when it is > 0
+        return t if t > 0 else -1
+
+    # the file: by its first and last units' times
+    last = len(files) - 1
     if boundary is BoundaryType.LOWER:
-        a, b = lo, hi  # first q in [lo, hi) with time >= ts
-        while a < b:
-            m = (a + b) // 2
-            if stored_at(m) >= timestamp:
-                b = m
-            else:
-                a = m + 1
-        return a
-    a, b = lo, hi  # first q with time > ts, minus one
-    while a < b:
-        m = (a + b) // 2
-        if stored_at(m) > timestamp:
-            b = m
+        chosen = next((f for f in files[:last] if known(time_at(f, len(f.buf) - unit)) >= timestamp), files[last])
+    else:
+        chosen = next((f for f in reversed(files) if known(time_at(f, 0)) <= timestamp), None)
+    if chosen is None:
+        return max(lo, min(0, hi))
+    result = _search_file(store, chosen, timestamp, boundary, lo * unit, hi * unit, read_unit, time_at)
+    return max(lo, min(result, hi))
+
+
+def _search_file(store: StoreReader, f, timestamp: int, boundary: BoundaryType, min_logic: int, end_logic: int, read_unit, time_at) -> int:
+    """Java ``ConsumeQueue.binarySearchInQueueByTime`` over one consume-queue file."""
+    unit = CQ_STORE_UNIT_SIZE
+    base = f.file_from_offset
+    size = len(f.buf)
+    low = min_logic - base if min_logic > base else 0
+    wrote = end_logic - base  # the write position Java's recovery left in this file
+    ceiling = (wrote if 0 < wrote < size else size) - unit
+    floor, high = low, ceiling
+    lower = boundary is BoundaryType.LOWER
+    if ceiling < 0:
+        return 0
+    if time_at(f, ceiling) < timestamp:
+        return _java_div(base + ceiling + unit if lower else base + ceiling, unit)
+    if time_at(f, floor) > timestamp:
+        return _java_div(base, unit) if lower else 0
+    min_phy = store.commitlog.min_offset
+    target = left = right = -1
+    while high >= low:
+        mid = (low + high) // (2 * unit) * unit
+        phy, sz = read_unit(f, mid)
+        if phy < min_phy:
+            low, left = mid + unit, mid
+            continue
+        t = pickup_store_timestamp(store, phy, sz)
+        if t < 0:
+            return 0
+        if t == timestamp:
+            target = mid
+            break
+        if t > timestamp:
+            high, right = mid - unit, mid
         else:
-            a = m + 1
-    return max(lo, a - 1)
+            low, left = mid + unit, mid
+    if target != -1:
+        # neighbours may share the time: LOWER walks back to the first, UPPER forward to the last
+        step = -unit if lower else unit
+        offset = target
+        while (offset + step >= floor) if lower else (offset + step <= ceiling):
+            if time_at(f, offset + step) != timestamp:
+                break
+            offset += step
+    else:
+        # no record at exactly that time: the first after it (LOWER), the last before it (UPPER)
+        offset = right if lower else left
+    return _java_div(base + offset, unit)

@@ -1145,7 +1145,7 @@ class MessageStore:
         first).  Writes go through ``MAP_SHARED`` mappings, so the reader sees them."""
         if self._started:
             self.reput()
-        return StoreReader(self.root, self.config)
+        return StoreReader(self.root, self.config, log_end=self.max_phy_offset if self.commitlog is not None else None)
 
     def get_message(self, topic: str, queue_id: int, queue_offset: int) -> Record:
         """Java ``getMessage`` for one offset: the record the consume queue points at."""

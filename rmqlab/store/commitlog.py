@@ -19,10 +19,10 @@ from ..format.record import Record, RecordError, decode_record
 class CommitLog:
     """Read-only CommitLog over ``STORE/commitlog`` (Java ``CommitLog``)."""
 
-    def __init__(self, directory: str | os.PathLike, mapped_file_size: int | None = None, *, strict: bool = True):
+    def __init__(self, directory: str | os.PathLike, mapped_file_size: int | None = None, *, strict: bool = True, served_end: int | None = None):
         self.queue = MappedFileQueue(directory, mapped_file_size, strict=strict)
         self.directory = self.queue.directory
-        self._served_end: int | None = None
+        self._served_end = served_end  # known to a running engine; else found on first use
 
     @property
     def mapped_file_size(self) -> int | None:

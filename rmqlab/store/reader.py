@@ -58,7 +58,9 @@ class StoreReader:
 
     ``config`` sizes win; settings it leaves at ``None`` in ``overrides`` are
     inferred.  ``strict`` makes layout problems (wrong file sizes, gaps between
-    names) errors; otherwise they are collected in :attr:`problems`.
+    names) errors; otherwise they are collected in :attr:`problems`.  ``log_end``: where
+    the log ends when the caller knows it (a running engine), else it is found when a
+    lookup first needs it (:meth:`CommitLog.served_end`).
     """
 
     def __init__(
@@ -68,6 +70,7 @@ class StoreReader:
         *,
         config_file: str | os.PathLike | None = None,
         strict: bool = True,
+        log_end: int | None = None,
     ):
         self.root = Path(root)
         if not self.root.is_dir():
@@ -81,7 +84,7 @@ class StoreReader:
         self.strict = strict
         cfg = config or MessageStoreConfig()
         self.problems: list[StoreFormatError] = []
-        self.commitlog = CommitLog(self.root / COMMITLOG_DIR, cfg.mapped_file_size_commit_log if explicit else None, strict=strict)
+        self.commitlog = CommitLog(self.root / COMMITLOG_DIR, cfg.mapped_file_size_commit_log if explicit else None, strict=strict, served_end=log_end)
         self.problems += self.commitlog.queue.problems
         # settle the sizes this store actually uses
         index_sizes = (cfg.max_hash_slot_num, cfg.max_index_num)
