@@ -56,6 +56,7 @@ from ..config import MessageStoreConfig
 from ..format import commitlog as cl
 from ..format import properties as props
 from ..format.hashing import java_string_hash
+from ..format.layout import PREFIX_DTYPES
 from ..format.record import Record, decode_record
 from .. import rules
 from ..rules import SCHEDULE_TOPIC, parse_delay_levels
@@ -89,6 +90,10 @@ class DispatchRequest(NamedTuple):
 tags_code_for = rules.tags_code
 
 
+#: the record's physicalOffset field, from the schema's layout
+_PHYSICAL_OFFSET_AT = PREFIX_DTYPES[0].fields["physical_offset"][1]
+
+
 def request_from_record(record: Record, delay_levels: dict[int, int]) -> DispatchRequest:
     """Java ``checkMessageAndReturnSize`` → ``DispatchRequest`` for a decoded record."""
     jp = record.java_properties
@@ -96,7 +101,7 @@ def request_from_record(record: Record, delay_levels: dict[int, int]) -> Dispatc
     return DispatchRequest(
         topic,
         record.queue_id,
-        record.physical_offset,
+        record.stored_physical_offset,  # Java reads the field (equal to the position unless damaged)
         record.total_size,
         tags_code_for(topic, jp, record.store_timestamp, delay_levels),
         record.store_timestamp,
@@ -342,7 +347,11 @@ def read_dispatch_columns(buf, positions: np.ndarray, *, file_base: int, file: s
 
     batches = _decode_at(a, rel, file_base, file) if len(rel) else None
     if batches:
-        return DispatchColumns.from_arrow(pa.Table.from_batches(batches), delay_levels)
+        cols = DispatchColumns.from_arrow(pa.Table.from_batches(batches), delay_levels)
+        # Java's DispatchRequest.commitLogOffset is the record's own physicalOffset field
+        # (where it sits, unless that field is damaged): read it, as request_from_record does
+        cols.commitlog_offset = np.lib.stride_tricks.sliding_window_view(a, 8)[rel + _PHYSICAL_OFFSET_AT].copy().view(">i8").reshape(-1).astype(np.int64)
+        return cols
     return DispatchColumns.from_requests([one(p) for p in rel.tolist()])
 
 

@@ -170,8 +170,10 @@ class Record:
 
     @property
     def msg_id(self) -> str:
-        """Offset msgId (Java ``MessageDecoder.createMessageId``)."""
-        return create_message_id(self.store_host[0], self.store_host[1], self.physical_offset)
+        """Offset msgId (Java ``MessageDecoder.createMessageId`` of the store host and the
+        record's own physicalOffset field, as ``MessageDecoder.decode`` builds it: a
+        damaged field gives an id that leads elsewhere, in RocketMQ too)."""
+        return create_message_id(self.store_host[0], self.store_host[1], self.stored_physical_offset)
 
     @property
     def end_offset(self) -> int:

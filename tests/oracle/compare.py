@@ -164,7 +164,8 @@ def compare_messages(store, dump: Mapping[str, Any], *, end: int | None = None) 
                 out.append(f"{where}: rmqlab fails ({exc}); RocketMQ returns the record @{m['physicalOffset']}")
                 continue
             mine = {
-                "physicalOffset": rec.physical_offset, "size": rec.total_size, "topic": rec.topic, "queueId": rec.queue_id,
+                # MessageExt.commitLogOffset is the record's physicalOffset field
+                "physicalOffset": rec.stored_physical_offset, "size": rec.total_size, "topic": rec.topic, "queueId": rec.queue_id,
                 "tags": rec.tags, "keys": rec.keys, "properties": rec.java_properties,
                 "bodyBase64": base64.b64encode(rec.body).decode() if rec.body else None, "bodyCRC": rec.body_crc,
                 "flag": rec.flag, "sysFlag": rec.sys_flag, "reconsumeTimes": rec.reconsume_times,
@@ -177,8 +178,8 @@ def compare_messages(store, dump: Mapping[str, Any], *, end: int | None = None) 
             for k, v in mine.items():
                 if k in m and m[k] != v:
                     out.append(f"{where}: {k} rmqlab {v!r}, RocketMQ {m[k]!r}")
-            if entry.commitlog_offset != m["physicalOffset"]:
-                out.append(f"{where}: the unit points at {entry.commitlog_offset}, RocketMQ's at {m['physicalOffset']}")
+            if rec.stored_physical_offset != rec.physical_offset:
+                continue  # a damaged physicalOffset field: the msgId leads elsewhere, in RocketMQ too
             try:
                 by_id = lookup.look_by_msg_id(store, m["msgId"]).physical_offset
             except RmqlabError as exc:

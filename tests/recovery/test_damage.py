@@ -463,3 +463,22 @@ def test_a_log_cut_to_nothing_leaves_the_queues_max_physical_offset_at_the_cut(t
     rep = recover(src, config=cfg("crash"), out=tmp_path / "out", clock=ManualClock(1795303800000, tick_ms=1))
     assert rep.commitlog_end == 0 and rep.stop.kind == "BAD_MAGIC"
     assert rep.max_phy_offset_in_cq_after == 0
+
+
+def test_a_damaged_physical_offset_field_is_dispatched_as_rocketmq_reads_it(tmp_path):
+    """Java's DispatchRequest.commitLogOffset and MessageExt.commitLogOffset are the
+    record's own physicalOffset field (checkMessageAndReturnSize, MessageDecoder): the
+    rebuilt index points where the damaged field says, and the msgId carries it (the
+    differential run found rmqlab using the record's position)."""
+    src = copy_store("crash", tmp_path)
+    m = [x for x in manifest("crash") if x["keys"] and x["physicalOffset"] // FILE == 5][-1]  # re-indexed after the crash
+    path, pos = clfile(src, m["physicalOffset"])
+    bogus = m["physicalOffset"] + (1 << 32)
+    patch(path, pos + 28, struct.pack(">q", bogus))  # physicalOffset (no CRC covers it)
+    rep = recover(src, config=cfg("crash"), out=tmp_path / "out", clock=ManualClock(1795303800000, tick_ms=1))
+    assert rep.commitlog_end == 367042
+    with open_store(tmp_path / "out", cfg("crash")) as st:
+        key = next(k for k in m["keys"].split(" ") if k)
+        assert bogus in lookup.query_by_key(st, m["topic"], key).raw_offsets
+        rec = st.commitlog.read(m["physicalOffset"])
+        assert rec.stored_physical_offset == bogus and rec.msg_id.endswith(f"{bogus:016X}")
