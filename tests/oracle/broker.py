@@ -116,6 +116,11 @@ def capture(workdir: Path, command: list[str], messages: int = 60, timeout: floa
     nsconf.write_text(f"listenPort={namesrv_port}\nbindAddress=127.0.0.1\n")
     logback = workdir / "logback.xml"
     logback.write_text(LOGBACK.format(log=log))
+    # RocketMQ 4.9's startups configure plain logback from ROCKETMQ_HOME/conf
+    (workdir / "conf").mkdir(exist_ok=True)
+    plain = LOGBACK.replace("org.apache.rocketmq.logging.ch.qos.logback", "ch.qos.logback").format(log=log)
+    for name in ("logback_namesrv.xml", "logback_broker.xml"):
+        (workdir / "conf" / name).write_text(plain)
     java, *opts = command
     jvm = [java, f"-Drmq.logback.configurationFile={logback}", f"-Duser.home={workdir}", *opts[1:]]
     env = dict(os.environ, ROCKETMQ_HOME=str(workdir))  # NamesrvStartup and BrokerStartup insist on it

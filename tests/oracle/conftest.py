@@ -52,3 +52,12 @@ def broker_capture(oracle_command, tmp_path_factory):
     from tests.oracle.broker import capture
 
     return capture(tmp_path_factory.mktemp("broker") / "capture", oracle_command)
+
+
+@pytest.fixture(scope="session")
+def broker_capture_49(tmp_path_factory):
+    """The same application against a RocketMQ 4.9.7 name server and broker (no timer
+    messages: a 4.9 client has none), killed the same way."""
+    from tests.oracle.broker import capture
+
+    return capture(tmp_path_factory.mktemp("broker49") / "capture", _built("4.9.7"))

@@ -1,6 +1,6 @@
-"""A store a real RocketMQ 5.3.3 broker left behind (name server, broker and Java client
-on loopback; the broker killed with SIGKILL): rmqlab reads and recovers it as RocketMQ's
-own store does, and its read commands answer on every file a 5.x broker leaves."""
+"""Stores real RocketMQ brokers left behind (name server, broker and Java client on
+loopback; the broker killed with SIGKILL), 5.3.3 and 4.9.7: rmqlab reads and recovers
+each as that release's own store does, and its read commands answer on every file."""
 
 from __future__ import annotations
 
@@ -27,20 +27,35 @@ def test_the_capture_holds_what_a_crashed_5x_broker_leaves(broker_capture):
     assert {"CaptureA", "CaptureB", "SCHEDULE_TOPIC_XXXX", "rmq_sys_wheel_timer", "RMQ_SYS_TRANS_HALF_TOPIC", "RMQ_SYS_TRANS_OP_HALF_TOPIC"} <= queues
 
 
-def test_rmqlab_recovers_and_reads_the_capture_as_rocketmq_does(oracle, broker_capture, tmp_path):
-    shutil.copytree(broker_capture.store, tmp_path / "rocketmq")
-    shutil.copytree(broker_capture.store, tmp_path / "rmqlab")
-    dump = oracle.load(tmp_path / "rocketmq", broker_capture.config)
+def _recovers_and_reads_as_rocketmq(oracle, cap, tmp_path, release):
+    shutil.copytree(cap.store, tmp_path / "rocketmq")
+    shutil.copytree(cap.store, tmp_path / "rmqlab")
+    dump = oracle.load(tmp_path / "rocketmq", cap.config)
     assert dump["recovery"]["mode"].startswith("abnormal")
     walked = [w for w in dump["commitLogWalk"] if w["kind"] == "MESSAGE"]
     assert len(walked) >= 60
-    diffs = recover_and_read(tmp_path / "rmqlab", tmp_path / "recovered", broker_capture.config, dump)
+    diffs = recover_and_read(tmp_path / "rmqlab", tmp_path / "recovered", cap.config, dump, release)
     assert diffs == []
 
 
-def test_read_commands_answer_on_the_capture(broker_capture, tmp_path):
-    """No traceback, nothing changed: every read command on a real broker's store."""
-    s = broker_capture.store
+def test_rmqlab_recovers_and_reads_the_capture_as_rocketmq_does(oracle, broker_capture, tmp_path):
+    _recovers_and_reads_as_rocketmq(oracle, broker_capture, tmp_path, "5.3.3")
+
+
+def test_rmqlab_recovers_and_reads_a_49_capture_as_rocketmq_49_does(oracle_49, broker_capture_49, tmp_path):
+    assert (broker_capture_49.store / "abort").exists() and (broker_capture_49.store / "config" / "consumerOffset.json").exists()
+    assert not (broker_capture_49.store / "timerwheel").exists()  # 4.9 has no timer store
+    _recovers_and_reads_as_rocketmq(oracle_49, broker_capture_49, tmp_path, "4.9.7")
+
+
+def test_read_commands_answer_on_the_capture(broker_capture, broker_capture_49):
+    """No traceback, nothing changed: every read command on a real broker's store (5.3.3
+    and 4.9.7)."""
+    for cap in (broker_capture, broker_capture_49):
+        _read_commands_answer(cap.store)
+
+
+def _read_commands_answer(s):
     before = {p: p.read_bytes() for p in s.rglob("*") if p.is_file() and p.name != "lock"}
     for args in (["info"], ["verify"], ["recover", "--dry-run"], ["dump", "--json"], ["queue", "--topic", "CaptureA", "--queue-id", "0"]):
         done = subprocess.run([sys.executable, "-m", "rmqlab", *args[:1], str(s), *args[1:]], capture_output=True, text=True, timeout=300)

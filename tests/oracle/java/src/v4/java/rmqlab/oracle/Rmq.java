@@ -140,6 +140,11 @@ final class Rmq {
         return max;
     }
 
+    /** A timer message (5.x: Message.setDelayTimeMs); false where the client has none. */
+    static boolean setTimer(org.apache.rocketmq.common.message.Message m, long ms) {
+        return false;
+    }
+
     static void logBegin() {
     }
 

@@ -143,6 +143,12 @@ final class Rmq {
         return max;
     }
 
+    /** A timer message (5.x: Message.setDelayTimeMs); false where the client has none. */
+    static boolean setTimer(org.apache.rocketmq.common.message.Message m, long ms) {
+        m.setDelayTimeMs(ms);
+        return true;
+    }
+
     static void logBegin() {
         LogCapture.begin();
     }

@@ -80,10 +80,12 @@ public final class Client {
             }
             sends.add(sent(producer.send(m), i % 25 == 5 ? "delay" : "plain", keys));
         }
-        // timer messages (5.x timer wheel): one due in 2 s, the others in an hour
+        // timer messages (5.x timer wheel; a 4.9 client has none): one due in 2 s, the others in an hour
         for (int i = 0; i < 6; i++) {
             Message m = new Message(TIMER_TOPIC, "TagT", "timer-" + i, ("timer-" + i).getBytes(StandardCharsets.UTF_8));
-            m.setDelayTimeMs(i == 0 ? 2000 : 3_600_000L + i * 1000L);
+            if (!Rmq.setTimer(m, i == 0 ? 2000 : 3_600_000L + i * 1000L)) {
+                break;
+            }
             sends.add(sent(producer.send(m), i == 0 ? "timer-fires" : "timer-pending", "timer-" + i));
         }
         List<Message> batch = new ArrayList<>();
