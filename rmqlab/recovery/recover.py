@@ -568,6 +568,7 @@ def _records_to_dispatch(rep: RecoveryReport, state: dict, cfg: MessageStoreConf
 #: where the fixed fields a record's queue depends on sit, from the schema's dtype
 _MAGIC_AT = PREFIX_DTYPES[0].fields["magic"][1]
 _QUEUE_ID_AT = PREFIX_DTYPES[0].fields["queue_id"][1]
+_PHYS_AT = PREFIX_DTYPES[0].fields["physical_offset"][1]
 _SYS_FLAG_AT = PREFIX_DTYPES[0].fields["sys_flag"][1]
 #: the fixed part's size by host combination (born_v6 + 2*store_v6); bodyLength ends it
 _PREFIX_SIZES = np.asarray([d.itemsize for d in PREFIX_DTYPES], dtype=np.int64)
@@ -577,7 +578,7 @@ def _be(a: np.ndarray, at: np.ndarray, width: int) -> np.ndarray:
     """Big-endian signed integers of ``width`` bytes at positions ``at`` of the byte
     array ``a`` (callers keep ``at + width <= len(a)``): one gather of whole rows."""
     rows = np.lib.stride_tricks.sliding_window_view(a, width)[at]
-    return rows.view({1: "i1", 2: ">i2", 4: ">i4"}[width]).reshape(-1).astype(np.int64)
+    return rows.view({1: "i1", 2: ">i2", 4: ">i4", 8: ">i8"}[width]).reshape(-1).astype(np.int64)
 
 
 #: topic bytes are compared this many at a time (one gather of rows per window)
@@ -589,7 +590,7 @@ _CHECK_CHUNK = 4096
 def _in_their_queue(state: dict, views: list, positions: np.ndarray, owner: np.ndarray) -> np.ndarray:
     """For records at ``positions`` (sorted), each the commitlog offset of an entry of
     queue ``owner`` (an index into ``state["queues"]``): True where the record's own
-    topic and queue id are that queue's.  Read in bulk, file by file, at positions the
+    topic and queue id are that queue's and its physicalOffset field says where it is.  Read in bulk, file by file, at positions the
     layout derives from the schema; ~0.1 µs a record."""
     queues = list(state["queues"].values())
     topics = [q.topic.encode() for q in queues]
@@ -622,7 +623,9 @@ def _in_their_queue(state: dict, views: list, positions: np.ndarray, owner: np.n
         if v2.any():
             topic_len[v2] = _be(a, len_at[v2], 2)
         topic_at = len_at + 1 + v2
-        good = fits & (topic_len == tlen) & (_be(a, rel + _QUEUE_ID_AT, 4) == queue_ids[w])
+        # and its physicalOffset field is where it sits: Java dispatches (and indexes) by the
+        # field, so a damaged one must go through dispatch as Java reads it
+        good = fits & (topic_len == tlen) & (_be(a, rel + _QUEUE_ID_AT, 4) == queue_ids[w]) & (_be(a, rel + _PHYS_AT, 8) == rel + starts[k])
         # the topic's bytes, a window at a time, for the records whose topic reaches it
         room = len(a) - width
         for start in range(0, width, _TOPIC_WINDOW):

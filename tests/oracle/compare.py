@@ -228,7 +228,8 @@ def compare_index(store, dump: Mapping[str, Any], *, mode: str = "exact", end: i
         raw, want = res.raw_offsets, q["indexPhyOffsets"]
         if (set(raw) != set(want)) if mode == "set" else (raw != want):
             out.append(f"{where}: raw index answer rmqlab {raw}, RocketMQ {want}")
-        verified = [r.physical_offset for r in res.records]
+        # the harness reports queryMessage's records by MessageExt.commitLogOffset: the field
+        verified = [r.stored_physical_offset for r in res.records]
         if not set(verified) <= set(q["queryMessagePhyOffsets"]):
             out.append(f"{where}: rmqlab's verified records {verified} are not all in RocketMQ's queryMessage answer {q['queryMessagePhyOffsets']}")
     return out

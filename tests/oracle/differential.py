@@ -156,12 +156,16 @@ def rocketmq_to_rmqlab(oracle: Oracle, seeds: list[int], tmp: Path, written=None
 
 
 def damaged(oracle: Oracle, written, damage_seeds: list[int], tmp: Path, release: str = "5.3.3") -> dict[str, list[str]]:
-    """Each damage seed damages one of RocketMQ's crashed stores (round robin)."""
+    """Each damage seed damages one of RocketMQ's crashed stores: the one written from
+    the same seed when there is one, else the next in turn."""
     usable = [(seed, d, config) for seed, d, config, ans in written if ans.get("ok")]
+    by_seed = {u[0]: u for u in usable}
     jobs = []
     out: dict[str, list[str]] = {}
     for i, ds in enumerate(damage_seeds):
-        seed, d, config = usable[i % len(usable)]
+        # the store of the workload with the same seed where there is one, so that a seed
+        # alone reproduces a damaged case (--seeds N); else round robin
+        seed, d, config = by_seed.get(ds) or usable[i % len(usable)]
         base = tmp / f"d{ds}"
         _copy(d / "crash", base / "store")
         what = damage(base / "store", ds)

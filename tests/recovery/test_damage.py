@@ -482,3 +482,19 @@ def test_a_damaged_physical_offset_field_is_dispatched_as_rocketmq_reads_it(tmp_
         assert bogus in lookup.query_by_key(st, m["topic"], key).raw_offsets
         rec = st.commitlog.read(m["physicalOffset"])
         assert rec.stored_physical_offset == bogus and rec.msg_id.endswith(f"{bogus:016X}")
+
+
+def test_a_damaged_physical_offset_field_below_the_kept_index_is_dispatched_too(tmp_path):
+    """The same damage in a record the kept index files already cover: Java's abnormal
+    recovery hands it to dispatch and, by its field, it is past the index's endPhyOffset,
+    so RocketMQ indexes it there.  rmqlab once skipped it as already dispatched (by its
+    position); found by the differential run."""
+    src = copy_store("crash", tmp_path)
+    m = [x for x in manifest("crash") if x["keys"] and x["physicalOffset"] // FILE == 0][3]
+    path, pos = clfile(src, m["physicalOffset"])
+    bogus = m["physicalOffset"] + (1 << 34)
+    patch(path, pos + 28, struct.pack(">q", bogus))
+    recover(src, config=cfg("crash"), out=tmp_path / "out", clock=ManualClock(1795303800000, tick_ms=1))
+    with open_store(tmp_path / "out", cfg("crash")) as st:
+        key = next(k for k in m["keys"].split(" ") if k)
+        assert bogus in lookup.query_by_key(st, m["topic"], key).raw_offsets
