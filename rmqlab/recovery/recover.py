@@ -245,9 +245,10 @@ def _first_record_matches(buf, min_ts: int) -> tuple[bool, int]:
     magic = struct.unpack_from(">I", buf, 4)[0]
     if magic not in cl.MESSAGE_MAGICS:
         return False, 0
-    (sys_flag,) = _I32.unpack_from(buf, 36)
-    born = 20 if sys_flag & cl.FLAG_BORNHOST_V6 else 8
-    pos = 4 + 4 + 4 + 4 + 4 + 8 + 8 + 4 + 8 + born
+    if len(buf) < _PREFIX_SIZES[0]:
+        return False, 0
+    (sys_flag,) = _I32.unpack_from(buf, _SYS_FLAG_AT)
+    pos = _STORE_TS_AT[1 if sys_flag & cl.FLAG_BORNHOST_V6 else 0]
     if pos + 8 > len(buf):
         return False, 0
     (ts,) = _I64.unpack_from(buf, pos)
@@ -385,7 +386,7 @@ class _Planner:
         else:
             index = -1
             for i in range(len(files) - 1, -1, -1):
-                ok, ts = _first_record_matches(files[i].buf, rep.min_timestamp)
+                ok, ts = _first_record_matches(_file_view(files[i], fsize), rep.min_timestamp)  # a short file reads as Java maps it
                 if ok:
                     index = i
                     rep.start_reason = f"newest file whose first record was stored at {ts} ≤ minTimestamp {rep.min_timestamp}"
@@ -569,6 +570,7 @@ def _records_to_dispatch(rep: RecoveryReport, state: dict, cfg: MessageStoreConf
 _MAGIC_AT = PREFIX_DTYPES[0].fields["magic"][1]
 _QUEUE_ID_AT = PREFIX_DTYPES[0].fields["queue_id"][1]
 _PHYS_AT = PREFIX_DTYPES[0].fields["physical_offset"][1]
+_STORE_TS_AT = (PREFIX_DTYPES[0].fields["store_timestamp"][1], PREFIX_DTYPES[1].fields["store_timestamp"][1])  # by born-host kind
 _SYS_FLAG_AT = PREFIX_DTYPES[0].fields["sys_flag"][1]
 #: the fixed part's size by host combination (born_v6 + 2*store_v6); bodyLength ends it
 _PREFIX_SIZES = np.asarray([d.itemsize for d in PREFIX_DTYPES], dtype=np.int64)
