@@ -73,6 +73,10 @@ def recover_and_read(root: Path, out: Path, config: dict, dump: dict, release: s
     if index_file_name_collisions(dump["recovery"]):
         index = "skip"
         INDEX_NOT_COMPARED.append(str(root))
+    elif release.startswith("4."):
+        # 4.9's start() re-dispatches from the consume queues' max offset and can index a
+        # trailing record again where 5.3 does not; rmqlab models 5.3 (listed in the README)
+        index = "skip"
     with open_store(out, cfg) as store:
         return diffs + compare_all(store, dump, end=rep.commitlog_end, index=index)
 
