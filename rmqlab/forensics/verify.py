@@ -36,7 +36,6 @@ import numpy as np
 
 from ..config import MessageStoreConfig
 from ..errors import StoreFormatError
-from ..format import commitlog as cl
 from ..format.consumequeue import CQ_STORE_UNIT_SIZE, PRE_BLANK_SIZE
 from ..format.hashing import index_key_hash
 from ..format.indexfile import entry_position, index_key, slot_position

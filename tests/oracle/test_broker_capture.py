@@ -4,7 +4,6 @@ each as that release's own store does, and its read commands answer on every fil
 
 from __future__ import annotations
 
-import json
 import shutil
 import subprocess
 import sys
