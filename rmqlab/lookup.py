@@ -11,9 +11,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from .errors import StoreFormatError
-from .format.commitlog import FLAG_BORNHOST_V6
 from .format.consumequeue import CQ_STORE_UNIT_SIZE
-from .format.layout import PREFIX_DTYPES
+from .format.layout import store_timestamp_at
 from .format.msgid import decode_message_id
 from .format.properties import split_keys
 from .format.record import Record
@@ -146,11 +145,6 @@ def _java_div(a: int, b: int) -> int:
     return q if (a >= 0) == (b > 0) else -q
 
 
-#: where the storeTimestamp sits, by born-host kind (Java computes it from sysFlag)
-_STORE_TS_AT = (PREFIX_DTYPES[0].fields["store_timestamp"][1], PREFIX_DTYPES[1].fields["store_timestamp"][1])
-_SYS_FLAG_AT = PREFIX_DTYPES[0].fields["sys_flag"][1]
-
-
 def pickup_store_timestamp(store: StoreReader, offset: int, size: int) -> int:
     """Java ``CommitLog.pickupStoreTimestamp``: the storeTimestamp field of the bytes at
     ``offset`` (found through sysFlag's born-host kind, nothing else checked), or -1
@@ -160,12 +154,8 @@ def pickup_store_timestamp(store: StoreReader, offset: int, size: int) -> int:
     f = store.commitlog.queue.find(offset)
     if f is None:
         return -1
-    rel = offset - f.file_from_offset
-    if rel + _STORE_TS_AT[1] + 8 > len(f.buf):
-        return -1
-    sys_flag = int.from_bytes(bytes(f.buf[rel + _SYS_FLAG_AT : rel + _SYS_FLAG_AT + 4]), "big", signed=True)
-    at = rel + _STORE_TS_AT[1 if sys_flag & FLAG_BORNHOST_V6 else 0]
-    return int.from_bytes(bytes(f.buf[at : at + 8]), "big", signed=True)
+    ts = store_timestamp_at(f.buf, offset - f.file_from_offset)
+    return -1 if ts is None else ts
 
 
 def offset_by_time(store: StoreReader, topic: str, queue_id: int, timestamp: int, boundary: BoundaryType | str = BoundaryType.LOWER) -> int:

@@ -50,4 +50,20 @@ PREFIX_DTYPES = [prefix_dtype(bool(i & 1), bool(i & 2)) for i in range(4)]
 assert list(PREFIX_DTYPES[0].names[: len(HEADER_FIELDS)]) == HEADER_FIELDS
 assert PREFIX_DTYPES[0].itemsize == cl.FIXED_SIZE_V1_IPV4 - 3  # minus topicLength(1) and propertiesLength(2)
 
-__all__ = ["PREFIX_DTYPES", "prefix_dtype"]
+_SYS_FLAG_AT = PREFIX_DTYPES[0].fields["sys_flag"][1]
+#: storeTimestamp's position, by born-host kind (IPv4, IPv6)
+_STORE_TS_AT = (PREFIX_DTYPES[0].fields["store_timestamp"][1], PREFIX_DTYPES[1].fields["store_timestamp"][1])
+
+
+def store_timestamp_at(buf, pos: int) -> int | None:
+    """The storeTimestamp field of the record at ``pos`` of ``buf``, found as Java's
+    ``CommitLog.pickupStoreTimestamp`` finds it: through sysFlag's born-host kind,
+    nothing else checked; None when the buffer ends first."""
+    if pos < 0 or pos + _STORE_TS_AT[1] + 8 > len(buf):
+        return None
+    sys_flag = int.from_bytes(bytes(buf[pos + _SYS_FLAG_AT : pos + _SYS_FLAG_AT + 4]), "big", signed=True)
+    at = pos + _STORE_TS_AT[1 if sys_flag & cl.FLAG_BORNHOST_V6 else 0]
+    return int.from_bytes(bytes(buf[at : at + 8]), "big", signed=True)
+
+
+__all__ = ["PREFIX_DTYPES", "prefix_dtype", "store_timestamp_at"]

@@ -64,15 +64,13 @@ from ..format import commitlog as cl
 from ..format.checkpoint import CheckpointV5, min_timestamp as cp_min_timestamp
 from ..format.consumequeue import CQ_STORE_UNIT_SIZE
 from ..format.indexfile import IndexHeader
-from ..format.layout import PREFIX_DTYPES
+from ..format.layout import PREFIX_DTYPES, store_timestamp_at
 from ..format.record import decode_record
 from ..store.consume_queue import CQ_DTYPE
 from ..store.reader import ABORT_FILE, CHECKPOINT_FILE, COMMITLOG_DIR, CONSUMEQUEUE_DIR, INDEX_DIR, infer_config, lock_state
 from .report import CutRange, IndexChange, LostRecord, QueueChange, RecoveryReport, StopPoint
 from ..scan.acceptance import FileScan, scan_file
 
-_I32 = struct.Struct(">i")
-_I64 = struct.Struct(">q")
 STORE = "<store>"
 
 
@@ -245,14 +243,8 @@ def _first_record_matches(buf, min_ts: int) -> tuple[bool, int]:
     magic = struct.unpack_from(">I", buf, 4)[0]
     if magic not in cl.MESSAGE_MAGICS:
         return False, 0
-    if len(buf) < _PREFIX_SIZES[0]:
-        return False, 0
-    (sys_flag,) = _I32.unpack_from(buf, _SYS_FLAG_AT)
-    pos = _STORE_TS_AT[1 if sys_flag & cl.FLAG_BORNHOST_V6 else 0]
-    if pos + 8 > len(buf):
-        return False, 0
-    (ts,) = _I64.unpack_from(buf, pos)
-    if ts == 0:
+    ts = store_timestamp_at(buf, 0)
+    if not ts:
         return False, 0
     return ts <= min_ts, ts
 
@@ -570,7 +562,6 @@ def _records_to_dispatch(rep: RecoveryReport, state: dict, cfg: MessageStoreConf
 _MAGIC_AT = PREFIX_DTYPES[0].fields["magic"][1]
 _QUEUE_ID_AT = PREFIX_DTYPES[0].fields["queue_id"][1]
 _PHYS_AT = PREFIX_DTYPES[0].fields["physical_offset"][1]
-_STORE_TS_AT = (PREFIX_DTYPES[0].fields["store_timestamp"][1], PREFIX_DTYPES[1].fields["store_timestamp"][1])  # by born-host kind
 _SYS_FLAG_AT = PREFIX_DTYPES[0].fields["sys_flag"][1]
 #: the fixed part's size by host combination (born_v6 + 2*store_v6); bodyLength ends it
 _PREFIX_SIZES = np.asarray([d.itemsize for d in PREFIX_DTYPES], dtype=np.int64)
