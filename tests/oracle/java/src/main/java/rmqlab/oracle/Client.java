@@ -71,6 +71,7 @@ public final class Client {
         producer.setClientIP("127.0.0.1");
         producer.setSendMsgTimeout(15000);
         producer.start();
+        awaitRoute(producer);
         for (int i = 0; i < n; i++) {
             String keys = "order-" + i + (i % 7 == 0 ? " shared" : "");
             Message m = new Message(TOPIC, i % 3 == 0 ? "TagA" : "TagB", keys, ("body-" + i).getBytes(StandardCharsets.UTF_8));
@@ -129,6 +130,33 @@ public final class Client {
         out.println(JSON.toJSONString(ans));
         out.flush();
         System.exit(0);
+    }
+
+    /**
+     * "boot success" is printed before the broker's first registration with the name
+     * server has landed (BrokerController.start registers asynchronously); on a loaded
+     * machine the first send then fails with "No route info".  Wait until the name
+     * server can route the auto-create topic (TopicValidator.AUTO_CREATE_TOPIC_KEY_TOPIC)
+     * every new topic of this client falls back to.
+     */
+    static void awaitRoute(DefaultMQProducer producer) throws Exception {
+        // the broker re-registers every registerNameServerPeriod (30 s) if the first one failed
+        long deadline = System.currentTimeMillis() + 90_000;
+        while (true) {
+            try {
+                if (!producer.fetchPublishMessageQueues("TBW102").isEmpty()) {
+                    return;
+                }
+            } catch (Exception e) {
+                if (System.currentTimeMillis() > deadline) {
+                    throw e;
+                }
+            }
+            if (System.currentTimeMillis() > deadline) {
+                throw new IllegalStateException("the name server has no route for TBW102 after 90 s");
+            }
+            Thread.sleep(200);
+        }
     }
 
     /** A consumer group that reads {@code want} messages of TOPIC and commits them. */
