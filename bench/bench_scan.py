@@ -6,7 +6,7 @@ run on the same files:
 1. raw read bandwidth: the commitlog files read into memory (page cache warm);
 2. a plain per-record ``struct`` loop (the baseline: unpack every field, slice body,
    topic and properties, one Python tuple per record);
-3. rmqlab's single-process bulk decoder (``rmqlab.format.fastdecode``, Arrow
+3. rmqlab's single-process bulk decoder (``rmqlab.scan.decode``, Arrow
    batches, CRCs checked), records/s and MB/s, and without CRC checks;
 4. Spark ``local[2]`` through ``spark.read.format("rocketmq")``:
    ``groupBy('topic').agg(count('*'), sum('total_size'), sum(length('body')))`` —
@@ -43,8 +43,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from rmqlab.format import fastdecode as fd  # noqa: E402
-from rmqlab.format import kernels  # noqa: E402
+from rmqlab.scan import decode as fd  # noqa: E402
+from rmqlab.scan import kernels  # noqa: E402
 from rmqlab.generate import generate_store, parse_size  # noqa: E402
 
 WORKLOADS = {

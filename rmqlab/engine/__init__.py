@@ -20,7 +20,8 @@ on-disk concept or service, each naming its Java counterpart:
 """
 
 from .clock import ManualClock, SystemClock
-from .dispatch import CommitLogDispatcher, DispatchRequest
+from ..scan.dispatch_request import DispatchRequest
+from .dispatch import CommitLogDispatcher
 from .message import Message, MessageBatch, MessageInputError
 from .message_store import MessageStore
 from .results import PutMessageResult, PutMessageStatus

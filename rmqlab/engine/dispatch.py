@@ -35,7 +35,7 @@ Usage (what recovery does after cutting the log)::
 Three ways in, one set of rules: :meth:`~CommitLogDispatcher.dispatch` (one record),
 :meth:`~CommitLogDispatcher.dispatch_batch` (a list of requests: index keys hashed
 together) and :meth:`~CommitLogDispatcher.dispatch_columns` (a
-:class:`DispatchColumns` built from :mod:`rmqlab.format.fastdecode` batches: no
+:class:`DispatchColumns` built from :mod:`rmqlab.scan.decode` batches: no
 Python work per record; what recovery uses to re-dispatch a whole log).  They give
 the same bytes (tests/recovery/test_bulk_dispatch.py).
 """
@@ -43,371 +43,34 @@ the same bytes (tests/recovery/test_bulk_dispatch.py).
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable, NamedTuple, Sequence
+from typing import Iterable, Sequence
 
 import numpy as np
-
-if TYPE_CHECKING:  # imported lazily at run time (see _arrow)
-    import pyarrow as pa
 
 from ..config import MessageStoreConfig
 from ..format import commitlog as cl
 from ..format import properties as props
 from ..format.hashing import java_string_hash
-from ..format.layout import PREFIX_DTYPES
-from ..format.record import Record, decode_record
+from ..format.record import Record
 from .. import rules
-from ..rules import SCHEDULE_TOPIC, parse_delay_levels
+from ..rules import parse_delay_levels
 from .clock import SystemClock
 from .consume_queue_writer import ConsumeQueueWriter
-from .index_writer import IndexFileWriter, IndexServiceWriter, index_hashes_from_java, index_key_hashes, java_string_hashes_arrow, prefixed_hashes
+from ..scan.dispatch_request import (
+    DispatchColumns,
+    DispatchRequest,
+    _arrow,
+    queue_groups,
+    request_from_record,
+)
+from ..scan.hashes import index_hashes_from_java, index_key_hashes, java_string_hashes_arrow, prefixed_hashes
+from .index_writer import IndexServiceWriter
 
 CONSUMEQUEUE_DIR = "consumequeue"
 INDEX_DIR = "index"
 
 _ROLLBACK = rules.TRANSACTION_ROLLBACK_TYPE
-
-
-class DispatchRequest(NamedTuple):
-    """Java ``DispatchRequest``: what dispatch needs to know about one record."""
-
-    topic: str
-    queue_id: int
-    commitlog_offset: int
-    msg_size: int
-    tags_code: int
-    store_timestamp: int
-    consume_queue_offset: int
-    keys: str | None
-    uniq_key: str | None
-    sys_flag: int
-    prepared_transaction_offset: int = 0
-
-
-#: the rule lives in rmqlab.rules; dispatch's name for it
-tags_code_for = rules.tags_code
-
-
-#: the record's physicalOffset field, from the schema's layout
-_PHYSICAL_OFFSET_AT = PREFIX_DTYPES[0].fields["physical_offset"][1]
-
-
-def request_from_record(record: Record, delay_levels: dict[int, int]) -> DispatchRequest:
-    """Java ``checkMessageAndReturnSize`` → ``DispatchRequest`` for a decoded record."""
-    jp = record.java_properties
-    topic = record.topic
-    return DispatchRequest(
-        topic,
-        record.queue_id,
-        record.stored_physical_offset,  # Java reads the field (equal to the position unless damaged)
-        record.total_size,
-        tags_code_for(topic, jp, record.store_timestamp, delay_levels),
-        record.store_timestamp,
-        record.queue_offset,
-        jp.get(props.KEYS),
-        jp.get(props.UNIQ_KEY),
-        record.sys_flag,
-        record.prepared_transaction_offset,
-    )
-
-
-# -- many requests as columns ---------------------------------------------------------------------
-def _arrow():
-    """pyarrow, imported on first use: the per-record paths (and the engine's puts)
-    do not need it, and loading it (with the pandas it pulls in) takes a second."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    return pa, pc
-
-
-@dataclass
-class DispatchColumns:
-    """Many :class:`DispatchRequest` s as columns, one row per record, in commitlog order
-    (Java: the ``DispatchRequest`` s ``ReputMessageService`` hands to ``doDispatch`` one
-    after the other).
-
-    Integer fields are int64 numpy arrays; the topic is a code into ``topics``;
-    ``keys`` and ``uniq_key`` are Arrow string arrays (null when the record has none).
-    Build with :meth:`from_arrow` (bulk-decoded records, :mod:`rmqlab.format.fastdecode`)
-    or :meth:`from_requests`; feed to :meth:`CommitLogDispatcher.dispatch_columns`.
-    """
-
-    topics: list[str]
-    topic_code: np.ndarray
-    queue_id: np.ndarray
-    commitlog_offset: np.ndarray
-    msg_size: np.ndarray
-    tags_code: np.ndarray
-    store_timestamp: np.ndarray
-    consume_queue_offset: np.ndarray
-    sys_flag: np.ndarray
-    keys: "pa.Array | pa.ChunkedArray"
-    uniq_key: "pa.Array | pa.ChunkedArray"
-    prepared_transaction_offset: np.ndarray
-
-    #: the fastdecode columns :meth:`from_arrow` needs
-    ARROW_COLUMNS = ("physical_offset", "total_size", "topic", "queue_id", "queue_offset", "sys_flag", "store_timestamp", "prepared_transaction_offset")
-    #: and the properties it reads, as Java's map holds them
-    JAVA_PROPERTIES = (props.TAGS, props.KEYS, props.UNIQ_KEY, props.DELAY)
-
-    def __len__(self) -> int:
-        return len(self.commitlog_offset)
-
-    def take(self, rows: np.ndarray) -> "DispatchColumns":
-        """These rows, in this order."""
-        pa, _ = _arrow()
-        idx = pa.array(rows)
-        return DispatchColumns(
-            self.topics, self.topic_code[rows], self.queue_id[rows], self.commitlog_offset[rows], self.msg_size[rows], self.tags_code[rows],
-            self.store_timestamp[rows], self.consume_queue_offset[rows], self.sys_flag[rows], self.keys.take(idx), self.uniq_key.take(idx),
-            self.prepared_transaction_offset[rows],
-        )
-
-    def topic_of(self, i: int) -> str:
-        return self.topics[int(self.topic_code[i])]
-
-    def requests(self) -> list[DispatchRequest]:
-        """The same rows as :class:`DispatchRequest` tuples."""
-        keys = self.keys.to_pylist()
-        uniq = self.uniq_key.to_pylist()
-        t = self.topics
-        return [
-            DispatchRequest(t[c], q, o, s, g, ts, qo, k, u, sf, pto)
-            for c, q, o, s, g, ts, qo, k, u, sf, pto in zip(
-                self.topic_code.tolist(),
-                self.queue_id.tolist(),
-                self.commitlog_offset.tolist(),
-                self.msg_size.tolist(),
-                self.tags_code.tolist(),
-                self.store_timestamp.tolist(),
-                self.consume_queue_offset.tolist(),
-                keys,
-                uniq,
-                self.sys_flag.tolist(),
-                self.prepared_transaction_offset.tolist(),
-            )
-        ]
-
-    @classmethod
-    def from_requests(cls, reqs: Sequence[DispatchRequest]) -> "DispatchColumns":
-        pa, pc = _arrow()
-        if not reqs:
-            fields = [()] * len(DispatchRequest._fields)
-        else:
-            fields = list(zip(*reqs))  # one column per field, transposed in C
-        enc = pa.array(fields[0], pa.string()).dictionary_encode()  # codes in order of first appearance
-
-        def col(i):
-            return np.array(fields[i], dtype=np.int64)
-
-        return cls(
-            enc.dictionary.to_pylist(),
-            np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64),
-            col(1),
-            col(2),
-            col(3),
-            col(4),
-            col(5),
-            col(6),
-            col(9),
-            pa.array(fields[7], pa.string()),
-            pa.array(fields[8], pa.string()),
-            col(10),
-        )
-
-    @classmethod
-    def concat(cls, parts: Sequence["DispatchColumns"]) -> "DispatchColumns":
-        pa, pc = _arrow()
-        parts = [p for p in parts if len(p)]
-        if not parts:
-            return cls.from_requests([])
-        if len(parts) == 1:
-            return parts[0]
-        topics: dict[str, int] = {}
-        codes = []
-        for p in parts:
-            remap = np.asarray([topics.setdefault(t, len(topics)) for t in p.topics] or [0], dtype=np.int64)
-            codes.append(remap[p.topic_code])
-
-        def cat(name):
-            return np.concatenate([getattr(p, name) for p in parts])
-
-        def chunks(name):
-            out = []
-            for p in parts:
-                a = getattr(p, name)
-                out.extend(a.chunks if isinstance(a, pa.ChunkedArray) else [a])
-            return pa.chunked_array(out, pa.string())
-
-        return cls(
-            list(topics),
-            np.concatenate(codes),
-            cat("queue_id"),
-            cat("commitlog_offset"),
-            cat("msg_size"),
-            cat("tags_code"),
-            cat("store_timestamp"),
-            cat("consume_queue_offset"),
-            cat("sys_flag"),
-            chunks("keys"),
-            chunks("uniq_key"),
-            cat("prepared_transaction_offset"),
-        )
-
-    @classmethod
-    def from_arrow(cls, batch, delay_levels: dict[int, int]) -> "DispatchColumns":
-        """Java ``checkMessageAndReturnSize`` for every MESSAGE row of a fastdecode
-        batch or table: :data:`ARROW_COLUMNS`, and the :data:`JAVA_PROPERTIES` as
-        fastdecode's ``java_property:`` columns - the values Java's properties map
-        holds (``decode_positions(java_properties=...)``), so that an empty or
-        repeated TAGS, KEYS, UNIQ_KEY or DELAY reads as it does in RocketMQ."""
-        from ..format.fastdecode import JAVA_PROPERTY_PREFIX
-
-        pa, pc = _arrow()
-        n = batch.num_rows
-        col = batch.column
-
-        def ints(name):
-            a = col(name)
-            return np.asarray(a.to_numpy(zero_copy_only=False), dtype=np.int64) if n else np.zeros(0, np.int64)
-
-        def single(a):
-            if isinstance(a, pa.ChunkedArray):
-                return a.combine_chunks() if a.num_chunks != 1 else a.chunk(0)
-            return a
-
-        topic = single(col("topic"))
-        enc = pc.dictionary_encode(topic) if n else pa.DictionaryArray.from_arrays(pa.array([], pa.int32()), pa.array([], pa.string()))
-        topics = enc.dictionary.to_pylist()
-        topic_code = np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
-        tags, keys, uniq, delay = (single(col(JAVA_PROPERTY_PREFIX + name)) for name in cls.JAVA_PROPERTIES)
-        store_ts = ints("store_timestamp")
-        # tagsCode: String.hashCode of TAGS, 0 without
-        th, _ = java_string_hashes_arrow(tags)
-        tags_code = th.view(np.int32).astype(np.int64)
-        # SCHEDULE_TOPIC_XXXX with DELAY: the delivery time (the rule of tags_code_for)
-        if SCHEDULE_TOPIC in topics and delay.null_count < n:
-            sched = (topic_code == topics.index(SCHEDULE_TOPIC)) & np.asarray(delay.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
-            rows = np.flatnonzero(sched)
-            if len(rows):
-                idx = pa.array(rows)
-                for r, t, d in zip(rows.tolist(), tags.take(idx).to_pylist(), delay.take(idx).to_pylist()):
-                    jp = {props.DELAY: d}
-                    if t:
-                        jp[props.TAGS] = t
-                    tags_code[r] = tags_code_for(SCHEDULE_TOPIC, jp, int(store_ts[r]), delay_levels)
-        return cls(
-            topics,
-            topic_code,
-            ints("queue_id"),
-            ints("physical_offset"),
-            ints("total_size"),
-            tags_code,
-            store_ts,
-            ints("queue_offset"),
-            ints("sys_flag"),
-            keys,
-            uniq,
-            ints("prepared_transaction_offset"),
-        )
-
-
-# -- reading records back (Java ReputMessageService: checkMessageAndReturnSize) ---------------------
-_BATCH_ROWS, _BATCH_BYTES = 1 << 16, 64 << 20  # rows and bytes per decoded batch (int32 Arrow offsets)
-
-
-def read_dispatch_request(buf, pos: int, *, file_base: int, file: str, delay_levels: dict[int, int]) -> DispatchRequest:
-    """Java ``checkMessageAndReturnSize`` for the record at in-file position ``pos``."""
-    rec = decode_record(buf, pos, file=file, file_base=file_base, check_crc=False, read_body=False)
-    return request_from_record(rec, delay_levels)
-
-
-def read_dispatch_columns(buf, positions: np.ndarray, *, file_base: int, file: str, delay_levels: dict[int, int]) -> DispatchColumns:
-    """Java ``checkMessageAndReturnSize`` for the MESSAGE records at in-file
-    ``positions`` (sorted) of one commitlog file, as :class:`DispatchColumns` — what a
-    reput (and recovery's re-dispatch) reads back from the log.
-
-    ``buf`` holds the file from position 0 (a mapping, bytes or uint8 array).  The
-    records are decoded in bulk with :func:`rmqlab.format.fastdecode.decode_positions`
-    (one row per position, no walk of the chain); should one of them be damaged, all
-    are read one by one with :func:`~rmqlab.format.record.decode_record`, which names
-    the damage.  The properties are read as Java's map holds them (see
-    :meth:`DispatchColumns.from_arrow`).  CRCs are not checked (Java's reput does not
-    check them).
-    """
-    pa, pc = _arrow()
-    rel = np.asarray(positions, dtype=np.int64)
-    a = buf if isinstance(buf, np.ndarray) else np.frombuffer(buf, np.uint8)
-
-    def one(pos: int) -> DispatchRequest:
-        return read_dispatch_request(a, pos, file_base=file_base, file=file, delay_levels=delay_levels)
-
-    batches = _decode_at(a, rel, file_base, file) if len(rel) else None
-    if batches:
-        cols = DispatchColumns.from_arrow(pa.Table.from_batches(batches), delay_levels)
-        # Java's DispatchRequest.commitLogOffset is the record's own physicalOffset field
-        # (where it sits, unless that field is damaged): read it, as request_from_record does
-        cols.commitlog_offset = np.lib.stride_tricks.sliding_window_view(a, 8)[rel + _PHYSICAL_OFFSET_AT].copy().view(">i8").reshape(-1).astype(np.int64)
-        return cols
-    return DispatchColumns.from_requests([one(p) for p in rel.tolist()])
-
-
-def load_reader() -> None:
-    """Load what :func:`read_dispatch_columns` runs - pyarrow, the bulk decoder, numba
-    and the machine code of its compiled loops (~1 s the first time in a process) - by
-    reading one record back.  The engine calls it when a store opens, so that no
-    producer's put pays it at the first reput."""
-    from ..format.encode import encode_record
-
-    rec = encode_record(topic=b"T", body=b"x", properties=props.encode({props.TAGS: "t", props.KEYS: "k"}), physical_offset=0)
-    buf = bytearray(rec)  # writable, as the engine's mappings are (numba compiles per flavour)
-    cols = read_dispatch_columns(buf, np.zeros(1, np.int64), file_base=0, file="<load_reader>", delay_levels={})
-    if cols.requests() != [request_from_record(decode_record(bytes(rec), 0, read_body=False), {})]:  # pragma: no cover - a broken install
-        raise RuntimeError("the bulk decoder reads a record differently from the per-record reader")
-
-
-def _decode_at(a: np.ndarray, rel: np.ndarray, file_base: int, file: str):
-    """fastdecode batches of the records at in-file positions ``rel``; None on damage
-    (the caller then reads record by record, which names it)."""
-    from ..errors import StoreFormatError
-    from ..format.fastdecode import decode_positions
-
-    try:
-        return list(
-            decode_positions(
-                a, rel, file_base=file_base, file=file, verify_crc=False, include_body=False, columns=DispatchColumns.ARROW_COLUMNS,
-                java_properties=DispatchColumns.JAVA_PROPERTIES, batch_rows=_BATCH_ROWS, batch_bytes=_BATCH_BYTES,
-            )
-        )
-    except (StoreFormatError, ValueError):
-        return None
-
-
-def queue_groups(topic_code: np.ndarray, queue_id: np.ndarray) -> list[np.ndarray]:
-    """Row numbers of each (topic, queue), in row order, the queues in order of first
-    appearance (the order per-request dispatch meets them)."""
-    n = len(topic_code)
-    if n == 0:
-        return []
-    qmin = int(queue_id.min())
-    span = int(queue_id.max()) - qmin + 1
-    dense = topic_code * span + (queue_id - qmin)
-    top = int(dense.max())
-    groups = None
-    if top < (1 << 22):
-        present = np.flatnonzero(np.bincount(dense, minlength=top + 1))
-        if len(present) <= 64:  # few queues: one pass each
-            groups = [np.flatnonzero(dense == g) for g in present.tolist()]
-    if groups is None:
-        order = np.argsort(dense, kind="stable")
-        sk = dense[order]
-        bounds = np.flatnonzero(np.concatenate(([True], sk[1:] != sk[:-1], [True])))
-        groups = [order[a:b] for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist())]
-    groups.sort(key=lambda g: int(g[0]))
-    return groups
 
 
 class CommitLogDispatcher:
@@ -659,4 +322,4 @@ class CommitLogDispatcher:
         self.close()
 
 
-__all__ = ["CommitLogDispatcher", "DispatchColumns", "read_dispatch_columns", "read_dispatch_request", "queue_groups", "DispatchRequest", "ConsumeQueueWriter", "IndexServiceWriter", "IndexFileWriter", "request_from_record", "parse_delay_levels"]
+__all__ = ["CommitLogDispatcher"]

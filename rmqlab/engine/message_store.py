@@ -34,7 +34,7 @@ Dispatch (Java ``ReputMessageService``) runs in one of three modes:
   commitlog holding a record that no consume queue points to yet.
 
 Like Java's, rmqlab's reput reads the records back from the commitlog (in bulk, with
-:func:`~rmqlab.engine.dispatch.read_dispatch_columns`) rather than trusting what the
+:func:`~rmqlab.scan.dispatch_request.read_dispatch_columns`) rather than trusting what the
 put path meant to write: what is dispatched is what is on disk.
 """
 
@@ -59,6 +59,7 @@ from ..format import properties as props
 from ..format.batch import BatchFormatError
 from ..format.encode import CRC_PROPERTY_PLACEHOLDER, WHOLE_RECORD_PACKERS, batch_record_sizes, record_packer, topic_field, whole_record_packer, write_batch_records
 from ..format.hashing import java_string_hash
+from ..scan.crc import crc32_slices
 from ..format.msgid import parse_host
 from ..format.record import PROPERTY_CRC_TAIL, Record
 from ..store.reader import ABORT_FILE, CHECKPOINT_FILE, COMMITLOG_DIR, LOCK_FILE, StoreReader
@@ -66,7 +67,9 @@ from .checkpoint_writer import StoreCheckpointWriter
 from .clean import CleanReport, clean_expired
 from .clock import DEFAULT_STORE_HOST, SystemClock
 from .commitlog_writer import CommitLogWriter
-from .dispatch import SCHEDULE_TOPIC, CommitLogDispatcher, DispatchColumns, DispatchRequest, load_reader, read_dispatch_columns
+from ..rules import SCHEDULE_TOPIC
+from ..scan.dispatch_request import DispatchColumns, DispatchRequest, load_reader, read_dispatch_columns
+from .dispatch import CommitLogDispatcher
 from .flush import FlushRealTimeService, GroupCommitService, PeriodicService
 from .mapped_file import WritableMappedFile, fsync_directory
 from .message import Message, MessageBatch
@@ -801,7 +804,7 @@ class MessageStore:
             return self._fail(PutMessageStatus.MESSAGE_ILLEGAL, f"message {i}: body is {int(lay.body_len[i])} bytes, more than maxMessageSize={self.validator.max_body}")
         if total > self.validator.max_record or total > self.validator.max_fit:
             return self._fail(PutMessageStatus.MESSAGE_ILLEGAL, f"the batch's records are {total} bytes, more than {min(self.validator.max_record, self.validator.max_fit)} (maxMessageSize + 64 KiB, or a commitlog file)")
-        crcs = hashing.crc32_slices(batch.body, lay.body_start, lay.body_start + lay.body_len) & 0x7FFFFFFF
+        crcs = crc32_slices(batch.body, lay.body_start, lay.body_start + lay.body_len) & 0x7FFFFFFF
         starts = np.zeros(len(lay), dtype=np.int64)
         np.cumsum(sizes[:-1], out=starts[1:])
         key = (batch.topic, qid)

@@ -101,7 +101,7 @@ def first_boundary(buf, file_base: int, start: int) -> int:
     resynchronisation accepts (magic, self-recorded offset = file base + position,
     sizes that recompute); from there the walk is the file's own chain.
     """
-    from ..format.fastdecode import is_valid_position
+    from ..scan.decode import is_valid_position
     from .salvage import find_magic_positions
 
     if start <= RESYNC_WINDOW:

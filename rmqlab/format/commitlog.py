@@ -102,7 +102,7 @@ HostV4 = Struct("address" / Bytes(4), "port" / Int32sb)
 HostV6 = Struct("address" / Bytes(16), "port" / Int32sb)
 
 #: The fixed-size prefix every message record starts with.  The bulk decoder in
-#: ``rmqlab.format.fastdecode`` derives its numpy dtype from these fields.
+#: ``rmqlab.scan.decode`` derives its numpy dtype from these fields.
 RecordHeader = Struct(
     "total_size" / Int32sb * "Java totalSize: whole record, this field included",
     "magic" / Int32ub * "Java magicCode: MAGIC_V1, MAGIC_V2 or MAGIC_BLANK",

@@ -8,14 +8,13 @@
 * :data:`crc32` — the raw CRC-32 every bulk path uses: ISA-L's (``isal``, the same
   IEEE polynomial, several times faster on long inputs) when installed, else zlib's;
   zlib's is the quicker call below :data:`ISAL_FROM` bytes.  This is the one place
-  that chooses; :func:`crc32_slices` applies the choice to many slices of one buffer.
+  that chooses; :func:`rmqlab.scan.crc.crc32_slices` applies the choice to many slices
+  of one buffer.
 """
 
 from __future__ import annotations
 
 import zlib
-
-import numpy as np
 
 _INT_MIN = -(1 << 31)
 
@@ -26,39 +25,6 @@ except ImportError:  # pragma: no cover - isal is a declared dependency; zlib is
 
 #: inputs from this size on go to ISA-L; below it zlib's call is the cheaper one
 ISAL_FROM = 1024
-
-
-def crc32_slices(buf, starts, ends) -> np.ndarray:
-    """The raw CRC-32 of ``buf[starts[i]:ends[i]]`` for every i (int64): in one
-    compiled loop (:func:`rmqlab.format.kernels.crc32_slices`) for many slices, else
-    one C call per slice on a memoryview (no copies, no Python frame per slice)."""
-    n = len(starts)
-    if n >= KERNEL_FROM:
-        kernels = compiled_kernels()
-        if kernels is not None:
-            a = np.frombuffer(buf, np.uint8) if not isinstance(buf, np.ndarray) else buf.view(np.uint8).reshape(-1)
-            starts = np.asarray(starts, dtype=np.int64)
-            got = kernels.crc32_slices(a, starts, np.asarray(ends, dtype=np.int64) - starts)
-            if got is not None:
-                return got
-    mv = memoryview(buf).cast("B") if not isinstance(buf, memoryview) else buf
-    starts = np.asarray(starts).tolist()
-    ends = np.asarray(ends).tolist()
-    fn = crc32 if n and (sum(ends) - sum(starts)) >= ISAL_FROM * n else zlib.crc32
-    return np.fromiter(map(fn, map(mv.__getitem__, map(slice, starts, ends))), np.int64, n)
-
-
-#: from this many slices on, :func:`crc32_slices` uses the compiled loop
-KERNEL_FROM = 16
-
-
-def compiled_kernels():
-    """:mod:`rmqlab.format.kernels` when its compiled loops are built, else None (the
-    callers' numpy paths give the same answers).  Imported on first use, not with this
-    module: numba takes ~0.4 s to import."""
-    from . import kernels
-
-    return kernels if kernels.AVAILABLE else None
 
 
 def java_string_hash(s: str) -> int:

@@ -37,7 +37,7 @@ Re-dispatch uses the engine's :class:`~rmqlab.engine.dispatch.CommitLogDispatche
 Records the consume queues and index already hold are filtered out in bulk first
 (numpy over record positions), which is what keeps a 1 GiB abnormal recovery fast;
 the rest (every record, when the newest index file was dropped) are decoded in bulk
-by :mod:`rmqlab.format.fastdecode` and dispatched as columns
+by :mod:`rmqlab.scan.decode` and dispatched as columns
 (:meth:`~rmqlab.engine.dispatch.CommitLogDispatcher.dispatch_columns`), with no Python
 work per record.
 """
@@ -498,8 +498,8 @@ BULK_DISPATCH_MIN = 4096
 
 def _records_to_dispatch(rep: RecoveryReport, state: dict, cfg: MessageStoreConfig):
     """Records re-dispatch must look at, in commitlog order: Java ``DispatchRequest`` s
-    as :class:`~rmqlab.engine.dispatch.DispatchColumns`, or as a list of
-    :class:`~rmqlab.engine.dispatch.DispatchRequest` when there are fewer than
+    as :class:`~rmqlab.scan.dispatch_request.DispatchColumns`, or as a list of
+    :class:`~rmqlab.scan.dispatch_request.DispatchRequest` when there are fewer than
     :data:`BULK_DISPATCH_MIN`.
 
     RocketMQ hands every scanned record (abnormal) or every record after
@@ -510,10 +510,10 @@ def _records_to_dispatch(rep: RecoveryReport, state: dict, cfg: MessageStoreConf
     dropped in bulk first; the dispatcher applies Java's exact rule to the rest.
 
     The records are read back in bulk, file by file, at the positions the scan found
-    (:func:`rmqlab.engine.dispatch.read_dispatch_columns`, what the engine's reput uses
+    (:func:`rmqlab.scan.dispatch_request.read_dispatch_columns`, what the engine's reput uses
     too).
     """
-    from ..engine.dispatch import DispatchColumns
+    from ..scan.dispatch_request import DispatchColumns
     from ..rules import parse_delay_levels
 
     pos = state["positions"]
@@ -637,7 +637,7 @@ def _in_their_queue(state: dict, views: list, positions: np.ndarray, owner: np.n
 
 
 def _decode_one(f, buf, phy: int, delay_levels: dict):
-    from ..engine.dispatch import read_dispatch_request
+    from ..scan.dispatch_request import read_dispatch_request
 
     return read_dispatch_request(buf, phy - f.file_from_offset, file=str(f.path), file_base=f.file_from_offset, delay_levels=delay_levels)
 
@@ -646,7 +646,7 @@ def _decode_for_dispatch(f, buf, chosen: np.ndarray, delay_levels: dict):
     """DispatchColumns of the records at physical offsets ``chosen`` (sorted) of file
     ``f`` (read through ``buf``, its :func:`_file_view`): the scan already walked the
     chain, so they are read at their positions."""
-    from ..engine.dispatch import read_dispatch_columns
+    from ..scan.dispatch_request import read_dispatch_columns
 
     return read_dispatch_columns(buf, chosen - f.file_from_offset, file_base=f.file_from_offset, file=str(f.path), delay_levels=delay_levels)
 
@@ -676,7 +676,7 @@ def _simulate_queues(rep: RecoveryReport, state: dict, records, delay_levels: di
     tran = sys_flag & cl.TRANSACTION_MASK
     rows = np.flatnonzero((tran == cl.TRANSACTION_NOT_TYPE) | (tran == cl.TRANSACTION_COMMIT_TYPE))
     if len(rows):
-        from ..engine.dispatch import queue_groups
+        from ..scan.dispatch_request import queue_groups
 
         for g in queue_groups(topic_code[rows], queue_id[rows]):
             g = rows[g]

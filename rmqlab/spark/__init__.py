@@ -21,7 +21,7 @@ The sources (each class docstring is its manual):
 
 * ``rocketmq`` — :class:`~rmqlab.spark.commitlog_source.CommitLogDataSource`: one row
   per CommitLog record; (file, byte range) partitions that resynchronise at their
-  start; Arrow batches decoded in bulk by :mod:`rmqlab.format.fastdecode`.
+  start; Arrow batches decoded in bulk by :mod:`rmqlab.scan.decode`.
 * ``rocketmq.consumequeue`` — :class:`~rmqlab.spark.consumequeue_source.ConsumeQueueDataSource`.
 * ``rocketmq.index`` — :class:`~rmqlab.spark.index_source.IndexDataSource`.
 
@@ -31,7 +31,7 @@ on a laptop and on the shared storage of a cluster.
 
 Performance
 -----------
-Decoding is vectorised (:mod:`rmqlab.format.fastdecode`); what costs in Spark is
+Decoding is vectorised (:mod:`rmqlab.scan.decode`); what costs in Spark is
 moving wide rows (``properties`` maps, strings, bodies) from the Python workers into
 the JVM.  The Python Data Source API has no column pruning, so say which columns a
 scan needs: ``.option("columns", "topic,total_size,body")`` gives a DataFrame of those
@@ -74,7 +74,7 @@ PySpark 4 starts a JVM and needs Java 17 (or 21).  Check with ``java -version``;
 * conda: ``conda install -c conda-forge openjdk=17``.
 
 Without Java, everything except Spark still works: the single-process decoder
-(:func:`rmqlab.format.fastdecode.decode_file`) gives the same rows as Arrow tables,
+(:func:`rmqlab.scan.decode.decode_file`) gives the same rows as Arrow tables,
 and ``rmqlab dump --json`` gives them as JSON.  The Spark tests skip without Java,
 except in CI (``CI`` or ``RMQLAB_REQUIRE_SPARK`` set), where they fail instead.
 """

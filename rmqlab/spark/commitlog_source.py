@@ -2,7 +2,7 @@
 
 Java counterpart: ``CommitLog`` read by ``checkMessageAndReturnSize`` /
 ``MessageDecoder.decode``, here split into byte ranges and decoded in bulk by
-:mod:`rmqlab.format.fastdecode`.
+:mod:`rmqlab.scan.decode`.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ DEFAULT_BATCH_ROWS = 8192
 OVERHANG = (4 << 20) + (64 << 10)
 
 #: The rows' schema; ``tests/spark`` checks that Arrow's version of it is exactly
-#: ``rmqlab.format.fastdecode.ARROW_SCHEMA``.
+#: ``rmqlab.scan.decode.ARROW_SCHEMA``.
 SCHEMA = StructType(
     [
         StructField("physical_offset", LongType()),
@@ -192,7 +192,7 @@ class CommitLogReader(DataSourceReader):
         return plan_splits(self.path, self.split_size)
 
     def read(self, partition: CommitLogSplit):
-        from ..format import kernels
+        from ..scan import kernels
 
         # Spark runs a task per core already: one thread per task (the decoder's own
         # second thread made two workers on two cores ~30% slower)
@@ -250,7 +250,7 @@ def read_split(split: CommitLogSplit, columns: list[str] | None = None, **kw):
 def _read_split(split: CommitLogSplit, **kw):
     import pyarrow as pa
 
-    from ..format import fastdecode as fd
+    from ..scan import decode as fd
 
     fs, inner = _paths.filesystem(split.uri)
     common = dict(file_base=split.file_base, file_size=split.file_size, file=split.file, stop=split.stop, **kw)

@@ -93,12 +93,12 @@ _SCAN_COLUMNS = ["physical_offset", "total_size", "magic", "topic", "queue_id", 
 def _scan(store: StoreReader, s: StoreSummary) -> None:
     """Counts over the commitlog, read as RocketMQ's walk reads it (up to the first
     damage or the zero tail; a BLANK moves on to the next file; a bad CRC is counted,
-    not a stop), decoded in bulk with :mod:`rmqlab.format.fastdecode`, batch by batch,
+    not a stop), decoded in bulk with :mod:`rmqlab.scan.decode`, batch by batch,
     so that a capture of hundreds of GiB is summarised at memory speed in bounded memory."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from ..format import fastdecode as fd
+    from ..scan import decode as fd
 
     ok_kinds = pa.array([fd.KIND_MESSAGE, fd.KIND_BLANK, BODY_CRC, PROPERTY_CRC])
     per_queue: Counter = Counter()

@@ -6,8 +6,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rmqlab.engine.dispatch import CommitLogDispatcher, parse_delay_levels, request_from_record
-from rmqlab.engine.index_writer import java_string_hashes
+from rmqlab.engine.dispatch import CommitLogDispatcher
+from rmqlab.rules import parse_delay_levels
+from rmqlab.scan.dispatch_request import request_from_record
+from rmqlab.scan.hashes import java_string_hashes
 from rmqlab.format.hashing import java_string_hash
 
 from tests.engine.engine_support import REFERENCE, assert_same_as_rocketmq, reference_config, store_files

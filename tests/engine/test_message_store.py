@@ -11,7 +11,7 @@ import textwrap
 import pytest
 
 from rmqlab.engine import ManualClock, Message, MessageStore, PutMessageStatus
-from rmqlab.engine.dispatch import SCHEDULE_TOPIC
+from rmqlab.rules import SCHEDULE_TOPIC
 from rmqlab.engine.metadata import load_rocketmq_json
 from rmqlab.errors import StoreLockedError
 from rmqlab.format import commitlog as cl

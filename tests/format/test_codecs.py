@@ -126,7 +126,7 @@ def test_the_body_crc_of_an_empty_body_is_not_checked(tmp_path):
     (a differential run against RocketMQ found the decoders calling it BODY_CRC)."""
     import struct
 
-    from rmqlab.format import fastdecode
+    from rmqlab.scan import decode as fastdecode
     from rmqlab.format.encode import encode_record
     from rmqlab.format.record import decode_record
 

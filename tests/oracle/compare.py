@@ -17,7 +17,8 @@ import base64
 from typing import Any, Mapping
 
 from rmqlab import lookup
-from rmqlab.engine.dispatch import parse_delay_levels, request_from_record
+from rmqlab.rules import parse_delay_levels
+from rmqlab.scan.dispatch_request import request_from_record
 from rmqlab.errors import RmqlabError
 from rmqlab.format.msgid import format_host
 from rmqlab.recovery.report import RecoveryReport

@@ -25,7 +25,7 @@ from typing import Any
 from rmqlab.config import MessageStoreConfig
 from rmqlab.engine import Message, MessageBatch, MessageStore
 from rmqlab.format import properties as props
-from rmqlab.engine.dispatch import SCHEDULE_TOPIC
+from rmqlab.rules import SCHEDULE_TOPIC
 
 LONG_TOPIC = "T" + "x" * 149  # > 127 bytes: a V2 record (2-byte topic length)
 TOPICS = ["TopicA", "TopicB", "Orders-%d" % 7, LONG_TOPIC, "RMQ_SYS_TRANS_HALF_TOPIC"]

@@ -13,7 +13,9 @@ import numpy as np
 import pytest
 
 from rmqlab.engine.clock import ManualClock
-from rmqlab.engine.dispatch import CommitLogDispatcher, DispatchColumns, parse_delay_levels, request_from_record
+from rmqlab.engine.dispatch import CommitLogDispatcher
+from rmqlab.rules import parse_delay_levels
+from rmqlab.scan.dispatch_request import DispatchColumns, request_from_record
 from rmqlab.format.checkpoint import CheckpointV5
 from rmqlab.recovery import recover
 from rmqlab.store.reader import open_store
@@ -248,7 +250,7 @@ def test_awkward_store_bulk_equals_per_record(awkward_store, tmp_path, monkeypat
 
 @pytest.mark.parametrize("queues", [3, 200])  # one pass per queue; the sort for many
 def test_queue_groups_in_order_of_first_appearance(queues):
-    from rmqlab.engine.dispatch import queue_groups
+    from rmqlab.scan.dispatch_request import queue_groups
 
     rng = np.random.default_rng(queues)
     topic_code = rng.integers(0, 4, 3000)

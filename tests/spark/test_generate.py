@@ -12,7 +12,7 @@ import pytest
 from rmqlab.cli import main
 from rmqlab.config import MessageStoreConfig
 from rmqlab.format import commitlog as cl
-from rmqlab.format import fastdecode as fd
+from rmqlab.scan import decode as fd
 from rmqlab.format.hashing import java_string_hash
 from rmqlab.format.record import RecordError
 from rmqlab.generate import generate_store, parse_range, parse_size

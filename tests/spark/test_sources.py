@@ -19,7 +19,7 @@ def test_arrow_schema_is_exactly_what_spark_expects():
     pytest.importorskip("pyspark")
     from pyspark.sql.pandas.types import to_arrow_schema
 
-    from rmqlab.format.fastdecode import ARROW_SCHEMA
+    from rmqlab.scan.decode import ARROW_SCHEMA
     from rmqlab.spark.commitlog_source import SCHEMA
 
     # Spark refuses batches whose Arrow schema differs in any way

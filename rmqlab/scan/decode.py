@@ -29,7 +29,7 @@ reads *millions* of records per call for scans (Spark, ``bench/bench_scan.py``):
    skipped, a later duplicate name wins): with numba in one compiled pass straight
    from the buffer, else with numpy over the concatenated bytes.
 5. **CRCs**: with numba, one compiled loop copies every body into its column and
-   checks its CRC with ISA-L (:mod:`rmqlab.format.kernels`, which also walks the
+   checks its CRC with ISA-L (:mod:`rmqlab.scan.kernels`, which also walks the
    chain and splits the properties).  Without it: bodies up to 96 bytes are
    checksummed side by side in numpy (CRC-32 tables, two bytes per step, every body
    at once); longer ones one call each (ISA-L's ``crc32`` when ``isal`` is installed
@@ -62,12 +62,13 @@ from typing import Iterable, Iterator
 import numpy as np
 import pyarrow as pa
 
-from . import commitlog as cl
-from . import hashing
-from . import properties as props
-from .layout import PREFIX_DTYPES
-from .msgid import format_host
-from .record import (
+from ..format import commitlog as cl
+from ..format import hashing
+from ..format import properties as props
+from ..format.layout import PREFIX_DTYPES
+from ..format.msgid import format_host
+from .crc import compiled_kernels, crc32_slices
+from ..format.record import (
     BAD_MAGIC,
     BODY_CRC,
     PROPERTY_CRC,
@@ -1017,8 +1018,8 @@ def _crc32_side_by_side(a: np.ndarray, starts: np.ndarray, lens: np.ndarray) -> 
 _CRC32_NAME_U8 = np.frombuffer(props.CRC32.encode(), "<u8")[0]
 
 
-#: the compiled loops, or None (one loader for the package: hashing.compiled_kernels)
-_kern = hashing.compiled_kernels
+#: the compiled loops, or None (one loader for the package: crc.compiled_kernels)
+_kern = compiled_kernels
 
 
 def _check_crcs(ctx: _Ctx, P, body_start, body_end, total, body_crc, props_start, props_len, bodies_all, computed=None):
@@ -1043,7 +1044,7 @@ def _check_crcs(ctx: _Ctx, P, body_start, body_end, total, body_crc, props_start
             si = np.flatnonzero(short)
             li = np.flatnonzero(~short)
             computed[si] = _crc32_many(bdata, boffs[:-1][si], lens[si])
-            computed[li] = hashing.crc32_slices(mv, body_start[li] - off, body_end[li] - off)
+            computed[li] = crc32_slices(mv, body_start[li] - off, body_end[li] - off)
     body_ok = (computed & 0x7FFFFFFF) == body_crc
     prop_state = np.zeros(len(P), np.int8)
     cand = np.flatnonzero(props_len >= PROPERTY_CRC_TAIL)
@@ -1423,7 +1424,7 @@ def _one_piece(ctx: _Ctx, pos: int, stop: int):
 
 
 def _walk(ctx: _Ctx, pos: int, stop: int) -> tuple[np.ndarray, int]:
-    """The chain from ``pos``: compiled when :mod:`rmqlab.format.kernels` can, else in
+    """The chain from ``pos``: compiled when :mod:`rmqlab.scan.kernels` can, else in
     numpy lanes for long ranges and the plain loop for short ones (same answer)."""
     k = _kern()
     if k is not None:

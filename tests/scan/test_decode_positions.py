@@ -8,7 +8,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from rmqlab.format import fastdecode as fd
+from rmqlab.scan import decode as fd
 from rmqlab.format.record import RecordError
 
 from tests.support import REFERENCE

@@ -1,4 +1,4 @@
-"""The compiled body pass (rmqlab.format.kernels): the same bodies and CRCs as slicing
+"""The compiled body pass (rmqlab.scan.kernels): the same bodies and CRCs as slicing
 and zlib.crc32, and fastdecode gives the same rows with it as without it."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from rmqlab.format import fastdecode as fd
-from rmqlab.format import kernels
+from rmqlab.scan import decode as fd
+from rmqlab.scan import kernels
 
 from tests.support import REFERENCE
 
@@ -78,7 +78,7 @@ def test_property_pairs_follow_the_properties_codec_on_random_bytes(monkeypatch)
 
 def test_crc32_slices_equal_zlib_and_the_per_slice_path(monkeypatch):
     """The batch put's CRCs: the compiled loop, and the per-slice C calls it replaces."""
-    from rmqlab.format import hashing
+    from rmqlab.scan import crc
 
     rng = np.random.default_rng(11)
     src = rng.integers(0, 256, 1 << 20, dtype=np.uint8).tobytes()
@@ -86,9 +86,9 @@ def test_crc32_slices_equal_zlib_and_the_per_slice_path(monkeypatch):
     ends = starts + rng.integers(0, 5000, len(starts))
     ends[::50] = starts[::50]  # empty slices
     want = [zlib.crc32(src[a:b]) for a, b in zip(starts.tolist(), ends.tolist())]
-    assert hashing.crc32_slices(src, starts, ends).tolist() == want
-    monkeypatch.setattr(hashing, "KERNEL_FROM", 1 << 62)
-    assert hashing.crc32_slices(src, starts, ends).tolist() == want
+    assert crc.crc32_slices(src, starts, ends).tolist() == want
+    monkeypatch.setattr(crc, "KERNEL_FROM", 1 << 62)
+    assert crc.crc32_slices(src, starts, ends).tolist() == want
     with pytest.raises(ValueError):
         kernels.crc32_slices(np.frombuffer(src, np.uint8), np.array([len(src) - 3]), np.array([4]))
 
@@ -101,7 +101,7 @@ def test_the_crc_loops_load_from_numbas_disk_cache():
 
     code = (
         "import numpy as np\n"
-        "from rmqlab.format import kernels as k\n"
+        "from rmqlab.scan import kernels as k\n"
         "src = np.arange(4096, dtype=np.uint8)\n"
         "k.bodies_and_crcs(src, np.array([0, 100]), np.array([50, 60]))\n"
         "k.crc32_slices(src, np.array([0, 100]), np.array([50, 60]))\n"

@@ -1,4 +1,4 @@
-"""The bulk decoder (rmqlab.format.fastdecode) against rmqlab's record parser and
+"""The bulk decoder (rmqlab.scan.decode) against rmqlab's record parser and
 against what RocketMQ itself read from its reference stores; splits, windows,
 lanes, damage, filters.  No Spark needed."""
 
@@ -14,7 +14,7 @@ import pytest
 from tests.spark.conftest import ALL_CASES, DAMAGED, REFERENCE, store_root
 
 from rmqlab.format import commitlog as cl
-from rmqlab.format import fastdecode as fd
+from rmqlab.scan import decode as fd
 from rmqlab.format import properties as props
 from rmqlab.format.encode import encode_blank, encode_record
 from rmqlab.format.record import RecordError, decode_record

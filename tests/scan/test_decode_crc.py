@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from rmqlab.format import fastdecode as fd
+from rmqlab.scan import decode as fd
 from rmqlab.format import properties as props
 from rmqlab.format.encode import encode_record
 from rmqlab.format.record import BODY_CRC, PROPERTY_CRC, RecordError, decode_record

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from tests.spark.conftest import UNDAMAGED, store_root
 
-from rmqlab.format import fastdecode as fd
+from rmqlab.scan import decode as fd
 from rmqlab.format import properties as props
 from rmqlab.format.encode import encode_record
 from rmqlab.store import open_store
