@@ -30,6 +30,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .rules import CHECKPOINT_FILE, COMMITLOG_DIR
 from .config import MessageStoreConfig
 from .errors import RmqlabError
 from .files.mapped_file_queue import file_name_for_offset
@@ -147,7 +148,7 @@ def generate_store(
         raise ValueError("topics and queues must be at least 1")
     if body_hi > cl.MAX_MESSAGE_SIZE_DEFAULT:
         raise ValueError(f"body size {body_hi} is over maxMessageSize {cl.MAX_MESSAGE_SIZE_DEFAULT}")
-    cdir = root / "commitlog"
+    cdir = root / COMMITLOG_DIR
     if cdir.exists() and any(cdir.iterdir()):
         raise RmqlabError(f"{cdir}: already holds files; generate writes new stores only")
     cdir.mkdir(parents=True, exist_ok=True)
@@ -307,6 +308,6 @@ def _write_checkpoint(root: Path, ts: int) -> None:
     data = CheckpointV5.build(
         {"physic_msg_timestamp": ts, "logics_msg_timestamp": ts, "index_msg_timestamp": ts, "master_flushed_offset": 0, "confirm_phy_offset": 0}
     )
-    (root / "checkpoint").write_bytes(data + b"\0" * (CHECKPOINT_FILE_SIZE - len(data)))
+    (root / CHECKPOINT_FILE).write_bytes(data + b"\0" * (CHECKPOINT_FILE_SIZE - len(data)))
 
 

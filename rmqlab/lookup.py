@@ -14,7 +14,9 @@ from .errors import StoreFormatError
 from .format.consumequeue import CQ_STORE_UNIT_SIZE
 from .format.layout import store_timestamp_at
 from .format.msgid import decode_message_id
-from .format.properties import split_keys
+from . import rules
+from .format import properties as props
+from .format.indexfile import index_key
 from .format.record import Record
 from .store.consume_queue import CqEntry
 from .store.index_file import ChainStep, IndexFile
@@ -103,7 +105,8 @@ def record_has_key(record: Record, topic: str, key: str) -> bool:
     """Whether ``record`` is indexed under ``topic#key`` (UNIQ_KEY or a KEYS token)."""
     if record.topic != topic:
         return False
-    return key == record.uniq_key or key in split_keys(record.keys)
+    jp = record.java_properties
+    return index_key(topic, key) in rules.index_keys(topic, jp.get(props.UNIQ_KEY), jp.get(props.KEYS))
 
 
 def query_by_key(store: StoreReader, topic: str, key: str, max_num: int = 2**31 - 1, begin: int = 0, end: int = LONG_MAX) -> KeyQueryResult:

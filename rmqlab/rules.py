@@ -13,7 +13,16 @@ recovery's), ``verify``, the lookups.  Each rule names the Java method it mirror
 - :func:`parse_delay_levels` — ``messageDelayLevel`` → {level: ms}
   (``ScheduleMessageService.parseDelayLevel``).
 - :func:`goes_to_consume_queue` — only NOT and COMMIT transaction types get a queue
-  entry (``CommitLogDispatcherBuildConsumeQueue.dispatch``).
+  entry and a queue offset (``CommitLogDispatcherBuildConsumeQueue.dispatch``,
+  ``CommitLog.DefaultAppendMessageCallback``).
+- :func:`goes_to_index` and :func:`index_keys` — every type but ROLLBACK is indexed,
+  under ``topic#UNIQ_KEY`` then ``topic#k`` for each non-empty KEYS token
+  (``IndexService.buildIndex``).
+- The store root's file and directory names (``StorePathConfigHelper``,
+  ``DefaultMessageStore``, ``BrokerPathConfigHelper``).
+
+The predicates on sysFlag take an int or a numpy array of them (the bulk paths ask
+the same question of a whole column).
 """
 
 from __future__ import annotations
@@ -21,13 +30,20 @@ from __future__ import annotations
 import re
 
 from .format import properties as props
+from .format.commitlog import TRANSACTION_COMMIT_TYPE, TRANSACTION_MASK, TRANSACTION_NOT_TYPE, TRANSACTION_ROLLBACK_TYPE
 from .format.hashing import java_string_hash
+from .format.indexfile import index_key
 
 SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"  # Java TopicValidator.RMQ_SYS_SCHEDULE_TOPIC
 
-# transaction types: sysFlag & 0xC (Java MessageSysFlag.TRANSACTION_*_TYPE)
-TRANSACTION_MASK = 0xC
-TRANSACTION_NOT_TYPE, TRANSACTION_PREPARED_TYPE, TRANSACTION_COMMIT_TYPE, TRANSACTION_ROLLBACK_TYPE = 0x0, 0x4, 0x8, 0xC
+# the store root (Java StorePathConfigHelper; BrokerPathConfigHelper for config/)
+COMMITLOG_DIR = "commitlog"  # MessageStoreConfig.storePathCommitLog default
+CONSUMEQUEUE_DIR = "consumequeue"  # getStorePathConsumeQueue
+INDEX_DIR = "index"  # getStorePathIndex
+CHECKPOINT_FILE = "checkpoint"  # getStoreCheckpoint
+ABORT_FILE = "abort"  # getAbortFile
+LOCK_FILE = "lock"  # getLockFile
+CONFIG_DIR = "config"  # BrokerPathConfigHelper.getBrokerConfigPath's directory
 
 _TIME_UNITS = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
 
@@ -73,6 +89,28 @@ def java_parse_int(s: str) -> int | None:
     return v if -(2**31) <= v < 2**31 else None
 
 
-def goes_to_consume_queue(sys_flag: int) -> bool:
-    """Java ``CommitLogDispatcherBuildConsumeQueue``: only NOT and COMMIT transaction types."""
-    return sys_flag & TRANSACTION_MASK in (TRANSACTION_NOT_TYPE, TRANSACTION_COMMIT_TYPE)
+def goes_to_consume_queue(sys_flag):
+    """Java ``CommitLogDispatcherBuildConsumeQueue.dispatch``: only NOT and COMMIT
+    transaction types get a consume-queue entry; they are also the ones the put gives a
+    queue offset (``CommitLog.DefaultAppendMessageCallback``: PREPARED and ROLLBACK
+    leave the queue offset where it is).  An int or a numpy array of sysFlags."""
+    t = sys_flag & TRANSACTION_MASK
+    return (t == TRANSACTION_NOT_TYPE) | (t == TRANSACTION_COMMIT_TYPE)
+
+
+def goes_to_index(sys_flag):
+    """Java ``IndexService.buildIndex``: every transaction type but ROLLBACK is
+    indexed (records below the last index file's endPhyOffset are skipped too: that
+    is the index's state, not the record's).  An int or a numpy array of sysFlags."""
+    return (sys_flag & TRANSACTION_MASK) != TRANSACTION_ROLLBACK_TYPE
+
+
+def index_keys(topic: str, uniq_key: str | None, keys: str | None) -> list[str]:
+    """The keys Java ``IndexService.buildIndex`` puts for one record, in its order:
+    ``topic#UNIQ_KEY`` (when the property is there; Java's property parser drops empty
+    values), then ``topic#k`` for each non-empty token of KEYS split on
+    ``MessageConst.KEY_SEPARATOR``."""
+    out = [index_key(topic, uniq_key)] if uniq_key else []
+    if keys:
+        out += [index_key(topic, k) for k in keys.split(props.KEY_SEPARATOR) if k]
+    return out

@@ -34,7 +34,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+
 from .config import ASYNC_FLUSH, MessageStoreConfig
+from .rules import ABORT_FILE, COMMITLOG_DIR
 
 #: 2026-01-01T10:00:00Z: the fixed clock starts here
 START_MS = 1_767_261_600_000
@@ -238,7 +240,7 @@ def write_crashed(root: Path) -> dict:
     end = store.max_phy_offset
     store.crash()
     lost = _zero_commitlog_after(root, flushed, end, sample_config().mapped_file_size_commit_log)
-    (root / "abort").write_text(SAMPLE_PID)
+    (root / ABORT_FILE).write_text(SAMPLE_PID)
     return {"sends": len(puts), "acknowledged_end": end, "flushed": flushed, "lost_bytes": lost, "acknowledged_but_lost": len(answers) - cut}
 
 
@@ -248,7 +250,7 @@ def _zero_commitlog_after(root: Path, start: int, end: int, file_size: int) -> i
     pos = start
     while pos < end:
         base = pos - pos % file_size
-        path = root / "commitlog" / f"{base:020d}"
+        path = root / COMMITLOG_DIR / f"{base:020d}"
         upto = min(end, base + file_size)
         with open(path, "r+b") as fh:
             fh.seek(pos - base)
@@ -296,14 +298,14 @@ def _flip_body_bit(root: Path, rec, why: str) -> dict:
 
 
 def _patch(root: Path, name: str, offset: int, change, length: int, why: str) -> dict:
-    path = root / "commitlog" / name
+    path = root / COMMITLOG_DIR / name
     with open(path, "r+b") as fh:
         fh.seek(offset)
         old = fh.read(length)
         new = change(old)
         fh.seek(offset)
         fh.write(new)
-    return {"file": f"commitlog/{name}", "offset": offset, "length": length, "old": old.hex(), "new": new.hex(), "why": why}
+    return {"file": f"{COMMITLOG_DIR}/{name}", "offset": offset, "length": length, "old": old.hex(), "new": new.hex(), "why": why}
 
 
 def generate_samples(target: str | os.PathLike | None = None, *, force: bool = False) -> dict[str, dict]:

@@ -13,6 +13,7 @@ import tempfile
 from pathlib import Path
 
 from .. import lookup
+from ..rules import COMMITLOG_DIR
 from ..errors import RmqlabError
 from ..forensics.hexview import HexView
 from ..render.text import record_line
@@ -34,7 +35,7 @@ def run(args) -> int:
 
     samples = Path(args.samples) if args.samples else default_dir()
     for name in ("clean", "crashed", "damaged"):
-        if not (samples / name / "commitlog").is_dir():
+        if not (samples / name / COMMITLOG_DIR).is_dir():
             raise RmqlabError(f"{samples / name}: sample store missing; run `rmqlab samples` to generate it")
     work = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="rmqlab-demo-"))
     try:
@@ -106,5 +107,5 @@ def _tour(samples: Path, work: Path) -> None:
         by_kind.setdefault(f.kind, []).append(line)
     for kind, kind_lines in by_kind.items():  # the first finding of each kind; `rmqlab verify` lists all
         print(kind_lines[0] + (f"   (+{len(kind_lines) - 1} more {kind})" if len(kind_lines) > 1 else ""))
-    found = [r for f in sorted((damaged / "commitlog").iterdir()) if f.stat().st_size for r in salvage_path(f)]
+    found = [r for f in sorted((damaged / COMMITLOG_DIR).iterdir()) if f.stat().st_size for r in salvage_path(f)]
     print(f"salvage: {len(found)} candidate records recognised by magic, size, self-recorded offset and CRC")

@@ -23,7 +23,9 @@ import argparse
 import json
 import sys
 
+
 from ..config import MessageStoreConfig
+from ..rules import COMMITLOG_DIR, LOCK_FILE
 from ..errors import RmqlabError
 from ..format import properties as props
 from .common import print_json
@@ -53,8 +55,8 @@ def _config(args) -> MessageStoreConfig | None:
     if lock_state(root) == "held":  # say so before inferring sizes a broker's store may not let us infer
         from ..errors import StoreLockedError
 
-        raise StoreLockedError(f"{root / 'lock'}: a running broker (or rmqlab writer) holds this store; stop it before writing")
-    if (root / "commitlog").is_dir() and any((root / "commitlog").iterdir()):
+        raise StoreLockedError(f"{root / LOCK_FILE}: a running broker (or rmqlab writer) holds this store; stop it before writing")
+    if (root / COMMITLOG_DIR).is_dir() and any((root / COMMITLOG_DIR).iterdir()):
         return infer_config(root)
     return None
 

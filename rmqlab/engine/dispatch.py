@@ -49,12 +49,11 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from ..config import MessageStoreConfig
-from ..format import commitlog as cl
 from ..format import properties as props
 from ..format.hashing import java_string_hash
 from ..format.record import Record
 from .. import rules
-from ..rules import parse_delay_levels
+from ..rules import CONSUMEQUEUE_DIR, INDEX_DIR, parse_delay_levels
 from .clock import SystemClock
 from .consume_queue_writer import ConsumeQueueWriter
 from ..scan.dispatch_request import (
@@ -67,10 +66,6 @@ from ..scan.dispatch_request import (
 from ..scan.hashes import index_hashes_from_java, index_key_hashes, java_string_hashes_arrow, prefixed_hashes
 from .index_writer import IndexServiceWriter
 
-CONSUMEQUEUE_DIR = "consumequeue"
-INDEX_DIR = "index"
-
-_ROLLBACK = rules.TRANSACTION_ROLLBACK_TYPE
 
 
 class CommitLogDispatcher:
@@ -140,15 +135,10 @@ class CommitLogDispatcher:
         """Java ``IndexService.buildIndex``."""
         if req.commitlog_offset < self.index.end_phy_offset:
             return
-        if (req.sys_flag & cl.TRANSACTION_MASK) == _ROLLBACK:
+        if not rules.goes_to_index(req.sys_flag):
             return
-        topic = req.topic
-        if req.uniq_key:
-            self.index.put_key(f"{topic}#{req.uniq_key}", req.commitlog_offset, req.store_timestamp)
-        if req.keys:
-            for k in req.keys.split(props.KEY_SEPARATOR):
-                if k:
-                    self.index.put_key(f"{topic}#{k}", req.commitlog_offset, req.store_timestamp)
+        for key in rules.index_keys(req.topic, req.uniq_key, req.keys):
+            self.index.put_key(key, req.commitlog_offset, req.store_timestamp)
 
     def dispatch_records(self, records: Iterable[Record]) -> int:
         """Dispatch many decoded records (BLANKs skipped) with the batch path."""
@@ -172,9 +162,10 @@ class CommitLogDispatcher:
         prev_off = -1
         ordered = True
         last_logics = None
+        goes_to_consume_queue, goes_to_index, index_keys = rules.goes_to_consume_queue, rules.goes_to_index, rules.index_keys
         for req in reqs:
             sf = req[9]
-            if not sf & 0x4:  # NOT (0x0) or COMMIT (0x8); PREPARED/ROLLBACK have bit 0x4
+            if goes_to_consume_queue(sf):
                 key = (req[0], req[1])
                 g = groups.get(key)
                 if g is None:
@@ -188,28 +179,14 @@ class CommitLogDispatcher:
             if off < prev_off:
                 ordered = False  # not in commitlog order: the index takes the exact path below
             prev_off = off
-            if off < end_phy or (sf & 0xC) == _ROLLBACK:
+            if off < end_phy or not goes_to_index(sf):
                 continue
-            uniq = req[8]
-            ks = req[7]
-            if uniq:
-                keys.append(f"{req[0]}#{uniq}")
-                offsets.append(off)
-                times.append(req[5])
-            if ks:
-                if " " in ks:
-                    for k in ks.split(" "):
-                        if k:
-                            keys.append(f"{req[0]}#{k}")
-                            offsets.append(off)
-                            times.append(req[5])
-                else:
-                    keys.append(f"{req[0]}#{ks}")
-                    offsets.append(off)
-                    times.append(req[5])
-            # once anything of this record is indexed, endPhyOffset is this record's offset
-            if uniq or ks:
-                end_phy = off
+            rk = index_keys(req[0], req[8], req[7])
+            if rk:
+                keys += rk
+                offsets += [off] * len(rk)
+                times += [req[5]] * len(rk)
+                end_phy = off  # once a key of this record is indexed, endPhyOffset is its offset
         for (topic, qid), g in groups.items():
             q = self.queues.get((topic, qid))
             if q is None:
@@ -241,9 +218,7 @@ class CommitLogDispatcher:
         if index_on and n > 1 and not (off[1:] >= off[:-1]).all():
             self.dispatch_batch(cols.requests())
             return
-        tran = cols.sys_flag & cl.TRANSACTION_MASK
-        # consume queues: NOT (0x0) and COMMIT (0x8); PREPARED/ROLLBACK have bit 0x4
-        cq_rows = np.flatnonzero((cols.sys_flag & 0x4) == 0)
+        cq_rows = np.flatnonzero(rules.goes_to_consume_queue(cols.sys_flag))
         if len(cq_rows):
             for rows in queue_groups(cols.topic_code[cq_rows], cols.queue_id[cq_rows]):
                 rows = cq_rows[rows]
@@ -255,12 +230,12 @@ class CommitLogDispatcher:
             return
         # index: records at or past endPhyOffset, not rolled back (in commitlog order
         # endPhyOffset only moves to the record being indexed, so one cut is exact)
-        eligible = (off >= self.index.end_phy_offset) & (tran != _ROLLBACK)
+        eligible = (off >= self.index.end_phy_offset) & rules.goes_to_index(cols.sys_flag)
         rows = np.flatnonzero(eligible)
         if not len(rows):
             return
         ridx = pa.array(rows)
-        # UNIQ_KEY (non-empty) of each eligible row
+        # rules.index_keys, vectorised: UNIQ_KEY (non-empty) of each eligible row
         uniq = cols.uniq_key.take(ridx)
         u_ok = np.asarray(pc.fill_null(pc.not_equal(uniq, ""), False).to_numpy(zero_copy_only=False), dtype=bool)
         u_rows = rows[u_ok]

@@ -62,12 +62,13 @@ from ..format.hashing import java_string_hash
 from ..scan.crc import crc32_slices
 from ..format.msgid import parse_host
 from ..format.record import PROPERTY_CRC_TAIL, Record
-from ..store.reader import ABORT_FILE, CHECKPOINT_FILE, COMMITLOG_DIR, LOCK_FILE, StoreReader
+from ..rules import ABORT_FILE, CHECKPOINT_FILE, COMMITLOG_DIR, LOCK_FILE
+from ..store.reader import StoreReader
 from .checkpoint_writer import StoreCheckpointWriter
 from .clean import CleanReport, clean_expired
 from .clock import DEFAULT_STORE_HOST, SystemClock
 from .commitlog_writer import CommitLogWriter
-from ..rules import SCHEDULE_TOPIC
+from ..rules import SCHEDULE_TOPIC, goes_to_consume_queue
 from ..scan.dispatch_request import DispatchColumns, DispatchRequest, load_reader, read_dispatch_columns
 from .dispatch import CommitLogDispatcher
 from .flush import FlushRealTimeService, GroupCommitService, PeriodicService
@@ -523,7 +524,7 @@ class MessageStore:
         offset, store timestamp) of the record."""
         ts = p.store_ts if p.store_ts is not None else now
         key = (p.topic, p.queue_id)
-        if p.sys_flag & 0x4:  # PREPARED (0x4) or ROLLBACK (0xC): no queue offset
+        if not goes_to_consume_queue(p.sys_flag):  # PREPARED or ROLLBACK: no queue offset
             qoff = 0
         else:
             qoff = self._queue_offsets.get(key, 0)
@@ -535,7 +536,7 @@ class MessageStore:
                 p.reconsume, p.pto, p.body, p.tail, self.append_prop_crc,
             )
         except (struct.error, TypeError) as exc:  # the packer checks before anything is written
-            if not p.sys_flag & 0x4:
+            if goes_to_consume_queue(p.sys_flag):
                 self._queue_offsets[key] = qoff
             raise _FieldRange(f"a field does not fit its Java type: {exc}") from None
         self._pending.append(phy)

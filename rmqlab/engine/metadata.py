@@ -21,9 +21,9 @@ import re
 from pathlib import Path
 from typing import Any
 
+from ..rules import CONFIG_DIR
 from .mapped_file import fsync_directory
 
-CONFIG_DIR = "config"
 TOPICS_JSON = "topics.json"
 CONSUMER_OFFSET_JSON = "consumerOffset.json"
 DELAY_OFFSET_JSON = "delayOffset.json"

@@ -25,6 +25,7 @@ from pathlib import Path
 import crc32c
 import numpy as np
 
+from ..rules import CHECKPOINT_FILE, COMMITLOG_DIR, CONSUMEQUEUE_DIR, INDEX_DIR
 from ..format.consumequeue import CQ_STORE_UNIT_SIZE
 from ..format.indexfile import HASH_SLOT_SIZE, INDEX_ENTRY_SIZE, INDEX_HEADER_SIZE, IndexEntry, IndexHeader
 from ..format.record import RecordError, decode_record
@@ -282,7 +283,7 @@ def _describe(rel: str, pa: Path | None, pb: Path | None, s: int, e: int, cache:
         return _cq_describe(pa, s, e), _cq_describe(pb, s, e)
     if parts[0] == "index":
         return _index_describe(pa, s, e), _index_describe(pb, s, e)
-    if rel == "checkpoint":
+    if rel == CHECKPOINT_FILE:
         return _checkpoint_describe(pa), _checkpoint_describe(pb)
     da, db = _read(pa, s, min(e - s, 64)), _read(pb, s, min(e - s, 64))
     return ([repr(da)] if pa else []), ([repr(db)] if pb else [])
@@ -310,7 +311,7 @@ def diff_stores(a: str | os.PathLike, b: str | os.PathLike, *, page_size: int = 
             p = pa or pb
             size = p.stat().st_size
             fd = FileDiff(rel, "removed" if pb is None else "added", size if pa else None, size if pb else None)
-            if describe and size and Path(rel).parts[0] in ("commitlog", "consumequeue", "index") and size <= 64 << 20:
+            if describe and size and Path(rel).parts[0] in (COMMITLOG_DIR, CONSUMEQUEUE_DIR, INDEX_DIR) and size <= 64 << 20:
                 s_, e_ = 0, size
                 da, db = _describe(rel, pa, pb, s_, e_, cache)
                 fd.ranges.append(ChangedRange(0, size, da[:20], db[:20]))

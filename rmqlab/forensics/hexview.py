@@ -16,6 +16,7 @@ from pathlib import Path
 
 from construct import Container, StreamError, Struct
 
+from ..rules import CHECKPOINT_FILE, COMMITLOG_DIR, CONSUMEQUEUE_DIR, INDEX_DIR
 from ..errors import StoreFormatError
 from ..files import MappedFile
 from ..format import commitlog as cl
@@ -179,13 +180,13 @@ def checkpoint_spans(buf) -> list[FieldSpan]:
 
 def file_kind(path: Path) -> str:
     parts = path.parts
-    if path.name == "checkpoint":
+    if path.name == CHECKPOINT_FILE:
         return "checkpoint"
-    if len(parts) >= 2 and parts[-2] == "commitlog":
+    if len(parts) >= 2 and parts[-2] == COMMITLOG_DIR:
         return "commitlog"
-    if len(parts) >= 4 and parts[-4] == "consumequeue":
+    if len(parts) >= 4 and parts[-4] == CONSUMEQUEUE_DIR:
         return "consumequeue"
-    if len(parts) >= 2 and parts[-2] == "index":
+    if len(parts) >= 2 and parts[-2] == INDEX_DIR:
         return "index"
     return "raw"
 

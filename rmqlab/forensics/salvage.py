@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
+from ..rules import COMMITLOG_DIR
 from ..errors import StoreFormatError
 from ..files import MappedFile, MappedFileQueue
 from ..format import commitlog as cl
@@ -210,7 +211,7 @@ def salvage_path(path: str | os.PathLike, *, include_weak: bool = False, include
         out = list(salvage_buffer(buf, file=str(path), file_base=mf.file_from_offset, log_end=end, include_weak=include_weak, include_in_log=include_in_log))
         mf.close()
         return out
-    directory = path / "commitlog" if (path / "commitlog").is_dir() else path
+    directory = path / COMMITLOG_DIR if (path / COMMITLOG_DIR).is_dir() else path
     queue = MappedFileQueue(directory, mapped_file_size, strict=False)
     out: list[SalvagedRecord] = []
     cut = False

@@ -34,15 +34,17 @@ from pathlib import Path
 
 import numpy as np
 
+
 from ..config import MessageStoreConfig
 from ..errors import StoreFormatError
 from ..format.consumequeue import CQ_STORE_UNIT_SIZE, PRE_BLANK_SIZE
 from ..format.hashing import index_key_hash
-from ..format.indexfile import entry_position, index_key, slot_position
-from ..format.properties import split_keys
+from ..format.indexfile import entry_position, slot_position
+from ..format.properties import KEYS, UNIQ_KEY
 from ..format.record import BAD_BLANK, Record, RecordError, decode_record
-from ..rules import goes_to_consume_queue, parse_delay_levels, tags_code
-from ..store.reader import ABORT_FILE, CHECKPOINT_FILE, StoreReader
+from ..rules import goes_to_consume_queue, index_keys, parse_delay_levels, tags_code
+from ..rules import ABORT_FILE, CHECKPOINT_FILE, CONSUMEQUEUE_DIR, LOCK_FILE
+from ..store.reader import StoreReader
 from .salvage import body_length, find_magic_positions
 
 ERROR = "error"
@@ -121,7 +123,7 @@ class _Rec:
     tags_code: int
     sys_flag: int
     store_timestamp: int
-    keys: tuple  # index keys: UNIQ_KEY then KEYS tokens
+    keys: tuple  # index keys (topic#UNIQ_KEY, then topic#k per KEYS token: rules.index_keys)
     file: str
     file_offset: int
 
@@ -259,11 +261,8 @@ class _Verifier:
         return None
 
     def _keep(self, rec: Record, path: str, pos: int) -> _Rec:
-        props = rec.java_properties
-        keys = []
-        if props.get("UNIQ_KEY"):
-            keys.append(props["UNIQ_KEY"])
-        keys += split_keys(props.get("KEYS"))
+        jp = rec.java_properties
+        keys = index_keys(rec.topic, jp.get(UNIQ_KEY), jp.get(KEYS))
         return _Rec(rec.topic, rec.queue_id, rec.queue_offset, rec.total_size, expected_tags_code(rec, self.delay_table), rec.sys_flag, rec.store_timestamp, tuple(keys), path, pos)
 
     # -- consume queues -------------------------------------------------------------------------
@@ -326,7 +325,7 @@ class _Verifier:
                 self.add("CQ_BEHIND", WARNING, file, None, f"{qid} ends at offset {hi} but the log holds its records up to queue offset {last[0]} (not dispatched; recovery re-dispatches them)")
         for key, (qoff, phy) in self._last_queue_offset.items():
             if key not in seen:
-                self.add("CQ_MISSING_QUEUE", ERROR, str(self.root / "consumequeue" / key[0] / str(key[1])), None, f"the log holds records of {key[0]}/{key[1]} (up to queue offset {qoff}) but there is no consume queue; abnormal recovery rebuilds it")
+                self.add("CQ_MISSING_QUEUE", ERROR, str(self.root / CONSUMEQUEUE_DIR / key[0] / str(key[1])), None, f"the log holds records of {key[0]}/{key[1]} (up to queue offset {qoff}) but there is no consume queue; abnormal recovery rebuilds it")
         self.report.stats.update(consume_queues=len(queues), cq_entries=n_entries)
 
     @property
@@ -414,7 +413,7 @@ class _Verifier:
                     continue
                 hs = hashes_cache.get(phy)
                 if hs is None:
-                    hs = {index_key_hash(index_key(rec.topic, k)) for k in rec.keys}
+                    hs = {index_key_hash(k) for k in rec.keys}
                     hashes_cache[phy] = hs
                 kh = int(ents["key_hash"][i])
                 if kh not in hs:
@@ -449,7 +448,7 @@ class _Verifier:
             self.add("ABORT_PRESENT", WARNING, self.root / ABORT_FILE, None, f"the last exit was not clean (abort holds {content!r}); RocketMQ will run abnormal recovery")
         state = self.store.lock_state()
         if state == "held":
-            self.add("LOCK_HELD", INFO, self.root / "lock", 0, "a running process holds the store lock: files may change while verify reads them")
+            self.add("LOCK_HELD", INFO, self.root / LOCK_FILE, 0, "a running process holds the store lock: files may change while verify reads them")
 
     def run(self) -> VerifyReport:
         self.check_layout()

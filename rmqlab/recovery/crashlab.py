@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
+from ..rules import ABORT_FILE, CHECKPOINT_FILE, COMMITLOG_DIR, CONSUMEQUEUE_DIR, INDEX_DIR, LOCK_FILE
 from ..config import ASYNC_FLUSH, SYNC_FLUSH, MessageStoreConfig
 from ..format.record import RecordError, decode_record
 from .recover import recover
@@ -197,7 +198,7 @@ class _Disk:
     def sync_files_only(self, store) -> None:
         """Files that exist now exist on disk (creation is forced: the engine fsyncs
         directories), zero-filled unless their bytes were forced."""
-        for sub in ("commitlog", "consumequeue", "index"):
+        for sub in (COMMITLOG_DIR, CONSUMEQUEUE_DIR, INDEX_DIR):
             d = self.live / sub
             if d.is_dir():
                 for p in d.rglob("*"):
@@ -217,7 +218,7 @@ class _Disk:
             while pos < fw:
                 base = pos - pos % size
                 end = min(fw, base + size)
-                self.copy_range(f"commitlog/{base:020d}", pos - base, end - base)
+                self.copy_range(f"{COMMITLOG_DIR}/{base:020d}", pos - base, end - base)
                 pos = end
             self.cl_durable = fw
         # consume queues: each file up to its flushed position
@@ -234,12 +235,12 @@ class _Disk:
             if not f.dirty and (self.disk / rel).read_bytes() != (live / rel).read_bytes():
                 self.copy_whole(rel)
         # checkpoint: its live bytes change only when it is flushed
-        cp = live / "checkpoint"
+        cp = live / CHECKPOINT_FILE
         if cp.exists():
-            dst = self.disk / "checkpoint"
+            dst = self.disk / CHECKPOINT_FILE
             if not dst.exists() or dst.read_bytes() != cp.read_bytes():
-                self.copy_whole("checkpoint")
-        for name in ("abort", "lock"):
+                self.copy_whole(CHECKPOINT_FILE)
+        for name in (ABORT_FILE, LOCK_FILE):
             if (live / name).exists() and not (self.disk / name).exists():
                 self.copy_whole(name)
 
@@ -336,7 +337,7 @@ class CrashLab:
             if rng.random() >= share:
                 continue
             base = page - page % size
-            rel = f"commitlog/{base:020d}"
+            rel = f"{COMMITLOG_DIR}/{base:020d}"
             if not (live / rel).exists():
                 continue
             with open(live / rel, "rb") as fh:
@@ -351,7 +352,7 @@ class CrashLab:
     def _tear(image: Path, at: int, written: int, cfg) -> None:
         """Bytes of the log from ``at`` on never reached the disk (zeros)."""
         size = cfg.mapped_file_size_commit_log
-        for p in sorted((image / "commitlog").iterdir()):
+        for p in sorted((image / COMMITLOG_DIR).iterdir()):
             start = int(p.name)
             if start + size <= at:
                 continue
@@ -445,7 +446,7 @@ def _intact(root: Path, puts: list[Acked], cfg, live: Path, end: int | None = No
         if end is not None and p.physical_offset + p.size > end:
             continue
         base = p.physical_offset - p.physical_offset % size
-        rel = f"commitlog/{base:020d}"
+        rel = f"{COMMITLOG_DIR}/{base:020d}"
         if rel not in cache:
             f = root / rel
             cache[rel] = f.read_bytes() if f.exists() else b""

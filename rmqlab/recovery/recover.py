@@ -57,6 +57,7 @@ from pathlib import Path
 
 import numpy as np
 
+
 from ..config import MessageStoreConfig
 from ..errors import StoreLayoutError
 from ..files import MappedFileQueue
@@ -67,7 +68,8 @@ from ..format.indexfile import IndexHeader
 from ..format.layout import PREFIX_DTYPES, store_timestamp_at
 from ..format.record import decode_record
 from ..store.consume_queue import CQ_DTYPE
-from ..store.reader import ABORT_FILE, CHECKPOINT_FILE, COMMITLOG_DIR, CONSUMEQUEUE_DIR, INDEX_DIR, infer_config, lock_state
+from ..rules import ABORT_FILE, CHECKPOINT_FILE, COMMITLOG_DIR, CONSUMEQUEUE_DIR, INDEX_DIR, LOCK_FILE, goes_to_consume_queue
+from ..store.reader import infer_config, lock_state
 from .report import CutRange, IndexChange, LostRecord, QueueChange, RecoveryReport, StopPoint
 from ..scan.acceptance import FileScan, scan_file
 
@@ -673,8 +675,7 @@ def _simulate_queues(rep: RecoveryReport, state: dict, records, delay_levels: di
     for k, q in queues.items():
         changes[k] = QueueChange(q.name, len(q.entries), q.first_queue_offset + len(q.entries), q.max_physic_offset, [p.name for p in q.deleted])
     topics, topic_code, queue_id, offset, size, sys_flag = _queue_columns(records)
-    tran = sys_flag & cl.TRANSACTION_MASK
-    rows = np.flatnonzero((tran == cl.TRANSACTION_NOT_TYPE) | (tran == cl.TRANSACTION_COMMIT_TYPE))
+    rows = np.flatnonzero(goes_to_consume_queue(sys_flag))
     if len(rows):
         from ..scan.dispatch_request import queue_groups
 
@@ -968,7 +969,7 @@ def recover(
         from ..errors import StoreLockedError
 
         if lock_state(root) == "held":  # before anything is inferred: no sizes needed
-            raise StoreLockedError(f"{root / 'lock'}: a running broker (or rmqlab writer) holds this store; stop it before recovering in place")
+            raise StoreLockedError(f"{root / LOCK_FILE}: a running broker (or rmqlab writer) holds this store; stop it before recovering in place")
     t0 = time.perf_counter()
     cfg = infer_config(root, config)
     planner = _Planner(root, cfg, legacy_three_files=legacy_three_files, check_crc=check_crc, force_verify_prop_crc=force_verify_prop_crc)

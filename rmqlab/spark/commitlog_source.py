@@ -21,6 +21,7 @@ from pyspark.sql.types import (
     StructType,
 )
 
+from ..rules import COMMITLOG_DIR
 from . import _paths
 
 DEFAULT_SPLIT_SIZE = 128 << 20  # like Spark's spark.sql.files.maxPartitionBytes
@@ -221,7 +222,7 @@ def commitlog_files(path: str) -> list[tuple[str, str, int, int]]:
         base = int(fi.base_name) if fi.base_name.isdigit() else 0
         files = [(base, fi.path, fi.size)]
     elif fi.type == pafs.FileType.Directory:
-        d = _paths.store_subdir(fs, inner, "commitlog")
+        d = _paths.store_subdir(fs, inner, COMMITLOG_DIR)
         files = _paths.offset_named_files(fs, d)
     else:
         from ..errors import StoreLayoutError

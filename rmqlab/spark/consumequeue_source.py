@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
+from ..rules import CONSUMEQUEUE_DIR
 from . import _paths
 
 SCHEMA = StructType(
@@ -92,7 +93,7 @@ class ConsumeQueueReader(DataSourceReader):
 
 def plan_queues(path: str, topics: list[str] | None = None) -> list[QueueSplit]:
     fs, inner = _paths.filesystem(path)
-    base = _paths.store_subdir(fs, inner, "consumequeue")
+    base = _paths.store_subdir(fs, inner, CONSUMEQUEUE_DIR)
     out = []
     for t in _paths.list_dirs(fs, base):
         if topics is not None and t.base_name not in topics:

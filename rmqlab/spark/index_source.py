@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
+from ..rules import INDEX_DIR
 from . import _paths
 
 SCHEMA = StructType(
@@ -110,7 +111,7 @@ def plan_index(path: str, slots: int | None, entries: int | None, split_entries:
     from ..store.reader import infer_index_sizes
 
     fs, inner = _paths.filesystem(path)
-    d = _paths.store_subdir(fs, inner, "index")
+    d = _paths.store_subdir(fs, inner, INDEX_DIR)
     out = []
     for fi in _paths.list_files(fs, d):
         if not fi.base_name.isdigit():

@@ -22,15 +22,8 @@ from .checkpoint import Checkpoint, read_checkpoint
 from .commitlog import CommitLog
 from .consume_queue import ConsumeQueue
 from .index_file import IndexService
+from ..rules import ABORT_FILE, CHECKPOINT_FILE, COMMITLOG_DIR, CONFIG_DIR, CONSUMEQUEUE_DIR, INDEX_DIR, LOCK_FILE
 
-# Java: StorePathConfigHelper
-COMMITLOG_DIR = "commitlog"
-CONSUMEQUEUE_DIR = "consumequeue"
-INDEX_DIR = "index"
-CHECKPOINT_FILE = "checkpoint"
-ABORT_FILE = "abort"
-LOCK_FILE = "lock"
-CONFIG_DIR = "config"
 
 
 def infer_index_sizes(file_size: int, path: str | os.PathLike = "<index>", *, hint: str = "pass them (--max-hash-slot-num, --max-index-num)") -> tuple[int, int]:

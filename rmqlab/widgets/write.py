@@ -27,8 +27,8 @@ import ipywidgets as widgets
 
 from ..format.consumequeue import CQ_STORE_UNIT_SIZE
 from ..format.hashing import index_key_hash
-from ..format.indexfile import entry_position, index_key
-from ..format.properties import split_keys
+from ..format.indexfile import entry_position
+from ..rules import index_keys
 from ..forensics.hexview import HexView
 from ..render.notebook import badge, esc, table
 from ..render.text import fmt_time
@@ -67,7 +67,7 @@ def take_snapshot(root: Path, config, keys: list[str]) -> Snapshot:
 
 def indexed_keys(topic: str, keys: str, uniq: str) -> list[str]:
     """``topic#key`` strings the index gets for a message (UNIQ_KEY first, then KEYS)."""
-    return [index_key(topic, k) for k in [uniq, *split_keys(keys)] if k]
+    return index_keys(topic, uniq, keys)
 
 
 class WriteForm(Panel):

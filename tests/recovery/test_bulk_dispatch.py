@@ -24,7 +24,7 @@ from tests.engine.engine_support import assert_same_as_rocketmq, reference_confi
 from tests.support import REFERENCE
 
 recover_mod = importlib.import_module("rmqlab.recovery.recover")  # the module (the package exports the function)
-dispatch_mod = importlib.import_module("rmqlab.engine.dispatch")
+dispatch_mod = importlib.import_module("rmqlab.scan.dispatch_request")
 CASES = ["clean", "crash", "crash-cqdeleted", "crash-torn", "v2ipv6"]
 
 
