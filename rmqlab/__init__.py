@@ -15,6 +15,7 @@ Layers, bottom to top (data flows one way):
 from .config import MessageStoreConfig
 from .errors import RmqlabError, StoreFormatError, StoreLayoutError
 from .store.reader import StoreReader, open_store
+from . import render  # noqa: F401  (fills rmqlab.reprs: the notebook views of every model)
 
 __version__ = "0.1.0"
 __all__ = ["MessageStoreConfig", "RmqlabError", "StoreFormatError", "StoreLayoutError", "StoreReader", "open_store"]

@@ -14,7 +14,7 @@ from .errors import StoreFormatError
 from .format.consumequeue import CQ_STORE_UNIT_SIZE
 from .format.layout import store_timestamp_at
 from .format.msgid import decode_message_id
-from . import rules
+from . import reprs, rules
 from .format import properties as props
 from .format.indexfile import index_key
 from .format.record import Record
@@ -92,13 +92,7 @@ class KeyQueryResult:
     past_end: list[int] = field(default_factory=list)
 
     def _repr_html_(self) -> str:  # notebooks: the chain walk, step by step
-        from .format.hashing import index_key_hash
-        from .format.indexfile import index_key
-        from .render.notebook import chain_html, records_html
-
-        slots = self.walk[0][0].max_hash_slot_num if self.walk else 1
-        kh = index_key_hash(index_key(self.topic, self.key))
-        return chain_html(self, slot_count=slots, key_hash=kh) + records_html(self.records, caption="records returned")
+        return reprs.html("key_query", self)
 
 
 def record_has_key(record: Record, topic: str, key: str) -> bool:

@@ -25,6 +25,7 @@ from pathlib import Path
 import crc32c
 import numpy as np
 
+from .. import reprs
 from ..rules import CHECKPOINT_FILE, COMMITLOG_DIR, CONSUMEQUEUE_DIR, INDEX_DIR
 from ..format.consumequeue import CQ_STORE_UNIT_SIZE
 from ..format.indexfile import HASH_SLOT_SIZE, INDEX_ENTRY_SIZE, INDEX_HEADER_SIZE, IndexEntry, IndexHeader
@@ -115,9 +116,7 @@ class DiffReport:
         return self.to_text()
 
     def _repr_html_(self) -> str:  # notebooks
-        from ..render.notebook import diff_report_html
-
-        return diff_report_html(self)
+        return reprs.html("diff_report", self)
 
 
 def _files(root: Path) -> dict[str, Path]:

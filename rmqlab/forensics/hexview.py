@@ -16,6 +16,7 @@ from pathlib import Path
 
 from construct import Container, StreamError, Struct
 
+from .. import reprs
 from ..rules import CHECKPOINT_FILE, COMMITLOG_DIR, CONSUMEQUEUE_DIR, INDEX_DIR
 from ..errors import StoreFormatError
 from ..files import MappedFile
@@ -260,7 +261,5 @@ class HexView:
 
     # -- notebook ----------------------------------------------------------------------
     def _repr_html_(self) -> str:
-        from ..render.html import hexview_html
-
-        return hexview_html(self)
+        return reprs.html("hexview", self)
 

@@ -35,6 +35,7 @@ from pathlib import Path
 import numpy as np
 
 
+from .. import reprs
 from ..config import MessageStoreConfig
 from ..errors import StoreFormatError
 from ..format.consumequeue import CQ_STORE_UNIT_SIZE, PRE_BLANK_SIZE
@@ -107,9 +108,7 @@ class VerifyReport:
         return self.to_text()
 
     def _repr_html_(self) -> str:  # notebooks
-        from ..render.notebook import verify_report_html
-
-        return verify_report_html(self)
+        return reprs.html("verify_report", self)
 
 
 @dataclass(slots=True)

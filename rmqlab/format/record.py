@@ -18,6 +18,7 @@ import struct
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import reprs
 from ..errors import StoreFormatError
 from . import commitlog as cl
 from . import properties as props
@@ -207,9 +208,7 @@ class Record:
         }
 
     def _repr_html_(self) -> str:  # notebooks: every field with its Java name
-        from ..render.notebook import record_html
-
-        return record_html(self)
+        return reprs.html("record", self)
 
 
 def decode_record(

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
+from .. import reprs
 from ..rules import ABORT_FILE, CHECKPOINT_FILE, COMMITLOG_DIR, CONSUMEQUEUE_DIR, INDEX_DIR, LOCK_FILE
 from ..config import ASYNC_FLUSH, SYNC_FLUSH, MessageStoreConfig
 from ..format.record import RecordError, decode_record
@@ -157,9 +158,7 @@ class CrashResult:
         return self.to_text()
 
     def _repr_html_(self) -> str:  # notebooks: counts, one square per put, why each loss
-        from ..render.notebook import crash_result_html
-
-        return crash_result_html(self)
+        return reprs.html("crash_result", self)
 
 
 class _Disk:

@@ -14,6 +14,8 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
+from .. import reprs
+
 
 @dataclass
 class StopPoint:
@@ -192,6 +194,4 @@ class RecoveryReport:
         return self.to_text()
 
     def _repr_html_(self) -> str:  # notebooks
-        from ..render.notebook import recovery_report_html
-
-        return recovery_report_html(self)
+        return reprs.html("recovery_report", self)

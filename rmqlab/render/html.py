@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import html
 
+from .. import reprs
+
 #: one colour per field position in a schema; the same field gets the same colour
 PALETTE = [
     "#fde2e4", "#e2ece9", "#dfe7fd", "#fff1e6", "#e8e8e4", "#f0efeb", "#d8e2dc", "#ece4db",
@@ -18,6 +20,7 @@ def colour(index: int) -> str:
     return SPECIAL.get(index, PALETTE[index % len(PALETTE)])
 
 
+@reprs.view("hexview")
 def hexview_html(view, width: int = 16) -> str:
     """A table: offset, hex bytes coloured by field (tooltip = field and value), legend."""
     rows = []

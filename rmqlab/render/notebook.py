@@ -14,6 +14,7 @@ import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from .. import reprs
 from ..format import commitlog as cl
 from ..format.msgid import format_host
 from .text import fmt_time, short
@@ -55,6 +56,7 @@ def rel(path, root) -> str:
 
 
 # -- records ---------------------------------------------------------------------------------
+@reprs.view("record")
 def record_html(rec) -> str:
     """Every field of one CommitLog record with its Java name (``Record._repr_html_``)."""
     if rec.is_blank:
@@ -109,6 +111,7 @@ def records_html(records: Iterable, *, caption: str | None = None) -> str:
 
 
 # -- store -------------------------------------------------------------------------------------
+@reprs.view("summary")
 def summary_html(s) -> str:
     """A :class:`~rmqlab.store.summary.StoreSummary` as HTML (``rmqlab info``)."""
     parts = [f"<div><b>store</b> {esc(Path(s.root).name)}: " + ", ".join(f"{esc(k)}={esc(v)}" for k, v in s.config.items()) + "</div>"]
@@ -182,6 +185,7 @@ def files_html(root) -> str:
     return table(["path", "kind", "bytes", "what the name says"], file_rows(root), caption="files")
 
 
+@reprs.view("checkpoint")
 def checkpoint_html(cp) -> str:
     if cp is None:
         return "<div>checkpoint: absent</div>"
@@ -294,6 +298,7 @@ def crash_strip_html(result, *, width: int = 60) -> str:
     return f"<div style='line-height:9px'>{''.join(cells)}</div><div style='font-size:12px;margin-top:4px'>{legend}</div>"
 
 
+@reprs.view("crash_result")
 def crash_result_html(result) -> str:
     """A :class:`~rmqlab.recovery.crashlab.CrashResult`: counts, the strip, why each
     acknowledged record was lost, and recovery's decisions."""
@@ -327,6 +332,7 @@ def pre(text: str) -> str:
     return f"<pre style='font-size:12px;line-height:1.3'>{esc(text)}</pre>"
 
 
+@reprs.view("recovery_report")
 def recovery_report_html(rep) -> str:
     """A :class:`~rmqlab.recovery.report.RecoveryReport`: the verdict, then its text."""
     lost = len(rep.lost_records)
@@ -335,6 +341,7 @@ def recovery_report_html(rep) -> str:
     return f"<div>{head}</div>" + pre(rep.to_text())
 
 
+@reprs.view("verify_report")
 def verify_report_html(report, limit: int = 200) -> str:
     """A :class:`~rmqlab.forensics.verify.VerifyReport`: counts, then every finding."""
     rows = [(f.severity, f.kind, f.file, "" if f.offset is None else f.offset, f.message) for f in report.findings[:limit]]
@@ -344,6 +351,26 @@ def verify_report_html(report, limit: int = 200) -> str:
     return f"<div>{badge(head, report.ok)}</div>" + table(["severity", "kind", "file", "offset", "finding"], rows, row_styles=styles) + more
 
 
+@reprs.view("diff_report")
 def diff_report_html(report) -> str:
     """A :class:`~rmqlab.forensics.diff.DiffReport` as its text."""
     return f"<div>{badge('identical' if report.identical else f'{len(report.files)} file(s) differ', report.identical)}</div>" + pre(report.to_text())
+
+
+@reprs.view("store")
+def store_html(reader) -> str:
+    """A store's summary from its files' metadata (no scan of the log)."""
+    from ..store.summary import summarize
+
+    return summary_html(summarize(reader, scan=False))
+
+
+@reprs.view("key_query")
+def key_query_html(result) -> str:
+    """A key query: the chain walk, step by step, then the records returned."""
+    from ..format.hashing import index_key_hash
+    from ..format.indexfile import index_key
+
+    slots = result.walk[0][0].max_hash_slot_num if result.walk else 1
+    kh = index_key_hash(index_key(result.topic, result.key))
+    return chain_html(result, slot_count=slots, key_hash=kh) + records_html(result.records, caption="records returned")

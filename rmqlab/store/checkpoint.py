@@ -6,6 +6,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from .. import reprs
 from ..errors import StoreFormatError
 from ..format.checkpoint import CHECKPOINT_FILE_SIZE, CheckpointV5, min_timestamp
 from ..format.parse import parse_at
@@ -36,9 +37,7 @@ class Checkpoint:
         }
 
     def _repr_html_(self) -> str:  # notebooks
-        from ..render.notebook import checkpoint_html
-
-        return checkpoint_html(self)
+        return reprs.html("checkpoint", self)
 
 
 def read_checkpoint(path: str | os.PathLike) -> Checkpoint:

@@ -15,6 +15,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+from .. import reprs
 from ..config import MessageStoreConfig
 from ..errors import StoreFormatError, StoreLayoutError
 from ..format.indexfile import INDEX_HEADER_SIZE, index_file_size
@@ -178,10 +179,7 @@ class StoreReader:
         self.close()
 
     def _repr_html_(self) -> str:  # notebooks: files, queues, index, checkpoint (no full scan)
-        from ..render.notebook import summary_html
-        from .summary import summarize
-
-        return summary_html(summarize(self, scan=False))
+        return reprs.html("store", self)
 
 
 def lock_state(root: str | os.PathLike) -> str:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .. import reprs
 from ..format import commitlog as cl
 from ..format import properties as props
 from ..format.record import BODY_CRC, PROPERTY_CRC, PROPERTY_CRC_TAIL
@@ -38,9 +39,7 @@ class StoreSummary:
         return dict(self.__dict__)
 
     def _repr_html_(self) -> str:  # notebooks
-        from ..render.notebook import summary_html
-
-        return summary_html(self)
+        return reprs.html("summary", self)
 
 
 def summarize(store: StoreReader, *, scan: bool = True) -> StoreSummary:

@@ -1,0 +1,36 @@
+"""Notebook (HTML) views of the package's objects, looked up by name.
+
+The models sit below the renderers: a model's ``_repr_html_`` asks :func:`html` for the
+view of its name, and :mod:`rmqlab.render` registers a function under each name when
+it is imported (the package's ``__init__`` imports it, so every use of rmqlab has
+them).  No model imports a renderer.
+
+    def _repr_html_(self):
+        return reprs.html("record", self)          # a model
+
+    @reprs.view("record")                          # rmqlab.render
+    def record_html(rec): ...
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+_VIEWS: dict[str, Callable[[Any], str]] = {}
+
+
+def view(name: str):
+    """Register the decorated function as the HTML view called ``name``."""
+
+    def register(fn: Callable[[Any], str]) -> Callable[[Any], str]:
+        _VIEWS[name] = fn
+        return fn
+
+    return register
+
+
+def html(name: str, obj: Any) -> str | None:
+    """The HTML of ``obj`` by the view ``name``; None (Jupyter then shows the text
+    repr) if no renderer registered it."""
+    fn = _VIEWS.get(name)
+    return fn(obj) if fn is not None else None
