@@ -56,12 +56,12 @@ def build_store(path: Path, size: str) -> dict:
         shutil.rmtree(path)
     t = time.perf_counter()
     try:
-        from rmqlab.generate import generate_store
+        from rmqlab.lab.generate import generate_store
 
         res = generate_store(path, size, body_size=1024, topics=4, queues=4)
-        info = {"size": size, "records": res.records, "generator": "rmqlab.generate", "seconds": time.perf_counter() - t}
+        info = {"size": size, "records": res.records, "generator": "rmqlab.lab.generate", "seconds": time.perf_counter() - t}
     except ImportError:  # pragma: no cover - generate is part of the project
-        raise SystemExit("rmqlab.generate is missing")
+        raise SystemExit("rmqlab.lab.generate is missing")
     marker.write_text(json.dumps(info))
     return info
 

@@ -45,7 +45,7 @@ sys.path.insert(0, str(HERE.parent))
 
 from rmqlab.scan import decode as fd  # noqa: E402
 from rmqlab.scan import kernels  # noqa: E402
-from rmqlab.generate import generate_store, parse_size  # noqa: E402
+from rmqlab.lab.generate import generate_store, parse_size  # noqa: E402
 
 WORKLOADS = {
     # name: (body size, description)

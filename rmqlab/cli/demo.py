@@ -31,7 +31,7 @@ def heading(n: int, text: str) -> None:
 
 
 def run(args) -> int:
-    from ..samples import default_dir
+    from ..lab.samples import default_dir
 
     samples = Path(args.samples) if args.samples else default_dir()
     for name in ("clean", "crashed", "damaged"):
@@ -52,7 +52,7 @@ def _tour(samples: Path, work: Path) -> None:
     from ..forensics.salvage import salvage_path
     from ..forensics.verify import verify_store
     from ..recovery import recover
-    from ..samples import sample_config
+    from ..lab.samples import sample_config
     from ..store import open_store
     from ..store.summary import summarize
 

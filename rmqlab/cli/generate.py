@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..generate import generate_store, parse_range, parse_size
+from ..lab.generate import generate_store, parse_range, parse_size
 from .common import print_json
 
 

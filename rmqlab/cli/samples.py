@@ -22,7 +22,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 
 def run(args) -> int:
-    from ..samples import default_dir, generate_samples
+    from ..lab.samples import default_dir, generate_samples
 
     target = Path(args.dir) if args.dir else default_dir()
     written = generate_samples(target, force=args.force)

@@ -300,7 +300,7 @@ def crash_strip_html(result, *, width: int = 60) -> str:
 
 @reprs.view("crash_result")
 def crash_result_html(result) -> str:
-    """A :class:`~rmqlab.recovery.crashlab.CrashResult`: counts, the strip, why each
+    """A :class:`~rmqlab.lab.crashlab.CrashResult`: counts, the strip, why each
     acknowledged record was lost, and recovery's decisions."""
     rep = result.report
     acked = result.acknowledged

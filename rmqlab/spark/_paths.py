@@ -156,7 +156,7 @@ def opt_size(options, name: str, default: int) -> int:
     v = _get(options, name)
     if v is None:
         return default
-    from ..generate import parse_size
+    from ..lab.generate import parse_size
 
     try:
         n = parse_size(v)

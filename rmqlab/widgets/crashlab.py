@@ -1,7 +1,7 @@
 """``CrashLab``: choose a flush mode, a workload and a crash point; crash; recover;
 see what was acknowledged, what survived, what was cut and why.
 
-The crashes are :class:`rmqlab.recovery.crashlab.CrashLab`'s: the engine runs with
+The crashes are :class:`rmqlab.lab.crashlab.CrashLab`'s: the engine runs with
 a manual clock and no background threads, a second copy of the store receives only
 what was forced to disk, and the crash decides which copy survives.  Recovery is
 :func:`rmqlab.recovery.recover`, RocketMQ's start-up recovery.
@@ -57,8 +57,8 @@ class CrashLab(Panel):
     lab.run.click(); lab.result.lost``."""
 
     def __init__(self, workdir: str | os.PathLike | None = None, *, messages: int = 120, seed: int = 0):
-        from ..recovery.crashlab import CrashLab as Lab
-        from ..recovery.crashlab import workload
+        from ..lab.crashlab import CrashLab as Lab
+        from ..lab.crashlab import workload
 
         self.workdir = Path(workdir) if workdir is not None else scratch_dir("crashlab", numbered=True)
         if workdir is None:  # our own scratch directory: gone when the kernel exits

@@ -80,7 +80,7 @@ class WriteForm(Panel):
     def __init__(self, root: str | os.PathLike | None = None, *, config=None, clock=None, start_ms: int = 1_767_261_600_000):
         from ..engine.clock import ManualClock
         from ..engine.message_store import MessageStore
-        from ..samples import STORE_HOST, sample_config
+        from ..lab.samples import STORE_HOST, sample_config
 
         self.root = Path(root) if root is not None else scratch_dir("write", numbered=True) / "store"
         if root is None:  # our own scratch directory: gone when the kernel exits normally
@@ -111,7 +111,7 @@ class WriteForm(Panel):
     # -- actions -----------------------------------------------------------------------
     def do_put(self):
         from ..engine.message import Message
-        from ..samples import uniq_key
+        from ..lab.samples import uniq_key
 
         self.clock.advance(1000)  # one second between puts: index timeDiff moves visibly
         born = self.clock.ms - 3

@@ -9,7 +9,7 @@ from rmqlab.errors import StoreFormatError
 from rmqlab.forensics import hexview
 from rmqlab.forensics.hexview import HexView, first_boundary
 from rmqlab.format.commitlog import MessageRecord
-from rmqlab.generate import generate_store
+from rmqlab.lab.generate import generate_store
 from rmqlab.store import open_store
 from tests.support import REFERENCE
 

@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 from rmqlab.cli import main
-from rmqlab.samples import sample_files
+from rmqlab.lab.samples import sample_files
 from rmqlab.widgets import scratch_dir
 from rmqlab.spark.session import _jvm_output_to
 

@@ -11,7 +11,7 @@ import pytest
 from rmqlab.format.hashing import index_key_hash
 from rmqlab.lookup import query_by_key
 from rmqlab.recovery import recover
-from rmqlab.samples import SAMPLES, default_dir, generate_samples, sample_files
+from rmqlab.lab.samples import SAMPLES, default_dir, generate_samples, sample_files
 from rmqlab.store import open_store
 
 SHIPPED = default_dir()

@@ -30,15 +30,15 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .rules import CHECKPOINT_FILE, COMMITLOG_DIR
-from .config import MessageStoreConfig
-from .errors import RmqlabError
-from .files.mapped_file_queue import file_name_for_offset
-from .format import commitlog as cl
-from .format import properties as props
-from .format.checkpoint import CHECKPOINT_FILE_SIZE, CheckpointV5
-from .format.encode import encode_blank, encode_record
-from .format.hashing import java_string_hash
+from ..rules import CHECKPOINT_FILE, COMMITLOG_DIR
+from ..config import MessageStoreConfig
+from ..errors import RmqlabError
+from ..files.mapped_file_queue import file_name_for_offset
+from ..format import commitlog as cl
+from ..format import properties as props
+from ..format.checkpoint import CHECKPOINT_FILE_SIZE, CheckpointV5
+from ..format.encode import encode_blank, encode_record
+from ..format.hashing import java_string_hash
 
 _UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mb": 1 << 20, "mib": 1 << 20, "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30, "t": 1 << 40, "tib": 1 << 40}
 
@@ -180,8 +180,8 @@ def generate_store(
     dispatcher = None
     clock = _FixedClock()
     if consume_queues or index:
-        from .engine.dispatch import CommitLogDispatcher
-        from .scan.dispatch_request import DispatchRequest
+        from ..engine.dispatch import CommitLogDispatcher
+        from ..scan.dispatch_request import DispatchRequest
 
         dispatcher = CommitLogDispatcher(root, cfg, clock=clock)
     result = GenerateResult(root=root)

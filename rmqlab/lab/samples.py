@@ -35,8 +35,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 
-from .config import ASYNC_FLUSH, MessageStoreConfig
-from .rules import ABORT_FILE, COMMITLOG_DIR
+from ..config import ASYNC_FLUSH, MessageStoreConfig
+from ..rules import ABORT_FILE, COMMITLOG_DIR
 
 #: 2026-01-01T10:00:00Z: the fixed clock starts here
 START_MS = 1_767_261_600_000
@@ -58,7 +58,7 @@ def sample_config() -> MessageStoreConfig:
 
 def default_dir() -> Path:
     """``sample_stores/`` next to the package (a source checkout)."""
-    return Path(__file__).resolve().parent.parent / "sample_stores"
+    return Path(__file__).resolve().parents[2] / "sample_stores"
 
 
 # -- the workload ----------------------------------------------------------------------------
@@ -157,8 +157,8 @@ def _write_broker_conf(root: Path, cfg: MessageStoreConfig) -> None:
 
 
 def _message(m: dict):
-    from .engine.message import Message
-    from .format.msgid import parse_host
+    from ..engine.message import Message
+    from ..format.msgid import parse_host
 
     properties = {}
     if m.get("keys"):
@@ -196,14 +196,14 @@ def _fill(store, puts: list[Put], clock) -> list:
 
 
 def _open(root: Path, clock):
-    from .engine.message_store import MessageStore
+    from ..engine.message_store import MessageStore
 
     return MessageStore.open(root, sample_config(), clock=clock, store_host=STORE_HOST, services=False)
 
 
 def write_clean(root: Path) -> dict:
     """The workload, then a normal shutdown (checkpoint written, ``abort`` removed)."""
-    from .engine.clock import ManualClock
+    from ..engine.clock import ManualClock
 
     clock = ManualClock(START_MS)
     puts = workload()
@@ -224,7 +224,7 @@ def write_crashed(root: Path) -> dict:
     never reached the disk — they are zero.  So the consume queues point at records
     that are not there: what lesson 6 recovers.
     """
-    from .engine.clock import ManualClock
+    from ..engine.clock import ManualClock
 
     clock = ManualClock(START_MS)
     puts = workload()
@@ -271,7 +271,7 @@ def write_damaged(root: Path, crashed: Path) -> dict:
       (lesson 7 salvages them);
     * the last record torn: its second half is zero, as after a write cut short.
     """
-    from .store.reader import open_store
+    from ..store.reader import open_store
 
     shutil.copytree(crashed, root)
     with open_store(root) as s:
@@ -317,7 +317,7 @@ def generate_samples(target: str | os.PathLike | None = None, *, force: bool = F
     target.mkdir(parents=True, exist_ok=True)
     existing = [n for n in SAMPLES if (target / n).exists()]
     if existing and not force:
-        from .errors import RmqlabError
+        from ..errors import RmqlabError
 
         raise RmqlabError(f"{target}: {', '.join(existing)} already exist; pass --force to write them again")
     for n in existing:
@@ -338,7 +338,7 @@ Small RocketMQ stores for the lessons in `notebooks/`, written by rmqlab's engin
 (`rmqlab.engine.MessageStore`: the bytes are RocketMQ's) with a fixed clock starting
 2026-01-01T10:00:00Z. Do not edit them: `rmqlab samples --force` writes them again,
 byte for byte, and `tests/test_samples.py` checks that the shipped files equal a fresh
-generation. How they are made: `rmqlab/samples.py`.
+generation. How they are made: `rmqlab/lab/samples.py`.
 
 | store | what happened |
 |---|---|

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from rmqlab import lookup
 from rmqlab.config import ASYNC_FLUSH, SYNC_FLUSH
 from rmqlab.recovery import recover
-from rmqlab.recovery.crashlab import CrashLab, workload
+from rmqlab.lab.crashlab import CrashLab, workload
 from rmqlab.store import open_store
 
 

@@ -42,8 +42,8 @@ from .. import reprs
 from ..rules import ABORT_FILE, CHECKPOINT_FILE, COMMITLOG_DIR, CONSUMEQUEUE_DIR, INDEX_DIR, LOCK_FILE
 from ..config import ASYNC_FLUSH, SYNC_FLUSH, MessageStoreConfig
 from ..format.record import RecordError, decode_record
-from .recover import recover
-from .report import RecoveryReport
+from ..recovery.recover import recover
+from ..recovery.report import RecoveryReport
 
 PAGE = 4096
 

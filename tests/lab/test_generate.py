@@ -15,7 +15,7 @@ from rmqlab.format import commitlog as cl
 from rmqlab.scan import decode as fd
 from rmqlab.format.hashing import java_string_hash
 from rmqlab.format.record import RecordError
-from rmqlab.generate import generate_store, parse_range, parse_size
+from rmqlab.lab.generate import generate_store, parse_range, parse_size
 from rmqlab.store import open_store
 
 SMALL = MessageStoreConfig(max_hash_slot_num=500, max_index_num=2000, mapped_file_size_consume_queue=20 * 300, mapped_file_size_commit_log=128 << 10)
