@@ -24,3 +24,18 @@ def manifests() -> dict[str, dict]:
 def store_copy(tmp_path):
     """``store_copy("crash")`` → path of a fresh writable copy of that case's store."""
     return lambda case: copy_store(case, tmp_path)
+
+
+@pytest.fixture(scope="session")
+def ref_records():
+    """The records each reference store's put sequence holds (cached per case)."""
+    from tests.engine.engine_support import reference_records
+
+    cache: dict[str, list] = {}
+
+    def get(case: str):
+        if case not in cache:
+            cache[case] = reference_records(case)
+        return cache[case]
+
+    return get

@@ -28,7 +28,7 @@ from hypothesis import strategies as st
 
 from rmqlab import lookup, rules
 from rmqlab.engine import ManualClock, Message, MessageStore
-from rmqlab.engine.dispatch import CommitLogDispatcher
+from rmqlab.writers.dispatch import CommitLogDispatcher
 from rmqlab.format import commitlog as cl
 from rmqlab.format import properties as props
 from rmqlab.forensics.verify import verify_store

@@ -19,9 +19,9 @@ on-disk concept or service, each naming its Java counterpart:
 * :mod:`.validation`, :mod:`.results`, :mod:`.message`, :mod:`.clock`, :mod:`.mapped_file`
 """
 
-from .clock import ManualClock, SystemClock
+from ..writers.clock import ManualClock, SystemClock
 from ..scan.dispatch_request import DispatchRequest
-from .dispatch import CommitLogDispatcher
+from ..writers.dispatch import CommitLogDispatcher
 from .message import Message, MessageBatch, MessageInputError
 from .message_store import MessageStore
 from .results import PutMessageResult, PutMessageStatus

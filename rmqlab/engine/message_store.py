@@ -64,17 +64,17 @@ from ..format.msgid import parse_host
 from ..format.record import PROPERTY_CRC_TAIL, Record
 from ..rules import ABORT_FILE, CHECKPOINT_FILE, COMMITLOG_DIR, LOCK_FILE
 from ..store.reader import StoreReader
-from .checkpoint_writer import StoreCheckpointWriter
+from ..writers.checkpoint_writer import StoreCheckpointWriter
 from .clean import CleanReport, clean_expired
-from .clock import DEFAULT_STORE_HOST, SystemClock
-from .commitlog_writer import CommitLogWriter
+from ..writers.clock import DEFAULT_STORE_HOST, SystemClock
+from ..writers.commitlog_writer import CommitLogWriter
 from ..rules import SCHEDULE_TOPIC, goes_to_consume_queue
 from ..scan.dispatch_request import DispatchColumns, DispatchRequest, load_reader, read_dispatch_columns
-from .dispatch import CommitLogDispatcher
+from ..writers.dispatch import CommitLogDispatcher
 from .flush import FlushRealTimeService, GroupCommitService, PeriodicService
-from .mapped_file import WritableMappedFile, fsync_directory
+from ..writers.mapped_file import WritableMappedFile, fsync_directory
 from .message import Message, MessageBatch
-from .metadata import BrokerMetadata, string_to_file
+from ..writers.metadata import BrokerMetadata, string_to_file
 from .results import PutMessageResult, PutMessageStatus
 from .validation import Validator
 

@@ -6,7 +6,7 @@ with the background services off, so every flush happens at a known point, decid
 by the same rules the broker's services follow (``flushCommitLogLeastPages`` dirty
 pages or ``flushIntervalCommitLog`` for ASYNC_FLUSH, a forced flush per put for
 SYNC_FLUSH, consume queues and checkpoint every ``flushIntervalConsumeQueue``),
-with time taken from a :class:`~rmqlab.engine.clock.ManualClock`.
+with time taken from a :class:`~rmqlab.writers.clock.ManualClock`.
 
 While it runs, the lab keeps a second copy of the store — the **disk** — that only
 receives bytes when the engine forces them (``fdatasync``): the flushed part of the
@@ -261,7 +261,7 @@ class CrashLab:
 
     # -- the engine run ------------------------------------------------------------------------
     def _run(self, messages, flush: str, *, stop_after: int | None = None, dispatched: int | None = None, stop_when=None, stop_before_flush: bool = False):
-        from ..engine.clock import ManualClock
+        from ..writers.clock import ManualClock
         from ..engine.message_store import MessageStore
 
         self._runs += 1
@@ -428,7 +428,7 @@ class CrashLab:
 
 
 def _clock_after(start: int, n: int, tick: int):
-    from ..engine.clock import ManualClock
+    from ..writers.clock import ManualClock
 
     return ManualClock(start + (n + 100) * tick + 60_000, tick_ms=1)
 

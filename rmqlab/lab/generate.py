@@ -5,7 +5,7 @@ Java counterpart: none; the bytes are what ``CommitLog.DefaultAppendMessageCallb
 :func:`rmqlab.format.encode.encode_record` (verified byte-exact against RocketMQ's
 own records) and every file ends with :func:`~rmqlab.format.encode.encode_blank`
 exactly as Java rolls a file (``recordSize + 8 > bytes left``).  Consume queues and
-the index are built by the engine's :class:`rmqlab.engine.dispatch.CommitLogDispatcher`
+the index are built by the writers' :class:`rmqlab.writers.dispatch.CommitLogDispatcher`
 (the same code recovery uses), fed :class:`~rmqlab.scan.dispatch_request.DispatchRequest`\\ s
 made from what was written, so no record is parsed back.
 
@@ -180,7 +180,7 @@ def generate_store(
     dispatcher = None
     clock = _FixedClock()
     if consume_queues or index:
-        from ..engine.dispatch import CommitLogDispatcher
+        from ..writers.dispatch import CommitLogDispatcher
         from ..scan.dispatch_request import DispatchRequest
 
         dispatcher = CommitLogDispatcher(root, cfg, clock=clock)

@@ -2,7 +2,7 @@
 
 ``rmqlab samples [DIR]`` writes them again; ``tests/test_samples.py`` checks that
 the shipped files equal a fresh generation byte for byte.  Everything that could vary
-is fixed: the clock (:class:`~rmqlab.engine.clock.ManualClock`), the store host, the
+is fixed: the clock (:class:`~rmqlab.writers.clock.ManualClock`), the store host, the
 random workload (a seeded :class:`random.Random`), and the time zone used for index
 file names (UTC; Java names them in the broker's local time).
 
@@ -203,7 +203,7 @@ def _open(root: Path, clock):
 
 def write_clean(root: Path) -> dict:
     """The workload, then a normal shutdown (checkpoint written, ``abort`` removed)."""
-    from ..engine.clock import ManualClock
+    from ..writers.clock import ManualClock
 
     clock = ManualClock(START_MS)
     puts = workload()
@@ -224,7 +224,7 @@ def write_crashed(root: Path) -> dict:
     never reached the disk — they are zero.  So the consume queues point at records
     that are not there: what lesson 6 recovers.
     """
-    from ..engine.clock import ManualClock
+    from ..writers.clock import ManualClock
 
     clock = ManualClock(START_MS)
     puts = workload()

@@ -32,13 +32,13 @@ that is cut or deleted is first saved to a sidecar directory next to the store, 
 RocketMQ shutdown leaves it (checkpoint written, ``abort`` removed) unless
 ``mark_clean=False``: then the next start recovers again, abnormally.
 
-Re-dispatch uses the engine's :class:`~rmqlab.engine.dispatch.CommitLogDispatcher`
+Re-dispatch uses the writers' :class:`~rmqlab.writers.dispatch.CommitLogDispatcher`
 (the same code that writes queues and index on put), so rebuilt files are RocketMQ's.
 Records the consume queues and index already hold are filtered out in bulk first
 (numpy over record positions), which is what keeps a 1 GiB abnormal recovery fast;
 the rest (every record, when the newest index file was dropped) are decoded in bulk
 by :mod:`rmqlab.scan.decode` and dispatched as columns
-(:meth:`~rmqlab.engine.dispatch.CommitLogDispatcher.dispatch_columns`), with no Python
+(:meth:`~rmqlab.writers.dispatch.CommitLogDispatcher.dispatch_columns`), with no Python
 work per record.
 """
 
@@ -793,7 +793,7 @@ class _Sidecar:
 
 
 def _apply(rep: RecoveryReport, state: dict, target: Path, cfg: MessageStoreConfig, sidecar: _Sidecar, *, clock, zero_tail: bool, mark_clean: bool) -> None:
-    from ..engine.dispatch import CommitLogDispatcher
+    from ..writers.dispatch import CommitLogDispatcher
 
     def t(p: Path) -> Path:  # the same file in the target store
         return target / p.relative_to(Path(rep.root))

@@ -4,7 +4,7 @@ one at a time or many as columns.
 Java: ``CommitLog.checkMessageAndReturnSize`` builds a ``DispatchRequest`` from a
 record's bytes (topic, queue id, offset, size, tagsCode, store time, queue offset,
 KEYS, UNIQ_KEY, sysFlag); ``ReputMessageService`` hands them to ``doDispatch``.  This
-is the read side of dispatch: the engine's reput (:mod:`rmqlab.engine.dispatch` writes
+is the read side of dispatch: the engine's reput (:mod:`rmqlab.writers.dispatch` writes
 the consume queues and the index from these), recovery's plan (which queue entries a
 re-dispatch would write) and the checks all read requests here.  The rules that turn a
 record into a request (tagsCode, which records a queue or the index takes) are

@@ -78,7 +78,7 @@ class WriteForm(Panel):
     """
 
     def __init__(self, root: str | os.PathLike | None = None, *, config=None, clock=None, start_ms: int = 1_767_261_600_000):
-        from ..engine.clock import ManualClock
+        from ..writers.clock import ManualClock
         from ..engine.message_store import MessageStore
         from ..lab.samples import STORE_HOST, sample_config
 

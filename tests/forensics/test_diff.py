@@ -9,7 +9,7 @@ import crc32c
 
 from tests.support import REFERENCE, copy_store
 from rmqlab.config import MessageStoreConfig
-from rmqlab.engine.clock import ManualClock
+from rmqlab.writers.clock import ManualClock
 from rmqlab.forensics.diff import diff_stores, page_fingerprints
 from rmqlab.recovery import recover
 

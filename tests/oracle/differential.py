@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Callable
 
 from rmqlab.config import MessageStoreConfig
-from rmqlab.engine.clock import ManualClock
+from rmqlab.writers.clock import ManualClock
 from rmqlab.forensics.verify import verify_store
 from rmqlab.recovery import recover
 from rmqlab.store import open_store

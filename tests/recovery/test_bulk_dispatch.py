@@ -12,8 +12,8 @@ import json
 import numpy as np
 import pytest
 
-from rmqlab.engine.clock import ManualClock
-from rmqlab.engine.dispatch import CommitLogDispatcher
+from rmqlab.writers.clock import ManualClock
+from rmqlab.writers.dispatch import CommitLogDispatcher
 from rmqlab.rules import parse_delay_levels
 from rmqlab.scan.dispatch_request import DispatchColumns, request_from_record
 from rmqlab.format.checkpoint import CheckpointV5

@@ -17,7 +17,7 @@ import pytest
 from tests.support import REFERENCE, copy_store
 from rmqlab import lookup
 from rmqlab.config import MessageStoreConfig
-from rmqlab.engine.clock import ManualClock
+from rmqlab.writers.clock import ManualClock
 from rmqlab.recovery import recover
 from rmqlab.store import open_store
 

@@ -8,7 +8,7 @@ import pytest
 from rmqlab import lookup
 from rmqlab.config import MessageStoreConfig
 from rmqlab.engine import Message, MessageStore
-from rmqlab.engine.clock import ManualClock
+from rmqlab.writers.clock import ManualClock
 from rmqlab.errors import StoreFormatError
 from rmqlab.store import open_store
 

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rmqlab.engine.dispatch import CommitLogDispatcher
+from rmqlab.writers.dispatch import CommitLogDispatcher
 from rmqlab.rules import parse_delay_levels
 from rmqlab.scan.dispatch_request import request_from_record
 from rmqlab.scan.hashes import java_string_hashes
