@@ -325,14 +325,15 @@ class MessageStore:
 
     def _recover_existing(self) -> int:
         """Run RocketMQ's start-up recovery; returns the end of the log."""
-        from ..recovery import recover
+        from .. import recovery
 
-        report = recover(self.root, config=self.config)  # dry run: what would change?
-        changes = report.cut_bytes or report.deleted_commitlog_files or report.changed_queues or report.index or report.records_redispatched
-        if changes:
-            if not self.do_recover:
-                raise StoreLayoutError(self.root, report.commitlog_end, f"the store needs recovery ({report.mode}); run `rmqlab recover` or open with recover=True")
-            report = recover(self.root, config=self.config, in_place=True, clock=self.clock)
+        # one scan: the plan says whether anything would change, and is what gets applied
+        plan = recovery.plan(self.root, config=self.config)
+        report = plan.report
+        if plan.changes_store and not self.do_recover:
+            plan.close()
+            raise StoreLayoutError(self.root, report.commitlog_end, f"the store needs recovery ({report.mode}); run `rmqlab recover` or open with recover=True")
+        report = recovery.apply(plan, in_place=plan.changes_store, clock=self.clock)
         self.recovery_report = report
         return report.commitlog_end
 

@@ -252,6 +252,67 @@ def _first_record_matches(buf, min_ts: int) -> tuple[bool, int]:
 
 
 # -- the plan --------------------------------------------------------------------------------------
+@dataclass
+class RecoveryPlan:
+    """What start-up recovery decides for a store, found read-only: the report (what a
+    dry run prints) and what applying it needs.  :func:`plan` makes one, :func:`apply`
+    carries it out; a plan maps the commitlog files read-only until it is applied or
+    :meth:`close` d.
+
+    Java decides all of this inside ``DefaultMessageStore.load`` and ``recover`` while
+    it changes the files; here the decisions come first, so that a dry run and an
+    applied run are the same decisions, made once.
+    """
+
+    root: Path
+    config: MessageStoreConfig
+    report: RecoveryReport
+    #: the commitlog files as ``MappedFileQueue.load`` keeps them (mapped read-only)
+    commitlog: MappedFileQueue | None = None
+    #: an empty last commitlog file: Java's load deletes it
+    empty_last: list[Path] = field(default_factory=list)
+    #: index files newer than the checkpoint's indexMsgTimestamp (abnormal: deleted)
+    dropped_index: list[Path] = field(default_factory=list)
+    #: endPhyOffset of the newest index file kept: dispatch indexes only past it
+    index_end_phy: int = 0
+    #: every consume queue as ``ConsumeQueue.recover`` leaves it
+    queues: dict[tuple[str, int], _Queue] = field(default_factory=dict)
+    #: every queue entry's commitlog offset, sorted, and which queue each is an entry of
+    #: (an index into ``queues.values()``): where records are known to start
+    hints: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    hint_owner: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
+    #: the scan: (file index, FileScan) per file scanned, and the records it accepted
+    scans: list[tuple[int, FileScan]] = field(default_factory=list)
+    positions: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    sizes: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    #: the new end of the log (Java processOffset) and the file the scan started from
+    process: int = 0
+    start_index: int = 0
+    #: maxPhyOffsetOfConsumeQueue >= processOffset: truncateDirtyLogicFiles runs
+    truncate_cq: bool = False
+    #: no commitlog file at all: every consume queue is deleted
+    wipe_queues: bool = False
+    #: commitlog files that start after the new end (deleted)
+    delete_commitlog: list = field(default_factory=list)
+    #: what re-dispatch hands the dispatcher: DispatchColumns, or a list of DispatchRequests
+    dispatch_records: object = ()
+
+    @property
+    def files(self) -> list:
+        return self.commitlog.files if self.commitlog is not None else []
+
+    @property
+    def changes_store(self) -> bool:
+        """Whether applying it would change any file (else a start needs no recovery)."""
+        r = self.report
+        return bool(r.cut_bytes or r.deleted_commitlog_files or r.changed_queues or r.index or r.records_redispatched)
+
+    def close(self) -> None:
+        """Unmap the commitlog files (apply does it before it changes them)."""
+        if self.commitlog is not None:
+            self.commitlog.close()
+
+
 class _Planner:
     def __init__(self, root: Path, cfg: MessageStoreConfig, *, legacy_three_files: bool, check_crc: bool | None, force_verify_prop_crc: bool):
         self.root = root
@@ -261,7 +322,7 @@ class _Planner:
         self.force_prop = force_verify_prop_crc
         self.log: list[str] = []
 
-    def plan(self) -> tuple[RecoveryReport, dict]:
+    def plan(self) -> RecoveryPlan:
         t0 = time.perf_counter()
         root, cfg, log = self.root, self.cfg, self.log
         if not (root / COMMITLOG_DIR).is_dir():
@@ -271,17 +332,17 @@ class _Planner:
         reason = "abort file present: the last exit was not clean" if abort else "no abort file: the last exit was clean"
         rep = RecoveryReport(str(root), "dry-run", None, mode, reason)
         log.append(f"last shutdown {'abnormally' if abort else 'normally'}, store path root dir: {STORE}")
-        state: dict = {}
+        plan = RecoveryPlan(root, cfg, rep)
 
         # commitlog files (Java MappedFileQueue.load: empty last file deleted, wrong size fails)
         clq = MappedFileQueue(root / COMMITLOG_DIR, cfg.mapped_file_size_commit_log, strict=False)
         fsize = cfg.mapped_file_size_commit_log
-        state["empty_last"] = [p for p in clq.ignored if p.stat().st_size == 0]
+        plan.empty_last = [p for p in clq.ignored if p.stat().st_size == 0]
         for p in clq.problems:
             rep.load_ok = False
             rep.load_problems.append(str(p))
         files = clq.files
-        state["clq"] = clq
+        plan.commitlog = clq
 
         # checkpoint (Java StoreCheckpoint: a missing file reads as zeros)
         cp_path = root / CHECKPOINT_FILE
@@ -329,9 +390,9 @@ class _Planner:
                     "every re-dispatched record into it, so older records get duplicate index entries"
                 )
             kept_index.append((p, {"end_phy_offset": int(h.end_phy_offset), "end_timestamp": int(h.end_timestamp), "index_count": int(h.index_count)}))
-        state["dropped_index"] = dropped
+        plan.dropped_index = dropped
         index_end_phy = kept_index[-1][1]["end_phy_offset"] if kept_index else 0
-        state["index_end_phy"] = index_end_phy
+        plan.index_end_phy = index_end_phy
         log.append("message store recover mode: normal")  # Java: recoverConcurrently off
 
         # consume queues (Java ConsumeQueue.recover, each)
@@ -350,7 +411,7 @@ class _Planner:
                             rep.load_problems.append(str(err))
                             continue
                         queues[(q.topic, q.queue_id)] = q
-        state["queues"] = queues
+        plan.queues = queues
         max_cq = max((q.max_physic_offset for q in queues.values()), default=-1)
         rep.max_phy_offset_in_cq_before = max_cq
 
@@ -359,10 +420,8 @@ class _Planner:
             rep.start_file = ""
             rep.start_reason = "no commitlog files"
             rep.commitlog_end = 0
-            state.update(scans=[], positions=np.zeros(0, np.int64), sizes=np.zeros(0, np.int64), process=0, files=files, start_index=0,
-                         hints=np.zeros(0, np.int64), hint_owner=np.zeros(0, np.int32), delete_commitlog=[])
-            state["wipe_queues"] = True
-            return rep, state
+            plan.wipe_queues = True
+            return plan
 
         # commitlog start file
         if not abort:
@@ -401,9 +460,9 @@ class _Planner:
         hints = np.concatenate(hint_parts) if hint_parts else np.zeros(0, np.int64)
         order = np.argsort(hints, kind="stable")
         hints = hints[order]
-        state["hints"] = hints
-        # which queue each hint is an entry of (index into state["queues"].values())
-        state["hint_owner"] = np.concatenate(owners)[order] if owners else np.zeros(0, np.int32)
+        plan.hints = hints
+        # which queue each hint is an entry of (index into plan.queues.values())
+        plan.hint_owner = np.concatenate(owners)[order] if owners else np.zeros(0, np.int32)
         scans: list[tuple[int, FileScan]] = []
         process = files[index].file_from_offset
         i = index
@@ -443,19 +502,19 @@ class _Planner:
 
         positions = np.concatenate([files[fi].file_from_offset + s.starts for fi, s in scans]) if scans else np.zeros(0, np.int64)
         sizes = np.concatenate([s.sizes for _, s in scans]) if scans else np.zeros(0, np.int64)
-        state.update(scans=scans, positions=positions, sizes=sizes, process=process, files=files, start_index=index)
+        plan.scans, plan.positions, plan.sizes, plan.process, plan.start_index = scans, positions, sizes, process, index
 
         # truncation of consume queues (after the scan, as Java does)
-        state["truncate_cq"] = max_cq >= process
-        if state["truncate_cq"]:
+        plan.truncate_cq = max_cq >= process
+        if plan.truncate_cq:
             log.append(f"maxPhyOffsetOfConsumeQueue({max_cq}) >= processOffset({process}), truncate dirty logic files")
         # commitlog files after the new end
-        state["delete_commitlog"] = [f for f in files if f.file_from_offset > process]
-        for f in state["delete_commitlog"]:
+        plan.delete_commitlog = [f for f in files if f.file_from_offset > process]
+        for f in plan.delete_commitlog:
             log.append(f"delete file[REF:0] {STORE}/{COMMITLOG_DIR}/{f.path.name} OK")
             rep.deleted_commitlog_files.append(f.path.name)
         rep.timings["plan_s"] = time.perf_counter() - t0
-        return rep, state
+        return plan
 
 
 def _will_need(path: Path) -> None:
@@ -498,7 +557,7 @@ def _file_view(f, size: int):
 BULK_DISPATCH_MIN = 4096
 
 
-def _records_to_dispatch(rep: RecoveryReport, state: dict, cfg: MessageStoreConfig):
+def _records_to_dispatch(rep: RecoveryReport, plan: RecoveryPlan, cfg: MessageStoreConfig):
     """Records re-dispatch must look at, in commitlog order: Java ``DispatchRequest`` s
     as :class:`~rmqlab.scan.dispatch_request.DispatchColumns`, or as a list of
     :class:`~rmqlab.scan.dispatch_request.DispatchRequest` when there are fewer than
@@ -518,9 +577,9 @@ def _records_to_dispatch(rep: RecoveryReport, state: dict, cfg: MessageStoreConf
     from ..scan.dispatch_request import DispatchColumns
     from ..rules import parse_delay_levels
 
-    pos = state["positions"]
+    pos = plan.positions
     delay_levels = parse_delay_levels(cfg.message_delay_level)
-    files = state["files"]
+    files = plan.files
     views = [_file_view(f, cfg.mapped_file_size_commit_log) for f in files]
     if rep.mode == "normal":
         sel = pos > rep.dispatch_from
@@ -528,16 +587,16 @@ def _records_to_dispatch(rep: RecoveryReport, state: dict, cfg: MessageStoreConf
         sel = np.ones(len(pos), dtype=bool)
     if len(pos) and sel.any():
         in_cq = np.zeros(len(pos), dtype=bool)
-        present = state["hints"]  # every queue entry's commitlog offset, sorted
+        present = plan.hints  # every queue entry's commitlog offset, sorted
         if len(present):
             at = np.minimum(np.searchsorted(present, pos), len(present) - 1)
             in_cq = present[at] == pos
-        index_skip = (pos < state["index_end_phy"]) if cfg.message_index_enable else np.ones(len(pos), dtype=bool)
+        index_skip = (pos < plan.index_end_phy) if cfg.message_index_enable else np.ones(len(pos), dtype=bool)
         drop = np.flatnonzero(sel & in_cq & index_skip)
         if len(drop):
             # a record a queue points at is already there only if it is that queue's: a
             # damaged topic or queue id sends it to another queue, which Java creates
-            drop = drop[_in_their_queue(state, views, pos[drop], state["hint_owner"][at[drop]])]
+            drop = drop[_in_their_queue(plan, views, pos[drop], plan.hint_owner[at[drop]])]
         sel[drop] = False
     idx = np.flatnonzero(sel)
     if len(idx) < BULK_DISPATCH_MIN:
@@ -582,12 +641,12 @@ _TOPIC_WINDOW = 16
 _CHECK_CHUNK = 4096
 
 
-def _in_their_queue(state: dict, views: list, positions: np.ndarray, owner: np.ndarray) -> np.ndarray:
+def _in_their_queue(plan: RecoveryPlan, views: list, positions: np.ndarray, owner: np.ndarray) -> np.ndarray:
     """For records at ``positions`` (sorted), each the commitlog offset of an entry of
-    queue ``owner`` (an index into ``state["queues"]``): True where the record's own
+    queue ``owner`` (an index into ``plan.queues``): True where the record's own
     topic and queue id are that queue's and its physicalOffset field says where it is.  Read in bulk, file by file, at positions the
     layout derives from the schema; ~0.1 µs a record."""
-    queues = list(state["queues"].values())
+    queues = list(plan.queues.values())
     topics = [q.topic.encode() for q in queues]
     topic_lens = np.asarray([len(t) for t in topics], dtype=np.int64)
     queue_ids = np.asarray([q.queue_id for q in queues], dtype=np.int64)
@@ -597,7 +656,7 @@ def _in_their_queue(state: dict, views: list, positions: np.ndarray, owner: np.n
         table[i, : len(t)] = np.frombuffer(t, dtype=np.uint8)
     low_flags = (cl.FLAG_BORNHOST_V6 | cl.FLAG_STOREHOST_V6) & 0xFF  # both in sysFlag's low byte
     ok = np.zeros(len(positions), dtype=bool)
-    starts = np.asarray([f.file_from_offset for f in state["files"]], dtype=np.int64)
+    starts = np.asarray([f.file_from_offset for f in plan.files], dtype=np.int64)
     which = np.searchsorted(starts, positions, side="right") - 1
     bounds = np.flatnonzero(np.concatenate(([True], which[1:] != which[:-1], [True])))
     # chunks of records, so that the header's cache lines, missed once by the first
@@ -665,11 +724,11 @@ def _queue_columns(records):
     return list(topics), codes, col(1), col(2), col(3), col(9)
 
 
-def _simulate_queues(rep: RecoveryReport, state: dict, records, delay_levels: dict) -> None:
+def _simulate_queues(rep: RecoveryReport, plan: RecoveryPlan, records, delay_levels: dict) -> None:
     """Fill the per-queue part of the report (what dispatch and truncation do), read-only.
     ``records`` are the dispatch requests (columns or a list), in commitlog order."""
-    queues: dict[tuple[str, int], _Queue] = state["queues"]
-    process = state["process"]
+    queues: dict[tuple[str, int], _Queue] = plan.queues
+    process = plan.process
     changes: dict[tuple[str, int], QueueChange] = {}
     maxp = {k: q.max_physic_offset for k, q in queues.items()}
     for k, q in queues.items():
@@ -692,9 +751,9 @@ def _simulate_queues(rep: RecoveryReport, state: dict, records, delay_levels: di
             before = np.maximum.accumulate(np.concatenate(([maxp[k]], ends[:-1])))
             changes[k].added_entries += int((ends > before).sum())
             maxp[k] = max(maxp[k], int(ends.max()))
-    if state.get("truncate_cq"):
+    if plan.truncate_cq:
         for k, q in queues.items():
-            cut, _ = _truncate_queue_plan(q, process, state["cq_size"])
+            cut, _ = _truncate_queue_plan(q, process, plan.config.mapped_file_size_consume_queue)
             changes[k].cut_entries = cut
     for k, ch in changes.items():
         q = queues.get(k)
@@ -717,12 +776,12 @@ def _insert_at_offset(lines: list[str], offset: int, line: str) -> None:
     lines.append(line)
 
 
-def _lost_records(rep: RecoveryReport, state: dict) -> None:
+def _lost_records(rep: RecoveryReport, plan: RecoveryPlan) -> None:
     """Bytes past the new end, and the records still readable in them."""
     from ..forensics.salvage import salvage_buffer
 
-    process = state["process"]
-    files = state["files"]
+    process = plan.process
+    files = plan.files
     cut: list[CutRange] = []
     lost: list[LostRecord] = []
     for f in files:
@@ -792,35 +851,35 @@ class _Sidecar:
             (self.dir / "manifest.json").write_text(json.dumps({"store": str(self.root), "cuts": self.entries}, indent=2))
 
 
-def _apply(rep: RecoveryReport, state: dict, target: Path, cfg: MessageStoreConfig, sidecar: _Sidecar, *, clock, zero_tail: bool, mark_clean: bool) -> None:
+def _apply(rep: RecoveryReport, plan: RecoveryPlan, target: Path, cfg: MessageStoreConfig, sidecar: _Sidecar, *, clock, zero_tail: bool, mark_clean: bool) -> None:
     from ..writers.dispatch import CommitLogDispatcher
 
     def t(p: Path) -> Path:  # the same file in the target store
         return target / p.relative_to(Path(rep.root))
 
     # 1. what RocketMQ's load deletes: an empty last commitlog file
-    for p in state["empty_last"]:
+    for p in plan.empty_last:
         q = t(p)
         if q.exists():
             q.unlink()
     # 2. index files newer than the checkpoint (abnormal)
-    for p in state["dropped_index"]:
+    for p in plan.dropped_index:
         q = t(p)
         sidecar.save_file(q, "index file newer than checkpoint indexMsgTimestamp (abnormal recovery deletes it)")
         q.unlink()
     # 3. consume-queue files past the first invalid entry
-    for q in state["queues"].values():
+    for q in plan.queues.values():
         for p in q.deleted:
             tp = t(p)
             sidecar.save_file(tp, "consume-queue file past the first invalid entry")
             tp.unlink()
     # 4. consume-queue entries that truncation will cut (saved before the dispatcher runs)
-    if state.get("truncate_cq"):
-        for q in state["queues"].values():
-            _, ranges = _truncate_queue_plan(q, state["process"], state["cq_size"])
+    if plan.truncate_cq:
+        for q in plan.queues.values():
+            _, ranges = _truncate_queue_plan(q, plan.process, plan.config.mapped_file_size_consume_queue)
             for p, off, length in ranges:
-                sidecar.save(t(p), off, length, f"consume-queue entries pointing at or past the new end of the log {state['process']}")
-    if state.get("wipe_queues"):
+                sidecar.save(t(p), off, length, f"consume-queue entries pointing at or past the new end of the log {plan.process}")
+    if plan.wipe_queues:
         d = target / CONSUMEQUEUE_DIR
         if d.is_dir():
             for p in sorted(d.rglob("*")):
@@ -832,17 +891,17 @@ def _apply(rep: RecoveryReport, state: dict, target: Path, cfg: MessageStoreConf
         p = t(Path(c.file))
         if c.what == "tail":
             c.sidecar = sidecar.save(p, c.file_offset, c.length, f"commitlog bytes after the new end of the log {rep.commitlog_end}")
-    for f in state["delete_commitlog"]:
+    for f in plan.delete_commitlog:
         p = t(f.path)
         saved = sidecar.save_file(p, "commitlog file after the new end of the log")
         for c in rep.cut:
             if c.file == str(f.path):
                 c.sidecar = saved
     # close our read mappings of the original before files change under them
-    state["clq"].close()
+    plan.close()
     # 6. re-dispatch, then cut the queues (Java order: dispatch during the scan, truncate after)
     before_files = {p.name for p in (target / INDEX_DIR).iterdir()} if (target / INDEX_DIR).is_dir() else set()
-    records = state["dispatch_records"]
+    records = plan.dispatch_records
     cut_any = any(q.cut_entries for q in rep.queues)
     logics_ts = 0
     index_end_ts = None
@@ -854,8 +913,8 @@ def _apply(rep: RecoveryReport, state: dict, target: Path, cfg: MessageStoreConf
         else:
             d.dispatch_columns(records)
         rep.timings["dispatch_s"] = time.perf_counter() - t_dispatch
-        if state.get("truncate_cq") and cut_any:  # (with nothing at or past the end it is a no-op)
-            d.truncate_dirty(state["process"], zero_tail=True)
+        if plan.truncate_cq and cut_any:  # (with nothing at or past the end it is a no-op)
+            d.truncate_dirty(plan.process, zero_tail=True)
         d.flush()
         rep.max_phy_offset_in_cq_after = d.max_physic_offset
         logics_ts = d.logics_msg_timestamp
@@ -864,13 +923,13 @@ def _apply(rep: RecoveryReport, state: dict, target: Path, cfg: MessageStoreConf
         d.close()
     else:
         # nothing to add and nothing to cut: the queues stay exactly as recovered
-        rep.max_phy_offset_in_cq_after = max((q.max_physic_offset for q in state["queues"].values()), default=-1)
+        rep.max_phy_offset_in_cq_after = max((q.max_physic_offset for q in plan.queues.values()), default=-1)
     after_files = sorted(p.name for p in (target / INDEX_DIR).iterdir()) if (target / INDEX_DIR).is_dir() else []
     for name in after_files:
         if name not in before_files:
             rep.index.append(IndexChange(name, "created"))
     # 7. commitlog: later files deleted; the tail stays (RocketMQ) unless zero_tail
-    for f in state["delete_commitlog"]:
+    for f in plan.delete_commitlog:
         p = t(f.path)
         if p.exists():
             p.unlink()
@@ -884,7 +943,7 @@ def _apply(rep: RecoveryReport, state: dict, target: Path, cfg: MessageStoreConf
     if mark_clean:
         cp_path = target / CHECKPOINT_FILE
         sidecar.note("checkpoint before", rep.checkpoint)
-        last_ts = _last_store_timestamp(state, cfg.mapped_file_size_commit_log)
+        last_ts = _last_store_timestamp(plan, cfg.mapped_file_size_commit_log)
         cp = dict(rep.checkpoint)
         if last_ts:
             cp["physic_msg_timestamp"] = last_ts
@@ -917,11 +976,11 @@ def _index_end_timestamp(d: Path) -> int | None:
     return int(IndexHeader.parse(head).end_timestamp)
 
 
-def _last_store_timestamp(state: dict, fsize: int) -> int:
-    pos = state["positions"]
+def _last_store_timestamp(plan: RecoveryPlan, fsize: int) -> int:
+    pos = plan.positions
     if not len(pos):
         return 0
-    files = state["files"]
+    files = plan.files
     phy = int(pos[-1])
     for f in reversed(files):
         if f.file_from_offset <= phy:
@@ -930,7 +989,105 @@ def _last_store_timestamp(state: dict, fsize: int) -> int:
     return 0
 
 
-# -- the entry point -----------------------------------------------------------------------------------
+# -- the entry points -----------------------------------------------------------------------------------
+def plan(
+    store: str | os.PathLike,
+    *,
+    config: MessageStoreConfig | None = None,
+    legacy_three_files: bool = False,
+    check_crc: bool | None = None,
+    force_verify_prop_crc: bool = False,
+) -> RecoveryPlan:
+    """Decide, read-only, what RocketMQ 5.3's start-up recovery does to the store at
+    ``store``: one scan of the log, the consume queues and the index, and a read-only
+    simulation of re-dispatch and truncation.  ``plan(...).report`` is the dry run's
+    report; :func:`apply` carries the plan out.
+
+    ``legacy_three_files`` selects normal recovery as RocketMQ ≤ 5.3.1 did it (scan the
+    last three files); ``check_crc`` overrides ``checkCRCOnRecover``.
+    """
+    root = Path(store)
+    if not root.is_dir():
+        raise StoreLayoutError(root, None, "store root is not a directory")
+    t0 = time.perf_counter()
+    cfg = infer_config(root, config)
+    planner = _Planner(root, cfg, legacy_three_files=legacy_three_files, check_crc=check_crc, force_verify_prop_crc=force_verify_prop_crc)
+    p = planner.plan()
+    rep = p.report
+    from ..rules import parse_delay_levels
+
+    t1 = time.perf_counter()
+    p.dispatch_records = _records_to_dispatch(rep, p, cfg) if p.files else []
+    rep.records_redispatched = len(p.dispatch_records)
+    rep.log_lines = planner.log
+    # mkdir lines and per-queue changes (read-only simulation of dispatch + truncation)
+    _simulate_queues(rep, p, p.dispatch_records, parse_delay_levels(cfg.message_delay_level))
+    _lost_records(rep, p)
+    rep.timings["dispatch_plan_s"] = time.perf_counter() - t1
+    if not rep.load_ok:
+        rep.notes.append("RocketMQ's load() returns false for this store and the broker does not start; rmqlab reads short files as zero-padded")
+    rep.log_lines.append(f"message store recover end, and the max phy offset = {rep.commitlog_end}")
+    rep.timings["total_s"] = time.perf_counter() - t0
+    return p
+
+
+def apply(
+    plan: RecoveryPlan,
+    *,
+    out: str | os.PathLike | None = None,
+    in_place: bool = False,
+    sidecar: str | os.PathLike | None = None,
+    clock=None,
+    zero_tail: bool = False,
+    mark_clean: bool = True,
+) -> RecoveryReport:
+    """Carry out a :func:`plan` on a copy (``out=DIR``, which must not exist) or on the
+    store itself (``in_place=True``, after saving every byte to be cut in ``sidecar``,
+    default ``<store>.rmqlab-cut-<time>`` next to it); with neither, nothing is written
+    and the plan's report is returned (a dry run).  The plan's mappings are closed
+    either way; the store must not have changed since it was planned.
+
+    ``zero_tail`` zeroes the commitlog bytes after the new end (RocketMQ leaves them);
+    ``mark_clean=False`` leaves ``abort`` (the next start recovers again); ``clock``
+    names new index files (``now_ms()``), as the engine's clock does.
+    """
+    if out is not None and in_place:
+        raise ValueError("choose --out DIR or --in-place, not both")
+    rep, root, cfg = plan.report, plan.root, plan.config
+    if out is None and not in_place:
+        plan.close()
+        return rep
+    t0 = time.perf_counter()
+    if out is not None:
+        target = Path(out)
+        if target.exists():
+            plan.close()
+            raise StoreLayoutError(target, None, "--out directory already exists; give a new path")
+        plan.close()
+        shutil.copytree(root, target)
+        rep.applied, rep.target = "copy", str(target)
+        side = _Sidecar(target, Path(sidecar) if sidecar else None)
+    else:
+        target = root
+        side_dir = Path(sidecar) if sidecar else _fresh_sidecar(root)
+        if side_dir.exists():
+            plan.close()
+            raise StoreLayoutError(side_dir, None, "sidecar directory already exists")
+        rep.applied, rep.target = "in-place", str(root)
+        side = _Sidecar(root, side_dir)
+        rep.sidecar = str(side_dir)
+    if rep.load_ok is False:
+        _pad_short_files(target, plan, cfg)
+    _pad_short_index_files(target, plan, cfg)
+    _apply(rep, plan, target, cfg, side, clock=clock, zero_tail=zero_tail, mark_clean=mark_clean)
+    side.finish()
+    if out is not None and sidecar:
+        rep.sidecar = str(sidecar)
+    rep.timings["apply_s"] = time.perf_counter() - t0
+    rep.timings["total_s"] = rep.timings.get("total_s", 0.0) + rep.timings["apply_s"]
+    return rep
+
+
 def recover(
     store: str | os.PathLike,
     *,
@@ -946,19 +1103,14 @@ def recover(
     mark_clean: bool = True,
     check_lock: bool = False,
 ) -> RecoveryReport:
-    """Recover the store at ``store`` as RocketMQ 5.3 would on start-up.
+    """Recover the store at ``store`` as RocketMQ 5.3 would on start-up: :func:`plan`,
+    then :func:`apply` (see both for the options).
 
     Default: a dry run — nothing is written, the report says what would happen.
-    ``out=DIR``: copy the store to DIR (which must not exist) and recover the copy.
-    ``in_place=True``: recover the store itself, after saving every byte to be cut in
-    ``sidecar`` (default: ``<store>.rmqlab-cut-<time>`` next to it).
-
-    ``legacy_three_files`` selects normal recovery as RocketMQ ≤ 5.3.1 did it (scan the
-    last three files); ``check_crc`` overrides ``checkCRCOnRecover``; ``zero_tail``
-    zeroes the commitlog bytes after the new end (RocketMQ leaves them); ``clock``
-    names new index files (``now_ms()``), as the engine's clock does.
-    ``check_lock`` refuses an in-place run while another process holds the store's
-    lock (the CLI sets it; the engine, which holds the lock itself, does not).
+    ``out=DIR``: copy the store to DIR and recover the copy; ``in_place=True``: recover
+    the store itself, every cut byte saved to a sidecar first.  ``check_lock`` refuses
+    an in-place run while another process holds the store's lock (the CLI sets it; the
+    engine, which holds the lock itself, does not).
     """
     root = Path(store)
     if out is not None and in_place:
@@ -970,55 +1122,8 @@ def recover(
 
         if lock_state(root) == "held":  # before anything is inferred: no sizes needed
             raise StoreLockedError(f"{root / LOCK_FILE}: a running broker (or rmqlab writer) holds this store; stop it before recovering in place")
-    t0 = time.perf_counter()
-    cfg = infer_config(root, config)
-    planner = _Planner(root, cfg, legacy_three_files=legacy_three_files, check_crc=check_crc, force_verify_prop_crc=force_verify_prop_crc)
-    rep, state = planner.plan()
-    state["cq_size"] = cfg.mapped_file_size_consume_queue
-    from ..rules import parse_delay_levels
-
-    t1 = time.perf_counter()
-    records = _records_to_dispatch(rep, state, cfg) if state.get("files") else []
-    state["dispatch_records"] = records
-    rep.records_redispatched = len(records)
-    rep.log_lines = planner.log
-    # mkdir lines and per-queue changes (read-only simulation of dispatch + truncation)
-    _simulate_queues(rep, state, records, parse_delay_levels(cfg.message_delay_level))
-    _lost_records(rep, state)
-    rep.timings["dispatch_plan_s"] = time.perf_counter() - t1
-    if not rep.load_ok:
-        rep.notes.append("RocketMQ's load() returns false for this store and the broker does not start; rmqlab reads short files as zero-padded")
-
-    target: Path | None = None
-    if out is not None:
-        target = Path(out)
-        if target.exists():
-            raise StoreLayoutError(target, None, "--out directory already exists; give a new path")
-        state["clq"].close()
-        shutil.copytree(root, target)
-        rep.applied, rep.target = "copy", str(target)
-        side = _Sidecar(target, Path(sidecar) if sidecar else None)
-    elif in_place:
-        target = root
-        rep.applied, rep.target = "in-place", str(root)
-        side_dir = Path(sidecar) if sidecar else _fresh_sidecar(root)
-        if side_dir.exists():
-            raise StoreLayoutError(side_dir, None, "sidecar directory already exists")
-        side = _Sidecar(root, side_dir)
-        rep.sidecar = str(side_dir)
-    if target is not None:
-        if state.get("files") is not None and rep.load_ok is False:
-            _pad_short_files(target, state, cfg)
-        _pad_short_index_files(target, state, cfg)
-        _apply(rep, state, target, cfg, side, clock=clock, zero_tail=zero_tail, mark_clean=mark_clean)
-        side.finish()
-        if out is not None and sidecar:
-            rep.sidecar = str(sidecar)
-    else:
-        state["clq"].close()
-    rep.log_lines.append(f"message store recover end, and the max phy offset = {rep.commitlog_end}")
-    rep.timings["total_s"] = time.perf_counter() - t0
-    return rep
+    p = plan(root, config=config, legacy_three_files=legacy_three_files, check_crc=check_crc, force_verify_prop_crc=force_verify_prop_crc)
+    return apply(p, out=out, in_place=in_place, sidecar=sidecar, clock=clock, zero_tail=zero_tail, mark_clean=mark_clean)
 
 
 def _fresh_sidecar(root: Path) -> Path:
@@ -1032,22 +1137,22 @@ def _fresh_sidecar(root: Path) -> Path:
     return side
 
 
-def _pad_short_index_files(target: Path, state: dict, cfg: MessageStoreConfig) -> None:
+def _pad_short_index_files(target: Path, plan: RecoveryPlan, cfg: MessageStoreConfig) -> None:
     """Index files shorter than the configured size (a capture cut short, an empty
     newest file) are zero-extended to it, as Java's mapping of them leaves them, so
     that the recovered store loads in RocketMQ and in rmqlab alike."""
     d = target / INDEX_DIR
-    dropped = {p.name for p in state.get("dropped_index", [])}
+    dropped = {p.name for p in plan.dropped_index}
     for p in sorted(d.iterdir()) if d.is_dir() else []:
         if p.is_file() and p.name.isdigit() and p.name not in dropped and p.stat().st_size < cfg.index_file_size:
             with open(p, "r+b") as fh:
                 fh.truncate(cfg.index_file_size)
 
 
-def _pad_short_files(target: Path, state: dict, cfg: MessageStoreConfig) -> None:
+def _pad_short_files(target: Path, plan: RecoveryPlan, cfg: MessageStoreConfig) -> None:
     """A short last commitlog file is zero-extended to the configured size (what Java's
     mapping of it would show) so that the recovered store loads."""
-    for f in state["files"]:
+    for f in plan.files:
         p = target / COMMITLOG_DIR / f.path.name
         if p.exists() and 0 < p.stat().st_size < cfg.mapped_file_size_commit_log:
             with open(p, "r+b") as fh:

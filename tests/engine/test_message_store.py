@@ -315,6 +315,32 @@ def test_open_rocketmqs_crashed_store_and_continue(store_copy, dumps):
         store.shutdown()
 
 
+def test_opening_a_crashed_store_scans_its_log_once(store_copy, dumps, monkeypatch):
+    """The engine plans recovery once and applies that plan: every commitlog file is
+    checked once, not once for a dry run and again for the in-place run."""
+    import importlib
+
+    from tests.engine.engine_support import reference_config
+
+    rec = importlib.import_module("rmqlab.recovery.recover")  # the module (the package's name for it is the function)
+    scanned: list[int] = []
+    real_scan = rec.scan_file
+
+    def counting_scan(buf, **kw):
+        scanned.append(len(buf))
+        return real_scan(buf, **kw)
+
+    monkeypatch.setattr(rec, "scan_file", counting_scan)
+    root = store_copy("crash")
+    store = MessageStore.open(root, reference_config("crash"), services=False)
+    try:
+        assert store.recovery_report.applied == "in-place"
+        assert store.max_phy_offset == dumps["crash"]["recovery"]["commitLogMaxOffsetAfterRecovery"]
+        assert len(scanned) == len(store.recovery_report.files_scanned) >= 1
+    finally:
+        store.shutdown()
+
+
 def test_out_of_range_fields_are_refused_without_a_trace(tmp_path):
     with _open(tmp_path / "s") as store:
         assert store.put(Message("TopicA", b"a", queue_id=0)).ok
