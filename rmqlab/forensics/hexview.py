@@ -77,7 +77,7 @@ def _show(name: str | None, value, ctx) -> str:
     if isinstance(value, Container) and "address" in value:
         return format_host(value.address, value.port)
     if name == "magic":
-        return {cl.MAGIC_V1: "V1 0xDAA320A7", cl.MAGIC_V2: "V2 0xDAA320AB", cl.MAGIC_BLANK: "BLANK 0xCBD43194"}.get(value, f"0x{value:08X} (unknown)")
+        return {cl.MAGIC_V1: f"V1 0x{cl.MAGIC_V1:08X}", cl.MAGIC_V2: f"V2 0x{cl.MAGIC_V2:08X}", cl.MAGIC_BLANK: f"BLANK 0x{cl.MAGIC_BLANK:08X}"}.get(value, f"0x{value:08X} (unknown)")
     if name == "topic":
         return repr(decode_text(value))
     if name == "properties":

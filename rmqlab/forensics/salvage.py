@@ -152,10 +152,7 @@ def log_end_in_file(buf, start: int = 0) -> int | None:
 
 def body_length(rec: Record) -> int:
     """bodyLength of a record decoded with ``read_body=False`` (from totalSize and the other parts)."""
-    born = 20 if rec.sys_flag & cl.FLAG_BORNHOST_V6 else 8
-    store = 20 if rec.sys_flag & cl.FLAG_STOREHOST_V6 else 8
-    fixed = cl.FIXED_SIZE_V1_IPV4 + (1 if rec.is_v2 else 0) + (born - 8) + (store - 8)
-    return rec.total_size - fixed - len(rec.topic_raw) - len(rec.properties_raw)
+    return rec.total_size - cl.record_size(0, len(rec.topic_raw), len(rec.properties_raw), rec.sys_flag, rec.is_v2)
 
 
 def salvage_buffer(

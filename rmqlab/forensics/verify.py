@@ -40,13 +40,18 @@ from ..config import MessageStoreConfig
 from ..errors import StoreFormatError
 from ..format.consumequeue import CQ_STORE_UNIT_SIZE, PRE_BLANK_SIZE
 from ..format.hashing import index_key_hash
-from ..format.indexfile import entry_position, slot_position
+from ..format.indexfile import IndexHeader, entry_position, slot_position
+from ..format.parse import field_offset
 from ..format.properties import KEYS, UNIQ_KEY
 from ..format.record import BAD_BLANK, Record, RecordError, decode_record
 from ..rules import goes_to_consume_queue, index_keys, parse_delay_levels, tags_code
 from ..rules import ABORT_FILE, CHECKPOINT_FILE, CONSUMEQUEUE_DIR, LOCK_FILE
 from ..store.reader import StoreReader
 from .salvage import body_length, find_magic_positions
+
+#: where the index header's counters sit (findings name the byte)
+_INDEX_COUNT_AT = field_offset(IndexHeader, "index_count")
+_HASH_SLOT_COUNT_AT = field_offset(IndexHeader, "hash_slot_count")
 
 ERROR = "error"
 WARNING = "warning"
@@ -361,12 +366,12 @@ class _Verifier:
             h = f.header
             count = h.index_count
             if not 1 <= count <= f.max_index_num:
-                self.add("INDEX_HEADER", ERROR, path, 36, f"indexCount {count} is outside [1, {f.max_index_num}]")
+                self.add("INDEX_HEADER", ERROR, path, _INDEX_COUNT_AT, f"indexCount {count} is outside [1, {f.max_index_num}]")
                 count = max(1, min(count, f.max_index_num))
             slots = f.slots().astype(np.int64)
             used = int((slots > 0).sum())
             if h.hash_slot_count != used:
-                self.add("INDEX_HEADER", WARNING, path, 32, f"hashSlotCount says {h.hash_slot_count}, {used} slots are used")
+                self.add("INDEX_HEADER", WARNING, path, _HASH_SLOT_COUNT_AT, f"hashSlotCount says {h.hash_slot_count}, {used} slots are used")
             if count > 1 and h.begin_timestamp > h.end_timestamp:
                 self.add("INDEX_HEADER", ERROR, path, 0, f"beginTimestamp {h.begin_timestamp} > endTimestamp {h.end_timestamp}")
             for s in np.flatnonzero((slots < 0) | (slots >= count)):

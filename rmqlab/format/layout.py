@@ -50,20 +50,42 @@ PREFIX_DTYPES = [prefix_dtype(bool(i & 1), bool(i & 2)) for i in range(4)]
 assert list(PREFIX_DTYPES[0].names[: len(HEADER_FIELDS)]) == HEADER_FIELDS
 assert PREFIX_DTYPES[0].itemsize == cl.FIXED_SIZE_V1_IPV4 - 3  # minus topicLength(1) and propertiesLength(2)
 
-_SYS_FLAG_AT = PREFIX_DTYPES[0].fields["sys_flag"][1]
+# Positions of a record's fields (Java ``MessageDecoder.*_POSITION``), from the schema.
+# The fields up to bornHost sit at the same place whatever the hosts are.
+MAGIC_AT = PREFIX_DTYPES[0].fields["magic"][1]
+BODY_CRC_AT = PREFIX_DTYPES[0].fields["body_crc"][1]
+QUEUE_ID_AT = PREFIX_DTYPES[0].fields["queue_id"][1]
+PHYSICAL_OFFSET_AT = PREFIX_DTYPES[0].fields["physical_offset"][1]
+SYS_FLAG_AT = PREFIX_DTYPES[0].fields["sys_flag"][1]
+BORN_HOST_AT = PREFIX_DTYPES[0].fields["born_host_address"][1]
+#: bodyLength's position by host combination (index born_v6 + 2*store_v6)
+LEN_BODY_AT = np.asarray([d.fields["len_body"][1] for d in PREFIX_DTYPES], dtype=np.int64)
 #: storeTimestamp's position, by born-host kind (IPv4, IPv6)
-_STORE_TS_AT = (PREFIX_DTYPES[0].fields["store_timestamp"][1], PREFIX_DTYPES[1].fields["store_timestamp"][1])
+STORE_TIMESTAMP_AT = (PREFIX_DTYPES[0].fields["store_timestamp"][1], PREFIX_DTYPES[1].fields["store_timestamp"][1])
+#: the magic codes' big-endian bytes: V1 and V2 share the first three
+MAGIC_V1_BYTES = cl.MAGIC_V1.to_bytes(4, "big")
+MAGIC_V2_BYTES = cl.MAGIC_V2.to_bytes(4, "big")
+assert MAGIC_V1_BYTES[:3] == MAGIC_V2_BYTES[:3]
+
+
+def host_kind(sys_flag):
+    """The index into :data:`PREFIX_DTYPES` / :data:`LEN_BODY_AT` of a sysFlag (an int
+    or a numpy column): born_v6 + 2*store_v6."""
+    return ((sys_flag & cl.FLAG_BORNHOST_V6) != 0) + 2 * ((sys_flag & cl.FLAG_STOREHOST_V6) != 0)
 
 
 def store_timestamp_at(buf, pos: int) -> int | None:
     """The storeTimestamp field of the record at ``pos`` of ``buf``, found as Java's
     ``CommitLog.pickupStoreTimestamp`` finds it: through sysFlag's born-host kind,
     nothing else checked; None when the buffer ends first."""
-    if pos < 0 or pos + _STORE_TS_AT[1] + 8 > len(buf):
+    if pos < 0 or pos + STORE_TIMESTAMP_AT[1] + 8 > len(buf):
         return None
-    sys_flag = int.from_bytes(bytes(buf[pos + _SYS_FLAG_AT : pos + _SYS_FLAG_AT + 4]), "big", signed=True)
-    at = pos + _STORE_TS_AT[1 if sys_flag & cl.FLAG_BORNHOST_V6 else 0]
+    sys_flag = int.from_bytes(bytes(buf[pos + SYS_FLAG_AT : pos + SYS_FLAG_AT + 4]), "big", signed=True)
+    at = pos + STORE_TIMESTAMP_AT[1 if sys_flag & cl.FLAG_BORNHOST_V6 else 0]
     return int.from_bytes(bytes(buf[at : at + 8]), "big", signed=True)
 
 
-__all__ = ["PREFIX_DTYPES", "prefix_dtype", "store_timestamp_at"]
+__all__ = [
+    "BODY_CRC_AT", "BORN_HOST_AT", "LEN_BODY_AT", "MAGIC_AT", "MAGIC_V1_BYTES", "MAGIC_V2_BYTES", "PHYSICAL_OFFSET_AT",
+    "PREFIX_DTYPES", "QUEUE_ID_AT", "STORE_TIMESTAMP_AT", "SYS_FLAG_AT", "host_kind", "prefix_dtype", "store_timestamp_at",
+]

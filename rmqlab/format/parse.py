@@ -32,3 +32,14 @@ def parse_at(schema: Construct, data, offset: int = 0, length: int | None = None
     except ConstructError as exc:
         # construct reports positions inside the slice as "(parsing) -> field"; keep its words
         raise StoreFormatError(file, offset, f"cannot parse {what or 'structure'}: {exc}") from None
+
+
+def field_offset(schema: Construct, name: str) -> int:
+    """Where field ``name`` of a fixed-size ``Struct`` starts: the sizes of the fields
+    before it (so a finding can name the byte of a header field without spelling it)."""
+    at = 0
+    for sub in schema.subcons:
+        if sub.name == name:
+            return at
+        at += sub.sizeof()
+    raise KeyError(f"{name!r} is not a field of this schema")

@@ -41,6 +41,7 @@ from typing import Sequence
 from .. import reprs
 from ..rules import ABORT_FILE, CHECKPOINT_FILE, COMMITLOG_DIR, CONSUMEQUEUE_DIR, INDEX_DIR, LOCK_FILE
 from ..config import ASYNC_FLUSH, SYNC_FLUSH, MessageStoreConfig
+from ..format.consumequeue import CQ_STORE_UNIT_SIZE
 from ..format.record import RecordError, decode_record
 from ..recovery.recover import recover
 from ..recovery.report import RecoveryReport
@@ -52,7 +53,7 @@ def lab_config(**overrides) -> MessageStoreConfig:
     """Small files so crashes cross file boundaries quickly (overridable)."""
     base = dict(
         mapped_file_size_commit_log=64 * 1024,
-        mapped_file_size_consume_queue=20 * 40,
+        mapped_file_size_consume_queue=CQ_STORE_UNIT_SIZE * 40,
         max_hash_slot_num=16,
         max_index_num=64,
     )

@@ -36,6 +36,7 @@ from pathlib import Path
 
 
 from ..config import ASYNC_FLUSH, MessageStoreConfig
+from ..format.consumequeue import CQ_STORE_UNIT_SIZE
 from ..rules import ABORT_FILE, COMMITLOG_DIR
 
 #: 2026-01-01T10:00:00Z: the fixed clock starts here
@@ -49,7 +50,7 @@ def sample_config() -> MessageStoreConfig:
     """The sizes every sample store uses (see the module docstring)."""
     return MessageStoreConfig(
         mapped_file_size_commit_log=64 * 1024,
-        mapped_file_size_consume_queue=50 * 20,
+        mapped_file_size_consume_queue=50 * CQ_STORE_UNIT_SIZE,
         max_hash_slot_num=128,
         max_index_num=512,
         flush_disk_type=ASYNC_FLUSH,
@@ -107,7 +108,7 @@ def workload(seed: int = SEED, count: int = 900) -> list[Put]:
             body = json.dumps({"order": ref, "method": tag, "ok": rng.random() > 0.1})
             msg = dict(topic="Payments", queue_id=ref % 2, tags=tag, keys=f"order-{ref}", body=body.encode())
         else:
-            body = bytes(rng.getrandbits(8) for _ in range(rng.randint(16, 96)))
+            body = bytes(rng.getrandbits(8) for _ in range(rng.randint(16, 96)))  # not a layout: body sizes
             msg = dict(topic="Audit", queue_id=0, tags=None, keys=None, body=body)
         if seq % 150 == 75:
             msg["body"] = (b"large payload " * 300)[: rng.randint(3000, 4000)]

@@ -65,6 +65,7 @@ from ..format import commitlog as cl
 from ..format.checkpoint import CheckpointV5, min_timestamp as cp_min_timestamp
 from ..format.consumequeue import CQ_STORE_UNIT_SIZE
 from ..format.indexfile import IndexHeader
+from ..format import layout
 from ..format.layout import PREFIX_DTYPES, store_timestamp_at
 from ..format.record import decode_record
 from ..store.consume_queue import CQ_DTYPE
@@ -620,10 +621,7 @@ def _records_to_dispatch(rep: RecoveryReport, plan: RecoveryPlan, cfg: MessageSt
 
 
 #: where the fixed fields a record's queue depends on sit, from the schema's dtype
-_MAGIC_AT = PREFIX_DTYPES[0].fields["magic"][1]
-_QUEUE_ID_AT = PREFIX_DTYPES[0].fields["queue_id"][1]
-_PHYS_AT = PREFIX_DTYPES[0].fields["physical_offset"][1]
-_SYS_FLAG_AT = PREFIX_DTYPES[0].fields["sys_flag"][1]
+_MAGIC_AT, _QUEUE_ID_AT, _PHYS_AT, _SYS_FLAG_AT = layout.MAGIC_AT, layout.QUEUE_ID_AT, layout.PHYSICAL_OFFSET_AT, layout.SYS_FLAG_AT
 #: the fixed part's size by host combination (born_v6 + 2*store_v6); bodyLength ends it
 _PREFIX_SIZES = np.asarray([d.itemsize for d in PREFIX_DTYPES], dtype=np.int64)
 

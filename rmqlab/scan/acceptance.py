@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..format import commitlog as cl
-from ..format import hashing
+from ..format import hashing, layout
 from ..format import properties as props
 from .. import rules
 from ..format.record import BAD_MAGIC, BAD_SIZE, BODY_CRC, PROPERTY_CRC, PROPERTY_CRC_TAIL, SIZE_MISMATCH, TRUNCATED, decode_crc_digits
@@ -41,14 +41,10 @@ from ..format.record import BAD_MAGIC, BAD_SIZE, BODY_CRC, PROPERTY_CRC, PROPERT
 _crc32 = hashing.crc32  # ISA-L's when installed (see rmqlab.format.hashing)
 _PREFIX = struct.Struct(">iI")
 _I32 = struct.Struct(">i")
-_I64 = struct.Struct(">q")
 _I16 = struct.Struct(">h")
 _I8 = struct.Struct(">b")
 _V1, _V2, _BLANK = cl.MAGIC_V1, cl.MAGIC_V2, cl.MAGIC_BLANK
 
-# Positions inside a record (Java MessageDecoder.*_POSITION), from the schema layout.
-SYSFLAG_POSITION = 36
-BORN_HOST_POSITION = cl.HEADER_SIZE  # 48: bornHost follows bornTimestamp
 SCHEDULE_TOPIC = rules.SCHEDULE_TOPIC.encode()
 DELAY_PARSE = "DELAY_PARSE"  # Integer.parseInt(DELAY) threw on SCHEDULE_TOPIC_XXXX
 
@@ -66,13 +62,9 @@ class Check:
 
 
 def java_cal_msg_length(v2: bool, sys_flag: int, body_len: int, topic_len: int, props_len: int) -> int:
-    """Java ``MessageExtEncoder.calMsgLength`` (negative lengths count as 0)."""
-    born = 20 if sys_flag & cl.FLAG_BORNHOST_V6 else 8
-    store = 20 if sys_flag & cl.FLAG_STOREHOST_V6 else 8
-    return (
-        4 + 4 + 4 + 4 + 4 + 8 + 8 + 4 + 8 + born + 8 + store + 4 + 8 + 4
-        + max(body_len, 0) + (2 if v2 else 1) + topic_len + 2 + max(props_len, 0)
-    )
+    """Java ``MessageExtEncoder.calMsgLength`` as ``checkMessageAndReturnSize`` calls it
+    on the fields it read: negative body and properties lengths count as 0."""
+    return cl.record_size(max(body_len, 0), topic_len, max(props_len, 0), sys_flag, v2)
 
 
 def check_record(buf, pos: int, *, check_crc: bool = True, force_verify_prop_crc: bool = False) -> Check:
@@ -95,19 +87,11 @@ def check_record(buf, pos: int, *, check_crc: bool = True, force_verify_prop_crc
     try:
         if total < 0:
             raise IndexError("negative totalSize")  # new byte[totalSize] throws
-        p = pos + 8
-        (body_crc,) = _I32.unpack_from(buf, p)
-        p += 4 + 4 + 4 + 8 + 8  # bodyCRC, queueId, flag, queueOffset, physicOffset
-        (sys_flag,) = _I32.unpack_from(buf, p)
-        p += 4 + 8  # sysFlag, bornTimestamp
-        born = 20 if sys_flag & cl.FLAG_BORNHOST_V6 else 8
-        if born > total:
+        (body_crc,) = _I32.unpack_from(buf, pos + layout.BODY_CRC_AT)
+        (sys_flag,) = _I32.unpack_from(buf, pos + layout.SYS_FLAG_AT)
+        if cl.host_size(sys_flag, cl.FLAG_BORNHOST_V6) > total:
             raise IndexError("host longer than the record buffer")
-        p += born
-        (store_ts,) = _I64.unpack_from(buf, p)
-        p += 8
-        store = 20 if sys_flag & cl.FLAG_STOREHOST_V6 else 8
-        p += store + 4 + 8  # storeHost, reconsumeTimes, preparedTransactionOffset
+        p = pos + int(layout.LEN_BODY_AT[layout.host_kind(sys_flag)])  # Java reads the fields in order up to it
         (body_len,) = _I32.unpack_from(buf, p)
         p += 4
         if body_len > 0:
@@ -191,9 +175,25 @@ def _col_i16(rows: np.ndarray, off: int) -> np.ndarray:
     return np.ascontiguousarray(rows[:, off : off + 2]).view(">i2").reshape(-1).astype(np.int64)
 
 
-#: the fixed-position bytes the check needs from every record: totalSize, magicCode,
-#: bodyCRC (0..12), sysFlag (36..40) and bodyLength of an IPv4/IPv4 record (84..88)
-_HEADER_COLS = np.concatenate([np.arange(0, 12), np.arange(SYSFLAG_POSITION, SYSFLAG_POSITION + 4), np.arange(84, 88)]).astype(np.int64)
+#: the fixed-position bytes the check needs from every record, gathered as one row:
+#: totalSize, magicCode and bodyCRC, then sysFlag, then bodyLength where an IPv4/IPv4
+#: record has it (positions from the schema's layout)
+_HEADER_COLS = np.concatenate([
+    np.arange(0, layout.BODY_CRC_AT + 4), np.arange(layout.SYS_FLAG_AT, layout.SYS_FLAG_AT + 4),
+    np.arange(layout.LEN_BODY_AT[0], layout.LEN_BODY_AT[0] + 4),
+]).astype(np.int64)
+#: where each field sits in that row
+_H_MAGIC, _H_BODY_CRC = layout.MAGIC_AT, layout.BODY_CRC_AT
+_H_SYS_FLAG = layout.BODY_CRC_AT + 4
+_H_LEN_BODY = _H_SYS_FLAG + 4
+_M0, _M1, _M2 = layout.MAGIC_V1_BYTES[:3]  # V1 and V2 differ only in their last byte
+_M_V1, _M_V2 = layout.MAGIC_V1_BYTES[3], layout.MAGIC_V2_BYTES[3]
+
+
+def _magic_ok(rows: np.ndarray, at: int) -> np.ndarray:
+    """Rows whose 4 bytes at ``at`` are a message magic (V1 or V2)."""
+    last = rows[:, at + 3]
+    return (rows[:, at] == _M0) & (rows[:, at + 1] == _M1) & (rows[:, at + 2] == _M2) & ((last == _M_V1) | (last == _M_V2))
 #: records checked together: their bytes (a few MiB of log at 1 KiB bodies) stay in
 #: cache between the CRC pass and the gathers of the fields near their ends, and the
 #: per-chunk numpy overhead stays small
@@ -222,9 +222,9 @@ def _chain_from(buf, a: np.ndarray, hints: np.ndarray | None, start: int, until:
     h = hints[(hints >= start) & (hints + 8 <= n)]
     if len(h) > 1 and not bool((h[1:] > h[:-1]).all()):
         h = np.unique(h)
-    P = _rows(a, h, 8)
+    P = _rows(a, h, _PREFIX.size)
     size = _col_i32(P, 0)
-    magic_ok = (P[:, 4] == 0xDA) & (P[:, 5] == 0xA3) & (P[:, 6] == 0x20) & ((P[:, 7] == 0xA7) | (P[:, 7] == 0xAB))
+    magic_ok = _magic_ok(P, layout.MAGIC_AT)
     valid = magic_ok & (size >= cl.FIXED_SIZE_V1_IPV4) & (h + size <= n)
     link = np.zeros(len(h), dtype=bool)
     link[:-1] = valid[:-1] & (h[:-1] + size[:-1] == h[1:])
@@ -282,14 +282,12 @@ def _validate(buf, a: np.ndarray, s: np.ndarray, size: np.ndarray, lo: int, hi: 
         cols = sc[:, None] + _HEADER_COLS
         np.minimum(cols, last, out=cols)
         H = a[cols]
-        magic_ok = (H[:, 4] == 0xDA) & (H[:, 5] == 0xA3) & (H[:, 6] == 0x20) & ((H[:, 7] == 0xA7) | (H[:, 7] == 0xAB))
-        v2 = H[:, 7] == (_V2 & 0xFF)
-        sys_flag = _col_i32(H, 12)
-        born = np.where(sys_flag & cl.FLAG_BORNHOST_V6, 20, 8)
-        store = np.where(sys_flag & cl.FLAG_STOREHOST_V6, 20, 8)
-        blp = BORN_HOST_POSITION + born + 8 + store + 4 + 8  # 84, 96 or 108
-        body_len = _col_i32(H, 16)
-        v6 = np.flatnonzero(blp != 84)
+        magic_ok = _magic_ok(H, _H_MAGIC)
+        v2 = H[:, _H_MAGIC + 3] == _M_V2
+        sys_flag = _col_i32(H, _H_SYS_FLAG)
+        blp = layout.LEN_BODY_AT[layout.host_kind(sys_flag)]
+        body_len = _col_i32(H, _H_LEN_BODY)
+        v6 = np.flatnonzero(blp != layout.LEN_BODY_AT[0])
         if len(v6):  # IPv6 hosts move bodyLength: read those few where they are
             body_len[v6] = _col_i32(_rows(a, sc[v6] + blp[v6], 4), 0)
         end = sc + sz
@@ -300,14 +298,16 @@ def _validate(buf, a: np.ndarray, s: np.ndarray, size: np.ndarray, lo: int, hi: 
         if check_crc:
             be = tlen_pos.tolist()
             crcs = np.fromiter(map(crc32, map(mv.__getitem__, map(slice, body_start.tolist(), be))), dtype=np.int64, count=j - i)
-            ok &= ((crcs & 0x7FFFFFFF) == _col_i32(H, 8)) | (body_len <= 0)  # Java: CRC only for a non-empty body
+            ok &= ((crcs & 0x7FFFFFFF) == _col_i32(H, _H_BODY_CRC)) | (body_len <= 0)  # Java: CRC only for a non-empty body
         T = _rows(a, np.where(ok, tlen_pos, 0), 2)
         tl8 = T[:, 0].astype(np.int64)
         topic_len = np.where(v2, _col_i16(T, 0), np.where(tl8 >= 128, tl8 - 256, tl8))
         plen_pos = tlen_pos + tsz + np.maximum(topic_len, 0)
         ok &= (topic_len >= 0) & (plen_pos + 2 <= end)
         props_len = _col_i16(_rows(a, np.where(ok, plen_pos, 0), 2), 0)
-        read = 4 + 4 + 4 + 4 + 4 + 8 + 8 + 4 + 8 + born + 8 + store + 4 + 8 + 4 + np.maximum(body_len, 0) + tsz + topic_len + 2 + np.maximum(props_len, 0)
+        # calMsgLength: the IPv4/V1 size, +1 for V2's topic length, + the hosts' extra
+        # bytes (exactly how far they move bodyLength)
+        read = cl.record_size(np.maximum(body_len, 0), topic_len, np.maximum(props_len, 0)) + v2 + (blp - layout.LEN_BODY_AT[0])
         ok &= read == sz
         for k in np.flatnonzero(ok & (topic_len == len(SCHEDULE_TOPIC))).tolist():
             t0 = int(tlen_pos[k] + tsz[k])

@@ -65,6 +65,7 @@ import pyarrow as pa
 from ..format import commitlog as cl
 from ..format import hashing
 from ..format import properties as props
+from ..format import layout
 from ..format.layout import PREFIX_DTYPES
 from ..format.msgid import format_host
 from .crc import compiled_kernels, crc32_slices
@@ -92,8 +93,8 @@ __all__ = [
 # ----------------------------------------------------------------------------------------
 # PREFIX_DTYPES (rmqlab.format.layout): the fixed part of a record, one dtype per
 # IPv4/IPv6 host combination, index = born_v6 + 2*store_v6
-_SYS_FLAG_AT = PREFIX_DTYPES[0].fields["sys_flag"][1]
-_PHYS_AT = PREFIX_DTYPES[0].fields["physical_offset"][1]
+_SYS_FLAG_AT = layout.SYS_FLAG_AT
+_PHYS_AT = layout.PHYSICAL_OFFSET_AT
 _MAX_PREFIX = max(d.itemsize for d in PREFIX_DTYPES)
 
 _PREFIX = struct.Struct(">iI")  # totalSize, magicCode (Java: the 8 bytes every record starts with)
@@ -921,7 +922,7 @@ def _crc_tables() -> tuple[np.ndarray, np.ndarray]:
 
 _CRC_TABLE8, _CRC_TABLE16 = _crc_tables()
 #: bodies up to this long are checksummed side by side in numpy; longer ones by zlib
-_VECTOR_CRC_MAX = 96
+_VECTOR_CRC_MAX = 96  # not a layout: the widest rows the vector CRC takes
 
 
 def _zero_tail_tables(maxlen: int) -> np.ndarray:

@@ -28,6 +28,7 @@ if TYPE_CHECKING:  # imported lazily at run time (see _arrow)
     import pyarrow as pa
 
 from ..format import properties as props
+from ..format import layout
 from ..format.layout import PREFIX_DTYPES
 from ..format.record import Record, decode_record
 from .. import rules
@@ -56,7 +57,7 @@ tags_code_for = rules.tags_code
 
 
 #: the record's physicalOffset field, from the schema's layout
-_PHYSICAL_OFFSET_AT = PREFIX_DTYPES[0].fields["physical_offset"][1]
+_PHYSICAL_OFFSET_AT = layout.PHYSICAL_OFFSET_AT
 
 
 def request_from_record(record: Record, delay_levels: dict[int, int]) -> DispatchRequest:

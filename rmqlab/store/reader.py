@@ -18,7 +18,7 @@ from pathlib import Path
 from .. import reprs
 from ..config import MessageStoreConfig
 from ..errors import StoreFormatError, StoreLayoutError
-from ..format.indexfile import INDEX_HEADER_SIZE, index_file_size
+from ..format.indexfile import DEFAULT_MAX_HASH_SLOT_NUM, DEFAULT_MAX_INDEX_NUM, INDEX_HEADER_SIZE, index_file_size
 from .checkpoint import Checkpoint, read_checkpoint
 from .commitlog import CommitLog
 from .consume_queue import ConsumeQueue
@@ -27,15 +27,20 @@ from ..rules import ABORT_FILE, CHECKPOINT_FILE, COMMITLOG_DIR, CONFIG_DIR, CONS
 
 
 
+#: Java's defaults give every hash slot 4 entries (maxIndexNum = 4 × maxHashSlotNum)
+_ENTRIES_PER_SLOT = DEFAULT_MAX_INDEX_NUM // DEFAULT_MAX_HASH_SLOT_NUM
+
+
 def infer_index_sizes(file_size: int, path: str | os.PathLike = "<index>", *, hint: str = "pass them (--max-hash-slot-num, --max-index-num)") -> tuple[int, int]:
     """``(maxHashSlotNum, maxIndexNum)`` from an index file's length, assuming
-    Java's default of 4 entries per slot (``40 + 84·slots``).  ``hint`` ends the
-    error: how the caller's user gives the sizes instead."""
+    Java's default of 4 entries per slot (header + slots × (slot + 4 entries)).
+    ``hint`` ends the error: how the caller's user gives the sizes instead."""
     body = file_size - INDEX_HEADER_SIZE
-    if body <= 0 or body % 84:
+    per_slot = index_file_size(1, _ENTRIES_PER_SLOT) - INDEX_HEADER_SIZE
+    if body <= 0 or body % per_slot:
         raise StoreLayoutError(path, None, f"cannot infer maxHashSlotNum/maxIndexNum from this {file_size}-byte index file; {hint}")
-    slots = body // 84
-    return slots, slots * 4
+    slots = body // per_slot
+    return slots, slots * _ENTRIES_PER_SLOT
 
 
 @dataclass
