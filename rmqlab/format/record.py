@@ -234,6 +234,10 @@ def decode_record(
             return None
         raise RecordError(file, pos, TRUNCATED, f"{left} bytes left, less than a record prefix")
     total_size, magic = _PREFIX.unpack_from(buf, pos)
+    if total_size > left and not (total_size == 0 and magic == 0):
+        # Java checkMessageAndReturnSize looks at totalSize against the bytes left
+        # before it reads the magic code
+        raise RecordError(file, pos, BAD_SIZE, f"totalSize {total_size} runs past the end of the file ({left} bytes left)", total_size)
     if magic == cl.MAGIC_BLANK:
         # RocketMQ accepts any BLANK and moves to the next file; verify reports one
         # whose size is not the bytes left (BAD_BLANK)
@@ -268,30 +272,39 @@ def decode_record(
     p += 12
     (body_len,) = _I32.unpack_from(buf, p)
     p += 4
-    if body_len < 0 or p + body_len > rec_end:
+    # Java reads the body only if bodyLength > 0 and calMsgLength counts a negative
+    # length as 0: a record whose bodyLength field went negative over an empty body is
+    # still accepted (likewise propertiesLength below)
+    body_len = max(body_len, 0)
+    if p + body_len > rec_end:
         raise RecordError(file, p - 4, SIZE_MISMATCH, f"bodyLength {body_len} runs past the record's totalSize {total_size}", total_size)
     body_start = p
     p += body_len
+
+    def mismatch(at: int, message: str) -> RecordError:
+        # Java checkMessageAndReturnSize compares the body CRC as soon as it has read
+        # the body, before it reads the topic and properties and compares calMsgLength
+        # with totalSize: a body whose CRC fails is BODY_CRC even when a later length
+        # is wrong too (a zeroed page across a record's end does both)
+        if check_crc and body_len > 0 and body_crc(bytes(buf[body_start : body_start + body_len])) != h[2]:
+            return RecordError(file, pos, BODY_CRC, f"body CRC stored {h[2]} does not match (and {message})", total_size)
+        return RecordError(file, at, SIZE_MISMATCH, message, total_size)
+
     v2 = magic == cl.MAGIC_V2
     tlen_size = 2 if v2 else 1
     if p + tlen_size > rec_end:
-        raise RecordError(file, p, SIZE_MISMATCH, "no room for topicLength", total_size)
+        raise mismatch(p, "no room for topicLength")
     (topic_len,) = (_I16 if v2 else _I8).unpack_from(buf, p)
     p += tlen_size
     if topic_len < 0 or p + topic_len + 2 > rec_end:
-        raise RecordError(file, p - tlen_size, SIZE_MISMATCH, f"topicLength {topic_len} runs past the record", total_size)
+        raise mismatch(p - tlen_size, f"topicLength {topic_len} runs past the record")
     topic_raw = bytes(buf[p : p + topic_len])
     p += topic_len
     (props_len,) = _I16.unpack_from(buf, p)
     p += 2
-    if props_len < 0 or p + props_len != rec_end:
-        raise RecordError(
-            file,
-            p - 2,
-            SIZE_MISMATCH,
-            f"propertiesLength {props_len} makes the record {p + props_len - pos} bytes, totalSize says {total_size}",
-            total_size,
-        )
+    props_len = max(props_len, 0)
+    if p + props_len != rec_end:
+        raise mismatch(p - 2, f"propertiesLength {props_len} makes the record {p + props_len - pos} bytes, totalSize says {total_size}")
     properties_raw = bytes(buf[p:rec_end])
     body = bytes(buf[body_start : body_start + body_len]) if read_body else b""
     rec = Record(

@@ -72,11 +72,11 @@ def check_record(buf, pos: int, *, check_crc: bool = True, force_verify_prop_crc
     n = len(buf)
     if n - pos <= 4:
         return Check(False, -1, TRUNCATED, f"{n - pos} bytes left, not even a totalSize", None, pos)
+    if n - pos < 8:
+        return Check(False, -1, TRUNCATED, "no room for the magic code", None, pos + 4)
     (total,) = _I32.unpack_from(buf, pos)
     if n - pos - 4 < total - 4:
         return Check(False, -1, BAD_SIZE, f"totalSize {total} runs past the end of the file ({n - pos} bytes left)", None, pos + 4)
-    if n - pos < 8:
-        return Check(False, -1, TRUNCATED, "no room for the magic code", None, pos + 4)
     (magic,) = struct.unpack_from(">I", buf, pos + 4)
     if magic == _BLANK:
         return Check(True, 0, java_pos=pos + 8)
@@ -137,13 +137,20 @@ def check_record(buf, pos: int, *, check_crc: bool = True, force_verify_prop_crc
         read = java_cal_msg_length(v2, sys_flag, body_len, topic_len, props_len)
         if read != total:
             return Check(
-                False, total, SIZE_MISMATCH,
+                False, total, _size_kind(total),
                 f"totalSize {total} but the fields make {read} (bodyLength {body_len}, topicLength {topic_len}, propertiesLength {props_len})",
                 "found a half message at {offset}, it will be truncated.", p,
             )
         return Check(True, total, java_pos=p)
     except (struct.error, IndexError, ValueError) as exc:
-        return Check(False, -1, SIZE_MISMATCH, f"a length field runs past the record or the file ({exc})", None, pos + 8)
+        return Check(False, -1, _size_kind(total), f"a length field runs past the record or the file ({exc})", None, pos + 8)
+
+
+def _size_kind(total: int) -> str:
+    """The damage kind of a record whose lengths do not add up: BAD_SIZE when its
+    totalSize could not hold even the smallest record (the one-record decoder's word
+    for it), SIZE_MISMATCH otherwise."""
+    return BAD_SIZE if total < cl.FIXED_SIZE_V1_IPV4 else SIZE_MISMATCH
 
 
 @dataclass
@@ -294,7 +301,8 @@ def _validate(buf, a: np.ndarray, s: np.ndarray, size: np.ndarray, lo: int, hi: 
         body_start = sc + blp + 4
         tlen_pos = body_start + np.maximum(body_len, 0)
         tsz = np.where(v2, 2, 1)
-        ok = magic_ok & (blp + 4 <= sz) & (body_len >= 0) & (tlen_pos + tsz <= end)
+        # a negative bodyLength is an empty body to Java (calMsgLength counts it as 0)
+        ok = magic_ok & (blp + 4 <= sz) & (tlen_pos + tsz <= end)
         if check_crc:
             be = tlen_pos.tolist()
             crcs = np.fromiter(map(crc32, map(mv.__getitem__, map(slice, body_start.tolist(), be))), dtype=np.int64, count=j - i)
@@ -374,7 +382,9 @@ def _walk(buf, pos: int, until: int | None = None) -> tuple[list[int], int, str]
             starts.append(pos)
             pos += size
         elif magic == _BLANK:
-            return starts, pos, "blank"
+            # Java compares totalSize with the bytes left before the magic: a BLANK
+            # claiming more than the file holds fails like any record
+            return starts, pos, ("bad" if size > n - pos else "blank")
         else:
             return starts, pos, "bad"
     return starts, pos, "end"

@@ -1107,22 +1107,24 @@ def _decode_positions(ctx: _Ctx, P: np.ndarray) -> tuple[pa.RecordBatch | None, 
         prefix_size[sel] = dt.itemsize
     total = cols["total_size"].astype(np.int64)
     magic = cols["magic"].astype(np.int64)
-    len_body = cols["len_body"].astype(np.int64)
+    # Java reads no body for a bodyLength <= 0 and calMsgLength counts a negative one
+    # as 0 (likewise propertiesLength): such a record over an empty body is accepted
+    len_body = np.maximum(cols["len_body"].astype(np.int64), 0)
     v2 = magic == cl.MAGIC_V2
     tl = np.where(v2, 2, 1)
     rec_end = P + total
     body_start = P + prefix_size
     body_end = body_start + len_body
-    ok = (total >= prefix_size + 3) & (len_body >= 0) & (body_end + tl <= rec_end)
+    ok = (total >= prefix_size + 3) & (body_end + tl <= rec_end)
     topic_len = ctx.gather("i1", body_end).astype(np.int64)
     if v2.any():
         topic_len = np.where(v2, ctx.gather(">i2", body_end).astype(np.int64), topic_len)
     topic_start = body_end + tl
     topic_end = topic_start + topic_len
     ok &= (topic_len >= 0) & (topic_end + 2 <= rec_end)
-    props_len = ctx.gather(">i2", topic_end).astype(np.int64)
+    props_len = np.maximum(ctx.gather(">i2", topic_end).astype(np.int64), 0)
     props_start = topic_end + 2
-    ok &= (props_len >= 0) & (props_start + props_len == rec_end)
+    ok &= props_start + props_len == rec_end
     bad = None
     if not ok.all():
         bad = int(np.argmin(ok))

@@ -116,7 +116,9 @@ def _scan(store: StoreReader, s: StoreSummary) -> None:
         ):
             pos = np.asarray(batch.column("physical_offset").to_numpy(zero_copy_only=False), np.int64)
             size = np.asarray(batch.column("total_size").fill_null(0).to_numpy(zero_copy_only=False), np.int64)
-            good = np.asarray(pc.is_in(batch.column("kind"), value_set=ok_kinds).to_numpy(zero_copy_only=False), bool)
+            # a CRC row is a record read whole, unless the decoder could not read it (an
+            # error: its lengths do not add up either, and Java stopped at the CRC first)
+            good = np.asarray(pc.and_(pc.is_in(batch.column("kind"), value_set=ok_kinds), pc.is_null(batch.column("error"))).to_numpy(zero_copy_only=False), bool)
             # the walk's chain: each row where the previous one ended; it stops at the
             # first damage row or gap (a zero tail the scan resynchronised past)
             chained = np.empty(len(pos), bool)

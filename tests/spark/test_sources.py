@@ -66,7 +66,7 @@ def test_strict_mode_fails_naming_file_and_offset(spark):
     with pytest.raises(Exception) as exc:
         spark.read.format("rocketmq").load(str(store_root("crash-torn"))).count()
     text = str(exc.value)
-    assert "00000000000000327680 @ offset 39268" in text and "SIZE_MISMATCH" in text
+    assert "00000000000000327680 @ offset 38973" in text and "BODY_CRC" in text
 
 
 def test_options_filter_and_the_benchmark_query(spark):
