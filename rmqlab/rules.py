@@ -30,7 +30,7 @@ from __future__ import annotations
 import re
 
 from .format import properties as props
-from .format.commitlog import TRANSACTION_COMMIT_TYPE, TRANSACTION_MASK, TRANSACTION_NOT_TYPE, TRANSACTION_ROLLBACK_TYPE
+from .format.commitlog import BLANK_SIZE, TRANSACTION_COMMIT_TYPE, TRANSACTION_MASK, TRANSACTION_NOT_TYPE, TRANSACTION_ROLLBACK_TYPE
 from .format.hashing import java_string_hash
 from .format.indexfile import index_key
 
@@ -87,6 +87,15 @@ def java_parse_int(s: str) -> int | None:
         return None
     v = int(s)
     return v if -(2**31) <= v < 2**31 else None
+
+
+def fits_in_file(record_size: int, bytes_left: int) -> bool:
+    """Java ``DefaultAppendMessageCallback.doAppend`` (and ``doAppend`` of a batch): a
+    record (or a whole batch's records) goes into the current commitlog file only if
+    a BLANK still fits after it (``END_FILE_MIN_BLANK_LENGTH``); otherwise the file
+    is closed with a BLANK of the bytes left (``END_OF_FILE``) and the record goes
+    to the next file."""
+    return record_size + BLANK_SIZE <= bytes_left
 
 
 def goes_to_consume_queue(sys_flag):

@@ -600,23 +600,13 @@ class MessageStore:
         """:meth:`put` in Python: the common case packed straight into the mapping,
         the rest through :meth:`_put_general`."""
         tinfo = self._fast_topics.get(msg.topic)
-        if tinfo is None or msg.sys_flag or msg.properties_raw is not None or msg.born_host is not None or msg.store_host is not None or msg.body is None or msg.queue_id < 0:
-            return self._put_general(msg)
+        raw = self._common_case(msg, tinfo)
+        if raw is None:
+            return self._put_general(msg)  # answers with the right status and reason
         pd = msg.properties
-        if pd:
-            if props.DELAY in pd:
-                return self._put_general(msg)
-            raw = _encode_props(pd)
-        else:
-            raw = b""
         body = msg.body
         blen = len(body)
-        plen = len(raw)
-        total = tinfo[2] + blen + plen
-        if blen > self._max_body or plen > 32767 or total > self._max_total:
-            return self._put_general(msg)  # answers with the right status and reason
-        whole = None if blen >= _BIG_BODY else WHOLE_RECORD_PACKERS.get((self._store_len, blen, len(tinfo[0]), plen)) or whole_record_packer(self._store_len, blen, len(tinfo[0]), plen)
-        body_crc = (_zlib_crc32 if blen < _ISAL_FROM else _fast_crc32)(body) & 0x7FFFFFFF
+        total = tinfo[2] + blen + len(raw)
         topic = msg.topic
         qid = msg.queue_id
         clog = self.commitlog
@@ -630,46 +620,18 @@ class MessageStore:
             qoff = self._queue_offsets.get(key, 0)
             self._queue_offsets[key] = qoff + 1
             f = clog.files[-1]
+            f = clog.room_for(f, f.wrote_position, total)
             pos = f.wrote_position
-            if total + cl.BLANK_SIZE > f.file_size - pos:
-                f = clog.roll(f) if pos < f.file_size else clog.last_file()
-                pos = f.wrote_position
             phy = f.file_from_offset + pos
             end = pos + total
-            born_ts = msg.born_timestamp
             try:
-                if whole is not None:
-                    if end > f.populated:
-                        clog.prefault(f, end)
-                    whole.pack_into(
-                        f.mm, pos, total, tinfo[1], body_crc, qid, msg.flag, qoff, phy, 0, ts if born_ts is None else born_ts,
-                        _BORN_ADDR, _BORN_PORT, ts, self._store_addr, self._store_port, msg.reconsume_times, msg.prepared_transaction_offset, blen,
-                        body, tinfo[0], plen, raw,
-                    )
-                else:
-                    head = self._packer44.pack(
-                        total, tinfo[1], body_crc, qid, msg.flag, qoff, phy, 0, ts if born_ts is None else born_ts,
-                        _BORN_ADDR, _BORN_PORT, ts, self._store_addr, self._store_port, msg.reconsume_times, msg.prepared_transaction_offset, blen,
-                    )
+                self._write_common(f, pos, total, tinfo, msg, raw, qoff, phy, ts)
             except (struct.error, TypeError) as exc:  # nothing counts as written: give the offset back
-                if whole is not None:
-                    f.mm[pos:end] = bytes(total)  # pack_into may have written a prefix
                 self._queue_offsets[key] = qoff
                 return self._fail(PutMessageStatus.MESSAGE_ILLEGAL, f"a field does not fit its Java type: {exc}")
-            if whole is None:
-                tail = tinfo[0] + plen.to_bytes(2, "big") + raw
-                if blen < _BIG_BODY:
-                    if end > f.populated:
-                        clog.prefault(f, end)
-                    f.mm[pos:end] = head + body + tail
-                else:
-                    # big bodies go in with one pwritev into the same page cache the mapping
-                    # shows: no copy to join the parts, no page fault per 4 KiB
-                    try:
-                        clog.write_parts(f, pos, (head, body, tail), total)
-                    except OSError:
-                        self._queue_offsets[key] = qoff  # nothing counts as written
-                        raise
+            except OSError:
+                self._queue_offsets[key] = qoff  # nothing counts as written
+                raise
             f.wrote_position = end
             clog.store_timestamp = ts
             clog.max_offset = phy + total
@@ -679,6 +641,69 @@ class MessageStore:
                 self._pending_reqs.append(self._big_request(topic, qid, phy, total, ts, qoff, pd, msg.prepared_transaction_offset))
         status = self._after_append(phy + total, pd.get(props.WAIT) if pd else None, ts)
         return _new_result(PutMessageResult, (status, phy, total, qoff, ts, self.store_host, 1, None, ""))
+
+    def _common_case(self, msg: Message, tinfo) -> bytes | None:
+        """The one test of the common case the fast paths take (:meth:`_put_python`,
+        :meth:`_put_batch_fast`; ``_put.c`` takes the same case, and tests write the
+        same messages through each and compare the bytes): a topic seen before
+        (``tinfo``, from :meth:`_remember_topic`), properties as a dict without
+        ``DELAY``, no raw properties, hosts or sysFlag of its own, a queue id, and
+        sizes within the limits.  Returns its encoded properties, or ``None`` for
+        :meth:`_put_general`, which also answers the limits with their reasons."""
+        if tinfo is None or msg.sys_flag or msg.properties_raw is not None or msg.born_host is not None or msg.store_host is not None or msg.body is None or msg.queue_id < 0:
+            return None
+        pd = msg.properties
+        if pd:
+            if props.DELAY in pd:
+                return None
+            raw = _encode_props(pd)
+        else:
+            raw = b""
+        blen = len(msg.body)
+        if blen > self._max_body or len(raw) > cl.MAX_PROPERTIES_SIZE or tinfo[2] + blen + len(raw) > self._max_total:
+            return None
+        return raw
+
+    def _write_common(self, f, pos: int, total: int, tinfo, msg: Message, raw: bytes, qoff: int, phy: int, ts: int) -> None:
+        """Write one common-case record (:meth:`_common_case`) of ``total`` bytes at
+        ``pos`` of ``f``, under the put lock: packed whole into the mapping when a
+        packer for its sizes exists, else its head packed and the parts copied in
+        (big bodies with one ``pwritev``).  Raises ``struct.error``/``TypeError`` when
+        a field does not fit its Java type (nothing is left written) or ``OSError``."""
+        body = msg.body
+        blen = len(body)
+        plen = len(raw)
+        end = pos + total
+        clog = self.commitlog
+        if blen < _BIG_BODY and end > f.populated:
+            clog.prefault(f, end)
+        whole = None if blen >= _BIG_BODY else WHOLE_RECORD_PACKERS.get((self._store_len, blen, len(tinfo[0]), plen)) or whole_record_packer(self._store_len, blen, len(tinfo[0]), plen)
+        body_crc = (_zlib_crc32 if blen < _ISAL_FROM else _fast_crc32)(body) & 0x7FFFFFFF
+        born_ts = msg.born_timestamp
+        if born_ts is None:
+            born_ts = ts
+        if whole is not None:
+            # the record's fields in Java's order (MessageRecord), then its variable parts
+            try:
+                whole.pack_into(
+                    f.mm, pos, total, tinfo[1], body_crc, msg.queue_id, msg.flag, qoff, phy, 0, born_ts, _BORN_ADDR, _BORN_PORT,
+                    ts, self._store_addr, self._store_port, msg.reconsume_times, msg.prepared_transaction_offset, blen, body, tinfo[0], plen, raw,
+                )
+            except (struct.error, TypeError):
+                f.mm[pos:end] = bytes(total)  # pack_into may have written a prefix
+                raise
+            return
+        head = self._packer44.pack(
+            total, tinfo[1], body_crc, msg.queue_id, msg.flag, qoff, phy, 0, born_ts, _BORN_ADDR, _BORN_PORT,
+            ts, self._store_addr, self._store_port, msg.reconsume_times, msg.prepared_transaction_offset, blen,
+        )
+        parts = (head, body, tinfo[0], plen.to_bytes(2, "big"), raw)
+        if blen < _BIG_BODY:
+            f.mm[pos:end] = b"".join(parts)
+        else:
+            # big bodies go in with one pwritev into the same page cache the mapping
+            # shows: no copy to join the parts, no page fault per 4 KiB
+            clog.write_parts(f, pos, parts, total)
 
     def _big_request(self, topic: str, qid: int, phy: int, total: int, ts: int, qoff: int, pd, pto: int) -> DispatchRequest:
         """The dispatch request of a record with a big body, built at put time: reading
@@ -816,10 +841,8 @@ class MessageStore:
                 return self._fail(PutMessageStatus.SERVICE_NOT_AVAILABLE, "the message store is shut down")
             ts = _time_ns() // 1_000_000 if self._system_clock else self.clock.now_ms()
             f = clog.files[-1]
+            f = clog.room_for(f, f.wrote_position, total)  # Java: END_OF_FILE, the whole batch goes to the next file
             pos = f.wrote_position
-            if total + cl.BLANK_SIZE > f.file_size - pos:  # Java: END_OF_FILE, the batch goes to the next file
-                f = clog.roll(f) if pos < f.file_size else clog.last_file()
-                pos = f.wrote_position
             phy = f.file_from_offset + pos
             end = pos + total
             qoff = self._queue_offsets.get(key, 0)
@@ -853,26 +876,14 @@ class MessageStore:
         the general path): properties encoded and sizes checked first, then one lock,
         one store timestamp, one pass."""
         fast = self._fast_topics
-        max_total, max_body = self._max_total, self._max_body
         raws = []
         for m in messages:
-            tinfo = fast.get(m.topic)
-            if tinfo is None or m.sys_flag or m.properties_raw is not None or m.born_host is not None or m.store_host is not None or m.body is None or m.queue_id < 0:
-                return None
-            pd = m.properties
-            if pd:
-                if props.DELAY in pd:
-                    return None
-                raw = _encode_props(pd)
-            else:
-                raw = b""
-            if len(m.body) > max_body or len(raw) > 32767 or tinfo[2] + len(m.body) + len(raw) > max_total:
+            raw = self._common_case(m, fast.get(m.topic))
+            if raw is None:
                 return None
             raws.append(raw)
         clog = self.commitlog
-        pack = self._packer44.pack
-        addr, port = self._store_addr, self._store_port
-        store_len = self._store_len
+        room_for, write = clog.room_for, self._write_common
         qoffs = self._queue_offsets
         offsets = []
         entries = []  # for the pending list: offsets of the records to read back
@@ -885,7 +896,6 @@ class MessageStore:
             first = None
             last_ts = 0  # store time of the last record written (for a batch cut short)
             f = clog.files[-1]
-            mm = f.mm
             pos = f.wrote_position
             for m, raw in zip(messages, raws):
                 body = m.body
@@ -900,40 +910,16 @@ class MessageStore:
                 key = (topic, qid)
                 qoff = qoffs.get(key, 0)
                 qoffs[key] = qoff + 1
-                if total + cl.BLANK_SIZE > f.file_size - pos:
-                    f.wrote_position = pos
-                    f = clog.roll(f) if pos < f.file_size else clog.last_file()
-                    mm = f.mm
+                g = room_for(f, pos, total)
+                if g is not f:
+                    f = g
                     pos = f.wrote_position
                 phy = f.file_from_offset + pos
                 end = pos + total
-                if end > f.populated and blen < _BIG_BODY:
-                    clog.prefault(f, end)
-                born_ts = m.born_timestamp
-                plen = len(raw)
-                whole = None if blen >= _BIG_BODY else WHOLE_RECORD_PACKERS.get((store_len, blen, len(tinfo[0]), plen)) or whole_record_packer(store_len, blen, len(tinfo[0]), plen)
-                body_crc = (_zlib_crc32 if blen < _ISAL_FROM else _fast_crc32)(body) & 0x7FFFFFFF
                 try:
-                    if whole is not None:
-                        whole.pack_into(
-                            mm, pos, total, tinfo[1], body_crc, qid, m.flag, qoff, phy, 0,
-                            ts if born_ts is None else born_ts, _BORN_ADDR, _BORN_PORT, ts, addr, port, m.reconsume_times, m.prepared_transaction_offset, blen,
-                            body, tinfo[0], plen, raw,
-                        )
-                    else:
-                        head = pack(
-                            total, tinfo[1], body_crc, qid, m.flag, qoff, phy, 0,
-                            ts if born_ts is None else born_ts, _BORN_ADDR, _BORN_PORT, ts, addr, port, m.reconsume_times, m.prepared_transaction_offset, blen,
-                        )
-                        parts = (head, body, tinfo[0], plen.to_bytes(2, "big"), raw)
-                        if blen < _BIG_BODY:
-                            mm[pos:end] = b"".join(parts)
-                        else:
-                            clog.write_parts(f, pos, parts, total)
+                    write(f, pos, total, tinfo, m, raw, qoff, phy, ts)
                 except (struct.error, TypeError, OSError) as exc:
                     # the records before this one are complete and stay; this one is not written
-                    if whole is not None:
-                        mm[pos:end] = bytes(total)  # pack_into may have written a prefix
                     qoffs[key] = qoff
                     f.wrote_position = pos
                     if offsets:

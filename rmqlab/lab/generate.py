@@ -30,7 +30,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..rules import CHECKPOINT_FILE, COMMITLOG_DIR
+from ..rules import CHECKPOINT_FILE, COMMITLOG_DIR, fits_in_file
 from ..config import MessageStoreConfig
 from ..errors import RmqlabError
 from ..files.mapped_file_queue import file_name_for_offset
@@ -234,7 +234,7 @@ def generate_store(
                     body = pool[bstart : bstart + blen]
                     topic = topic_bytes[t]
                     rec_size = cl.record_size(len(body), len(topic), len(properties))
-                    if pos + rec_size + cl.BLANK_SIZE > file_size:
+                    if not fits_in_file(rec_size, file_size - pos):
                         # Java: END_OF_FILE — a BLANK with the bytes left, then the next file
                         if pos == 0:
                             raise ValueError(f"a {rec_size}-byte record does not fit a {file_size}-byte commitlog file")

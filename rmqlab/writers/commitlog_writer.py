@@ -30,6 +30,7 @@ from ..files.mapped_file_queue import file_name_for_offset
 from ..format import commitlog as cl
 from ..format.encode import record_packer
 from ..format.record import PROPERTY_CRC_TAIL, encode_crc_digits
+from ..rules import fits_in_file
 from .mapped_file import WritableMappedFile, fsync_directory
 
 _NAME = re.compile(r"^\d{20}$")
@@ -163,6 +164,16 @@ class CommitLogWriter:
             f = self._new_file()
         return f
 
+    def room_for(self, f: WritableMappedFile, pos: int, total: int) -> WritableMappedFile:
+        """The file a record of ``total`` bytes goes into when ``f`` is written up to
+        ``pos``: ``f`` itself when it fits (:func:`rmqlab.rules.fits_in_file`), else
+        the next file, ``f`` closed with a BLANK first (Java ``END_OF_FILE``).  Every
+        put path asks this; the C put hands the roll back to Python."""
+        if fits_in_file(total, f.file_size - pos):
+            return f
+        f.wrote_position = pos
+        return self.roll(f) if pos < f.file_size else self.last_file()
+
     def roll(self, f: WritableMappedFile) -> WritableMappedFile:
         """Close ``f`` with a BLANK record (Java ``END_OF_FILE``) and return the next file."""
         left = f.file_size - f.wrote_position
@@ -230,8 +241,7 @@ class CommitLogWriter:
         f = self.files[-1] if self.files else None
         if f is None or f.is_full:
             f = self._new_file()
-        if total + cl.BLANK_SIZE > f.file_size - f.wrote_position:
-            f = self.roll(f)
+        f = self.room_for(f, f.wrote_position, total)
         pos = f.wrote_position
         phy = f.file_from_offset + pos
         mm = f.mm
