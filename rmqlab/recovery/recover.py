@@ -324,8 +324,9 @@ class _Planner:
         self.log: list[str] = []
 
     def plan(self) -> RecoveryPlan:
+        """Java ``DefaultMessageStore.load`` then ``recover``, read-only, step by step."""
         t0 = time.perf_counter()
-        root, cfg, log = self.root, self.cfg, self.log
+        root, log = self.root, self.log
         if not (root / COMMITLOG_DIR).is_dir():
             raise StoreLayoutError(root, None, "no commitlog/ directory: not a RocketMQ store root")
         abort = (root / ABORT_FILE).exists()
@@ -333,20 +334,51 @@ class _Planner:
         reason = "abort file present: the last exit was not clean" if abort else "no abort file: the last exit was clean"
         rep = RecoveryReport(str(root), "dry-run", None, mode, reason)
         log.append(f"last shutdown {'abnormally' if abort else 'normally'}, store path root dir: {STORE}")
-        plan = RecoveryPlan(root, cfg, rep)
+        plan = RecoveryPlan(root, self.cfg, rep)
+        self._load_commitlog(plan)
+        cp = self._read_checkpoint(plan)
+        self._load_index(plan, abort, cp)
+        log.append("message store recover mode: normal")  # Java: recoverConcurrently off
+        self._recover_queues(plan)
+        max_cq = max((q.max_physic_offset for q in plan.queues.values()), default=-1)
+        rep.max_phy_offset_in_cq_before = max_cq
+        files = plan.files
+        if not files:
+            rep.notes.append("the commitlog has no files: RocketMQ deletes every consume queue (\"The commitlog files are deleted\")")
+            rep.start_file = ""
+            rep.start_reason = "no commitlog files"
+            rep.commitlog_end = 0
+            plan.wipe_queues = True
+            return plan
+        index = self._choose_start(plan, abort, max_cq)
+        self._scan(plan, index, abort)
+        process = plan.process
+        # truncation of consume queues (after the scan, as Java does)
+        plan.truncate_cq = max_cq >= process
+        if plan.truncate_cq:
+            log.append(f"maxPhyOffsetOfConsumeQueue({max_cq}) >= processOffset({process}), truncate dirty logic files")
+        # commitlog files after the new end
+        plan.delete_commitlog = [f for f in files if f.file_from_offset > process]
+        for f in plan.delete_commitlog:
+            log.append(f"delete file[REF:0] {STORE}/{COMMITLOG_DIR}/{f.path.name} OK")
+            rep.deleted_commitlog_files.append(f.path.name)
+        rep.timings["plan_s"] = time.perf_counter() - t0
+        return plan
 
-        # commitlog files (Java MappedFileQueue.load: empty last file deleted, wrong size fails)
-        clq = MappedFileQueue(root / COMMITLOG_DIR, cfg.mapped_file_size_commit_log, strict=False)
-        fsize = cfg.mapped_file_size_commit_log
+    def _load_commitlog(self, plan: RecoveryPlan) -> None:
+        """Java ``MappedFileQueue.load``: an empty last file is deleted, a file of the
+        wrong size makes the load fail."""
+        clq = MappedFileQueue(self.root / COMMITLOG_DIR, self.cfg.mapped_file_size_commit_log, strict=False)
         plan.empty_last = [p for p in clq.ignored if p.stat().st_size == 0]
         for p in clq.problems:
-            rep.load_ok = False
-            rep.load_problems.append(str(p))
-        files = clq.files
+            plan.report.load_ok = False
+            plan.report.load_problems.append(str(p))
         plan.commitlog = clq
 
-        # checkpoint (Java StoreCheckpoint: a missing file reads as zeros)
-        cp_path = root / CHECKPOINT_FILE
+    def _read_checkpoint(self, plan: RecoveryPlan) -> dict:
+        """Java ``StoreCheckpoint``: a missing file reads as zeros."""
+        rep = plan.report
+        cp_path = self.root / CHECKPOINT_FILE
         cp = {"physic_msg_timestamp": 0, "logics_msg_timestamp": 0, "index_msg_timestamp": 0, "master_flushed_offset": 0, "confirm_phy_offset": 0}
         if cp_path.exists():
             data = cp_path.read_bytes()
@@ -359,9 +391,13 @@ class _Planner:
             rep.notes.append("no checkpoint file: RocketMQ creates one of zeros (minTimestamp 0)")
         rep.checkpoint = cp
         rep.min_timestamp = cp_min_timestamp(cp["physic_msg_timestamp"], cp["logics_msg_timestamp"])
+        return cp
 
-        # index files (Java IndexService.load(lastExitOK))
-        idx_dir = root / INDEX_DIR
+    def _load_index(self, plan: RecoveryPlan, abort: bool, cp: dict) -> None:
+        """Java ``IndexService.load(lastExitOK)``: after a crash, index files newer than
+        the checkpoint's indexMsgTimestamp are deleted."""
+        rep, cfg, log = plan.report, self.cfg, self.log
+        idx_dir = self.root / INDEX_DIR
         idx_files = sorted(p for p in idx_dir.iterdir() if p.is_file() and p.name.isdigit()) if idx_dir.is_dir() else []
         kept_index: list[tuple[Path, dict]] = []
         dropped: list[Path] = []
@@ -394,11 +430,13 @@ class _Planner:
         plan.dropped_index = dropped
         index_end_phy = kept_index[-1][1]["end_phy_offset"] if kept_index else 0
         plan.index_end_phy = index_end_phy
-        log.append("message store recover mode: normal")  # Java: recoverConcurrently off
 
-        # consume queues (Java ConsumeQueue.recover, each)
+    def _recover_queues(self, plan: RecoveryPlan) -> None:
+        """Java ``ConsumeQueue.recover``, each queue (one that fails to load makes the
+        store's load fail)."""
+        rep, log = plan.report, self.log
         queues: dict[tuple[str, int], _Queue] = {}
-        cq_dir = root / CONSUMEQUEUE_DIR
+        cq_dir = self.root / CONSUMEQUEUE_DIR
         if cq_dir.is_dir():
             for tdir in sorted(cq_dir.iterdir()):
                 if not tdir.is_dir():
@@ -406,25 +444,19 @@ class _Planner:
                 for qdir in sorted(tdir.iterdir()):
                     if qdir.is_dir() and qdir.name.isdigit():
                         try:
-                            q = _recover_queue(qdir, tdir.name, int(qdir.name), cfg.mapped_file_size_consume_queue, log)
+                            q = _recover_queue(qdir, tdir.name, int(qdir.name), self.cfg.mapped_file_size_consume_queue, log)
                         except StoreLayoutError as err:
                             rep.load_ok = False
                             rep.load_problems.append(str(err))
                             continue
                         queues[(q.topic, q.queue_id)] = q
         plan.queues = queues
-        max_cq = max((q.max_physic_offset for q in queues.values()), default=-1)
-        rep.max_phy_offset_in_cq_before = max_cq
 
-        if not files:
-            rep.notes.append("the commitlog has no files: RocketMQ deletes every consume queue (\"The commitlog files are deleted\")")
-            rep.start_file = ""
-            rep.start_reason = "no commitlog files"
-            rep.commitlog_end = 0
-            plan.wipe_queues = True
-            return plan
-
-        # commitlog start file
+    def _choose_start(self, plan: RecoveryPlan, abort: bool, max_cq: int) -> int:
+        """The commitlog file the scan starts from (Java ``recoverNormally`` /
+        ``recoverAbnormally``), and where re-dispatch starts; returns its index."""
+        rep, log, files = plan.report, self.log, plan.files
+        fsize = self.cfg.mapped_file_size_commit_log
         if not abort:
             if self.legacy:
                 index = max(0, len(files) - 3)
@@ -453,8 +485,14 @@ class _Planner:
             dispatch_from = -2  # every record scanned is dispatched
         rep.start_file = files[index].path.name
         rep.dispatch_from = dispatch_from
+        return index
 
-        # scan (the consume queues' offsets are hints that let whole runs be verified at once)
+    def _scan(self, plan: RecoveryPlan, index: int, abort: bool) -> None:
+        """Java's walk from the start file with ``checkMessageAndReturnSize``: a BLANK
+        moves to the next file, the first failure is the new end of the log.  The
+        consume queues' offsets are hints that let whole runs be verified at once."""
+        rep, log, files, queues = plan.report, self.log, plan.files, plan.queues
+        fsize = self.cfg.mapped_file_size_commit_log
         t1 = time.perf_counter()
         hint_parts = [q.entries["commitlog_offset"].astype(np.int64) for q in queues.values()]
         owners = [np.full(len(p), i, np.int32) for i, p in enumerate(hint_parts)]
@@ -504,18 +542,6 @@ class _Planner:
         positions = np.concatenate([files[fi].file_from_offset + s.starts for fi, s in scans]) if scans else np.zeros(0, np.int64)
         sizes = np.concatenate([s.sizes for _, s in scans]) if scans else np.zeros(0, np.int64)
         plan.scans, plan.positions, plan.sizes, plan.process, plan.start_index = scans, positions, sizes, process, index
-
-        # truncation of consume queues (after the scan, as Java does)
-        plan.truncate_cq = max_cq >= process
-        if plan.truncate_cq:
-            log.append(f"maxPhyOffsetOfConsumeQueue({max_cq}) >= processOffset({process}), truncate dirty logic files")
-        # commitlog files after the new end
-        plan.delete_commitlog = [f for f in files if f.file_from_offset > process]
-        for f in plan.delete_commitlog:
-            log.append(f"delete file[REF:0] {STORE}/{COMMITLOG_DIR}/{f.path.name} OK")
-            rep.deleted_commitlog_files.append(f.path.name)
-        rep.timings["plan_s"] = time.perf_counter() - t0
-        return plan
 
 
 def _will_need(path: Path) -> None:
