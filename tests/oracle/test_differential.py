@@ -63,3 +63,42 @@ def test_rmqlab_reads_and_recovers_what_rocketmq_49_writes_and_recovers(oracle_4
     assert len(result) == 2 * 4 + 9
     if any(result.values()):
         pytest.fail(_failures(result), pytrace=False)
+
+
+def test_a_blank_claiming_more_than_its_file_ends_the_log_as_in_rocketmq(oracle, rocketmq_stores, tmp_path):
+    """checkMessageAndReturnSize compares totalSize with the bytes left before it reads
+    the magic: a BLANK whose size runs past its file is a failure, not a move to the
+    next file (found by the acceptance paths' differential test; here RocketMQ says so)."""
+    import struct
+
+    from rmqlab.files import MappedFileQueue
+    from rmqlab.format import commitlog as cl
+    from rmqlab.scan.acceptance import scan_file
+
+    cases = []
+    for seed, d, config, ans in rocketmq_stores:
+        if not ans.get("ok"):
+            continue
+        q = MappedFileQueue(d / "crash" / "commitlog")
+        rolled = [(f.path.name, scan_file(f.buf, check_crc=False)) for f in q.files[:-1]]
+        q.close()
+        blank = next(((name, s.end) for name, s in rolled if s.blank), None)
+        if blank is None:
+            continue
+        base = tmp_path / f"b{seed}"
+        D._copy(d / "crash", base / "store")
+        path = base / "store" / "commitlog" / blank[0]
+        data = bytearray(path.read_bytes())
+        assert struct.unpack_from(">iI", data, blank[1])[1] == cl.MAGIC_BLANK
+        struct.pack_into(">i", data, blank[1], len(data) - blank[1] + 100)
+        path.write_bytes(bytes(data))
+        D._copy(base / "store", base / "rocketmq")
+        cases.append((seed, base, config))
+    assert cases, "no RocketMQ-written store rolled a commitlog file"
+    answers = oracle.map(D.load_request(base / "rocketmq", config) for seed, base, config in cases)
+    failures = {}
+    for (seed, base, config), ans in zip(cases, answers):
+        rep_end = ans.get("recovery", {}).get("commitLogMaxOffsetAfterRecovery")
+        failures[f"seed {seed} (RocketMQ's end {rep_end})"] = D._answer_error(ans) or D._guard(lambda: D.recover_and_read(base / "store", base / "rmqlab", config, ans))
+    if any(failures.values()):
+        pytest.fail(_failures(failures), pytrace=False)
