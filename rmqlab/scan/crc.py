@@ -23,13 +23,9 @@ def crc32_slices(buf, starts, ends) -> np.ndarray:
     one C call per slice on a memoryview (no copies, no Python frame per slice)."""
     n = len(starts)
     if n >= KERNEL_FROM:
-        kernels = compiled_kernels()
-        if kernels is not None:
-            a = np.frombuffer(buf, np.uint8) if not isinstance(buf, np.ndarray) else buf.view(np.uint8).reshape(-1)
-            starts = np.asarray(starts, dtype=np.int64)
-            got = kernels.crc32_slices(a, starts, np.asarray(ends, dtype=np.int64) - starts)
-            if got is not None:
-                return got
+        a = np.frombuffer(buf, np.uint8) if not isinstance(buf, np.ndarray) else buf.view(np.uint8).reshape(-1)
+        starts = np.asarray(starts, dtype=np.int64)
+        return compiled_kernels().crc32_slices(a, starts, np.asarray(ends, dtype=np.int64) - starts)
     mv = memoryview(buf).cast("B") if not isinstance(buf, memoryview) else buf
     starts = np.asarray(starts).tolist()
     ends = np.asarray(ends).tolist()
@@ -38,9 +34,12 @@ def crc32_slices(buf, starts, ends) -> np.ndarray:
 
 
 def compiled_kernels():
-    """:mod:`rmqlab.scan.kernels` when its compiled loops are built, else None (the
-    callers' numpy paths give the same answers).  Imported on first use, not with this
-    module: numba takes ~0.4 s to import."""
+    """:mod:`rmqlab.scan.kernels`, the compiled loops every bulk pass runs on.  Imported
+    on first use, not with this module: numba takes ~0.4 s to import.  numba and isal
+    are dependencies of rmqlab; without them the bulk passes cannot run, and this says
+    so (there is no slower copy of them to fall back on)."""
     from . import kernels
 
-    return kernels if kernels.AVAILABLE else None
+    if not kernels.AVAILABLE:
+        raise ImportError(f"rmqlab's bulk decoder needs numba and isal (ISA-L), which are not usable here: {kernels.UNAVAILABLE_BECAUSE}")
+    return kernels

@@ -55,7 +55,6 @@ every reference store written by RocketMQ): the columns are the keys of
 from __future__ import annotations
 
 import struct
-import zlib
 from dataclasses import dataclass
 from typing import Iterable, Iterator
 
@@ -68,7 +67,7 @@ from ..format import properties as props
 from ..format import layout
 from ..format.layout import PREFIX_DTYPES
 from ..format.msgid import format_host
-from .crc import compiled_kernels, crc32_slices
+from .crc import compiled_kernels
 from ..format.record import (
     BAD_MAGIC,
     BODY_CRC,
@@ -311,174 +310,9 @@ def _next_valid(ctx: _Ctx, lo: int, hi: int) -> int | None:
     return None
 
 
-def _lane_starts(ctx: _Ctx, xs0: int, lane: int, k: int, window: int) -> np.ndarray:
-    """For lane starts xs0 + i*lane (i < k): the first position in [x, x+window) whose
-    magic looks right and whose self-recorded physicalOffset is file_base + position;
-    -1 where there is none.  One strided 2-D view, no gather."""
-    a = ctx.a
-    base_i = xs0 - ctx.buf_offset
-    # the window rows must stay inside the buffer with 36 bytes to spare (phys offset)
-    room = len(a) - (base_i + (k - 1) * lane) - 40
-    window = min(window, room)
-    if window <= 0 or k <= 0:
-        return np.full(k, -1, np.int64)
-    m = np.ndarray((k, window), "<u4", buffer=a, offset=base_i + 4, strides=(lane, 1))
-    hit = (m & _MAGIC_MASK_LE) == _MAGIC_MSG_LE
-    rows, cols = np.nonzero(hit)
-    out = np.full(k, -1, np.int64)
-    if len(rows) == 0:
-        return out
-    p = xs0 + rows.astype(np.int64) * lane + cols
-    phys = ctx.gather(">i8", p + _PHYS_AT).astype(np.int64)
-    ok = phys == ctx.file_base + p
-    rows, p = rows[ok], p[ok]
-    if len(rows):
-        first_rows, first_idx = np.unique(rows, return_index=True)
-        out[first_rows] = p[first_idx]
-    return out
-
-
 # ----------------------------------------------------------------------------------------
 # finding chain positions
 # ----------------------------------------------------------------------------------------
-def _walk_py(ctx: _Ctx, pos: int, stop: int, max_records: int) -> tuple[list[int], int]:
-    """Sequential walk (Java's loop): message records while ``pos < stop``; stops at
-    anything else (BLANK, zeros, damage, buffer end) for the caller to look at."""
-    buf, off = ctx.a, ctx.buf_offset
-    limit = min(ctx.buf_end, ctx.file_size)
-    unpack = _PREFIX.unpack_from
-    v1, v2 = cl.MAGIC_V1, cl.MAGIC_V2
-    out: list[int] = []
-    app = out.append
-    while pos < stop and len(out) < max_records:
-        if pos + 8 > limit:
-            break
-        s, m = unpack(buf, pos - off)
-        if (m != v1 and m != v2) or s < _MIN_SIZE or pos + s > limit:
-            break
-        app(pos)
-        pos += s
-    return out, pos
-
-
-#: ranges longer than this are walked in lanes
-LANE_MIN_RANGE = 4 << 20
-#: lane length in bytes; ``None``: chosen from the record size met at the range start
-#: (about :data:`LANE_RECORDS` records per lane, at least :data:`LANE_MIN_BYTES`)
-LANE_BYTES: int | None = None
-LANE_RECORDS = 1024
-LANE_MIN_BYTES = 1 << 15
-_MAX_LANES = 1 << 14
-
-
-def _walk_lanes(ctx: _Ctx, pos: int, stop: int) -> tuple[np.ndarray, int]:
-    """Positions of the chain from ``pos`` while ``< stop``, walked in numpy lanes.
-    Returns positions and where the verified chain stopped (``>= stop``, or a
-    position the sequential rules must look at)."""
-    if LANE_BYTES is None:
-        # lanes of ~LANE_RECORDS records: few numpy steps, and few lane starts to
-        # search (each search scans a window of a few records)
-        head, _ = _walk_py(ctx, pos, stop, 65)
-        avg = (head[-1] - head[0]) // (len(head) - 1) if len(head) > 1 else 4096
-        lane = max(LANE_MIN_BYTES, avg * LANE_RECORDS)
-        window = max(1024, 2 * avg)
-    else:
-        lane, window = LANE_BYTES, 1 << 12
-    k = (stop - pos) // lane
-    if k < 8:
-        out, end = _walk_py(ctx, pos, stop, 1 << 62)
-        return np.asarray(out, np.int64), end
-    k = min(k, _MAX_LANES)
-    lane = (stop - pos) // k
-    starts = np.empty(k, np.int64)
-    starts[0] = pos
-    starts[1:] = _lane_starts(ctx, pos + lane, lane, k - 1, min(lane, window))
-    starts = starts[starts >= 0]
-    k = len(starts)
-    ends = np.append(starts[1:], stop)
-    limit = min(ctx.buf_end, ctx.file_size)
-    sizes_v = ctx.view(">i4")
-    magic_v = ctx.view("<u4")
-    off = ctx.buf_offset
-    v1 = int.from_bytes(struct.pack(">I", cl.MAGIC_V1), "little")
-    v2 = int.from_bytes(struct.pack(">I", cl.MAGIC_V2), "little")
-    # the lanes still walking, compacted: lane ids, positions, ends (lane order kept)
-    act = np.arange(k)
-    p = starts.copy()
-    e = ends
-    cur = np.empty(k, np.int64)  # where each lane stopped
-    stopped = np.zeros(k, bool)
-    always_fits = stop + 8 <= limit  # every walked position is < stop
-    lanes_out, pos_out = [], []
-    while len(act):
-        if always_fits:
-            bi = p - off
-            s = sizes_v[bi].astype(np.int64)
-            mg = magic_v[bi + 4]
-            good = ((mg == v1) | (mg == v2)) & (s >= _MIN_SIZE) & (p + s <= limit)
-        else:
-            fits = p + 8 <= limit
-            bi = np.where(fits, p - off, 0)
-            s = sizes_v[bi].astype(np.int64)
-            mg = magic_v[bi + 4]
-            good = fits & ((mg == v1) | (mg == v2)) & (s >= _MIN_SIZE) & (p + s <= limit)
-        if not good.all():
-            bad = ~good
-            stopped[act[bad]] = True
-            cur[act[bad]] = p[bad]
-            act, p, s, e = act[good], p[good], s[good], e[good]
-        lanes_out.append(act)
-        pos_out.append(p)
-        p = p + s
-        more = p < e
-        if not more.all():
-            done = ~more
-            cur[act[done]] = p[done]
-            act, p, e = act[more], p[more], e[more]
-    # accept lanes in order while each lands exactly on the next lane's start
-    last = k - 1
-    for i in range(k - 1):
-        if stopped[i] or cur[i] != starts[i + 1]:
-            last = i
-            break
-    if not pos_out:
-        return np.zeros(0, np.int64), int(cur[last])
-    positions = _lane_order(lanes_out, pos_out, k)
-    if last < k - 1:  # positions are sorted and every lane's lie below the next lane's start
-        positions = positions[: int(np.searchsorted(positions, starts[last + 1]))]
-    return positions, int(cur[last])
-
-
-def _lane_order(lanes_out: list[np.ndarray], pos_out: list[np.ndarray], k: int) -> np.ndarray:
-    """File order of the walked positions (lane by lane, step by step within a lane)
-    without a sort.  ``pos_out[t]`` holds step ``t`` of the lanes ``lanes_out[t]``
-    still walking (in lane order; a lane that stops never walks again)."""
-    # steps where every lane walked: rows of a (steps, lanes) matrix whose transpose
-    # is already in file order; usually all but the last few steps
-    full = 0
-    while full < len(pos_out) and len(pos_out[full]) == k:
-        full += 1
-    rest_lanes, rest_pos = lanes_out[full:], pos_out[full:]
-    n_rest = sum(len(x) for x in rest_pos)
-    width = full + len(rest_pos)
-    if full and k * (width - full) <= n_rest + k * full // 8:
-        # the ragged end is short: a (lanes, steps) table padded with -1
-        table = np.full((k, width), -1, np.int64)
-        table[:, :full] = np.stack(pos_out[:full], axis=1)
-        for t, (lanes, pos) in enumerate(zip(rest_lanes, rest_pos)):
-            table[lanes, full + t] = pos
-        flat = table.ravel()
-        return flat[flat >= 0]
-    # lanes of very different lengths: scatter every position to its place
-    lanes_all = np.concatenate(lanes_out)
-    pos_all = np.concatenate(pos_out)
-    step_all = np.repeat(np.arange(len(pos_out)), [len(x) for x in pos_out])
-    counts = np.bincount(lanes_all, minlength=k)
-    lane_off = np.zeros(k + 1, np.int64)
-    np.cumsum(counts, out=lane_off[1:])
-    positions = np.empty(len(pos_all), np.int64)
-    positions[lane_off[lanes_all] + step_all] = pos_all
-    return positions
 
 
 # ----------------------------------------------------------------------------------------
@@ -681,114 +515,6 @@ def _msg_ids(addr_port_raw: np.ndarray, positions: np.ndarray) -> pa.Array:
     return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offs), pa.py_buffer(hexed)])
 
 
-def _properties(parr: pa.Array) -> pa.Array:
-    """``map<string,string>`` from binary properties strings, vectorised with numpy
-    (the path without numba; with it :func:`_properties_at` splits in one compiled
-    pass).
-
-    Same rules as :func:`rmqlab.format.properties.decode_pairs` followed by
-    :func:`~rmqlab.format.properties.to_ordered_dict`: segments end at ``\\x02`` (or
-    the end of the string); empty segments and segments without ``\\x01`` are
-    skipped; name is up to the first ``\\x01``; a later duplicate name's value wins,
-    at the place of its first appearance.
-    """
-    n = len(parr)
-    bufs = parr.buffers()
-    ro = np.frombuffer(bufs[1], np.int32, count=n + 1, offset=parr.offset * 4).astype(np.int64)
-    base = int(ro[0])
-    ro = ro - base
-    data = np.frombuffer(bufs[2], np.uint8)[base : base + int(ro[-1])] if bufs[2] is not None else np.zeros(0, np.uint8)
-    total = len(data)
-    tok = np.flatnonzero(data <= 2)
-    kinds = data[tok]
-    if len(tok) % 2 == 0 and (kinds[0::2] == 1).all() and (kinds[1::2] == 2).all():
-        # the usual shape: \x01 \x02 \x01 \x02 ... (views, no copies)
-        fast = _properties_fast(parr, data, ro, tok[1::2], tok[0::2], alternating=True)
-        if fast is not None:
-            return fast
-    seps = tok[kinds == 2]
-    ones = tok[kinds == 1]
-    rec_of_sep = np.searchsorted(ro, seps, side="right") - 1
-    prev_same = np.zeros(len(seps), bool)
-    if len(seps) > 1:
-        prev_same[1:] = rec_of_sep[1:] == rec_of_sep[:-1]
-    seg_start = np.where(prev_same, np.concatenate(([0], seps[:-1] + 1)) if len(seps) else seps, ro[rec_of_sep] if len(seps) else seps)
-    seg_end = seps
-    seg_rec = rec_of_sep
-    # trailing segment of records that do not end with \x02
-    lens = ro[1:] - ro[:-1]
-    last_byte = data[np.maximum(ro[1:] - 1, 0)] if total else np.zeros(n, np.uint8)
-    trailing = np.flatnonzero((lens > 0) & (last_byte != 2))
-    if len(trailing):
-        last_sep_idx = np.searchsorted(seps, ro[trailing + 1], side="left") - 1
-        t_start = ro[trailing].copy()
-        has = last_sep_idx >= 0
-        has[has] = seps[last_sep_idx[has]] >= ro[trailing[has]]
-        t_start[has] = seps[last_sep_idx[has]] + 1
-        seg_start = np.concatenate((seg_start, t_start))
-        seg_end = np.concatenate((seg_end, ro[trailing + 1]))
-        seg_rec = np.concatenate((seg_rec, trailing))
-        order = np.argsort(seg_start, kind="stable")
-        seg_start, seg_end, seg_rec = seg_start[order], seg_end[order], seg_rec[order]
-    # name/value split at the first \x01 of each segment
-    j = np.searchsorted(ones, seg_start, side="left")
-    jc = np.minimum(j, max(len(ones) - 1, 0))
-    p1 = ones[jc] if len(ones) else np.full(len(seg_start), -1)
-    keep = (seg_end > seg_start) & (j < len(ones)) & (p1 < seg_end) & (p1 >= seg_start)
-    seg_start, seg_end, seg_rec, p1 = seg_start[keep], seg_end[keep], seg_rec[keep], p1[keep]
-    m = len(seg_start)
-    counts = np.bincount(seg_rec, minlength=n) if m else np.zeros(n, np.int64)
-    moffs = np.zeros(n + 1, np.int32)
-    np.cumsum(counts, out=moffs[1:])
-    keys_b, vals_b = _split_pairs(data, seg_start, p1, seg_end)
-    # duplicate names inside one record: rare (batch UNIQ_KEY); found with a cheap
-    # fingerprint (length + first 8 bytes), then settled exactly in Python
-    flagged = _duplicate_candidates(data, seg_start, p1, seg_rec)
-    try:
-        keys = keys_b.cast(pa.string())
-        vals = vals_b.cast(pa.string())
-    except pa.ArrowInvalid:
-        return _properties_python(parr)
-    if len(flagged):
-        return _properties_dedup(keys, vals, moffs, flagged)
-    return pa.MapArray.from_arrays(pa.array(moffs), keys, vals)
-
-
-def _properties_fast(parr, data, ro, seps, ones, alternating: bool = False) -> pa.Array | None:  # noqa: C901
-    """The common case in one pass: every record's properties are ``name\x01value\x02``
-    pairs exactly (separators strictly alternate, every non-empty record ends with
-    ``\x02``).  Then segment i is ``[seps[i-1]+1, seps[i])`` with its ``\x01`` at
-    ``ones[i]``.  ``None`` when the bytes are not that regular."""
-    m = len(seps)
-    n = len(ro) - 1
-    if len(ones) != m:
-        return None
-    if m and not alternating:
-        if not (ones < seps).all() or not (ones[1:] > seps[:-1]).all():
-            return None
-    nonempty = ro[1:] > ro[:-1]
-    if nonempty.any() and not (data[ro[1:][nonempty] - 1] == 2).all():
-        return None
-    # tokens alternate \x01 \x02 \x01 \x02 ... and every record ends with \x02, so
-    # every record's tokens start with \x01: no pair straddles two records
-    cs = np.searchsorted(seps, ro)  # separators before each record start
-    seg_start = np.empty(m, np.int64)
-    if m:
-        seg_start[0] = 0
-        seg_start[1:] = seps[:-1] + 1
-    keys_b, vals_b = _split_pairs(data, seg_start, ones, seps)
-    moffs = cs.astype(np.int32)
-    seg_rec = np.repeat(np.arange(n), np.diff(cs)) if m else np.zeros(0, np.int64)
-    flagged = _duplicate_candidates(data, seg_start, ones, seg_rec)
-    kv = _strings(keys_b, vals_b, len(data) > 0 and int(data.max()) >= 0x80)
-    if kv is None:
-        return _properties_python(parr)
-    keys, vals = kv
-    if len(flagged):
-        return _properties_dedup(keys, vals, moffs, flagged)
-    return pa.MapArray.from_arrays(pa.array(moffs), keys, vals)
-
-
 def _as_string(b: pa.Array, non_ascii: bool) -> pa.Array:
     """Binary as string: a free view when every byte is ASCII, else a validating cast
     (``ArrowInvalid`` on invalid UTF-8)."""
@@ -813,86 +539,12 @@ def _map_of_pairs(moffs: np.ndarray, keys_b: pa.Array, vals_b: pa.Array, non_asc
 
 def _properties_at(ctx: _Ctx, starts: np.ndarray, ends: np.ndarray, keep: np.ndarray | None) -> pa.Array:
     """The properties column of the buffer slices ``[starts[i], ends[i])`` (file
-    positions): split by the compiled pass straight from the buffer when it is there
-    (no copy of the properties strings first), else via :func:`_properties`."""
+    positions): split by the compiled pass straight from the buffer (no copy of the
+    properties strings first); a batch with invalid UTF-8 goes record by record."""
     k = _kern()
-    if k is None:
-        return _properties(_interleaved(ctx, starts, ends, keep))
     s, e = (starts, ends) if keep is None else (starts[keep], ends[keep])
     mapped = _map_of_pairs(*k.property_pairs(ctx.a, s - ctx.buf_offset, e - ctx.buf_offset))
     return mapped if mapped is not None else _properties_python(_interleaved(ctx, starts, ends, keep))
-
-
-def _split_pairs(data, seg_start, p1, seg_end) -> tuple[pa.Array, pa.Array]:
-    """Names ``[seg_start, p1)`` and values ``[p1+1, seg_end)`` as binary arrays."""
-    m = len(seg_start)
-    dbuf = pa.py_buffer(np.ascontiguousarray(data)) if len(data) else pa.py_buffer(b"")
-    # names: value, gap (\x01 value ... up to the next name), value, gap ...
-    # values: value, gap (separator, next name, \x01), value, gap ...
-    # (segments are in order and disjoint, so both offset lists are monotonic)
-    out = []
-    for lo, hi in ((seg_start, p1), (p1 + 1, seg_end)):
-        offs = np.empty(2 * m + 1, np.int32)
-        offs[0 : 2 * m : 2] = lo
-        offs[1 : 2 * m : 2] = hi
-        offs[2 * m] = hi[-1] if m else 0
-        allv = pa.Array.from_buffers(pa.binary(), 2 * m, [None, pa.py_buffer(offs), dbuf])
-        out.append(allv.take(_even_indices(m)))
-    return out[0], out[1]
-
-
-#: _LOW_BYTES_MASK[k] keeps the first k bytes of a little-endian uint64
-_LOW_BYTES_MASK = np.array([(1 << (8 * k)) - 1 for k in range(8)] + [0xFFFFFFFFFFFFFFFF], np.uint64)
-
-
-def _duplicate_candidates(data, name_start, name_end, seg_rec) -> np.ndarray:
-    """Records that may hold a name twice: equal (length, first 8 bytes) fingerprints
-    within a record.  Exact answers come from :func:`_properties_dedup`."""
-    m = len(name_start)
-    if m < 2:
-        return np.zeros(0, np.int64)
-    ln = (name_end - name_start).astype(np.int64)
-    if len(data) >= 8 and int(name_start.max()) + 8 <= len(data):  # no padding needed
-        words = np.ndarray((len(data) - 7,), "<u8", buffer=data, strides=(1,))[name_start]
-    else:
-        pad = np.concatenate((data, np.zeros(8, np.uint8)))
-        words = np.ndarray((len(pad) - 7,), "<u8", buffer=pad, strides=(1,))[name_start]
-    fp = (words & _LOW_BYTES_MASK[np.minimum(ln, 8)]) ^ (ln.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15))
-    flagged = []
-    d = 1
-    while d < m:
-        same_rec = seg_rec[d:] == seg_rec[:-d]
-        if not same_rec.any():
-            break
-        same = same_rec & (fp[d:] == fp[:-d])
-        if same.any():
-            flagged.append(seg_rec[d:][same])
-        d += 1
-    return np.unique(np.concatenate(flagged)) if flagged else np.zeros(0, np.int64)
-
-
-def _properties_dedup(keys: pa.Array, vals: pa.Array, moffs: np.ndarray, flagged: np.ndarray) -> pa.Array:
-    """Keep each name once per record, at its first place, with its last value."""
-    m = len(keys)
-    keep = np.ones(m, bool)
-    value_index = np.arange(m)
-    for r in flagged.tolist():
-        lo, hi = int(moffs[r]), int(moffs[r + 1])
-        names = keys.slice(lo, hi - lo).to_pylist()
-        first: dict[str, int] = {}
-        for i, name in enumerate(names):
-            if name in first:
-                keep[lo + i] = False
-                value_index[lo + first[name]] = lo + i
-            else:
-                first[name] = i
-    vals2 = vals.take(pa.array(value_index[keep]))
-    keys2 = keys.filter(pa.array(keep))
-    counts = np.add.reduceat(keep.astype(np.int64), moffs[:-1]) if m else np.zeros(len(moffs) - 1, np.int64)
-    counts[moffs[:-1] == moffs[1:]] = 0  # reduceat quirk for empty groups
-    new_offs = np.zeros(len(moffs), np.int32)
-    np.cumsum(counts, out=new_offs[1:])
-    return pa.MapArray.from_arrays(pa.array(new_offs), keys2, vals2)
 
 
 def _properties_python(parr: pa.Array) -> pa.Array:
@@ -906,146 +558,27 @@ def _properties_python(parr: pa.Array) -> pa.Array:
 _crc32 = hashing.crc32  # ISA-L's when installed (see rmqlab.format.hashing)
 
 
-def _crc_tables() -> tuple[np.ndarray, np.ndarray]:
-    """zlib's CRC-32 (reflected, polynomial 0xEDB88320) as an 8-bit and a 16-bit table."""
-    poly = np.uint32(0xEDB88320)
-    one = np.uint32(1)
-
-    def steps(values: np.ndarray, bits: int) -> np.ndarray:
-        t = values.astype(np.uint32)
-        for _ in range(bits):
-            t = np.where(t & one, (t >> one) ^ poly, t >> one)
-        return t.astype(np.uint32)
-
-    return steps(np.arange(256), 8), steps(np.arange(65536), 16)
-
-
-_CRC_TABLE8, _CRC_TABLE16 = _crc_tables()
-#: bodies up to this long are checksummed side by side in numpy; longer ones by zlib
-_VECTOR_CRC_MAX = 96  # not a layout: the widest rows the vector CRC takes
-
-
-def _zero_tail_tables(maxlen: int) -> np.ndarray:
-    """``Z[d][b]``: the CRC-32 register (started at 0) after byte ``b`` and ``d`` zero
-    bytes.  CRC-32 is linear, so ``crc32(x) = XOR_j Z[len-1-j][x[j]] ^ crc32(zeros(len))``."""
-    z = np.empty((maxlen, 256), np.uint32)
-    t8 = _CRC_TABLE8
-    z[0] = t8
-    for d in range(1, maxlen):
-        c = z[d - 1]
-        z[d] = t8[c & np.uint32(0xFF)] ^ (c >> np.uint32(8))
-    return z
-
-
-_ZERO_TAIL = _zero_tail_tables(_VECTOR_CRC_MAX)
-#: slices of one length, in groups of at least this many, go through _crc32_rows
-_ROWS_MIN_GROUP = 64
-
-
-def _crc32_rows(mat: np.ndarray) -> np.ndarray:
-    """``zlib.crc32`` of each row of an ``(n, L)`` uint8 matrix (``L <= 96``): one
-    table lookup per byte column, no data-dependent gathers (see _zero_tail_tables)."""
-    n, length = mat.shape
-    crc = np.full(n, zlib.crc32(bytes(length)), np.uint32)
-    cols = mat.T.astype(np.intp, order="C")  # byte columns as contiguous table indices
-    for j in range(length):
-        crc ^= _ZERO_TAIL[length - 1 - j].take(cols[j])
-    return crc.astype(np.int64)
-
-
-def _crc32_many(a: np.ndarray, starts: np.ndarray, lens: np.ndarray) -> np.ndarray:
-    """``zlib.crc32`` of many short slices ``a[s:s+n]`` at once.  Slices of a common
-    length are gathered into a matrix (:func:`_crc32_rows`); the rest advance side by
-    side two bytes per step (16-bit table), a last odd byte by one, ordered longest
-    first so the active ones are always a prefix."""
-    n = len(starts)
-    if n == 0:
-        return np.zeros(0, np.int64)
-    lo, hi = int(lens.min()), int(lens.max())
-    if lo == hi and lo > 0:  # one length (fixed-size payloads): one matrix
-        if n == 1 or (np.diff(starts) == lo).all():  # back to back: a plain reshape
-            s0 = int(starts[0])
-            return _crc32_rows(a[s0 : s0 + n * lo].reshape(n, lo))
-        return _crc32_rows(_rows(a, starts, lo))
-    if hi - lo <= 8 and n >= _ROWS_MIN_GROUP:  # a few lengths: one matrix each
-        out = np.empty(n, np.int64)
-        for length in range(lo, hi + 1):
-            sel = np.flatnonzero(lens == length)
-            if len(sel) == 0:
-                continue
-            if length == 0:
-                out[sel] = 0
-            else:
-                out[sel] = _crc32_rows(_rows(a, starts[sel], length))
-        return out
-    return _crc32_side_by_side(a, starts, lens)
-
-
 def _rows(a: np.ndarray, starts: np.ndarray, length: int) -> np.ndarray:
     """``a[s : s + length]`` for each start, as an ``(n, length)`` matrix."""
     v = np.ndarray((len(a) - length + 1,), np.dtype((np.void, length)), buffer=a, strides=(1,))
     return v[starts].view(np.uint8).reshape(len(starts), length)
 
 
-def _crc32_side_by_side(a: np.ndarray, starts: np.ndarray, lens: np.ndarray) -> np.ndarray:
-    n = len(starts)
-    order = np.argsort(-lens, kind="stable")
-    s = starts[order].astype(np.int64)
-    ln = lens[order]
-    crc = np.full(n, 0xFFFFFFFF, np.uint32)
-    maxlen = int(ln[0])
-    neg = -ln
-    # at_least[j] = how many slices have more than j bytes
-    at_least = np.searchsorted(neg, -np.arange(maxlen + 2), side="left")
-    words = np.ndarray((max(len(a) - 1, 0),), "<u2", buffer=a, strides=(1,)) if len(a) > 1 else np.zeros(0, np.uint16)
-    t8, t16 = _CRC_TABLE8, _CRC_TABLE16
-    eight, sixteen = np.uint32(8), np.uint32(16)
-    m8, m16 = np.uint32(0xFF), np.uint32(0xFFFF)
-    for j in range(0, maxlen, 2):
-        k2 = int(at_least[j + 1])  # slices with at least 2 bytes left
-        k1 = int(at_least[j])  # ... with at least 1
-        if k2:
-            c = crc[:k2]
-            crc[:k2] = t16[(c ^ words[s[:k2] + j]) & m16] ^ (c >> sixteen)
-        if k1 > k2:
-            c = crc[k2:k1]
-            crc[k2:k1] = t8[(c ^ a[s[k2:k1] + j]) & m8] ^ (c >> eight)
-    out = np.empty(n, np.int64)
-    out[order] = (crc ^ np.uint32(0xFFFFFFFF)).astype(np.int64)
-    return out
-
-
 #: "__CRC32#", the first 8 bytes of the property Java appends last, as a native uint64
 _CRC32_NAME_U8 = np.frombuffer(props.CRC32.encode(), "<u8")[0]
 
 
-#: the compiled loops, or None (one loader for the package: crc.compiled_kernels)
+#: the compiled loops (one loader for the package: crc.compiled_kernels)
 _kern = compiled_kernels
 
 
-def _check_crcs(ctx: _Ctx, P, body_start, body_end, total, body_crc, props_start, props_len, bodies_all, computed=None):
+def _check_crcs(ctx: _Ctx, P, total, body_crc, props_len, computed):
     """``(body_ok, prop_state)``: prop_state 0 = no __CRC32# property, 1 ok, 2 bad
     (Java ``enabledAppendPropCRC``: last 20 bytes of the properties).  ``computed``:
-    the bodies' CRCs when they are known already."""
+    the bodies' CRCs (from the compiled pass)."""
     mv = ctx.mv
     off = ctx.buf_offset
     crc = _crc32
-    if computed is None:
-        lens = body_end - body_start
-        short = lens <= _VECTOR_CRC_MAX
-        # short bodies are checksummed in the compacted body buffer (cache-friendly);
-        # long ones straight from the file buffer
-        bodies = bodies_all.buffers()[2]
-        bdata = np.frombuffer(bodies, np.uint8) if bodies is not None else np.zeros(0, np.uint8)
-        boffs = np.frombuffer(bodies_all.buffers()[1], np.int32, count=len(P) + 1, offset=bodies_all.offset * 4).astype(np.int64)
-        if short.all():
-            computed = _crc32_many(bdata, boffs[:-1], lens)
-        else:
-            computed = np.empty(len(P), np.int64)
-            si = np.flatnonzero(short)
-            li = np.flatnonzero(~short)
-            computed[si] = _crc32_many(bdata, boffs[:-1][si], lens[si])
-            computed[li] = crc32_slices(mv, body_start[li] - off, body_end[li] - off)
     body_ok = (computed & 0x7FFFFFFF) == body_crc
     prop_state = np.zeros(len(P), np.int8)
     cand = np.flatnonzero(props_len >= PROPERTY_CRC_TAIL)
@@ -1197,14 +730,11 @@ def _decode_positions(ctx: _Ctx, P: np.ndarray) -> tuple[pa.RecordBatch | None, 
     body_wanted = ctx.include_body and want("body")
     kern = _kern()
     if ctx.verify_crc:
-        computed = None
-        if kern is not None and not body_wanted:  # the CRCs alone, straight from the buffer
+        if not body_wanted:  # the CRCs alone, straight from the buffer
             computed = kern.crc32_slices(ctx.a, body_start - ctx.buf_offset, body_end - body_start)
-        elif kern is not None:
+        else:  # the body column and its CRCs in one pass
             bodies_all, computed = kern.bodies_and_crcs(ctx.a, body_start - ctx.buf_offset, body_end - body_start)
-        else:
-            bodies_all = _interleaved(ctx, body_start, body_end, None)
-        body_ok, prop_state = _check_crcs(ctx, P, body_start, body_end, total, body_crc, props_start, props_len, bodies_all, computed)
+        body_ok, prop_state = _check_crcs(ctx, P, total, body_crc, props_len, computed)
         body_ok = body_ok | (body_end == body_start)  # Java checks the body CRC only where there is a body
         crc_ok = body_ok & (prop_state != 2)
         if not crc_ok.all():
@@ -1223,10 +753,8 @@ def _decode_positions(ctx: _Ctx, P: np.ndarray) -> tuple[pa.RecordBatch | None, 
         body = pa.nulls(m, pa.binary())
     elif bodies_all is not None:
         body = bodies_all if keep is None else bodies_all.filter(pa.array(keep))
-    elif kern is not None:  # the compiled copy (both cores for large batches)
+    else:  # the compiled copy (both cores for large batches)
         body = kern.bodies_and_crcs(ctx.a, k(body_start) - ctx.buf_offset, k(body_end) - k(body_start), with_crc=False)[0]
-    else:
-        body = _interleaved(ctx, body_start, body_end, keep)
     if kinds is None:
         kind = _constant_strings(KIND_MESSAGE, m)
     else:
@@ -1272,13 +800,11 @@ def java_schema(names: tuple[str, ...]) -> pa.Schema:
 def _java_values(ctx: _Ctx, starts: np.ndarray, ends: np.ndarray) -> list[pa.Array]:
     """The ``java_property:`` columns of the records whose properties are the buffer
     slices ``[starts[i], ends[i])`` (file positions)."""
-    k = _kern()
-    if k is not None:
-        got = k.java_property_values(ctx.a, starts - ctx.buf_offset, ends - ctx.buf_offset, ctx.java_properties)
-        try:
-            return [_as_string(arr, non_ascii) for arr, non_ascii in got]
-        except pa.ArrowInvalid:
-            pass  # invalid UTF-8: Java reads U+FFFD there, as decode_text does
+    got = _kern().java_property_values(ctx.a, starts - ctx.buf_offset, ends - ctx.buf_offset, ctx.java_properties)
+    try:
+        return [_as_string(arr, non_ascii) for arr, non_ascii in got]
+    except pa.ArrowInvalid:
+        pass  # invalid UTF-8: Java reads U+FFFD there, as decode_text does, record by record
     maps = [props.to_java_map(props.decode_pairs(ctx.mv[s - ctx.buf_offset : e - ctx.buf_offset].tobytes())) for s, e in zip(starts.tolist(), ends.tolist())]
     return [pa.array([mp.get(name) for mp in maps], pa.string()) for name in ctx.java_properties]
 
@@ -1412,32 +938,9 @@ def scan_range(
 
 
 def _walk_pieces(ctx: _Ctx, pos: int, stop: int):
-    """The chain from ``pos`` as ``(positions, end)`` pieces: compiled, the next piece
-    walked on another thread while this one is decoded; else in one piece."""
-    k = _kern()
-    if k is not None:
-        pieces = k.walk_pieces(ctx.a, pos, stop, min(ctx.buf_end, ctx.file_size), ctx.buf_offset, _MIN_SIZE, (cl.MAGIC_V1, cl.MAGIC_V2))
-        if pieces is not None:
-            return pieces
-    return _one_piece(ctx, pos, stop)
-
-
-def _one_piece(ctx: _Ctx, pos: int, stop: int):
-    yield _walk(ctx, pos, stop)
-
-
-def _walk(ctx: _Ctx, pos: int, stop: int) -> tuple[np.ndarray, int]:
-    """The chain from ``pos``: compiled when :mod:`rmqlab.scan.kernels` can, else in
-    numpy lanes for long ranges and the plain loop for short ones (same answer)."""
-    k = _kern()
-    if k is not None:
-        return k.walk(ctx.a, pos, stop, min(ctx.buf_end, ctx.file_size), ctx.buf_offset, _MIN_SIZE, (cl.MAGIC_V1, cl.MAGIC_V2))
-    return _walk_lanes(ctx, pos, stop) if stop - pos > LANE_MIN_RANGE else _walk_py_arr(ctx, pos, stop)
-
-
-def _walk_py_arr(ctx, pos, stop):
-    out, end = _walk_py(ctx, pos, stop, 1 << 62)
-    return np.asarray(out, np.int64), end
+    """The chain from ``pos`` as ``(positions, end)`` pieces, walked by the compiled
+    loop, the next piece on another thread while this one is decoded."""
+    return _kern().walk_pieces(ctx.a, pos, stop, min(ctx.buf_end, ctx.file_size), ctx.buf_offset, _MIN_SIZE, (cl.MAGIC_V1, cl.MAGIC_V2))
 
 
 def _batch_end(ctx: _Ctx, positions: np.ndarray, i: int) -> int:

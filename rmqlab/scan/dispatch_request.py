@@ -29,7 +29,6 @@ if TYPE_CHECKING:  # imported lazily at run time (see _arrow)
 
 from ..format import properties as props
 from ..format import layout
-from ..format.layout import PREFIX_DTYPES
 from ..format.record import Record, decode_record
 from .. import rules
 from ..rules import SCHEDULE_TOPIC

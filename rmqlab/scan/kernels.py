@@ -24,10 +24,11 @@ Java counterpart: none — RocketMQ reads one record at a time
 :func:`set_threads` limits them to one thread (Spark's readers: a task per core
 already).
 
-Everything here is optional: without numba (or with ``RMQLAB_NO_KERNELS=1``)
-:data:`AVAILABLE` is False and the decoder keeps its numpy/Python paths; tests compare
-both; without isal the CRC loops are missing and :data:`AVAILABLE` is False too.  All
-loops are cached on disk by numba (the CRC loops call ISA-L by symbol name, see
+numba and isal are dependencies of rmqlab, and the bulk passes have no other copy: where
+either cannot be loaded, :data:`AVAILABLE` is False, :data:`UNAVAILABLE_BECAUSE` says
+why, and :func:`rmqlab.scan.crc.compiled_kernels` refuses with that reason.  (The
+one-record decoder, :func:`rmqlab.format.record.decode_record`, is the slow reference
+the tests compare these loops with.)  All loops are cached on disk by numba (the CRC loops call ISA-L by symbol name, see
 :func:`_external_functions`).
 """
 
@@ -64,9 +65,7 @@ def _external_functions():
 
 
 def _numba():
-    """numba, or None when it is missing or switched off (``RMQLAB_NO_KERNELS``)."""
-    if os.environ.get("RMQLAB_NO_KERNELS"):
-        return None
+    """numba, or None when it cannot be imported."""
     try:
         import numba
     except ImportError:
@@ -280,6 +279,10 @@ _WALK = _compile_walk()
 _PAIRS, _JAVA_VALUES, _GATHER_SPANS = _compile_pairs() or (None, None, None)
 #: whether the compiled loops are built (else the functions here return None)
 AVAILABLE = _KERNEL is not None and _WALK is not None and _PAIRS is not None
+#: why :data:`AVAILABLE` is False ("" when it is True)
+UNAVAILABLE_BECAUSE = (
+    "" if AVAILABLE else "numba cannot be imported" if _numba() is None else "isal's crc32_gzip_refl cannot be loaded" if _CRC_EXT is None else "a loop failed to compile"
+)
 _WORKERS = max(1, min(2, os.cpu_count() or 1))
 #: below this many body bytes one thread does it all (thread hand-off costs more)
 _SPLIT_MIN_BYTES = 4 << 20
@@ -499,4 +502,4 @@ def _split_part(a: np.ndarray, starts: np.ndarray, ends: np.ndarray, total: int)
     return m, hi, kbuf, koffs, vbuf, voffs, moffs
 
 
-__all__ = ["AVAILABLE", "bodies_and_crcs", "crc32_slices", "java_property_values", "property_pairs", "set_threads", "walk", "walk_pieces"]
+__all__ = ["AVAILABLE", "UNAVAILABLE_BECAUSE", "bodies_and_crcs", "crc32_slices", "java_property_values", "property_pairs", "set_threads", "walk", "walk_pieces"]

@@ -85,8 +85,6 @@ def test_bulk_decoder_reads_the_generated_store(generated, monkeypatch):
     root, _ = generated
     store = open_store(root)
     expected = [dict(r.to_dict(), kind=r.kind) for r in store.commitlog.walk()]
-    monkeypatch.setattr(fd, "LANE_MIN_RANGE", 4096)
-    monkeypatch.setattr(fd, "LANE_BYTES", 2048)
     rows = []
     for f in store.commitlog.queue.files:
         for b in fd.decode_file(f.buf, f.file_from_offset, file=str(f.path)):

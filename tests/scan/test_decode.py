@@ -204,17 +204,6 @@ def test_windows_and_need_more_bytes_resume_exactly(case):
             assert got == expected
 
 
-@pytest.mark.parametrize("lane", [300, 1024, 4096])
-def test_lane_walk_equals_sequential_walk(monkeypatch, lane):
-    for case in ("clean", "crash-torn"):
-        mode = "lenient" if case in DAMAGED else "strict"
-        sequential = fast_rows(case, mode)
-        monkeypatch.setattr(fd, "LANE_MIN_RANGE", 2048)
-        monkeypatch.setattr(fd, "LANE_BYTES", lane)
-        assert fast_rows(case, mode) == sequential
-        monkeypatch.undo()
-
-
 # -- synthetic damage -------------------------------------------------------------------------
 def _clean_file0():
     _, files = files_of("clean")

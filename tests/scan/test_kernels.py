@@ -1,5 +1,6 @@
-"""The compiled body pass (rmqlab.scan.kernels): the same bodies and CRCs as slicing
-and zlib.crc32, and fastdecode gives the same rows with it as without it."""
+"""The compiled loops (rmqlab.scan.kernels): the same bodies and CRCs as slicing and
+zlib.crc32, and the bulk decoder built on them gives the rows the one-record decoder
+(rmqlab.format.record.decode_record, the slow reference) gives."""
 
 from __future__ import annotations
 
@@ -14,7 +15,39 @@ from rmqlab.scan import kernels
 
 from tests.support import REFERENCE
 
-pytestmark = pytest.mark.skipif(not kernels.AVAILABLE, reason="numba or a CRC library is missing: the pure path is used")
+
+
+def test_the_loops_are_built():
+    """numba and isal are dependencies: the loops must be there (no other copy runs)."""
+    assert kernels.AVAILABLE, kernels.UNAVAILABLE_BECAUSE
+
+
+def _reference_rows(buf: bytes, verify_crc: bool) -> list[dict]:
+    """The walk from 0 with the one-record decoder, as decode_file's rows (the keys of
+    Record.to_dict, a CRC failure as its kind), up to the first record it refuses."""
+    import base64
+
+    from rmqlab.format.record import RecordError, decode_record
+
+    rows, pos = [], 0
+    while True:
+        try:
+            rec = decode_record(buf, pos, check_crc=verify_crc)
+        except RecordError:
+            return rows
+        if rec is None:
+            return rows
+        row = rec.to_dict()
+        if not rec.is_blank:
+            row["body"] = base64.b64decode(row["body"])
+            row["properties"] = list(row["properties"].items())
+            row["kind"] = "MESSAGE" if not verify_crc or rec.crc_ok else ("BODY_CRC" if not rec.body_crc_ok else "PROPERTY_CRC")
+            if not verify_crc:
+                row["crc_ok"] = None
+        rows.append(row)
+        if rec.is_blank:
+            return rows
+        pos += rec.total_size
 
 
 def test_bodies_and_crcs_equal_slicing_and_zlib():
@@ -37,18 +70,16 @@ def test_bodies_and_crcs_equal_slicing_and_zlib():
 
 @pytest.mark.parametrize("verify_crc", [True, False])
 @pytest.mark.parametrize("case", ["clean", "crash-torn", "v2ipv6"])
-def test_decoder_rows_are_the_same_without_the_kernel(case, verify_crc, monkeypatch):
+def test_decoder_rows_are_the_one_record_decoders(case, verify_crc):
     f = REFERENCE / case / "store" / "commitlog" / "00000000000000000000"
     buf = f.read_bytes()
     data = bytearray(buf)
     data[5000] ^= 0xFF  # a body CRC failure somewhere, whatever record it hits
-    rows = {}
-    for name, available in (("kernel", True), ("pure", False)):
-        monkeypatch.setattr(kernels, "AVAILABLE", available)
-        rows[name] = [
-            pa.Table.from_batches(list(fd.decode_file(bytes(b), 0, file=str(f), mode="lenient", batch_rows=64, verify_crc=verify_crc))).to_pylist() for b in (buf, data)
-        ]
-    assert rows["kernel"] == rows["pure"]
+    for b in (buf, bytes(data)):
+        want = _reference_rows(b, verify_crc)
+        got = pa.Table.from_batches(list(fd.decode_file(b, 0, file=str(f), mode="lenient", batch_rows=64, verify_crc=verify_crc))).to_pylist()
+        assert len(want) > 10
+        assert [{k: r[k] for k in w} for r, w in zip(got, want)] == want
 
 
 def test_property_pairs_follow_the_properties_codec_on_random_bytes(monkeypatch):
@@ -69,8 +100,7 @@ def test_property_pairs_follow_the_properties_codec_on_random_bytes(monkeypatch)
     size = pos + 64
     data = b"".join(records) + encode_blank(size - pos) + bytes(size - pos - 8)
     want = [list(props.to_ordered_dict(props.decode_pairs(p)).items()) for p in cases]
-    for available, split_from in ((True, 1 << 40), (True, 1), (False, 1 << 40)):  # split: half on a worker thread
-        monkeypatch.setattr(kernels, "AVAILABLE", available)
+    for split_from in (1 << 40, 1):  # split: half on a worker thread
         monkeypatch.setattr(kernels, "_SPLIT_MIN_PROPERTY_BYTES", split_from)
         rows = [r for b in fd.decode_file(data, 0, batch_rows=50) for r in b.to_pylist() if r["kind"] == "MESSAGE"]
         assert [list(r["properties"]) for r in rows] == want
@@ -115,7 +145,7 @@ def test_the_crc_loops_load_from_numbas_disk_cache():
 def test_java_property_columns_follow_javas_map_on_random_bytes(monkeypatch):
     """decode_positions(java_properties=...): per name, the value RocketMQ's own map
     holds (empty names and values skipped, a later pair wins; U+FFFD for invalid
-    UTF-8) - compiled, and in Python without the kernels."""
+    UTF-8) - compiled, and record by record for a batch with invalid UTF-8."""
     from rmqlab.format import properties as props
     from rmqlab.format.encode import encode_record
 
@@ -132,13 +162,11 @@ def test_java_property_columns_follow_javas_map_on_random_bytes(monkeypatch):
             pos += len(rec)
         data = b"".join(records)
         want = {name: [props.to_java_map(props.decode_pairs(p)).get(name) for p in cases] for name in names}
-        for available in (True, False):
-            monkeypatch.setattr(kernels, "AVAILABLE", available)
-            batches = fd.decode_positions(data, positions, columns=["physical_offset"], java_properties=names, batch_rows=64)
-            table = pa.Table.from_batches(list(batches))
-            assert table.schema == fd.java_schema(names)
-            assert {name: table.column(fd.JAVA_PROPERTY_PREFIX + name).to_pylist() for name in names} == want
-            assert table.column("properties").null_count == len(cases)  # not asked for
+        batches = fd.decode_positions(data, positions, columns=["physical_offset"], java_properties=names, batch_rows=64)
+        table = pa.Table.from_batches(list(batches))
+        assert table.schema == fd.java_schema(names)
+        assert {name: table.column(fd.JAVA_PROPERTY_PREFIX + name).to_pylist() for name in names} == want
+        assert table.column("properties").null_count == len(cases)  # not asked for
 
 
 @pytest.mark.parametrize("case", ["clean", "crash-torn", "v2ipv6", "clean-damaged"])
@@ -158,11 +186,9 @@ def test_walking_in_pieces_gives_the_rows_of_one_walk(case, monkeypatch):
     assert rows[4096] == rows[1 << 40] and rows[777] == rows[1 << 40]
 
 
-@pytest.mark.parametrize("available", [True, False])
-def test_crcs_are_checked_without_the_body_column(available, monkeypatch):
+def test_crcs_are_checked_without_the_body_column():
     """A scan that does not want the bodies still checks their CRCs (compiled: straight
     from the buffer, no body column built): the same crc_ok and kinds as a full scan."""
-    monkeypatch.setattr(kernels, "AVAILABLE", available)
     f = REFERENCE / "clean" / "store" / "commitlog" / "00000000000000000000"
     data = bytearray(f.read_bytes())
     rows = [r for r in pa.Table.from_batches(list(fd.decode_file(bytes(data), 0))).to_pylist() if r["kind"] == "MESSAGE" and r["body"]]
@@ -192,3 +218,15 @@ def test_one_thread_gives_the_rows_of_two(monkeypatch):
         assert kernels._WORKERS == n and before == 2  # the number to put back
         rows[n] = pa.Table.from_batches(list(fd.decode_file(data, 0, batch_rows=16))).to_pylist()
     assert len(rows[1]) > 10 and rows[1] == rows[2]
+
+
+def test_without_the_loops_a_bulk_pass_says_why(monkeypatch):
+    """No slower copy runs in their place: the loader refuses with the reason."""
+    from rmqlab.scan import crc
+
+    monkeypatch.setattr(kernels, "AVAILABLE", False)
+    monkeypatch.setattr(kernels, "UNAVAILABLE_BECAUSE", "numba cannot be imported")
+    with pytest.raises(ImportError, match="needs numba and isal.*numba cannot be imported"):
+        list(fd.decode_file(b"\0" * 64, 0))
+    with pytest.raises(ImportError, match="numba cannot be imported"):
+        crc.compiled_kernels()
