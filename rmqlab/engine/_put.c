@@ -64,7 +64,7 @@ typedef struct {
     Py_ssize_t msg_offsets[M_COUNT], file_offsets[W_COUNT];
     PyObject *message_type, *mapped_file_type; /* owned: the Slots point into them */
     PyObject *clock;        /* None: the system clock; else an object whose now_ms() is read */
-    PyObject *store;        /* the MessageStore: _shutdown */
+    char shut_down;         /* set (the shut_down member) by the store under the put lock: Python answers then */
     PyObject *commitlog;    /* its CommitLogWriter (this start's): files, store_timestamp, max_offset */
     PyObject *pending, *pending_reqs; /* store._pending, store._pending_reqs: the same lists for its life */
     PyObject *key_topic;    /* the topic of the cached (topic, queue id) keys */
@@ -97,7 +97,7 @@ typedef struct {
 } Putter;
 
 static PyObject *msg_names[M_COUNT], *file_names[W_COUNT];
-static PyObject *s_shutdown, *s_files, *s_store_timestamp_attr,
+static PyObject *s_files, *s_store_timestamp_attr,
     *s_max_offset, *s_acquire, *s_release, *s_now_ms;
 
 /* a new reference to attribute k of o */
@@ -389,14 +389,8 @@ static PyObject *Putter_vectorcall(Putter *self, PyObject *const *args, size_t n
     Py_buffer view = {0};
     long long qoff = 0, pos, fsize, populated, base, ts, phy = 0, end = 0;
 
-    PyObject *down = PyObject_GetAttr(self->store, s_shutdown);
-    if (down == NULL)
-        goto unlock;
-    int is_down = PyObject_IsTrue(down);
-    Py_DECREF(down);
-    if (is_down != 0) {
-        go_slow = is_down > 0; /* Python answers SERVICE_NOT_AVAILABLE */
-        failed = is_down < 0;
+    if (self->shut_down) {
+        go_slow = 1, failed = 0; /* Python answers SERVICE_NOT_AVAILABLE */
         goto unlock;
     }
     if (self->reput_batch > 0 && PyList_GET_SIZE(pending) + PyList_GET_SIZE(reqs) + 1 >= self->reput_batch) {
@@ -671,15 +665,15 @@ static int host_arg(PyObject *host, const char *name, char *addr, Py_ssize_t *le
 }
 
 static int Putter_init(Putter *self, PyObject *args, PyObject *kwargs) {
-    static char *kw[] = {"store", "commitlog", "pending", "pending_reqs", "fallback", "big_request", "sync_wait", "crc32", "isal_from", "fast_topics", "queue_offsets", "lock", "result_type", "ok", "store_host", "born_host",
+    static char *kw[] = {"commitlog", "pending", "pending_reqs", "fallback", "big_request", "sync_wait", "crc32", "isal_from", "fast_topics", "queue_offsets", "lock", "result_type", "ok", "store_host", "born_host",
                          "head_format", "max_body", "max_total", "big_body", "reput_batch", "blank_size", "message_type", "mapped_file_type", "clock", "properties", NULL};
-    PyObject *store, *commitlog, *pending, *pending_reqs, *fallback, *big_request, *sync_wait, *crc_fn;
+    PyObject *commitlog, *pending, *pending_reqs, *fallback, *big_request, *sync_wait, *crc_fn;
     long long isal_from;
     PyObject *fast_topics, *queue_offsets, *lock, *result_type, *ok, *store_host, *born_host, *message_type, *mapped_file_type, *clock;
     const char *nv_sep, *prop_sep, *delay_name, *wait_name;
     const char *fmt;
     long long max_body, max_total, big_body, reput_batch, blank_size;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO!O!OOOOLO!O!OO!OO!O!sLLLLLO!O!O(ssss)", kw, &store, &commitlog, &PyList_Type, &pending, &PyList_Type, &pending_reqs, &fallback, &big_request, &sync_wait, &crc_fn, &isal_from, &PyDict_Type, &fast_topics, &PyDict_Type,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO!O!OOOOLO!O!OO!OO!O!sLLLLLO!O!O(ssss)", kw, &commitlog, &PyList_Type, &pending, &PyList_Type, &pending_reqs, &fallback, &big_request, &sync_wait, &crc_fn, &isal_from, &PyDict_Type, &fast_topics, &PyDict_Type,
                                      &queue_offsets, &lock, &PyType_Type, &result_type, &ok, &PyTuple_Type, &store_host, &PyTuple_Type, &born_host, &fmt, &max_body,
                                      &max_total, &big_body, &reput_batch, &blank_size, &PyType_Type,
                                      &message_type, &PyType_Type, &mapped_file_type, &clock, &nv_sep, &prop_sep, &delay_name, &wait_name))
@@ -709,7 +703,6 @@ static int Putter_init(Putter *self, PyObject *args, PyObject *kwargs) {
     find_slots(&self->file_slots, (PyTypeObject *)mapped_file_type, file_names, W_COUNT, self->file_offsets);
     self->vectorcall = (vectorcallfunc)Putter_vectorcall;
 #define SET(field, value) do { PyObject *tmp = (PyObject *)self->field; Py_INCREF(value); self->field = (void *)(value); Py_XDECREF(tmp); } while (0)
-    SET(store, store);
     SET(commitlog, commitlog);
     SET(pending, pending);
     SET(pending_reqs, pending_reqs);
@@ -735,11 +728,11 @@ static int Putter_init(Putter *self, PyObject *args, PyObject *kwargs) {
     self->isal_from = isal_from;
     self->reput_batch = reput_batch;
     self->blank_size = blank_size;
+    self->shut_down = 0;
     return 0;
 }
 
 static int Putter_traverse(Putter *self, visitproc visit, void *arg) {
-    Py_VISIT(self->store);
     Py_VISIT(self->commitlog);
     Py_VISIT(self->pending);
     Py_VISIT(self->pending_reqs);
@@ -763,7 +756,6 @@ static int Putter_traverse(Putter *self, visitproc visit, void *arg) {
 }
 
 static int Putter_clear(Putter *self) {
-    Py_CLEAR(self->store);
     Py_CLEAR(self->commitlog);
     Py_CLEAR(self->pending);
     Py_CLEAR(self->pending_reqs);
@@ -797,6 +789,7 @@ static void Putter_dealloc(Putter *self) {
 static PyMemberDef Putter_members[] = {
     {"fast", T_ULONGLONG, offsetof(Putter, fast), READONLY, "puts written here"},
     {"slow", T_ULONGLONG, offsetof(Putter, slow), READONLY, "puts handed to the Python path"},
+    {"shut_down", T_BOOL, offsetof(Putter, shut_down), 0, "set by the store (under the put lock) when it shuts down: every put goes to fallback, which answers"},
     {NULL},
 };
 
@@ -806,7 +799,7 @@ static PyTypeObject PutterType = {
     .tp_basicsize = sizeof(Putter),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
     .tp_vectorcall_offset = offsetof(Putter, vectorcall),
-    .tp_doc = "Putter(store, fallback, ...)(msg) -> PutMessageResult: MessageStore.put's common case in C "
+    .tp_doc = "Putter(commitlog, fallback, ...)(msg) -> PutMessageResult: MessageStore.put's common case in C "
               "(see rmqlab/engine/_put.c); anything else goes to fallback(msg).",
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)Putter_init,
@@ -832,7 +825,6 @@ PyMODINIT_FUNC PyInit__put(void) {
         if ((file_names[k] = PyUnicode_InternFromString(file_attr[k])) == NULL)
             return NULL;
     struct { PyObject **slot; const char *name; } names[] = {
-        {&s_shutdown, "_shutdown"},
         {&s_files, "files"}, {&s_store_timestamp_attr, "store_timestamp"}, {&s_max_offset, "max_offset"},
         {&s_acquire, "acquire"}, {&s_release, "release"}, {&s_now_ms, "now_ms"},
     };

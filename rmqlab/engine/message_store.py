@@ -368,7 +368,7 @@ class MessageStore:
         if not self._started:
             return
         with self._lock:  # puts in flight finish first; later ones answer SERVICE_NOT_AVAILABLE
-            self._shutdown = True
+            self._refuse_puts()
         for s in reversed(self._services):
             s.stop()
         self._services = []
@@ -388,13 +388,21 @@ class MessageStore:
         self._release_lock()
         self._started = False
 
+    def _refuse_puts(self) -> None:
+        """From here on every put answers SERVICE_NOT_AVAILABLE: the Python paths read
+        ``_shutdown``; the C put is told through its declared ``shut_down`` member (it
+        reads nothing of the store's own state) and hands each put to Python."""
+        self._shutdown = True
+        if _native_put is not None and isinstance(self.put, _native_put.Putter):
+            self.put.shut_down = True
+
     def crash(self) -> None:
         """Stop as ``kill -9`` would: no dispatch of what is pending, no flush, no
         checkpoint; ``abort`` stays; the lock is released (the process is "gone").
         What was written is in the page cache, exactly as after a real kill."""
         if not self._started:
             return
-        self._shutdown = True
+        self._refuse_puts()
         for s in self._services:
             s.halt()  # no final flush
         self._services = []
@@ -556,6 +564,18 @@ class MessageStore:
         reference encoder and with RocketMQ's files)."""
         return self._put_python(msg)
 
+    #: The C put's whole view of the Python objects it is given (``_put.c``; a test
+    #: checks that file against this): the message's and a mapped file's fields, read
+    #: through their ``__slots__`` (exact types only), and the commitlog writer's
+    #: ``files`` (read) and ``store_timestamp``/``max_offset`` (written, under the put
+    #: lock).  Everything else comes in as arguments, and the store tells it of a
+    #: shutdown through its ``shut_down`` member.
+    NATIVE_PUT_INTERFACE = {
+        Message: ("topic", "body", "properties", "properties_raw", "queue_id", "flag", "sys_flag", "born_timestamp", "born_host", "store_timestamp", "store_host", "reconsume_times", "prepared_transaction_offset"),
+        WritableMappedFile: ("wrote_position", "file_size", "populated", "file_from_offset", "mm", "fd"),
+        CommitLogWriter: ("files", "store_timestamp", "max_offset"),
+    }
+
     def _bind_native_put(self) -> None:
         """Make ``self.put`` the C put when it can serve this store: it handles the
         same common case as :meth:`_put_python`'s first branch, the same way (small
@@ -568,7 +588,6 @@ class MessageStore:
         if _native_put is None or self.append_prop_crc:
             return
         self.put = _native_put.Putter(
-            store=self,
             commitlog=self.commitlog,
             pending=self._pending,
             pending_reqs=self._pending_reqs,

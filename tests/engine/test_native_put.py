@@ -235,3 +235,33 @@ def test_c_put_write_error_names_file_and_offset(tmp_path):
         assert str(f.path) in str(err.value) and f"offset {pos}" in str(err.value)
         assert f.wrote_position == pos and store.max_offset_in_queue("TopicA", 0) == 1  # nothing counted as written
         assert store.put(Message("TopicA", b"after")).queue_offset == 1
+
+
+def test_the_c_put_reads_only_its_declared_interface():
+    """_put.c names the attributes it reads of the message, the mapped file and the
+    commitlog writer; they are exactly MessageStore.NATIVE_PUT_INTERFACE, all public,
+    the first two slots of their classes (read by offset), and nothing of the store."""
+    import re
+    from pathlib import Path
+
+    from rmqlab.engine.message import Message as M
+    from rmqlab.writers.commitlog_writer import CommitLogWriter
+    from rmqlab.writers.mapped_file import WritableMappedFile
+
+    src = (Path(__file__).resolve().parents[2] / "rmqlab" / "engine" / "_put.c").read_text()
+
+    def names(pattern):
+        return tuple(re.findall(r'"(\w+)"', re.search(pattern, src, re.S).group(1)))
+
+    declared = MessageStore.NATIVE_PUT_INTERFACE
+    assert names(r"msg_attr\[M_COUNT\] = \{(.*?)\};") == declared[M]
+    assert names(r"file_attr\[W_COUNT\] = \{(.*?)\};") == declared[WritableMappedFile]
+    interned = dict(re.findall(r"\{&s_(\w+), \"(\w+)\"\}", src))
+    methods = {"acquire", "release", "now_ms"}  # of the lock and the clock it is given
+    assert set(interned.values()) - methods == set(declared[CommitLogWriter])
+    for cls, attrs in declared.items():
+        assert all(not a.startswith("_") for a in attrs), cls
+        if cls is not CommitLogWriter:
+            assert set(attrs) <= set(cls.__slots__), cls
+    assert set(re.findall(r"\"(_\w+)\"", src)) == {"_put"}  # no private attribute named (only the module itself)
+    assert not re.search(r"self->store\b", src)  # and no handle on the store itself
