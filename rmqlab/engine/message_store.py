@@ -46,7 +46,7 @@ import struct
 import threading
 import zlib
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Iterable, NamedTuple, Sequence
 
 import numpy as np
 
@@ -109,6 +109,17 @@ _BORN_ADDR, _BORN_PORT = _DEFAULT_BORN_HOST  # what the fast paths write (and th
 # stores locked by this process: POSIX locks do not exclude the same process
 _LOCKED_ROOTS: set[str] = set()
 _LOCKED_GUARD = threading.Lock()
+
+
+class FastTopic(NamedTuple):
+    """A topic the fast put paths know (``MessageStore._remember_topic``): its topic
+    field (length and name, as written), the magic of its records (V1, or V2 for a
+    topic longer than 127 bytes) and the size of a record of it without body and
+    properties.  The C put reads it as a tuple in this order."""
+
+    field: bytes
+    magic: int
+    fixed_size: int
 
 
 def _lock_byte_zero(fd: int) -> None:
@@ -214,7 +225,7 @@ class MessageStore:
         self._pending_reqs: list[DispatchRequest] = []
         self._queue_offsets: dict[tuple[str, int], int] = {}  # Java topicQueueTable
         self._tags_cache: dict[str, int] = {}  # TAGS -> tagsCode, for _big_request
-        self._fast_topics: dict[str, tuple[bytes, int, int]] = {}
+        self._fast_topics: dict[str, FastTopic] = {}
         self._inline = dispatch == "inline"
         self._system_clock = type(self.clock) is SystemClock
         self._store_addr, self._store_port = self.store_host
@@ -574,6 +585,7 @@ class MessageStore:
         Message: ("topic", "body", "properties", "properties_raw", "queue_id", "flag", "sys_flag", "born_timestamp", "born_host", "store_timestamp", "store_host", "reconsume_times", "prepared_transaction_offset"),
         WritableMappedFile: ("wrote_position", "file_size", "populated", "file_from_offset", "mm", "fd"),
         CommitLogWriter: ("files", "store_timestamp", "max_offset"),
+        FastTopic: ("field", "magic", "fixed_size"),  # read by position
     }
 
     def _bind_native_put(self) -> None:
@@ -625,7 +637,7 @@ class MessageStore:
         pd = msg.properties
         body = msg.body
         blen = len(body)
-        total = tinfo[2] + blen + len(raw)
+        total = tinfo.fixed_size + blen + len(raw)
         topic = msg.topic
         qid = msg.queue_id
         clog = self.commitlog
@@ -679,7 +691,7 @@ class MessageStore:
         else:
             raw = b""
         blen = len(msg.body)
-        if blen > self._max_body or len(raw) > cl.MAX_PROPERTIES_SIZE or tinfo[2] + blen + len(raw) > self._max_total:
+        if blen > self._max_body or len(raw) > cl.MAX_PROPERTIES_SIZE or tinfo.fixed_size + blen + len(raw) > self._max_total:
             return None
         return raw
 
@@ -696,7 +708,7 @@ class MessageStore:
         clog = self.commitlog
         if blen < _BIG_BODY and end > f.populated:
             clog.prefault(f, end)
-        whole = None if blen >= _BIG_BODY else WHOLE_RECORD_PACKERS.get((self._store_len, blen, len(tinfo[0]), plen)) or whole_record_packer(self._store_len, blen, len(tinfo[0]), plen)
+        whole = None if blen >= _BIG_BODY else WHOLE_RECORD_PACKERS.get((self._store_len, blen, len(tinfo.field), plen)) or whole_record_packer(self._store_len, blen, len(tinfo.field), plen)
         body_crc = (_zlib_crc32 if blen < _ISAL_FROM else _fast_crc32)(body) & 0x7FFFFFFF
         born_ts = msg.born_timestamp
         if born_ts is None:
@@ -705,18 +717,18 @@ class MessageStore:
             # the record's fields in Java's order (MessageRecord), then its variable parts
             try:
                 whole.pack_into(
-                    f.mm, pos, total, tinfo[1], body_crc, msg.queue_id, msg.flag, qoff, phy, 0, born_ts, _BORN_ADDR, _BORN_PORT,
-                    ts, self._store_addr, self._store_port, msg.reconsume_times, msg.prepared_transaction_offset, blen, body, tinfo[0], plen, raw,
+                    f.mm, pos, total, tinfo.magic, body_crc, msg.queue_id, msg.flag, qoff, phy, 0, born_ts, _BORN_ADDR, _BORN_PORT,
+                    ts, self._store_addr, self._store_port, msg.reconsume_times, msg.prepared_transaction_offset, blen, body, tinfo.field, plen, raw,
                 )
             except (struct.error, TypeError):
                 f.mm[pos:end] = bytes(total)  # pack_into may have written a prefix
                 raise
             return
         head = self._packer44.pack(
-            total, tinfo[1], body_crc, msg.queue_id, msg.flag, qoff, phy, 0, born_ts, _BORN_ADDR, _BORN_PORT,
+            total, tinfo.magic, body_crc, msg.queue_id, msg.flag, qoff, phy, 0, born_ts, _BORN_ADDR, _BORN_PORT,
             ts, self._store_addr, self._store_port, msg.reconsume_times, msg.prepared_transaction_offset, blen,
         )
-        parts = (head, body, tinfo[0], plen.to_bytes(2, "big"), raw)
+        parts = (head, body, tinfo.field, plen.to_bytes(2, "big"), raw)
         if blen < _BIG_BODY:
             f.mm[pos:end] = b"".join(parts)
         else:
@@ -766,7 +778,7 @@ class MessageStore:
             return
         magic, prefix = topic_field(raw)
         # the fixed part of a V1 IPv4 record holds a 1-byte topic length; V2's is 2
-        self._fast_topics[topic] = (prefix, magic, cl.FIXED_SIZE_V1_IPV4 + len(prefix) - 1)
+        self._fast_topics[topic] = FastTopic(prefix, magic, cl.FIXED_SIZE_V1_IPV4 + len(prefix) - 1)
 
     def put_batch(self, messages: "Sequence[Message] | MessageBatch", batch_properties: dict[str, str] | None = None) -> PutMessageResult:
         """Java ``putMessages``: many records under one lock and one store timestamp,
@@ -921,7 +933,7 @@ class MessageStore:
                 topic = m.topic
                 tinfo = fast[topic]
                 blen = len(body)
-                total = tinfo[2] + blen + len(raw)
+                total = tinfo.fixed_size + blen + len(raw)
                 ts = m.store_timestamp
                 if ts is None:
                     ts = now

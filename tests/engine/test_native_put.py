@@ -259,9 +259,13 @@ def test_the_c_put_reads_only_its_declared_interface():
     interned = dict(re.findall(r"\{&s_(\w+), \"(\w+)\"\}", src))
     methods = {"acquire", "release", "now_ms"}  # of the lock and the clock it is given
     assert set(interned.values()) - methods == set(declared[CommitLogWriter])
+    from rmqlab.engine.message_store import FastTopic
+
+    assert FastTopic._fields == declared[FastTopic]  # the C put reads its values by position
+    assert re.search(r"PyTuple_GET_ITEM\(tinfo, 2\)", src) and not re.search(r"PyTuple_GET_ITEM\(tinfo, [3-9]\)", src)
     for cls, attrs in declared.items():
         assert all(not a.startswith("_") for a in attrs), cls
-        if cls is not CommitLogWriter:
+        if cls in (M, WritableMappedFile):
             assert set(attrs) <= set(cls.__slots__), cls
     assert set(re.findall(r"\"(_\w+)\"", src)) == {"_put"}  # no private attribute named (only the module itself)
     assert not re.search(r"self->store\b", src)  # and no handle on the store itself
