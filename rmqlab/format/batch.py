@@ -29,6 +29,7 @@ import numpy as np
 from construct import Bytes, Const, Int16sb, Int32sb, Rebuild, Struct, len_, this
 
 from ..errors import StoreFormatError
+from .layout import fixed_dtype
 
 #: One batch entry (Java ``MessageDecoder.encodeMessage``).
 BatchEntry = Struct(
@@ -42,10 +43,13 @@ BatchEntry = Struct(
     "properties" / Bytes(this.len_properties),
 )
 
-#: bytes of an entry besides its body and properties
-ENTRY_OVERHEAD = 4 + 4 + 4 + 4 + 4 + 2
-_BODY_AT = 20  # body starts after totalSize, magicCode, bodyCRC, flag, bodyLength
-_HEAD = struct.Struct(">iiiii")  # totalSize, magicCode, bodyCRC, flag, bodyLength
+#: an entry's fixed head (totalSize, magicCode, bodyCRC, flag, bodyLength), from the schema
+_HEAD_DTYPE = fixed_dtype(BatchEntry)
+assert all(_HEAD_DTYPE[name] == np.dtype(">i4") for name in _HEAD_DTYPE.names)
+_BODY_AT = _HEAD_DTYPE.itemsize  # the body follows the head
+_HEAD = struct.Struct(">" + "i" * len(_HEAD_DTYPE.names))
+#: bytes of an entry besides its body and properties (the head and propertiesLength)
+ENTRY_OVERHEAD = _BODY_AT + 2
 _I16 = struct.Struct(">h")
 
 
@@ -119,7 +123,7 @@ class BatchLayout:
             i = int(np.flatnonzero(size < ENTRY_OVERHEAD)[0])
             raise BatchFormatError(where, int(start[i]), f"entry {i} is {int(size[i])} bytes, fewer than {ENTRY_OVERHEAD}")
         head = np.ndarray((len(a) - _BODY_AT + 1,), np.dtype((np.void, _BODY_AT)), buffer=a, strides=(1,))[start]
-        head = head.view(np.dtype([("total_size", ">i4"), ("magic", ">i4"), ("body_crc", ">i4"), ("flag", ">i4"), ("len_body", ">i4")]))
+        head = head.view(_HEAD_DTYPE)
         total = head["total_size"].astype(np.int64)
         blen = head["len_body"].astype(np.int64)
         bad = (total != size) | (blen < 0) | (blen > size - ENTRY_OVERHEAD)

@@ -45,6 +45,21 @@ def prefix_dtype(born_v6: bool, store_v6: bool) -> np.dtype:
     return np.dtype(fields)
 
 
+def fixed_dtype(schema) -> np.dtype:
+    """The numpy dtype of a ``Struct``'s leading fixed-size integer fields (all of
+    them for a consume-queue unit or an index entry; up to the first variable part,
+    such as a batch entry's body), in the schema's order and byte order."""
+    fields = []
+    for sub in schema.subcons:
+        inner = sub
+        while hasattr(inner, "subcon"):
+            inner = inner.subcon
+        if not isinstance(inner, FormatField):
+            break
+        fields.append((sub.name, _FMT_TO_DTYPE[inner.fmtstr]))
+    return np.dtype(fields)
+
+
 #: index = born_v6 + 2*store_v6
 PREFIX_DTYPES = [prefix_dtype(bool(i & 1), bool(i & 2)) for i in range(4)]
 assert list(PREFIX_DTYPES[0].names[: len(HEADER_FIELDS)]) == HEADER_FIELDS
@@ -86,6 +101,7 @@ def store_timestamp_at(buf, pos: int) -> int | None:
 
 
 __all__ = [
+    "fixed_dtype",
     "BODY_CRC_AT", "BORN_HOST_AT", "LEN_BODY_AT", "MAGIC_AT", "MAGIC_V1_BYTES", "MAGIC_V2_BYTES", "PHYSICAL_OFFSET_AT",
     "PREFIX_DTYPES", "QUEUE_ID_AT", "STORE_TIMESTAMP_AT", "SYS_FLAG_AT", "host_kind", "prefix_dtype", "store_timestamp_at",
 ]

@@ -14,14 +14,11 @@ import numpy as np
 
 from ..files import MappedFileQueue
 from ..format.consumequeue import CQ_STORE_UNIT_SIZE, PRE_BLANK_SIZE, ConsumeQueueEntry
-
-
-def _dtype_from_schema(schema) -> np.dtype:
-    return np.dtype([(sub.name, {4: ">i4", 8: ">i8"}[sub.sizeof()]) for sub in schema.subcons])
+from ..format.layout import fixed_dtype
 
 
 #: numpy view of one 20-byte entry (commitlog_offset, size, tags_code), big-endian.
-CQ_DTYPE = _dtype_from_schema(ConsumeQueueEntry)
+CQ_DTYPE = fixed_dtype(ConsumeQueueEntry)
 assert CQ_DTYPE.itemsize == CQ_STORE_UNIT_SIZE
 
 

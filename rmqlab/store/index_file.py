@@ -29,9 +29,10 @@ from ..format.indexfile import (
     index_file_size,
     index_key,
 )
+from ..format.layout import fixed_dtype
 from ..format.parse import parse_at
 
-ENTRY_DTYPE = np.dtype([(sub.name, {4: ">i4", 8: ">i8"}[sub.sizeof()]) for sub in IndexEntry.subcons])
+ENTRY_DTYPE = fixed_dtype(IndexEntry)
 assert ENTRY_DTYPE.itemsize == INDEX_ENTRY_SIZE
 
 
