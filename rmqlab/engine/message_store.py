@@ -62,7 +62,7 @@ from ..format.hashing import java_string_hash
 from ..scan.crc import crc32_slices
 from ..format.msgid import parse_host
 from ..format.record import PROPERTY_CRC_TAIL, Record
-from ..rules import ABORT_FILE, CHECKPOINT_FILE, COMMITLOG_DIR, LOCK_FILE
+from ..rules import ABORT_FILE, CHECKPOINT_FILE, COMMITLOG_DIR, CONFIG_DIR, LOCK_FILE
 from ..store.reader import StoreReader
 from ..writers.checkpoint_writer import StoreCheckpointWriter
 from .clean import CleanReport, clean_expired
@@ -305,6 +305,13 @@ class MessageStore:
         abort = self.root / ABORT_FILE
         self.last_exit_ok = not abort.exists()
         has_data = (self.root / COMMITLOG_DIR).is_dir() and any((self.root / COMMITLOG_DIR).iterdir())
+        # config/*.json is the broker's (TopicConfigManager, ConsumerOffsetManager,
+        # ScheduleMessageService), not DefaultMessageStore's: a store the broker-less
+        # store wrote has none, and opening it must not add one. rmqlab keeps it for the
+        # stores it starts and for the ones that already have it.
+        self._keeps_metadata = not has_data or (self.root / CONFIG_DIR).is_dir()
+        if self._keeps_metadata:
+            (self.root / CONFIG_DIR).mkdir(parents=True, exist_ok=True)  # a crash before the first persist keeps it so
         end = 0
         if has_data:
             end = self._recover_existing()
@@ -1112,6 +1119,8 @@ class MessageStore:
     def _persist_metadata(self) -> None:
         """``config/topics.json`` (every queue written to), ``consumerOffset.json``,
         ``delayOffset.json`` — written safely."""
+        if not self._keeps_metadata:
+            return
         for topic, qid in list(self._queue_offsets):
             self.metadata.note_queue(topic, qid)
         self.metadata.persist(self.clock.now_ms())

@@ -458,3 +458,26 @@ def test_the_first_reput_loads_nothing_the_open_did_not(tmp_path):
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "[]"
+
+
+def test_a_store_without_config_keeps_none(store_copy):
+    """config/*.json is the broker's, not DefaultMessageStore's: a store RocketMQ's
+    store wrote (none there) is appended to and shut down without one appearing; a
+    store rmqlab starts keeps its own, a crash before the first persist included."""
+    from tests.engine.engine_support import reference_config
+
+    root = store_copy("clean")
+    assert not (root / "config").exists()
+    store = MessageStore.open(root, reference_config("clean"), services=False)
+    assert store.put(Message("TopicA", b"appended", queue_id=0)).ok
+    store.shutdown()
+    assert not (root / "config").exists()
+
+
+def test_a_store_rmqlab_starts_keeps_its_config_across_a_crash(tmp_path):
+    store = _open(tmp_path / "s")
+    assert store.put(Message("TopicA", b"a", queue_id=0)).ok
+    store.crash()
+    with _open(tmp_path / "s") as again:
+        assert again.put(Message("TopicA", b"b", queue_id=0)).ok
+    assert "TopicA" in load_rocketmq_json((tmp_path / "s" / "config" / "topics.json").read_text())["topicConfigTable"]
