@@ -51,6 +51,25 @@ def get_message(store: StoreReader, topic: str, queue_id: int, queue_offset: int
     return entry, store.commitlog.read(entry.commitlog_offset)
 
 
+def foreign_record_note(store: StoreReader, topic: str, queue_id: int, queue_offset: int, rec: Record) -> str | None:
+    """Java's ``getMessage`` serves whatever record a consume-queue unit points at.
+    When that record names another queue (a damaged unit, or a record whose topic or
+    queue id was damaged), say so, with the unit's file and byte; None when it is
+    this queue's own record at this queue offset."""
+    if rec.is_blank:
+        return None
+    if rec.topic == topic and rec.queue_id == queue_id and rec.queue_offset == queue_offset:
+        return None
+    cq = store.consume_queue(topic, queue_id)
+    pos = queue_offset * CQ_STORE_UNIT_SIZE
+    f = cq.queue.find(pos)
+    where = f"{f.path if f else cq.directory} @ {pos - (f.file_from_offset if f else 0)}"
+    return (
+        f"{where}: unit {queue_offset} of {topic}/{queue_id} points at a record of {rec.topic}/{rec.queue_id} "
+        f"(queue offset {rec.queue_offset}, physical offset {rec.physical_offset}); RocketMQ serves it as it is"
+    )
+
+
 def get_messages(store: StoreReader, topic: str, queue_id: int, start: int = 0, max_count: int | None = None, tags_code: int | None = None):
     """``(entry, record)`` pairs from ``start``; with ``tags_code`` only entries whose
     consume-queue tagsCode equals it (the broker's tag filter, done on the queue,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from .. import lookup as lk
 from ..errors import RmqlabError
@@ -53,6 +54,9 @@ def run(args) -> int:
                 raise RmqlabError(f"--queue wants TOPIC:QID:OFFSET, got {args.queue!r}") from None
             _, rec = lk.get_message(store, topic, qid, qoff)
             records = [rec]
+            note = lk.foreign_record_note(store, topic, qid, qoff, rec)
+            if note:
+                print(f"warning: {note}", file=sys.stderr)
         else:
             if args.topic is None or args.queue_id is None:
                 raise RmqlabError("--time needs --topic and --queue-id")
@@ -63,6 +67,9 @@ def run(args) -> int:
                 print(f"{args.topic}/{args.queue_id} at {args.time} ({args.boundary}): queue offset {off}" + ("" if lo <= off < hi else f" (past the last entry; queue holds [{lo}, {hi}))"))
             if lo <= off < hi:
                 records = [lk.get_message(store, args.topic, args.queue_id, off)[1]]
+                note = lk.foreign_record_note(store, args.topic, args.queue_id, off, records[0])
+                if note:
+                    print(f"warning: {note}", file=sys.stderr)
         for rec in records:
             if args.json:
                 print_json(rec.to_dict())

@@ -134,3 +134,24 @@ def test_python_dash_m_and_console_script_agree():
     store = str(REFERENCE / "clean" / "store")
     a = subprocess.run([sys.executable, "-m", "rmqlab", "queue", store, "--topic", "TopicA", "--queue-id", "1", "--json"], capture_output=True, text=True)
     assert a.returncode == 0 and len(a.stdout.splitlines()) == 52
+
+
+def test_lookup_queue_warns_when_a_unit_points_at_another_queues_record(capsys, store_copy, dumps):
+    """A damaged unit of TopicA/0 points at TopicA/1's first record: RocketMQ's
+    getMessage serves that record, so lookup prints it too, and warns on stderr with
+    the unit's file and byte (exit 0); an intact unit gives no warning."""
+    import struct
+
+    root = store_copy("clean")
+    units = dumps["clean"]["consumeQueues"]
+    other = units["TopicA/1"]["cqUnits"][0]
+    path = root / "consumequeue" / "TopicA" / "0" / f"{0:020d}"
+    data = bytearray(path.read_bytes())
+    struct.pack_into(">qi", data, 20, other["physicalOffset"], other["size"])  # unit 1
+    path.write_bytes(bytes(data))
+    code, out, err = run_cli(capsys, "lookup", root, "--queue", "TopicA:0:1", "--json")
+    assert code == 0 and json_lines(out)[0]["physical_offset"] == other["physicalOffset"]
+    assert json_lines(out)[0]["queue_id"] == 1
+    assert f"{path} @ 20: unit 1 of TopicA/0 points at a record of TopicA/1" in err and "RocketMQ serves it as it is" in err
+    code, out, err = run_cli(capsys, "lookup", root, "--queue", "TopicA:0:0")
+    assert code == 0 and err == ""
