@@ -64,7 +64,7 @@ from ..files import MappedFileQueue
 from ..format import commitlog as cl
 from ..format.checkpoint import CheckpointV5, min_timestamp as cp_min_timestamp
 from ..format.consumequeue import CQ_STORE_UNIT_SIZE
-from ..format.indexfile import IndexHeader
+from ..format.indexfile import IndexHeader, index_file_size
 from ..format import layout
 from ..format.layout import PREFIX_DTYPES, store_timestamp_at
 from ..format.record import decode_record
@@ -297,6 +297,8 @@ class RecoveryPlan:
     delete_commitlog: list = field(default_factory=list)
     #: what re-dispatch hands the dispatcher: DispatchColumns, or a list of DispatchRequests
     dispatch_records: object = ()
+    #: applying would build an index file whose size nothing says (why, or "")
+    index_size_unknown: str = ""
 
     @property
     def files(self) -> list:
@@ -1050,6 +1052,10 @@ def plan(
     rep.timings["dispatch_plan_s"] = time.perf_counter() - t1
     if not rep.load_ok:
         rep.notes.append("RocketMQ's load() returns false for this store and the broker does not start; rmqlab reads short files as zero-padded")
+    if config is None:
+        p.index_size_unknown = _index_size_unknown(root, cfg, rep)
+        if p.index_size_unknown:
+            rep.notes.append(p.index_size_unknown)
     rep.log_lines.append(f"message store recover end, and the max phy offset = {rep.commitlog_end}")
     rep.timings["total_s"] = time.perf_counter() - t0
     return p
@@ -1081,6 +1087,9 @@ def apply(
     if out is None and not in_place:
         plan.close()
         return rep
+    if plan.index_size_unknown:
+        plan.close()
+        raise StoreLayoutError(root / INDEX_DIR, None, plan.index_size_unknown + "; nothing was written")
     t0 = time.perf_counter()
     if out is not None:
         target = Path(out)
@@ -1148,6 +1157,29 @@ def recover(
             raise StoreLockedError(f"{root / LOCK_FILE}: a running broker (or rmqlab writer) holds this store; stop it before recovering in place")
     p = plan(root, config=config, legacy_three_files=legacy_three_files, check_crc=check_crc, force_verify_prop_crc=force_verify_prop_crc)
     return apply(p, out=out, in_place=in_place, sidecar=sidecar, clock=clock, zero_tail=zero_tail, mark_clean=mark_clean)
+
+
+def _index_size_unknown(root: Path, cfg: MessageStoreConfig, rep: RecoveryReport) -> str:
+    """Why applying would build an index file of a size nothing says, or "".  Sizes
+    come from a config, or from an index file's length; with neither, RocketMQ's
+    defaults are what the store's other files imply only when its commitlog files
+    are of RocketMQ's default size too.  Otherwise a store written with small files
+    would get a 420 MB index file that its own broker (or rmqlab's engine, given the
+    store's real config) refuses."""
+    d = root / INDEX_DIR
+    if not rep.records_redispatched or not cfg.message_index_enable:
+        return ""
+    if d.is_dir() and any(p.is_file() and p.name.isdigit() and p.stat().st_size > 0 for p in d.iterdir()):
+        return ""
+    default = MessageStoreConfig()
+    if cfg.mapped_file_size_commit_log == default.mapped_file_size_commit_log:
+        return ""
+    size = index_file_size(cfg.max_hash_slot_num, cfg.max_index_num)
+    return (
+        f"re-dispatch would build a new index file, and nothing says its size: no index file to infer it from and no "
+        f"--config, --max-hash-slot-num or --max-index-num; RocketMQ's defaults (a {size:,}-byte file) do not fit a store "
+        f"of {cfg.mapped_file_size_commit_log:,}-byte commitlog files: give the store's sizes to apply the recovery"
+    )
 
 
 def _fresh_sidecar(root: Path) -> Path:

@@ -511,3 +511,38 @@ def test_a_commitlog_file_cut_to_a_few_bytes_is_recovered(tmp_path, size):
         fh.truncate(size)
     rep = recover(src, config=cfg("crash"), out=tmp_path / "out", clock=ManualClock(1795303800000, tick_ms=1))
     assert not rep.load_ok and rep.commitlog_end <= int(last.name)
+
+
+def test_an_index_size_nothing_says_is_asked_for_not_defaulted(tmp_path, capsys):
+    """A store of small files killed before its first shutdown, its index gone (and no
+    config/): re-dispatch would build an index file, and nothing says its size.  The
+    dry run says so; applying refuses (exit 2, naming index/) instead of writing a
+    420 MB file at RocketMQ's defaults; given the sizes, it applies, and the engine
+    opens the result with the store's real config."""
+    import shutil
+
+    from rmqlab.cli import main
+    from rmqlab.engine import ManualClock as Clock, Message, MessageStore
+    from tests.engine.engine_support import small_config
+
+    root = tmp_path / "s"
+    store = MessageStore.open(root, small_config(), clock=Clock(1_795_000_000_000, tick_ms=1), services=False)
+    for i in range(40):
+        assert store.put(Message("TopicA", b"x" * 100, {"KEYS": f"k{i}"}, queue_id=i % 2)).ok
+    store.reput()
+    store.crash()
+    shutil.rmtree(root / "index")
+    shutil.rmtree(root / "config")
+    before = sorted(p.name for p in root.rglob("*"))
+    assert main(["recover", str(root)]) == 0
+    out, _ = capsys.readouterr()
+    assert "nothing says its size" in out
+    assert main(["recover", str(root), "--in-place"]) == 2
+    _, err = capsys.readouterr()
+    assert str(root / "index") in err and "give the store's sizes" in err and "\n" == err[-1] and err.count("\n") == 1
+    assert sorted(p.name for p in root.rglob("*")) == before  # nothing written, no sidecar made
+    assert not list(tmp_path.glob("s.rmqlab-cut-*"))
+    assert main(["recover", str(root), "--in-place", "--max-hash-slot-num", "64", "--max-index-num", "256"]) == 0
+    capsys.readouterr()
+    with MessageStore.open(root, small_config(), services=False) as again:
+        assert [r.queue_offset for r in again.query_message("TopicA", "k7").records] == [3]
