@@ -38,6 +38,7 @@ class MessageStoreConfig:
     max_hash_slot_num: int = DEFAULT_MAX_HASH_SLOT_NUM  # maxHashSlotNum
     max_index_num: int = DEFAULT_MAX_INDEX_NUM  # maxIndexNum
     message_index_enable: bool = True  # messageIndexEnable
+    message_index_safe: bool = False  # messageIndexSafe (abnormal recovery starts early enough to rebuild the index)
     flush_disk_type: str = ASYNC_FLUSH  # flushDiskType
     flush_interval_commit_log: int = 500  # flushIntervalCommitLog (ms)
     flush_commit_log_least_pages: int = 4  # flushCommitLogLeastPages

@@ -39,3 +39,9 @@ MIN_TIMESTAMP_SLACK_MS = 3000
 def min_timestamp(physic_msg_timestamp: int, logics_msg_timestamp: int) -> int:
     """Java ``getMinTimestamp``: ``max(0, min(physic, logics) - 3000)``."""
     return max(0, min(physic_msg_timestamp, logics_msg_timestamp) - MIN_TIMESTAMP_SLACK_MS)
+
+
+def min_timestamp_index(physic_msg_timestamp: int, logics_msg_timestamp: int, index_msg_timestamp: int) -> int:
+    """Java ``getMinTimestampIndex``: ``min(getMinTimestamp(), indexMsgTimestamp)`` (what
+    abnormal recovery compares with when ``messageIndexSafe`` is on)."""
+    return min(min_timestamp(physic_msg_timestamp, logics_msg_timestamp), index_msg_timestamp)

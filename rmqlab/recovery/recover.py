@@ -62,7 +62,7 @@ from ..config import MessageStoreConfig
 from ..errors import StoreLayoutError
 from ..files import MappedFileQueue
 from ..format import commitlog as cl
-from ..format.checkpoint import CheckpointV5, min_timestamp as cp_min_timestamp
+from ..format.checkpoint import CheckpointV5, min_timestamp as cp_min_timestamp, min_timestamp_index as cp_min_timestamp_index
 from ..format.consumequeue import CQ_STORE_UNIT_SIZE
 from ..format.indexfile import IndexHeader, index_file_size
 from ..format import layout
@@ -392,7 +392,13 @@ class _Planner:
         else:
             rep.notes.append("no checkpoint file: RocketMQ creates one of zeros (minTimestamp 0)")
         rep.checkpoint = cp
-        rep.min_timestamp = cp_min_timestamp(cp["physic_msg_timestamp"], cp["logics_msg_timestamp"])
+        if self.cfg.message_index_enable and self.cfg.message_index_safe:
+            # Java isMappedFileMatchedRecover with messageIndexSafe: the start file is
+            # old enough for the index too, so re-dispatch rebuilds what a dropped
+            # index file held
+            rep.min_timestamp = cp_min_timestamp_index(cp["physic_msg_timestamp"], cp["logics_msg_timestamp"], cp["index_msg_timestamp"])
+        else:
+            rep.min_timestamp = cp_min_timestamp(cp["physic_msg_timestamp"], cp["logics_msg_timestamp"])
         return cp
 
     def _load_index(self, plan: RecoveryPlan, abort: bool, cp: dict) -> None:

@@ -102,3 +102,55 @@ def test_a_blank_claiming_more_than_its_file_ends_the_log_as_in_rocketmq(oracle,
         failures[f"seed {seed} (RocketMQ's end {rep_end})"] = D._answer_error(ans) or D._guard(lambda: D.recover_and_read(base / "store", base / "rmqlab", config, ans))
     if any(failures.values()):
         pytest.fail(_failures(failures), pytrace=False)
+
+
+def test_message_index_safe_starts_abnormal_recovery_where_rocketmq_does(oracle, rocketmq_stores, tmp_path):
+    """messageIndexSafe=true (Java isMappedFileMatchedRecover with getMinTimestampIndex):
+    the crashed stores' checkpoints are given an index time older than their log's, so
+    RocketMQ starts its abnormal recovery a file earlier, re-dispatching (and so
+    re-indexing) what a dropped index file held; rmqlab's recovery with the same config
+    ends the same, store for store (records, queues, index answers)."""
+    from rmqlab.files import MappedFileQueue
+    from rmqlab.format.checkpoint import CheckpointV5
+    from rmqlab.format.layout import store_timestamp_at
+
+    cases = []
+    for seed, d, config, ans in rocketmq_stores:
+        if not ans.get("ok"):
+            continue
+        q = MappedFileQueue(d / "crash" / "commitlog")
+        firsts = [t for t in (store_timestamp_at(f.buf, 0) for f in q.files) if t]  # each file's first record
+        q.close()
+        if len(firsts) < 2:
+            continue
+        base = tmp_path / f"s{seed}"
+        D._copy(d / "crash", base / "store")
+        cp_path = base / "store" / "checkpoint"
+        raw = cp_path.read_bytes()
+        cp = dict(CheckpointV5.parse(raw[: CheckpointV5.sizeof()]))
+        cp = {k: v for k, v in cp.items() if not k.startswith("_")}
+        # the log and the queues flushed up to the newest file, the index only up to
+        # the first: without the option recovery starts at the newest file
+        cp["physic_msg_timestamp"] = cp["logics_msg_timestamp"] = firsts[-1] + 10_000
+        cp["index_msg_timestamp"] = firsts[0]
+        cp_path.write_bytes(CheckpointV5.build(cp) + raw[CheckpointV5.sizeof() :])
+        D._copy(base / "store", base / "rocketmq")
+        cases.append((seed, base, dict(config, messageIndexSafe="true")))
+    assert cases, "no RocketMQ-written store has two commitlog files with records"
+    answers = oracle.map(D.load_request(base / "rocketmq", config) for seed, base, config in cases)
+    from rmqlab.config import MessageStoreConfig
+    from rmqlab.recovery import recover
+
+    failures, earlier = {}, 0
+    for (seed, base, config), ans in zip(cases, answers):
+        failures[f"seed {seed}"] = D._answer_error(ans) or D._guard(lambda: D.recover_and_read(base / "store", base / "rmqlab", config, ans))
+        # the start file, from RocketMQ's own log line, and whether the option moved it
+        cfg = MessageStoreConfig.from_mapping(config)
+        start = recover(base / "store", config=cfg).start_file
+        logged = [line.rsplit("/", 1)[1] for line in ans["recovery"].get("logLines", []) if "recover from this mapped file" in line]
+        if logged != [start]:
+            failures[f"seed {seed}"].append(f"start file: rmqlab {start}, RocketMQ {logged}")
+        earlier += start < recover(base / "store", config=cfg.replace(message_index_safe=False)).start_file
+    if any(failures.values()):
+        pytest.fail(_failures(failures), pytrace=False)
+    assert earlier, "in no case did messageIndexSafe move the start file: the test would not see the rule"
