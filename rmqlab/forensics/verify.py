@@ -44,7 +44,7 @@ from ..format.indexfile import IndexHeader, entry_position, slot_position
 from ..format.parse import field_offset
 from ..format.properties import KEYS, UNIQ_KEY
 from ..format.record import BAD_BLANK, Record, RecordError, decode_record
-from ..rules import goes_to_consume_queue, index_keys, parse_delay_levels, tags_code
+from ..rules import goes_to_consume_queue, goes_to_index, index_keys, parse_delay_levels, tags_code
 from ..rules import ABORT_FILE, CHECKPOINT_FILE, CONSUMEQUEUE_DIR, LOCK_FILE
 from ..store.reader import StoreReader
 from .salvage import body_length, find_magic_positions
@@ -361,6 +361,8 @@ class _Verifier:
             return
         slots_n = self.cfg.max_hash_slot_num
         n_entries = 0
+        findable: set[tuple[int, int]] = set()  # (physical offset, key hash) of entries a lookup reaches
+        index_end = 0  # the newest index file's endPhyOffset: buildIndex skips records below it
         for f in index.files:
             path = str(f.path)
             h = f.header
@@ -399,6 +401,9 @@ class _Verifier:
                     # follow prevIndex even when it points forward (reported as INDEX_CHAIN
                     # above) so that a loop is found; Java's walk stops at prev == self
                     nxt = int(ents["prev_index"][nxt])
+            for i in np.flatnonzero(reached[:count]).tolist():
+                findable.add((int(ents["phy_offset"][i]), int(ents["key_hash"][i])))
+            index_end = int(h.end_phy_offset)
             orphans = np.flatnonzero(~reached[1:count]) + 1
             if len(orphans):
                 self.add("INDEX_ORPHAN", WARNING, path, entry_position(slots_n, int(orphans[0])), f"{len(orphans)} entries are not reachable from any slot (first: {int(orphans[0])})")
@@ -423,6 +428,30 @@ class _Verifier:
                 if kh not in hs:
                     self.add("INDEX_HASH", ERROR, path, pos, f"entry {i} hash {kh} matches no key of the record at {phy} ({rec.topic}, keys {list(rec.keys)})")
         self.report.stats.update(index_files=len(index.files), index_entries=n_entries)
+        if self.cfg.message_index_enable:
+            self._index_missing(findable, index_end)
+
+    def _index_missing(self, findable: set[tuple[int, int]], index_end: int) -> None:
+        """INDEX_MISSING: records RocketMQ indexes (Java ``IndexService.buildIndex``: a
+        key or UNIQ_KEY, not a ROLLBACK) whose keys no slot chain reaches, so no
+        ``queryMessage`` finds them.  Those below the newest index file's endPhyOffset
+        stay so (buildIndex skips what is below it; a crash that dropped an index file
+        and re-dispatched from a later commitlog file leaves exactly these); those at or
+        past it were not dispatched yet and are indexed if dispatch reaches them."""
+        lost, pending = [], []
+        for phy, rec in self.records.items():
+            if phy >= self.log_end or not rec.keys or not goes_to_index(rec.sys_flag):
+                continue
+            if any((phy, index_key_hash(k)) not in findable for k in rec.keys):
+                (lost if phy < index_end else pending).append((phy, rec))
+        for found, what in ((lost, "below the index's endPhyOffset {end}: RocketMQ never indexes them again, so they stay unfindable by key"),
+                            (pending, "at or past the index's endPhyOffset {end}: not dispatched yet; RocketMQ indexes them only if its recovery re-dispatches them")):
+            if found:
+                found.sort()
+                phy, rec = found[0]
+                first = ", ".join(str(p) for p, _ in found[:5])
+                self.add("INDEX_MISSING", WARNING, rec.file, rec.file_offset,
+                         f"{len(found)} record(s) carry a key or UNIQ_KEY that no index chain reaches (first at {first}), " + what.format(end=index_end))
 
     # -- checkpoint, abort, lock ---------------------------------------------------------------------
     def check_state(self) -> None:

@@ -293,3 +293,51 @@ def test_delay_levels_of_zero_or_less_keep_the_tags_hash(tmp_path):
         codes = [e.tags_code for e in st.consume_queue(SCHEDULE_TOPIC, 2).entries()]
     assert codes[0] == codes[1] == 97  # "a".hashCode()
     assert codes[2] > 1_700_000_000_000  # level 3: the delivery time
+
+
+def test_index_missing_counts_keyed_records_no_chain_reaches(tmp_path):
+    """A slot zeroed in the newest index file: the keyed records of its chain are
+    still in the log but no queryMessage finds them (below the index's end: they stay
+    so).  And records a crash left undispatched (past the index's end) are counted
+    apart.  RocketMQ's own stores have none."""
+    from rmqlab.engine import ManualClock, Message, MessageStore
+    from rmqlab.lookup import query_by_key
+    from tests.engine.engine_support import small_config
+
+    for case in ("clean", "crash", "v2ipv6"):
+        assert not verify_store(REFERENCE / case / "store").by_kind("INDEX_MISSING"), case
+    root = tmp_path / "s"
+    cfg = small_config(max_hash_slot_num=512, max_index_num=2048)
+    with MessageStore.open(root, cfg, clock=ManualClock(1_795_000_000_000, tick_ms=1), services=False) as store:
+        for i in range(30):
+            assert store.put(Message("TopicA", b"x" * 50, {"KEYS": f"key-{i}"}, queue_id=0)).ok
+    with open_store(root, cfg) as st:
+        f = st.index.files[-1]
+        slots = f.slots()
+        s = next(int(i) for i in range(len(slots)) if slots[i] > 0)
+        path = f.path
+        findable_before = {i for i in range(30) if query_by_key(st, "TopicA", f"key-{i}").records}
+    data = bytearray(path.read_bytes())
+    struct.pack_into(">i", data, slot_position(s), 0)
+    path.write_bytes(bytes(data))
+    with open_store(root, cfg) as st:
+        gone = [i for i in range(30) if not query_by_key(st, "TopicA", f"key-{i}").records]
+    assert gone and findable_before == set(range(30))
+    f = one(verify_store(root, cfg), "INDEX_MISSING")
+    assert f.message.startswith(f"{len(gone)} record(s) carry a key") and "stay unfindable" in f.message
+    assert f.severity == "warning" and f.file.endswith(f"{0:020d}")
+
+
+def test_index_missing_names_records_a_crash_left_undispatched(tmp_path):
+    from rmqlab.engine import ManualClock, Message, MessageStore
+    from tests.engine.engine_support import small_config
+
+    root = tmp_path / "s"
+    cfg = small_config(max_hash_slot_num=512, max_index_num=2048)
+    store = MessageStore.open(root, cfg, clock=ManualClock(1_795_000_000_000, tick_ms=1), services=False, dispatch="manual")
+    for i in range(12):
+        assert store.put(Message("TopicA", b"x" * 50, {"KEYS": f"key-{i}"}, queue_id=0)).ok
+    store.reput(5)  # the reput thread had dispatched five when the broker died
+    store.crash()
+    f = one(verify_store(root, cfg), "INDEX_MISSING")
+    assert f.message.startswith("7 record(s)") and "not dispatched yet" in f.message
