@@ -69,7 +69,7 @@ from ..format import layout
 from ..format.layout import PREFIX_DTYPES, store_timestamp_at
 from ..format.record import decode_record
 from ..store.consume_queue import CQ_DTYPE
-from ..rules import ABORT_FILE, CHECKPOINT_FILE, COMMITLOG_DIR, CONSUMEQUEUE_DIR, INDEX_DIR, LOCK_FILE, goes_to_consume_queue
+from ..rules import ABORT_FILE, CHECKPOINT_FILE, COMMITLOG_DIR, CONSUMEQUEUE_DIR, INDEX_DIR, LOCK_FILE, goes_to_consume_queue, goes_to_index
 from ..store.reader import infer_config, lock_state
 from .report import CutRange, IndexChange, LostRecord, QueueChange, RecoveryReport, StopPoint
 from ..scan.acceptance import FileScan, scan_file
@@ -274,8 +274,9 @@ class RecoveryPlan:
     empty_last: list[Path] = field(default_factory=list)
     #: index files newer than the checkpoint's indexMsgTimestamp (abnormal: deleted)
     dropped_index: list[Path] = field(default_factory=list)
-    #: endPhyOffset of the newest index file kept: dispatch indexes only past it
-    index_end_phy: int = 0
+    #: endPhyOffset of the newest index file kept (the last record it indexed; -1: no
+    #: index file kept): dispatch indexes only records at or past it
+    index_end_phy: int = -1
     #: every consume queue as ``ConsumeQueue.recover`` leaves it
     queues: dict[tuple[str, int], _Queue] = field(default_factory=dict)
     #: every queue entry's commitlog offset, sorted, and which queue each is an entry of
@@ -436,8 +437,8 @@ class _Planner:
                 )
             kept_index.append((p, {"end_phy_offset": int(h.end_phy_offset), "end_timestamp": int(h.end_timestamp), "index_count": int(h.index_count)}))
         plan.dropped_index = dropped
-        index_end_phy = kept_index[-1][1]["end_phy_offset"] if kept_index else 0
-        plan.index_end_phy = index_end_phy
+        # endPhyOffset is the offset of the last record indexed (IndexFile.putKey); -1: none
+        plan.index_end_phy = kept_index[-1][1]["end_phy_offset"] if kept_index else -1
 
     def _recover_queues(self, plan: RecoveryPlan) -> None:
         """Java ``ConsumeQueue.recover``, each queue (one that fails to load makes the
@@ -840,6 +841,54 @@ def _lost_records(rep: RecoveryReport, plan: RecoveryPlan) -> None:
         rep.commitlog_end_before = process
 
 
+def _unfindable_keys(rep: RecoveryReport, plan: RecoveryPlan, cfg: MessageStoreConfig) -> None:
+    """Keyed records that no index holds after the recovery.  The kept index files
+    hold everything below the newest one's endPhyOffset; re-dispatch indexes the
+    records it hands on (abnormal: every record from the start file; normal: those
+    past the queues' max offset).  What lies between the two was indexed only in the
+    files a crash dropped, or never: Java's buildIndex will not index it again
+    (apache/rocketmq#8007, with ``messageIndexSafe`` off).  Read with the reput's own
+    reader, so the keys are the ones dispatch would index."""
+    from ..format.record import RecordError
+    from ..scan.dispatch_request import read_dispatch_columns
+
+    files = plan.files
+    if not cfg.message_index_enable or not files or not len(plan.positions):
+        return
+    lo = plan.index_end_phy + 1  # the record at endPhyOffset is the last one indexed
+    if rep.mode == "normal":
+        later = plan.positions[plan.positions > rep.dispatch_from]
+    else:
+        later = plan.positions
+    hi = int(later[0]) if len(later) else rep.commitlog_end
+    if hi <= lo:
+        return
+    import pyarrow.compute as pc
+
+    count, first = 0, []
+    fsize = cfg.mapped_file_size_commit_log
+    for f in files:
+        a, b = max(lo, f.file_from_offset), min(hi, f.file_from_offset + f.file_size)
+        if a >= b:
+            continue
+        view = _file_view(f, fsize)
+        s = scan_file(view, check_crc=False)
+        starts = s.starts[(s.starts + f.file_from_offset >= a) & (s.starts + f.file_from_offset < b)]
+        if not len(starts):
+            continue
+        try:
+            cols = read_dispatch_columns(view, starts, file_base=f.file_from_offset, file=str(f.path), delay_levels={})
+        except RecordError:
+            continue  # damage: recovery's own scan says where, and the log ends before it
+        keyed = np.zeros(len(cols), bool)
+        for col in (cols.keys, cols.uniq_key):
+            keyed |= np.asarray(pc.fill_null(pc.greater(pc.utf8_length(pc.utf8_trim(col, " ")), 0), False).to_numpy(zero_copy_only=False), bool)
+        keyed &= np.asarray(goes_to_index(cols.sys_flag), bool)
+        count += int(keyed.sum())
+        first += cols.commitlog_offset[keyed][: 5 - len(first)].tolist() if len(first) < 5 else []
+    rep.index_unfindable, rep.index_unfindable_first = count, first
+
+
 # -- applying ----------------------------------------------------------------------------------------
 class _Sidecar:
     """Saves every byte before it is cut: ``<dir>/<relative path>@<offset>`` + manifest.json."""
@@ -1055,6 +1104,7 @@ def plan(
     # mkdir lines and per-queue changes (read-only simulation of dispatch + truncation)
     _simulate_queues(rep, p, p.dispatch_records, parse_delay_levels(cfg.message_delay_level))
     _lost_records(rep, p)
+    _unfindable_keys(rep, p, cfg)
     rep.timings["dispatch_plan_s"] = time.perf_counter() - t1
     if not rep.load_ok:
         rep.notes.append("RocketMQ's load() returns false for this store and the broker does not start; rmqlab reads short files as zero-padded")

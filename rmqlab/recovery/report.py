@@ -108,6 +108,11 @@ class RecoveryReport:
     queues: list[QueueChange] = field(default_factory=list)
     index: list[IndexChange] = field(default_factory=list)
     max_phy_offset_in_cq_after: int | None = None
+    #: records with a key or UNIQ_KEY that no index will hold after the recovery (Java
+    #: buildIndex skips what is below the kept index's endPhyOffset, and re-dispatch
+    #: starts later): how many, and the first offsets
+    index_unfindable: int = 0
+    index_unfindable_first: list[int] = field(default_factory=list)
     log_lines: list[str] = field(default_factory=list)  # what RocketMQ would log, <store> for the root
     sidecar: str | None = None
     notes: list[str] = field(default_factory=list)
@@ -180,6 +185,12 @@ class RecoveryReport:
             if q.added_entries:
                 parts.append(f"{q.added_entries} entries re-dispatched")
             out.append(f"    {q.queue:<28} {'; '.join(parts)}; max offset {q.max_offset_before} → {q.max_offset_after}")
+        if self.index_unfindable:
+            first = ", ".join(map(str, self.index_unfindable_first))
+            out.append(
+                f"  unfindable     {self.index_unfindable} record(s) with a key or UNIQ_KEY stay in the log but no index will hold "
+                f"them (first at {first}): re-dispatch starts after them, below it RocketMQ never indexes again"
+            )
         for ix in self.index:
             extra = f" (endTimestamp {ix.end_timestamp} > indexMsgTimestamp {ix.index_msg_timestamp})" if ix.action == "dropped" else (f", {ix.entries_added} entries" if ix.entries_added else "")
             out.append(f"  index          {ix.action} {ix.file}{extra}")
