@@ -32,7 +32,14 @@ def config_from_args(args: argparse.Namespace) -> MessageStoreConfig | None:
     }
     overrides = {k: v for k, v in overrides.items() if v is not None}
     if overrides:
-        cfg = (cfg or infer_config(args.store)).replace(**overrides)
+        index_sizes = None
+        if "max_hash_slot_num" in overrides or "max_index_num" in overrides:
+            # given index sizes are not inferred (an index file of another shape would fail);
+            # one alone: the other as Java's defaults relate them (4 entries per slot)
+            slots = overrides.get("max_hash_slot_num") or max(1, overrides["max_index_num"] // 4)
+            index_sizes = (slots, overrides.get("max_index_num") or 4 * slots)
+            overrides.update(max_hash_slot_num=index_sizes[0], max_index_num=index_sizes[1])
+        cfg = (cfg or infer_config(args.store, index_sizes=index_sizes)).replace(**overrides)
     return cfg
 
 

@@ -26,6 +26,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--no-crc", action="store_true", help="checkCRCOnRecover=false")
     p.add_argument("--force-verify-prop-crc", action="store_true", help="forceVerifyPropCRC=true: check the __CRC32# whole-record CRC")
     p.add_argument("--zero-tail", action="store_true", help="zero the commitlog bytes after the new end (RocketMQ leaves them)")
+    p.add_argument("--reindex", action="store_true", help="rebuild every index file from every record of the log (beyond RocketMQ: no key a crash left unindexed stays unfindable)")
     p.add_argument("--keep-abort", action="store_true", help="leave abort and checkpoint as they are (next start recovers again)")
     p.add_argument("--json", action="store_true", help="print the report as one JSON object")
     return p
@@ -44,6 +45,7 @@ def run(args) -> int:
         zero_tail=args.zero_tail,
         mark_clean=not args.keep_abort,
         check_lock=True,
+        reindex=args.reindex,
     )
     if args.json:
         print_json(rep.to_dict())

@@ -300,6 +300,10 @@ class RecoveryPlan:
     dispatch_records: object = ()
     #: applying would build an index file whose size nothing says (why, or "")
     index_size_unknown: str = ""
+    #: ``reindex``: every index file is rebuilt, from these record positions before the
+    #: start file and every record the scan accepted
+    reindex: bool = False
+    reindex_positions: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
 
     @property
     def files(self) -> list:
@@ -613,11 +617,11 @@ def _records_to_dispatch(rep: RecoveryReport, plan: RecoveryPlan, cfg: MessageSt
     from ..scan.dispatch_request import DispatchColumns
     from ..rules import parse_delay_levels
 
-    pos = plan.positions
+    pos = np.concatenate([plan.reindex_positions, plan.positions]) if plan.reindex else plan.positions
     delay_levels = parse_delay_levels(cfg.message_delay_level)
     files = plan.files
     views = [_file_view(f, cfg.mapped_file_size_commit_log) for f in files]
-    if rep.mode == "normal":
+    if rep.mode == "normal" and not plan.reindex:
         sel = pos > rep.dispatch_from
     else:
         sel = np.ones(len(pos), dtype=bool)
@@ -841,6 +845,35 @@ def _lost_records(rep: RecoveryReport, plan: RecoveryPlan) -> None:
         rep.commitlog_end_before = process
 
 
+def _plan_reindex(plan: RecoveryPlan, cfg: MessageStoreConfig) -> None:
+    """Every index file goes (saved to the sidecar when applied in place), and every
+    record of the log is handed to dispatch: those the scan accepted, and those of the
+    files before the start file, walked with the same acceptance rule (Java trusts
+    them and does not look; a damaged older file ends its part of the rebuild there,
+    which the report notes)."""
+    rep = plan.report
+    d = plan.root / INDEX_DIR
+    dropped = {p.name for p in plan.dropped_index}
+    for p in sorted(d.iterdir()) if d.is_dir() else []:
+        if p.is_file() and p.name.isdigit() and p.name not in dropped:
+            plan.dropped_index.append(p)
+            rep.index.append(IndexChange(p.name, "dropped"))
+    plan.index_end_phy = -1
+    plan.reindex = True
+    fsize = cfg.mapped_file_size_commit_log
+    parts = []
+    for f in plan.files[: plan.start_index]:
+        s = scan_file(_file_view(f, fsize), check_crc=False)
+        parts.append(f.file_from_offset + s.starts)
+        if not s.blank:
+            rep.notes.append(f"reindex: {f.path.name}, before the start file, ends its records at {s.end} ({s.stop.kind if s.stop else 'end'}): the records after it are not re-indexed")
+    plan.reindex_positions = np.concatenate(parts) if parts else np.zeros(0, np.int64)
+    rep.notes.append(
+        f"reindex: every index file is rebuilt from the {len(plan.reindex_positions) + len(plan.positions)} records of the log "
+        "(beyond RocketMQ, which rebuilds only what it re-dispatches)"
+    )
+
+
 def _unfindable_keys(rep: RecoveryReport, plan: RecoveryPlan, cfg: MessageStoreConfig) -> None:
     """Keyed records that no index holds after the recovery.  The kept index files
     hold everything below the newest one's endPhyOffset; re-dispatch indexes the
@@ -856,7 +889,9 @@ def _unfindable_keys(rep: RecoveryReport, plan: RecoveryPlan, cfg: MessageStoreC
     if not cfg.message_index_enable or not files or not len(plan.positions):
         return
     lo = plan.index_end_phy + 1  # the record at endPhyOffset is the last one indexed
-    if rep.mode == "normal":
+    if plan.reindex:
+        later = np.concatenate([plan.reindex_positions, plan.positions])  # everything is re-dispatched
+    elif rep.mode == "normal":
         later = plan.positions[plan.positions > rep.dispatch_from]
     else:
         later = plan.positions
@@ -1078,6 +1113,7 @@ def plan(
     legacy_three_files: bool = False,
     check_crc: bool | None = None,
     force_verify_prop_crc: bool = False,
+    reindex: bool = False,
 ) -> RecoveryPlan:
     """Decide, read-only, what RocketMQ 5.3's start-up recovery does to the store at
     ``store``: one scan of the log, the consume queues and the index, and a read-only
@@ -1086,6 +1122,11 @@ def plan(
 
     ``legacy_three_files`` selects normal recovery as RocketMQ ≤ 5.3.1 did it (scan the
     last three files); ``check_crc`` overrides ``checkCRCOnRecover``.
+
+    ``reindex`` goes beyond RocketMQ: every index file is dropped and rebuilt from every
+    record of the log (those before the start file too), so that no key a crash left
+    unindexed stays unfindable (apache/rocketmq#8007).  Queues are as RocketMQ leaves
+    them: records already in their queue are skipped there as Java's dispatch skips them.
     """
     root = Path(store)
     if not root.is_dir():
@@ -1095,6 +1136,8 @@ def plan(
     planner = _Planner(root, cfg, legacy_three_files=legacy_three_files, check_crc=check_crc, force_verify_prop_crc=force_verify_prop_crc)
     p = planner.plan()
     rep = p.report
+    if reindex and cfg.message_index_enable and p.files:
+        _plan_reindex(p, cfg)
     from ..rules import parse_delay_levels
 
     t1 = time.perf_counter()
@@ -1191,6 +1234,7 @@ def recover(
     zero_tail: bool = False,
     mark_clean: bool = True,
     check_lock: bool = False,
+    reindex: bool = False,
 ) -> RecoveryReport:
     """Recover the store at ``store`` as RocketMQ 5.3 would on start-up: :func:`plan`,
     then :func:`apply` (see both for the options).
@@ -1211,7 +1255,7 @@ def recover(
 
         if lock_state(root) == "held":  # before anything is inferred: no sizes needed
             raise StoreLockedError(f"{root / LOCK_FILE}: a running broker (or rmqlab writer) holds this store; stop it before recovering in place")
-    p = plan(root, config=config, legacy_three_files=legacy_three_files, check_crc=check_crc, force_verify_prop_crc=force_verify_prop_crc)
+    p = plan(root, config=config, legacy_three_files=legacy_three_files, check_crc=check_crc, force_verify_prop_crc=force_verify_prop_crc, reindex=reindex)
     return apply(p, out=out, in_place=in_place, sidecar=sidecar, clock=clock, zero_tail=zero_tail, mark_clean=mark_clean)
 
 

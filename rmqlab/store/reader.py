@@ -70,6 +70,7 @@ class StoreReader:
         config_file: str | os.PathLike | None = None,
         strict: bool = True,
         log_end: int | None = None,
+        index_sizes: tuple[int, int] | None = None,
     ):
         self.root = Path(root)
         if not self.root.is_dir():
@@ -86,9 +87,10 @@ class StoreReader:
         self.commitlog = CommitLog(self.root / COMMITLOG_DIR, cfg.mapped_file_size_commit_log if explicit else None, strict=strict, served_end=log_end)
         self.problems += self.commitlog.queue.problems
         # settle the sizes this store actually uses
-        index_sizes = (cfg.max_hash_slot_num, cfg.max_index_num)
-        if not explicit:
-            index_sizes = self._infer_index_sizes() or index_sizes
+        if index_sizes is None:
+            index_sizes = (cfg.max_hash_slot_num, cfg.max_index_num)
+            if not explicit:
+                index_sizes = self._infer_index_sizes() or index_sizes
         self.config = cfg.replace(
             store_path_root_dir=str(self.root),
             mapped_file_size_commit_log=self.commitlog.mapped_file_size or cfg.mapped_file_size_commit_log,
@@ -209,13 +211,14 @@ def lock_state(root: str | os.PathLike) -> str:
     return "free"
 
 
-def infer_config(root: str | os.PathLike, config: MessageStoreConfig | None = None) -> MessageStoreConfig:
+def infer_config(root: str | os.PathLike, config: MessageStoreConfig | None = None, *, index_sizes: tuple[int, int] | None = None) -> MessageStoreConfig:
     """The store's sizes: the caller's config wins; otherwise infer commitlog, consume-queue
-    and index sizes from the files (as the reader does)."""
+    and index sizes from the files (as the reader does); ``index_sizes`` given are
+    taken as they are (an index file they explain need not be inferable)."""
     root = Path(root)
     if config is not None:
         return config.replace(store_path_root_dir=str(root))
-    reader = StoreReader(root, strict=False)
+    reader = StoreReader(root, strict=False, index_sizes=index_sizes)
     cfg = reader.config
     cq_size = None
     for qid in reader.queue_ids():
