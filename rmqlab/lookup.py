@@ -70,6 +70,22 @@ def foreign_record_note(store: StoreReader, topic: str, queue_id: int, queue_off
     )
 
 
+def entries_past_the_log(store: StoreReader, topic: str, queue_id: int) -> int:
+    """How many of the queue's last units point at or past where the log ends (a
+    crashed store not yet recovered): RocketMQ's recovery cuts them
+    (``truncateDirtyLogicFiles``), so its answers count the queue without them."""
+    cq = store.consume_queue(topic, queue_id)
+    lo, hi = cq.valid_range(store.commitlog.min_offset)
+    end = store.commitlog.served_end()
+    n = 0
+    for q in range(hi - 1, lo - 1, -1):
+        e = cq.get(q)
+        if e is None or e.commitlog_offset < end:
+            break
+        n += 1
+    return n
+
+
 def get_messages(store: StoreReader, topic: str, queue_id: int, start: int = 0, max_count: int | None = None, tags_code: int | None = None):
     """``(entry, record)`` pairs from ``start``; with ``tags_code`` only entries whose
     consume-queue tagsCode equals it (the broker's tag filter, done on the queue,

@@ -65,6 +65,10 @@ def run(args) -> int:
             lo, hi = cq.valid_range(store.commitlog.min_offset)
             if not args.json:
                 print(f"{args.topic}/{args.queue_id} at {args.time} ({args.boundary}): queue offset {off}" + ("" if lo <= off < hi else f" (past the last entry; queue holds [{lo}, {hi}))"))
+                dead = lk.entries_past_the_log(store, args.topic, args.queue_id)
+                if dead:
+                    print(f"  the queue's last {dead} unit(s) point at or past the end of the log (a crash; not recovered yet): "
+                          f"RocketMQ's recovery cuts them, and then the queue holds [{lo}, {hi - dead}) and answers from that", file=sys.stderr)
             if lo <= off < hi:
                 records = [lk.get_message(store, args.topic, args.queue_id, off)[1]]
                 note = lk.foreign_record_note(store, args.topic, args.queue_id, off, records[0])

@@ -155,3 +155,15 @@ def test_lookup_queue_warns_when_a_unit_points_at_another_queues_record(capsys, 
     assert f"{path} @ 20: unit 1 of TopicA/0 points at a record of TopicA/1" in err and "RocketMQ serves it as it is" in err
     code, out, err = run_cli(capsys, "lookup", root, "--queue", "TopicA:0:0")
     assert code == 0 and err == ""
+
+
+def test_lookup_time_on_a_crashed_store_says_what_recovery_will_cut(capsys, dumps):
+    """crash-torn, not recovered: TopicB/2's last unit points past the end of the log.
+    lookup --time answers from the queue as it is and says, on stderr, that RocketMQ's
+    recovery cuts that unit and what the queue then holds (RocketMQ's own answer)."""
+    root = REFERENCE / "crash-torn" / "store"
+    after = dumps["crash-torn"]["consumeQueues"]["TopicB/2"]["maxOffset"]
+    code, out, err = run_cli(capsys, "lookup", root, "--time", "1795303799000", "--topic", "TopicB", "--queue-id", "2")
+    assert code == 0 and "last 1 unit(s) point at or past the end of the log" in err and f"holds [0, {after})" in err
+    code, out, err = run_cli(capsys, "lookup", REFERENCE / "clean" / "store", "--time", "1795303799000", "--topic", "TopicB", "--queue-id", "2")
+    assert code == 0 and err == ""
