@@ -105,6 +105,8 @@ def _recover_queue(directory: Path, topic: str, queue_id: int, file_size: int, l
     q = _Queue(topic, queue_id, directory, files, np.zeros(0, CQ_DTYPE), 0, 0, -1)
     if not files:
         return q
+    if file_size % CQ_STORE_UNIT_SIZE:
+        raise StoreLayoutError(files[0][1], None, f"mappedFileSizeConsumeQueue {file_size} is not a whole number of {CQ_STORE_UNIT_SIZE}-byte units")
     for start, p in files:
         if p.stat().st_size != file_size:
             raise StoreLayoutError(p, None, f"consume-queue file is {p.stat().st_size} bytes, mappedFileSizeConsumeQueue is {file_size}: RocketMQ's load fails")

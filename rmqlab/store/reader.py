@@ -18,6 +18,7 @@ from pathlib import Path
 from .. import reprs
 from ..config import MessageStoreConfig
 from ..errors import StoreFormatError, StoreLayoutError
+from ..format.consumequeue import CQ_STORE_UNIT_SIZE
 from ..format.indexfile import DEFAULT_MAX_HASH_SLOT_NUM, DEFAULT_MAX_INDEX_NUM, INDEX_HEADER_SIZE, index_file_size
 from .checkpoint import Checkpoint, read_checkpoint
 from .commitlog import CommitLog
@@ -226,7 +227,7 @@ def infer_config(root: str | os.PathLike, config: MessageStoreConfig | None = No
             size = reader.consume_queue(qid.topic, qid.queue_id).queue.mapped_file_size
         except StoreFormatError:
             continue
-        if size:
+        if size and size % CQ_STORE_UNIT_SIZE == 0:  # Java rounds the size up to whole units: a ragged one is damage
             cq_size = size
             break
     reader.close()

@@ -58,3 +58,10 @@ def test_the_campaign_sees_what_it_counts(monkeypatch, tmp_path):
 
     monkeypatch.setattr(cli, "main", scribble)
     assert C.run_input(0)["outcome"] == "input changed"
+
+
+@pytest.mark.parametrize("seed", [1579, 3343])
+def test_long_run_findings_stay_fixed(seed):
+    """Seeds the long run found (a consume-queue file extended by garbage: its ragged
+    size was taken for mappedFileSizeConsumeQueue and recover raised ValueError)."""
+    assert C.run_input(seed)["outcome"] in ("correct", "clean error")
