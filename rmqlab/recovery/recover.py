@@ -274,7 +274,9 @@ class RecoveryPlan:
     commitlog: MappedFileQueue | None = None
     #: an empty last commitlog file: Java's load deletes it
     empty_last: list[Path] = field(default_factory=list)
-    #: index files newer than the checkpoint's indexMsgTimestamp (abnormal: deleted)
+    #: every index file of the store (``index/`` listed once), and those recovery deletes:
+    #: newer than the checkpoint's indexMsgTimestamp (abnormal), or all (``reindex``)
+    index_files: list[Path] = field(default_factory=list)
     dropped_index: list[Path] = field(default_factory=list)
     #: endPhyOffset of the newest index file kept (the last record it indexed; -1: no
     #: index file kept): dispatch indexes only records at or past it
@@ -310,6 +312,17 @@ class RecoveryPlan:
     @property
     def files(self) -> list:
         return self.commitlog.files if self.commitlog is not None else []
+
+    def handed_to_dispatch(self) -> np.ndarray:
+        """The positions recovery hands to dispatch, in log order (Java: abnormal,
+        every record scanned; normal, those past the queues' max physical offset;
+        ``reindex``, every record of the log), before dispatch skips what its queue
+        and the index already hold."""
+        if self.reindex:
+            return np.concatenate([self.reindex_positions, self.positions])
+        if self.report.mode == "normal":
+            return self.positions[self.positions > self.report.dispatch_from]
+        return self.positions
 
     @property
     def changes_store(self) -> bool:
@@ -414,6 +427,7 @@ class _Planner:
         rep, cfg, log = plan.report, self.cfg, self.log
         idx_dir = self.root / INDEX_DIR
         idx_files = sorted(p for p in idx_dir.iterdir() if p.is_file() and p.name.isdigit()) if idx_dir.is_dir() else []
+        plan.index_files = idx_files
         kept_index: list[tuple[Path, dict]] = []
         dropped: list[Path] = []
         for p in idx_files:
@@ -619,22 +633,19 @@ def _records_to_dispatch(rep: RecoveryReport, plan: RecoveryPlan, cfg: MessageSt
     from ..scan.dispatch_request import DispatchColumns
     from ..rules import parse_delay_levels
 
-    pos = np.concatenate([plan.reindex_positions, plan.positions]) if plan.reindex else plan.positions
+    pos = plan.handed_to_dispatch()
     delay_levels = parse_delay_levels(cfg.message_delay_level)
     files = plan.files
     views = [_file_view(f, cfg.mapped_file_size_commit_log) for f in files]
-    if rep.mode == "normal" and not plan.reindex:
-        sel = pos > rep.dispatch_from
-    else:
-        sel = np.ones(len(pos), dtype=bool)
-    if len(pos) and sel.any():
+    sel = np.ones(len(pos), dtype=bool)
+    if len(pos):
         in_cq = np.zeros(len(pos), dtype=bool)
         present = plan.hints  # every queue entry's commitlog offset, sorted
         if len(present):
             at = np.minimum(np.searchsorted(present, pos), len(present) - 1)
             in_cq = present[at] == pos
         index_skip = (pos < plan.index_end_phy) if cfg.message_index_enable else np.ones(len(pos), dtype=bool)
-        drop = np.flatnonzero(sel & in_cq & index_skip)
+        drop = np.flatnonzero(in_cq & index_skip)
         if len(drop):
             # a record a queue points at is already there only if it is that queue's: a
             # damaged topic or queue id sends it to another queue, which Java creates
@@ -854,10 +865,9 @@ def _plan_reindex(plan: RecoveryPlan, cfg: MessageStoreConfig) -> None:
     them and does not look; a damaged older file ends its part of the rebuild there,
     which the report notes)."""
     rep = plan.report
-    d = plan.root / INDEX_DIR
-    dropped = {p.name for p in plan.dropped_index}
-    for p in sorted(d.iterdir()) if d.is_dir() else []:
-        if p.is_file() and p.name.isdigit() and p.name not in dropped:
+    dropped = set(plan.dropped_index)
+    for p in plan.index_files:
+        if p not in dropped:
             plan.dropped_index.append(p)
             rep.index.append(IndexChange(p.name, "dropped"))
     plan.index_end_phy = -1
@@ -891,12 +901,7 @@ def _unfindable_keys(rep: RecoveryReport, plan: RecoveryPlan, cfg: MessageStoreC
     if not cfg.message_index_enable or not files or not len(plan.positions):
         return
     lo = plan.index_end_phy + 1  # the record at endPhyOffset is the last one indexed
-    if plan.reindex:
-        later = np.concatenate([plan.reindex_positions, plan.positions])  # everything is re-dispatched
-    elif rep.mode == "normal":
-        later = plan.positions[plan.positions > rep.dispatch_from]
-    else:
-        later = plan.positions
+    later = plan.handed_to_dispatch()
     hi = int(later[0]) if len(later) else rep.commitlog_end
     if hi <= lo:
         return
@@ -1154,7 +1159,7 @@ def plan(
     if not rep.load_ok:
         rep.notes.append("RocketMQ's load() returns false for this store and the broker does not start; rmqlab reads short files as zero-padded")
     if config is None:
-        p.index_size_unknown = _index_size_unknown(root, cfg, rep)
+        p.index_size_unknown = _index_size_unknown(p.index_files, cfg, rep)
         if p.index_size_unknown:
             rep.notes.append(p.index_size_unknown)
     rep.log_lines.append(f"message store recover end, and the max phy offset = {rep.commitlog_end}")
@@ -1261,17 +1266,16 @@ def recover(
     return apply(p, out=out, in_place=in_place, sidecar=sidecar, clock=clock, zero_tail=zero_tail, mark_clean=mark_clean)
 
 
-def _index_size_unknown(root: Path, cfg: MessageStoreConfig, rep: RecoveryReport) -> str:
+def _index_size_unknown(index_files: list[Path], cfg: MessageStoreConfig, rep: RecoveryReport) -> str:
     """Why applying would build an index file of a size nothing says, or "".  Sizes
     come from a config, or from an index file's length; with neither, RocketMQ's
     defaults are what the store's other files imply only when its commitlog files
     are of RocketMQ's default size too.  Otherwise a store written with small files
     would get a 420 MB index file that its own broker (or rmqlab's engine, given the
     store's real config) refuses."""
-    d = root / INDEX_DIR
     if not rep.records_redispatched or not cfg.message_index_enable:
         return ""
-    if d.is_dir() and any(p.is_file() and p.name.isdigit() and p.stat().st_size > 0 for p in d.iterdir()):
+    if any(p.stat().st_size > 0 for p in index_files):
         return ""
     default = MessageStoreConfig()
     if cfg.mapped_file_size_commit_log == default.mapped_file_size_commit_log:
