@@ -44,11 +44,16 @@ def get_message(store: StoreReader, topic: str, queue_id: int, queue_offset: int
     if entry.size <= 0 or entry.commitlog_offset < 0:
         # Java getMessage reads entry.size bytes at entry.offset: nothing for a zeroed unit
         # in an older file (ConsumeQueue.recover does not look there, so the queue goes on)
-        pos = queue_offset * CQ_STORE_UNIT_SIZE
-        f = cq.queue.find(pos)
-        raise StoreFormatError(f.path if f else cq.directory, pos - (f.file_from_offset if f else 0),
+        raise StoreFormatError(*_unit_at(cq, queue_offset),
                                f"entry {queue_offset} of {topic}/{queue_id} is invalid (offset {entry.commitlog_offset}, size {entry.size}): RocketMQ serves no message there")
     return entry, store.commitlog.read(entry.commitlog_offset)
+
+
+def _unit_at(cq, queue_offset: int):
+    """(file, byte in it) of a queue's unit, for errors and warnings."""
+    pos = queue_offset * CQ_STORE_UNIT_SIZE
+    f = cq.queue.find(pos)
+    return (f.path, pos - f.file_from_offset) if f else (cq.directory, pos)
 
 
 def foreign_record_note(store: StoreReader, topic: str, queue_id: int, queue_offset: int, rec: Record) -> str | None:
@@ -60,10 +65,8 @@ def foreign_record_note(store: StoreReader, topic: str, queue_id: int, queue_off
         return None
     if rec.topic == topic and rec.queue_id == queue_id and rec.queue_offset == queue_offset:
         return None
-    cq = store.consume_queue(topic, queue_id)
-    pos = queue_offset * CQ_STORE_UNIT_SIZE
-    f = cq.queue.find(pos)
-    where = f"{f.path if f else cq.directory} @ {pos - (f.file_from_offset if f else 0)}"
+    path, byte = _unit_at(store.consume_queue(topic, queue_id), queue_offset)
+    where = f"{path} @ {byte}"
     return (
         f"{where}: unit {queue_offset} of {topic}/{queue_id} points at a record of {rec.topic}/{rec.queue_id} "
         f"(queue offset {rec.queue_offset}, physical offset {rec.physical_offset}); RocketMQ serves it as it is"

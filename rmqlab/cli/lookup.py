@@ -28,6 +28,16 @@ def add_parser(sub) -> argparse.ArgumentParser:
     return p
 
 
+def _served(store, topic: str, queue_id: int, queue_offset: int):
+    """The record a queue unit serves (RocketMQ's getMessage), with a warning on stderr
+    when it is another queue's."""
+    _, rec = lk.get_message(store, topic, queue_id, queue_offset)
+    note = lk.foreign_record_note(store, topic, queue_id, queue_offset, rec)
+    if note:
+        print(f"warning: {note}", file=sys.stderr)
+    return rec
+
+
 def run(args) -> int:
     with open_from_args(args) as store:
         records = []
@@ -52,11 +62,7 @@ def run(args) -> int:
                 qid, qoff = int(qid), int(qoff)
             except ValueError:
                 raise RmqlabError(f"--queue wants TOPIC:QID:OFFSET, got {args.queue!r}") from None
-            _, rec = lk.get_message(store, topic, qid, qoff)
-            records = [rec]
-            note = lk.foreign_record_note(store, topic, qid, qoff, rec)
-            if note:
-                print(f"warning: {note}", file=sys.stderr)
+            records = [_served(store, topic, qid, qoff)]
         else:
             if args.topic is None or args.queue_id is None:
                 raise RmqlabError("--time needs --topic and --queue-id")
@@ -70,10 +76,7 @@ def run(args) -> int:
                     print(f"  the queue's last {dead} unit(s) point at or past the end of the log (a crash; not recovered yet): "
                           f"RocketMQ's recovery cuts them, and then the queue holds [{lo}, {hi - dead}) and answers from that", file=sys.stderr)
             if lo <= off < hi:
-                records = [lk.get_message(store, args.topic, args.queue_id, off)[1]]
-                note = lk.foreign_record_note(store, args.topic, args.queue_id, off, records[0])
-                if note:
-                    print(f"warning: {note}", file=sys.stderr)
+                records = [_served(store, args.topic, args.queue_id, off)]
         for rec in records:
             if args.json:
                 print_json(rec.to_dict())
