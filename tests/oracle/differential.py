@@ -159,6 +159,17 @@ def rocketmq_to_rmqlab(oracle: Oracle, seeds: list[int], tmp: Path, written=None
     return out
 
 
+def both_recover(oracle: Oracle, cases: list[tuple[Path, dict]], release: str = "5.3.3") -> list[tuple[dict, list[str]]]:
+    """For each ``(base, config)``: RocketMQ loads ``base/rocketmq`` and rmqlab recovers
+    ``base/store`` (two copies of one store) into ``base/rmqlab``; RocketMQ's answer and
+    every difference, in order."""
+    answers = oracle.map(load_request(base / "rocketmq", config) for base, config in cases)
+    return [
+        (ans, _answer_error(ans) or _guard(lambda: recover_and_read(base / "store", base / "rmqlab", config, ans, release)))
+        for (base, config), ans in zip(cases, answers)
+    ]
+
+
 def damaged(oracle: Oracle, written, damage_seeds: list[int], tmp: Path, release: str = "5.3.3") -> dict[str, list[str]]:
     """Each damage seed damages one of RocketMQ's crashed stores: the one written from
     the same seed when there is one, else the next in turn."""
@@ -175,8 +186,8 @@ def damaged(oracle: Oracle, written, damage_seeds: list[int], tmp: Path, release
         what = damage(base / "store", ds)
         _copy(base / "store", base / "rocketmq")
         jobs.append((ds, base, config, what))
-    answers = oracle.map(load_request(base / "rocketmq", config) for ds, base, config, what in jobs)
-    for (ds, base, config, what), ans in zip(jobs, answers):
+    results = both_recover(oracle, [(base, config) for ds, base, config, what in jobs], release)
+    for (ds, base, config, what), (_, diffs) in zip(jobs, results):
         name = f"damaged{'' if release == '5.3.3' else ' ' + release} seed {ds} ({what['kind']}: {', '.join(f'{k}={v}' for k, v in what.items() if k not in ('kind', 'seed'))})"
-        out[name] = _answer_error(ans) or _guard(lambda: recover_and_read(base / "store", base / "rmqlab", config, ans, release))
+        out[name] = diffs
     return out

@@ -95,11 +95,9 @@ def test_a_blank_claiming_more_than_its_file_ends_the_log_as_in_rocketmq(oracle,
         D._copy(base / "store", base / "rocketmq")
         cases.append((seed, base, config))
     assert cases, "no RocketMQ-written store rolled a commitlog file"
-    answers = oracle.map(D.load_request(base / "rocketmq", config) for seed, base, config in cases)
     failures = {}
-    for (seed, base, config), ans in zip(cases, answers):
-        rep_end = ans.get("recovery", {}).get("commitLogMaxOffsetAfterRecovery")
-        failures[f"seed {seed} (RocketMQ's end {rep_end})"] = D._answer_error(ans) or D._guard(lambda: D.recover_and_read(base / "store", base / "rmqlab", config, ans))
+    for (seed, _, _), (ans, diffs) in zip(cases, D.both_recover(oracle, [(base, config) for _, base, config in cases])):
+        failures[f"seed {seed} (RocketMQ's end {ans.get('recovery', {}).get('commitLogMaxOffsetAfterRecovery')})"] = diffs
     if any(failures.values()):
         pytest.fail(_failures(failures), pytrace=False)
 
@@ -137,13 +135,12 @@ def test_message_index_safe_starts_abnormal_recovery_where_rocketmq_does(oracle,
         D._copy(base / "store", base / "rocketmq")
         cases.append((seed, base, dict(config, messageIndexSafe="true")))
     assert cases, "no RocketMQ-written store has two commitlog files with records"
-    answers = oracle.map(D.load_request(base / "rocketmq", config) for seed, base, config in cases)
     from rmqlab.config import MessageStoreConfig
     from rmqlab.recovery import recover
 
     failures, earlier = {}, 0
-    for (seed, base, config), ans in zip(cases, answers):
-        failures[f"seed {seed}"] = D._answer_error(ans) or D._guard(lambda: D.recover_and_read(base / "store", base / "rmqlab", config, ans))
+    for (seed, base, config), (ans, diffs) in zip(cases, D.both_recover(oracle, [(base, config) for _, base, config in cases])):
+        failures[f"seed {seed}"] = diffs
         # the start file, from RocketMQ's own log line, and whether the option moved it
         cfg = MessageStoreConfig.from_mapping(config)
         start = recover(base / "store", config=cfg).start_file
