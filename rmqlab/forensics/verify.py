@@ -28,26 +28,29 @@ What is checked (Java names in brackets):
 from __future__ import annotations
 
 import os
-from collections import defaultdict
+import threading
+from collections import Counter, defaultdict
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-
 from .. import reprs
 from ..config import MessageStoreConfig
 from ..errors import StoreFormatError
 from ..format.consumequeue import CQ_STORE_UNIT_SIZE, PRE_BLANK_SIZE
-from ..format.hashing import index_key_hash
 from ..format.indexfile import IndexHeader, entry_position, slot_position
+from ..format.layout import PHYSICAL_OFFSET_AT
 from ..format.parse import field_offset
 from ..format.properties import KEYS, UNIQ_KEY
-from ..format.record import BAD_BLANK, Record, RecordError, decode_record
-from ..rules import goes_to_consume_queue, goes_to_index, index_keys, parse_delay_levels, tags_code
+from ..format.record import BAD_BLANK, BODY_CRC, PROPERTY_CRC, decode_record
+from ..rules import goes_to_consume_queue, goes_to_index, index_keys, parse_delay_levels
 from ..rules import ABORT_FILE, CHECKPOINT_FILE, CONSUMEQUEUE_DIR, LOCK_FILE
+from ..scan import kernels
+from ..scan.decode import JAVA_PROPERTY_PREFIX, KIND_MESSAGE, scan_range
+from ..scan.dispatch_request import DispatchColumns
 from ..store.reader import StoreReader
-from .salvage import body_length, find_magic_positions
 
 #: where the index header's counters sit (findings name the byte)
 _INDEX_COUNT_AT = field_offset(IndexHeader, "index_count")
@@ -116,25 +119,76 @@ class VerifyReport:
         return reprs.html("verify_report", self)
 
 
-@dataclass(slots=True)
-class _Rec:
-    """What verify keeps of a record (bodies are not kept: a 1 GiB store must fit)."""
-
-    topic: str
-    queue_id: int
-    queue_offset: int
-    size: int
-    tags_code: int
-    sys_flag: int
-    store_timestamp: int
-    keys: tuple  # index keys (topic#UNIQ_KEY, then topic#k per KEYS token: rules.index_keys)
-    file: str
-    file_offset: int
+#: findings listed per (kind, file); past it they are counted (a store torn
+#: everywhere must not make a report of millions of lines)
+LISTED_PER_FILE = 100
+#: records checked together against the queues and the index (~80 bytes each)
+WINDOW_ROWS = 1 << 20
+_NO_END = (1 << 63) - 1
+_COLUMNS = DispatchColumns.ARROW_COLUMNS + ("magic", "kind", "error")
 
 
-def expected_tags_code(rec: Record, delay_levels: dict[int, int]) -> int:
-    """tagsCode a ConsumeQueue entry must hold: :func:`rmqlab.rules.tags_code`."""
-    return tags_code(rec.topic, rec.java_properties, rec.store_timestamp, delay_levels)
+def _ints(batch, name) -> np.ndarray:
+    return np.asarray(batch.column(name).fill_null(0).to_numpy(zero_copy_only=False), np.int64)
+
+
+def _bisect(col: np.ndarray, value: int) -> int:
+    """``np.searchsorted(col, value)`` for one value over a big-endian column view
+    without the native copy of the whole column numpy would make first."""
+    lo, hi = 0, len(col)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if int(col[mid]) < value:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+def _nonzero_extent(a: np.ndarray, start: int, chunk: int = 64 << 20) -> tuple[int, int] | None:
+    """(first, last+1) non-zero byte of ``a`` at or after ``start``, or None; read in
+    chunks, so a 1 GiB pre-allocated file costs no memory."""
+    first = last = None
+    for lo in range(start, len(a), chunk):
+        nz = np.flatnonzero(a[lo : lo + chunk])
+        if len(nz):
+            if first is None:
+                first = lo + int(nz[0])
+            last = lo + int(nz[-1]) + 1
+    return None if first is None else (first, last)
+
+
+@dataclass
+class _Queue:
+    """One consume queue as verify joins it: its valid entries, file by file."""
+
+    qid: object
+    cq: object
+    key: int
+    lo: int
+    hi: int
+    parts: list  # (queue offset of the first slot, slots, their commitlog offsets sorted?)
+
+
+@dataclass
+class _Index:
+    """One index file as verify joins it: which entries a lookup reaches, and the
+    entries' order by physical offset."""
+
+    file: object
+    count: int
+    reached: np.ndarray  # packed bits over entry numbers
+    order: np.ndarray | None  # entry numbers (from 1) sorted by phyOffset; None: already sorted
+
+
+@dataclass
+class _Window:
+    """Records read from the log, checked together against queues and index."""
+
+    batches: list = field(default_factory=list)  # the decoded rows (what dispatch reads is taken from them on the worker)
+    phy: list = field(default_factory=list)
+    size: list = field(default_factory=list)
+    rows: int = 0
 
 
 class _Verifier:
@@ -144,12 +198,63 @@ class _Verifier:
         self.store = StoreReader(self.root, config, strict=False)
         self.cfg = self.store.config
         self.delay_table = parse_delay_levels(self.cfg.message_delay_level)
-        self.records: dict[int, _Rec] = {}
         self.log_end = 0  # where RocketMQ's walk stops
+        self.stopped = False
         self.max_store_ts = 0
+        self.n_records = 0
+        self.topics: dict[str, int] = {}
+        self.topic_names: list[str] = []
+        self.queue_prev: dict[int, tuple[int, int]] = {}  # queue key -> (queue offset, phy) of its last record
+        self.queue_last: dict[int, tuple[int, int]] = {}  # the same, records before the end of the log only
+        self.queues: list[_Queue] = []
+        self.indexes: list[_Index] = []
+        self.index_end = 0
+        self.missing = {"lost": [0, []], "pending": [0, []]}  # INDEX_MISSING: count, first offsets
+        self.n_cq_entries = self.n_index_entries = 0
+        self._listed: Counter = Counter()
+        self._unlisted: dict[tuple[str, str], list] = {}
+        self.window = _Window()
+        self.window_lo = -_NO_END
+        self._lock = threading.Lock()
+        self._worker = ThreadPoolExecutor(1, thread_name_prefix="rmqlab-verify")
+        self._pending = None  # the worker's job in flight
 
     def add(self, kind, severity, file, offset, message) -> None:
+        with self._lock:  # the reading thread and the worker both report
+            self._add(kind, severity, file, offset, message)
+
+    def _add(self, kind, severity, file, offset, message) -> None:
+        key = (kind, str(file))
+        if self._listed[key] >= LISTED_PER_FILE:
+            self._unlisted.setdefault(key, [severity, 0])[1] += 1
+            return
+        self._listed[key] += 1
         self.report.findings.append(Finding(kind, severity, str(file), offset, message))
+
+    def _room(self, kind, file) -> bool:
+        return self._listed[(kind, str(file))] < LISTED_PER_FILE
+
+    def _unlisted_findings(self) -> None:
+        for (kind, file), (severity, n) in self._unlisted.items():
+            self.report.findings.append(Finding(kind, severity, file, None, f"and {n} more {kind} finding(s) in this file (the first {LISTED_PER_FILE} are listed)"))
+
+    def _where(self, phy: int) -> tuple[str, int | None]:
+        f = self.store.commitlog.queue.find(phy)
+        return (str(f.path), phy - f.file_from_offset) if f is not None else (str(self.store.commitlog.directory), phy)
+
+    def _queue_key(self, topic_codes: np.ndarray, topics: list[str], queue_id: np.ndarray) -> np.ndarray:
+        remap = np.asarray([self._topic(t) for t in topics] or [0], np.int64)
+        return (remap[topic_codes] << 32) | (queue_id & 0xFFFFFFFF)
+
+    def _topic(self, t: str) -> int:
+        code = self.topics.get(t)
+        if code is None:
+            code = self.topics[t] = len(self.topic_names)
+            self.topic_names.append(t)
+        return code
+
+    def _queue_name(self, key: int) -> str:
+        return f"{self.topic_names[key >> 32]}/{np.int32(np.uint32(key & 0xFFFFFFFF))}"
 
     # -- files ------------------------------------------------------------------------------
     def check_layout(self) -> None:
@@ -161,188 +266,37 @@ class _Verifier:
             else:
                 self.add("STRAY_FILE", WARNING, p, None, "not a 20-digit offset name; RocketMQ ignores it")
 
-    # -- commitlog ----------------------------------------------------------------------------
-    def check_commitlog(self) -> None:
-        files = self.store.commitlog.queue.files
-        fsize = self.store.commitlog.mapped_file_size or 0
-        stopped = False  # RocketMQ's walk has stopped (damage or zero tail)
-        n = 0
-        last_qoff: dict[tuple[str, int], tuple[int, int]] = {}
-        for idx, f in enumerate(files):
-            buf = f.buf
-            path = str(f.path)
-            if stopped:
-                nz = self._nonzero_extent(buf, 0)
-                if nz is None:
-                    kind = "PREALLOCATED_FILE" if len(buf) == fsize else "EMPTY_FILE"
-                    self.add(kind, INFO, path, None, "file after the end of the log holds only zeros (pre-allocated); recovery deletes it")
-                    continue
-            pos = 0
-            while pos < len(buf):
-                try:
-                    rec = decode_record(buf, pos, file=path, file_base=f.file_from_offset, check_crc=True, read_body=False)
-                except RecordError as err:
-                    self.add(err.kind, ERROR, path, pos, err.message.split(": ", 1)[-1])
-                    if not stopped:
-                        stopped = True
-                        self.log_end = f.file_from_offset + pos
-                    nxt = self._resync(buf, pos + 1, f.file_from_offset)
-                    if nxt is None:
-                        self._tail(buf, pos, path, after_damage=True)
-                        break
-                    self.add("RESYNC", INFO, path, nxt, f"walk resumed at the next provable record, {nxt - pos} bytes after the damage")
-                    pos = nxt
-                    continue
-                if rec is None:  # zero tail
-                    if not stopped:
-                        stopped = True
-                        self.log_end = f.file_from_offset + pos
-                    self._tail(buf, pos, path, after_damage=False)
-                    break
-                if rec.is_blank:
-                    left = len(buf) - pos
-                    if rec.total_size != left:
-                        self.add(BAD_BLANK, WARNING, path, pos, f"BLANK says {rec.total_size} bytes are left, the file has {left}")
-                    if idx == len(files) - 1 and not stopped:
-                        stopped = True
-                        self.log_end = f.file_from_offset + len(buf)
-                    break
-                n += 1
-                here = f.file_from_offset + pos
-                if not rec.body_crc_ok:
-                    self.add("BODY_CRC", ERROR, path, pos, f"body CRC stored {rec.body_crc}, computed {rec.body_crc_computed}")
-                    if not stopped and body_length(rec) > 0:
-                        stopped = True
-                        self.log_end = here
-                if rec.property_crc_ok is False:
-                    self.add("PROPERTY_CRC", ERROR, path, pos, f"__CRC32# says {rec.property_crc}, computed {rec.property_crc_computed}")
-                if rec.stored_physical_offset != here:
-                    self.add("PHYSICAL_OFFSET", ERROR, path, pos, f"record says physicalOffset {rec.stored_physical_offset}, it is at {here}")
-                info = self._keep(rec, path, pos)
-                self.records[here] = info
-                self.max_store_ts = max(self.max_store_ts, rec.store_timestamp)
-                if goes_to_consume_queue(rec.sys_flag):
-                    key = (info.topic, info.queue_id)
-                    prev = last_qoff.get(key)
-                    if prev is not None and rec.queue_offset != prev[0] + 1:
-                        self.add("QUEUE_OFFSET_GAP", ERROR, path, pos, f"{key[0]}/{key[1]} queue offset {rec.queue_offset} follows {prev[0]} (record at {prev[1]})")
-                    last_qoff[key] = (rec.queue_offset, here)
-                pos += rec.total_size
-                if not stopped:
-                    self.log_end = f.file_from_offset + pos
-            else:
-                if not stopped and idx == len(files) - 1:
-                    stopped = True
-        self.report.stats.update(records=n, log_end=self.log_end, commitlog_files=len(files))
-
-    @staticmethod
-    def _nonzero_extent(buf, start: int) -> tuple[int, int] | None:
-        """(first, last+1) non-zero byte at or after ``start``, or None."""
-        if start >= len(buf):
-            return None
-        a = np.frombuffer(buf, dtype=np.uint8, offset=start)
-        nz = np.flatnonzero(a)
-        if not len(nz):
-            return None
-        return start + int(nz[0]), start + int(nz[-1]) + 1
-
-    def _tail(self, buf, pos: int, path: str, after_damage: bool) -> None:
-        ext = self._nonzero_extent(buf, pos)
-        if ext is None:
-            return
-        a, b = ext
-        what = "after the damaged record" if after_damage else "after the end of the log (zero tail)"
-        self.add("TAIL_BYTES", WARNING, path, a, f"{b - a} bytes up to {b} are not zero {what}: left behind by truncation or a torn write (see `rmqlab salvage`)")
-
-    def _resync(self, buf, start: int, base: int) -> int | None:
-        for p in find_magic_positions(buf, start):
-            try:
-                rec = decode_record(buf, p, file_base=base, check_crc=True, read_body=False)
-            except RecordError:
-                continue
-            if rec is not None and not rec.is_blank and rec.stored_physical_offset == base + p and rec.body_crc_ok:
-                return p
-        return None
-
-    def _keep(self, rec: Record, path: str, pos: int) -> _Rec:
-        jp = rec.java_properties
-        keys = index_keys(rec.topic, jp.get(UNIQ_KEY), jp.get(KEYS))
-        return _Rec(rec.topic, rec.queue_id, rec.queue_offset, rec.total_size, expected_tags_code(rec, self.delay_table), rec.sys_flag, rec.store_timestamp, tuple(keys), path, pos)
-
-    # -- consume queues -------------------------------------------------------------------------
-    def check_consume_queues(self) -> None:
+    # -- consume queues: what each holds, before the log is read -------------------------------------
+    def prepare_queues(self) -> None:
         min_off = self.store.commitlog.min_offset
-        queues = self.store.queue_ids()
-        seen: set[tuple[str, int]] = set()
-        n_entries = 0
-        for qid in queues:
+        for qid in self.store.queue_ids():
             try:
                 cq = self.store.consume_queue(qid.topic, qid.queue_id)
             except StoreFormatError as err:
                 self.add("LAYOUT", ERROR, err.file, err.offset, err.message)
                 continue
-            seen.add((qid.topic, qid.queue_id))
+            key = int(self._queue_key(np.zeros(1, np.int64), [qid.topic], np.array([qid.queue_id], np.int64))[0])
             if not cq.queue.files:
+                self.queues.append(_Queue(qid, cq, key, 0, 0, []))
                 continue
-            e = cq.raw_entries()
-            base = cq.first_slot_offset
             lo, hi = cq.valid_range(min_off)
-            for q in range(lo, hi):
-                r = e[q - base]
-                off, size, tags = int(r["commitlog_offset"]), int(r["size"]), int(r["tags_code"])
-                if size == PRE_BLANK_SIZE:
-                    continue
-                n_entries += 1
-                file, fpos = self._cq_pos(cq, q)
-                rec = self.records.get(off)
-                if rec is None:
-                    if off >= self.log_end:
-                        self.add("CQ_BEYOND_END", ERROR, file, fpos, f"{qid} entry {q} points at {off}, at or past the end of the log ({self.log_end}); recovery cuts it")
-                    else:
-                        self.add("CQ_DANGLING", ERROR, file, fpos, f"{qid} entry {q} points at {off}, where no record starts")
-                    continue
-                bad = []
-                if (rec.topic, rec.queue_id) != (qid.topic, qid.queue_id):
-                    bad.append(f"record is {rec.topic}/{rec.queue_id}")
-                if rec.queue_offset != q:
-                    bad.append(f"record's queue offset is {rec.queue_offset}")
-                if rec.size != size:
-                    bad.append(f"size {size} != record's {rec.size}")
-                if rec.tags_code != tags:
-                    bad.append(f"tagsCode {tags} != expected {rec.tags_code}")
-                if not goes_to_consume_queue(rec.sys_flag):
-                    bad.append("record is a prepared/rolled-back transaction, which never has an entry")
-                if bad:
-                    self.add("CQ_MISMATCH", ERROR, file, fpos, f"{qid} entry {q} → {off}: " + "; ".join(bad))
+            parts = []
+            for q0, e in cq.parts(lo, hi):
+                phy = e["commitlog_offset"]
+                ascending = bool((np.diff(phy.astype(np.int64)) >= 0).all()) if len(phy) > 1 else True
+                parts.append((q0, e, ascending))
+                self.n_cq_entries += int((e["size"] != PRE_BLANK_SIZE).sum())
+            self.queues.append(_Queue(qid, cq, key, lo, hi, parts))
             # valid-looking entries after the first invalid one (stale or torn)
-            end_i = hi - base
-            if end_i < len(e):
-                tail = e[end_i:]
-                valid = (tail["commitlog_offset"] >= 0) & (tail["size"] > 0)
+            stale, first = 0, None
+            for q0, e in cq.parts(hi):
+                valid = (e["commitlog_offset"] >= 0) & (e["size"] > 0)
                 if valid.any():
-                    k = int(np.flatnonzero(valid)[0])
-                    file, fpos = self._cq_pos(cq, hi + k)
-                    self.add("CQ_STALE_ENTRIES", WARNING, file, fpos, f"{qid}: {int(valid.sum())} valid-looking entries after the end of the queue (entry {hi}); RocketMQ ignores them")
-            last = self._last_queue_offset.get((qid.topic, qid.queue_id))
-            if last is not None and last[0] >= hi:
-                file, _ = self._cq_pos(cq, hi) if hi > base else (str(cq.directory), None)
-                self.add("CQ_BEHIND", WARNING, file, None, f"{qid} ends at offset {hi} but the log holds its records up to queue offset {last[0]} (not dispatched; recovery re-dispatches them)")
-        for key, (qoff, phy) in self._last_queue_offset.items():
-            if key not in seen:
-                self.add("CQ_MISSING_QUEUE", ERROR, str(self.root / CONSUMEQUEUE_DIR / key[0] / str(key[1])), None, f"the log holds records of {key[0]}/{key[1]} (up to queue offset {qoff}) but there is no consume queue; abnormal recovery rebuilds it")
-        self.report.stats.update(consume_queues=len(queues), cq_entries=n_entries)
-
-    @property
-    def _last_queue_offset(self) -> dict[tuple[str, int], tuple[int, int]]:
-        if not hasattr(self, "_lqo"):
-            d = {}
-            for phy, r in self.records.items():
-                if phy < self.log_end and goes_to_consume_queue(r.sys_flag):
-                    cur = d.get((r.topic, r.queue_id))
-                    if cur is None or r.queue_offset > cur[0]:
-                        d[(r.topic, r.queue_id)] = (r.queue_offset, phy)
-            self._lqo = d
-        return self._lqo
+                    stale += int(valid.sum())
+                    first = q0 + int(np.argmax(valid)) if first is None else first
+            if stale:
+                file, fpos = self._cq_pos(cq, first)
+                self.add("CQ_STALE_ENTRIES", WARNING, file, fpos, f"{qid}: {stale} valid-looking entries after the end of the queue (entry {hi}); RocketMQ ignores them")
 
     @staticmethod
     def _cq_pos(cq, q: int) -> tuple[str, int]:
@@ -352,17 +306,14 @@ class _Verifier:
             return str(cq.directory), byte
         return str(f.path), byte - f.file_from_offset
 
-    # -- index ------------------------------------------------------------------------------------
-    def check_index(self) -> None:
+    # -- index files: each on its own, before the log is read ----------------------------------------
+    def prepare_index(self) -> None:
         try:
             index = self.store.index
         except StoreFormatError as err:
             self.add("LAYOUT", ERROR, err.file, err.offset, err.message)
             return
         slots_n = self.cfg.max_hash_slot_num
-        n_entries = 0
-        findable: set[tuple[int, int]] = set()  # (physical offset, key hash) of entries a lookup reaches
-        index_end = 0  # the newest index file's endPhyOffset: buildIndex skips records below it
         for f in index.files:
             path = str(f.path)
             h = f.header
@@ -376,82 +327,392 @@ class _Verifier:
                 self.add("INDEX_HEADER", WARNING, path, _HASH_SLOT_COUNT_AT, f"hashSlotCount says {h.hash_slot_count}, {used} slots are used")
             if count > 1 and h.begin_timestamp > h.end_timestamp:
                 self.add("INDEX_HEADER", ERROR, path, 0, f"beginTimestamp {h.begin_timestamp} > endTimestamp {h.end_timestamp}")
-            for s in np.flatnonzero((slots < 0) | (slots >= count)):
-                self.add("INDEX_SLOT", ERROR, path, slot_position(int(s)), f"slot {int(s)} holds {int(slots[s])}, outside [0, indexCount={count})")
-            ents = f.entries()
-            prev = ents["prev_index"].astype(np.int64)
-            nums = np.arange(len(ents))
-            for i in np.flatnonzero(((prev >= nums) | (prev < 0)) & (nums >= 1) & (nums < count)):
-                self.add("INDEX_CHAIN", ERROR, path, entry_position(slots_n, int(i)), f"entry {int(i)} has prevIndex {int(prev[i])}: it must point back, to a smaller number")
-            for i in np.flatnonzero((ents["time_diff"] < 0) & (nums >= 1) & (nums < count)):
-                self.add("INDEX_ENTRY", ERROR, path, entry_position(slots_n, int(i)), f"entry {int(i)} has a negative timeDiff {int(ents['time_diff'][i])}")
-            # walk every chain once: cycles, slot membership
-            reached = np.zeros(len(ents), dtype=bool)
-            for s in np.flatnonzero((slots > 0) & (slots < count)):
-                nxt, seen = int(slots[s]), set()
-                while 0 < nxt < count:
-                    if nxt in seen:
-                        self.add("INDEX_CYCLE", ERROR, path, entry_position(slots_n, nxt), f"chain of slot {int(s)} returns to entry {nxt}")
-                        break
-                    seen.add(nxt)
-                    reached[nxt] = True
-                    kh = int(ents["key_hash"][nxt])
-                    if kh % slots_n != s:
-                        self.add("INDEX_SLOT_MISMATCH", ERROR, path, entry_position(slots_n, nxt), f"entry {nxt} (hash {kh}) is in the chain of slot {int(s)}, its hash belongs to slot {kh % slots_n}")
-                    # follow prevIndex even when it points forward (reported as INDEX_CHAIN
-                    # above) so that a loop is found; Java's walk stops at prev == self
-                    nxt = int(ents["prev_index"][nxt])
-            for i in np.flatnonzero(reached[:count]).tolist():
-                findable.add((int(ents["phy_offset"][i]), int(ents["key_hash"][i])))
-            index_end = int(h.end_phy_offset)
-            orphans = np.flatnonzero(~reached[1:count]) + 1
+            for s in np.flatnonzero((slots < 0) | (slots >= count))[: LISTED_PER_FILE + 1].tolist():
+                self.add("INDEX_SLOT", ERROR, path, slot_position(s), f"slot {s} holds {int(slots[s])}, outside [0, indexCount={count})")
+            ents = f.entries()[:count]
+            prev = ents["prev_index"].astype(np.int32)
+            forward = []  # entries whose prevIndex does not point back (chunked: no per-entry temporaries)
+            for c in range(1, count, 1 << 20):
+                part = prev[c : c + (1 << 20)]
+                forward.extend((np.flatnonzero((part >= np.arange(c, c + len(part), dtype=np.int32)) | (part < 0))[: LISTED_PER_FILE + 1] + c).tolist())
+            for i in forward[: LISTED_PER_FILE + 1]:
+                self.add("INDEX_CHAIN", ERROR, path, entry_position(slots_n, i), f"entry {i} has prevIndex {int(prev[i])}: it must point back, to a smaller number")
+            for i in np.flatnonzero(ents["time_diff"][1:] < 0)[: LISTED_PER_FILE + 1].tolist():
+                self.add("INDEX_ENTRY", ERROR, path, entry_position(slots_n, i + 1), f"entry {i + 1} has a negative timeDiff {int(ents['time_diff'][i + 1])}")
+            # every chain walked once (compiled): which slot reaches each entry, cycles
+            owner, cycles, n_cycles = kernels.index_chains(slots, prev, count, LISTED_PER_FILE)
+            del prev
+            for s, e in cycles.tolist():
+                self.add("INDEX_CYCLE", ERROR, path, entry_position(slots_n, e), f"chain of slot {s} returns to entry {e}")
+            reached = owner >= 0
+            kh = ents["key_hash"].astype(np.int32)
+            wrong = np.flatnonzero(reached & (kh % slots_n != owner))
+            for e in wrong[: LISTED_PER_FILE + 1].tolist():
+                self.add("INDEX_SLOT_MISMATCH", ERROR, path, entry_position(slots_n, e), f"entry {e} (hash {int(kh[e])}) is in the chain of slot {int(owner[e])}, its hash belongs to slot {int(kh[e] % slots_n)}")
+            del owner, kh, wrong
+            orphans = np.flatnonzero(~reached[1:]) + 1
             if len(orphans):
                 self.add("INDEX_ORPHAN", WARNING, path, entry_position(slots_n, int(orphans[0])), f"{len(orphans)} entries are not reachable from any slot (first: {int(orphans[0])})")
-            # each entry's hash must be the hash of a key of the record it points at
-            hashes_cache: dict[int, set[int]] = {}
-            for i in range(1, count):
-                n_entries += 1
-                phy = int(ents["phy_offset"][i])
-                rec = self.records.get(phy)
-                pos = entry_position(slots_n, i)
-                if rec is None:
-                    if phy >= self.log_end:
-                        self.add("INDEX_BEYOND_END", WARNING, path, pos, f"entry {i} points at {phy}, at or past the end of the log ({self.log_end}); lookups skip it")
-                    else:
-                        self.add("INDEX_DANGLING", ERROR, path, pos, f"entry {i} points at {phy}, where no record starts")
-                    continue
-                hs = hashes_cache.get(phy)
-                if hs is None:
-                    hs = {index_key_hash(k) for k in rec.keys}
-                    hashes_cache[phy] = hs
-                kh = int(ents["key_hash"][i])
-                if kh not in hs:
-                    self.add("INDEX_HASH", ERROR, path, pos, f"entry {i} hash {kh} matches no key of the record at {phy} ({rec.topic}, keys {list(rec.keys)})")
-        self.report.stats.update(index_files=len(index.files), index_entries=n_entries)
-        if self.cfg.message_index_enable:
-            self._index_missing(findable, index_end)
+            phy = ents["phy_offset"][1:]
+            order = None
+            if len(phy) > 1 and not all(bool((np.diff(phy[i : i + (1 << 20) + 1].astype(np.int64)) >= 0).all()) for i in range(0, len(phy) - 1, 1 << 20)):
+                order = np.argsort(phy.astype(np.int64), kind="stable") + 1
+            self.indexes.append(_Index(f, count, np.packbits(reached), order))
+            self.n_index_entries += count - 1
+            self.index_end = int(h.end_phy_offset)
 
-    def _index_missing(self, findable: set[tuple[int, int]], index_end: int) -> None:
+    # -- the log, streamed --------------------------------------------------------------------------
+    def check_commitlog(self) -> None:
+        files = self.store.commitlog.queue.files
+        fsize = self.store.commitlog.mapped_file_size or 0
+        java = tuple(JAVA_PROPERTY_PREFIX + n for n in DispatchColumns.JAVA_PROPERTIES)
+        for idx, f in enumerate(files):
+            a = np.frombuffer(f.buf, np.uint8)
+            path = str(f.path)
+            base = f.file_from_offset
+            last_file = idx == len(files) - 1
+            if self.stopped and _nonzero_extent(a, 0) is None:
+                kind = "PREALLOCATED_FILE" if len(a) == fsize else "EMPTY_FILE"
+                self.add(kind, INFO, path, None, "file after the end of the log holds only zeros (pre-allocated); recovery deletes it")
+                continue
+            expected = base  # where the next record of the chain starts
+            damaged_at = None  # in-file position of the damage the scan resynchronises after
+            ended = False  # a BLANK or the zero tail ended this file
+            batches = scan_range(a, file_base=base, file=path, mode="lenient", include_body=False, columns=_COLUMNS, java_properties=DispatchColumns.JAVA_PROPERTIES)
+            try:
+                for batch in batches:
+                    pos = _ints(batch, "physical_offset")
+                    if pos[0] != expected and expected is not None:
+                        if damaged_at is None:  # zeros where a record should start: the zero tail
+                            self._zero_tail(a, expected - base, path, base)
+                            ended = True
+                            break
+                    if damaged_at is not None and expected is None:
+                        self.add("RESYNC", INFO, path, int(pos[0]) - base, f"walk resumed at the next provable record, {int(pos[0]) - base - damaged_at} bytes after the damage")
+                        damaged_at = None
+                    if batch.schema.names[-1] not in java:  # BLANK and damage rows, one by one
+                        for row in batch.to_pylist():
+                            p = row["physical_offset"] - base
+                            if row["error"] is not None:
+                                self.add(row["kind"], ERROR, path, p, row["error"].split(": ", 1)[-1])
+                                self._stop(base + p)
+                                damaged_at, expected = p, None
+                            else:  # BLANK
+                                left = len(a) - p
+                                if row["total_size"] != left:
+                                    self.add(BAD_BLANK, WARNING, path, p, f"BLANK says {row['total_size']} bytes are left, the file has {left}")
+                                if last_file:
+                                    self._stop(base + len(a))
+                                ended = True
+                        continue
+                    self._messages(batch, a, pos, path, base)
+                    expected = int(pos[-1]) + int(_ints(batch, "total_size")[-1])
+                    if not self.stopped:
+                        self.log_end = expected
+            finally:
+                batches.close()
+            if ended:
+                continue
+            if damaged_at is not None:  # no provable record after the damage
+                self._tail(a, damaged_at, path, after_damage=True)
+            elif expected is not None and expected - base < len(a):
+                self._zero_tail(a, expected - base, path, base)
+            elif last_file:
+                self._stop(self.log_end)
+        self._stop(self.log_end)
+        self._flush_window(final=True)
+        self._wait()
+        self.report.stats.update(records=self.n_records, log_end=self.log_end, commitlog_files=len(files))
+
+    def _stop(self, at: int) -> None:
+        if not self.stopped:
+            self.stopped = True
+            self.log_end = at
+
+    def _zero_tail(self, a: np.ndarray, p: int, path: str, base: int) -> None:
+        self._stop(base + p)
+        self._tail(a, p, path, after_damage=False)
+
+    def _tail(self, a: np.ndarray, pos: int, path: str, after_damage: bool) -> None:
+        ext = _nonzero_extent(a, pos)
+        if ext is None:
+            return
+        lo, hi = ext
+        what = "after the damaged record" if after_damage else "after the end of the log (zero tail)"
+        self.add("TAIL_BYTES", WARNING, path, lo, f"{hi - lo} bytes up to {hi} are not zero {what}: left behind by truncation or a torn write (see `rmqlab salvage`)")
+
+    def _messages(self, batch, a: np.ndarray, pos: np.ndarray, path: str, base: int) -> None:
+        """Checks of one batch of message rows (every record found, also past the end
+        of the log), then into the window for the checks against queues and index."""
+        n = len(pos)
+        size = _ints(batch, "total_size")
+        kind = np.asarray(batch.column("kind").to_numpy(zero_copy_only=False))
+        crc_bad = np.flatnonzero(kind != KIND_MESSAGE)
+        for r in crc_bad.tolist():
+            p = int(pos[r]) - base
+            if kind[r] == BODY_CRC:  # the decoder flags it only where there is a body
+                rec = decode_record(a, p, file=path, file_base=base, check_crc=True, read_body=False)
+                self.add(BODY_CRC, ERROR, path, p, f"body CRC stored {rec.body_crc}, computed {rec.body_crc_computed}")
+                self._stop(int(pos[r]))
+            else:
+                rec = decode_record(a, p, file=path, file_base=base, check_crc=True, read_body=False)
+                self.add(PROPERTY_CRC, ERROR, path, p, f"__CRC32# says {rec.property_crc}, computed {rec.property_crc_computed}")
+        stored = np.lib.stride_tricks.sliding_window_view(a, 8)[pos - base + PHYSICAL_OFFSET_AT].copy().view(">i8").reshape(-1)
+        for r in np.flatnonzero(stored != pos).tolist():
+            self.add("PHYSICAL_OFFSET", ERROR, path, int(pos[r]) - base, f"record says physicalOffset {int(stored[r])}, it is at {int(pos[r])}")
+        self.n_records += n
+        w = self.window
+        w.batches.append(batch)
+        w.phy.append(pos)
+        w.size.append(size)
+        w.rows += n
+        if w.rows >= WINDOW_ROWS:
+            self._flush_window(final=False)
+
+    # -- a window of records against the queues and the index --------------------------------------
+    def _flush_window(self, final: bool) -> None:
+        """Hand the window to the worker: it reads what dispatch would of each record
+        and joins them with the queues and the index while this thread reads the next
+        window (one window waits at most: memory stays at two windows)."""
+        w, self.window = self.window, _Window()
+        lo = self.window_lo
+        if not w.rows and not final:
+            return
+        hi = _NO_END if final else int(w.phy[-1][-1] + w.size[-1][-1])
+        self.window_lo = hi
+        end = self.log_end if self.stopped else None  # the end of the log as known now
+        self._wait()
+        self._pending = self._worker.submit(self._join_window, lo, hi, end, w)
+
+    def _wait(self) -> None:
+        if self._pending is not None:
+            pending, self._pending = self._pending, None
+            pending.result()
+
+    def _join_window(self, lo, hi, end, w: "_Window") -> None:
+        cat = (lambda xs: np.concatenate(xs) if xs else np.zeros(0, np.int64))
+        phy, size = cat(w.phy), cat(w.size)
+        qkey, qoff, tags, sys_flag, pair_row, pair_hash = [], [], [], [], [], []
+        rows = 0
+        for batch in w.batches:
+            cols = DispatchColumns.from_arrow(batch, self.delay_table)
+            self.max_store_ts = max(self.max_store_ts, int(cols.store_timestamp.max()))
+            qkey.append(self._queue_key(cols.topic_code, cols.topics, cols.queue_id))
+            qoff.append(cols.consume_queue_offset)
+            tags.append(cols.tags_code)
+            sys_flag.append(cols.sys_flag)
+            if self.cfg.message_index_enable:
+                rec, hashes = cols.index_key_hashes(np.flatnonzero(goes_to_index(cols.sys_flag)))
+                pair_row.append(rec + rows)
+                pair_hash.append(hashes)
+            rows += len(cols)
+        w.batches = []
+        qkey, qoff, tags, sys_flag, pair_row, pair_hash = (cat(x) for x in (qkey, qoff, tags, sys_flag, pair_row, pair_hash))
+        # records are in log order, except where a resynchronised walk went back (a
+        # stale copy): the joins need them sorted
+        if len(phy) > 1 and not (phy[1:] > phy[:-1]).all():
+            order = np.argsort(phy, kind="stable")
+            phy, size, qkey, qoff, tags, sys_flag = (x[order] for x in (phy, size, qkey, qoff, tags, sys_flag))
+            rank = np.empty_like(order)
+            rank[order] = np.arange(len(order))
+            pair_row = rank[pair_row]
+        in_cq = np.flatnonzero(goes_to_consume_queue(sys_flag))
+        by_queue = in_cq[np.argsort(qkey[in_cq], kind="stable")]  # by queue, log order within
+        self._queue_offsets(end, by_queue, phy, qkey, qoff)
+        self._join_queues(lo, hi, end, by_queue, phy, size, qkey, qoff, tags, sys_flag)
+        if self.indexes or self.cfg.message_index_enable:
+            self._join_index(lo, hi, end, phy, pair_row, pair_hash)
+
+    def _queue_offsets(self, end, order, phy, qkey, qoff) -> None:
+        """QUEUE_OFFSET_GAP (consecutive per queue, in log order) and each queue's last
+        record (before the end of the log), for CQ_BEHIND and CQ_MISSING_QUEUE."""
+        if not len(order):
+            return
+        k, q, p = qkey[order], qoff[order], phy[order]
+        starts = np.flatnonzero(np.concatenate(([True], k[1:] != k[:-1])))
+        ends = np.concatenate((starts[1:], [len(k)]))
+        gap = np.zeros(len(k), bool)
+        gap[1:] = (k[1:] == k[:-1]) & (q[1:] != q[:-1] + 1)
+        for s, e in zip(starts.tolist(), ends.tolist()):
+            key = int(k[s])
+            prev = self.queue_prev.get(key)
+            if prev is not None and int(q[s]) != prev[0] + 1:
+                gap[s] = True
+            for i in np.flatnonzero(gap[s:e]).tolist():
+                i += s
+                before = (int(q[i - 1]), int(p[i - 1])) if i > s else prev
+                file, fpos = self._where(int(p[i]))
+                self.add("QUEUE_OFFSET_GAP", ERROR, file, fpos, f"{self._queue_name(key)} queue offset {int(q[i])} follows {before[0]} (record at {before[1]})")
+            self.queue_prev[key] = (int(q[e - 1]), int(p[e - 1]))
+            live = np.flatnonzero(p[s:e] < end) if end is not None else np.arange(e - s)
+            if len(live):
+                j = s + int(live[np.argmax(q[s:e][live])])
+                cur = self.queue_last.get(key)
+                if cur is None or int(q[j]) > cur[0]:
+                    self.queue_last[key] = (int(q[j]), int(p[j]))
+
+    def _join_queues(self, lo, hi, end, order, phy, size, qkey, qoff, tags, sys_flag) -> None:
+        """Each queue entry pointing into the window against the record there: one
+        merge per queue of its entries with its records (both ascending)."""
+        n = len(phy)
+        keys, starts = np.unique(qkey[order], return_index=True)
+        ends = np.append(starts[1:], len(order))
+        groups = {k: (s, e) for k, s, e in zip(keys.tolist(), starts.tolist(), ends.tolist())}
+        for Q in self.queues:
+            s, e_ = groups.get(Q.key, (0, 0))
+            group = order[s:e_]
+            group_phy = phy[group]
+            for q0, e, ascending in Q.parts:
+                col = e["commitlog_offset"]
+                if ascending:
+                    i0, i1 = _bisect(col, lo), _bisect(col, hi)
+                    if i0 == i1:
+                        continue
+                    sel = np.arange(i0, i1)
+                    ent = e[i0:i1]
+                else:
+                    sel = np.flatnonzero((col >= lo) & (col < hi))
+                    if not len(sel):
+                        continue
+                    ent = e[sel]
+                blank = ent["size"] == PRE_BLANK_SIZE
+                if blank.any():
+                    sel, ent = sel[~blank], ent[~blank]
+                off = ent["commitlog_offset"].astype(np.int64)
+                r = np.full(len(off), -1, np.int64)
+                if ascending and len(group):
+                    at = kernels.merge_find(group_phy, off)
+                    r[at >= 0] = group[at[at >= 0]]
+                miss = np.flatnonzero(r < 0)
+                if len(miss) and n:  # a record of another queue, or none
+                    rr = np.minimum(np.searchsorted(phy, off[miss]), n - 1)
+                    r[miss] = np.where(phy[rr] == off[miss], rr, -1)
+                found = r >= 0
+                qs = q0 + sel
+                for i in np.flatnonzero(~found).tolist():
+                    q, o = int(qs[i]), int(off[i])
+                    file, fpos = self._cq_pos(Q.cq, q)
+                    if end is not None and o >= end:
+                        self.add("CQ_BEYOND_END", ERROR, file, fpos, f"{Q.qid} entry {q} points at {o}, at or past the end of the log ({end}); recovery cuts it")
+                    else:
+                        self.add("CQ_DANGLING", ERROR, file, fpos, f"{Q.qid} entry {q} points at {o}, where no record starts")
+                f = np.flatnonzero(found)
+                rf = r[f]
+                bad_queue = qkey[rf] != Q.key
+                bad_qoff = qoff[rf] != qs[f]
+                bad_size = size[rf] != ent["size"][f]
+                bad_tags = tags[rf] != ent["tags_code"][f]
+                bad_type = ~goes_to_consume_queue(sys_flag[rf])
+                for j in np.flatnonzero(bad_queue | bad_qoff | bad_size | bad_tags | bad_type).tolist():
+                    i, rr = int(f[j]), int(rf[j])
+                    q = int(qs[i])
+                    file, fpos = self._cq_pos(Q.cq, q)
+                    if not self._room("CQ_MISMATCH", file):
+                        self.add("CQ_MISMATCH", ERROR, file, fpos, "")
+                        continue
+                    bad = []
+                    if bad_queue[j]:
+                        bad.append(f"record is {self._queue_name(int(qkey[rr]))}")
+                    if bad_qoff[j]:
+                        bad.append(f"record's queue offset is {int(qoff[rr])}")
+                    if bad_size[j]:
+                        bad.append(f"size {int(ent['size'][i])} != record's {int(size[rr])}")
+                    if bad_tags[j]:
+                        bad.append(f"tagsCode {int(ent['tags_code'][i])} != expected {int(tags[rr])}")
+                    if bad_type[j]:
+                        bad.append("record is a prepared/rolled-back transaction, which never has an entry")
+                    self.add("CQ_MISMATCH", ERROR, file, fpos, f"{Q.qid} entry {q} → {int(off[i])}: " + "; ".join(bad))
+
+    def _join_index(self, lo, hi, end, phy, pair_row, pair_hash) -> None:
+        """Each index entry pointing into the window: a record there whose keys hash to
+        it; and each record's keys: reached by a chain (INDEX_MISSING)."""
+        slots_n = self.cfg.max_hash_slot_num
+        if len(pair_row) > 1 and not (pair_row[1:] >= pair_row[:-1]).all():
+            po = np.argsort(pair_row, kind="stable")
+            pair_row, pair_hash = pair_row[po], pair_hash[po]
+        findable = np.zeros(len(pair_row), bool)
+        for ix in self.indexes:
+            ents = ix.file.entries()
+            path = str(ix.file.path)
+            col = ents["phy_offset"][1 : ix.count]
+            if ix.order is None:
+                i0, i1 = _bisect(col, lo), _bisect(col, hi)
+                nums = np.arange(i0, i1) + 1
+                ent = ents[i0 + 1 : i1 + 1]
+            else:
+                sorted_phy = col[ix.order - 1]
+                i0, i1 = np.searchsorted(sorted_phy, [lo, hi])
+                nums = ix.order[i0:i1]
+                ent = ents[nums]
+            if not len(nums):
+                continue
+            off = ent["phy_offset"].astype(np.int64)
+            kh = ent["key_hash"].astype(np.int64)
+            reached = ((ix.reached[nums >> 3] >> (7 - (nums & 7))) & 1).astype(bool)
+            r, match, hit = kernels.join_keys(phy, pair_row, pair_hash, off, kh, reached)
+            findable |= hit
+            for i in np.flatnonzero(r < 0).tolist():
+                num, o = int(nums[i]), int(off[i])
+                if end is not None and o >= end:
+                    self.add("INDEX_BEYOND_END", WARNING, path, entry_position(slots_n, num), f"entry {num} points at {o}, at or past the end of the log ({end}); lookups skip it")
+                else:
+                    self.add("INDEX_DANGLING", ERROR, path, entry_position(slots_n, num), f"entry {num} points at {o}, where no record starts")
+            for i in np.flatnonzero((r >= 0) & ~match).tolist():
+                num, o = int(nums[i]), int(off[i])
+                if self._room("INDEX_HASH", path):
+                    file, fpos = self._where(o)
+                    rec = decode_record(self.store.commitlog.queue.find(o).buf, fpos, file=file, file_base=o - fpos, check_crc=False, read_body=False)
+                    jp = rec.java_properties
+                    keys = index_keys(rec.topic, jp.get(UNIQ_KEY), jp.get(KEYS))
+                    self.add("INDEX_HASH", ERROR, path, entry_position(slots_n, num), f"entry {num} hash {int(kh[i])} matches no key of the record at {o} ({rec.topic}, keys {keys})")
+                else:
+                    self.add("INDEX_HASH", ERROR, path, entry_position(slots_n, num), "")
+        # INDEX_MISSING: records RocketMQ indexes whose keys no chain reaches
+        if not self.cfg.message_index_enable or not len(pair_row):
+            return
+        rows = np.unique(pair_row[~findable])
+        if end is not None:
+            rows = rows[phy[rows] < end]
+        offs = phy[rows]
+        for name, sel in (("lost", offs < self.index_end), ("pending", offs >= self.index_end)):
+            got = offs[sel]
+            if len(got):
+                slot = self.missing[name]
+                slot[0] += len(got)
+                if len(slot[1]) < 5:
+                    slot[1].extend(got[: 5 - len(slot[1])].tolist())
+
+    def _index_missing(self) -> None:
         """INDEX_MISSING: records RocketMQ indexes (Java ``IndexService.buildIndex``: a
         key or UNIQ_KEY, not a ROLLBACK) whose keys no slot chain reaches, so no
         ``queryMessage`` finds them.  Those below the newest index file's endPhyOffset
         stay so (buildIndex skips what is below it; a crash that dropped an index file
         and re-dispatched from a later commitlog file leaves exactly these); those at or
         past it were not dispatched yet and are indexed if dispatch reaches them."""
-        lost, pending = [], []
-        for phy, rec in self.records.items():
-            if phy >= self.log_end or not rec.keys or not goes_to_index(rec.sys_flag):
-                continue
-            if any((phy, index_key_hash(k)) not in findable for k in rec.keys):
-                (lost if phy < index_end else pending).append((phy, rec))
-        for found, what in ((lost, "below the index's endPhyOffset {end}: RocketMQ never indexes them again, so they stay unfindable by key"),
-                            (pending, "at or past the index's endPhyOffset {end}: not dispatched yet; RocketMQ indexes them only if its recovery re-dispatches them")):
-            if found:
-                found.sort()
-                phy, rec = found[0]
-                first = ", ".join(str(p) for p, _ in found[:5])
-                self.add("INDEX_MISSING", WARNING, rec.file, rec.file_offset,
-                         f"{len(found)} record(s) carry a key or UNIQ_KEY that no index chain reaches (first at {first}), " + what.format(end=index_end))
+        for name, what in (("lost", "below the index's endPhyOffset {end}: RocketMQ never indexes them again, so they stay unfindable by key"),
+                           ("pending", "at or past the index's endPhyOffset {end}: not dispatched yet; RocketMQ indexes them only if its recovery re-dispatches them")):
+            count, first = self.missing[name]
+            if count:
+                file, fpos = self._where(first[0])
+                self.add("INDEX_MISSING", WARNING, file, fpos,
+                         f"{count} record(s) carry a key or UNIQ_KEY that no index chain reaches (first at {', '.join(map(str, first))}), " + what.format(end=self.index_end))
+
+    def finish_queues(self) -> None:
+        seen = set()
+        for Q in self.queues:
+            seen.add(Q.key)
+            last = self.queue_last.get(Q.key)
+            if last is not None and last[0] >= Q.hi:
+                file, _ = self._cq_pos(Q.cq, Q.hi) if Q.hi > Q.cq.first_slot_offset and Q.cq.queue.files else (str(Q.cq.directory), None)
+                self.add("CQ_BEHIND", WARNING, file, None, f"{Q.qid} ends at offset {Q.hi} but the log holds its records up to queue offset {last[0]} (not dispatched; recovery re-dispatches them)")
+        for key, (qoff, phy) in self.queue_last.items():
+            if key not in seen:
+                topic, qid = self.topic_names[key >> 32], int(np.int32(np.uint32(key & 0xFFFFFFFF)))
+                self.add("CQ_MISSING_QUEUE", ERROR, str(self.root / CONSUMEQUEUE_DIR / topic / str(qid)), None, f"the log holds records of {topic}/{qid} (up to queue offset {qoff}) but there is no consume queue; abnormal recovery rebuilds it")
+        self.report.stats.update(consume_queues=len(self.queues), cq_entries=self.n_cq_entries)
+        self.report.stats.update(index_files=len(self.indexes), index_entries=self.n_index_entries)
+        if self.cfg.message_index_enable:
+            self._index_missing()
 
     # -- checkpoint, abort, lock ---------------------------------------------------------------------
     def check_state(self) -> None:
@@ -485,10 +746,15 @@ class _Verifier:
 
     def run(self) -> VerifyReport:
         self.check_layout()
-        self.check_commitlog()
-        self.check_consume_queues()
-        self.check_index()
+        self.prepare_queues()
+        try:
+            self._pending = self._worker.submit(self.prepare_index)  # while the log is read
+            self.check_commitlog()
+        finally:
+            self._worker.shutdown(wait=True)
+        self.finish_queues()
         self.check_state()
+        self._unlisted_findings()
         self.store.close()
         return self.report
 

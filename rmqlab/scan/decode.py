@@ -852,6 +852,7 @@ def scan_range(
     batch_rows: int = 1 << 15,
     batch_bytes: int = 16 << 20,
     columns: Iterable[str] | None = None,
+    java_properties: Iterable[str] = (),
 ) -> Iterator[pa.RecordBatch]:
     """Record batches (:data:`ARROW_SCHEMA`) of the records a scan of ``[start, stop)``
     of one commitlog file owns (see the module docs).
@@ -866,6 +867,8 @@ def scan_range(
     only without filters.  Damage rows are emitted whatever the filters.
     ``columns`` names the columns worth building; the others are null (the schema
     stays :data:`ARROW_SCHEMA`), which saves most of the work for narrow scans.
+    ``java_properties`` adds message batches the ``java_property:NAME`` columns of
+    :func:`decode_positions` (BLANK and damage rows come in batches without them).
     ``batch_rows`` and ``batch_bytes`` bound a batch.  32,768 rows decode ~7% faster
     than 65,536 on ~200-byte records: a batch's dozens of per-row numpy arrays (8
     bytes a row each) then stay nearer the 2 MiB L2 cache; fewer rows pay more
@@ -895,6 +898,7 @@ def scan_range(
         batch_rows=batch_rows,
         batch_bytes=batch_bytes,
         columns=frozenset(columns) if columns is not None else None,
+        java_properties=tuple(java_properties),
     )
     if resync is None:
         resync = start != 0

@@ -32,7 +32,8 @@ from ..format import layout
 from ..format.record import Record, decode_record
 from .. import rules
 from ..rules import SCHEDULE_TOPIC
-from .hashes import java_string_hashes_arrow
+from ..format.hashing import java_string_hash
+from .hashes import index_hashes_from_java, java_string_hashes_arrow, prefixed_hashes
 
 
 class DispatchRequest(NamedTuple):
@@ -155,6 +156,41 @@ class DispatchColumns:
                 self.prepared_transaction_offset.tolist(),
             )
         ]
+
+    def index_key_hashes(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The keys Java ``IndexService.buildIndex`` puts for the records ``rows``
+        (:func:`rmqlab.rules.index_keys`, vectorised: ``topic#UNIQ_KEY`` when not empty,
+        then ``topic#k`` per non-empty KEYS token), as (row of each key, its index hash
+        - the ``keyHash`` an index entry stores), in dispatch order: by row, each
+        row's UNIQ_KEY first.  Eligibility (ROLLBACK, endPhyOffset) is the caller's."""
+        pa, pc = _arrow()
+        rows = np.asarray(rows, dtype=np.int64)
+        if not len(rows):
+            return rows, np.zeros(0, np.int64)
+        ridx = pa.array(rows)
+        uniq = self.uniq_key.take(ridx)
+        u_ok = np.asarray(pc.fill_null(pc.not_equal(uniq, ""), False).to_numpy(zero_copy_only=False), dtype=bool)
+        u_rows = rows[u_ok]
+        uh, ul = java_string_hashes_arrow(uniq.filter(pa.array(u_ok)))
+        # KEYS split on the separator, empty tokens skipped
+        ks = self.keys.take(ridx)
+        k_ok = np.asarray(pc.fill_null(pc.not_equal(ks, ""), False).to_numpy(zero_copy_only=False), dtype=bool)
+        tokens = pc.split_pattern(ks.filter(pa.array(k_ok)), props.KEY_SEPARATOR)
+        if isinstance(tokens, pa.ChunkedArray):
+            tokens = tokens.combine_chunks()
+        parents = np.asarray(pc.list_parent_indices(tokens).to_numpy(zero_copy_only=False), dtype=np.int64)
+        flat = tokens.flatten()
+        t_ok = np.asarray(pc.not_equal(flat, "").to_numpy(zero_copy_only=False), dtype=bool)
+        t_rows = rows[k_ok][parents[t_ok]]
+        kh, kl = java_string_hashes_arrow(flat.filter(pa.array(t_ok)))
+        rec = np.concatenate((u_rows, t_rows))
+        h = np.concatenate((uh, kh))
+        ln = np.concatenate((ul, kl))
+        order = np.argsort(rec, kind="stable")
+        rec, h, ln = rec[order], h[order], ln[order]
+        prefix = np.asarray([java_string_hash(f"{t}#") for t in self.topics] or [0], dtype=np.int64).astype(np.uint32)
+        full = prefixed_hashes(prefix[self.topic_code[rec]], h, ln)
+        return rec, index_hashes_from_java(full).astype(np.int64)
 
     @classmethod
     def from_requests(cls, reqs: Sequence[DispatchRequest]) -> "DispatchColumns":

@@ -93,7 +93,9 @@ def java_string_hashes_arrow(arr) -> tuple[np.ndarray, np.ndarray]:
         data = np.frombuffer(bufs[2], np.uint8)[offs[0] : offs[-1]] if bufs[2] is not None else np.zeros(0, np.uint8)
         lengths = np.diff(offs)
         if len(data) == 0 or int(data.max()) < 0x80:
-            hs.append(_hash_code_units(data.astype(np.uint32), lengths))
+            from .kernels import ascii_hashes  # numba: loaded by bulk paths only
+
+            hs.append(ascii_hashes(data, offs - offs[0]))
             ls.append(lengths)
         else:
             keys = c.to_pylist()

@@ -17,6 +17,11 @@ Java counterpart: none — RocketMQ reads one record at a time
   (TAGS, KEYS, UNIQ_KEY, DELAY), with Java's map rules, without building the map.
 * :func:`crc32_slices` — the CRCs alone, for the batch put (one Python call per
   128-byte body cost ~0.6 µs, the CRC itself ~0.03).
+* :func:`index_chains` — every hash slot's chain of an index file followed once
+  (verify: which entries a lookup reaches, from which slot, and the cycles);
+  :func:`merge_find` and :func:`join_keys` — queue and index entries joined with the
+  records they point at, one linear merge of two sorted columns;
+  :func:`ascii_hashes` — Java ``String.hashCode`` of many ASCII keys (index keys).
 * :func:`property_pairs` — every record's properties split into name/value pairs by
   the rules of :mod:`rmqlab.format.properties` and copied into the Arrow columns in
   the same pass, duplicates settled there too (straight from the commitlog buffer).
@@ -274,11 +279,91 @@ def _compile_pairs():
     return split_pairs, java_values, gather_spans
 
 
+def _compile_index():
+    numba = _numba()
+    if numba is None:
+        return None
+
+    @numba.njit(nogil=True, cache=True)
+    def index_chains(slots, prev, count, owner, cycles):  # pragma: no cover - compiled
+        """Follow every slot's chain (Java ``IndexFile.selectPhyOffset``: slot value,
+        then ``prevIndex`` while it points at an entry): ``owner[e]`` = the first slot
+        whose chain reaches entry ``e``.  A chain that comes back to an entry it passed
+        is a cycle: its (slot, entry) pairs go to ``cycles`` (as many as fit); returns
+        their number.  A chain that runs into another slot's entries stops there."""
+        nc = 0
+        for s in range(len(slots)):
+            nxt = slots[s]
+            while 0 < nxt < count:
+                o = owner[nxt]
+                if o == s:
+                    if nc < len(cycles):
+                        cycles[nc, 0] = s
+                        cycles[nc, 1] = nxt
+                    nc += 1
+                    break
+                if o >= 0:
+                    break
+                owner[nxt] = s
+                nxt = prev[nxt]
+        return nc
+
+    @numba.njit(nogil=True, cache=True)
+    def merge_find(a, q, out):  # pragma: no cover - compiled
+        """For each value of ``q`` (ascending) its index in ``a`` (ascending), -1 when
+        absent: one merge of the two, linear."""
+        r = 0
+        n = len(a)
+        for i in range(len(q)):
+            v = q[i]
+            while r < n and a[r] < v:
+                r += 1
+            out[i] = r if r < n and a[r] == v else -1
+
+    @numba.njit(nogil=True, cache=True)
+    def join_keys(rec_phy, pair_lo, pair_hi, pair_hash, ent_phy, ent_hash, ent_reached, row_out, match_out, findable):  # pragma: no cover - compiled
+        """Index entries (ascending phyOffset) against records (ascending): the row of
+        each entry's record (-1: none there), whether the entry's hash is one of that
+        record's key hashes (``pair_hash[pair_lo[r]:pair_hi[r]]``), and, for entries a
+        chain reaches, those keys marked ``findable``."""
+        r = 0
+        n = len(rec_phy)
+        for i in range(len(ent_phy)):
+            p = ent_phy[i]
+            while r < n and rec_phy[r] < p:
+                r += 1
+            if r < n and rec_phy[r] == p:
+                row_out[i] = r
+                m = False
+                for j in range(pair_lo[r], pair_hi[r]):
+                    if pair_hash[j] == ent_hash[i]:
+                        m = True
+                        if ent_reached[i]:
+                            findable[j] = True
+                match_out[i] = m
+            else:
+                row_out[i] = -1
+                match_out[i] = False
+
+    @numba.njit(nogil=True, cache=True)
+    def ascii_hashes(data, offs, out):  # pragma: no cover - compiled
+        """Java ``String.hashCode`` (32-bit wrap) of each ASCII string
+        ``data[offs[i]:offs[i+1]]`` (one byte is one UTF-16 code unit)."""
+        for i in range(len(out)):
+            h = np.uint32(0)
+            for b in range(offs[i], offs[i + 1]):
+                h = h * np.uint32(31) + np.uint32(data[b])
+            out[i] = h
+
+    return index_chains, merge_find, join_keys, ascii_hashes
+
+
 _KERNEL, _CRCS = _compile() or (None, None)
+_INDEX_CHAINS, _MERGE_FIND, _JOIN_KEYS, _ASCII_HASHES = _compile_index() or (None, None, None, None)
 _WALK = _compile_walk()
 _PAIRS, _JAVA_VALUES, _GATHER_SPANS = _compile_pairs() or (None, None, None)
 #: whether the compiled loops are built (else the functions here return None)
-AVAILABLE = _KERNEL is not None and _WALK is not None and _PAIRS is not None
+AVAILABLE = _KERNEL is not None and _WALK is not None and _PAIRS is not None and _INDEX_CHAINS is not None
 #: why :data:`AVAILABLE` is False ("" when it is True)
 UNAVAILABLE_BECAUSE = (
     "" if AVAILABLE else "numba cannot be imported" if _numba() is None else "isal's crc32_gzip_refl cannot be loaded" if _CRC_EXT is None else "a loop failed to compile"
@@ -454,6 +539,59 @@ def walk_pieces(a: np.ndarray, pos: int, stop: int, limit: int, off: int, min_si
     return pieces()
 
 
+def index_chains(slots: np.ndarray, prev: np.ndarray, count: int, max_cycles: int = 100) -> tuple[np.ndarray, np.ndarray, int]:
+    """Every slot chain of one index file walked once, compiled: (``owner``: for each
+    entry the slot whose chain reaches it, -1 when none does (int32); the (slot, entry) pairs
+    where a chain returns to an entry it passed, at most ``max_cycles``; how many
+    cycles there are).  ``slots`` (int64) is the slot table, ``prev`` (int32) every
+    entry's ``prevIndex``; entries at or past ``count`` are never followed."""
+    if _INDEX_CHAINS is None:
+        raise ImportError(UNAVAILABLE_BECAUSE)
+    owner = np.full(len(prev), -1, np.int32)
+    cycles = np.zeros((max_cycles, 2), np.int64)
+    nc = _INDEX_CHAINS(np.ascontiguousarray(slots, np.int64), np.ascontiguousarray(prev, np.int32), int(min(count, len(prev))), owner, cycles)
+    return owner, cycles[: min(nc, max_cycles)], int(nc)
+
+
+def ascii_hashes(data: np.ndarray, offs: np.ndarray) -> np.ndarray:
+    """Java ``String.hashCode`` (uint32) of each ASCII string ``data[offs[i]:offs[i+1]]``
+    (an Arrow string array's data and int64 offsets), in one compiled pass."""
+    if _ASCII_HASHES is None:
+        raise ImportError(UNAVAILABLE_BECAUSE)
+    out = np.empty(len(offs) - 1, np.uint32)
+    _ASCII_HASHES(np.ascontiguousarray(data, np.uint8), np.ascontiguousarray(offs, np.int64), out)
+    return out
+
+
+def merge_find(a: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """For each value of ``q`` its index in ``a`` (-1 when absent); both ascending
+    int64.  Linear: a join of two sorted columns without a search per value."""
+    if _MERGE_FIND is None:
+        raise ImportError(UNAVAILABLE_BECAUSE)
+    out = np.empty(len(q), np.int64)
+    _MERGE_FIND(np.ascontiguousarray(a, np.int64), np.ascontiguousarray(q, np.int64), out)
+    return out
+
+
+def join_keys(rec_phy: np.ndarray, pair_row: np.ndarray, pair_hash: np.ndarray, ent_phy: np.ndarray, ent_hash: np.ndarray, ent_reached: np.ndarray):
+    """Index entries against the records they point at, in one merge (``rec_phy`` and
+    ``ent_phy`` ascending; ``pair_row`` ascending, the record row of each key hash in
+    ``pair_hash``): (each entry's record row, -1 when no record starts there; whether
+    the entry's hash is a key of that record; for each key, whether an entry a chain
+    reaches holds it)."""
+    if _JOIN_KEYS is None:
+        raise ImportError(UNAVAILABLE_BECAUSE)
+    rows = np.arange(len(rec_phy))
+    lo = np.searchsorted(pair_row, rows, "left")
+    hi = np.searchsorted(pair_row, rows, "right")
+    row_out = np.empty(len(ent_phy), np.int64)
+    match = np.empty(len(ent_phy), np.bool_)
+    findable = np.zeros(len(pair_hash), np.bool_)
+    _JOIN_KEYS(np.ascontiguousarray(rec_phy, np.int64), lo, hi, np.ascontiguousarray(pair_hash, np.int64), np.ascontiguousarray(ent_phy, np.int64),
+               np.ascontiguousarray(ent_hash, np.int64), np.ascontiguousarray(ent_reached, np.bool_), row_out, match, findable)
+    return row_out, match, findable
+
+
 def property_pairs(a: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, pa.Array, pa.Array, bool] | None:
     """The properties of every record, ``a[starts[r]:ends[r]]``, split by the rules of
     :func:`rmqlab.format.properties.decode_pairs` + ``to_ordered_dict`` in one compiled
@@ -502,4 +640,4 @@ def _split_part(a: np.ndarray, starts: np.ndarray, ends: np.ndarray, total: int)
     return m, hi, kbuf, koffs, vbuf, voffs, moffs
 
 
-__all__ = ["AVAILABLE", "UNAVAILABLE_BECAUSE", "bodies_and_crcs", "crc32_slices", "java_property_values", "property_pairs", "set_threads", "walk", "walk_pieces"]
+__all__ = ["AVAILABLE", "UNAVAILABLE_BECAUSE", "bodies_and_crcs", "crc32_slices", "ascii_hashes", "index_chains", "join_keys", "merge_find", "java_property_values", "property_pairs", "set_threads", "walk", "walk_pieces"]

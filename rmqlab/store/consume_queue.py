@@ -44,16 +44,33 @@ class ConsumeQueue:
         self.queue = MappedFileQueue(directory, mapped_file_size, strict=strict)
         self.directory = self.queue.directory
         self._entries: np.ndarray | None = None
+        self._range: tuple[int, tuple[int, int]] | None = None
+
+    def parts(self, lo: int | None = None, hi: int | None = None) -> list[tuple[int, np.ndarray]]:
+        """The 20-byte slots file by file, as ``(queue offset of the first, slots)``:
+        structured views of the mapped files, not copies (a queue of any length costs
+        no memory), cut to queue offsets ``[lo, hi)`` when given."""
+        out = []
+        q = self.first_slot_offset
+        for f in self.queue.files:
+            n = len(f.buf) // CQ_STORE_UNIT_SIZE
+            a, b = q, q + n
+            if hi is not None:
+                b = min(b, hi)
+            if lo is not None:
+                a = max(a, lo)
+            if a < b:
+                out.append((a, np.frombuffer(f.buf, dtype=CQ_DTYPE, count=b - q)[a - q :]))
+            q += n
+        return out
 
     def raw_entries(self) -> np.ndarray:
         """All 20-byte slots of all files, in queue order, as one structured array
-        (index = queue offset - first file's start / 20)."""
+        (index = queue offset - first file's start / 20).  A copy when the queue has
+        more than one file: bulk readers use :meth:`parts`."""
         if self._entries is None:
-            parts = []
-            for f in self.queue.files:
-                n = len(f.buf) // CQ_STORE_UNIT_SIZE
-                parts.append(np.frombuffer(f.buf, dtype=CQ_DTYPE, count=n))
-            self._entries = np.concatenate(parts) if parts else np.zeros(0, dtype=CQ_DTYPE)
+            parts = [e for _, e in self.parts()]
+            self._entries = parts[0] if len(parts) == 1 else np.concatenate(parts) if parts else np.zeros(0, dtype=CQ_DTYPE)
         return self._entries
 
     @property
@@ -61,55 +78,62 @@ class ConsumeQueue:
         """Queue offset of the first slot of the first file."""
         return self.queue.min_offset // CQ_STORE_UNIT_SIZE
 
+    @property
+    def slot_end(self) -> int:
+        """Queue offset one past the last slot of the last file."""
+        return self.first_slot_offset + sum(len(f.buf) // CQ_STORE_UNIT_SIZE for f in self.queue.files)
+
     def valid_range(self, min_commitlog_offset: int = 0) -> tuple[int, int]:
         """``(min_offset, max_offset)`` as Java reports them: min is the first valid
         entry pointing at or after the commitlog's minimum (pre-blank fill skipped),
         max is one past the last entry before the first invalid one."""
-        e = self.raw_entries()
-        valid = (e["commitlog_offset"] >= 0) & (e["size"] > 0) & (e["size"] != PRE_BLANK_SIZE)
-        usable = valid & (e["commitlog_offset"] >= min_commitlog_offset)
-        base = self.first_slot_offset
-        if not usable.any():
-            end = self._end_index(e)
-            return base + end, base + end
-        first = int(np.argmax(usable))
-        end = self._end_index(e, first)
-        return base + first, base + end
+        if self._range is None or self._range[0] != min_commitlog_offset:
+            first = None
+            for q, e in self.parts():
+                usable = (e["commitlog_offset"] >= min_commitlog_offset) & (e["size"] > 0) & (e["size"] != PRE_BLANK_SIZE)
+                if usable.any():
+                    first = q + int(np.argmax(usable))
+                    break
+            end = self._end(self.first_slot_offset if first is None else first)
+            self._range = (min_commitlog_offset, (end if first is None else first, end))
+        return self._range[1]
 
     def _recover_from(self) -> int:
-        """Index of the first slot Java's ``ConsumeQueue.recover`` looks at: it starts at
-        the third-to-last file and trusts the files before it as they are (a hole in an
-        older file is served as it is, not an end of the queue)."""
+        """Queue offset of the first slot Java's ``ConsumeQueue.recover`` looks at: it
+        starts at the third-to-last file and trusts the files before it as they are (a
+        hole in an older file is served as it is, not an end of the queue)."""
         files = self.queue.files
-        return sum(len(f.buf) // CQ_STORE_UNIT_SIZE for f in files[: max(0, len(files) - 3)])
+        return self.first_slot_offset + sum(len(f.buf) // CQ_STORE_UNIT_SIZE for f in files[: max(0, len(files) - 3)])
 
-    def _end_index(self, e: np.ndarray, start: int = 0) -> int:
-        """Index of the first invalid entry at or after ``start`` in the files Java's
-        recover scans (from the third-to-last file: see :meth:`_recover_from`)."""
+    def _end(self, start: int) -> int:
+        """Queue offset of the first invalid entry at or after ``start`` in the files
+        Java's recover scans (from the third-to-last file: see :meth:`_recover_from`)."""
         start = max(start, self._recover_from())
-        tail = e[start:]
-        invalid = ~((tail["commitlog_offset"] >= 0) & (tail["size"] > 0))
-        # pre-blank fill is "valid" by Java's rule but only occurs before the first real entry
-        if invalid.any():
-            return start + int(np.argmax(invalid))
-        return start + len(tail)
+        for q, e in self.parts(lo=start):
+            # pre-blank fill is "valid" by Java's rule but only occurs before the first real entry
+            invalid = ~((e["commitlog_offset"] >= 0) & (e["size"] > 0))
+            if invalid.any():
+                return q + int(np.argmax(invalid))
+        return max(start, self.slot_end)
 
     def entries(self, min_commitlog_offset: int = 0) -> list[CqEntry]:
+        return list(self.iter_entries(min_commitlog_offset))
+
+    def iter_entries(self, min_commitlog_offset: int = 0, chunk: int = 1 << 16):
+        """The valid entries as :class:`CqEntry`, in queue order, a file chunk at a time."""
         lo, hi = self.valid_range(min_commitlog_offset)
-        e = self.raw_entries()
-        base = self.first_slot_offset
-        return [
-            CqEntry(q, int(r["commitlog_offset"]), int(r["size"]), int(r["tags_code"]))
-            for q, r in zip(range(lo, hi), e[lo - base : hi - base])
-        ]
+        for q0, e in self.parts(lo, hi):
+            for i in range(0, len(e), chunk):
+                part = e[i : i + chunk]
+                yield from (CqEntry(q, o, s, t) for q, o, s, t in zip(
+                    range(q0 + i, q0 + i + len(part)), part["commitlog_offset"].tolist(), part["size"].tolist(), part["tags_code"].tolist()))
 
     def get(self, queue_offset: int) -> CqEntry | None:
         """The entry at ``queue_offset`` or ``None`` when it is outside the files."""
-        e = self.raw_entries()
-        i = queue_offset - self.first_slot_offset
-        if i < 0 or i >= len(e):
+        got = self.parts(queue_offset, queue_offset + 1)
+        if not got:
             return None
-        r = e[i]
+        r = got[0][1][0]
         return CqEntry(queue_offset, int(r["commitlog_offset"]), int(r["size"]), int(r["tags_code"]))
 
     def max_physic_offset(self, min_commitlog_offset: int = 0) -> int:
@@ -117,9 +141,10 @@ class ConsumeQueue:
         lo, hi = self.valid_range(min_commitlog_offset)
         if hi <= lo:
             return -1
-        r = self.raw_entries()[hi - 1 - self.first_slot_offset]
-        return int(r["commitlog_offset"]) + int(r["size"])
+        r = self.get(hi - 1)
+        return r.commitlog_offset + r.size
 
     def close(self) -> None:
         self._entries = None
+        self._range = None
         self.queue.close()

@@ -49,8 +49,6 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from ..config import MessageStoreConfig
-from ..format import properties as props
-from ..format.hashing import java_string_hash
 from ..format.record import Record
 from .. import rules
 from ..rules import CONSUMEQUEUE_DIR, INDEX_DIR, parse_delay_levels
@@ -59,11 +57,10 @@ from .consume_queue_writer import ConsumeQueueWriter
 from ..scan.dispatch_request import (
     DispatchColumns,
     DispatchRequest,
-    _arrow,
     queue_groups,
     request_from_record,
 )
-from ..scan.hashes import index_hashes_from_java, index_key_hashes, java_string_hashes_arrow, prefixed_hashes
+from ..scan.hashes import index_key_hashes
 from .index_writer import IndexServiceWriter
 
 
@@ -209,7 +206,6 @@ class CommitLogDispatcher:
         keys ``topic#UNIQ_KEY`` then ``topic#k`` per non-empty KEYS token, not for
         ROLLBACK, not below the last index file's ``endPhyOffset``.  Rows out of
         commitlog order take :meth:`dispatch_batch` as requests."""
-        pa, pc = _arrow()
         n = len(cols)
         if n == 0:
             return
@@ -234,33 +230,9 @@ class CommitLogDispatcher:
         rows = np.flatnonzero(eligible)
         if not len(rows):
             return
-        ridx = pa.array(rows)
-        # rules.index_keys, vectorised: UNIQ_KEY (non-empty) of each eligible row
-        uniq = cols.uniq_key.take(ridx)
-        u_ok = np.asarray(pc.fill_null(pc.not_equal(uniq, ""), False).to_numpy(zero_copy_only=False), dtype=bool)
-        u_rows = rows[u_ok]
-        uh, ul = java_string_hashes_arrow(uniq.filter(pa.array(u_ok)))
-        # KEYS split on the separator, empty tokens skipped
-        ks = cols.keys.take(ridx)
-        k_ok = np.asarray(pc.fill_null(pc.not_equal(ks, ""), False).to_numpy(zero_copy_only=False), dtype=bool)
-        tokens = pc.split_pattern(ks.filter(pa.array(k_ok)), props.KEY_SEPARATOR)
-        if isinstance(tokens, pa.ChunkedArray):
-            tokens = tokens.combine_chunks()
-        parents = np.asarray(pc.list_parent_indices(tokens).to_numpy(zero_copy_only=False), dtype=np.int64)
-        flat = tokens.flatten()
-        t_ok = np.asarray(pc.not_equal(flat, "").to_numpy(zero_copy_only=False), dtype=bool)
-        t_rows = rows[k_ok][parents[t_ok]]
-        kh, kl = java_string_hashes_arrow(flat.filter(pa.array(t_ok)))
-        # one key list in dispatch order: per record UNIQ_KEY first, then its tokens
-        rec = np.concatenate((u_rows, t_rows))
-        h = np.concatenate((uh, kh))
-        ln = np.concatenate((ul, kl))
-        order = np.argsort(rec, kind="stable")
-        rec, h, ln = rec[order], h[order], ln[order]
-        prefix = np.asarray([java_string_hash(f"{t}#") for t in cols.topics] or [0], dtype=np.int64).astype(np.uint32)
-        full = prefixed_hashes(prefix[cols.topic_code[rec]], h, ln)
-        if len(full):
-            self.index.put_many(index_hashes_from_java(full), off[rec], cols.store_timestamp[rec])
+        rec, hashes = cols.index_key_hashes(rows)
+        if len(rec):
+            self.index.put_many(hashes, off[rec], cols.store_timestamp[rec])
 
     def _flush_keys(self, keys: list[str], offsets: list[int], times: list[int]) -> None:
         if keys:
