@@ -44,7 +44,7 @@ from ..format.indexfile import IndexHeader, entry_position, slot_position
 from ..format.layout import PHYSICAL_OFFSET_AT
 from ..format.parse import field_offset
 from ..format.properties import KEYS, UNIQ_KEY
-from ..format.record import BAD_BLANK, BODY_CRC, PROPERTY_CRC, decode_record
+from ..format.record import BAD_BLANK, BODY_CRC, PROPERTY_CRC, damage_detail, decode_record
 from ..rules import goes_to_consume_queue, goes_to_index, index_keys, parse_delay_levels
 from ..rules import ABORT_FILE, CHECKPOINT_FILE, CONSUMEQUEUE_DIR, LOCK_FILE
 from ..scan import kernels
@@ -394,7 +394,7 @@ class _Verifier:
                         for row in batch.to_pylist():
                             p = row["physical_offset"] - base
                             if row["error"] is not None:
-                                self.add(row["kind"], ERROR, path, p, row["error"].split(": ", 1)[-1])
+                                self.add(row["kind"], ERROR, path, p, damage_detail(row["error"], row["kind"]))
                                 self._stop(base + p)
                                 damaged_at, expected = p, None
                             else:  # BLANK

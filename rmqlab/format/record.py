@@ -44,6 +44,12 @@ class RecordError(StoreFormatError):
         super().__init__(file, offset, f"{kind}: {message}")
 
 
+def damage_detail(error: str, kind: str) -> str:
+    """The sentence of a :class:`RecordError` from its one-line text (``file @ offset
+    (0x..): KIND: sentence``, as the bulk decoder's damage rows carry it)."""
+    return error.split(f"{kind}: ", 1)[-1]
+
+
 # Offsets of the fixed header fields, derived from the construct schema (one source).
 def _header_layout() -> tuple[str, list[str]]:
     fmt, names = ">", []

@@ -167,3 +167,27 @@ def test_lookup_time_on_a_crashed_store_says_what_recovery_will_cut(capsys, dump
     assert code == 0 and "last 1 unit(s) point at or past the end of the log" in err and f"holds [0, {after})" in err
     code, out, err = run_cli(capsys, "lookup", REFERENCE / "clean" / "store", "--time", "1795303799000", "--topic", "TopicB", "--queue-id", "2")
     assert code == 0 and err == ""
+
+
+def test_dump_json_is_json_dumps_of_every_record(tmp_path, capsys):
+    """The bulk JSON writer against ``json.dumps(Record.to_dict())``, line for line, on
+    values that need escaping: quotes, backslashes, control bytes, non-ASCII, empty and
+    odd-length bodies, empty property values, negative and extreme integers."""
+    from rmqlab.engine import Message, MessageStore
+    from rmqlab.store import open_store
+
+    root = tmp_path / "store"
+    odd = ['say "hi"', "back\\slash", "tab\there\nnewline\r\x1f\x7f", "ünïcödé ✓ 日本", ""]
+    with MessageStore.open(root) as store:
+        for i in range(300):
+            text = odd[i % len(odd)]
+            props = {"KEYS": f"k{i} {text}".strip(), "TAGS": text, "UNIQ_KEY": f"U{i:031d}", f"name{i % 3}": text}
+            body = bytes(range(256))[: i % 7] + text.encode()
+            msg = Message(f"Topic{'Ü' if i % 5 == 0 else ''}{i % 3}", body, props, queue_id=i % 4)
+            msg.flag = [0, -1, 2**31 - 1, -(2**31)][i % 4]
+            store.put(msg)
+    code, out, err = run_cli(capsys, "dump", root, "--json")
+    assert code == 0 and err == ""
+    with open_store(root) as st:
+        want = [json.dumps(r.to_dict(), ensure_ascii=False) for r in st.commitlog.iter_records()]
+    assert out.splitlines() == want
