@@ -37,6 +37,7 @@ class MessageStoreConfig:
     mapped_file_size_consume_queue: int = DEFAULT_MAPPED_FILE_SIZE_CONSUME_QUEUE  # mappedFileSizeConsumeQueue
     max_hash_slot_num: int = DEFAULT_MAX_HASH_SLOT_NUM  # maxHashSlotNum
     max_index_num: int = DEFAULT_MAX_INDEX_NUM  # maxIndexNum
+    max_msgs_num_batch: int = 64  # maxMsgsNumBatch: IndexService.queryOffset answers at most this many offsets
     message_index_enable: bool = True  # messageIndexEnable
     message_index_safe: bool = False  # messageIndexSafe (abnormal recovery starts early enough to rebuild the index)
     flush_disk_type: str = ASYNC_FLUSH  # flushDiskType

@@ -39,3 +39,13 @@ def ref_records():
         return cache[case]
 
     return get
+
+
+@pytest.fixture(params=["bulk", "record by record"])
+def decoder_path(request, monkeypatch):
+    """The decoder reads a small range record by record and a large one in bulk: a test
+    that asks for this fixture runs both ways on the same inputs."""
+    from rmqlab.scan import decode
+
+    monkeypatch.setattr(decode, "SMALL_RANGE", -1 if request.param == "bulk" else 1 << 40)
+    return request.param

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.metadata
+import re
 import sys
 
 from ..errors import RmqlabError
@@ -31,9 +33,29 @@ COMMANDS = [
 ]
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with short usage errors (one line and where to look, not the whole
+    usage block) and plain-text help (the command modules' docstrings are written for
+    Sphinx: their markup is taken out)."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: {message}\n  (see '{self.prog} --help')\n")
+
+    def format_help(self) -> str:
+        return plain_text(super().format_help())
+
+
+def plain_text(text: str) -> str:
+    """reStructuredText markup out of help text: ``x`` -> x, :func:`a.b` -> a.b,
+    :class:`~a.B` -> B."""
+    text = re.sub(r":[a-z]+:`~?([^`]*?)`", lambda m: m.group(1).rsplit(".", 1)[-1] if m.group(0).startswith(tuple(f":{r}:`~" for r in ("func", "class", "meth", "mod", "data", "attr"))) else m.group(1), text)
+    return text.replace("``", "")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="rmqlab", description="Read, write, recover and investigate Apache RocketMQ store files.")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    parser = _Parser(prog="rmqlab", description="Read, write, recover and investigate Apache RocketMQ store files.")
+    parser.add_argument("--version", action="version", version=f"rmqlab {_version()}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
     for name in COMMANDS:
         try:
@@ -45,6 +67,13 @@ def build_parser() -> argparse.ArgumentParser:
         p = module.add_parser(sub)
         p.set_defaults(_run=module.run)
     return parser
+
+
+def _version() -> str:
+    try:
+        return importlib.metadata.version("rmqlab")
+    except importlib.metadata.PackageNotFoundError:  # a source tree that was never installed
+        return "unknown (not installed)"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -61,5 +90,24 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
+def command() -> int:
+    """The ``rmqlab`` program (the console script, ``python -m rmqlab``): :func:`main`
+    in a process of its own.  pyarrow imports pandas at its first array, ~0.2 s of a
+    command's start, for conversions no command makes: this process is told that
+    pandas is absent (a library caller's process is left alone)."""
+    if "pandas" not in sys.modules:
+        sys.meta_path.insert(0, _NoPandas())
+    return main()
+
+
+class _NoPandas:
+    """An import finder that says pandas is not installed (pyarrow then goes without)."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name == "pandas" or name.startswith("pandas."):
+            raise ModuleNotFoundError("pandas is not loaded by the rmqlab command", name=name)
+        return None
+
+
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    sys.exit(command())

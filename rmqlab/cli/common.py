@@ -5,19 +5,48 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
+from contextlib import contextmanager
+from pathlib import Path
 
 from ..config import MessageStoreConfig
+from ..format.consumequeue import CQ_STORE_UNIT_SIZE
+from ..rules import COMMITLOG_DIR
 from ..store.reader import StoreReader, infer_config
+
+
+def number(minimum: int = 0, *, multiple_of: int = 1, what: str = "a number"):
+    """An argparse type: an integer of at least ``minimum`` (and a multiple of
+    ``multiple_of``), refused in one line naming the rule otherwise."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text, 0)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if value < minimum or value % multiple_of:
+            rule = f"at least {minimum}" + (f" and a multiple of {multiple_of}" if multiple_of > 1 else "")
+            raise argparse.ArgumentTypeError(f"{value} is not {what}: it must be {rule}")
+        return value
+
+    return parse
+
+
+#: a mapped file holds at least one page (RocketMQ maps whole files; a record alone needs ~100 bytes)
+COMMITLOG_FILE_SIZE = number(4096, what="a commitlog file size")
+#: a consume queue file is whole 20-byte units (Java ConsumeQueue.CQ_STORE_UNIT_SIZE)
+CONSUMEQUEUE_FILE_SIZE = number(CQ_STORE_UNIT_SIZE, multiple_of=CQ_STORE_UNIT_SIZE, what="a consume queue file size")
+OFFSET = number(0, what="an offset")
 
 
 def add_store_options(p: argparse.ArgumentParser) -> None:
     """STORE plus the ways to give file sizes (else they are inferred from the files)."""
     p.add_argument("store", help="store root directory (holds commitlog/, consumequeue/, index/ ...)")
     p.add_argument("--config", metavar="BROKER_CONF", help="broker.conf-style properties file with the store's settings")
-    p.add_argument("--commitlog-file-size", type=int, metavar="BYTES", help="mappedFileSizeCommitLog")
-    p.add_argument("--consumequeue-file-size", type=int, metavar="BYTES", help="mappedFileSizeConsumeQueue")
-    p.add_argument("--max-hash-slot-num", type=int, metavar="N", help="maxHashSlotNum")
-    p.add_argument("--max-index-num", type=int, metavar="N", help="maxIndexNum")
+    p.add_argument("--commitlog-file-size", type=COMMITLOG_FILE_SIZE, metavar="BYTES", help="mappedFileSizeCommitLog")
+    p.add_argument("--consumequeue-file-size", type=CONSUMEQUEUE_FILE_SIZE, metavar="BYTES", help="mappedFileSizeConsumeQueue")
+    p.add_argument("--max-hash-slot-num", type=number(1, what="a slot count"), metavar="N", help="maxHashSlotNum")
+    p.add_argument("--max-index-num", type=number(2, what="an index entry count"), metavar="N", help="maxIndexNum")
 
 
 def config_from_args(args: argparse.Namespace) -> MessageStoreConfig | None:
@@ -43,9 +72,66 @@ def config_from_args(args: argparse.Namespace) -> MessageStoreConfig | None:
     return cfg
 
 
+def add_progress_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--progress", action="store_true", help="show progress on stderr also when it is not a terminal (never on stdout)")
+
+
+class _Bar:
+    """rmqlab.progress.Progress as a tqdm bar on stderr: bytes/s, ETA, records/s."""
+
+    def __init__(self, total: int, what: str):
+        from tqdm import tqdm
+
+        self.bar = tqdm(total=total, unit="B", unit_scale=True, unit_divisor=1024, desc=what, file=sys.stderr, dynamic_ncols=True, leave=False)
+        self.started = time.monotonic()
+
+    def update(self, done_bytes: int, records: int) -> None:
+        self.bar.update(max(0, min(done_bytes, self.bar.total) - self.bar.n))
+        rate = records / max(time.monotonic() - self.started, 1e-9)
+        self.bar.set_postfix_str(f"{records:,} records, {rate:,.0f}/s", refresh=False)
+
+    def close(self) -> None:
+        self.bar.close()
+
+
+@contextmanager
+def progress_bar(args: argparse.Namespace, total: int, what: str):
+    """A progress bar on stderr when it is a terminal or ``--progress`` was given, else
+    ``None`` (a pass then reports to nobody)."""
+    if not (getattr(args, "progress", False) or sys.stderr.isatty()) or total <= 0:
+        yield None
+        return
+    bar = _Bar(total, what)
+    try:
+        yield bar
+    finally:
+        bar.close()
+
+
+def commitlog_bytes(root) -> int:
+    """The bytes of a store's commitlog files (the total a pass over the log advances through)."""
+    d = Path(root) / COMMITLOG_DIR
+    try:
+        return sum(p.stat().st_size for p in d.iterdir() if p.is_file() and p.name.isdigit())
+    except OSError:
+        return 0
+
+
 def open_from_args(args: argparse.Namespace, *, strict: bool = True) -> StoreReader:
     """Open STORE read-only with sizes from --config / size flags / the files."""
     return StoreReader(args.store, config_from_args(args), strict=strict)
+
+
+def write_bytes(data: bytes) -> None:
+    """UTF-8 bytes to stdout (its binary buffer; a text stdout without one, as a test's
+    capture, gets them decoded)."""
+    buf = getattr(sys.stdout, "buffer", None)
+    if buf is not None:
+        sys.stdout.flush()
+        buf.write(data)
+        buf.flush()
+    else:
+        sys.stdout.write(data.decode("utf-8"))
 
 
 def print_json(obj) -> None:

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 
 import numpy as np
 
+from ..errors import RmqlabError
+
 from ..format.record import Record
 from ..render.text import record_line
-from .common import add_store_options, open_from_args
+from ..progress import Silent
+from .common import OFFSET, add_progress_option, add_store_options, commitlog_bytes, open_from_args, progress_bar, write_bytes
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -20,8 +22,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--all", action="store_true", help="also print BLANK end-of-file records")
     p.add_argument("--topic", help="only records of this topic")
     p.add_argument("--queue", type=int, metavar="QID", help="only records of this queue id")
-    p.add_argument("--from", dest="start", type=int, metavar="OFFSET", help="first physical offset (a record boundary)")
-    p.add_argument("--to", dest="end", type=int, metavar="OFFSET", help="stop before this physical offset")
+    p.add_argument("--from", dest="start", type=OFFSET, metavar="OFFSET", help="first physical offset (a record boundary)")
+    p.add_argument("--to", dest="end", type=OFFSET, metavar="OFFSET", help="stop before this physical offset")
+    add_progress_option(p)
     return p
 
 
@@ -34,36 +37,43 @@ def selected(rec: Record, args) -> bool:
 
 
 def run(args) -> int:
-    with open_from_args(args) as store:
+    if args.start is not None and args.end is not None and args.end <= args.start:
+        raise RmqlabError(f"--to {args.end} is not after --from {args.start}: nothing to dump")
+    with open_from_args(args) as store, progress_bar(args, commitlog_bytes(args.store), "dump") as bar:
+        progress = bar or Silent()
         if args.json:
-            return _json(store, args)
-        for rec in store.commitlog.iter_records(args.start, args.end, include_blank=True):
+            return _json(store, args, progress)
+        base = store.commitlog.min_offset
+        for n, rec in enumerate(store.commitlog.iter_records(args.start, args.end, include_blank=True)):
             if selected(rec, args):
                 print(record_line(rec))
+            if n % 4096 == 0:
+                progress.update(rec.physical_offset - base, n)
     return 0
 
 
-def _json(store, args) -> int:
+def _json(store, args, progress) -> int:
     """The same records, decoded and serialised in bulk (a batch of lines per write)."""
-    import pyarrow as pa
     import pyarrow.compute as pc
 
     from ..scan.decode import KIND_BLANK
     from ..scan.jsonlines import json_lines
 
-    out = sys.stdout.buffer
     filtered = args.topic is not None or args.queue is not None
+    base, records = store.commitlog.min_offset, 0
     for batch in store.commitlog.batches(args.start, args.end):
-        blank = np.asarray(pc.equal(batch.column("kind"), KIND_BLANK).to_numpy(zero_copy_only=False), bool)
-        if blank.any():  # BLANK rows (one per file) come in batches of their own
-            if args.all and not filtered:
-                for row in batch.filter(pa.array(blank)).to_pylist():
-                    out.write(json.dumps({"physical_offset": row["physical_offset"], "total_size": row["total_size"], "magic": row["magic"], "kind": KIND_BLANK}).encode() + b"\n")
-            batch = batch.filter(pa.array(~blank))
+        records += batch.num_rows
+        progress.update(batch.column("physical_offset")[-1].as_py() - base, records)
         if args.topic is not None:
             batch = batch.filter(pc.equal(batch.column("topic"), args.topic))
         if args.queue is not None:
             batch = batch.filter(pc.equal(batch.column("queue_id"), args.queue))
-        out.write(json_lines(batch))
-    out.flush()
+        blank = np.flatnonzero(np.asarray(pc.equal(batch.column("kind"), KIND_BLANK).fill_null(False).to_numpy(zero_copy_only=False), bool))
+        start = 0
+        for b in blank.tolist() + [batch.num_rows]:  # a file's BLANK between its records and the next file's
+            write_bytes(json_lines(batch.slice(start, b - start)))
+            if b < batch.num_rows and args.all and not filtered:
+                row = batch.slice(b, 1).to_pylist()[0]
+                write_bytes(json.dumps({"physical_offset": row["physical_offset"], "total_size": row["total_size"], "magic": row["magic"], "kind": KIND_BLANK}).encode() + b"\n")
+            start = b + 1
     return 0

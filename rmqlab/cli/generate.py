@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from ..lab.generate import generate_store, parse_range, parse_size
-from .common import print_json
+from .common import add_progress_option, print_json, progress_bar
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -24,16 +24,14 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--no-index", action="store_true", help="do not build index files")
     p.add_argument("--no-consumequeue", action="store_true", help="do not build consume queues")
     p.add_argument("--json", action="store_true", help="print the result as one JSON object")
+    add_progress_option(p)
     return p
 
 
 def run(args) -> int:
-    def progress(done, total):
-        if not args.json and sys.stderr.isatty():
-            print(f"\r  {done / total:6.1%}", end="", file=sys.stderr, flush=True)
-
     try:
-        result = generate_store(
+        with progress_bar(args, args.size if args.size > 0 else 0, "generate") as bar:
+            result = generate_store(
             args.store,
             args.size,
             topics=args.topics,
@@ -46,7 +44,7 @@ def run(args) -> int:
             duplicates=args.duplicates,
             index=not args.no_index,
             consume_queues=not args.no_consumequeue,
-            progress=progress,
+            progress=bar,
         )
     except ValueError as exc:
         print(f"rmqlab generate: {exc}", file=sys.stderr)
@@ -54,8 +52,6 @@ def run(args) -> int:
     if args.json:
         print_json(result.to_dict())
         return 0
-    if sys.stderr.isatty():
-        print(file=sys.stderr)
     mb = result.bytes_written / (1 << 20)
     print(f"wrote {result.records} messages, {mb:.1f} MiB of commitlog in {result.files} file(s) to {result.root} in {result.seconds:.1f} s")
     if result.duplicates:

@@ -6,7 +6,7 @@ import argparse
 
 from ..render.text import fmt_time, short
 from ..store.summary import summarize
-from .common import add_store_options, open_from_args, print_json
+from .common import add_progress_option, add_store_options, commitlog_bytes, open_from_args, print_json, progress_bar
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -14,12 +14,13 @@ def add_parser(sub) -> argparse.ArgumentParser:
     add_store_options(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--no-scan", action="store_true", help="do not walk the commitlog (no record counts)")
+    add_progress_option(p)
     return p
 
 
 def run(args) -> int:
-    with open_from_args(args, strict=False) as store:
-        s = summarize(store, scan=not args.no_scan)
+    with open_from_args(args, strict=False) as store, progress_bar(args, 0 if args.no_scan else commitlog_bytes(args.store), "info") as bar:
+        s = summarize(store, scan=not args.no_scan, progress=bar)
     if args.json:
         print_json(s.to_dict())
         return 0

@@ -1,4 +1,8 @@
-"""``rmqlab lookup STORE`` — find records by key, msgId, physical offset, queue offset or time."""
+"""``rmqlab lookup STORE`` — find records by key, msgId, physical offset, queue offset or time.
+
+Exit status: 0 when a record was found (``--time`` always answers), 1 when none was
+(nothing found is not an error), 2 when the store or the request is wrong.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +12,7 @@ import sys
 from .. import lookup as lk
 from ..errors import RmqlabError
 from ..render.text import record_detail
-from .common import add_store_options, open_from_args, print_json
+from .common import OFFSET, add_store_options, number, open_from_args, print_json
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -17,7 +21,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
     how = p.add_mutually_exclusive_group(required=True)
     how.add_argument("--key", help="a KEYS token or UNIQ_KEY (needs --topic)")
     how.add_argument("--msg-id", help="an offset message id (store host + physical offset)")
-    how.add_argument("--offset", type=int, help="a physical commitlog offset")
+    p.add_argument("--max", type=number(1, what="a count"), metavar="N", help="--key: answer at most N index hits (default RocketMQ's maxMsgsNumBatch, 64)")
+    how.add_argument("--offset", type=OFFSET, help="a physical commitlog offset")
     how.add_argument("--queue", metavar="TOPIC:QID:OFFSET", help="a consume-queue position")
     how.add_argument("--time", type=int, metavar="MS", help="store time in ms: the queue offset stored then (needs --topic, --queue-id)")
     p.add_argument("--topic")
@@ -44,8 +49,13 @@ def run(args) -> int:
         if args.key is not None:
             if not args.topic:
                 raise RmqlabError("--key needs --topic (the index key is topic#key)")
-            res = lk.query_by_key(store, args.topic, args.key)
+            cap = args.max if args.max is not None else store.config.max_msgs_num_batch
+            res = lk.query_by_key(store, args.topic, args.key, cap)
             records = res.records
+            for p in store.index.problems:
+                print(f"warning: {p} (this file is left out of the key lookup)", file=sys.stderr)
+            if len(res.raw_offsets) >= cap:
+                print(f"note: the answer is capped at {cap} index hit(s) (RocketMQ's maxMsgsNumBatch caps queryMessage so; --max N to see more)", file=sys.stderr)
             if not args.json:
                 print(f"{args.topic}#{args.key}: {len(res.raw_offsets)} index hit(s), {len(res.records)} record(s) carry the key, {len(res.collisions)} hash collision(s)")
                 if res.past_end:

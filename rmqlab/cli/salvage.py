@@ -13,7 +13,8 @@ import argparse
 import json
 import sys
 
-from ..forensics.salvage import salvage_path
+from ..forensics.salvage import iter_salvage
+from .common import COMMITLOG_FILE_SIZE
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -22,22 +23,23 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--out", metavar="RECORDS_JSONL", help="write the records here instead of stdout")
     p.add_argument("--all", action="store_true", help="also the records RocketMQ's walk keeps (in-log)")
     p.add_argument("--weak", action="store_true", help="also candidates whose size and offset agree but whose CRC fails")
-    p.add_argument("--commitlog-file-size", type=int, metavar="BYTES", help="mappedFileSizeCommitLog (else inferred)")
+    p.add_argument("--commitlog-file-size", type=COMMITLOG_FILE_SIZE, metavar="BYTES", help="mappedFileSizeCommitLog (else inferred)")
     return p
 
 
 def run(args) -> int:
-    found = salvage_path(args.path, include_weak=args.weak, include_in_log=args.all, mapped_file_size=args.commitlog_file_size)
+    found = iter_salvage(args.path, include_weak=args.weak, include_in_log=args.all, mapped_file_size=args.commitlog_file_size)
     out = open(args.out, "w", encoding="utf-8") if args.out else sys.stdout
+    by: dict[tuple[str, str], int] = {}
+    n = 0
     try:
-        for s in found:
+        for s in found:  # written as found: a capture of any size in bounded memory
             out.write(json.dumps(s.to_dict(), ensure_ascii=False) + "\n")
+            by[(s.where, s.confidence)] = by.get((s.where, s.confidence), 0) + 1
+            n += 1
     finally:
         if args.out:
             out.close()
-    by = {}
-    for s in found:
-        by[(s.where, s.confidence)] = by.get((s.where, s.confidence), 0) + 1
-    summary = ", ".join(f"{n} {c} {w}" for (w, c), n in sorted(by.items())) or "nothing"
-    print(f"salvage: {len(found)} record(s): {summary}", file=sys.stderr)
+    summary = ", ".join(f"{k} {c} {w}" for (w, c), k in sorted(by.items())) or "nothing"
+    print(f"salvage: {n} record(s): {summary}", file=sys.stderr)
     return 0

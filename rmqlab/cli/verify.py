@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..forensics.verify import verify_store
-from .common import add_store_options, config_from_args, print_json
+from .common import add_progress_option, add_store_options, commitlog_bytes, config_from_args, print_json, progress_bar
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -18,11 +17,15 @@ def add_parser(sub) -> argparse.ArgumentParser:
     add_store_options(p)
     p.add_argument("--json", action="store_true", help="print one JSON object: ok, stats, findings")
     p.add_argument("--errors-only", action="store_true", help="only print findings of severity error")
+    add_progress_option(p)
     return p
 
 
 def run(args) -> int:
-    rep = verify_store(args.store, config_from_args(args))
+    from ..forensics.verify import verify_store  # the compiled loops load with it: not for --help
+
+    with progress_bar(args, commitlog_bytes(args.store), "verify") as bar:
+        rep = verify_store(args.store, config_from_args(args), progress=bar)
     if args.errors_only:
         rep.findings = rep.errors
     if args.json:

@@ -192,34 +192,50 @@ def salvage_buffer(
 
 
 def salvage_path(path: str | os.PathLike, *, include_weak: bool = False, include_in_log: bool = False, mapped_file_size: int | None = None) -> list[SalvagedRecord]:
-    """Salvage a single commitlog file or a whole store (its ``commitlog/`` directory).
+    """:func:`iter_salvage` as a list (small stores, tests)."""
+    return list(iter_salvage(path, include_weak=include_weak, include_in_log=include_in_log, mapped_file_size=mapped_file_size))
+
+
+def iter_salvage(path: str | os.PathLike, *, include_weak: bool = False, include_in_log: bool = False, mapped_file_size: int | None = None) -> Iterator[SalvagedRecord]:
+    """Salvage a single commitlog file or a whole store (its ``commitlog/`` directory),
+    record by record as found (a capture of any size in bounded memory).
 
     For a store, ``where`` follows RocketMQ's walk across files: once the walk stops,
     every later file is after the cut too.  For a single file only that file's walk is
     known.  By default only ``after-cut`` records are returned (what recovery loses).
+    A path that is neither a commitlog file, a ``commitlog/`` directory nor a store
+    root is refused (:class:`StoreFormatError`), before anything is read.
     """
     path = Path(path)
     if not path.exists():
         raise StoreFormatError(path, None, "no such file or directory")
     if path.is_file():
-        mf = MappedFile(path, _file_base(path))
-        buf = mf.buf
-        end = log_end_in_file(buf)
-        out = list(salvage_buffer(buf, file=str(path), file_base=mf.file_from_offset, log_end=end, include_weak=include_weak, include_in_log=include_in_log))
-        mf.close()
-        return out
+        return _salvage_file(MappedFile(path, _file_base(path)), include_weak, include_in_log)
     directory = path / COMMITLOG_DIR if (path / COMMITLOG_DIR).is_dir() else path
-    queue = MappedFileQueue(directory, mapped_file_size, strict=False)
-    out: list[SalvagedRecord] = []
-    cut = False
-    for f in queue.files:
-        buf = f.buf
-        if cut:
-            end: int | None = 0
-        else:
-            end = log_end_in_file(buf)
-            if end is not None:
-                cut = True
-        out.extend(salvage_buffer(buf, file=str(f.path), file_base=f.file_from_offset, log_end=end, include_weak=include_weak, include_in_log=include_in_log))
-    queue.close()
-    return out
+    if not any(p.is_file() and p.name.isdigit() for p in directory.iterdir()):
+        what = f"its {COMMITLOG_DIR}/ holds no commitlog file" if directory != path else f"neither a store root (no {COMMITLOG_DIR}/) nor a commitlog directory (no offset-named files)"
+        raise StoreFormatError(path, None, f"nothing to salvage: {what}")
+    return _salvage_files(MappedFileQueue(directory, mapped_file_size, strict=False), include_weak, include_in_log)
+
+
+def _salvage_file(mf: MappedFile, include_weak: bool, include_in_log: bool) -> Iterator[SalvagedRecord]:
+    try:
+        yield from salvage_buffer(mf.buf, file=str(mf.path), file_base=mf.file_from_offset, log_end=log_end_in_file(mf.buf), include_weak=include_weak, include_in_log=include_in_log)
+    finally:
+        mf.close()
+
+
+def _salvage_files(queue: MappedFileQueue, include_weak: bool, include_in_log: bool) -> Iterator[SalvagedRecord]:
+    try:
+        cut = False
+        for f in queue.files:
+            buf = f.buf
+            if cut:
+                end: int | None = 0
+            else:
+                end = log_end_in_file(buf)
+                if end is not None:
+                    cut = True
+            yield from salvage_buffer(buf, file=str(f.path), file_base=f.file_from_offset, log_end=end, include_weak=include_weak, include_in_log=include_in_log)
+    finally:
+        queue.close()

@@ -35,10 +35,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import pyarrow.compute as pc
 
 from .. import reprs
 from ..config import MessageStoreConfig
 from ..errors import StoreFormatError
+from ..progress import Progress, Silent
 from ..format.consumequeue import CQ_STORE_UNIT_SIZE, PRE_BLANK_SIZE
 from ..format.indexfile import IndexHeader, entry_position, slot_position
 from ..format.layout import PHYSICAL_OFFSET_AT
@@ -48,7 +50,7 @@ from ..format.record import BAD_BLANK, BODY_CRC, PROPERTY_CRC, damage_detail, de
 from ..rules import goes_to_consume_queue, goes_to_index, index_keys, parse_delay_levels
 from ..rules import ABORT_FILE, CHECKPOINT_FILE, CONSUMEQUEUE_DIR, LOCK_FILE
 from ..scan import kernels
-from ..scan.decode import JAVA_PROPERTY_PREFIX, KIND_MESSAGE, scan_range
+from ..scan.decode import JAVA_PROPERTY_PREFIX, KIND_BLANK, KIND_MESSAGE, scan_range
 from ..scan.dispatch_request import DispatchColumns
 from ..store.reader import StoreReader
 
@@ -132,6 +134,31 @@ def _ints(batch, name) -> np.ndarray:
     return np.asarray(batch.column(name).fill_null(0).to_numpy(zero_copy_only=False), np.int64)
 
 
+def _pieces(batches):
+    """The decoder's batches cut where verify's walk must look: each BLANK or damage
+    row alone (``special``), the message rows between them in runs that chain (a run
+    ends where the next row does not start at the end of the last: zeros or damage the
+    decoder skipped)."""
+    for batch in batches:
+        if JAVA_PROPERTY_PREFIX + DispatchColumns.JAVA_PROPERTIES[0] not in batch.schema.names:
+            for i in range(batch.num_rows):  # BLANK and damage rows only
+                yield batch.slice(i, 1), True
+            continue
+        kind = batch.column("kind")
+        special = np.asarray(pc.or_(pc.equal(kind, KIND_BLANK), batch.column("error").is_valid()).to_numpy(zero_copy_only=False), bool)
+        pos = _ints(batch, "physical_offset")
+        size = _ints(batch, "total_size")
+        cut = np.zeros(len(pos) + 1, bool)
+        cut[0] = cut[-1] = True
+        cut[1:-1] = (pos[1:] != pos[:-1] + size[:-1]) | special[1:] | special[:-1]
+        bounds = np.flatnonzero(cut)
+        if len(bounds) == 2 and not special[0]:
+            yield batch, False
+            continue
+        for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+            yield batch.slice(lo, hi - lo), bool(special[lo])
+
+
 def _bisect(col: np.ndarray, value: int) -> int:
     """``np.searchsorted(col, value)`` for one value over a big-endian column view
     without the native copy of the whole column numpy would make first."""
@@ -192,8 +219,9 @@ class _Window:
 
 
 class _Verifier:
-    def __init__(self, root, config: MessageStoreConfig | None):
+    def __init__(self, root, config: MessageStoreConfig | None, progress=None):
         self.root = Path(root)
+        self.progress = progress or Silent()
         self.report = VerifyReport(str(self.root))
         self.store = StoreReader(self.root, config, strict=False)
         self.cfg = self.store.config
@@ -308,11 +336,9 @@ class _Verifier:
 
     # -- index files: each on its own, before the log is read ----------------------------------------
     def prepare_index(self) -> None:
-        try:
-            index = self.store.index
-        except StoreFormatError as err:
+        index = self.store.index
+        for err in index.problems:  # left out; the other files are checked
             self.add("LAYOUT", ERROR, err.file, err.offset, err.message)
-            return
         slots_n = self.cfg.max_hash_slot_num
         for f in index.files:
             path = str(f.path)
@@ -365,8 +391,11 @@ class _Verifier:
     def check_commitlog(self) -> None:
         files = self.store.commitlog.queue.files
         fsize = self.store.commitlog.mapped_file_size or 0
-        java = tuple(JAVA_PROPERTY_PREFIX + n for n in DispatchColumns.JAVA_PROPERTIES)
+        done = 0  # bytes of the files before this one
         for idx, f in enumerate(files):
+            if idx:
+                done += len(files[idx - 1].buf)
+                self.progress.update(done, self.n_records)
             a = np.frombuffer(f.buf, np.uint8)
             path = str(f.path)
             base = f.file_from_offset
@@ -380,8 +409,8 @@ class _Verifier:
             ended = False  # a BLANK or the zero tail ended this file
             batches = scan_range(a, file_base=base, file=path, mode="lenient", include_body=False, columns=_COLUMNS, java_properties=DispatchColumns.JAVA_PROPERTIES)
             try:
-                for batch in batches:
-                    pos = _ints(batch, "physical_offset")
+                for piece, special in _pieces(batches):
+                    pos = _ints(piece, "physical_offset")
                     if pos[0] != expected and expected is not None:
                         if damaged_at is None:  # zeros where a record should start: the zero tail
                             self._zero_tail(a, expected - base, path, base)
@@ -390,23 +419,24 @@ class _Verifier:
                     if damaged_at is not None and expected is None:
                         self.add("RESYNC", INFO, path, int(pos[0]) - base, f"walk resumed at the next provable record, {int(pos[0]) - base - damaged_at} bytes after the damage")
                         damaged_at = None
-                    if batch.schema.names[-1] not in java:  # BLANK and damage rows, one by one
-                        for row in batch.to_pylist():
-                            p = row["physical_offset"] - base
-                            if row["error"] is not None:
-                                self.add(row["kind"], ERROR, path, p, damage_detail(row["error"], row["kind"]))
-                                self._stop(base + p)
-                                damaged_at, expected = p, None
-                            else:  # BLANK
-                                left = len(a) - p
-                                if row["total_size"] != left:
-                                    self.add(BAD_BLANK, WARNING, path, p, f"BLANK says {row['total_size']} bytes are left, the file has {left}")
-                                if last_file:
-                                    self._stop(base + len(a))
-                                ended = True
+                    if special:  # a BLANK or a damage row
+                        row = piece.to_pylist()[0]
+                        p = row["physical_offset"] - base
+                        if row["error"] is not None:
+                            self.add(row["kind"], ERROR, path, p, damage_detail(row["error"], row["kind"]))
+                            self._stop(base + p)
+                            damaged_at, expected = p, None
+                        else:  # BLANK
+                            left = len(a) - p
+                            if row["total_size"] != left:
+                                self.add(BAD_BLANK, WARNING, path, p, f"BLANK says {row['total_size']} bytes are left, the file has {left}")
+                            if last_file:
+                                self._stop(base + len(a))
+                            ended = True
                         continue
-                    self._messages(batch, a, pos, path, base)
-                    expected = int(pos[-1]) + int(_ints(batch, "total_size")[-1])
+                    self._messages(piece, a, pos, path, base)
+                    expected = int(pos[-1]) + int(_ints(piece, "total_size")[-1])
+                    self.progress.update(done + expected - base, self.n_records)
                     if not self.stopped:
                         self.log_end = expected
             finally:
@@ -759,6 +789,7 @@ class _Verifier:
         return self.report
 
 
-def verify_store(root: str | os.PathLike, config: MessageStoreConfig | None = None) -> VerifyReport:
-    """Check everything in the store at ``root``; never modifies it."""
-    return _Verifier(root, config).run()
+def verify_store(root: str | os.PathLike, config: MessageStoreConfig | None = None, *, progress: Progress | None = None) -> VerifyReport:
+    """Check everything in the store at ``root``; never modifies it.  ``progress``
+    (:mod:`rmqlab.progress`) hears how far the pass over the log has come."""
+    return _Verifier(root, config, progress).run()

@@ -137,6 +137,7 @@ def generate_store(
     """Write a new store of about ``size`` commitlog bytes under ``root``.
 
     ``root`` must not hold a commitlog already (evidence is never overwritten).
+    ``progress`` (:mod:`rmqlab.progress`) hears the bytes and records written so far.
     Returns counts and timings.
     """
     t0 = time.perf_counter()
@@ -144,6 +145,10 @@ def generate_store(
     size = parse_size(size)
     file_size = parse_size(mapped_file_size)
     body_lo, body_hi = body_size if isinstance(body_size, tuple) else parse_range(body_size)
+    if size <= 0:
+        raise ValueError(f"--size must be a positive number of bytes, not {size}")
+    if file_size < 4096:
+        raise ValueError(f"--file-size must be at least 4096 bytes, not {file_size}")
     if topics < 1 or queues < 1:
         raise ValueError("topics and queues must be at least 1")
     if body_hi > cl.MAX_MESSAGE_SIZE_DEFAULT:
@@ -285,8 +290,8 @@ def generate_store(
                             clock.ms = store_ts
                             dispatcher.dispatch_batch(reqs)
                             reqs = []
-                        if progress:
-                            progress(written, size)
+                        if progress is not None:
+                            progress.update(written, result.records)
                 fh.write(b"".join(parts))
                 result.bytes_written = base + pos
             file_index += 1

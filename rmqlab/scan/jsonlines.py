@@ -31,180 +31,183 @@ _KEYS = (
 _INTS = ("physical_offset", "total_size", "magic", "body_crc", None, "queue_id", "flag", "queue_offset", "sys_flag",
          "born_timestamp", None, "store_timestamp", None, "reconsume_times", "prepared_transaction_offset")
 # fragments: '{"physical_offset": ', ', "total_size": ', ... ; '}\n' last
-_FRAGMENTS = [("{" if i == 0 else ", ") + f'"{k}": ' for i, k in enumerate(_KEYS)] + ["}\n"]
+_FRAGMENTS = [("{" if i == 0 else ", ") + f'"{k}": ' for i, k in enumerate(_KEYS)] + ["}\n", "true", "false", "null"]
+_TRUE, _FALSE, _NULL = 20, 21, 22  # the fragments of crc_ok's values
 _FRAG_BYTES = np.frombuffer("".join(_FRAGMENTS).encode(), np.uint8)
 _FRAG_OFFS = np.cumsum([0] + [len(f.encode()) for f in _FRAGMENTS]).astype(np.int64)
 _B64 = np.frombuffer(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/", np.uint8)
 _HEX = np.frombuffer(b"0123456789abcdef", np.uint8)
 
 
-def _compile():
-    numba = _numba()
-    if numba is None:
-        return None
+_NUMBA = _numba()
 
-    @numba.njit(nogil=True, cache=True, inline="always")
-    def put_frag(out, d, frag, foffs, k):  # pragma: no cover - compiled
-        for b in range(foffs[k], foffs[k + 1]):
-            out[d] = frag[b]
-            d += 1
-        return d
 
-    @numba.njit(nogil=True, cache=True, inline="always")
-    def put_int(out, d, v, tmp):  # pragma: no cover - compiled
-        if v == 0:
-            out[d] = 48
-            return d + 1
-        neg = v < 0
-        n = 0
-        if neg:
-            # the most negative int64 cannot be negated: write its digits from the remainders
-            while v != 0:
-                r = v % 10
-                q = v // 10
-                if r != 0:  # floor division: step back to truncation
-                    r = 10 - r
-                    q += 1
-                tmp[n] = 48 + r
-                n += 1
-                v = q
-            out[d] = 45
-            d += 1
-        else:
-            while v != 0:
-                tmp[n] = 48 + v % 10
-                n += 1
-                v //= 10
-        for i in range(n - 1, -1, -1):
-            out[d] = tmp[i]
-            d += 1
-        return d
+def _njit(**kw):
+    """numba's njit, or a decorator that leaves the function alone (json_lines then
+    refuses: the bulk paths have no slow copy)."""
+    return _NUMBA.njit(**kw) if _NUMBA is not None else (lambda f: None)
 
-    @numba.njit(nogil=True, cache=True, inline="always")
-    def put_str(out, d, data, a, b, hexd):  # pragma: no cover - compiled
-        out[d] = 34
+
+# module-level functions (not closures): numba keys its on-disk cache on what a
+# function refers to, and a closure's cells differ from process to process
+
+
+@_njit(nogil=True, cache=True)
+def _put_frag(out, d, frag, foffs, k):  # pragma: no cover - compiled
+    for b in range(foffs[k], foffs[k + 1]):
+        out[d] = frag[b]
         d += 1
-        for i in range(a, b):
-            c = data[i]
-            if c == 34 or c == 92:
-                out[d] = 92
-                out[d + 1] = c
-                d += 2
-            elif c < 32:
-                out[d] = 92
-                if c == 10:
-                    out[d + 1] = 110
-                    d += 2
-                elif c == 13:
-                    out[d + 1] = 114
-                    d += 2
-                elif c == 9:
-                    out[d + 1] = 116
-                    d += 2
-                elif c == 8:
-                    out[d + 1] = 98
-                    d += 2
-                elif c == 12:
-                    out[d + 1] = 102
-                    d += 2
-                else:
-                    out[d + 1] = 117
-                    out[d + 2] = 48
-                    out[d + 3] = 48
-                    out[d + 4] = hexd[c >> 4]
-                    out[d + 5] = hexd[c & 15]
-                    d += 6
-            else:
-                out[d] = c
-                d += 1
-        out[d] = 34
-        return d + 1
+    return d
 
-    @numba.njit(nogil=True, cache=True)
-    def lines(ints, crc_ok, s_data, s_offs, p_moffs, k_data, k_offs, v_data, v_offs, b_data, b_offs, frag, foffs, b64, hexd, out, line_ends):  # pragma: no cover - compiled
-        """One JSON line per row into ``out``; ``line_ends[i]`` where row i's ends.
-        ``ints`` (rows x 15, -1 column for non-integer slots), ``s_*`` the string
-        columns born_host, store_host, topic, msg_id (4 rows of offsets per row),
-        ``p_moffs`` each row's pairs in ``k_*``/``v_*``, ``b_*`` the bodies."""
-        tmp = np.empty(24, np.uint8)
-        d = 0
-        n = ints.shape[0]
-        for r in range(n):
-            for k in range(15):
-                d = put_frag(out, d, frag, foffs, k)
-                if k == 4:
-                    c = crc_ok[r]
-                    if c == 1:
-                        out[d] = 116; out[d + 1] = 114; out[d + 2] = 117; out[d + 3] = 101  # noqa: E702
-                        d += 4
-                    elif c == 0:
-                        out[d] = 102; out[d + 1] = 97; out[d + 2] = 108; out[d + 3] = 115; out[d + 4] = 101  # noqa: E702
-                        d += 5
-                    else:
-                        out[d] = 110; out[d + 1] = 117; out[d + 2] = 108; out[d + 3] = 108  # noqa: E702
-                        d += 4
-                elif k == 10:
-                    d = put_str(out, d, s_data[0], s_offs[0, r], s_offs[0, r + 1], hexd)
-                elif k == 12:
-                    d = put_str(out, d, s_data[1], s_offs[1, r], s_offs[1, r + 1], hexd)
-                else:
-                    d = put_int(out, d, ints[r, k], tmp)
-            d = put_frag(out, d, frag, foffs, 15)
-            d = put_str(out, d, s_data[2], s_offs[2, r], s_offs[2, r + 1], hexd)
-            d = put_frag(out, d, frag, foffs, 16)
-            out[d] = 123
+
+@_njit(nogil=True, cache=True)
+def _put_int(out, d, v, tmp):  # pragma: no cover - compiled
+    if v == 0:
+        out[d] = 48
+        return d + 1
+    neg = v < 0
+    n = 0
+    if neg:
+        # the most negative int64 cannot be negated: write its digits from the remainders
+        while v != 0:
+            r = v % 10
+            q = v // 10
+            if r != 0:  # floor division: step back to truncation
+                r = 10 - r
+                q += 1
+            tmp[n] = 48 + r
+            n += 1
+            v = q
+        out[d] = 45
+        d += 1
+    else:
+        while v != 0:
+            tmp[n] = 48 + v % 10
+            n += 1
+            v //= 10
+    for i in range(n - 1, -1, -1):
+        out[d] = tmp[i]
+        d += 1
+    return d
+
+
+@_njit(nogil=True, cache=True)
+def _put_str(out, d, data, a, b, hexd):  # pragma: no cover - compiled
+    out[d] = 34
+    d += 1
+    for i in range(a, b):
+        c = data[i]
+        if c == 34 or c == 92:
+            out[d] = 92
+            out[d + 1] = c
+            d += 2
+        elif c < 32:
+            out[d] = 92
+            if c == 10:
+                out[d + 1] = 110
+                d += 2
+            elif c == 13:
+                out[d + 1] = 114
+                d += 2
+            elif c == 9:
+                out[d + 1] = 116
+                d += 2
+            elif c == 8:
+                out[d + 1] = 98
+                d += 2
+            elif c == 12:
+                out[d + 1] = 102
+                d += 2
+            else:
+                out[d + 1] = 117
+                out[d + 2] = 48
+                out[d + 3] = 48
+                out[d + 4] = hexd[c >> 4]
+                out[d + 5] = hexd[c & 15]
+                d += 6
+        else:
+            out[d] = c
             d += 1
-            for j in range(p_moffs[r], p_moffs[r + 1]):
-                if j > p_moffs[r]:
-                    out[d] = 44
-                    out[d + 1] = 32
-                    d += 2
-                d = put_str(out, d, k_data, k_offs[j], k_offs[j + 1], hexd)
-                out[d] = 58
+    out[d] = 34
+    return d + 1
+
+
+@_njit(nogil=True, cache=True)
+def _lines(ints, crc_ok, s_data, s_offs, p_moffs, k_data, k_offs, v_data, v_offs, b_data, b_offs, frag, foffs, b64, hexd, out, line_ends):  # pragma: no cover - compiled
+    """One JSON line per row into ``out``; ``line_ends[i]`` where row i's ends.
+    ``ints`` (rows x 15, -1 column for non-integer slots), ``s_*`` the string
+    columns born_host, store_host, topic, msg_id (4 rows of offsets per row),
+    ``p_moffs`` each row's pairs in ``k_*``/``v_*``, ``b_*`` the bodies."""
+    tmp = np.empty(24, np.uint8)
+    d = 0
+    n = ints.shape[0]
+    for r in range(n):
+        for k in range(15):
+            d = _put_frag(out, d, frag, foffs, k)
+            if k == 4:
+                c = crc_ok[r]
+                d = _put_frag(out, d, frag, foffs, _TRUE if c == 1 else _FALSE if c == 0 else _NULL)
+            elif k == 10:
+                d = _put_str(out, d, s_data[0], s_offs[0, r], s_offs[0, r + 1], hexd)
+            elif k == 12:
+                d = _put_str(out, d, s_data[1], s_offs[1, r], s_offs[1, r + 1], hexd)
+            else:
+                d = _put_int(out, d, ints[r, k], tmp)
+        d = _put_frag(out, d, frag, foffs, 15)
+        d = _put_str(out, d, s_data[2], s_offs[2, r], s_offs[2, r + 1], hexd)
+        d = _put_frag(out, d, frag, foffs, 16)
+        out[d] = 123
+        d += 1
+        for j in range(p_moffs[r], p_moffs[r + 1]):
+            if j > p_moffs[r]:
+                out[d] = 44
                 out[d + 1] = 32
                 d += 2
-                d = put_str(out, d, v_data, v_offs[j], v_offs[j + 1], hexd)
-            out[d] = 125
-            d += 1
-            d = put_frag(out, d, frag, foffs, 17)
-            out[d] = 34
-            d += 1
-            a = b_offs[r]
-            e = b_offs[r + 1]
-            while a + 3 <= e:
-                x = (np.int64(b_data[a]) << 16) | (np.int64(b_data[a + 1]) << 8) | np.int64(b_data[a + 2])
-                out[d] = b64[x >> 18]
-                out[d + 1] = b64[(x >> 12) & 63]
-                out[d + 2] = b64[(x >> 6) & 63]
-                out[d + 3] = b64[x & 63]
-                d += 4
-                a += 3
-            if e - a == 1:
-                x = np.int64(b_data[a]) << 16
-                out[d] = b64[x >> 18]
-                out[d + 1] = b64[(x >> 12) & 63]
-                out[d + 2] = 61
-                out[d + 3] = 61
-                d += 4
-            elif e - a == 2:
-                x = (np.int64(b_data[a]) << 16) | (np.int64(b_data[a + 1]) << 8)
-                out[d] = b64[x >> 18]
-                out[d + 1] = b64[(x >> 12) & 63]
-                out[d + 2] = b64[(x >> 6) & 63]
-                out[d + 3] = 61
-                d += 4
-            out[d] = 34
-            d += 1
-            d = put_frag(out, d, frag, foffs, 18)
-            d = put_str(out, d, s_data[3], s_offs[3, r], s_offs[3, r + 1], hexd)
-            d = put_frag(out, d, frag, foffs, 19)
-            line_ends[r] = d
-        return d
+            d = _put_str(out, d, k_data, k_offs[j], k_offs[j + 1], hexd)
+            out[d] = 58
+            out[d + 1] = 32
+            d += 2
+            d = _put_str(out, d, v_data, v_offs[j], v_offs[j + 1], hexd)
+        out[d] = 125
+        d += 1
+        d = _put_frag(out, d, frag, foffs, 17)
+        out[d] = 34
+        d += 1
+        a = b_offs[r]
+        e = b_offs[r + 1]
+        while a + 3 <= e:
+            x = (np.int64(b_data[a]) << 16) | (np.int64(b_data[a + 1]) << 8) | np.int64(b_data[a + 2])
+            out[d] = b64[x >> 18]
+            out[d + 1] = b64[(x >> 12) & 63]
+            out[d + 2] = b64[(x >> 6) & 63]
+            out[d + 3] = b64[x & 63]
+            d += 4
+            a += 3
+        if e - a == 1:
+            x = np.int64(b_data[a]) << 16
+            out[d] = b64[x >> 18]
+            out[d + 1] = b64[(x >> 12) & 63]
+            out[d + 2] = 61
+            out[d + 3] = 61
+            d += 4
+        elif e - a == 2:
+            x = (np.int64(b_data[a]) << 16) | (np.int64(b_data[a + 1]) << 8)
+            out[d] = b64[x >> 18]
+            out[d + 1] = b64[(x >> 12) & 63]
+            out[d + 2] = b64[(x >> 6) & 63]
+            out[d + 3] = 61
+            d += 4
+        out[d] = 34
+        d += 1
+        d = _put_frag(out, d, frag, foffs, 18)
+        d = _put_str(out, d, s_data[3], s_offs[3, r], s_offs[3, r + 1], hexd)
+        d = _put_frag(out, d, frag, foffs, 19)
+        line_ends[r] = d
+    return d
 
-    return lines
 
 
-_LINES = _compile()
+_LINES = _lines
 
 
 def _binary_parts(arr) -> tuple[np.ndarray, np.ndarray]:

@@ -145,15 +145,23 @@ class IndexFile:
 
 
 class IndexService:
-    """All index files of a store, oldest first (Java ``IndexService``)."""
+    """All index files of a store, oldest first (Java ``IndexService``).
+
+    A file that cannot be read as an index file of these sizes (cut short, extended)
+    is left out and its error kept in :attr:`problems`: one damaged file must not
+    hide the others (key lookups then miss only what it held)."""
 
     def __init__(self, directory: str | os.PathLike, max_hash_slot_num: int, max_index_num: int):
         self.directory = Path(directory)
         self.files: list[IndexFile] = []
+        self.problems: list[StoreFormatError] = []
         if self.directory.is_dir():
             for p in sorted(self.directory.iterdir()):
                 if p.is_file() and p.name.isdigit():
-                    self.files.append(IndexFile(p, max_hash_slot_num, max_index_num))
+                    try:
+                        self.files.append(IndexFile(p, max_hash_slot_num, max_index_num))
+                    except StoreFormatError as err:
+                        self.problems.append(err)
 
     def query_offset(self, topic: str, key: str, max_num: int = 2**31 - 1, begin: int = 0, end: int = 2**63 - 1) -> list[int]:
         """Java ``IndexService.queryOffset``: raw hash matches, newest file first."""

@@ -119,6 +119,7 @@ class StoreReader:
     def index(self) -> IndexService:
         if self._index is None:
             self._index = IndexService(self.root / INDEX_DIR, self.config.max_hash_slot_num, self.config.max_index_num)
+            self.problems += self._index.problems
         return self._index
 
     def queue_ids(self) -> list[QueueId]:

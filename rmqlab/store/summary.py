@@ -11,6 +11,7 @@ from .. import reprs
 from ..format import commitlog as cl
 from ..format import properties as props
 from ..format.record import BODY_CRC, PROPERTY_CRC, PROPERTY_CRC_TAIL
+from ..progress import Silent
 from .reader import StoreReader
 
 
@@ -42,8 +43,9 @@ class StoreSummary:
         return reprs.html("summary", self)
 
 
-def summarize(store: StoreReader, *, scan: bool = True) -> StoreSummary:
-    """Collect a :class:`StoreSummary`; ``scan`` reads the whole commitlog for counts."""
+def summarize(store: StoreReader, *, scan: bool = True, progress=None) -> StoreSummary:
+    """Collect a :class:`StoreSummary`; ``scan`` reads the whole commitlog for counts
+    (``progress``, :mod:`rmqlab.progress`, hears how far it has come)."""
     cfg = store.config
     s = StoreSummary(
         root=str(store.root),
@@ -56,7 +58,7 @@ def summarize(store: StoreReader, *, scan: bool = True) -> StoreSummary:
         commitlog_min_offset=store.commitlog.min_offset,
     )
     if scan:
-        _scan(store, s)
+        _scan(store, s, progress or Silent())
     for qid in store.queue_ids():
         cq = store.consume_queue(qid.topic, qid.queue_id)
         lo, hi = cq.valid_range(store.commitlog.min_offset)
@@ -89,7 +91,7 @@ _CRC_TAIL = np.frombuffer((props.CRC32 + props.NAME_VALUE_SEPARATOR).encode(), n
 _SCAN_COLUMNS = ["physical_offset", "total_size", "magic", "topic", "queue_id", "sys_flag", "kind", "error"]
 
 
-def _scan(store: StoreReader, s: StoreSummary) -> None:
+def _scan(store: StoreReader, s: StoreSummary, progress) -> None:
     """Counts over the commitlog, read as RocketMQ's walk reads it (up to the first
     damage or the zero tail; a BLANK moves on to the next file; a bad CRC is counted,
     not a stop), decoded in bulk with :mod:`rmqlab.scan.decode`, batch by batch,
@@ -140,6 +142,7 @@ def _scan(store: StoreReader, s: StoreSummary) -> None:
                 _count_features(rows, a, mpos - f.file_from_offset, msize, per_queue, feats)
             if n:
                 expected = int(pos[n - 1] + size[n - 1])
+                progress.update(expected - store.commitlog.min_offset, s.records)
             if len(bad):
                 stopped = True
                 break

@@ -30,7 +30,7 @@ def json_lines(text):
 
 
 @pytest.mark.parametrize("case", UNDAMAGED)
-def test_dump_json_matches_manifest(case, manifests, capsys):
+def test_dump_json_matches_manifest(case, manifests, capsys, decoder_path):
     code, out, err = run_cli(capsys, "dump", REFERENCE / case / "store", "--json")
     assert code == 0 and err == ""
     rows = json_lines(out)
@@ -169,7 +169,7 @@ def test_lookup_time_on_a_crashed_store_says_what_recovery_will_cut(capsys, dump
     assert code == 0 and err == ""
 
 
-def test_dump_json_is_json_dumps_of_every_record(tmp_path, capsys):
+def test_dump_json_is_json_dumps_of_every_record(tmp_path, capsys, decoder_path):
     """The bulk JSON writer against ``json.dumps(Record.to_dict())``, line for line, on
     values that need escaping: quotes, backslashes, control bytes, non-ASCII, empty and
     odd-length bodies, empty property values, negative and extreme integers."""

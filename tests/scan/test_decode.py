@@ -20,6 +20,8 @@ from rmqlab.format.encode import encode_blank, encode_record
 from rmqlab.format.record import RecordError, decode_record
 from rmqlab.store import open_store
 
+pytestmark = pytest.mark.usefixtures("decoder_path")
+
 
 def files_of(case):
     s = open_store(store_root(case))

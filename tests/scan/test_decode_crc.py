@@ -12,6 +12,8 @@ from rmqlab.format import properties as props
 from rmqlab.format.encode import encode_record
 from rmqlab.format.record import BODY_CRC, PROPERTY_CRC, RecordError, decode_record
 
+pytestmark = pytest.mark.usefixtures("decoder_path")
+
 
 def _store(n: int, damage: dict[int, str]) -> bytes:
     out = bytearray()

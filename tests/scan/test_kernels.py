@@ -226,6 +226,7 @@ def test_without_the_loops_a_bulk_pass_says_why(monkeypatch):
 
     monkeypatch.setattr(kernels, "AVAILABLE", False)
     monkeypatch.setattr(kernels, "UNAVAILABLE_BECAUSE", "numba cannot be imported")
+    monkeypatch.setattr(fd, "SMALL_RANGE", -1)  # a range too large to read record by record
     with pytest.raises(ImportError, match="needs numba and isal.*numba cannot be imported"):
         list(fd.decode_file(b"\0" * 64, 0))
     with pytest.raises(ImportError, match="numba cannot be imported"):

@@ -126,8 +126,18 @@ def test_index_and_checkpoint_of_wrong_size(store_copy):
     idx = sorted((root / "index").iterdir())[0]
     with open(idx, "r+b") as fh:
         fh.truncate(1000)
-    with pytest.raises(StoreLayoutError, match="index file is 1000 bytes"):
-        open_store(root).index
+    # the file is left out and named; the other index files still answer
+    store = open_store(root)
+    index = store.index
+    assert [p.file for p in index.problems] == [str(idx)] and "index file is 1000 bytes" in str(index.problems[0])
+    assert idx not in [f.path for f in index.files] and len(index.files) == len(list((root / "index").iterdir())) - 1
+    assert any(str(idx) in str(p) for p in store.problems)
+    info = cli("info", root)
+    assert info.returncode == 0 and f"problem: {idx}" in info.stdout and "Traceback" not in info.stderr
+    found = cli("lookup", root, "--key", "shared", "--topic", "TopicB")
+    assert found.returncode == 0 and str(idx) in found.stderr and "left out of the key lookup" in found.stderr
+    verify = cli("verify", root)
+    assert verify.returncode == 1 and f"LAYOUT                 {idx}" in verify.stdout
     cp = root / "checkpoint"
     cp.write_bytes(b"\x00" * 10)
     with pytest.raises(StoreFormatError) as exc:
