@@ -89,6 +89,12 @@ class MessageStoreConfig:
     @classmethod
     def from_properties(cls, path: str | os.PathLike) -> "MessageStoreConfig":
         """Load a ``broker.conf``-style file (``key=value`` lines, ``#`` comments)."""
+        return cls.from_mapping(cls.read_properties(path), source=str(path))
+
+    @staticmethod
+    def read_properties(path: str | os.PathLike) -> dict[str, str]:
+        """The ``key=value`` pairs of a ``broker.conf``-style file, as written (which
+        settings it sets; the rest keep RocketMQ's defaults)."""
         path = Path(path)
         try:
             text = path.read_text(encoding="utf-8")
@@ -104,7 +110,7 @@ class MessageStoreConfig:
                     raise StoreFormatError(path, offset, f"not a key=value line: {stripped!r}")
                 values[m.group(1)] = m.group(2)
             offset += len(line.encode("utf-8"))
-        return cls.from_mapping(values, source=str(path))
+        return values
 
     def to_java(self) -> dict[str, str]:
         """Every setting under its Java name, as strings (what a broker.conf holds)."""

@@ -12,7 +12,7 @@ from pathlib import Path
 from ..config import MessageStoreConfig
 from ..format.consumequeue import CQ_STORE_UNIT_SIZE
 from ..rules import COMMITLOG_DIR
-from ..store.reader import StoreReader, infer_config
+from ..store.reader import StoreReader, infer_sizes
 
 
 def number(minimum: int = 0, *, multiple_of: int = 1, what: str = "a number"):
@@ -49,27 +49,55 @@ def add_store_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-index-num", type=number(2, what="an index entry count"), metavar="N", help="maxIndexNum")
 
 
+#: the size settings a store's files are read with: each one's Java name and flag
+SIZE_SETTINGS = {
+    "mapped_file_size_commit_log": ("mappedFileSizeCommitLog", "--commitlog-file-size", "commitlog_file_size"),
+    "mapped_file_size_consume_queue": ("mappedFileSizeConsumeQueue", "--consumequeue-file-size", "consumequeue_file_size"),
+    "max_hash_slot_num": ("maxHashSlotNum", "--max-hash-slot-num", "max_hash_slot_num"),
+    "max_index_num": ("maxIndexNum", "--max-index-num", "max_index_num"),
+}
+
+
 def config_from_args(args: argparse.Namespace) -> MessageStoreConfig | None:
     """--config and the size flags; ``None`` means: infer everything from the files.
-    A size flag alone is trusted for that size; the others are still inferred."""
-    cfg = MessageStoreConfig.from_properties(args.config) if getattr(args, "config", None) else None
-    overrides = {
-        "mapped_file_size_commit_log": getattr(args, "commitlog_file_size", None),
-        "mapped_file_size_consume_queue": getattr(args, "consumequeue_file_size", None),
-        "max_hash_slot_num": getattr(args, "max_hash_slot_num", None),
-        "max_index_num": getattr(args, "max_index_num", None),
-    }
-    overrides = {k: v for k, v in overrides.items() if v is not None}
-    if overrides:
-        index_sizes = None
-        if "max_hash_slot_num" in overrides or "max_index_num" in overrides:
-            # given index sizes are not inferred (an index file of another shape would fail);
-            # one alone: the other as Java's defaults relate them (4 entries per slot)
-            slots = overrides.get("max_hash_slot_num") or max(1, overrides["max_index_num"] // 4)
-            index_sizes = (slots, overrides.get("max_index_num") or 4 * slots)
-            overrides.update(max_hash_slot_num=index_sizes[0], max_index_num=index_sizes[1])
-        cfg = (cfg or infer_config(args.store, index_sizes=index_sizes)).replace(**overrides)
-    return cfg
+    See :func:`sizes_from_args`."""
+    if not getattr(args, "config", None) and all(getattr(args, attr, None) is None for _, _, attr in SIZE_SETTINGS.values()):
+        return None
+    return sizes_from_args(args)[0]
+
+
+def sizes_from_args(args: argparse.Namespace) -> tuple[MessageStoreConfig, dict[str, str]]:
+    """The config to read the store with, and where each size setting came from (by
+    Java name).  A size flag wins, then a size the ``--config`` file sets; every size
+    neither gives is inferred from the store's files (a broker.conf that sets only
+    some sizes must not impose RocketMQ's defaults on the others)."""
+    path = getattr(args, "config", None)
+    cfg = None
+    given: dict[str, tuple[int, str]] = {}
+    if path:
+        values = MessageStoreConfig.read_properties(path)
+        cfg = MessageStoreConfig.from_mapping(values, source=str(path))
+        for py, (java, _, _) in SIZE_SETTINGS.items():
+            if java in values:
+                given[py] = (getattr(cfg, py), f"set by --config {path}")
+    for py, (_, flag, attr) in SIZE_SETTINGS.items():
+        if getattr(args, attr, None) is not None:
+            given[py] = (getattr(args, attr), f"given by {flag}")
+    index_sizes = None
+    if "max_hash_slot_num" in given or "max_index_num" in given:
+        # given index sizes are not inferred (an index file of another shape would fail);
+        # one alone: the other as Java's defaults relate them (4 entries per slot)
+        if "max_hash_slot_num" not in given:
+            n, where = given["max_index_num"]
+            given["max_hash_slot_num"] = (max(1, n // 4), f"maxIndexNum / 4 (Java's default ratio; maxIndexNum {where})")
+        if "max_index_num" not in given:
+            n, where = given["max_hash_slot_num"]
+            given["max_index_num"] = (4 * n, f"4 x maxHashSlotNum (Java's default ratio; maxHashSlotNum {where})")
+        index_sizes = (given["max_hash_slot_num"][0], given["max_index_num"][0])
+    inferred, sources = infer_sizes(args.store, index_sizes=index_sizes)
+    out = {java: given[py][1] if py in given else sources[py] for py, (java, _, _) in SIZE_SETTINGS.items()}
+    base = cfg or inferred
+    return base.replace(**{py: given[py][0] if py in given else getattr(inferred, py) for py in SIZE_SETTINGS}, store_path_root_dir=str(args.store)), out
 
 
 def add_progress_option(p: argparse.ArgumentParser) -> None:

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
+from pathlib import Path
 
 import numpy as np
 
 from ..errors import RmqlabError
 
-from ..format.record import Record
+from ..format.record import Record, RecordError
 from ..render.text import record_line
 from ..progress import Silent
 from .common import OFFSET, add_progress_option, add_store_options, commitlog_bytes, open_from_args, progress_bar, write_bytes
@@ -41,14 +43,22 @@ def run(args) -> int:
         raise RmqlabError(f"--to {args.end} is not after --from {args.start}: nothing to dump")
     with open_from_args(args) as store, progress_bar(args, commitlog_bytes(args.store), "dump") as bar:
         progress = bar or Silent()
-        if args.json:
-            return _json(store, args, progress)
-        base = store.commitlog.min_offset
-        for n, rec in enumerate(store.commitlog.iter_records(args.start, args.end, include_blank=True)):
-            if selected(rec, args):
-                print(record_line(rec))
-            if n % 4096 == 0:
-                progress.update(rec.physical_offset - base, n)
+        try:
+            if args.json:
+                return _json(store, args, progress)
+            base = store.commitlog.min_offset
+            for n, rec in enumerate(store.commitlog.iter_records(args.start, args.end, include_blank=True)):
+                if selected(rec, args):
+                    print(record_line(rec))
+                if n % 4096 == 0:
+                    progress.update(rec.physical_offset - base, n)
+        except RecordError as err:
+            at = int(Path(err.file).name) + (err.offset or 0)
+            if not store.dead_past(at):
+                raise
+            # the end of the log, as RocketMQ's walk finds it: what follows is dead bytes
+            print(f"rmqlab dump: the log ends at {at} ({err.file} @ {err.offset}); the bytes after it are dead "
+                  "(a clean exit, and no queue or index entry points there: see `rmqlab verify`)", file=sys.stderr)
     return 0
 
 

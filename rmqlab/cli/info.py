@@ -6,7 +6,8 @@ import argparse
 
 from ..render.text import fmt_time, short
 from ..store.summary import summarize
-from .common import add_progress_option, add_store_options, commitlog_bytes, open_from_args, print_json, progress_bar
+from ..store.reader import StoreReader
+from .common import add_progress_option, add_store_options, commitlog_bytes, print_json, progress_bar, sizes_from_args
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -19,13 +20,18 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 
 def run(args) -> int:
-    with open_from_args(args, strict=False) as store, progress_bar(args, 0 if args.no_scan else commitlog_bytes(args.store), "info") as bar:
+    cfg, sources = sizes_from_args(args)
+    with StoreReader(args.store, cfg, strict=False) as store, progress_bar(args, 0 if args.no_scan else commitlog_bytes(args.store), "info") as bar:
         s = summarize(store, scan=not args.no_scan, progress=bar)
     if args.json:
-        print_json(s.to_dict())
+        print_json(dict(s.to_dict(), size_sources=sources))
         return 0
     print(f"store {s.root}")
-    print("  sizes: " + ", ".join(f"{k}={v}" for k, v in s.config.items()))
+    print("  sizes:")
+    for k, v in s.config.items():
+        print(f"    {k} = {v}  ({sources[k]})")
+    if s.load_refused:
+        print(f"RocketMQ would refuse to load this store (MappedFileQueue.load): {len(s.load_refused)} commitlog file(s) of the wrong size, listed below")
     print(f"commitlog: {len(s.commitlog_files)} file(s), min offset {s.commitlog_min_offset}" + (f", end of log {s.commitlog_end_offset}" if s.commitlog_end_offset is not None else ""))
     for name, size in s.commitlog_files:
         print(f"  {name}  {size:>12} bytes")

@@ -28,7 +28,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--topic")
     p.add_argument("--queue-id", type=int)
     p.add_argument("--boundary", choices=["LOWER", "UPPER"], default="LOWER", help="with --time: first at/after (LOWER) or last at/before (UPPER)")
-    p.add_argument("--raw", action="store_true", help="with --key: also show the raw index answer (hash matches, collisions included)")
+    p.add_argument("--raw", action="store_true", help="the raw view: every property pair as on disk (RocketMQ's map drops empty values); with --key also the raw index answer (hash matches, collisions included)")
+    p.add_argument("--decompress", action="store_true", help="show a compressed body (sysFlag COMPRESSED) inflated")
     p.add_argument("--json", action="store_true", help="print matching records as JSON lines (the keys of `dump --json`)")
     return p
 
@@ -91,6 +92,6 @@ def run(args) -> int:
             if args.json:
                 print_json(rec.to_dict())
             else:
-                print(record_detail(rec))
+                print(record_detail(rec, raw=args.raw, decompress=args.decompress))
                 print()
     return 0 if records or args.time is not None else 1

@@ -4,11 +4,17 @@
     rmqlab recover STORE --out DIR       # copy STORE to DIR and recover the copy
     rmqlab recover STORE --in-place      # recover STORE itself; every cut byte is
                                          # saved first to STORE.rmqlab-cut-<time>/
+
+Exit status: 0, or 1 when RocketMQ would refuse to load the store (a commitlog or
+consume queue file of the wrong size: MappedFileQueue.load returns false and the
+broker does not start); the report says why.  An applied recovery zero-pads such
+files, so that its result loads.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 
 from ..recovery import recover
 from .common import add_store_options, config_from_args, print_json
@@ -51,4 +57,7 @@ def run(args) -> int:
         print_json(rep.to_dict())
     else:
         print(rep.to_text())
+    if not rep.load_ok:
+        print(f"rmqlab recover: RocketMQ would refuse to load this store: {rep.load_problems[0]}" + (f" (and {len(rep.load_problems) - 1} more)" if len(rep.load_problems) > 1 else ""), file=sys.stderr)
+        return 1
     return 0

@@ -46,7 +46,7 @@ from ..format.indexfile import IndexHeader, entry_position, slot_position
 from ..format.layout import PHYSICAL_OFFSET_AT
 from ..format.parse import field_offset
 from ..format.properties import KEYS, UNIQ_KEY
-from ..format.record import BAD_BLANK, BODY_CRC, PROPERTY_CRC, damage_detail, decode_record
+from ..format.record import BAD_BLANK, BODY_CRC, PROPERTY_CRC, RecordError, damage_detail, decode_record
 from ..rules import goes_to_consume_queue, goes_to_index, index_keys, parse_delay_levels
 from ..rules import ABORT_FILE, CHECKPOINT_FILE, CONSUMEQUEUE_DIR, LOCK_FILE
 from ..scan import kernels
@@ -244,23 +244,61 @@ class _Verifier:
         self.window = _Window()
         self.window_lo = -_NO_END
         self._lock = threading.Lock()
+        self.stopped_by_damage = False
+        self._past: set[int] = set()  # findings about the walk past the end of the log (their indices)
+        self._past_unlisted: Counter = Counter()
         self._worker = ThreadPoolExecutor(1, thread_name_prefix="rmqlab-verify")
         self._pending = None  # the worker's job in flight
 
-    def add(self, kind, severity, file, offset, message) -> None:
+    def add(self, kind, severity, file, offset, message, phy: int | None = None) -> None:
+        """Report a finding; ``phy``: the log position a finding of the walk is about
+        (those past the end of the log may turn out to be dead bytes, see
+        :meth:`_dead_bytes`)."""
         with self._lock:  # the reading thread and the worker both report
-            self._add(kind, severity, file, offset, message)
-
-    def _add(self, kind, severity, file, offset, message) -> None:
-        key = (kind, str(file))
-        if self._listed[key] >= LISTED_PER_FILE:
-            self._unlisted.setdefault(key, [severity, 0])[1] += 1
-            return
-        self._listed[key] += 1
-        self.report.findings.append(Finding(kind, severity, str(file), offset, message))
+            past = phy is not None and self.stopped and phy >= self.log_end
+            key = (kind, str(file))
+            if self._listed[key] >= LISTED_PER_FILE:
+                self._unlisted.setdefault(key, [severity, 0])[1] += 1
+                if past:
+                    self._past_unlisted[key] += 1
+                return
+            self._listed[key] += 1
+            if past:
+                self._past.add(len(self.report.findings))
+            self.report.findings.append(Finding(kind, severity, str(file), offset, message))
 
     def _room(self, kind, file) -> bool:
         return self._listed[(kind, str(file))] < LISTED_PER_FILE
+
+    def _dead_bytes(self) -> None:
+        """Where the walk stopped at damage in a store whose last exit was clean and
+        whose queues and index hold nothing at or past that point, the rest is dead
+        bytes (StoreReader.dead_past): what a recovery that did not zero the cut
+        bytes leaves, or garbage after a clean shutdown.  RocketMQ's walk stops there
+        every time and serves nothing from them; they are reported once, as one
+        finding, instead of as damage (and nothing beyond is walked as records)."""
+        if not (self.stopped_by_damage and self._past and self.store.dead_past(self.log_end)):
+            return
+        self.report.findings = [f for i, f in enumerate(self.report.findings) if i not in self._past]
+        for key, n in self._past_unlisted.items():
+            self._unlisted[key][1] -= n
+        self._unlisted = {k: v for k, v in self._unlisted.items() if v[1] > 0}
+        nonzero, last, first_file = 0, None, None
+        for f in self.store.commitlog.queue.files:
+            if f.file_from_offset + len(f.buf) <= self.log_end:
+                continue
+            ext = _nonzero_extent(np.frombuffer(f.buf, np.uint8), max(0, self.log_end - f.file_from_offset))
+            if ext is not None:
+                first_file = first_file or str(f.path)
+                last = (str(f.path), ext[1])
+                nonzero += 1
+        file, fpos = self._where(self.log_end)
+        upto = f" up to {last[0]} @ {last[1]}" if last else ""
+        self.report.findings.append(Finding("DEAD_BYTES", WARNING, file, fpos,
+            f"the log ends here (RocketMQ's walk stops at {self.log_end}); the non-zero bytes after it{upto} are not records of the log: "
+            "the last exit was clean and no queue or index entry points at or past here (left by a recovery that did not zero them, or "
+            "garbage; `rmqlab salvage` reads any records in them)"))
+        self.report.stats.update(dead_bytes_from=self.log_end)
 
     def _unlisted_findings(self) -> None:
         for (kind, file), (severity, n) in self._unlisted.items():
@@ -405,6 +443,7 @@ class _Verifier:
                 self.add(kind, INFO, path, None, "file after the end of the log holds only zeros (pre-allocated); recovery deletes it")
                 continue
             expected = base  # where the next record of the chain starts
+            last_record = None  # in-file position of the last record read
             damaged_at = None  # in-file position of the damage the scan resynchronises after
             ended = False  # a BLANK or the zero tail ended this file
             batches = scan_range(a, file_base=base, file=path, mode="lenient", include_body=False, columns=_COLUMNS, java_properties=DispatchColumns.JAVA_PROPERTIES)
@@ -413,29 +452,31 @@ class _Verifier:
                     pos = _ints(piece, "physical_offset")
                     if pos[0] != expected and expected is not None:
                         if damaged_at is None:  # zeros where a record should start: the zero tail
+                            self._torn_last_record(a, last_record, path, base)
                             self._zero_tail(a, expected - base, path, base)
                             ended = True
                             break
                     if damaged_at is not None and expected is None:
-                        self.add("RESYNC", INFO, path, int(pos[0]) - base, f"walk resumed at the next provable record, {int(pos[0]) - base - damaged_at} bytes after the damage")
+                        self.add("RESYNC", INFO, path, int(pos[0]) - base, f"walk resumed at the next provable record, {int(pos[0]) - base - damaged_at} bytes after the damage", phy=int(pos[0]))
                         damaged_at = None
                     if special:  # a BLANK or a damage row
                         row = piece.to_pylist()[0]
                         p = row["physical_offset"] - base
                         if row["error"] is not None:
-                            self.add(row["kind"], ERROR, path, p, damage_detail(row["error"], row["kind"]))
-                            self._stop(base + p)
+                            self._stop(base + p, by_damage=True)
+                            self.add(row["kind"], ERROR, path, p, damage_detail(row["error"], row["kind"]), phy=base + p)
                             damaged_at, expected = p, None
                         else:  # BLANK
                             left = len(a) - p
                             if row["total_size"] != left:
-                                self.add(BAD_BLANK, WARNING, path, p, f"BLANK says {row['total_size']} bytes are left, the file has {left}")
+                                self.add(BAD_BLANK, WARNING, path, p, f"BLANK says {row['total_size']} bytes are left, the file has {left}", phy=base + p)
                             if last_file:
                                 self._stop(base + len(a))
                             ended = True
                         continue
                     self._messages(piece, a, pos, path, base)
                     expected = int(pos[-1]) + int(_ints(piece, "total_size")[-1])
+                    last_record = int(pos[-1]) - base
                     self.progress.update(done + expected - base, self.n_records)
                     if not self.stopped:
                         self.log_end = expected
@@ -444,8 +485,9 @@ class _Verifier:
             if ended:
                 continue
             if damaged_at is not None:  # no provable record after the damage
-                self._tail(a, damaged_at, path, after_damage=True)
+                self._tail(a, damaged_at, path, base, after_damage=True)
             elif expected is not None and expected - base < len(a):
+                self._torn_last_record(a, last_record, path, base)
                 self._zero_tail(a, expected - base, path, base)
             elif last_file:
                 self._stop(self.log_end)
@@ -454,22 +496,40 @@ class _Verifier:
         self._wait()
         self.report.stats.update(records=self.n_records, log_end=self.log_end, commitlog_files=len(files))
 
-    def _stop(self, at: int) -> None:
+    def _stop(self, at: int, by_damage: bool = False) -> None:
         if not self.stopped:
             self.stopped = True
             self.log_end = at
+            self.stopped_by_damage = by_damage
+
+    def _torn_last_record(self, a: np.ndarray, p: int | None, path: str, base: int) -> None:
+        """TORN_RECORD: the last record before the zero tail ends in zero bytes inside
+        its properties, the mark of a write torn at its end.  Java's recovery accepts
+        it (no CRC covers the properties unless they carry ``__CRC32#``) and serves the
+        record with the NULs in a property value."""
+        if p is None or self.stopped:
+            return
+        try:
+            rec = decode_record(a, p, file=path, file_base=base, check_crc=False, read_body=False)
+        except RecordError:
+            return
+        raw = rec.properties_raw
+        zeros = len(raw) - len(raw.rstrip(b"\0"))
+        if zeros:
+            self.add("TORN_RECORD", WARNING, path, p, f"the last record of the log ends in {zeros} zero byte(s) inside its properties (a write torn at its end); "
+                     "RocketMQ accepts and serves it, the NULs in a property value", phy=base + p)
 
     def _zero_tail(self, a: np.ndarray, p: int, path: str, base: int) -> None:
         self._stop(base + p)
-        self._tail(a, p, path, after_damage=False)
+        self._tail(a, p, path, base, after_damage=False)
 
-    def _tail(self, a: np.ndarray, pos: int, path: str, after_damage: bool) -> None:
+    def _tail(self, a: np.ndarray, pos: int, path: str, base: int, after_damage: bool) -> None:
         ext = _nonzero_extent(a, pos)
         if ext is None:
             return
         lo, hi = ext
         what = "after the damaged record" if after_damage else "after the end of the log (zero tail)"
-        self.add("TAIL_BYTES", WARNING, path, lo, f"{hi - lo} bytes up to {hi} are not zero {what}: left behind by truncation or a torn write (see `rmqlab salvage`)")
+        self.add("TAIL_BYTES", WARNING, path, lo, f"{hi - lo} bytes up to {hi} are not zero {what}: left behind by truncation or a torn write (see `rmqlab salvage`)", phy=base + lo)
 
     def _messages(self, batch, a: np.ndarray, pos: np.ndarray, path: str, base: int) -> None:
         """Checks of one batch of message rows (every record found, also past the end
@@ -482,14 +542,14 @@ class _Verifier:
             p = int(pos[r]) - base
             if kind[r] == BODY_CRC:  # the decoder flags it only where there is a body
                 rec = decode_record(a, p, file=path, file_base=base, check_crc=True, read_body=False)
-                self.add(BODY_CRC, ERROR, path, p, f"body CRC stored {rec.body_crc}, computed {rec.body_crc_computed}")
-                self._stop(int(pos[r]))
+                self._stop(int(pos[r]), by_damage=True)
+                self.add(BODY_CRC, ERROR, path, p, f"body CRC stored {rec.body_crc}, computed {rec.body_crc_computed}", phy=int(pos[r]))
             else:
                 rec = decode_record(a, p, file=path, file_base=base, check_crc=True, read_body=False)
-                self.add(PROPERTY_CRC, ERROR, path, p, f"__CRC32# says {rec.property_crc}, computed {rec.property_crc_computed}")
+                self.add(PROPERTY_CRC, ERROR, path, p, f"__CRC32# says {rec.property_crc}, computed {rec.property_crc_computed}", phy=int(pos[r]))
         stored = np.lib.stride_tricks.sliding_window_view(a, 8)[pos - base + PHYSICAL_OFFSET_AT].copy().view(">i8").reshape(-1)
         for r in np.flatnonzero(stored != pos).tolist():
-            self.add("PHYSICAL_OFFSET", ERROR, path, int(pos[r]) - base, f"record says physicalOffset {int(stored[r])}, it is at {int(pos[r])}")
+            self.add("PHYSICAL_OFFSET", ERROR, path, int(pos[r]) - base, f"record says physicalOffset {int(stored[r])}, it is at {int(pos[r])}", phy=int(pos[r]))
         self.n_records += n
         w = self.window
         w.batches.append(batch)
@@ -572,7 +632,7 @@ class _Verifier:
                 i += s
                 before = (int(q[i - 1]), int(p[i - 1])) if i > s else prev
                 file, fpos = self._where(int(p[i]))
-                self.add("QUEUE_OFFSET_GAP", ERROR, file, fpos, f"{self._queue_name(key)} queue offset {int(q[i])} follows {before[0]} (record at {before[1]})")
+                self.add("QUEUE_OFFSET_GAP", ERROR, file, fpos, f"{self._queue_name(key)} queue offset {int(q[i])} follows {before[0]} (record at {before[1]})", phy=int(p[i]))
             self.queue_prev[key] = (int(q[e - 1]), int(p[e - 1]))
             live = np.flatnonzero(p[s:e] < end) if end is not None else np.arange(e - s)
             if len(live):
@@ -784,6 +844,7 @@ class _Verifier:
             self._worker.shutdown(wait=True)
         self.finish_queues()
         self.check_state()
+        self._dead_bytes()
         self._unlisted_findings()
         self.store.close()
         return self.report

@@ -66,6 +66,28 @@ FLAG_INNER_BATCH = 0x80  # INNER_BATCH_FLAG
 COMPRESSION_TYPE_MASK = 0x700  # COMPRESSION_TYPE_COMPARATOR
 
 TRANSACTION_NAMES = {0x0: "NOT", 0x4: "PREPARED", 0x8: "COMMIT", 0xC: "ROLLBACK"}
+#: Java MessageSysFlag's compression types (the bits of COMPRESSION_TYPE_COMPARATOR):
+#: CompressionType.LZ4 = 1, ZSTD = 2, ZLIB = 3, shifted by 8
+COMPRESSION_NAMES = {0x100: "LZ4", 0x200: "ZSTD", 0x300: "ZLIB"}
+_FLAG_NAMES = ((FLAG_COMPRESSED, "COMPRESSED"), (FLAG_MULTI_TAGS, "MULTI_TAGS"), (FLAG_BORNHOST_V6, "BORNHOST_V6"),
+               (FLAG_STOREHOST_V6, "STOREHOSTADDRESS_V6"), (FLAG_NEED_UNWRAP, "NEED_UNWRAP"), (FLAG_INNER_BATCH, "INNER_BATCH"))
+
+
+def sys_flag_names(sys_flag: int) -> list[str]:
+    """Every bit of a sysFlag named as Java's MessageSysFlag names it: the flags set,
+    the transaction type (TRANSACTION_NOT_TYPE included), the compression type, and
+    any bit Java does not define as ``0x...``."""
+    names = [name for bit, name in _FLAG_NAMES if sys_flag & bit]
+    names.append(f"TRANSACTION_{TRANSACTION_NAMES[sys_flag & TRANSACTION_MASK]}_TYPE")
+    comp = sys_flag & COMPRESSION_TYPE_MASK
+    if comp:
+        names.append("COMPRESSION_" + COMPRESSION_NAMES.get(comp, f"0x{comp:X}"))
+    known = TRANSACTION_MASK | COMPRESSION_TYPE_MASK
+    for bit, _ in _FLAG_NAMES:
+        known |= bit
+    if sys_flag & ~known & 0xFFFFFFFF:
+        names.append(f"0x{sys_flag & ~known & 0xFFFFFFFF:X}")
+    return names
 
 #: bytes of a V1 record with IPv4 hosts and empty body, topic and properties
 #: (Java: CommitLog.calMsgLength with all lengths 0): 4+4+4+4+4+8+8+4+8+8+8+8+4+8+4+1+2

@@ -71,7 +71,7 @@ from ..format.record import decode_record
 from ..store.consume_queue import CQ_DTYPE
 from ..rules import ABORT_FILE, CHECKPOINT_FILE, COMMITLOG_DIR, CONSUMEQUEUE_DIR, INDEX_DIR, LOCK_FILE, goes_to_consume_queue, goes_to_index
 from ..store.reader import infer_config, lock_state
-from .report import CutRange, IndexChange, LostRecord, QueueChange, RecoveryReport, StopPoint
+from .report import DAMAGED, CutRange, IndexChange, LostRecord, QueueChange, RecoveryReport, StopPoint
 from ..scan.acceptance import FileScan, scan_file
 
 STORE = "<store>"
@@ -847,6 +847,17 @@ def _lost_records(rep: RecoveryReport, plan: RecoveryPlan) -> None:
         for s in salvage_buffer(f.buf, file=str(f.path), file_base=f.file_from_offset, log_end=start_in, start=start_in, include_in_log=False):
             r = s.record
             lost.append(LostRecord(r.physical_offset, r.total_size, r.topic, r.queue_id, r.queue_offset, s.confidence))
+    # records whose bytes no longer read as a record (the damage itself) are lost too:
+    # their consume-queue entries past the new end say where they were
+    readable = {r.physical_offset for r in lost}
+    for q in (plan.queues or {}).values():
+        offs = q.entries["commitlog_offset"]
+        for i in np.flatnonzero(offs >= process).tolist():
+            phy = int(offs[i])
+            if phy not in readable:
+                readable.add(phy)
+                lost.append(LostRecord(phy, int(q.entries["size"][i]), q.topic, q.queue_id, q.first_queue_offset + i, DAMAGED))
+    lost.sort(key=lambda r: r.physical_offset)
     rep.cut = cut
     rep.cut_bytes = sum(c.length for c in cut)
     rep.lost_records = lost
@@ -1057,6 +1068,7 @@ def _apply(rep: RecoveryReport, plan: RecoveryPlan, target: Path, cfg: MessageSt
         if p.exists():
             p.unlink()
     if zero_tail:
+        rep.tail_zeroed = True
         for c in rep.cut:
             if c.what == "tail":
                 with open(t(Path(c.file)), "r+b") as fh:

@@ -40,9 +40,15 @@ class CutRange:
     sidecar: str | None = None  # where the bytes were saved (in-place runs)
 
 
+#: a lost record whose bytes do not read as a record any more: its consume-queue entry
+#: past the new end of the log says where it was, how big, which queue
+DAMAGED = "damaged"
+
+
 @dataclass
 class LostRecord:
-    """A record that was readable in the cut bytes (see ``rmqlab salvage``)."""
+    """A message record RocketMQ's truncation removes: readable in the cut bytes (see
+    ``rmqlab salvage``; ``confidence`` its salvage confidence), or ``DAMAGED``."""
 
     physical_offset: int
     size: int
@@ -104,6 +110,7 @@ class RecoveryReport:
     cut: list[CutRange] = field(default_factory=list)
     cut_bytes: int = 0
     lost_records: list[LostRecord] = field(default_factory=list)
+    tail_zeroed: bool = False  # --zero-tail: the non-zero bytes left past the new end in its file were zeroed
     deleted_commitlog_files: list[str] = field(default_factory=list)
     queues: list[QueueChange] = field(default_factory=list)
     index: list[IndexChange] = field(default_factory=list)
@@ -157,14 +164,20 @@ class RecoveryReport:
             out.append(f"  stopped at     {s.physical_offset} ({s.file} @ {s.file_offset}) — {why}")
         out.append(f"  end of log     {self.commitlog_end}" + (f"  (data-like bytes went up to {self.commitlog_end_before})" if self.commitlog_end_before > self.commitlog_end else ""))
         if self.cut_bytes:
-            out.append(f"  cut            {self.cut_bytes} non-zero bytes in {len(self.cut)} range(s)")
+            left = sum(c.length for c in self.cut if c.what == "tail")
+            out.append(f"  past the end   {self.cut_bytes} non-zero bytes in {len(self.cut)} range(s): " + (
+                f"{left} in the last file, {'zeroed (--zero-tail)' if self.tail_zeroed else 'left where they are (RocketMQ leaves them; --zero-tail zeroes them)'}"
+                if left else "") + (", " if left and left < self.cut_bytes else "") + (f"{self.cut_bytes - left} in files recovery deletes" if left < self.cut_bytes else ""))
             for c in self.cut:
                 side = f" → saved in {c.sidecar}" if c.sidecar else ""
-                out.append(f"                 {c.what:4} {c.file} @ {c.file_offset}, {c.length} bytes{side}")
+                what = "left" if c.what == "tail" and not self.tail_zeroed else "zeroed" if c.what == "tail" else "file"
+                out.append(f"                 {what:6} {c.file} @ {c.file_offset}, {c.length} bytes{side}")
         else:
             out.append("  cut            nothing but zeros")
         if self.lost_records:
-            out.append(f"  lost records   {len(self.lost_records)} readable record(s) in the cut bytes (rmqlab salvage recovers them):")
+            damaged = sum(1 for r in self.lost_records if r.confidence == DAMAGED)
+            out.append(f"  lost records   {len(self.lost_records)} message record(s) past the new end of the log: {len(self.lost_records) - damaged} readable in the cut bytes "
+                       f"(rmqlab salvage recovers them), {damaged} damaged (known from their consume-queue entries):")
             for r in self.lost_records[:20]:
                 out.append(f"                 {r.physical_offset:>12}  {r.topic}/{r.queue_id} queue offset {r.queue_offset}, {r.size} bytes ({r.confidence})")
             if len(self.lost_records) > 20:

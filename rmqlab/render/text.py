@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import datetime as _dt
+import zlib
 
-from ..format.commitlog import TRANSACTION_NAMES
+from ..format.commitlog import COMPRESSION_NAMES, COMPRESSION_TYPE_MASK, FLAG_COMPRESSED, TRANSACTION_NAMES, sys_flag_names
 from ..format.msgid import format_host
 from ..format.record import Record
 
@@ -18,7 +19,24 @@ def fmt_time(ms: int) -> str:
 
 
 def short(text: str, width: int = 48) -> str:
+    """``text`` safe for a terminal (:func:`printable`), cut to ``width`` characters."""
+    text = printable(text)
     return text if len(text) <= width else text[: width - 1] + "…"
+
+
+_CONTROL = {c: f"\\x{c:02x}" for c in list(range(0x20)) + list(range(0x7F, 0xA0))}  # not a layout: C0, DEL and C1 code points
+
+
+def printable(text: str) -> str:
+    """Control characters (C0, DEL, C1: a NUL, an escape sequence in a record) as
+    ``\\xNN``: what a record holds must not drive the terminal it is shown on."""
+    return text.translate(_CONTROL)
+
+
+def body_label(rec: Record) -> str:
+    """``123B``, with the compression a sysFlag declares (``123B zlib``)."""
+    comp = compression_of(rec.sys_flag)
+    return f"{len(rec.body)}B" + (f" {comp.lower()}-compressed" if comp else "")
 
 
 def record_line(rec: Record) -> str:
@@ -28,16 +46,19 @@ def record_line(rec: Record) -> str:
     tx = TRANSACTION_NAMES[rec.transaction_type]
     crc = "ok" if rec.crc_ok else "BAD"
     p = rec.java_properties
-    extras = " ".join(f"{k}={short(p[k], 40)}" for k in ("TAGS", "KEYS", "UNIQ_KEY") if k in p)
+    extras = " ".join(f"{k}={short(p[k], 40)}" for k in ("TAGS", "KEYS", "UNIQ_KEY") if k in p)  # Java's map: empty values dropped
     return (
         f"{rec.physical_offset:>14}  {'MSG-V2' if rec.is_v2 else 'MSG'}{'':<3}{rec.total_size:>8}  "
         f"{short(rec.topic, 40)}/{rec.queue_id}@{rec.queue_offset}  {fmt_time(rec.store_timestamp)}  "
-        f"crc={crc} tx={tx} body={len(rec.body)}B {extras}"
+        f"crc={crc} tx={tx} body={body_label(rec)} {extras}"
     ).rstrip()
 
 
-def record_detail(rec: Record) -> str:
-    """Every field of one record, one per line (``rmqlab lookup`` text output)."""
+def record_detail(rec: Record, *, raw: bool = False, decompress: bool = False) -> str:
+    """Every field of one record, one per line (``rmqlab lookup`` text output): the
+    properties as RocketMQ's map holds them (``raw``: every pair as on disk, those the
+    map drops marked), control characters escaped, long values cut; a compressed body
+    labelled (``decompress``: shown inflated)."""
     if rec.is_blank:
         return record_line(rec)
     lines = [
@@ -45,8 +66,8 @@ def record_detail(rec: Record) -> str:
         f"total_size                 {rec.total_size}",
         f"magic                      0x{rec.magic:08X} ({'V2' if rec.is_v2 else 'V1'})",
         f"body_crc                   {rec.body_crc} ({'ok' if rec.body_crc_ok else 'MISMATCH'})",
-        f"queue                      {rec.topic}/{rec.queue_id} offset {rec.queue_offset}",
-        f"flag / sys_flag            {rec.flag} / 0x{rec.sys_flag:X} ({TRANSACTION_NAMES[rec.transaction_type]})",
+        f"queue                      {printable(rec.topic)}/{rec.queue_id} offset {rec.queue_offset}",
+        f"flag / sys_flag            {rec.flag} / 0x{rec.sys_flag:X} ({' | '.join(sys_flag_names(rec.sys_flag))})",
         f"born                       {fmt_time(rec.born_timestamp)} from {format_host(*rec.born_host)}",
         f"stored                     {fmt_time(rec.store_timestamp)} at {format_host(*rec.store_host)}",
         f"reconsume_times            {rec.reconsume_times}",
@@ -55,9 +76,47 @@ def record_detail(rec: Record) -> str:
     ]
     if rec.property_crc is not None:
         lines.append(f"__CRC32#                   {rec.property_crc} ({'ok' if rec.property_crc_ok else 'MISMATCH'})")
-    for k, v in rec.property_pairs:
-        lines.append(f"  property {k!r:<18} {v!r}")
+    java = rec.java_properties
+    for k, v in (rec.property_pairs if raw else java.items()):
+        dropped = raw and java.get(k) != v
+        lines.append(f"  property {short(repr(k), 40):<18} {short(repr(v), PROPERTY_WIDTH)}" + ("   (not in RocketMQ's map: empty, or a later duplicate wins)" if dropped else ""))
+    if not raw and len(java) != len(rec.property_pairs):
+        lines.append(f"  ({len(rec.property_pairs) - len(java)} raw pair(s) RocketMQ's parser drops: empty names or values, duplicates; --raw shows them)")
     body = rec.body
+    comp = compression_of(rec.sys_flag)
+    if comp and decompress:
+        try:
+            body = decompressed_body(rec)
+            comp = f"{comp}, shown decompressed: {len(body)} bytes"
+        except (ValueError, ImportError) as exc:
+            comp = f"{comp}, not decompressed: {exc}"
     preview = body[:64].decode("utf-8", errors="replace") if body else ""
-    lines.append(f"body ({len(body)} bytes)          {preview!r}{'…' if len(body) > 64 else ''}")
+    lines.append(f"body ({len(rec.body)} bytes{', ' + comp if comp else ''})  {short(repr(preview), 80)}{'…' if len(body) > 64 else ''}")
     return "\n".join(lines)
+
+
+#: characters of a property value a text view shows (a 9,000-character value is cut)
+PROPERTY_WIDTH = 120
+
+
+def compression_of(sys_flag: int) -> str | None:
+    """The compression of a record's body: None when COMPRESSED is not set; Java
+    ``MessageSysFlag.getCompressionType``: type bits 0 (older stores) and 3 are ZLIB."""
+    if not sys_flag & FLAG_COMPRESSED:
+        return None
+    comp = sys_flag & COMPRESSION_TYPE_MASK
+    return "ZLIB" if comp == 0 else COMPRESSION_NAMES.get(comp, f"0x{comp:X}")
+
+
+def decompressed_body(rec: Record) -> bytes:
+    """The body as the consumer gets it (Java ``MessageDecoder.decode`` with
+    ``deCompressBody``): ZLIB inflated here; LZ4 and ZSTD need their libraries."""
+    comp = compression_of(rec.sys_flag)
+    if comp is None:
+        return rec.body
+    if comp != "ZLIB":
+        raise ImportError(f"{comp} bodies need the {comp.lower()} library, which rmqlab does not install")
+    try:
+        return zlib.decompress(rec.body)
+    except zlib.error as exc:
+        raise ValueError(f"the body does not inflate as ZLIB ({exc})") from None

@@ -157,6 +157,27 @@ class StoreReader:
         """Java ``isTempFileExist``: the last exit was not clean."""
         return (self.root / ABORT_FILE).exists()
 
+    def refers_past(self, physical_offset: int) -> bool:
+        """Whether any consume-queue unit or index entry points at or past
+        ``physical_offset`` (what dispatch recorded of the log beyond it)."""
+        min_off = self.commitlog.min_offset
+        for qid in self.queue_ids():
+            try:
+                if self.consume_queue(qid.topic, qid.queue_id).max_physic_offset(min_off) > physical_offset:
+                    return True
+            except StoreFormatError:
+                continue
+        files = self.index.files
+        return bool(files) and files[-1].header.end_phy_offset >= physical_offset
+
+    def dead_past(self, physical_offset: int) -> bool:
+        """Whether the bytes from ``physical_offset`` on are dead: the last exit was
+        clean (no ``abort``) and nothing refers to them (:meth:`refers_past`).  Where
+        RocketMQ's walk stops at such a point the log simply ends there: what a
+        recovery that did not zero the cut bytes leaves, or garbage written after a
+        clean shutdown.  Java serves nothing from them."""
+        return not (self.root / ABORT_FILE).exists() and not self.refers_past(physical_offset)
+
     def abort_content(self) -> str | None:
         p = self.root / ABORT_FILE
         if not p.exists():
@@ -217,11 +238,25 @@ def infer_config(root: str | os.PathLike, config: MessageStoreConfig | None = No
     """The store's sizes: the caller's config wins; otherwise infer commitlog, consume-queue
     and index sizes from the files (as the reader does); ``index_sizes`` given are
     taken as they are (an index file they explain need not be inferable)."""
-    root = Path(root)
     if config is not None:
-        return config.replace(store_path_root_dir=str(root))
+        return config.replace(store_path_root_dir=str(Path(root)))
+    return infer_sizes(root, index_sizes=index_sizes)[0]
+
+
+def infer_sizes(root: str | os.PathLike, *, index_sizes: tuple[int, int] | None = None) -> tuple[MessageStoreConfig, dict[str, str]]:
+    """:func:`infer_config` and, per size setting (Python name), where its value came
+    from: the file it was read from, or RocketMQ's default where no file tells."""
+    root = Path(root)
     reader = StoreReader(root, strict=False, index_sizes=index_sizes)
     cfg = reader.config
+    default = "RocketMQ's default (no file to infer it from)"
+    sources = {"mapped_file_size_commit_log": default, "mapped_file_size_consume_queue": default, "max_hash_slot_num": default, "max_index_num": default}
+    if reader.commitlog.mapped_file_size:
+        sources["mapped_file_size_commit_log"] = f"inferred from the files in {COMMITLOG_DIR}/"
+    if index_sizes is not None:
+        sources["max_hash_slot_num"] = sources["max_index_num"] = "given"
+    elif reader._infer_index_sizes() is not None:
+        sources["max_hash_slot_num"] = sources["max_index_num"] = f"inferred from the length of the files in {INDEX_DIR}/ (4 entries per slot, Java's default ratio)"
     cq_size = None
     for qid in reader.queue_ids():
         try:
@@ -230,9 +265,10 @@ def infer_config(root: str | os.PathLike, config: MessageStoreConfig | None = No
             continue
         if size and size % CQ_STORE_UNIT_SIZE == 0:  # Java rounds the size up to whole units: a ragged one is damage
             cq_size = size
+            sources["mapped_file_size_consume_queue"] = f"inferred from {CONSUMEQUEUE_DIR}/{qid}/"
             break
     reader.close()
-    return cfg.replace(mapped_file_size_consume_queue=cq_size or cfg.mapped_file_size_consume_queue)
+    return cfg.replace(mapped_file_size_consume_queue=cq_size or cfg.mapped_file_size_consume_queue), sources
 
 
 def open_store(root: str | os.PathLike, config: MessageStoreConfig | None = None, **kwargs) -> StoreReader:

@@ -35,6 +35,9 @@ class StoreSummary:
     lock: str = "absent"
     config_files: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    #: why RocketMQ's MappedFileQueue.load would return false for the commitlog (a file
+    #: of the wrong size that is not an empty last file): the broker does not start
+    load_refused: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
@@ -51,6 +54,7 @@ def summarize(store: StoreReader, *, scan: bool = True, progress=None) -> StoreS
         root=str(store.root),
         config={
             "mappedFileSizeCommitLog": cfg.mapped_file_size_commit_log,
+            "mappedFileSizeConsumeQueue": cfg.mapped_file_size_consume_queue,
             "maxHashSlotNum": cfg.max_hash_slot_num,
             "maxIndexNum": cfg.max_index_num,
         },
@@ -84,6 +88,7 @@ def summarize(store: StoreReader, *, scan: bool = True, progress=None) -> StoreS
     s.lock = store.lock_state()
     s.config_files = [p.name for p in store.config_files()]
     s.problems = [str(p) for p in store.problems]
+    s.load_refused = [str(p) for p in store.commitlog.queue.problems]
     return s
 
 
@@ -109,7 +114,9 @@ def _scan(store: StoreReader, s: StoreSummary, progress) -> None:
         if f.file_from_offset + f.file_size <= expected:
             continue
         if f.file_from_offset > expected:
-            break  # a missing file: the walk ends here
+            # a missing or empty file: Java's walk takes the next mapped file from its
+            # start (CommitLog.recoverNormally: index++, processOffset = its fileFromOffset)
+            expected = f.file_from_offset
         a = np.frombuffer(f.buf, np.uint8)
         blank_seen = False
         stopped = False

@@ -104,9 +104,11 @@ def test_bad_magic_mid_file(tmp_path):
     rep = check_cut_at(tmp_path, "crash", r["physicalOffset"], "BAD_MAGIC", src)
     assert "found a illegal magic code 0xdeadbeef" in rep.log_lines
     assert any(l.endswith(f"pos={pos + 8}") for l in rep.log_lines)
-    # every record after the damage is lost, and salvage still reads each of them
+    # every record after the damage is lost, and salvage still reads each of them; the
+    # damaged record is lost too (its queue entry says where it was)
     after = [m["physicalOffset"] for m in manifest("crash") if m["physicalOffset"] > r["physicalOffset"]]
-    assert [x.physical_offset for x in rep.lost_records] == after
+    assert [x.physical_offset for x in rep.lost_records] == ([r["physicalOffset"]] if in_queue(r) else []) + after
+    assert [x.confidence for x in rep.lost_records if x.physical_offset in after] == ["certain"] * len(after)
     assert rep.deleted_commitlog_files == [f"{o:020d}" for o in range(3 * FILE, 7 * FILE, FILE)]
 
 
@@ -142,8 +144,8 @@ def test_crc_failure_followed_by_valid_records(tmp_path):
     rep = check_cut_at(tmp_path, "crash", r["physicalOffset"], "BODY_CRC", src)
     assert any(l.startswith("CRC check failed. bodyCRC=") for l in rep.log_lines)
     after = [m["physicalOffset"] for m in manifest("crash") if m["physicalOffset"] > r["physicalOffset"]]
-    assert [x.physical_offset for x in rep.lost_records] == after
-    assert all(x.confidence == "certain" for x in rep.lost_records)
+    assert [x.physical_offset for x in rep.lost_records] == ([r["physicalOffset"]] if in_queue(r) else []) + after
+    assert [x.confidence for x in rep.lost_records if x.physical_offset in after] == ["certain"] * len(after)
     # without checkCRCOnRecover the damaged record is kept and nothing is lost
     rep2 = recover(src, config=cfg("crash"), check_crc=False)
     assert rep2.commitlog_end == 367042 and not rep2.lost_records

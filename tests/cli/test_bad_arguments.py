@@ -1,0 +1,125 @@
+"""What the command line does with wrong requests: a refusal in one or two lines that
+names the rule (exit 2), never a traceback, never an answer to a question not asked."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from tests.support import REFERENCE
+
+CLEAN = REFERENCE / "clean" / "store"
+
+
+def cli(*argv):
+    return subprocess.run([sys.executable, "-m", "rmqlab", *map(str, argv)], capture_output=True, text=True)
+
+
+def refused(proc, *needles):
+    assert proc.returncode == 2, (proc.returncode, proc.stdout[-500:], proc.stderr)
+    assert "Traceback" not in proc.stderr and proc.stdout == ""
+    lines = proc.stderr.strip().splitlines()
+    assert 1 <= len(lines) <= 2, lines  # not the whole usage block
+    for n in needles:
+        assert str(n) in proc.stderr, (n, proc.stderr)
+
+
+@pytest.mark.parametrize(
+    "argv,needles",
+    [
+        (["info", CLEAN, "--commitlog-file-size", "-5"], ["--commitlog-file-size", "-5", "at least 4096"]),
+        (["info", CLEAN, "--commitlog-file-size", "1000"], ["1000", "at least 4096"]),
+        (["verify", CLEAN, "--consumequeue-file-size", "30"], ["30", "multiple of 20"]),
+        (["dump", CLEAN, "--from", "200", "--to", "100"], ["--to 100 is not after --from 200"]),
+        (["dump", CLEAN, "--from", "-1"], ["--from", "-1", "at least 0"]),
+        (["hexdump", CLEAN / "checkpoint", "--length", "-1"], ["--length", "at least 1"]),
+        (["hexdump", CLEAN / "checkpoint", "--offset", "-5"], ["--offset", "at least 0"]),
+        (["lookup", CLEAN, "--offset", "-1"], ["--offset", "at least 0"]),
+        (["lookup", CLEAN, "--key", "k", "--topic", "T", "--max", "0"], ["--max", "at least 1"]),
+        (["generate", "{tmp}/new", "--size", "-1"], ["--size must be a positive number"]),
+        (["info", CLEAN, "--no-such-option"], ["unrecognized arguments: --no-such-option", "rmqlab info --help"]),
+        (["no-such-command"], ["invalid choice", "rmqlab --help"]),
+    ],
+)
+def test_wrong_numbers_and_options_are_refused_in_two_lines(tmp_path, argv, needles):
+    argv = [str(a).replace("{tmp}", str(tmp_path)) for a in argv]
+    refused(cli(*argv), *needles)
+
+
+def test_salvage_refuses_what_is_not_a_store(tmp_path):
+    (tmp_path / "x").mkdir()
+    refused(cli("salvage", tmp_path), "nothing to salvage", "neither a store root")
+    (tmp_path / "s" / "commitlog").mkdir(parents=True)
+    refused(cli("salvage", tmp_path / "s"), "commitlog/ holds no commitlog file")
+    refused(cli("salvage", CLEAN, "--commitlog-file-size", "7"), "at least 4096")
+    out = tmp_path / "out.jsonl"
+    refused(cli("salvage", tmp_path, "--out", out))
+    assert not out.exists()  # refused before anything was written
+
+
+def test_version_help_and_exit_statuses_are_told():
+    v = cli("--version")
+    assert v.returncode == 0 and v.stdout.startswith("rmqlab ")
+    for command in ("info", "dump", "lookup", "queue", "hexdump", "recover", "verify", "salvage", "diff", "generate", "write"):
+        h = cli(command, "--help")
+        assert h.returncode == 0
+        assert "``" not in h.stdout and ":func:" not in h.stdout and ":class:" not in h.stdout, (command, h.stdout)
+    assert "1 when none was" in cli("lookup", "--help").stdout.replace("\n", " ").replace("  ", " ")
+
+
+def test_an_empty_first_commitlog_file_is_read_alike_and_recover_says_rocketmq_refuses(store_copy):
+    """RocketMQ's MappedFileQueue.load returns false for a 0-byte file that is not the
+    last one: the broker does not start.  info and verify count the same records and
+    end of log; recover says so and exits 1."""
+    import json
+
+    root = store_copy("clean")
+    (root / "commitlog" / "00000000000000000000").write_bytes(b"")
+    info = cli("info", root, "--json")
+    verify = cli("verify", root, "--json")
+    assert info.returncode == 0 and verify.returncode == 1
+    i, v = json.loads(info.stdout), json.loads(verify.stdout)
+    assert i["records"] == v["stats"]["records"] > 0
+    assert i["commitlog_end_offset"] == v["stats"]["log_end"]
+    assert i["load_refused"] and "0 bytes" in i["load_refused"][0]
+    assert "RocketMQ would refuse to load this store" in cli("info", root).stdout
+    rec = cli("recover", root)
+    assert rec.returncode == 1 and "RocketMQ would refuse to load this store" in rec.stdout
+    assert "00000000000000000000" in rec.stderr and len(rec.stderr.splitlines()) == 1
+
+
+def test_a_hot_key_is_answered_as_rocketmq_caps_it(tmp_path):
+    """IndexService.queryOffset answers at most maxMsgsNumBatch (64) offsets."""
+    from rmqlab.engine import Message, MessageStore
+
+    root = tmp_path / "store"
+    with MessageStore.open(root) as store:
+        for i in range(83):
+            store.put(Message("Hot", b"x", {"KEYS": "hot"}, queue_id=i % 2))
+    capped = cli("lookup", root, "--topic", "Hot", "--key", "hot", "--json")
+    assert capped.returncode == 0 and len(capped.stdout.splitlines()) == 64
+    assert "capped at 64" in capped.stderr and "--max" in capped.stderr
+    every = cli("lookup", root, "--topic", "Hot", "--key", "hot", "--json", "--max", "100")
+    assert len(every.stdout.splitlines()) == 83 and "capped" not in every.stderr
+
+
+def test_a_config_with_some_sizes_infers_the_others_and_says_where_each_came_from(tmp_path):
+    import json
+
+    conf = tmp_path / "broker.conf"
+    conf.write_text("# only the index's slots\nmaxHashSlotNum=64\nflushDiskType=SYNC_FLUSH\n")
+    out = cli("info", CLEAN, "--config", conf, "--json")
+    assert out.returncode == 0, out.stderr
+    info = json.loads(out.stdout)
+    assert info["config"]["mappedFileSizeCommitLog"] == 65536  # not RocketMQ's 1 GiB default
+    assert info["config"]["maxIndexNum"] == 256 and not info["problems"]
+    src = info["size_sources"]
+    assert src["maxHashSlotNum"] == f"set by --config {conf}"
+    assert src["mappedFileSizeCommitLog"].startswith("inferred from the files in commitlog/")
+    assert "4 x maxHashSlotNum" in src["maxIndexNum"]
+    flagged = json.loads(cli("info", CLEAN, "--config", conf, "--commitlog-file-size", "65536", "--json").stdout)
+    assert flagged["size_sources"]["mappedFileSizeCommitLog"] == "given by --commitlog-file-size"
+    text = cli("info", CLEAN).stdout
+    assert "mappedFileSizeConsumeQueue = 400  (inferred from consumequeue/" in text

@@ -1,0 +1,130 @@
+"""Reports that are right: copies of RocketMQ's reference stores damaged the ways an
+operator meets, and what verify, recover and dump say about them, checked against what
+RocketMQ does (its recovery rules; the reference dumps)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+from tests.support import REFERENCE, copy_store
+
+FILE = 65536
+CLEAN_END = 363733  # the end of the log of `clean` (its dump.json)
+CRASH_END = 367042  # and of `crash`
+
+
+def cli(*argv):
+    return subprocess.run([sys.executable, "-m", "rmqlab", *map(str, argv)], capture_output=True, text=True)
+
+
+def poke(path, offset, data):
+    with open(path, "r+b") as fh:
+        fh.seek(offset)
+        fh.write(data)
+
+
+def clfile(root, phy):
+    return root / "commitlog" / f"{phy - phy % FILE:020d}", phy % FILE
+
+
+def test_reference_ends_are_what_rocketmq_read():
+    for case, end in (("clean", CLEAN_END), ("crash", CRASH_END)):
+        assert json.loads((REFERENCE / case / "dump.json").read_text())["recovery"]["commitLogMaxOffsetAfterRecovery"] == end
+
+
+def test_a_zeroed_page_loses_every_record_the_truncation_removes(tmp_path):
+    """A 4 KiB page zeroed in the second-to-last file of a crashed store: RocketMQ's
+    abnormal recovery stops at the first record the page touched and removes every
+    message record after it, the damaged ones included (the consume queues' cuts add up
+    to the same number); verify and recover name the record alike."""
+    root = copy_store("crash", tmp_path)
+    path = root / "commitlog" / f"{4 * FILE:020d}"
+    poke(path, 8192, bytes(4096))
+    rep = json.loads(cli("recover", root, "--json").stdout)
+    cut_entries = sum(q["cut_entries"] for q in rep["queues"])
+    lost = rep["lost_records"]
+    assert len(lost) == cut_entries == 114
+    assert {r["confidence"] for r in lost} == {"certain", "damaged"}
+    assert lost[0]["physical_offset"] == rep["commitlog_end"]  # the record the page touched first
+    v = json.loads(cli("verify", root, "--json").stdout)
+    first = next(f for f in v["findings"] if f["severity"] == "error")
+    assert (first["kind"], first["file"], first["offset"]) == (rep["stop"]["kind"], rep["stop"]["file"], rep["stop"]["file_offset"])
+    assert v["stats"]["log_end"] == rep["commitlog_end"]
+
+
+def test_ten_zeroed_bytes_at_the_end_of_the_last_record(tmp_path):
+    """RocketMQ accepts the record (no CRC covers its properties) and serves the NULs:
+    verify says so, and text output shows them escaped, never raw."""
+    root = copy_store("clean", tmp_path)
+    path, pos = clfile(root, CLEAN_END)
+    poke(path, pos - 10, bytes(10))
+    v = json.loads(cli("verify", root, "--json").stdout)
+    torn = [f for f in v["findings"] if f["kind"] == "TORN_RECORD"]
+    assert len(torn) == 1 and torn[0]["offset"] == 363446 - 5 * FILE and "10 zero byte(s)" in torn[0]["message"]
+    out = cli("dump", root)
+    assert out.returncode == 0 and "\x00" not in out.stdout and "\\x00" in out.stdout.splitlines()[-1]
+    detail = cli("lookup", root, "--offset", 363446)
+    assert "\x00" not in detail.stdout and "\\x00" in detail.stdout
+
+
+def test_garbage_after_a_clean_log_is_left_and_named_once(tmp_path):
+    """RocketMQ's walk stops at the garbage and leaves it (only deleted files go): the
+    recover report says the bytes stay, verify reports them once as dead bytes (no
+    damage: nothing refers to them and the last exit was clean), dump ends there."""
+    root = copy_store("clean", tmp_path)
+    path, pos = clfile(root, CLEAN_END)
+    poke(path, pos, os.urandom(64))
+    rec = cli("recover", root)
+    assert rec.returncode == 0 and "cut" not in rec.stdout.split("lost records")[0].split("end of log")[1]
+    assert "64 in the last file, left where they are (RocketMQ leaves them" in rec.stdout
+    v = json.loads(cli("verify", root, "--json").stdout)
+    assert v["ok"] and [f["kind"] for f in v["findings"]] == ["DEAD_BYTES"]
+    assert (v["findings"][0]["file"], v["findings"][0]["offset"]) == (str(path), pos)
+    assert "after the damaged record" not in json.dumps(v)
+    dump = cli("dump", root, "--json")
+    assert dump.returncode == 0 and len(dump.stdout.splitlines()) == v["stats"]["records"] and "the log ends at 363733" in dump.stderr
+
+
+def test_after_an_applied_recovery_the_cut_bytes_are_dead_not_damage(tmp_path):
+    """crash-torn recovered (--out, without --zero-tail): RocketMQ leaves the torn
+    record's bytes past the new end; verify of the result is OK with one DEAD_BYTES
+    finding, dump reads to the end of the log and exits 0."""
+    out = tmp_path / "recovered"
+    assert cli("recover", REFERENCE / "crash-torn" / "store", "--out", out).returncode == 0
+    v = json.loads(cli("verify", out, "--json").stdout)
+    assert v["ok"] and [f["kind"] for f in v["findings"]] == ["DEAD_BYTES"], v["findings"]
+    end = json.loads((REFERENCE / "crash-torn" / "dump.json").read_text())["recovery"]["commitLogMaxOffsetAfterRecovery"]
+    assert v["stats"]["log_end"] == end
+    dump = cli("dump", out, "--json")
+    assert dump.returncode == 0 and json.loads(dump.stdout.splitlines()[-1])["physical_offset"] < end
+    # the crashed original is damage, not dead bytes: its queues point past the end
+    assert not json.loads(cli("verify", REFERENCE / "crash-torn" / "store", "--json").stdout)["ok"]
+
+
+def test_text_views_show_what_rocketmq_parses(tmp_path):
+    """An empty TAGS is dropped by RocketMQ's property parser (the raw view keeps it), a
+    ZLIB body (sysFlag 0x301) is labelled and inflated on request, a 9,000-character
+    property is cut, every sysFlag bit is named."""
+    import zlib
+
+    from rmqlab.engine import Message, MessageStore
+
+    root = tmp_path / "store"
+    with MessageStore.open(root) as store:
+        store.put(Message("T", b"plain", {"TAGS": "", "KEYS": "k1"}))
+        store.put(Message("T", zlib.compress(b"inflated body " * 10), {"KEYS": "k2"}, sys_flag=0x301))
+        store.put(Message("T", b"x", {"KEYS": "k3", "LONG": "v" * 9000}))
+    first = cli("lookup", root, "--offset", 0)
+    assert "'TAGS'" not in first.stdout and "RocketMQ's parser drops" in first.stdout
+    assert "'TAGS'" in cli("lookup", root, "--offset", 0, "--raw").stdout
+    offsets = [json.loads(line)["physical_offset"] for line in cli("dump", root, "--json").stdout.splitlines()]
+    comp = cli("lookup", root, "--offset", offsets[1])
+    assert "COMPRESSED | TRANSACTION_NOT_TYPE | COMPRESSION_ZLIB" in comp.stdout and "ZLIB" in comp.stdout.split("body (")[1]
+    assert "inflated body" not in comp.stdout
+    assert "inflated body inflated" in cli("lookup", root, "--offset", offsets[1], "--decompress").stdout
+    assert "zlib-compressed" in cli("dump", root).stdout.splitlines()[1]
+    long = cli("lookup", root, "--offset", offsets[2]).stdout
+    assert "v" * 200 not in long and "…" in long and max(map(len, long.splitlines())) < 300
