@@ -121,6 +121,9 @@ class VerifyReport:
         return reprs.html("verify_report", self)
 
 
+#: the end of a finding whose consequence RocketMQ's recovery decides (the verify
+#: command replaces it with what recovery's plan says)
+RECOVERY_DECIDES = "; what RocketMQ's recovery does with them depends on where it starts re-dispatching (`rmqlab recover` says)"
 #: findings listed per (kind, file); past it they are counted (a store torn
 #: everywhere must not make a report of millions of lines)
 LISTED_PER_FILE = 100
@@ -235,6 +238,8 @@ class _Verifier:
         self.queue_prev: dict[int, tuple[int, int]] = {}  # queue key -> (queue offset, phy) of its last record
         self.queue_last: dict[int, tuple[int, int]] = {}  # the same, records before the end of the log only
         self.queues: list[_Queue] = []
+        self.queue_end: dict[int, int] = {}  # queue key -> the queue offset its valid units end at
+        self.first_missing: dict[int, int] = {}  # queue key -> physical offset of the log's record at that queue offset
         self.indexes: list[_Index] = []
         self.index_end = 0
         self.missing = {"lost": [0, []], "pending": [0, []]}  # INDEX_MISSING: count, first offsets
@@ -353,6 +358,7 @@ class _Verifier:
                 parts.append((q0, e, ascending))
                 self.n_cq_entries += int((e["size"] != PRE_BLANK_SIZE).sum())
             self.queues.append(_Queue(qid, cq, key, lo, hi, parts))
+            self.queue_end[key] = hi
             # valid-looking entries after the first invalid one (stale or torn)
             stale, first = 0, None
             for q0, e in cq.parts(hi):
@@ -634,6 +640,11 @@ class _Verifier:
                 file, fpos = self._where(int(p[i]))
                 self.add("QUEUE_OFFSET_GAP", ERROR, file, fpos, f"{self._queue_name(key)} queue offset {int(q[i])} follows {before[0]} (record at {before[1]})", phy=int(p[i]))
             self.queue_prev[key] = (int(q[e - 1]), int(p[e - 1]))
+            end_at = self.queue_end.get(key)
+            if end_at is not None and key not in self.first_missing:
+                hit = np.flatnonzero(q[s:e] == end_at)
+                if len(hit):
+                    self.first_missing[key] = int(p[s + int(hit[0])])
             live = np.flatnonzero(p[s:e] < end) if end is not None else np.arange(e - s)
             if len(live):
                 j = s + int(live[np.argmax(q[s:e][live])])
@@ -780,7 +791,7 @@ class _Verifier:
         and re-dispatched from a later commitlog file leaves exactly these); those at or
         past it were not dispatched yet and are indexed if dispatch reaches them."""
         for name, what in (("lost", "below the index's endPhyOffset {end}: RocketMQ never indexes them again, so they stay unfindable by key"),
-                           ("pending", "at or past the index's endPhyOffset {end}: not dispatched yet; RocketMQ indexes them only if its recovery re-dispatches them")):
+                           ("pending", "at or past the newest index file's endPhyOffset {end} (no index file holds them: not dispatched yet, or their index file is gone)" + RECOVERY_DECIDES)):
             count, first = self.missing[name]
             if count:
                 file, fpos = self._where(first[0])
@@ -793,8 +804,11 @@ class _Verifier:
             seen.add(Q.key)
             last = self.queue_last.get(Q.key)
             if last is not None and last[0] >= Q.hi:
-                file, _ = self._cq_pos(Q.cq, Q.hi) if Q.hi > Q.cq.first_slot_offset and Q.cq.queue.files else (str(Q.cq.directory), None)
-                self.add("CQ_BEHIND", WARNING, file, None, f"{Q.qid} ends at offset {Q.hi} but the log holds its records up to queue offset {last[0]} (not dispatched; recovery re-dispatches them)")
+                file, fpos = self._cq_pos(Q.cq, Q.hi) if Q.cq.queue.files else (str(Q.cq.directory), None)
+                first = self.first_missing.get(Q.key)
+                at = f", the first at physical offset {first}" if first is not None else ""
+                self.add("CQ_BEHIND", WARNING, file, fpos, f"{Q.qid} ends at queue offset {Q.hi} (this unit is the first invalid one) but the log holds its records up to "
+                         f"queue offset {last[0]} ({last[0] - Q.hi + 1} record(s){at}): they are not in the queue" + RECOVERY_DECIDES)
         for key, (qoff, phy) in self.queue_last.items():
             if key not in seen:
                 topic, qid = self.topic_names[key >> 32], int(np.int32(np.uint32(key & 0xFFFFFFFF)))

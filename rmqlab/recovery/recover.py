@@ -71,7 +71,7 @@ from ..format.record import decode_record
 from ..store.consume_queue import CQ_DTYPE
 from ..rules import ABORT_FILE, CHECKPOINT_FILE, COMMITLOG_DIR, CONSUMEQUEUE_DIR, INDEX_DIR, LOCK_FILE, goes_to_consume_queue, goes_to_index
 from ..store.reader import infer_config, lock_state
-from .report import DAMAGED, CutRange, IndexChange, LostRecord, QueueChange, RecoveryReport, StopPoint
+from .report import DAMAGED, CutRange, IndexChange, LostRecord, QueueChange, QueueShort, RecoveryReport, StopPoint
 from ..scan.acceptance import FileScan, scan_file
 
 STORE = "<store>"
@@ -942,6 +942,48 @@ def _unfindable_keys(rep: RecoveryReport, plan: RecoveryPlan, cfg: MessageStoreC
     rep.index_unfindable, rep.index_unfindable_first = count, first
 
 
+def _queues_left_short(rep: RecoveryReport, plan: RecoveryPlan, cfg: MessageStoreConfig) -> None:
+    """Queues that end before the re-dispatch starts while the log holds more of their
+    records in between: RocketMQ's recovery does not put those back (abnormal: it
+    re-dispatches from the start file the checkpoint chooses; normal: only past the
+    queues' max physical offset), so the queue stays short of them (Java
+    ``ConsumeQueue.recover`` ends a queue at its first invalid unit; the reput starts
+    later).  The log between each such queue's end and the re-dispatch start is read
+    with the reput's own reader."""
+    from ..format.record import RecordError
+    from ..scan.dispatch_request import read_dispatch_columns
+
+    later = plan.handed_to_dispatch()
+    hi = int(later[0]) if len(later) else rep.commitlog_end
+    ends = {k: max(q.max_physic_offset, plan.files[0].file_from_offset if plan.files else 0) for k, q in (plan.queues or {}).items()}
+    ends = {k: e for k, e in ends.items() if e < hi}
+    if not ends or not plan.files:
+        return
+    lo = min(ends.values())
+    found: dict[tuple[str, int], list] = {}
+    fsize = cfg.mapped_file_size_commit_log
+    for f in plan.files:
+        a, b = max(lo, f.file_from_offset), min(hi, f.file_from_offset + f.file_size)
+        if a >= b:
+            continue
+        view = _file_view(f, fsize)
+        s = scan_file(view, check_crc=False)
+        starts = s.starts[(s.starts + f.file_from_offset >= a) & (s.starts + f.file_from_offset < b)]
+        if not len(starts):
+            continue
+        try:
+            cols = read_dispatch_columns(view, starts, file_base=f.file_from_offset, file=str(f.path), delay_levels={})
+        except RecordError:
+            continue  # damage: recovery's own scan says where, and the log ends before it
+        rows = np.flatnonzero(goes_to_consume_queue(cols.sys_flag))
+        for r in rows.tolist():
+            k = (cols.topic_of(r), int(cols.queue_id[r]))
+            if k in ends and int(cols.commitlog_offset[r]) >= ends[k]:
+                got = found.setdefault(k, [0, int(cols.consume_queue_offset[r]), int(cols.commitlog_offset[r])])
+                got[0] += 1
+    rep.queues_short = [QueueShort(f"{k[0]}/{k[1]}", n, qoff, phy, hi) for k, (n, qoff, phy) in sorted(found.items())]
+
+
 # -- applying ----------------------------------------------------------------------------------------
 class _Sidecar:
     """Saves every byte before it is cut: ``<dir>/<relative path>@<offset>`` + manifest.json."""
@@ -1167,6 +1209,7 @@ def plan(
     _simulate_queues(rep, p, p.dispatch_records, parse_delay_levels(cfg.message_delay_level))
     _lost_records(rep, p)
     _unfindable_keys(rep, p, cfg)
+    _queues_left_short(rep, p, cfg)
     rep.timings["dispatch_plan_s"] = time.perf_counter() - t1
     if not rep.load_ok:
         rep.notes.append("RocketMQ's load() returns false for this store and the broker does not start; rmqlab reads short files as zero-padded")

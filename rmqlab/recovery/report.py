@@ -59,6 +59,19 @@ class LostRecord:
 
 
 @dataclass
+class QueueShort:
+    """A consume queue RocketMQ's recovery leaves short: the log holds ``missing``
+    records of it (from ``first_queue_offset``, the first at ``first_physical_offset``)
+    between the queue's end and ``redispatch_from``, where re-dispatch starts."""
+
+    queue: str
+    missing: int
+    first_queue_offset: int
+    first_physical_offset: int
+    redispatch_from: int
+
+
+@dataclass
 class QueueChange:
     """One consume queue's recovery."""
 
@@ -118,6 +131,7 @@ class RecoveryReport:
     #: records with a key or UNIQ_KEY that no index will hold after the recovery (Java
     #: buildIndex skips what is below the kept index's endPhyOffset, and re-dispatch
     #: starts later): how many, and the first offsets
+    queues_short: list[QueueShort] = field(default_factory=list)
     index_unfindable: int = 0
     index_unfindable_first: list[int] = field(default_factory=list)
     log_lines: list[str] = field(default_factory=list)  # what RocketMQ would log, <store> for the root
@@ -198,6 +212,9 @@ class RecoveryReport:
             if q.added_entries:
                 parts.append(f"{q.added_entries} entries re-dispatched")
             out.append(f"    {q.queue:<28} {'; '.join(parts)}; max offset {q.max_offset_before} → {q.max_offset_after}")
+        for q in self.queues_short:
+            out.append(f"  left short     {q.queue}: {q.missing} record(s) of the log (queue offset {q.first_queue_offset} on, the first at {q.first_physical_offset}) "
+                       f"lie between the queue's end and where re-dispatch starts ({q.redispatch_from}): RocketMQ's recovery does not put them back")
         if self.index_unfindable:
             first = ", ".join(map(str, self.index_unfindable_first))
             out.append(
