@@ -143,13 +143,15 @@ def commitlog_spans(buf, file_base: int, start: int, end: int, path: str) -> lis
     return spans
 
 
-def consumequeue_spans(buf, start: int, end: int) -> list[FieldSpan]:
+def consumequeue_spans(buf, start: int, end: int, file_base: int = 0) -> list[FieldSpan]:
+    """Each unit's fields, grouped as ``unit n (queue offset q)``: ``file_base`` is the
+    file's name (the byte offset of its first unit in the queue)."""
     spans = []
     first = start // CQ_STORE_UNIT_SIZE
     # every entry starting before the end of the view, a last one cut short included
     for n in range(first, -(-min(len(buf), end) // CQ_STORE_UNIT_SIZE)):
         p = n * CQ_STORE_UNIT_SIZE
-        spans += field_spans(ConsumeQueueEntry, bytes(buf[p : p + CQ_STORE_UNIT_SIZE]), p, f"entry {n}")
+        spans += field_spans(ConsumeQueueEntry, bytes(buf[p : p + CQ_STORE_UNIT_SIZE]), p, f"unit {n} (queue offset {(file_base + p) // CQ_STORE_UNIT_SIZE})")
     return spans
 
 
@@ -192,6 +194,10 @@ def file_kind(path: Path) -> str:
     return "raw"
 
 
+#: groups whose first field starts a "── group ──" note: one per record, unit, entry
+_NUMBERED = ("record", "unit", "entry")
+
+
 class HexView:
     """``length`` bytes of ``path`` from ``offset``, with the field spans over them."""
 
@@ -210,9 +216,9 @@ class HexView:
             base = int(self.path.name) if self.path.name.isdigit() else 0
             self.spans = commitlog_spans(buf, base, self.offset, self.end, str(self.path))
         elif self.kind == "consumequeue":
-            self.spans = consumequeue_spans(buf, self.offset, self.end)
+            self.spans = consumequeue_spans(buf, self.offset, self.end, int(self.path.name) if self.path.name.isdigit() else 0)
         elif self.kind == "index":
-            slots = max_hash_slot_num or infer_index_sizes(len(buf), self.path)[0]
+            slots = max_hash_slot_num or infer_index_sizes(len(buf), self.path, hint="pass --max-hash-slot-num")[0]
             self.spans = index_spans(buf, slots, self.offset, self.end)
         elif self.kind == "checkpoint":
             self.spans = checkpoint_spans(buf)
@@ -233,8 +239,12 @@ class HexView:
             return f"{self.path}: no bytes from offset {self.offset} (the file is {self.file_size} bytes long)"
         lines = []
         starts = {}
+        firsts, group = set(), None  # the first field of each record, unit or entry
         for s in self.spans:
             starts.setdefault(max(s.start, self.offset), []).append(s)
+            if s.group != group and s.group.startswith(_NUMBERED):
+                firsts.add(id(s))
+            group = s.group
         pos = self.offset - self.offset % width
         while pos < self.end:
             chunk_lo, chunk_hi = max(pos, self.offset), min(pos + width, self.end)
@@ -250,7 +260,7 @@ class HexView:
             notes = []
             for p in range(chunk_lo, chunk_hi):
                 for s in starts.get(p, []):
-                    if s.group.startswith("record") and s.name == "total_size":
+                    if id(s) in firsts:
                         notes.append(f"── {s.group} ──")
                     value = s.value if len(s.value) <= 60 else s.value[:59] + "…"
                     notes.append(f"{java_label(s)}={value}")

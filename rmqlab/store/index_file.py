@@ -103,11 +103,19 @@ class IndexFile:
         ``selectPhyOffset`` does.  Returns ``(key_hash, slot, steps)``."""
         key_hash = index_key_hash(key)
         slot = key_hash % self.max_hash_slot_num
+        return key_hash, slot, self.walk_slot(slot, key_hash, begin, end, max_num)
+
+    def walk_slot(self, slot: int, key_hash: int | None = None, begin: int = 0, end: int = 2**63 - 1, max_num: int | None = None) -> list[ChainStep]:
+        """The chain of one hash slot, every step, with Java ``selectPhyOffset``'s stop
+        rules; ``key_hash`` marks the steps whose hash matches (None: every step
+        counts as a match, for showing a slot's whole chain)."""
         steps: list[ChainStep] = []
         count = self.index_count
+        if not 0 <= slot < self.max_hash_slot_num:
+            raise StoreFormatError(self.path, None, f"slot {slot} is outside [0, maxHashSlotNum={self.max_hash_slot_num})")
         slot_value = int(self.slots()[slot])
         if slot_value <= INVALID_INDEX or slot_value > count or count <= 1:
-            return key_hash, slot, steps
+            return steps
         entries = self.entries()
         nxt = slot_value
         matched = 0
@@ -130,7 +138,7 @@ class IndexFile:
             if time_diff < 0:
                 break
             ts = self.begin_timestamp + time_diff * 1000
-            hm = int(e["key_hash"]) == key_hash
+            hm = key_hash is None or int(e["key_hash"]) == key_hash
             tm = begin <= ts <= end
             steps.append(ChainStep(self.name, nxt, int(e["key_hash"]), int(e["phy_offset"]), time_diff, prev, ts, hm, tm))
             if hm and tm:
@@ -138,7 +146,7 @@ class IndexFile:
             if prev <= INVALID_INDEX or prev > count or prev == nxt or ts < begin:
                 break
             nxt = prev
-        return key_hash, slot, steps
+        return steps
 
     def close(self) -> None:
         self.file.close()

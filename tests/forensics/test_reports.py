@@ -128,3 +128,30 @@ def test_text_views_show_what_rocketmq_parses(tmp_path):
     assert "zlib-compressed" in cli("dump", root).stdout.splitlines()[1]
     long = cli("lookup", root, "--offset", offsets[2]).stdout
     assert "v" * 200 not in long and "…" in long and max(map(len, long.splitlines())) < 300
+
+
+def test_hexdump_follows_an_index_chain_and_numbers_units(tmp_path):
+    """--key walks the chain queryMessage walks (Java selectPhyOffset): its steps are
+    the entries lookup's chain shows, numbered, each annotated; a consume queue's unit
+    shows its queue offset; a refusal names only this command's options."""
+    from rmqlab.store import open_store
+
+    index = sorted((REFERENCE / "clean" / "store" / "index").iterdir())[0]
+    out = cli("hexdump", index, "--key", "TopicB#shared")
+    assert out.returncode == 0, out.stderr
+    with open_store(REFERENCE / "clean" / "store") as st:
+        f = next(x for x in st.index.files if x.path == index)
+        _, slot, steps = f.walk_chain("TopicB#shared")
+    assert f"slot {slot} at byte" in out.stdout and f"{len(steps)} entries on its chain" in out.stdout
+    for i, s in enumerate(steps):
+        assert f"step {i + 1}: entry {s.number} at byte" in out.stdout and f"── entry {s.number} ──" in out.stdout
+    assert "(another key's hash: a collision on this slot)" in out.stdout  # 'shared' collides in this file
+    by_slot = cli("hexdump", index, "--slot", slot)
+    assert by_slot.stdout.count("\nstep ") >= len(steps)
+    cq = REFERENCE / "clean" / "store" / "consumequeue" / "TopicA" / "1" / "00000000000000000400"
+    assert "── unit 1 (queue offset 21) ──" in cli("hexdump", cq, "--length", 40).stdout
+    (tmp_path / "index").mkdir()
+    cut = tmp_path / "index" / "20260101000000000"
+    cut.write_bytes(index.read_bytes()[:1000])
+    refused = cli("hexdump", cut)
+    assert refused.returncode == 2 and "--max-hash-slot-num" in refused.stderr and "--max-index-num" not in refused.stderr
