@@ -41,6 +41,7 @@ from .. import reprs
 from ..config import MessageStoreConfig
 from ..errors import StoreFormatError
 from ..progress import Progress, Silent
+from ..files.extent import nonzero_extent, zero_runs
 from ..format.consumequeue import CQ_STORE_UNIT_SIZE, PRE_BLANK_SIZE
 from ..format.indexfile import IndexHeader, entry_position, slot_position
 from ..format.layout import PHYSICAL_OFFSET_AT
@@ -175,19 +176,6 @@ def _bisect(col: np.ndarray, value: int) -> int:
     return lo
 
 
-def _nonzero_extent(a: np.ndarray, start: int, chunk: int = 64 << 20) -> tuple[int, int] | None:
-    """(first, last+1) non-zero byte of ``a`` at or after ``start``, or None; read in
-    chunks, so a 1 GiB pre-allocated file costs no memory."""
-    first = last = None
-    for lo in range(start, len(a), chunk):
-        nz = np.flatnonzero(a[lo : lo + chunk])
-        if len(nz):
-            if first is None:
-                first = lo + int(nz[0])
-            last = lo + int(nz[-1]) + 1
-    return None if first is None else (first, last)
-
-
 @dataclass
 class _Queue:
     """One consume queue as verify joins it: its valid entries, file by file."""
@@ -292,7 +280,7 @@ class _Verifier:
         for f in self.store.commitlog.queue.files:
             if f.file_from_offset + len(f.buf) <= self.log_end:
                 continue
-            ext = _nonzero_extent(np.frombuffer(f.buf, np.uint8), max(0, self.log_end - f.file_from_offset))
+            ext = nonzero_extent(f.path, max(0, self.log_end - f.file_from_offset))
             if ext is not None:
                 first_file = first_file or str(f.path)
                 last = (str(f.path), ext[1])
@@ -444,7 +432,7 @@ class _Verifier:
             path = str(f.path)
             base = f.file_from_offset
             last_file = idx == len(files) - 1
-            if self.stopped and _nonzero_extent(a, 0) is None:
+            if self.stopped and nonzero_extent(f.path, 0) is None:
                 kind = "PREALLOCATED_FILE" if len(a) == fsize else "EMPTY_FILE"
                 self.add(kind, INFO, path, None, "file after the end of the log holds only zeros (pre-allocated); recovery deletes it")
                 continue
@@ -464,6 +452,9 @@ class _Verifier:
                             break
                     if damaged_at is not None and expected is None:
                         self.add("RESYNC", INFO, path, int(pos[0]) - base, f"walk resumed at the next provable record, {int(pos[0]) - base - damaged_at} bytes after the damage", phy=int(pos[0]))
+                        for z0, z1 in zero_runs(a, damaged_at, int(pos[0]) - base):
+                            self.add("ZEROED_RANGE", INFO, path, z0, f"bytes [{z0}, {z1}) of this file ({z1 - z0} bytes) are zero inside the damaged range: "
+                                     "a page or block zeroed (by a crash, the disk, or a hand); the records it held are lost", phy=base + z0)
                         damaged_at = None
                     if special:  # a BLANK or a damage row
                         row = piece.to_pylist()[0]
@@ -530,7 +521,7 @@ class _Verifier:
         self._tail(a, p, path, base, after_damage=False)
 
     def _tail(self, a: np.ndarray, pos: int, path: str, base: int, after_damage: bool) -> None:
-        ext = _nonzero_extent(a, pos)
+        ext = nonzero_extent(Path(path), pos)
         if ext is None:
             return
         lo, hi = ext

@@ -70,6 +70,7 @@ from ..format.layout import PREFIX_DTYPES, store_timestamp_at
 from ..format.record import decode_record
 from ..store.consume_queue import CQ_DTYPE
 from ..rules import ABORT_FILE, CHECKPOINT_FILE, COMMITLOG_DIR, CONSUMEQUEUE_DIR, INDEX_DIR, LOCK_FILE, goes_to_consume_queue, goes_to_index
+from ..files.extent import data_regions, nonzero_extent, zero_runs
 from ..store.reader import infer_config, lock_state
 from .report import DAMAGED, CutRange, IndexChange, LostRecord, QueueChange, QueueShort, RecoveryReport, StopPoint
 from ..scan.acceptance import FileScan, scan_file
@@ -148,7 +149,7 @@ def _read_entries(p: Path, file_size: int) -> np.ndarray:
     """A consume-queue file's entries; holes of a sparse file are zeros without reading."""
     fd = os.open(p, os.O_RDONLY)
     try:
-        regions = _data_regions(fd, 0, file_size)
+        regions = data_regions(fd, 0, file_size)
         if regions == [(0, file_size)]:
             data = os.pread(fd, file_size, 0)
             return np.frombuffer(data, dtype=CQ_DTYPE).copy()
@@ -181,64 +182,6 @@ def _truncate_queue_plan(q: _Queue, phy_offset: int, file_size: int) -> tuple[in
             if a < b:
                 ranges.append((p, a - start, b - a))
     return cut, ranges
-
-
-def _data_regions(fd: int, start: int, size: int) -> list[tuple[int, int]]:
-    """Non-hole regions of a (sparse) file from ``start`` (``SEEK_DATA``/``SEEK_HOLE``);
-    the whole range when the file system cannot say."""
-    if not hasattr(os, "SEEK_DATA"):
-        return [(start, size)]
-    out = []
-    pos = start
-    try:
-        while pos < size:
-            a = os.lseek(fd, pos, os.SEEK_DATA)
-            b = os.lseek(fd, a, os.SEEK_HOLE)
-            out.append((a, min(b, size)))
-            pos = b
-    except OSError:  # ENXIO: no data after pos
-        pass
-    return out
-
-
-def _nonzero_extent(path: Path, start: int, chunk: int = 8 << 20) -> tuple[int, int] | None:
-    """(first, last+1) non-zero byte at or after ``start``, or None.  Holes of a sparse
-    file are skipped without reading; data regions are scanned in chunks from each end."""
-    size = path.stat().st_size
-    if start >= size:
-        return None
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        regions = _data_regions(fd, start, size)
-        first = last = None
-        for a, b in regions:
-            for off in range(a, b, chunk):
-                data = os.pread(fd, min(chunk, b - off), off)
-                nz = np.flatnonzero(np.frombuffer(data, np.uint8))
-                if len(nz):
-                    first = off + int(nz[0])
-                    break
-            if first is not None:
-                break
-        if first is None:
-            return None
-        for a, b in reversed(regions):
-            if b <= first:
-                break
-            off = b
-            while off > max(a, first):
-                lo = max(a, first, off - chunk)
-                data = os.pread(fd, off - lo, lo)
-                nz = np.flatnonzero(np.frombuffer(data, np.uint8))
-                if len(nz):
-                    last = lo + int(nz[-1]) + 1
-                    break
-                off = lo
-            if last is not None:
-                break
-        return first, last if last is not None else first + 1
-    finally:
-        os.close(fd)
 
 
 def _first_record_matches(buf, min_ts: int) -> tuple[bool, int]:
@@ -559,10 +502,14 @@ class _Planner:
             c = s.stop
             zero_tail = False
             if c is not None:
-                zero_tail = c.kind == "BAD_MAGIC" and _nonzero_extent(f.path, s.end) is None
+                zero_tail = c.kind == "BAD_MAGIC" and nonzero_extent(f.path, s.end) is None
                 if c.java_log:
                     log.append(c.java_log.replace("{offset}", str(process)))
                 rep.stop = StopPoint(c.kind or "", str(f.path), s.end, process, c.message, zero_tail)
+                if not zero_tail:  # zeros amid data after the stop: name them (a zeroed page)
+                    ext = nonzero_extent(f.path, s.end)
+                    if ext is not None:
+                        rep.stop.zeroed = [list(z) for z in zero_runs(f.buf, s.end, ext[1])]
             log.append(f"recover physics file end, {STORE}/{COMMITLOG_DIR}/{f.path.name}" + (f" pos={c.java_pos if c else s.end}" if abort else ""))
             break
         rep.commitlog_end = process
@@ -585,7 +532,7 @@ def _will_need(path: Path) -> None:
         return
     try:
         size = os.fstat(fd).st_size
-        for a, b in _data_regions(fd, 0, size):
+        for a, b in data_regions(fd, 0, size):
             os.posix_fadvise(fd, a, b - a, os.POSIX_FADV_WILLNEED)
     except OSError:
         pass
@@ -839,7 +786,7 @@ def _lost_records(rep: RecoveryReport, plan: RecoveryPlan) -> None:
         if end <= process:
             continue
         start_in = max(0, process - f.file_from_offset)
-        ext = _nonzero_extent(f.path, start_in)
+        ext = nonzero_extent(f.path, start_in)
         if ext is None:
             continue
         a, b = ext
@@ -1010,7 +957,7 @@ class _Sidecar:
         if self.dir is None:
             return None
         size = path.stat().st_size
-        ext = _nonzero_extent(path, 0)
+        ext = nonzero_extent(path, 0)
         if ext is None:
             rel = path.relative_to(self.root)
             self.entries.append({"file": str(rel), "offset": 0, "length": 0, "file_size": size, "sha256": None, "saved_as": None, "why": why + " (all zeros: nothing to save)"})

@@ -27,6 +27,7 @@ class StopPoint:
     physical_offset: int
     message: str
     zero_tail: bool  # the stop is the ordinary zero tail (magic 0 with only zeros after)
+    zeroed: list = field(default_factory=list)  # [start, end) runs of zeros between the stop and the file's last non-zero byte
 
 
 @dataclass
@@ -176,6 +177,8 @@ class RecoveryReport:
             s = self.stop
             why = "end of data (zero tail)" if s.zero_tail else f"{s.kind}: {s.message}"
             out.append(f"  stopped at     {s.physical_offset} ({s.file} @ {s.file_offset}) — {why}")
+            for z0, z1 in s.zeroed:
+                out.append(f"  zeroed range   {s.file} bytes [{z0}, {z1}) ({z1 - z0} bytes) are zero amid the data after the stop: a page or block zeroed")
         out.append(f"  end of log     {self.commitlog_end}" + (f"  (data-like bytes went up to {self.commitlog_end_before})" if self.commitlog_end_before > self.commitlog_end else ""))
         if self.cut_bytes:
             left = sum(c.length for c in self.cut if c.what == "tail")

@@ -53,6 +53,10 @@ def test_a_zeroed_page_loses_every_record_the_truncation_removes(tmp_path):
     first = next(f for f in v["findings"] if f["severity"] == "error")
     assert (first["kind"], first["file"], first["offset"]) == (rep["stop"]["kind"], rep["stop"]["file"], rep["stop"]["file_offset"])
     assert v["stats"]["log_end"] == rep["commitlog_end"]
+    # both name the zeroed range, as diff does
+    assert rep["stop"]["zeroed"] == [[8192, 8192 + 4096]]
+    zeroed = [f for f in v["findings"] if f["kind"] == "ZEROED_RANGE"]
+    assert [(f["file"], f["offset"]) for f in zeroed] == [(str(path), 8192)] and "[8192, 12288)" in zeroed[0]["message"]
 
 
 def test_ten_zeroed_bytes_at_the_end_of_the_last_record(tmp_path):
