@@ -36,6 +36,7 @@ from ..rules import COMMITLOG_DIR
 from ..errors import StoreFormatError
 from ..files import MappedFile, MappedFileQueue
 from ..format import commitlog as cl
+from ..scan.acceptance import scan_file
 from ..format.record import Record, RecordError, decode_record
 
 _MAGICS = [struct.pack(">I", m) for m in cl.MESSAGE_MAGICS]
@@ -131,28 +132,13 @@ def _follows_boundary(buf, pos: int) -> bool:
     return magic in cl.MESSAGE_MAGICS and cl.FIXED_SIZE_V1_IPV4 <= size <= left
 
 
-def log_end_in_file(buf, start: int = 0) -> int | None:
-    """Where RocketMQ's chain walk stops in this file (first record that does not decode,
-    fails its CRC, or the zero tail); ``None`` when the walk leaves the file through a BLANK."""
-    pos = start
-    while pos < len(buf):
-        try:
-            rec = decode_record(buf, pos, check_crc=True, read_body=False)
-        except RecordError:
-            return pos
-        if rec is None:
-            return pos
-        if rec.is_blank:
-            return None
-        if not rec.body_crc_ok:  # Java's rule: see Record.body_crc_ok
-            return pos
-        pos += rec.total_size
-    return pos
-
-
-def body_length(rec: Record) -> int:
-    """bodyLength of a record decoded with ``read_body=False`` (from totalSize and the other parts)."""
-    return rec.total_size - cl.record_size(0, len(rec.topic_raw), len(rec.properties_raw), rec.sys_flag, rec.is_v2)
+def log_end_in_file(buf) -> int | None:
+    """Where RocketMQ's chain walk stops in this file (the first record its acceptance
+    rule refuses, CRC included, or the zero tail); ``None`` when the walk leaves the file
+    through a BLANK or at its last byte.  Recovery's own scan
+    (:func:`rmqlab.scan.acceptance.scan_file`), vectorised."""
+    s = scan_file(buf)
+    return None if s.blank or s.end >= len(buf) else s.end
 
 
 def salvage_buffer(
@@ -167,6 +153,10 @@ def salvage_buffer(
 ) -> Iterator[SalvagedRecord]:
     """Scan one file's bytes; ``log_end`` is the in-file position where RocketMQ's walk
     stops (``None``: the walk passes this whole file, everything is in-log)."""
+    if not include_in_log:  # only what lies past the cut: nothing before it is read
+        if log_end is None:
+            return
+        start = max(start, log_end)
     for pos in find_magic_positions(buf, start):
         try:
             rec = decode_record(buf, pos, file=file, file_base=file_base, check_crc=True)
