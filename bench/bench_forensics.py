@@ -9,7 +9,8 @@ index, as a broker leaves them) it runs, in one session, each as its own process
 2. the read commands, each timed and watched for its peak *anonymous* memory
    (``RssAnon`` of the process and its children, polled every 10 ms: the mapped store
    files are page cache, not the command's memory): ``info``, ``verify`` (every check
-   on), ``dump --json > /dev/null``, ``recover`` (dry run), ``salvage`` (to a file),
+   on), ``dump --json > /dev/null``, ``recover`` (dry run), ``salvage`` (what lies
+   past the cut, to a file),
    ``diff`` (the store against itself), ``queue`` (its largest queue), ``lookup --key``;
 3. start-up: ``rmqlab --help`` and ``info`` on a small sample store;
 
@@ -152,10 +153,10 @@ def main() -> int:
         "verify": RMQLAB + ["verify", s],
         "dump --json": RMQLAB + ["dump", "--json", s],
         "recover (dry run)": RMQLAB + ["recover", s],
-        "salvage": RMQLAB + ["salvage", "--all", "--out", str(tmp / "salvaged.jsonl"), s],
+        "salvage": RMQLAB + ["salvage", "--out", str(tmp / "salvaged.jsonl"), s],
         "diff (itself)": RMQLAB + ["diff", s, s],
         "queue (largest)": RMQLAB + ["queue", s, "--topic", topic, "--queue-id", qid],
-        "lookup --key": RMQLAB + ["lookup", s, "--key", f"{topic}#no-such-key"],
+        "lookup --key": RMQLAB + ["lookup", s, "--topic", topic, "--key", "no-such-key"],
         "--help": RMQLAB + ["--help"],
         "info (sample store)": RMQLAB + ["info", str(sample)],
     }

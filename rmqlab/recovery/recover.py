@@ -86,16 +86,53 @@ class _Queue:
     queue_id: int
     directory: Path
     files: list[tuple[int, Path]]  # (start byte offset, path)
-    entries: np.ndarray  # valid entries after ConsumeQueue.recover (structured, CQ_DTYPE)
-    first_queue_offset: int
+    # the valid units of the files ConsumeQueue.recover reads (from the third-to-last),
+    # as a copy (structured, CQ_DTYPE); the files before them are trusted as they are
+    # and read only when asked (a queue of any length costs at most three files here)
+    entries: np.ndarray
+    first_queue_offset: int  # of the first file
     end: int  # processOffset in bytes (queue offset × 20)
     max_physic_offset: int
     deleted: list[Path] = field(default_factory=list)
     created: bool = False
+    early: list[Path] = field(default_factory=list)  # the trusted files before ``entries``
+    early_count: int = 0  # their units
+    file_size: int = 0
 
     @property
     def name(self) -> str:
         return f"{self.topic}/{self.queue_id}"
+
+    @property
+    def count(self) -> int:
+        """Units from the first file to the end of the queue."""
+        return self.early_count + len(self.entries)
+
+    @property
+    def entries_queue_offset(self) -> int:
+        """The queue offset of ``entries[0]``."""
+        return self.first_queue_offset + self.early_count
+
+    def suffix_from(self, phy_offset: int) -> tuple[np.ndarray, int]:
+        """Units and the queue offset of the first of them, enough to see every unit of
+        the queue's suffix pointing at or past ``phy_offset`` (Java's truncation walks
+        back from the last file): the read units alone, unless the suffix reaches into
+        the trusted files before them, which are read then."""
+        e = self.entries
+        if self.early_count and (not len(e) or int(e["commitlog_offset"][0]) >= phy_offset):
+            return np.concatenate([_read_entries(p, self.file_size) for p in self.early] + [e]), self.first_queue_offset
+        return e, self.entries_queue_offset
+
+    def offsets_from(self, phy_offset: int) -> np.ndarray:
+        """The commitlog offsets (int64) of every unit pointing at or past
+        ``phy_offset``, the trusted files read one at a time."""
+        parts = []
+        for p in self.early:
+            o = _read_entries(p, self.file_size)["commitlog_offset"].astype(np.int64)
+            parts.append(o[o >= phy_offset])
+        o = self.entries["commitlog_offset"].astype(np.int64)
+        parts.append(o[o >= phy_offset])
+        return np.concatenate(parts)
 
 
 def _recover_queue(directory: Path, topic: str, queue_id: int, file_size: int, log: list[str]) -> _Queue:
@@ -134,9 +171,11 @@ def _recover_queue(directory: Path, topic: str, queue_id: int, file_size: int, l
             log.append(f"recover next consume queue file, {STORE}/{CONSUMEQUEUE_DIR}/{topic}/{queue_id}/{files[i + 1][1].name}")
         else:
             log.append(f"recover last consume queue file over, last mapped file {rel}")
-    # earlier files are trusted as they are (Java does not look at them)
-    early = [_read_entries(p, file_size) for _, p in files[:index]]
-    q.entries = np.concatenate(early + parts) if (early or parts) else np.zeros(0, CQ_DTYPE)
+    # earlier files are trusted as they are (Java does not look at them): read on demand
+    q.early = [p for _, p in files[:index]]
+    q.early_count = sum(file_size for _ in files[:index]) // CQ_STORE_UNIT_SIZE
+    q.file_size = file_size
+    q.entries = np.concatenate(parts) if parts else np.zeros(0, CQ_DTYPE)
     q.first_queue_offset = files[0][0] // CQ_STORE_UNIT_SIZE
     q.end = process
     # Java MappedFileQueue.truncateDirtyFiles(processOffset): files starting after it go
@@ -165,7 +204,7 @@ def _truncate_queue_plan(q: _Queue, phy_offset: int, file_size: int) -> tuple[in
     """Java ``ConsumeQueue.truncateDirtyLogicFiles``: how many entries go, and the byte
     ranges ``(file, offset, length)`` they occupy."""
     ranges: list[tuple[Path, int, int]] = []
-    e = q.entries
+    e, base = q.suffix_from(phy_offset)
     offs = e["commitlog_offset"]
     n = len(e)
     # entries pointing at or past the cut; Java walks back file by file from the last
@@ -175,8 +214,8 @@ def _truncate_queue_plan(q: _Queue, phy_offset: int, file_size: int) -> tuple[in
         keep -= 1
     cut = n - keep
     if cut:
-        first_byte = (q.first_queue_offset + keep) * CQ_STORE_UNIT_SIZE
-        end_byte = (q.first_queue_offset + n) * CQ_STORE_UNIT_SIZE
+        first_byte = (base + keep) * CQ_STORE_UNIT_SIZE
+        end_byte = (base + n) * CQ_STORE_UNIT_SIZE
         for start, p in q.files:
             a, b = max(first_byte, start), min(end_byte, start + file_size)
             if a < b:
@@ -466,7 +505,8 @@ class _Planner:
         rep, log, files, queues = plan.report, self.log, plan.files, plan.queues
         fsize = self.cfg.mapped_file_size_commit_log
         t1 = time.perf_counter()
-        hint_parts = [q.entries["commitlog_offset"].astype(np.int64) for q in queues.values()]
+        # every unit pointing into the scanned files (those before are not dispatched again)
+        hint_parts = [q.offsets_from(files[index].file_from_offset) for q in queues.values()]
         owners = [np.full(len(p), i, np.int32) for i, p in enumerate(hint_parts)]
         hints = np.concatenate(hint_parts) if hint_parts else np.zeros(0, np.int64)
         order = np.argsort(hints, kind="stable")
@@ -729,7 +769,7 @@ def _simulate_queues(rep: RecoveryReport, plan: RecoveryPlan, records, delay_lev
     changes: dict[tuple[str, int], QueueChange] = {}
     maxp = {k: q.max_physic_offset for k, q in queues.items()}
     for k, q in queues.items():
-        changes[k] = QueueChange(q.name, len(q.entries), q.first_queue_offset + len(q.entries), q.max_physic_offset, [p.name for p in q.deleted])
+        changes[k] = QueueChange(q.name, q.count, q.first_queue_offset + q.count, q.max_physic_offset, [p.name for p in q.deleted])
     topics, topic_code, queue_id, offset, size, sys_flag = _queue_columns(records)
     rows = np.flatnonzero(goes_to_consume_queue(sys_flag))
     if len(rows):
@@ -754,7 +794,7 @@ def _simulate_queues(rep: RecoveryReport, plan: RecoveryPlan, records, delay_lev
             changes[k].cut_entries = cut
     for k, ch in changes.items():
         q = queues.get(k)
-        base = q.first_queue_offset + len(q.entries) if q is not None else 0
+        base = q.first_queue_offset + q.count if q is not None else 0
         if q is None:
             ch.max_offset_after = ch.added_entries
         else:
@@ -798,12 +838,13 @@ def _lost_records(rep: RecoveryReport, plan: RecoveryPlan) -> None:
     # their consume-queue entries past the new end say where they were
     readable = {r.physical_offset for r in lost}
     for q in (plan.queues or {}).values():
-        offs = q.entries["commitlog_offset"]
+        e, base = q.suffix_from(process)
+        offs = e["commitlog_offset"]
         for i in np.flatnonzero(offs >= process).tolist():
             phy = int(offs[i])
             if phy not in readable:
                 readable.add(phy)
-                lost.append(LostRecord(phy, int(q.entries["size"][i]), q.topic, q.queue_id, q.first_queue_offset + i, DAMAGED))
+                lost.append(LostRecord(phy, int(e["size"][i]), q.topic, q.queue_id, base + i, DAMAGED))
     lost.sort(key=lambda r: r.physical_offset)
     rep.cut = cut
     rep.cut_bytes = sum(c.length for c in cut)
