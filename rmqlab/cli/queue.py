@@ -20,7 +20,7 @@ def run(args) -> int:
     with open_from_args(args) as store:
         cq = store.consume_queue(args.topic, args.queue_id)
         lo, hi = cq.valid_range(store.commitlog.min_offset)
-        entries = cq.entries(store.commitlog.min_offset)
+        entries = cq.iter_entries(store.commitlog.min_offset)  # a file's chunk at a time: any queue in bounded memory
         if not args.json:
             print(f"{args.topic}/{args.queue_id}: offsets [{lo}, {hi}), {len(cq.queue.files)} file(s) in {cq.directory}")
             print(f"{'queue_offset':>12}  {'commitlog_offset':>16}  {'size':>8}  {'tags_code':>20}")
