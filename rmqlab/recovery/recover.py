@@ -893,8 +893,6 @@ def _unfindable_keys(rep: RecoveryReport, plan: RecoveryPlan, cfg: MessageStoreC
     files a crash dropped, or never: Java's buildIndex will not index it again
     (apache/rocketmq#8007, with ``messageIndexSafe`` off).  Read with the reput's own
     reader, so the keys are the ones dispatch would index."""
-    from ..format.record import RecordError
-    from ..scan.dispatch_request import read_dispatch_columns
 
     files = plan.files
     if not cfg.message_index_enable or not files or not len(plan.positions):
@@ -907,6 +905,24 @@ def _unfindable_keys(rep: RecoveryReport, plan: RecoveryPlan, cfg: MessageStoreC
     import pyarrow.compute as pc
 
     count, first = 0, []
+    for cols in _requests_between(files, lo, hi, cfg):
+        keyed = np.zeros(len(cols), bool)
+        for col in (cols.keys, cols.uniq_key):
+            keyed |= np.asarray(pc.fill_null(pc.greater(pc.utf8_length(pc.utf8_trim(col, " ")), 0), False).to_numpy(zero_copy_only=False), bool)
+        keyed &= np.asarray(goes_to_index(cols.sys_flag), bool)
+        count += int(keyed.sum())
+        first += cols.commitlog_offset[keyed][: 5 - len(first)].tolist() if len(first) < 5 else []
+    rep.index_unfindable, rep.index_unfindable_first = count, first
+
+
+def _requests_between(files, lo: int, hi: int, cfg: MessageStoreConfig):
+    """The dispatch requests (columns, a file at a time) of the records the acceptance
+    walk finds in ``[lo, hi)`` of the log, read with the reput's own reader; a file
+    whose records there do not read is skipped (recovery's own scan says where the log
+    ends, before it)."""
+    from ..format.record import RecordError
+    from ..scan.dispatch_request import read_dispatch_columns
+
     fsize = cfg.mapped_file_size_commit_log
     for f in files:
         a, b = max(lo, f.file_from_offset), min(hi, f.file_from_offset + f.file_size)
@@ -918,16 +934,9 @@ def _unfindable_keys(rep: RecoveryReport, plan: RecoveryPlan, cfg: MessageStoreC
         if not len(starts):
             continue
         try:
-            cols = read_dispatch_columns(view, starts, file_base=f.file_from_offset, file=str(f.path), delay_levels={})
+            yield read_dispatch_columns(view, starts, file_base=f.file_from_offset, file=str(f.path), delay_levels={})
         except RecordError:
-            continue  # damage: recovery's own scan says where, and the log ends before it
-        keyed = np.zeros(len(cols), bool)
-        for col in (cols.keys, cols.uniq_key):
-            keyed |= np.asarray(pc.fill_null(pc.greater(pc.utf8_length(pc.utf8_trim(col, " ")), 0), False).to_numpy(zero_copy_only=False), bool)
-        keyed &= np.asarray(goes_to_index(cols.sys_flag), bool)
-        count += int(keyed.sum())
-        first += cols.commitlog_offset[keyed][: 5 - len(first)].tolist() if len(first) < 5 else []
-    rep.index_unfindable, rep.index_unfindable_first = count, first
+            continue
 
 
 def _queues_left_short(rep: RecoveryReport, plan: RecoveryPlan, cfg: MessageStoreConfig) -> None:
@@ -938,8 +947,6 @@ def _queues_left_short(rep: RecoveryReport, plan: RecoveryPlan, cfg: MessageStor
     ``ConsumeQueue.recover`` ends a queue at its first invalid unit; the reput starts
     later).  The log between each such queue's end and the re-dispatch start is read
     with the reput's own reader."""
-    from ..format.record import RecordError
-    from ..scan.dispatch_request import read_dispatch_columns
 
     later = plan.handed_to_dispatch()
     hi = int(later[0]) if len(later) else rep.commitlog_end
@@ -949,20 +956,7 @@ def _queues_left_short(rep: RecoveryReport, plan: RecoveryPlan, cfg: MessageStor
         return
     lo = min(ends.values())
     found: dict[tuple[str, int], list] = {}
-    fsize = cfg.mapped_file_size_commit_log
-    for f in plan.files:
-        a, b = max(lo, f.file_from_offset), min(hi, f.file_from_offset + f.file_size)
-        if a >= b:
-            continue
-        view = _file_view(f, fsize)
-        s = scan_file(view, check_crc=False)
-        starts = s.starts[(s.starts + f.file_from_offset >= a) & (s.starts + f.file_from_offset < b)]
-        if not len(starts):
-            continue
-        try:
-            cols = read_dispatch_columns(view, starts, file_base=f.file_from_offset, file=str(f.path), delay_levels={})
-        except RecordError:
-            continue  # damage: recovery's own scan says where, and the log ends before it
+    for cols in _requests_between(plan.files, lo, hi, cfg):
         rows = np.flatnonzero(goes_to_consume_queue(cols.sys_flag))
         for r in rows.tolist():
             k = (cols.topic_of(r), int(cols.queue_id[r]))

@@ -63,17 +63,8 @@ class CommitLog:
         A record with a bad CRC is yielded as a Record (``crc_ok`` False): whether
         that ends the log is recovery's decision.
         """
-        files = self.queue.files
-        if not files:
-            return
-        start = self.min_offset if start is None else start
-        first = self.queue.find(start)
-        if first is None:
-            return
-        for i in range(self.queue.index_of(first), len(files)):
-            f = files[i]
+        for f, pos in self._files_from(start):
             buf = f.buf
-            pos = start - f.file_from_offset if f is first else 0
             while pos < len(buf):
                 if end is not None and f.file_from_offset + pos >= end:
                     return
@@ -104,6 +95,18 @@ class CommitLog:
                 continue
             yield item
 
+    def _files_from(self, start: int | None):
+        """The files a walk from ``start`` (a record boundary; the log's start when
+        None) passes, each with the in-file position it starts at."""
+        files = self.queue.files
+        start = self.min_offset if start is None else start
+        first = self.queue.find(start) if files else None
+        if first is None:
+            return
+        for i in range(self.queue.index_of(first), len(files)):
+            f = files[i]
+            yield f, start - f.file_from_offset if f is first else 0
+
     def batches(self, start: int | None = None, end: int | None = None, *, include_body: bool = True, columns=None) -> Iterator:
         """The records :meth:`walk` yields (MESSAGE and BLANK, a bad CRC flagged, not
         a stop), decoded in bulk by :mod:`rmqlab.scan.decode` as Arrow record batches
@@ -114,18 +117,10 @@ class CommitLog:
 
         from ..scan import decode as fd
 
-        files = self.queue.files
-        if not files:
-            return
-        start = self.min_offset if start is None else start
-        first = self.queue.find(start)
-        if first is None:
-            return
-        for i in range(self.queue.index_of(first), len(files)):
-            f = files[i]
+        for f, pos in self._files_from(start):
             base = f.file_from_offset
             a = np.frombuffer(f.buf, np.uint8)
-            expected = start if f is first else base
+            expected = base + pos
             blank = False
             gen = fd.scan_range(a, file_base=base, file=str(f.path), start=expected - base, resync=False, mode="lenient", include_body=include_body, columns=columns)
             try:
