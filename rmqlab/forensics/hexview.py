@@ -81,11 +81,11 @@ def _show(name: str | None, value, ctx) -> str:
     if name == "topic":
         return repr(decode_text(value))
     if name == "properties":
-        return " ".join(f"{k}={v}" for k, v in decode_pairs(value)) or "(none)"
+        return " ".join(f"{k}={v!r}" for k, v in decode_pairs(value)) or "(none)"
     if name == "body":
-        return f"{len(value)} bytes"
+        return f"{len(value)} bytes" + (" (compressed: sysFlag COMPRESSED)" if ctx.get("sys_flag", 0) & cl.FLAG_COMPRESSED else "")
     if name == "sys_flag":
-        return f"0x{value:X} ({cl.TRANSACTION_NAMES[value & cl.TRANSACTION_MASK]})"
+        return f"0x{value:X} ({' | '.join(cl.sys_flag_names(value))})"
     return str(value)
 
 

@@ -130,6 +130,8 @@ def test_text_views_show_what_rocketmq_parses(tmp_path):
     assert "inflated body" not in comp.stdout
     assert "inflated body inflated" in cli("lookup", root, "--offset", offsets[1], "--decompress").stdout
     assert "zlib-compressed" in cli("dump", root).stdout.splitlines()[1]
+    hexed = cli("hexdump", root / "commitlog" / f"{0:020d}", "--offset", offsets[1], "--length", 200).stdout
+    assert "sysFlag=0x301 (COMPRESSED | TRANSACTION_NOT_TYPE | COMPRESSION_ZLIB)" in hexed and "(compressed: sysFlag COMPRESSED)" in hexed
     long = cli("lookup", root, "--offset", offsets[2]).stdout
     assert "v" * 200 not in long and "…" in long and max(map(len, long.splitlines())) < 300
 
