@@ -12,9 +12,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
 from ..forensics.salvage import iter_salvage
-from .common import COMMITLOG_FILE_SIZE
+from ..rules import COMMITLOG_DIR
+from .common import COMMITLOG_FILE_SIZE, add_progress_option, progress_bar
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -24,6 +26,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--all", action="store_true", help="also the records RocketMQ's walk keeps (in-log)")
     p.add_argument("--weak", action="store_true", help="also candidates whose size and offset agree but whose CRC fails")
     p.add_argument("--commitlog-file-size", type=COMMITLOG_FILE_SIZE, metavar="BYTES", help="mappedFileSizeCommitLog (else inferred)")
+    add_progress_option(p)
     return p
 
 
@@ -32,11 +35,19 @@ def run(args) -> int:
     out = open(args.out, "w", encoding="utf-8") if args.out else sys.stdout
     by: dict[tuple[str, str], int] = {}
     n = 0
+    # progress: bytes of the commitlog passed (a record found tells how far the scan is)
+    path = Path(args.path)
+    files = [path] if path.is_file() else sorted(p for p in (path / COMMITLOG_DIR if (path / COMMITLOG_DIR).is_dir() else path).iterdir() if p.name.isdigit())
+    total = sum(p.stat().st_size for p in files)
+    base = int(files[0].name) if files and files[0].name.isdigit() else 0
     try:
-        for s in found:  # written as found: a capture of any size in bounded memory
-            out.write(json.dumps(s.to_dict(), ensure_ascii=False) + "\n")
-            by[(s.where, s.confidence)] = by.get((s.where, s.confidence), 0) + 1
-            n += 1
+        with progress_bar(args, total, "salvage") as bar:
+            for s in found:  # written as found: a capture of any size in bounded memory
+                out.write(json.dumps(s.to_dict(), ensure_ascii=False) + "\n")
+                by[(s.where, s.confidence)] = by.get((s.where, s.confidence), 0) + 1
+                n += 1
+                if bar is not None and n % 4096 == 1:
+                    bar.update(s.record.physical_offset - base, n)
     finally:
         if args.out:
             out.close()
