@@ -72,7 +72,7 @@ from ..store.consume_queue import CQ_DTYPE
 from ..rules import ABORT_FILE, CHECKPOINT_FILE, COMMITLOG_DIR, CONSUMEQUEUE_DIR, INDEX_DIR, LOCK_FILE, goes_to_consume_queue, goes_to_index
 from ..files.extent import data_regions, nonzero_extent, zero_runs
 from ..store.reader import infer_config, lock_state
-from .report import DAMAGED, CutRange, IndexChange, LostRecord, QueueChange, QueueShort, RecoveryReport, StopPoint
+from .report import UNREADABLE, CutRange, IndexChange, LostRecord, QueueChange, QueueShort, RecoveryReport, StopPoint
 from ..scan.acceptance import FileScan, scan_file
 
 STORE = "<store>"
@@ -844,7 +844,7 @@ def _lost_records(rep: RecoveryReport, plan: RecoveryPlan) -> None:
             phy = int(offs[i])
             if phy not in readable:
                 readable.add(phy)
-                lost.append(LostRecord(phy, int(e["size"][i]), q.topic, q.queue_id, base + i, DAMAGED))
+                lost.append(LostRecord(phy, int(e["size"][i]), q.topic, q.queue_id, base + i, UNREADABLE))
     lost.sort(key=lambda r: r.physical_offset)
     rep.cut = cut
     rep.cut_bytes = sum(c.length for c in cut)

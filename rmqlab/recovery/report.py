@@ -41,15 +41,16 @@ class CutRange:
     sidecar: str | None = None  # where the bytes were saved (in-place runs)
 
 
-#: a lost record whose bytes do not read as a record any more: its consume-queue entry
-#: past the new end of the log says where it was, how big, which queue
-DAMAGED = "damaged"
+#: a lost record whose bytes do not read as a record (damaged, or never written to
+#: disk before a crash): its consume-queue entry past the new end of the log says where
+#: it was, how big, which queue
+UNREADABLE = "unreadable"
 
 
 @dataclass
 class LostRecord:
     """A message record RocketMQ's truncation removes: readable in the cut bytes (see
-    ``rmqlab salvage``; ``confidence`` its salvage confidence), or ``DAMAGED``."""
+    ``rmqlab salvage``; ``confidence`` its salvage confidence), or ``UNREADABLE``."""
 
     physical_offset: int
     size: int
@@ -149,6 +150,11 @@ class RecoveryReport:
     def records_lost(self) -> int:
         return len(self.lost_records)
 
+    @property
+    def records_lost_readable(self) -> int:
+        """Lost records still readable in the cut bytes (``rmqlab salvage`` gets them back)."""
+        return sum(1 for r in self.lost_records if r.confidence != UNREADABLE)
+
     def queue(self, name: str) -> QueueChange | None:
         return next((q for q in self.queues if q.queue == name), None)
 
@@ -192,9 +198,9 @@ class RecoveryReport:
         else:
             out.append("  cut            nothing but zeros")
         if self.lost_records:
-            damaged = sum(1 for r in self.lost_records if r.confidence == DAMAGED)
-            out.append(f"  lost records   {len(self.lost_records)} message record(s) past the new end of the log: {len(self.lost_records) - damaged} readable in the cut bytes "
-                       f"(rmqlab salvage recovers them), {damaged} damaged (known from their consume-queue entries):")
+            unreadable = self.records_lost - self.records_lost_readable
+            out.append(f"  lost records   {len(self.lost_records)} message record(s) past the new end of the log: {self.records_lost_readable} readable in the cut bytes "
+                       f"(rmqlab salvage recovers them), {unreadable} unreadable (damaged or never written; known from their consume-queue entries):")
             for r in self.lost_records[:20]:
                 out.append(f"                 {r.physical_offset:>12}  {r.topic}/{r.queue_id} queue offset {r.queue_offset}, {r.size} bytes ({r.confidence})")
             if len(self.lost_records) > 20:

@@ -47,7 +47,7 @@ def test_a_zeroed_page_loses_every_record_the_truncation_removes(tmp_path):
     cut_entries = sum(q["cut_entries"] for q in rep["queues"])
     lost = rep["lost_records"]
     assert len(lost) == cut_entries == 114
-    assert {r["confidence"] for r in lost} == {"certain", "damaged"}
+    assert {r["confidence"] for r in lost} == {"certain", "unreadable"}
     assert lost[0]["physical_offset"] == rep["commitlog_end"]  # the record the page touched first
     v = json.loads(cli("verify", root, "--json").stdout)
     first = next(f for f in v["findings"] if f["severity"] == "error")
