@@ -282,3 +282,66 @@ def _search_file(store: StoreReader, f, timestamp: int, boundary: BoundaryType, 
         # no record at exactly that time: the first after it (LOWER), the last before it (UPPER)
         offset = right if lower else left
     return _java_div(base + offset, unit)
+
+
+# -- consumer progress ---------------------------------------------------------------------
+@dataclass
+class QueueProgress:
+    """One queue of one consumer group, as ``mqadmin consumerProgress`` shows it (Java
+    ``AdminBrokerProcessor.getConsumeStats``: brokerOffset = the queue's max offset,
+    consumerOffset = the committed one, 0 when the group committed none; diff = lag)."""
+
+    group: str
+    topic: str
+    queue_id: int
+    committed_offset: int | None  # None: the group committed nothing for this queue
+    min_offset: int
+    max_offset: int
+    lag: int  # max_offset - (committed_offset or 0); negative: committed past the end
+    next_store_timestamp: int | None  # store time of the next message to consume, if any
+    note: str | None = None
+
+    def to_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+def consumer_progress(store: StoreReader, offsets, group: str | None = None) -> list[QueueProgress]:
+    """Every queue of every ``topic@group`` of ``offsets``
+    (:class:`rmqlab.store.offsets.ConsumerOffsets`), and the other queues of the
+    topic the store holds: committed offset, the queue's [min, max), the lag, the store
+    time of the next message to consume.  A committed offset past the queue's end (a
+    crash that rolled the queue back) gives a negative lag and a note; one below its
+    min offset, a note (those messages were cleaned up)."""
+    min_off = store.commitlog.min_offset
+    present: dict[str, set[int]] = {}
+    for q in store.queue_ids():
+        present.setdefault(q.topic, set()).add(q.queue_id)
+    out = []
+    for (topic, g), queues in sorted(offsets.table.items()):
+        if group is not None and g != group:
+            continue
+        for qid in sorted(set(queues) | present.get(topic, set())):
+            committed = queues.get(qid)
+            note = None
+            lo = hi = 0
+            if qid in present.get(topic, set()):
+                try:
+                    lo, hi = store.consume_queue(topic, qid).valid_range(min_off)
+                except StoreFormatError as err:
+                    note = f"the consume queue cannot be read: {err}"
+            else:
+                note = "no consume queue in the store (the committed offset refers to nothing here)"
+            consumer = committed if committed is not None else 0
+            nxt = None
+            if committed is not None and committed > hi:
+                note = note or f"committed offset {committed} is past the queue's end {hi}: the queue lost its tail (a crash or a recovery cut it) after the group consumed it"
+            elif committed is not None and committed < lo:
+                note = note or f"committed offset {committed} is below the queue's min offset {lo}: those messages were deleted; the group resumes at {lo}"
+            if note is None and max(consumer, lo) < hi:
+                try:
+                    _, rec = get_message(store, topic, qid, max(consumer, lo))
+                    nxt = rec.store_timestamp
+                except StoreFormatError as err:
+                    note = f"the next message cannot be read: {err}"
+            out.append(QueueProgress(g, topic, qid, committed, lo, hi, hi - consumer, nxt, note))
+    return out

@@ -21,6 +21,7 @@ COMMANDS = [
     "dump",
     "lookup",
     "queue",
+    "offsets",
     "hexdump",
     "write",
     "recover",

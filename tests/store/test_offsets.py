@@ -1,0 +1,107 @@
+"""Consumer offsets (Java ConsumerOffsetManager, persisted by ConfigManager through
+fastjson) and the lag beside each queue, on a copy of a store RocketMQ wrote, with the
+offsets files written in RocketMQ's format: fastjson's unquoted Integer map keys, the
+``topic@group`` keys, ``dataVersion``; ``.bak`` and ``.tmp`` as MixAll.string2File
+leaves them."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tests.support import REFERENCE, copy_store
+from rmqlab.errors import StoreFormatError
+from rmqlab.lookup import consumer_progress
+from rmqlab.store import open_store
+from rmqlab.store.offsets import parse_fastjson, read_consumer_offsets
+
+# what ConsumerOffsetManager.encode(true) writes (fastjson, pretty): tabs, unquoted queue ids
+FASTJSON = """{
+\t"dataVersion":{
+\t\t"counter":7,
+\t\t"stateVersion":0,
+\t\t"timestamp":1795303734000
+\t},
+\t"offsetTable":{
+\t\t"TopicA@billing":{0:40,1:53,2:0,3:10
+\t\t},
+\t\t"TopicB@audit{1:2}":{1:5
+\t\t}
+\t},
+\t"pullOffsetTable":{},
+\t"resetOffsetTable":{}
+}"""
+
+
+def cli(*argv):
+    return subprocess.run([sys.executable, "-m", "rmqlab", *map(str, argv)], capture_output=True, text=True)
+
+
+@pytest.fixture
+def store(tmp_path):
+    root = copy_store("clean", tmp_path)
+    (root / "config").mkdir(exist_ok=True)
+    (root / "config" / "consumerOffset.json").write_text(FASTJSON)
+    return root
+
+
+def test_fastjson_keys_are_read_and_strings_left_alone():
+    doc = parse_fastjson(FASTJSON)
+    assert doc["offsetTable"]["TopicA@billing"] == {"0": 40, "1": 53, "2": 0, "3": 10}
+    assert "TopicB@audit{1:2}" in doc["offsetTable"]  # a key-like run inside a string stays as it is
+    with pytest.raises(StoreFormatError) as err:
+        parse_fastjson('{"offsetTable":{"a@b":{0:1,', "x.json")
+    assert err.value.offset is not None
+
+
+def test_lag_beside_each_queue_as_rocketmq_holds_them(store):
+    dump = json.loads((REFERENCE / "clean" / "dump.json").read_text())
+    manifest = json.loads((REFERENCE / "clean" / "manifest.json").read_text())["messages"]
+    stored = {(m["topic"], m["queueId"], m["queueOffset"]): m["storeTimestamp"] for m in manifest}
+    offsets = read_consumer_offsets(store)
+    assert offsets.source.endswith("config/consumerOffset.json") and offsets.data_version["counter"] == 7 and not offsets.notes
+    with open_store(store) as st:
+        rows = consumer_progress(st, offsets, "billing")
+    assert [r.queue_id for r in rows] == [0, 1, 2, 3]
+    for r in rows:
+        cq = dump["consumeQueues"][f"TopicA/{r.queue_id}"]
+        assert (r.min_offset, r.max_offset) == (cq["minOffset"], cq["maxOffset"])
+        assert r.lag == cq["maxOffset"] - r.committed_offset
+        if r.committed_offset < cq["maxOffset"]:
+            assert r.next_store_timestamp == stored[("TopicA", r.queue_id, r.committed_offset)] and r.note is None
+        else:  # 53 is past TopicA/1's end: the queue lost what the group had consumed
+            assert r.lag < 0 and r.next_store_timestamp is None and "past the queue's end" in r.note
+    with open_store(store) as st:
+        audit = consumer_progress(st, offsets, "audit{1:2}")
+    assert {r.queue_id: r.committed_offset for r in audit} == {0: None, 1: 5, 2: None, 3: None}  # every queue of the topic
+    assert all(r.lag == r.max_offset - (r.committed_offset or 0) for r in audit)
+
+
+def test_bak_and_tmp_as_configmanager_leaves_them(store):
+    cfg = store / "config"
+    (cfg / "consumerOffset.json.bak").write_text(FASTJSON.replace("0:40", "0:30"))
+    (cfg / "consumerOffset.json.tmp").write_text(FASTJSON[:100])  # a persist a crash interrupted
+    offsets = read_consumer_offsets(store)
+    assert offsets.committed("billing", "TopicA", 0) == 40
+    assert any("consumerOffset.json.tmp is left over and torn" in n for n in offsets.notes)
+    assert any(".bak (the previous persist) differs in 1 committed offset" in n for n in offsets.notes)
+    (cfg / "consumerOffset.json").write_text(FASTJSON[:60])  # torn: RocketMQ's load falls back to .bak
+    offsets = read_consumer_offsets(store)
+    assert offsets.source.endswith(".bak") and offsets.committed("billing", "TopicA", 0) == 30
+    assert any("cannot be read" in n and "RocketMQ loads consumerOffset.json.bak" in n for n in offsets.notes)
+
+
+def test_offsets_command(store, tmp_path):
+    out = cli("offsets", store, "--json", "--group", "billing")
+    assert out.returncode == 0, out.stderr
+    rows = [json.loads(line) for line in out.stdout.splitlines()]
+    assert {k for k in rows[0]} >= {"group", "topic", "queue_id", "committed_offset", "min_offset", "max_offset", "lag"}
+    assert [r["lag"] for r in rows if r["lag"] < 0] == [52 - 53]
+    text = cli("offsets", store).stdout
+    assert "billing: " in text and "message(s) not consumed yet" in text and "! committed offset 53 is past the queue's end" in text
+    bare = copy_store("crash", tmp_path / "bare")
+    none = cli("offsets", bare)
+    assert none.returncode == 1 and "no config/consumerOffset.json" in none.stderr
