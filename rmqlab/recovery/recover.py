@@ -59,7 +59,7 @@ import numpy as np
 
 
 from ..config import MessageStoreConfig
-from ..errors import StoreLayoutError
+from ..errors import StoreFormatError, StoreLayoutError
 from ..files import MappedFileQueue
 from ..format import commitlog as cl
 from ..format.checkpoint import CheckpointV5, min_timestamp as cp_min_timestamp, min_timestamp_index as cp_min_timestamp_index
@@ -72,7 +72,7 @@ from ..store.consume_queue import CQ_DTYPE
 from ..rules import ABORT_FILE, CHECKPOINT_FILE, COMMITLOG_DIR, CONSUMEQUEUE_DIR, INDEX_DIR, LOCK_FILE, goes_to_consume_queue, goes_to_index
 from ..files.extent import data_regions, nonzero_extent, zero_runs
 from ..store.reader import infer_config, lock_state
-from .report import UNREADABLE, CutRange, IndexChange, LostRecord, QueueChange, QueueShort, RecoveryReport, StopPoint
+from .report import UNREADABLE, CutRange, GroupLoss, IndexChange, LostRecord, QueueChange, QueueShort, RecoveryReport, StopPoint
 from ..scan.acceptance import FileScan, scan_file
 
 STORE = "<store>"
@@ -939,6 +939,31 @@ def _requests_between(files, lo: int, hi: int, cfg: MessageStoreConfig):
             continue
 
 
+def _group_losses(rep: RecoveryReport, root: Path) -> None:
+    """Per consumer group (config/consumerOffset.json, as ConfigManager.load reads it),
+    what the queues' cut costs it: the cut messages at or past its committed offset
+    were never delivered to it and are gone; a committed offset past a queue's new end
+    means it had consumed messages the recovery removed."""
+    from ..store.offsets import read_consumer_offsets
+
+    cut = {q.queue: q for q in rep.queues if q.cut_entries}
+    if not cut:
+        return
+    try:
+        offsets = read_consumer_offsets(root)
+    except StoreFormatError as err:
+        rep.notes.append(f"consumer offsets not read: {err}")
+        return
+    for (topic, group), queues in sorted(offsets.table.items()):
+        for qid, committed in sorted(queues.items()):
+            q = cut.get(f"{topic}/{qid}")
+            if q is None:
+                continue
+            lo, hi = q.max_offset_before - q.cut_entries, q.max_offset_before
+            lost = max(0, hi - max(committed, lo))
+            rep.group_losses.append(GroupLoss(group, q.queue, committed, lo, hi, lost, q.max_offset_after))
+
+
 def _queues_left_short(rep: RecoveryReport, plan: RecoveryPlan, cfg: MessageStoreConfig) -> None:
     """Queues that end before the re-dispatch starts while the log holds more of their
     records in between: RocketMQ's recovery does not put those back (abnormal: it
@@ -1192,6 +1217,7 @@ def plan(
     _lost_records(rep, p)
     _unfindable_keys(rep, p, cfg)
     _queues_left_short(rep, p, cfg)
+    _group_losses(rep, root)
     rep.timings["dispatch_plan_s"] = time.perf_counter() - t1
     if not rep.load_ok:
         rep.notes.append("RocketMQ's load() returns false for this store and the broker does not start; rmqlab reads short files as zero-padded")

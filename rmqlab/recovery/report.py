@@ -61,6 +61,25 @@ class LostRecord:
 
 
 @dataclass
+class GroupLoss:
+    """What a recovery's cut of one queue costs one consumer group (its committed
+    offset from config/consumerOffset.json): the cut messages it had not consumed yet,
+    and whether its committed offset ends up past the queue's new end."""
+
+    group: str
+    queue: str
+    committed_offset: int
+    cut_from: int  # the cut queue offsets: [cut_from, cut_to)
+    cut_to: int
+    unconsumed_lost: int  # cut messages at or past the committed offset
+    new_max_offset: int
+
+    @property
+    def committed_past_end(self) -> bool:
+        return self.committed_offset > self.new_max_offset
+
+
+@dataclass
 class QueueShort:
     """A consume queue RocketMQ's recovery leaves short: the log holds ``missing``
     records of it (from ``first_queue_offset``, the first at ``first_physical_offset``)
@@ -134,6 +153,7 @@ class RecoveryReport:
     #: buildIndex skips what is below the kept index's endPhyOffset, and re-dispatch
     #: starts later): how many, and the first offsets
     queues_short: list[QueueShort] = field(default_factory=list)
+    group_losses: list[GroupLoss] = field(default_factory=list)
     index_unfindable: int = 0
     index_unfindable_first: list[int] = field(default_factory=list)
     log_lines: list[str] = field(default_factory=list)  # what RocketMQ would log, <store> for the root
@@ -221,6 +241,10 @@ class RecoveryReport:
             if q.added_entries:
                 parts.append(f"{q.added_entries} entries re-dispatched")
             out.append(f"    {q.queue:<28} {'; '.join(parts)}; max offset {q.max_offset_before} → {q.max_offset_after}")
+        for g in self.group_losses:
+            past = f"; its committed offset {g.committed_offset} ends past the queue's new end {g.new_max_offset}" if g.committed_past_end else ""
+            out.append(f"  group loss     {g.group} on {g.queue}: {g.unconsumed_lost} cut message(s) it had not consumed yet "
+                       f"(queue offsets [{g.cut_from}, {g.cut_to}) are cut, it had committed {g.committed_offset}){past}")
         for q in self.queues_short:
             out.append(f"  left short     {q.queue}: {q.missing} record(s) of the log (queue offset {q.first_queue_offset} on, the first at {q.first_physical_offset}) "
                        f"lie between the queue's end and where re-dispatch starts ({q.redispatch_from}): RocketMQ's recovery does not put them back")

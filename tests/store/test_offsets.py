@@ -105,3 +105,27 @@ def test_offsets_command(store, tmp_path):
     bare = copy_store("crash", tmp_path / "bare")
     none = cli("offsets", bare)
     assert none.returncode == 1 and "no config/consumerOffset.json" in none.stderr
+
+
+def test_recovery_says_what_its_cut_costs_each_group(tmp_path):
+    """crash-torn: RocketMQ's recovery cuts TopicB/2's last unit (its dump: maxOffset 52
+    after recovery).  Three groups committed before the crash: one had consumed the
+    cut message (its committed offset ends past the new end), two had not (lost to
+    them).  After the recovery, `offsets` shows the first one's negative lag."""
+    root = copy_store("crash-torn", tmp_path)
+    (root / "config").mkdir(exist_ok=True)
+    (root / "config" / "consumerOffset.json").write_text('{"offsetTable":{"TopicB@fast":{2:53},"TopicB@slow":{2:40},"TopicB@caught":{2:52},"TopicA@other":{2:3}}}')
+    from rmqlab.recovery import recover
+
+    rep = recover(root)
+    after = json.loads((REFERENCE / "crash-torn" / "dump.json").read_text())["consumeQueues"]["TopicB/2"]["maxOffset"]
+    losses = {g.group: g for g in rep.group_losses}
+    assert set(losses) == {"fast", "slow", "caught"}  # TopicA/2 lost nothing
+    assert all((g.cut_from, g.cut_to, g.new_max_offset) == (after, after + 1, after) for g in losses.values())
+    assert (losses["fast"].unconsumed_lost, losses["fast"].committed_past_end) == (0, True)
+    assert (losses["slow"].unconsumed_lost, losses["caught"].unconsumed_lost) == (1, 1)
+    assert "group loss     slow on TopicB/2: 1 cut message(s)" in rep.to_text()
+    out = tmp_path / "recovered"
+    recover(root, out=out)
+    rows = {r["group"]: r for r in map(json.loads, cli("offsets", out, "--json").stdout.splitlines()) if r["topic"] == "TopicB" and r["queue_id"] == 2}
+    assert rows["fast"]["lag"] == after - 53 < 0 and rows["caught"]["lag"] == 0 and rows["slow"]["lag"] == after - 40
