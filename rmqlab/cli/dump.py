@@ -1,4 +1,10 @@
-"""``rmqlab dump STORE`` — records in commitlog order (text, or one JSON object per line)."""
+"""``rmqlab dump STORE`` — records in commitlog order (text, or one JSON object per line).
+
+Lists what RocketMQ serves: the log up to where its recovery ends it.  Exit status: 0;
+1 when non-zero bytes follow the end of the log (one warning names the file, offset,
+byte count and the readable records among them: ``rmqlab salvage`` gives them back);
+2 when the store cannot be read.
+"""
 
 from __future__ import annotations
 
@@ -43,11 +49,16 @@ def run(args) -> int:
         raise RmqlabError(f"--to {args.end} is not after --from {args.start}: nothing to dump")
     with open_from_args(args) as store, progress_bar(args, commitlog_bytes(args.store), "dump") as bar:
         progress = bar or Silent()
+        # RocketMQ serves the log up to where its recovery ends it (the last file's chain,
+        # up to its first record that fails its CRC): what lies after is not listed
+        end = store.commitlog.served_end()
+        stop = end if args.end is None else min(args.end, end)
         try:
             if args.json:
-                return _json(store, args, progress)
+                _json(store, args, stop, progress)
+                return _after_the_end(store, end)
             base = store.commitlog.min_offset
-            for n, rec in enumerate(store.commitlog.iter_records(args.start, args.end, include_blank=True)):
+            for n, rec in enumerate(store.commitlog.iter_records(args.start, stop, include_blank=True)):
                 if selected(rec, args):
                     print(record_line(rec))
                 if n % 4096 == 0:
@@ -59,10 +70,29 @@ def run(args) -> int:
             # the end of the log, as RocketMQ's walk finds it: what follows is dead bytes
             print(f"rmqlab dump: the log ends at {at} ({err.file} @ {err.offset}); the bytes after it are dead "
                   "(a clean exit, and no queue or index entry points there: see `rmqlab verify`)", file=sys.stderr)
-    return 0
+            return 1
+        return _after_the_end(store, end)
 
 
-def _json(store, args, progress) -> int:
+def _after_the_end(store, end: int) -> int:
+    """0 when the log ends cleanly (zeros after its end); else one warning naming the
+    file, offset, byte count and the readable records there, and 1."""
+    from ..files.extent import nonzero_extent
+    from ..forensics.salvage import AFTER_CUT, iter_salvage
+
+    f = store.commitlog.queue.find(end) or (store.commitlog.queue.files[-1] if store.commitlog.queue.files else None)
+    if f is None or end - f.file_from_offset >= f.file_size:
+        return 0
+    ext = nonzero_extent(f.path, end - f.file_from_offset)
+    if ext is None:
+        return 0
+    readable = sum(1 for s in iter_salvage(f.path) if s.where == AFTER_CUT)
+    print(f"rmqlab dump: the log ends at {end} ({f.path} @ {end - f.file_from_offset}); {ext[1] - ext[0]} non-zero byte(s) follow up to byte {ext[1]}, "
+          f"{readable} readable record(s) among them, not served by RocketMQ (`rmqlab salvage` gives them back)", file=sys.stderr)
+    return 1
+
+
+def _json(store, args, stop: int, progress) -> None:
     """The same records, decoded and serialised in bulk (a batch of lines per write)."""
     import pyarrow.compute as pc
 
@@ -71,7 +101,7 @@ def _json(store, args, progress) -> int:
 
     filtered = args.topic is not None or args.queue is not None
     base, records = store.commitlog.min_offset, 0
-    for batch in store.commitlog.batches(args.start, args.end):
+    for batch in store.commitlog.batches(args.start, stop):
         records += batch.num_rows
         progress.update(batch.column("physical_offset")[-1].as_py() - base, records)
         if args.topic is not None:
@@ -86,4 +116,3 @@ def _json(store, args, progress) -> int:
                 row = batch.slice(b, 1).to_pylist()[0]
                 write_bytes(json.dumps({"physical_offset": row["physical_offset"], "total_size": row["total_size"], "magic": row["magic"], "kind": KIND_BLANK}).encode() + b"\n")
             start = b + 1
-    return 0

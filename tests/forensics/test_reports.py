@@ -88,14 +88,15 @@ def test_garbage_after_a_clean_log_is_left_and_named_once(tmp_path):
     assert v["ok"] and [f["kind"] for f in v["findings"]] == ["DEAD_BYTES"]
     assert (v["findings"][0]["file"], v["findings"][0]["offset"]) == (str(path), pos)
     assert "after the damaged record" not in json.dumps(v)
-    dump = cli("dump", root, "--json")
-    assert dump.returncode == 0 and len(dump.stdout.splitlines()) == v["stats"]["records"] and "the log ends at 363733" in dump.stderr
+    dump = cli("dump", root, "--json")  # the live records, one warning about what follows, exit 1
+    assert dump.returncode == 1 and len(dump.stdout.splitlines()) == v["stats"]["records"]
+    assert "the log ends at 363733" in dump.stderr and "64 non-zero byte(s) follow" in dump.stderr and len(dump.stderr.splitlines()) == 1
 
 
 def test_after_an_applied_recovery_the_cut_bytes_are_dead_not_damage(tmp_path):
     """crash-torn recovered (--out, without --zero-tail): RocketMQ leaves the torn
     record's bytes past the new end; verify of the result is OK with one DEAD_BYTES
-    finding, dump reads to the end of the log and exits 0."""
+    finding, dump lists exactly the records RocketMQ kept and says (exit 1) that bytes follow."""
     out = tmp_path / "recovered"
     assert cli("recover", REFERENCE / "crash-torn" / "store", "--out", out).returncode == 0
     v = json.loads(cli("verify", out, "--json").stdout)
@@ -103,7 +104,9 @@ def test_after_an_applied_recovery_the_cut_bytes_are_dead_not_damage(tmp_path):
     end = json.loads((REFERENCE / "crash-torn" / "dump.json").read_text())["recovery"]["commitLogMaxOffsetAfterRecovery"]
     assert v["stats"]["log_end"] == end
     dump = cli("dump", out, "--json")
-    assert dump.returncode == 0 and json.loads(dump.stdout.splitlines()[-1])["physical_offset"] < end
+    kept = [w["physicalOffset"] for w in json.loads((REFERENCE / "crash-torn" / "dump.json").read_text())["commitLogWalk"] if w["kind"] == "MESSAGE"]
+    assert dump.returncode == 1 and [json.loads(line)["physical_offset"] for line in dump.stdout.splitlines()] == kept
+    assert "192 non-zero byte(s) follow" in dump.stderr
     # the crashed original is damage, not dead bytes: its queues point past the end
     assert not json.loads(cli("verify", REFERENCE / "crash-torn" / "store", "--json").stdout)["ok"]
 
