@@ -1,9 +1,16 @@
-"""``rmqlab queue STORE --topic T --queue-id Q`` — the consume-queue entries of one queue."""
+"""``rmqlab queue STORE --topic T --queue-id Q`` — the consume-queue entries of one queue.
+
+Lists the units RocketMQ serves: those pointing at or past the end of the log (a crash
+dispatched them; RocketMQ's recovery cuts them) are left out with one warning, and the
+exit status is then 1.
+"""
 
 from __future__ import annotations
 
 import argparse
+import sys
 
+from .. import lookup
 from .common import add_store_options, open_from_args, print_json
 
 
@@ -21,12 +28,20 @@ def run(args) -> int:
         cq = store.consume_queue(args.topic, args.queue_id)
         lo, hi = cq.valid_range(store.commitlog.min_offset)
         entries = cq.iter_entries(store.commitlog.min_offset)  # a file's chunk at a time: any queue in bounded memory
+        end = store.commitlog.served_end()
+        past = lookup.entries_past_the_log(store, args.topic, args.queue_id)
         if not args.json:
             print(f"{args.topic}/{args.queue_id}: offsets [{lo}, {hi}), {len(cq.queue.files)} file(s) in {cq.directory}")
             print(f"{'queue_offset':>12}  {'commitlog_offset':>16}  {'size':>8}  {'tags_code':>20}")
         for e in entries:
+            if e.queue_offset >= hi - past:  # the suffix RocketMQ's truncateDirtyLogicFiles cuts
+                break
             if args.json:
                 print_json(e.to_dict())
             else:
                 print(f"{e.queue_offset:>12}  {e.commitlog_offset:>16}  {e.size:>8}  {e.tags_code:>20}")
+    if past:
+        print(f"rmqlab queue: {past} unit(s) of {args.topic}/{args.queue_id} point at or past the end of the log ({end}) and are not listed: "
+              f"a crash dispatched them, RocketMQ's recovery cuts them (the queue then ends at {hi - past})", file=sys.stderr)
+        return 1
     return 0

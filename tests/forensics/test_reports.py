@@ -164,3 +164,15 @@ def test_hexdump_follows_an_index_chain_and_numbers_units(tmp_path):
     cut.write_bytes(index.read_bytes()[:1000])
     refused = cli("hexdump", cut)
     assert refused.returncode == 2 and "--max-hash-slot-num" in refused.stderr and "--max-index-num" not in refused.stderr
+
+
+def test_queue_lists_the_units_rocketmq_serves():
+    """crash-torn: TopicB/2's last unit points at the torn record; RocketMQ's recovery
+    cuts it (its dump: 52 units).  queue lists RocketMQ's units, warns once, exits 1;
+    on the clean store every unit is listed and it exits 0."""
+    torn = cli("queue", REFERENCE / "crash-torn" / "store", "--topic", "TopicB", "--queue-id", 2, "--json")
+    want = json.loads((REFERENCE / "crash-torn" / "dump.json").read_text())["consumeQueues"]["TopicB/2"]["cqUnits"]
+    assert torn.returncode == 1 and len(torn.stderr.splitlines()) == 1 and "1 unit(s) of TopicB/2" in torn.stderr
+    assert [(u["queue_offset"], u["commitlog_offset"]) for u in map(json.loads, torn.stdout.splitlines())] == [(u["queueOffset"], u["physicalOffset"]) for u in want]
+    clean = cli("queue", REFERENCE / "clean" / "store", "--topic", "TopicB", "--queue-id", 2, "--json")
+    assert clean.returncode == 0 and clean.stderr == ""
