@@ -72,6 +72,19 @@ def nonzero_extent(path: Path, start: int, chunk: int = 8 << 20) -> tuple[int, i
         os.close(fd)
 
 
+def nonzero_past(files, offset: int):
+    """Each of ``files`` (the mapped files of one queue, in order) that holds non-zero
+    bytes at or past physical ``offset``: ``(file, the in-file position the search
+    starts at, (first, last+1) non-zero byte)``."""
+    for f in files:
+        if f.file_from_offset + f.file_size <= offset:
+            continue
+        start = max(0, offset - f.file_from_offset)
+        ext = nonzero_extent(f.path, start)
+        if ext is not None:
+            yield f, start, ext
+
+
 def zero_runs(buf, lo: int, hi: int, min_length: int = 64) -> list[tuple[int, int]]:
     """The runs of at least ``min_length`` zero bytes in ``buf[lo:hi]``, as
     ``(start, end)`` positions of ``buf``, in order."""

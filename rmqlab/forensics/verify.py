@@ -41,7 +41,7 @@ from .. import reprs
 from ..config import MessageStoreConfig
 from ..errors import StoreFormatError
 from ..progress import Progress, Silent
-from ..files.extent import nonzero_extent, zero_runs
+from ..files.extent import nonzero_extent, nonzero_past, zero_runs
 from ..format.consumequeue import CQ_STORE_UNIT_SIZE, PRE_BLANK_SIZE
 from ..format.indexfile import IndexHeader, entry_position, slot_position
 from ..format.layout import PHYSICAL_OFFSET_AT
@@ -185,7 +185,7 @@ class _Queue:
     key: int
     lo: int
     hi: int
-    parts: list  # (queue offset of the first slot, slots, their commitlog offsets sorted?)
+    parts: list  # per file: (queue offset of the first slot, the slots, whether their commitlog offsets ascend)
 
 
 @dataclass
@@ -276,15 +276,9 @@ class _Verifier:
         for key, n in self._past_unlisted.items():
             self._unlisted[key][1] -= n
         self._unlisted = {k: v for k, v in self._unlisted.items() if v[1] > 0}
-        nonzero, last, first_file = 0, None, None
-        for f in self.store.commitlog.queue.files:
-            if f.file_from_offset + len(f.buf) <= self.log_end:
-                continue
-            ext = nonzero_extent(f.path, max(0, self.log_end - f.file_from_offset))
-            if ext is not None:
-                first_file = first_file or str(f.path)
-                last = (str(f.path), ext[1])
-                nonzero += 1
+        last = None
+        for f, _, (_, hi) in nonzero_past(self.store.commitlog.queue.files, self.log_end):
+            last = (str(f.path), hi)
         file, fpos = self._where(self.log_end)
         upto = f" up to {last[0]} @ {last[1]}" if last else ""
         self.report.findings.append(Finding("DEAD_BYTES", WARNING, file, fpos,
@@ -312,8 +306,12 @@ class _Verifier:
             self.topic_names.append(t)
         return code
 
+    def _queue_of(self, key: int) -> tuple[str, int]:
+        """(topic, queue id) of a queue key (:meth:`_queue_key`)."""
+        return self.topic_names[key >> 32], int(np.int32(np.uint32(key & 0xFFFFFFFF)))
+
     def _queue_name(self, key: int) -> str:
-        return f"{self.topic_names[key >> 32]}/{np.int32(np.uint32(key & 0xFFFFFFFF))}"
+        return "{}/{}".format(*self._queue_of(key))
 
     # -- files ------------------------------------------------------------------------------
     def check_layout(self) -> None:
@@ -334,7 +332,7 @@ class _Verifier:
             except StoreFormatError as err:
                 self.add("LAYOUT", ERROR, err.file, err.offset, err.message)
                 continue
-            key = int(self._queue_key(np.zeros(1, np.int64), [qid.topic], np.array([qid.queue_id], np.int64))[0])
+            key = int(self._queue_key(np.zeros(1, np.int64), [qid.topic], np.array([qid.queue_id], np.int64))[0])  # as the records' keys are made
             if not cq.queue.files:
                 self.queues.append(_Queue(qid, cq, key, 0, 0, []))
                 continue
@@ -482,7 +480,7 @@ class _Verifier:
             if ended:
                 continue
             if damaged_at is not None:  # no provable record after the damage
-                self._tail(a, damaged_at, path, base, after_damage=True)
+                self._tail(damaged_at, path, base, after_damage=True)
             elif expected is not None and expected - base < len(a):
                 self._torn_last_record(a, last_record, path, base)
                 self._zero_tail(a, expected - base, path, base)
@@ -518,9 +516,9 @@ class _Verifier:
 
     def _zero_tail(self, a: np.ndarray, p: int, path: str, base: int) -> None:
         self._stop(base + p)
-        self._tail(a, p, path, base, after_damage=False)
+        self._tail(p, path, base, after_damage=False)
 
-    def _tail(self, a: np.ndarray, pos: int, path: str, base: int, after_damage: bool) -> None:
+    def _tail(self, pos: int, path: str, base: int, after_damage: bool) -> None:
         ext = nonzero_extent(Path(path), pos)
         if ext is None:
             return
@@ -537,12 +535,11 @@ class _Verifier:
         crc_bad = np.flatnonzero(kind != KIND_MESSAGE)
         for r in crc_bad.tolist():
             p = int(pos[r]) - base
+            rec = decode_record(a, p, file=path, file_base=base, check_crc=True, read_body=False)
             if kind[r] == BODY_CRC:  # the decoder flags it only where there is a body
-                rec = decode_record(a, p, file=path, file_base=base, check_crc=True, read_body=False)
                 self._stop(int(pos[r]), by_damage=True)
                 self.add(BODY_CRC, ERROR, path, p, f"body CRC stored {rec.body_crc}, computed {rec.body_crc_computed}", phy=int(pos[r]))
             else:
-                rec = decode_record(a, p, file=path, file_base=base, check_crc=True, read_body=False)
                 self.add(PROPERTY_CRC, ERROR, path, p, f"__CRC32# says {rec.property_crc}, computed {rec.property_crc_computed}", phy=int(pos[r]))
         stored = np.lib.stride_tricks.sliding_window_view(a, 8)[pos - base + PHYSICAL_OFFSET_AT].copy().view(">i8").reshape(-1)
         for r in np.flatnonzero(stored != pos).tolist():
@@ -802,7 +799,7 @@ class _Verifier:
                          f"queue offset {last[0]} ({last[0] - Q.hi + 1} record(s){at}): they are not in the queue" + RECOVERY_DECIDES)
         for key, (qoff, phy) in self.queue_last.items():
             if key not in seen:
-                topic, qid = self.topic_names[key >> 32], int(np.int32(np.uint32(key & 0xFFFFFFFF)))
+                topic, qid = self._queue_of(key)
                 self.add("CQ_MISSING_QUEUE", ERROR, str(self.root / CONSUMEQUEUE_DIR / topic / str(qid)), None, f"the log holds records of {topic}/{qid} (up to queue offset {qoff}) but there is no consume queue; abnormal recovery rebuilds it")
         self.report.stats.update(consume_queues=len(self.queues), cq_entries=self.n_cq_entries)
         self.report.stats.update(index_files=len(self.indexes), index_entries=self.n_index_entries)
@@ -827,12 +824,12 @@ class _Verifier:
                 if cp.physic_msg_timestamp > self.max_store_ts and self.max_store_ts:
                     self.add("CHECKPOINT_AHEAD", WARNING, cp_path, 0, f"physicMsgTimestamp {cp.physic_msg_timestamp} is after the newest record in the log ({self.max_store_ts}): flushed data is missing")
                 try:
-                    for f in self.store.index.files if (self.root / ABORT_FILE).exists() else []:
+                    for f in self.store.index.files if self.store.abort_exists else []:
                         if f.end_timestamp > cp.index_msg_timestamp:
                             self.add("INDEX_AFTER_CHECKPOINT", INFO, f.path, 8, f"endTimestamp {f.end_timestamp} > checkpoint indexMsgTimestamp {cp.index_msg_timestamp}: abnormal recovery deletes this file and rebuilds it")
                 except StoreFormatError:
                     pass
-        if (self.root / ABORT_FILE).exists():
+        if self.store.abort_exists:
             content = self.store.abort_content() or ""
             self.add("ABORT_PRESENT", WARNING, self.root / ABORT_FILE, None, f"the last exit was not clean (abort holds {content!r}); RocketMQ will run abnormal recovery")
         state = self.store.lock_state()

@@ -70,7 +70,7 @@ from ..format.layout import PREFIX_DTYPES, store_timestamp_at
 from ..format.record import decode_record
 from ..store.consume_queue import CQ_DTYPE
 from ..rules import ABORT_FILE, CHECKPOINT_FILE, COMMITLOG_DIR, CONSUMEQUEUE_DIR, INDEX_DIR, LOCK_FILE, goes_to_consume_queue, goes_to_index
-from ..files.extent import data_regions, nonzero_extent, zero_runs
+from ..files.extent import data_regions, nonzero_extent, nonzero_past, zero_runs
 from ..store.reader import infer_config, lock_state
 from .report import UNREADABLE, CutRange, GroupLoss, IndexChange, LostRecord, QueueChange, QueueShort, RecoveryReport, StopPoint
 from ..scan.acceptance import FileScan, scan_file
@@ -542,14 +542,13 @@ class _Planner:
             c = s.stop
             zero_tail = False
             if c is not None:
-                zero_tail = c.kind == "BAD_MAGIC" and nonzero_extent(f.path, s.end) is None
+                ext = nonzero_extent(f.path, s.end)
+                zero_tail = c.kind == "BAD_MAGIC" and ext is None
                 if c.java_log:
                     log.append(c.java_log.replace("{offset}", str(process)))
                 rep.stop = StopPoint(c.kind or "", str(f.path), s.end, process, c.message, zero_tail)
-                if not zero_tail:  # zeros amid data after the stop: name them (a zeroed page)
-                    ext = nonzero_extent(f.path, s.end)
-                    if ext is not None:
-                        rep.stop.zeroed = [list(z) for z in zero_runs(f.buf, s.end, ext[1])]
+                if ext is not None:  # zeros amid data after the stop: name them (a zeroed page)
+                    rep.stop.zeroed = [list(z) for z in zero_runs(f.buf, s.end, ext[1])]
             log.append(f"recover physics file end, {STORE}/{COMMITLOG_DIR}/{f.path.name}" + (f" pos={c.java_pos if c else s.end}" if abort else ""))
             break
         rep.commitlog_end = process
@@ -821,15 +820,7 @@ def _lost_records(rep: RecoveryReport, plan: RecoveryPlan) -> None:
     files = plan.files
     cut: list[CutRange] = []
     lost: list[LostRecord] = []
-    for f in files:
-        end = f.file_from_offset + f.file_size
-        if end <= process:
-            continue
-        start_in = max(0, process - f.file_from_offset)
-        ext = nonzero_extent(f.path, start_in)
-        if ext is None:
-            continue
-        a, b = ext
+    for f, start_in, (_, b) in nonzero_past(files, process):
         cut.append(CutRange(str(f.path), start_in, b - start_in, "tail" if f.file_from_offset <= process else "file"))
         for s in salvage_buffer(f.buf, file=str(f.path), file_base=f.file_from_offset, log_end=start_in, start=start_in, include_in_log=False):
             r = s.record

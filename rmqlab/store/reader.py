@@ -176,7 +176,7 @@ class StoreReader:
         RocketMQ's walk stops at such a point the log simply ends there: what a
         recovery that did not zero the cut bytes leaves, or garbage written after a
         clean shutdown.  Java serves nothing from them."""
-        return not (self.root / ABORT_FILE).exists() and not self.refers_past(physical_offset)
+        return not self.abort_exists and not self.refers_past(physical_offset)
 
     def abort_content(self) -> str | None:
         p = self.root / ABORT_FILE
