@@ -43,7 +43,6 @@ class ConsumeQueue:
         self.queue_id = queue_id
         self.queue = MappedFileQueue(directory, mapped_file_size, strict=strict)
         self.directory = self.queue.directory
-        self._entries: np.ndarray | None = None
         self._range: tuple[int, tuple[int, int]] | None = None
 
     def parts(self, lo: int | None = None, hi: int | None = None) -> list[tuple[int, np.ndarray]]:
@@ -63,15 +62,6 @@ class ConsumeQueue:
                 out.append((a, np.frombuffer(f.buf, dtype=CQ_DTYPE, count=b - q)[a - q :]))
             q += n
         return out
-
-    def raw_entries(self) -> np.ndarray:
-        """All 20-byte slots of all files, in queue order, as one structured array
-        (index = queue offset - first file's start / 20).  A copy when the queue has
-        more than one file: bulk readers use :meth:`parts`."""
-        if self._entries is None:
-            parts = [e for _, e in self.parts()]
-            self._entries = parts[0] if len(parts) == 1 else np.concatenate(parts) if parts else np.zeros(0, dtype=CQ_DTYPE)
-        return self._entries
 
     @property
     def first_slot_offset(self) -> int:
@@ -145,6 +135,5 @@ class ConsumeQueue:
         return r.commitlog_offset + r.size
 
     def close(self) -> None:
-        self._entries = None
         self._range = None
         self.queue.close()
