@@ -35,7 +35,7 @@ def _chain(args) -> int:
     from pathlib import Path
 
     from ..errors import RmqlabError
-    from ..format.indexfile import INDEX_ENTRY_SIZE, entry_position, slot_position
+    from ..format.indexfile import HASH_SLOT_SIZE, INDEX_ENTRY_SIZE, INDEX_HEADER_SIZE, entry_position, slot_position
     from ..forensics.hexview import file_kind
     from ..store.index_file import IndexFile
     from ..store.reader import infer_index_sizes
@@ -44,12 +44,11 @@ def _chain(args) -> int:
     if (args.kind or file_kind(path)) != "index":
         raise RmqlabError(f"{path}: --slot and --key follow an index file's hash chains (this is not an index file; --kind index if it is)")
     size = path.stat().st_size
-    slots, entries = infer_index_sizes(size, path, hint="pass --max-hash-slot-num")
-    if args.max_hash_slot_num:
-        from ..format.indexfile import HASH_SLOT_SIZE, INDEX_HEADER_SIZE
-
+    if args.max_hash_slot_num:  # the entries are what the file holds after those slots
         slots = args.max_hash_slot_num
         entries = (size - INDEX_HEADER_SIZE - slots * HASH_SLOT_SIZE) // INDEX_ENTRY_SIZE
+    else:
+        slots, entries = infer_index_sizes(size, path, hint="pass --max-hash-slot-num")
     f = IndexFile(path, slots, entries)
     try:
         if args.key is not None:

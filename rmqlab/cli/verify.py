@@ -21,7 +21,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     return p
 
 
-def _what_recovery_does(rep, args) -> None:
+def _what_recovery_does(rep, store, config) -> None:
     """Findings whose consequence depends on RocketMQ's recovery (a queue short of
     records of the log, keys no index reaches) completed with what its plan says
     (``rmqlab recover``'s dry run): records it does not put back are lost to
@@ -35,7 +35,7 @@ def _what_recovery_does(rep, args) -> None:
     from ..recovery import plan as recovery_plan
 
     try:
-        p = recovery_plan(args.store, config=config_from_args(args))
+        p = recovery_plan(store, config=config)
     except RmqlabError:
         return  # the store is past what recovery plans for; verify's findings say why
     r = p.report
@@ -62,9 +62,10 @@ def _what_recovery_does(rep, args) -> None:
 def run(args) -> int:
     from ..forensics.verify import verify_store  # the compiled loops load with it: not for --help
 
+    config = config_from_args(args)
     with progress_bar(args, commitlog_bytes(args.store), "verify") as bar:
-        rep = verify_store(args.store, config_from_args(args), progress=bar)
-    _what_recovery_does(rep, args)
+        rep = verify_store(args.store, config, progress=bar)
+    _what_recovery_does(rep, args.store, config)
     if args.errors_only:
         rep.findings = rep.errors
     if args.json:
