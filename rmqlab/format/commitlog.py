@@ -73,6 +73,15 @@ _FLAG_NAMES = ((FLAG_COMPRESSED, "COMPRESSED"), (FLAG_MULTI_TAGS, "MULTI_TAGS"),
                (FLAG_STOREHOST_V6, "STOREHOSTADDRESS_V6"), (FLAG_NEED_UNWRAP, "NEED_UNWRAP"), (FLAG_INNER_BATCH, "INNER_BATCH"))
 
 
+def compression_of(sys_flag: int) -> str | None:
+    """The compression of a record's body: None when COMPRESSED is not set; Java
+    ``MessageSysFlag.getCompressionType``: type bits 0 (older stores) and 3 are ZLIB."""
+    if not sys_flag & FLAG_COMPRESSED:
+        return None
+    comp = sys_flag & COMPRESSION_TYPE_MASK
+    return "ZLIB" if comp == 0 else COMPRESSION_NAMES.get(comp, f"0x{comp:X}")
+
+
 def sys_flag_names(sys_flag: int) -> list[str]:
     """Every bit of a sysFlag named as Java's MessageSysFlag names it: the flags set,
     the transaction type (TRANSACTION_NOT_TYPE included), the compression type, and

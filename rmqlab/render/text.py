@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as _dt
 import zlib
 
-from ..format.commitlog import COMPRESSION_NAMES, COMPRESSION_TYPE_MASK, FLAG_COMPRESSED, TRANSACTION_NAMES, sys_flag_names
+from ..format.commitlog import TRANSACTION_NAMES, compression_of, sys_flag_names
 from ..format.msgid import format_host
 from ..format.record import Record
 
@@ -97,15 +97,6 @@ def record_detail(rec: Record, *, raw: bool = False, decompress: bool = False) -
 
 #: characters of a property value a text view shows (a 9,000-character value is cut)
 PROPERTY_WIDTH = 120
-
-
-def compression_of(sys_flag: int) -> str | None:
-    """The compression of a record's body: None when COMPRESSED is not set; Java
-    ``MessageSysFlag.getCompressionType``: type bits 0 (older stores) and 3 are ZLIB."""
-    if not sys_flag & FLAG_COMPRESSED:
-        return None
-    comp = sys_flag & COMPRESSION_TYPE_MASK
-    return "ZLIB" if comp == 0 else COMPRESSION_NAMES.get(comp, f"0x{comp:X}")
 
 
 def decompressed_body(rec: Record) -> bytes:
