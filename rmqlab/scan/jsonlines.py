@@ -32,11 +32,15 @@ _INTS = ("physical_offset", "total_size", "magic", "body_crc", None, "queue_id",
          "born_timestamp", None, "store_timestamp", None, "reconsume_times", "prepared_transaction_offset")
 # fragments: '{"physical_offset": ', ', "total_size": ', ... ; '}\n' last
 _FRAGMENTS = [("{" if i == 0 else ", ") + f'"{k}": ' for i, k in enumerate(_KEYS)] + ["}\n", "true", "false", "null"]
-_TRUE, _FALSE, _NULL = 20, 21, 22  # the fragments of crc_ok's values
+_TRUE, _FALSE, _NULL = range(len(_KEYS) + 1, len(_KEYS) + 4)  # the fragments of crc_ok's values
 _FRAG_BYTES = np.frombuffer("".join(_FRAGMENTS).encode(), np.uint8)
 _FRAG_OFFS = np.cumsum([0] + [len(f.encode()) for f in _FRAGMENTS]).astype(np.int64)
 _B64 = np.frombuffer(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/", np.uint8)
 _HEX = np.frombuffer(b"0123456789abcdef", np.uint8)
+#: the control characters json.dumps writes as a letter after the backslash (the others: \u00XX)
+_SHORT_ESCAPES = np.zeros(32, np.uint8)
+for _c, _e in {"\b": "b", "\t": "t", "\n": "n", "\f": "f", "\r": "r"}.items():
+    _SHORT_ESCAPES[ord(_c)] = ord(_e)
 
 
 _NUMBA = _numba()
@@ -103,20 +107,9 @@ def _put_str(out, d, data, a, b, hexd):  # pragma: no cover - compiled
             d += 2
         elif c < 32:
             out[d] = 92
-            if c == 10:
-                out[d + 1] = 110
-                d += 2
-            elif c == 13:
-                out[d + 1] = 114
-                d += 2
-            elif c == 9:
-                out[d + 1] = 116
-                d += 2
-            elif c == 8:
-                out[d + 1] = 98
-                d += 2
-            elif c == 12:
-                out[d + 1] = 102
+            e = _SHORT_ESCAPES[c]
+            if e:
+                out[d + 1] = e
                 d += 2
             else:
                 out[d + 1] = 117
