@@ -307,7 +307,7 @@ class QueueProgress:
 
 def consumer_progress(store: StoreReader, offsets, group: str | None = None) -> list[QueueProgress]:
     """Every queue of every ``topic@group`` of ``offsets``
-    (:class:`rmqlab.store.offsets.ConsumerOffsets`), and the other queues of the
+    (:class:`rmqlab.store.metadata.ConsumerOffsets`), and the other queues of the
     topic the store holds: committed offset, the queue's [min, max), the lag, the store
     time of the next message to consume.  A committed offset past the queue's end (a
     crash that rolled the queue back) gives a negative lag and a note; one below its

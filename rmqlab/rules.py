@@ -44,6 +44,17 @@ CHECKPOINT_FILE = "checkpoint"  # getStoreCheckpoint
 ABORT_FILE = "abort"  # getAbortFile
 LOCK_FILE = "lock"  # getLockFile
 CONFIG_DIR = "config"  # BrokerPathConfigHelper.getBrokerConfigPath's directory
+# config/ (BrokerPathConfigHelper; delayOffset.json: StorePathConfigHelper.getDelayOffsetStorePath)
+TOPICS_FILE = "topics.json"  # TopicConfigManager
+CONSUMER_OFFSET_FILE = "consumerOffset.json"  # ConsumerOffsetManager
+LMQ_CONSUMER_OFFSET_FILE = "lmqConsumerOffset.json"  # LmqConsumerOffsetManager
+DELAY_OFFSET_FILE = "delayOffset.json"  # ScheduleMessageService
+SUBSCRIPTION_GROUP_FILE = "subscriptionGroup.json"  # SubscriptionGroupManager
+TIMER_CHECK_FILE = "timercheck"  # TimerCheckpoint (BrokerPathConfigHelper.getTimerCheckPath)
+# the timer store (TimerMessageStore.getTimerWheelPath / getTimerLogPath)
+TIMER_WHEEL_FILE = "timerwheel"
+TIMER_LOG_DIR = "timerlog"
+LMQ_PREFIX = "%LMQ%"  # MixAll.LMQ_PREFIX: a light message queue's topic (multi-dispatch)
 
 _TIME_UNITS = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
 
@@ -57,6 +68,12 @@ def parse_delay_levels(spec: str) -> dict[int, int]:
             raise ValueError(f"messageDelayLevel: cannot parse {word!r}")
         table[i] = int(m.group(1)) * _TIME_UNITS[m.group(2)]
     return table
+
+
+def delay_level_queue_id(level: int) -> int:
+    """Java ``ScheduleMessageService.delayLevel2QueueId``: delay level L waits in
+    ``SCHEDULE_TOPIC_XXXX`` queue L - 1."""
+    return level - 1
 
 
 def tags_code(topic: str, java_props: dict[str, str], store_timestamp: int, delay_levels: dict[int, int]) -> int:

@@ -12,6 +12,7 @@ from pathlib import Path
 from ..config import MessageStoreConfig
 from ..format.consumequeue import CQ_STORE_UNIT_SIZE
 from ..rules import COMMITLOG_DIR
+from ..errors import StoreLayoutError
 from ..store.reader import StoreReader, infer_sizes
 
 
@@ -146,8 +147,17 @@ def commitlog_bytes(root) -> int:
 
 
 def open_from_args(args: argparse.Namespace, *, strict: bool = True) -> StoreReader:
-    """Open STORE read-only with sizes from --config / size flags / the files."""
-    return StoreReader(args.store, config_from_args(args), strict=strict)
+    """Open STORE read-only with sizes from --config / size flags / the files, for a
+    command that answers from the log: a store whose log is not the files of
+    ``commitlog/`` (DLedger, several directories) is refused with the reason rather
+    than answered from the wrong bytes."""
+    from ..store.layout import recognise
+
+    config = config_from_args(args)
+    elsewhere = Path(args.store).is_dir() and recognise(args.store, config).log_elsewhere
+    if elsewhere:
+        raise StoreLayoutError(args.store, None, f"{elsewhere}; rmqlab does not read that log yet, so it does not answer from it (`rmqlab info` lists what it recognises)")
+    return StoreReader(args.store, config, strict=strict)
 
 
 def write_bytes(data: bytes) -> None:

@@ -64,8 +64,9 @@ def run(args) -> int:
         print("checkpoint: absent")
     print("abort: " + ("absent (last exit was clean)" if s.abort is None else f"PRESENT (last exit was not clean; content {s.abort!r})"))
     print(f"lock: {s.lock}")
-    if s.config_files:
-        print("config: " + ", ".join(s.config_files))
+    print("files of the root (what rmqlab does with each):")
+    for part in s.layout:
+        print(f"  {part['path']:<34} {part['kind']}: {part['handling']}" + (f" — {part['note']}" if part["note"] else ""))
     for p in s.problems:
         print(f"problem: {p}")
     return 0

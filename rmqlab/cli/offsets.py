@@ -26,7 +26,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
 def run(args) -> int:
     from ..lookup import consumer_progress
     from ..render.text import fmt_time
-    from ..store.offsets import read_consumer_offsets
+    from ..store.metadata import read_consumer_offsets
 
     offsets = read_consumer_offsets(args.store)
     for note in offsets.notes:

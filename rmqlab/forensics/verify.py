@@ -22,7 +22,11 @@ What is checked (Java names in brackets):
 * every IndexFile: header counts, slots ≤ indexCount, ``prevIndex`` < own number, no
   cycles, each entry in the chain of its hash's slot, hashes that match a key of the
   record they point to [``IndexFile.putKey``];
-* checkpoint against the data, the ``abort`` file, the lock.
+* checkpoint against the data, the ``abort`` file, the lock;
+* every other file of the root is recognised first (:mod:`rmqlab.store.layout`): a
+  layout rmqlab does not decode is reported once as ``NOT_CHECKED`` (info) with the
+  reason, never as damage; the queues of topics it does not check (LMQ, ext, batch)
+  and, for a RocksDB consume queue, the missing file queues, are not judged.
 """
 
 from __future__ import annotations
@@ -48,8 +52,8 @@ from ..format.layout import PHYSICAL_OFFSET_AT
 from ..format.parse import field_offset
 from ..format.properties import KEYS, UNIQ_KEY
 from ..format.record import BAD_BLANK, BODY_CRC, PROPERTY_CRC, RecordError, damage_detail, decode_record
-from ..rules import goes_to_consume_queue, goes_to_index, index_keys, parse_delay_levels
-from ..rules import ABORT_FILE, CHECKPOINT_FILE, CONSUMEQUEUE_DIR, LOCK_FILE
+from ..rules import SCHEDULE_TOPIC, delay_level_queue_id, goes_to_consume_queue, goes_to_index, index_keys, parse_delay_levels
+from ..rules import ABORT_FILE, CHECKPOINT_FILE, CONFIG_DIR, CONSUMEQUEUE_DIR, DELAY_OFFSET_FILE, LOCK_FILE
 from ..scan import kernels
 from ..scan.decode import JAVA_PROPERTY_PREFIX, KIND_BLANK, KIND_MESSAGE, scan_range
 from ..scan.dispatch_request import DispatchColumns
@@ -326,7 +330,10 @@ class _Verifier:
     # -- consume queues: what each holds, before the log is read -------------------------------------
     def prepare_queues(self) -> None:
         min_off = self.store.commitlog.min_offset
+        unchecked = self.store.layout.unchecked_topics
         for qid in self.store.queue_ids():
+            if qid.topic in unchecked:
+                continue  # reported once by check_recognised
             try:
                 cq = self.store.consume_queue(qid.topic, qid.queue_id)
             except StoreFormatError as err:
@@ -797,9 +804,12 @@ class _Verifier:
                 at = f", the first at physical offset {first}" if first is not None else ""
                 self.add("CQ_BEHIND", WARNING, file, fpos, f"{Q.qid} ends at queue offset {Q.hi} (this unit is the first invalid one) but the log holds its records up to "
                          f"queue offset {last[0]} ({last[0] - Q.hi + 1} record(s){at}): they are not in the queue" + RECOVERY_DECIDES)
+        lay = self.store.layout
         for key, (qoff, phy) in self.queue_last.items():
-            if key not in seen:
+            if key not in seen and not lay.rocksdb_consume_queue:
                 topic, qid = self._queue_of(key)
+                if topic in lay.unchecked_topics:
+                    continue
                 self.add("CQ_MISSING_QUEUE", ERROR, str(self.root / CONSUMEQUEUE_DIR / topic / str(qid)), None, f"the log holds records of {topic}/{qid} (up to queue offset {qoff}) but there is no consume queue; abnormal recovery rebuilds it")
         self.report.stats.update(consume_queues=len(self.queues), cq_entries=self.n_cq_entries)
         self.report.stats.update(index_files=len(self.indexes), index_entries=self.n_index_entries)
@@ -836,7 +846,63 @@ class _Verifier:
         if state == "held":
             self.add("LOCK_HELD", INFO, self.root / LOCK_FILE, 0, "a running process holds the store lock: files may change while verify reads them")
 
+    def check_recognised(self) -> bool:
+        """One NOT_CHECKED note per part of the root rmqlab does not decode (with the
+        reason); False when the log itself is not (only) in commitlog/ (DLedger,
+        several directories): then nothing that depends on the log is judged."""
+        lay = self.store.layout
+        for part in lay.not_checked():
+            self.add("NOT_CHECKED", INFO, self.root / part.path.rstrip("/"), None, f"{part.kind}, {part.handling}" + (f": {part.note}" if part.note else ""))
+        if lay.log_elsewhere:
+            self.add("NOT_CHECKED", INFO, self.root, None, f"{lay.log_elsewhere}; records, consume queues and index are not checked")
+            return False
+        return True
+
+    def check_delay_offsets(self) -> None:
+        """``delayOffset.json`` against the ``SCHEDULE_TOPIC_XXXX`` queues, as Java
+        ``ScheduleMessageService.correctDelayOffset`` judges it at start: an offset below
+        the queue's min or past its max is moved there (messages skipped, or a queue cut
+        under delivered ones); a level the broker's ``messageDelayLevel`` lacks is ignored."""
+        from ..store.metadata import read_delay_offsets
+
+        path = self.root / CONFIG_DIR / DELAY_OFFSET_FILE
+        try:
+            table, source, notes = read_delay_offsets(self.root)
+        except StoreFormatError as err:
+            self.add("DELAY_OFFSET_FILE", ERROR, err.file, err.offset, f"{err.message}; RocketMQ's ScheduleMessageService.load fails and the broker does not start")
+            return
+        for n in notes:
+            self.add("DELAY_OFFSET_FILE", WARNING, path, None, n)
+        queues = {Q.qid.queue_id: Q for Q in self.queues if Q.qid.topic == SCHEDULE_TOPIC}
+        if table is None:
+            return
+        pending = 0
+        for level, offset in sorted(table.items()):
+            Q = queues.get(delay_level_queue_id(level))
+            where = f"delay level {level} (queue {SCHEDULE_TOPIC}/{delay_level_queue_id(level)})"
+            if level not in self.delay_table:
+                self.add("DELAY_LEVEL_UNKNOWN", WARNING, source, None, f"{where}: messageDelayLevel has {len(self.delay_table)} levels; RocketMQ ignores this offset")
+                continue
+            if Q is None:
+                continue  # no queue: RocketMQ's findOrCreateConsumeQueue makes an empty one, min = max = 0
+            if offset > Q.hi:
+                self.add("DELAY_OFFSET_BEYOND", WARNING, source, None, f"{where}: delivered up to offset {offset}, past the queue's end {Q.hi}: the queue lost "
+                         f"{offset - Q.hi} delayed message(s) already delivered; RocketMQ moves the offset back to {Q.hi} (ScheduleMessageService.correctDelayOffset)")
+            elif offset < Q.lo:
+                self.add("DELAY_OFFSET_BELOW", WARNING, source, None, f"{where}: offset {offset} is below the queue's min {Q.lo}: {Q.lo - offset} delayed message(s) were "
+                         f"deleted before delivery; RocketMQ moves the offset to {Q.lo}")
+            else:
+                pending += Q.hi - offset
+        for qid, Q in queues.items():
+            if qid + 1 not in table and Q.hi > Q.lo:
+                pending += Q.hi - Q.lo  # Java ScheduleMessageService.start: no offset → delivery from 0
+        self.report.stats.update(delayed_pending=pending)
+
     def run(self) -> VerifyReport:
+        if not self.check_recognised():
+            self._worker.shutdown(wait=True)
+            self.store.close()
+            return self.report
         self.check_layout()
         self.prepare_queues()
         try:
@@ -846,6 +912,7 @@ class _Verifier:
             self._worker.shutdown(wait=True)
         self.finish_queues()
         self.check_state()
+        self.check_delay_offsets()
         self._dead_bytes()
         self._unlisted_findings()
         self.store.close()

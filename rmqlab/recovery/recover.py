@@ -71,6 +71,7 @@ from ..format.record import decode_record
 from ..store.consume_queue import CQ_DTYPE
 from ..rules import ABORT_FILE, CHECKPOINT_FILE, COMMITLOG_DIR, CONSUMEQUEUE_DIR, INDEX_DIR, LOCK_FILE, goes_to_consume_queue, goes_to_index
 from ..files.extent import data_regions, nonzero_extent, nonzero_past, zero_runs
+from ..store.layout import recognise
 from ..store.reader import infer_config, lock_state
 from .report import UNREADABLE, CutRange, GroupLoss, IndexChange, LostRecord, QueueChange, QueueShort, RecoveryReport, StopPoint
 from ..scan.acceptance import FileScan, scan_file
@@ -935,7 +936,7 @@ def _group_losses(rep: RecoveryReport, root: Path) -> None:
     what the queues' cut costs it: the cut messages at or past its committed offset
     were never delivered to it and are gone; a committed offset past a queue's new end
     means it had consumed messages the recovery removed."""
-    from ..store.offsets import read_consumer_offsets
+    from ..store.metadata import read_consumer_offsets
 
     cut = {q.queue: q for q in rep.queues if q.cut_entries}
     if not cut:
@@ -1192,6 +1193,15 @@ def plan(
         raise StoreLayoutError(root, None, "store root is not a directory")
     t0 = time.perf_counter()
     cfg = infer_config(root, config)
+    lay = recognise(root, cfg)
+    unplanned = lay.log_elsewhere or (lay.rocksdb_consume_queue and "the consume queues are in RocksDB (consumequeue/), which rmqlab does not read: "
+                                      "where recovery starts and what it re-dispatches depend on them")
+    if unplanned:
+        # the classic recovery's decisions would be wrong here (e.g. delete every queue of
+        # a DLedger store, whose log is not in commitlog/): no plan is made
+        rep = RecoveryReport(str(root), "dry-run", None, "not modelled", unplanned)
+        rep.not_modelled = [f"{p.path}: {p.kind} — {p.recovery}" for p in lay.refusals()] or [unplanned]
+        return RecoveryPlan(root, cfg, rep)
     planner = _Planner(root, cfg, legacy_three_files=legacy_three_files, check_crc=check_crc, force_verify_prop_crc=force_verify_prop_crc)
     p = planner.plan()
     rep = p.report
@@ -1217,6 +1227,7 @@ def plan(
         if p.index_size_unknown:
             rep.notes.append(p.index_size_unknown)
     rep.log_lines.append(f"message store recover end, and the max phy offset = {rep.commitlog_end}")
+    rep.not_modelled = [f"{p.path}: {p.kind} — {p.recovery}" for p in lay.refusals()]
     rep.timings["total_s"] = time.perf_counter() - t0
     return p
 
@@ -1247,6 +1258,10 @@ def apply(
     if out is None and not in_place:
         plan.close()
         return rep
+    if rep.not_modelled:
+        plan.close()
+        raise StoreLayoutError(root, None, "rmqlab does not model what RocketMQ's start-up does with "
+                               + "; ".join(rep.not_modelled) + "; nothing was written (the dry run reports what it can)")
     if plan.index_size_unknown:
         plan.close()
         raise StoreLayoutError(root / INDEX_DIR, None, plan.index_size_unknown + "; nothing was written")

@@ -160,6 +160,8 @@ class RecoveryReport:
     sidecar: str | None = None
     notes: list[str] = field(default_factory=list)
     timings: dict = field(default_factory=dict)
+    #: parts of the store whose recovery rmqlab does not model (path: kind — why): applying refuses
+    not_modelled: list[str] = field(default_factory=list)
 
     # -- views ----------------------------------------------------------------------------
     @property
@@ -187,6 +189,13 @@ class RecoveryReport:
         out = []
         what = {"dry-run": "DRY RUN — nothing was changed", "copy": f"applied to a copy: {self.target}", "in-place": f"applied IN PLACE to {self.target}"}[self.applied]
         out.append(f"recover {self.root}  ({what})")
+        if self.not_modelled:
+            out.append("  NOT APPLICABLE rmqlab does not model what RocketMQ's start-up does with these parts; --out and --in-place refuse:")
+            out += [f"                 {p}" for p in self.not_modelled]
+            if self.mode == "not modelled":
+                out.append(f"  no plan        {self.mode_reason}")
+                return "\n".join(out)
+            out.append("  the plan below is the classic store's recovery only:")
         if not self.load_ok:
             out.append("  RocketMQ would refuse to load this store:")
             out += [f"    {p}" for p in self.load_problems]

@@ -101,6 +101,16 @@ class StoreReader:
         self._cq_size_explicit = cfg.mapped_file_size_consume_queue if explicit else None
         self._consume_queues: dict[tuple[str, int], ConsumeQueue] = {}
         self._index: IndexService | None = None
+        self._layout = None
+
+    @property
+    def layout(self):
+        """What each file and directory of the root is (:func:`rmqlab.store.layout.recognise`)."""
+        if self._layout is None:
+            from .layout import recognise
+
+            self._layout = recognise(self.root, self.config)
+        return self._layout
 
     def _infer_index_sizes(self) -> tuple[int, int] | None:
         """From the most common index file length (one damaged file must not decide)."""
@@ -141,7 +151,10 @@ class StoreReader:
         if cq is None:
             d = self.root / CONSUMEQUEUE_DIR / topic / str(queue_id)
             if not d.is_dir():
-                raise StoreLayoutError(d, None, f"no consume queue for {topic}/{queue_id}")
+                lay = self.layout
+                why = ("the consume queues are in RocksDB (consumequeue/), which rmqlab does not read" if lay.rocksdb_consume_queue
+                       else f"{topic}: {lay.unchecked_topics[topic]}" if topic in lay.unchecked_topics else "")
+                raise StoreLayoutError(d, None, f"no consume queue for {topic}/{queue_id}" + (f": {why}" if why else ""))
             cq = ConsumeQueue(d, topic, queue_id, self._cq_size_explicit, strict=self.strict)
             self.problems += cq.queue.problems
             self._consume_queues[key] = cq

@@ -34,6 +34,8 @@ class StoreSummary:
     abort: str | None = None  # None when absent, else its content
     lock: str = "absent"
     config_files: list[str] = field(default_factory=list)
+    #: every file and directory of the root, recognised (rmqlab.store.layout.Part.to_dict)
+    layout: list[dict] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     #: why RocketMQ's MappedFileQueue.load would return false for the commitlog (a file
     #: of the wrong size that is not an empty last file): the broker does not start
@@ -87,6 +89,7 @@ def summarize(store: StoreReader, *, scan: bool = True, progress=None) -> StoreS
     s.abort = store.abort_content()
     s.lock = store.lock_state()
     s.config_files = [p.name for p in store.config_files()]
+    s.layout = [p.to_dict() for p in store.layout.parts]
     s.problems = [str(p) for p in store.problems]
     s.load_refused = [str(p) for p in store.commitlog.queue.problems]
     return s

@@ -9,24 +9,20 @@ an atomic ``os.replace``, and the directory is fsynced; so at every instant eith
 the old or the new file is complete, and ``.bak`` holds the previous version.
 
 RocketMQ serialises with fastjson, which writes ``Integer`` map keys without quotes
-(``{"offsetTable":{"TopicA@g":{0:12,1:3}}}``).  rmqlab writes the same; use
-:func:`load_rocketmq_json` to read such a file (plain ``json`` cannot).
+(``{"offsetTable":{"TopicA@g":{0:12,1:3}}}``): :mod:`rmqlab.format.fastjson` writes
+and reads that dialect.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import re
 from pathlib import Path
-from typing import Any
 
-from ..rules import CONFIG_DIR
+from ..errors import StoreFormatError
+from ..format.fastjson import parse_fastjson, to_fastjson
+from ..rules import CONFIG_DIR, CONSUMER_OFFSET_FILE, DELAY_OFFSET_FILE, TOPICS_FILE
 from .mapped_file import fsync_directory
 
-TOPICS_JSON = "topics.json"
-CONSUMER_OFFSET_JSON = "consumerOffset.json"
-DELAY_OFFSET_JSON = "delayOffset.json"
 PERM_READ_WRITE = 6  # Java PermName.PERM_READ | PERM_WRITE
 
 
@@ -48,34 +44,6 @@ def string_to_file(text: str, path: str | os.PathLike) -> None:
             os.fsync(fh.fileno())
     os.replace(tmp, path)
     fsync_directory(path.parent)
-
-
-_INT_KEY = re.compile(r'([{,]\s*)(-?\d+)(\s*:)')
-
-
-def to_fastjson(obj: Any) -> str:
-    """JSON with integer map keys unquoted, as fastjson writes ``Map<Integer, …>``."""
-
-    def enc(o: Any) -> str:
-        if isinstance(o, dict):
-            parts = []
-            for k, v in o.items():
-                key = str(k) if isinstance(k, int) and not isinstance(k, bool) else json.dumps(str(k), ensure_ascii=False)
-                parts.append(f"{key}:{enc(v)}")
-            return "{" + ",".join(parts) + "}"
-        if isinstance(o, (list, tuple)):
-            return "[" + ",".join(enc(v) for v in o) + "]"
-        return json.dumps(o, ensure_ascii=False)
-
-    return enc(obj)
-
-
-def load_rocketmq_json(text: str) -> Any:
-    """Parse a RocketMQ config file, accepting fastjson's unquoted integer keys."""
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        return json.loads(_INT_KEY.sub(r'\1"\2"\3', text))
 
 
 def data_version(counter: int, timestamp_ms: int) -> dict:
@@ -110,26 +78,26 @@ class BrokerMetadata:
         self._load()
 
     def _load(self) -> None:
-        p = self.dir / TOPICS_JSON
+        p = self.dir / TOPICS_FILE
         if p.exists():
             try:
-                for name, tc in load_rocketmq_json(p.read_text(encoding="utf-8")).get("topicConfigTable", {}).items():
+                for name, tc in parse_fastjson(p.read_text(encoding="utf-8"), p).get("topicConfigTable", {}).items():
                     self.topics[name] = int(tc.get("writeQueueNums", 1))
-            except (ValueError, AttributeError):
+            except (StoreFormatError, ValueError, AttributeError):
                 pass  # unreadable: rewritten from what the store holds
-        p = self.dir / CONSUMER_OFFSET_JSON
+        p = self.dir / CONSUMER_OFFSET_FILE
         if p.exists():
             try:
-                table = load_rocketmq_json(p.read_text(encoding="utf-8")).get("offsetTable", {})
+                table = parse_fastjson(p.read_text(encoding="utf-8"), p).get("offsetTable", {})
                 self.consumer_offsets = {k: {int(q): int(o) for q, o in v.items()} for k, v in table.items()}
-            except (ValueError, AttributeError):
+            except (StoreFormatError, ValueError, AttributeError):
                 pass
-        p = self.dir / DELAY_OFFSET_JSON
+        p = self.dir / DELAY_OFFSET_FILE
         if p.exists():
             try:
-                table = load_rocketmq_json(p.read_text(encoding="utf-8")).get("offsetTable", {})
+                table = parse_fastjson(p.read_text(encoding="utf-8"), p).get("offsetTable", {})
                 self.delay_offsets = {int(k): int(v) for k, v in table.items()}
-            except (ValueError, AttributeError):
+            except (StoreFormatError, ValueError, AttributeError):
                 pass
 
     def note_queue(self, topic: str, queue_id: int) -> None:
@@ -140,6 +108,6 @@ class BrokerMetadata:
         self.counter += 1
         dv = data_version(self.counter, now_ms)
         topics = {"dataVersion": dv, "topicConfigTable": {t: topic_config(t, n) for t, n in sorted(self.topics.items())}}
-        string_to_file(to_fastjson(topics), self.dir / TOPICS_JSON)
-        string_to_file(to_fastjson({"dataVersion": dv, "offsetTable": self.consumer_offsets}), self.dir / CONSUMER_OFFSET_JSON)
-        string_to_file(to_fastjson({"dataVersion": dv, "offsetTable": dict(sorted(self.delay_offsets.items()))}), self.dir / DELAY_OFFSET_JSON)
+        string_to_file(to_fastjson(topics), self.dir / TOPICS_FILE)
+        string_to_file(to_fastjson({"dataVersion": dv, "offsetTable": self.consumer_offsets}), self.dir / CONSUMER_OFFSET_FILE)
+        string_to_file(to_fastjson({"dataVersion": dv, "offsetTable": dict(sorted(self.delay_offsets.items()))}), self.dir / DELAY_OFFSET_FILE)

@@ -12,7 +12,7 @@ import pytest
 
 from rmqlab.engine import ManualClock, Message, MessageStore, PutMessageStatus
 from rmqlab.rules import SCHEDULE_TOPIC
-from rmqlab.writers.metadata import load_rocketmq_json
+from rmqlab.format.fastjson import parse_fastjson as load_rocketmq_json
 from rmqlab.errors import StoreLockedError
 from rmqlab.format import commitlog as cl
 from rmqlab.format.hashing import java_string_hash

@@ -1,0 +1,278 @@
+"""What each file and directory of a store root is, decided in one place.
+
+A broker leaves more than the classic store (commitlog, consume queues, index,
+checkpoint, abort, lock): the timer wheel and log (on by default in 5.x), its
+``config/*.json``, and with other settings RocksDB consume queues, DLedger's log, batch
+and ext queues, LMQ queues, a compaction store, controller-mode metadata.  Every
+command asks :func:`recognise` before judging, so that nothing rmqlab does not decode
+is reported as damage or changed by a recovery:
+
+* ``decoded`` — read and checked against the rest of the store;
+* ``read`` — read (a broker's metadata: offsets, topics, groups), nothing to check it by;
+* ``not checked`` — recognised, with the reason it is not decoded;
+* ``unknown`` — no layout of RocketMQ's this module knows.
+
+Each :class:`Part` also says whether ``rmqlab recover`` models what RocketMQ's
+start-up does with it (``recovery`` holds the reason when it does not: applying then
+refuses, the dry run says why).  Names come from RocketMQ's path helpers
+(``StorePathConfigHelper``, ``BrokerPathConfigHelper``, ``MessageStoreConfig``); the Java
+owner is named beside each.  Only names and a directory listing are read here.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..config import MessageStoreConfig
+from ..rules import (ABORT_FILE, CHECKPOINT_FILE, COMMITLOG_DIR, CONFIG_DIR, CONSUMEQUEUE_DIR, CONSUMER_OFFSET_FILE, DELAY_OFFSET_FILE, INDEX_DIR,
+                     LMQ_CONSUMER_OFFSET_FILE, LMQ_PREFIX, LOCK_FILE, SUBSCRIPTION_GROUP_FILE, TIMER_CHECK_FILE, TIMER_LOG_DIR, TIMER_WHEEL_FILE, TOPICS_FILE)
+
+DECODED = "decoded"
+READ = "read"
+NOT_CHECKED = "not checked"
+UNKNOWN = "unknown"
+
+#: StorePathConfigHelper.getStorePathConsumeQueueExt / getStorePathBatchConsumeQueue
+CONSUMEQUEUE_EXT_DIR = "consumequeue_ext"
+BATCH_CONSUMEQUEUE_DIR = "batchconsumequeue"
+#: DLedgerConfig.getDefaultPath: storeBaseDir/dledger-<selfId>
+DLEDGER_PREFIX = "dledger-"
+
+#: what RocketMQ's RocksDB leaves in a directory it owns (RocksDB's own file names)
+_ROCKSDB = re.compile(r"CURRENT|IDENTITY|LOCK|LOG(\.old\.\d+)?|MANIFEST-\d+|OPTIONS-\d+|\d+\.(sst|log|blob)")
+
+#: MixAll.string2File keeps the previous content as NAME.bak and writes NAME.tmp first
+_SIDE_SUFFIXES = (".bak", ".tmp")
+
+_NO_RECOVERY = "rmqlab's recovery does not model what RocketMQ's start-up does with it"
+
+
+@dataclass(frozen=True)
+class Part:
+    """One file or directory of a store root (``path`` relative to it, ``/`` after a
+    directory), what it is, what rmqlab does with it and why."""
+
+    path: str
+    kind: str
+    handling: str
+    note: str = ""
+    java: str = ""
+    #: None where ``rmqlab recover`` may go ahead with this part present (it models it, or
+    #: RocketMQ's store recovery leaves it to its owner as rmqlab does); else why it refuses
+    recovery: str | None = None
+
+    def to_dict(self) -> dict:
+        return dict(self.__dict__)
+
+    def line(self) -> str:
+        return f"{self.path}: {self.kind} — {self.handling}" + (f" ({self.note})" if self.note else "")
+
+
+@dataclass
+class StoreLayout:
+    root: str
+    parts: list[Part] = field(default_factory=list)
+    #: topics whose consume queues rmqlab does not check, with the reason (LMQ, ext, batch)
+    unchecked_topics: dict[str, str] = field(default_factory=dict)
+    #: why the log is not (only) the files of ``commitlog/`` (DLedger, several directories); None: it is
+    log_elsewhere: str | None = None
+    #: consume queues live in a RocksDB instance in ``consumequeue/`` (storeType=defaultRocksDB)
+    rocksdb_consume_queue: bool = False
+
+    def refusals(self) -> list[Part]:
+        """Parts whose presence stops ``rmqlab recover`` from applying."""
+        return [p for p in self.parts if p.recovery]
+
+    def not_checked(self) -> list[Part]:
+        return [p for p in self.parts if p.handling in (NOT_CHECKED, UNKNOWN)]
+
+    def to_dict(self) -> dict:
+        return {"root": self.root, "parts": [p.to_dict() for p in self.parts], "unchecked_topics": self.unchecked_topics,
+                "log_elsewhere": self.log_elsewhere, "rocksdb_consume_queue": self.rocksdb_consume_queue}
+
+
+def _is_rocksdb(d: Path) -> bool:
+    """A directory RocksDB owns: its CURRENT and MANIFEST files (RocksDB's ``DB::Open``)."""
+    names = {p.name for p in d.iterdir() if p.is_file()} if d.is_dir() else set()
+    return "CURRENT" in names and any(n.startswith("MANIFEST-") for n in names)
+
+
+def _side(name: str) -> tuple[str, str]:
+    """(base name, ``.bak``/``.tmp`` or '') of a config file."""
+    for s in _SIDE_SUFFIXES:
+        if name.endswith(s):
+            return name[: -len(s)], s
+    return name, ""
+
+
+#: config/NAME → (kind, handling, note, java); BrokerPathConfigHelper unless named otherwise
+_CONFIG_FILES = {
+    CONSUMER_OFFSET_FILE: ("consumer offsets", READ, "`rmqlab offsets`; recovery reports what it takes from each group", "ConsumerOffsetManager"),
+    LMQ_CONSUMER_OFFSET_FILE: ("LMQ consumer offsets", READ, "`rmqlab offsets`", "LmqConsumerOffsetManager"),
+    DELAY_OFFSET_FILE: ("delay-level progress", DECODED, "checked against the SCHEDULE_TOPIC_XXXX queues", "ScheduleMessageService (StorePathConfigHelper.getDelayOffsetStorePath)"),
+    TOPICS_FILE: ("topic configs", READ, "queue counts per topic", "TopicConfigManager"),
+    SUBSCRIPTION_GROUP_FILE: ("subscription groups", READ, "the consumer groups the broker knows", "SubscriptionGroupManager"),
+    TIMER_CHECK_FILE: ("timer checkpoint", DECODED, "`rmqlab timers`: how far the timer wheel has fired", "TimerCheckpoint"),
+    "timermetrics": ("timer metrics", NOT_CHECKED, "per-topic counters of pending timer messages, not message data", "TimerMetrics"),
+    "transactionMetrics": ("transaction metrics", NOT_CHECKED, "counters, not message data", "TransactionMetrics"),
+    "consumerFilter.json": ("consumer filters", NOT_CHECKED, "broker metadata, not message data", "ConsumerFilterManager"),
+    "consumerOrderInfo.json": ("pop orderly state", NOT_CHECKED, "broker metadata, not message data", "ConsumerOrderInfoManager"),
+    "messageRequestMode.json": ("pull/pop modes", NOT_CHECKED, "broker metadata, not message data", "MessageRequestModeManager"),
+    "topicQueueMapping.json": ("static topic mappings", NOT_CHECKED, "broker metadata, not message data", "TopicQueueMappingManager"),
+    "broker.properties": ("broker settings", NOT_CHECKED, "pass them with --config", "BrokerPathConfigHelper.getBrokerConfigPath"),
+    "tieredStoreMetadata.json": ("tiered store metadata", NOT_CHECKED, "the tiered store keeps its segments elsewhere", "tieredstore DefaultMetadataStore"),
+}
+#: config/DIR/ kept in RocksDB (broker configManagerStoreType / the v2 ConfigStorage)
+_CONFIG_ROCKSDB = {
+    "consumerOffsets": "RocksDBConsumerOffsetManager",
+    "topics": "RocksDBTopicConfigManager",
+    "subscriptionGroups": "RocksDBSubscriptionGroupManager",
+    "rdb": "ConfigStorage (config v2)",
+}
+
+
+def _config_parts(d: Path) -> list[Part]:
+    out = []
+    for p in sorted(d.iterdir()):
+        rel = f"{CONFIG_DIR}/{p.name}"
+        if p.is_dir():
+            java = _CONFIG_ROCKSDB.get(p.name)
+            if java:
+                out.append(Part(rel + "/", "broker metadata in RocksDB", NOT_CHECKED, "RocksDB is not read here", java))
+            else:
+                out.append(Part(rel + "/", "unknown directory", UNKNOWN, "no RocketMQ layout of this name"))
+            continue
+        base, side = _side(p.name)
+        known = _CONFIG_FILES.get(base)
+        if known is None:
+            out.append(Part(rel, "unknown file", UNKNOWN, "no RocketMQ layout of this name"))
+            continue
+        kind, handling, note, java = known
+        if side == ".bak":
+            out.append(Part(rel, f"{kind}, previous copy", READ if handling != NOT_CHECKED else NOT_CHECKED, "RocketMQ loads it when the file is missing or unreadable (ConfigManager.load)", "MixAll.string2File"))
+        elif side == ".tmp":
+            out.append(Part(rel, f"{kind}, interrupted write", READ if handling != NOT_CHECKED else NOT_CHECKED, "a persist a crash interrupted; RocketMQ ignores it", "MixAll.string2File"))
+        else:
+            out.append(Part(rel, kind, handling, note, java))
+    return out
+
+
+def _consumequeue_parts(d: Path, lay: StoreLayout) -> list[Part]:
+    out = []
+    if _is_rocksdb(d):
+        lay.rocksdb_consume_queue = True
+        out.append(Part(f"{CONSUMEQUEUE_DIR}/", "RocksDB consume queue (storeType=defaultRocksDB)", NOT_CHECKED,
+                        "a RocksDB instance: not decoded here (opening it would need RocksDB itself)", "RocksDBConsumeQueueStore",
+                        "rmqlab never writes into a RocksDB directory; RocketMQ's RocksDB queue recovery is not modelled"))
+    topics = [p for p in sorted(d.iterdir()) if p.is_dir()]
+    lmq = [t for t in topics if t.name.startswith(LMQ_PREFIX)]
+    plain = [t for t in topics if not t.name.startswith(LMQ_PREFIX)]
+    if plain:
+        n = sum(1 for t in plain for q in t.iterdir() if q.is_dir() and q.name.isdigit())
+        out.append(Part(f"{CONSUMEQUEUE_DIR}/", f"consume queues ({len(plain)} topic(s), {n} queue(s))", DECODED, "", "ConsumeQueue"))
+    if lmq:
+        for t in lmq:
+            lay.unchecked_topics[t.name] = "an LMQ queue (multi-dispatch): its entries point at the parent record, which names it in INNER_MULTI_DISPATCH"
+        out.append(Part(f"{CONSUMEQUEUE_DIR}/{LMQ_PREFIX}*/", f"LMQ consume queues ({len(lmq)} topic(s))", NOT_CHECKED,
+                        "multi-dispatch queues: their entries point at records of other topics", "MultiDispatchUtils / ConsumeQueue (enableLmq)",
+                        "RocketMQ rebuilds LMQ queues from INNER_MULTI_DISPATCH on recovery; rmqlab does not model it"))
+    stray = [p for p in sorted(d.iterdir()) if p.is_file() and not (lay.rocksdb_consume_queue and _ROCKSDB.fullmatch(p.name))]
+    for p in stray:
+        out.append(Part(f"{CONSUMEQUEUE_DIR}/{p.name}", "unknown file", UNKNOWN, "consume queues are directories topic/queueId/"))
+    return out
+
+
+def _commitlog_dirs(settings: dict[str, str] | None) -> list[str]:
+    """The directories ``storePathCommitLog`` names (MessageStoreConfig.getStorePathCommitLog,
+    split on MixAll.MULTI_PATH_SPLITTER as MultiPathMappedFileQueue does), with
+    ``readOnlyCommitLogStorePaths``."""
+    if not settings:
+        return []
+    out = []
+    for key in ("storePathCommitLog", "readOnlyCommitLogStorePaths"):
+        out += [s.strip() for s in (settings.get(key) or "").split(",") if s.strip()]
+    return out
+
+
+def recognise(root: str | os.PathLike, config: MessageStoreConfig | None = None) -> StoreLayout:
+    """Every entry of the store root ``root``, recognised (see the module's docstring).
+    ``config``: the broker's settings (``--config``); those rmqlab does not use itself
+    (``extra``) name commitlog directories outside the root and other layouts."""
+    root = Path(root)
+    lay = StoreLayout(str(root))
+    parts = lay.parts
+    settings = config.extra if config is not None else {}
+    dledger = sorted(p for p in root.iterdir() if p.is_dir() and p.name.startswith(DLEDGER_PREFIX))
+    commitlog = root / COMMITLOG_DIR
+    clog_files = [p for p in commitlog.iterdir() if p.is_file()] if commitlog.is_dir() else []
+    if dledger or str(settings.get("enableDLegerCommitLog", "")).lower() == "true":
+        names = ", ".join(p.name + "/" for p in dledger) or "(none in the root)"
+        lay.log_elsewhere = f"the log is DLedger's ({names}): DLedgerCommitLog wraps every record in an entry header"
+        for p in dledger:
+            parts.append(Part(p.name + "/", "DLedger commitlog", NOT_CHECKED, "DLedger entries are not decoded here", "DLedgerCommitLog / DLedgerMmapFileStore",
+                              "DLedger recovers its own log (DLedgerMmapFileStore.recover) and RocketMQ's then rebuilds the queues from it; not modelled"))
+    dirs = [d for d in _commitlog_dirs(settings) if Path(d).resolve() != commitlog.resolve()]
+    if dirs:
+        lay.log_elsewhere = lay.log_elsewhere or f"the log spans several directories ({', '.join(dirs)} besides {COMMITLOG_DIR}/)"
+        for d in dirs:
+            parts.append(Part(d + "/", "commitlog directory (storePathCommitLog / readOnlyCommitLogStorePaths)", NOT_CHECKED,
+                              "only the root's commitlog/ is read", "MultiPathMappedFileQueue", "recovery of a log spread over several directories is not modelled"))
+    if commitlog.is_dir():
+        if dledger and not clog_files:
+            parts.append(Part(f"{COMMITLOG_DIR}/", "empty commitlog directory", NOT_CHECKED, "a DLedger store keeps its log in dledger-*/", "DLedgerCommitLog"))
+        elif dledger:
+            parts.append(Part(f"{COMMITLOG_DIR}/", "commitlog", DECODED, "beside a DLedger log: RocketMQ reads these only while converting to DLedger", "CommitLog"))
+        else:
+            parts.append(Part(f"{COMMITLOG_DIR}/", "commitlog", DECODED, "", "CommitLog"))
+    for p in sorted(root.iterdir(), key=lambda p: p.name):
+        name = p.name
+        if name == COMMITLOG_DIR or name.startswith(DLEDGER_PREFIX):
+            continue
+        if name == CONSUMEQUEUE_DIR and p.is_dir():
+            parts += _consumequeue_parts(p, lay)
+        elif name == CONSUMEQUEUE_EXT_DIR and p.is_dir():
+            for t in sorted(x for x in p.iterdir() if x.is_dir()):
+                lay.unchecked_topics.setdefault(t.name, "its tagsCodes are addresses in consumequeue_ext/ (ConsumeQueueExt), not decoded here")
+            parts.append(Part(name + "/", "consume queue ext (tag bitmaps; enableConsumeQueueExt)", NOT_CHECKED, "tagsCode of these topics' queues is an ext address, not compared",
+                              "ConsumeQueueExt", "RocketMQ truncates the ext files with their queues; not modelled"))
+        elif name == BATCH_CONSUMEQUEUE_DIR and p.is_dir():
+            for t in sorted(x for x in p.iterdir() if x.is_dir()):
+                lay.unchecked_topics.setdefault(t.name, "its queue is a batch consume queue (batchconsumequeue/), not decoded here")
+            parts.append(Part(name + "/", "batch consume queues (queue.type=BatchCQ)", NOT_CHECKED, "46-byte units, one per batch: not decoded here",
+                              "BatchConsumeQueue", "RocketMQ recovers and rebuilds batch queues in batchconsumequeue/; not modelled"))
+        elif name == INDEX_DIR and p.is_dir():
+            parts.append(Part(name + "/", "index files", DECODED, "", "IndexFile"))
+        elif name == CHECKPOINT_FILE:
+            parts.append(Part(name, "store checkpoint", DECODED, "", "StoreCheckpoint"))
+        elif name == ABORT_FILE:
+            parts.append(Part(name, "abort marker (the last exit was not clean)", DECODED, "", "DefaultMessageStore.createTempFile"))
+        elif name == ABORT_FILE + ".bak":
+            parts.append(Part(name, "previous abort marker", READ, "MixAll.string2File's copy; RocketMQ does not read it", "MixAll.string2File"))
+        elif name == LOCK_FILE:
+            parts.append(Part(name, "store lock", DECODED, "held while a broker runs", "DefaultMessageStore.start"))
+        elif name == TIMER_WHEEL_FILE and p.is_file():
+            parts.append(Part(name, "timer wheel (timerWheelEnable)", DECODED, "`rmqlab timers`; verify checks its slots against the timer log", "TimerWheel"))
+        elif name == TIMER_LOG_DIR and p.is_dir():
+            parts.append(Part(name + "/", "timer log", DECODED, "`rmqlab timers`; verify checks each unit against the commitlog", "TimerLog"))
+        elif name == CONFIG_DIR and p.is_dir():
+            parts += _config_parts(p)
+        elif name == "compaction" and p.is_dir():
+            parts.append(Part(name + "/", "compaction store (cleanup.policy=COMPACTION)", NOT_CHECKED, "compaction logs and queues are not decoded here", "CompactionStore",
+                              "CompactionStore.load recovers its own logs against the commitlog; not modelled"))
+        elif name == "kvStore" and p.is_dir():
+            parts.append(Part(name + "/", "pop consumer records in RocksDB", NOT_CHECKED, "RocksDB is not read here", "PopConsumerService"))
+        elif name == "epochFileCheckpoint" or name == "epochFileCheckpoint.bak":
+            parts.append(Part(name, "controller-mode epoch file", NOT_CHECKED, "epochs of the replicated log", "EpochFileCache (MessageStoreConfig.getStorePathEpochFile)",
+                              "a controller-mode broker truncates its log by epoch at start (AutoSwitchHAService); not modelled"))
+        elif name in ("brokerIdentity", "brokerIdentity-temp"):
+            parts.append(Part(name, "controller-mode broker identity", NOT_CHECKED, "broker metadata, not message data", "BrokerMetadata (MessageStoreConfig.getStorePathBrokerIdentity)"))
+        elif name == "tiered_index_file" and p.is_dir():
+            parts.append(Part(name + "/", "tiered store index", NOT_CHECKED, "the tiered store's own index files", "tieredstore IndexStoreService"))
+        elif name == "transaction" and p.is_dir():
+            parts.append(Part(name + "/", "transaction state table / redo log (old brokers)", NOT_CHECKED, "not decoded here", "StorePathConfigHelper.getTranStateTableStorePath"))
+        else:
+            parts.append(Part(name + ("/" if p.is_dir() else ""), "unknown " + ("directory" if p.is_dir() else "file"), UNKNOWN, "no RocketMQ layout of this name"))
+    return lay

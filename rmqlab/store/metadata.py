@@ -1,0 +1,210 @@
+"""The broker's metadata under ``config/``, read side (the write side is
+:mod:`rmqlab.writers.metadata`): consumer offsets (``consumerOffset.json``, Java
+``ConsumerOffsetManager``; ``lmqConsumerOffset.json``, ``LmqConsumerOffsetManager``),
+delay-level progress (``delayOffset.json``, ``ScheduleMessageService``), topic configs
+(``topics.json``, ``TopicConfigManager``) and subscription groups
+(``subscriptionGroup.json``, ``SubscriptionGroupManager``).
+
+The broker persists, per ``topic@group``, the committed offset of each queue: the queue
+offset of the next message the group will consume.  The file is fastjson's rendering
+of the manager (``ConfigManager.persist`` → ``RemotingSerializable.toJson``)::
+
+    {
+        "dataVersion":{"counter":12,"stateVersion":0,"timestamp":1767261600000},
+        "offsetTable":{
+            "Orders@billing":{0:12,1:9,2:14,3:11}
+        },
+        ...
+    }
+
+Two things are not plain JSON: the queue ids are ``Integer`` map keys, which fastjson
+writes unquoted; and ``ConfigManager`` keeps the previous file as ``.bak`` and writes
+the new one to ``.tmp`` first (``MixAll.string2File``: write ``.tmp``, copy the old
+file to ``.bak``, rename ``.tmp``).  RocketMQ's ``ConfigManager.load`` reads the file
+and falls back to ``.bak`` when it is missing or cannot be decoded; a ``.tmp`` left
+behind is a persist a crash interrupted.  Nothing here writes.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import StoreFormatError
+from ..format.fastjson import parse_fastjson
+from ..rules import CONFIG_DIR, CONSUMER_OFFSET_FILE, DELAY_OFFSET_FILE, LMQ_CONSUMER_OFFSET_FILE, SUBSCRIPTION_GROUP_FILE, TOPICS_FILE
+
+#: Java ConsumerOffsetManager.TOPIC_GROUP_SEPARATOR
+TOPIC_GROUP_SEPARATOR = "@"
+
+
+@dataclass
+class ConsumerOffsets:
+    """``offsetTable`` of a consumerOffset.json: ``(topic, group) -> {queue id: offset}``,
+    and where it was read from and what the files around it say."""
+
+    table: dict[tuple[str, str], dict[int, int]] = field(default_factory=dict)
+    source: str | None = None  # the file the table came from (None: no offsets file)
+    data_version: dict | None = None
+    notes: list[str] = field(default_factory=list)  # a torn or divergent .tmp/.bak, a fallback
+
+    def groups(self) -> list[str]:
+        return sorted({g for _, g in self.table})
+
+    def committed(self, group: str, topic: str, queue_id: int) -> int | None:
+        """Java ``ConsumerOffsetManager.queryOffset`` (None where Java answers -1)."""
+        return self.table.get((topic, group), {}).get(queue_id)
+
+
+def _document(path: Path) -> dict:
+    doc = parse_fastjson(path.read_text(encoding="utf-8", errors="replace"), path)
+    if not isinstance(doc, dict):
+        raise StoreFormatError(path, 0, "the document is not a JSON object")
+    return doc
+
+
+def _offset_table(path: Path) -> tuple[dict, dict | None]:
+    doc = _document(path)
+    table: dict[tuple[str, str], dict[int, int]] = {}
+    raw = doc.get("offsetTable") or {}
+    if not isinstance(raw, dict):
+        raise StoreFormatError(path, None, "offsetTable is not an object")
+    for key, queues in raw.items():
+        topic, sep, group = key.partition(TOPIC_GROUP_SEPARATOR)
+        if not sep or not isinstance(queues, dict):
+            continue  # Java's scans split on '@' and skip such keys too
+        try:
+            table[(topic, group)] = {int(q): int(o) for q, o in queues.items()}
+        except (TypeError, ValueError):
+            raise StoreFormatError(path, None, f"offsetTable[{key!r}] holds a queue id or offset that is not an integer") from None
+    return table, doc.get("dataVersion")
+
+
+def _differences(a, b) -> int:
+    """How many entries of two tables (dicts, nested one level or not) differ."""
+    n = 0
+    for k in set(a) | set(b):
+        x, y = a.get(k), b.get(k)
+        if isinstance(x, dict) or isinstance(y, dict):
+            x, y = x or {}, y or {}
+            n += sum(1 for q in set(x) | set(y) if x.get(q) != y.get(q))
+        else:
+            n += x != y
+    return n
+
+
+def load_config_file(root: str | os.PathLike, name: str, read):
+    """``read(path)`` of ``STORE/config/<name>`` as RocketMQ's ``ConfigManager.load`` finds
+    it: the file, else its ``.bak`` (missing or undecodable file).  Returns ``(value,
+    source, notes)``: ``value`` None and ``source`` None when neither can be read (an
+    unreadable file with no readable ``.bak`` raises :class:`StoreFormatError`); ``notes``
+    on a ``.tmp`` a crash left (torn, or divergent from what is loaded) and on a ``.bak``
+    that differs from the file."""
+    path = Path(root) / CONFIG_DIR / name
+    bak, tmp = path.with_name(path.name + ".bak"), path.with_name(path.name + ".tmp")
+    value, source, notes, main_err = None, None, [], None
+    if path.exists():
+        try:
+            value, source = read(path), str(path)
+        except StoreFormatError as err:
+            main_err = err
+    if source is None and bak.exists():
+        try:
+            value, source = read(bak), str(bak)
+            notes.append(f"{path.name} " + (f"cannot be read ({main_err}); " if main_err else "is missing; ") + f"RocketMQ loads {bak.name}, as read here")
+        except StoreFormatError as err:
+            notes.append(f"{bak.name} cannot be read either: {err}")
+    if source is None and main_err is not None:
+        raise main_err
+    if tmp.exists():
+        try:
+            t = read(tmp)
+            notes.append(f"{tmp.name} is left over (a persist a crash interrupted); it " + ("holds the same content" if t == value else "differs from what RocketMQ loads"))
+        except StoreFormatError as err:
+            notes.append(f"{tmp.name} is left over and torn ({err}): a persist a crash interrupted; RocketMQ ignores it")
+    if source == str(path) and bak.exists():
+        try:
+            b = read(bak)
+            if b != value:
+                first = b[0] if isinstance(b, tuple) else b
+                now = value[0] if isinstance(value, tuple) else value
+                n = _differences(first, now) if isinstance(first, dict) and isinstance(now, dict) else 1
+                notes.append(f"{bak.name} (the previous persist) differs in {n} entr{'y' if n == 1 else 'ies'}")
+        except StoreFormatError as err:
+            notes.append(f"{bak.name} cannot be read ({err}); RocketMQ would have nothing to fall back to")
+    return value, source, notes
+
+
+def read_consumer_offsets(root: str | os.PathLike, *, lmq: bool = True) -> ConsumerOffsets:
+    """The committed offsets of a store root as RocketMQ loads them (Java
+    ``ConfigManager.load``: the file, else its ``.bak``), with notes on a ``.tmp`` a
+    crash left and on a ``.bak`` that differs from the file.  ``lmq``: add the light
+    message queues' offsets of ``lmqConsumerOffset.json`` (``LmqConsumerOffsetManager``,
+    the same shape, ``%LMQ%`` topics)."""
+    out = ConsumerOffsets()
+    loaded, out.source, out.notes = load_config_file(root, CONSUMER_OFFSET_FILE, _offset_table)
+    if loaded is not None:
+        out.table, out.data_version = loaded
+    if lmq:
+        extra, source, notes = load_config_file(root, LMQ_CONSUMER_OFFSET_FILE, _offset_table)
+        out.notes += notes
+        if extra is not None:
+            out.table.update(extra[0])
+            out.source = out.source or source
+    return out
+
+
+def _delay_table(path: Path) -> dict[int, int]:
+    raw = _document(path).get("offsetTable") or {}
+    try:
+        return {int(k): int(v) for k, v in raw.items()}
+    except (TypeError, ValueError, AttributeError):
+        raise StoreFormatError(path, None, "offsetTable holds a delay level or offset that is not an integer") from None
+
+
+def read_delay_offsets(root: str | os.PathLike) -> tuple[dict[int, int] | None, str | None, list[str]]:
+    """``delayOffset.json`` (Java ``ScheduleMessageService.encode``): per delay level,
+    the offset in ``SCHEDULE_TOPIC_XXXX`` queue ``level - 1`` up to which the delayed
+    messages were delivered (``ScheduleMessageService.queueId2DelayLevel``).  ``(table,
+    source, notes)``; table None without the file."""
+    return load_config_file(root, DELAY_OFFSET_FILE, _delay_table)
+
+
+@dataclass(frozen=True)
+class TopicConfig:
+    """Java ``TopicConfig`` as ``topics.json`` holds it (the fields rmqlab uses)."""
+
+    topic: str
+    read_queue_nums: int
+    write_queue_nums: int
+    perm: int
+
+
+def _topic_table(path: Path) -> dict[str, TopicConfig]:
+    raw = _document(path).get("topicConfigTable") or {}
+    out = {}
+    try:
+        for name, tc in raw.items():
+            out[name] = TopicConfig(name, int(tc.get("readQueueNums", 0)), int(tc.get("writeQueueNums", 0)), int(tc.get("perm", 0)))
+    except (TypeError, ValueError, AttributeError):
+        raise StoreFormatError(path, None, "topicConfigTable holds an entry that is not a TopicConfig") from None
+    return out
+
+
+def read_topics(root: str | os.PathLike) -> tuple[dict[str, TopicConfig] | None, str | None, list[str]]:
+    """``topics.json`` (Java ``TopicConfigManager``): ``(topic -> TopicConfig, source, notes)``."""
+    return load_config_file(root, TOPICS_FILE, _topic_table)
+
+
+def _group_table(path: Path) -> list[str]:
+    raw = _document(path).get("subscriptionGroupTable") or {}
+    if not isinstance(raw, dict):
+        raise StoreFormatError(path, None, "subscriptionGroupTable is not an object")
+    return sorted(raw)
+
+
+def read_subscription_groups(root: str | os.PathLike) -> tuple[list[str] | None, str | None, list[str]]:
+    """``subscriptionGroup.json`` (Java ``SubscriptionGroupManager``): the consumer groups
+    the broker knows, ``(names, source, notes)``."""
+    return load_config_file(root, SUBSCRIPTION_GROUP_FILE, _group_table)

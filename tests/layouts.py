@@ -1,0 +1,172 @@
+"""Test stores of the layouts a real broker leaves beyond the classic store, built on a
+copy of a store RocketMQ wrote (``tests/fixtures/reference-stores``) from RocketMQ
+5.3.3's source layouts.  Each builder says where its bytes and names come from; none
+is decoded by rmqlab yet beyond recognition (see ``rmqlab.store.layout``): the tests
+hold every command to an honest "not checked" and recovery to a refusal.
+"""
+
+from __future__ import annotations
+
+import shutil
+import struct
+from pathlib import Path
+
+from tests.support import copy_store
+
+#: ConsumeQueue.CQ_STORE_UNIT_SIZE: offset (8), size (4), tagsCode (8)
+CQ_UNIT = struct.Struct(">qiq")
+#: BatchConsumeQueue.CQ_STORE_UNIT_SIZE = 46: offset (8), size (4), tagsCode (8), storeTime (8),
+#: msgBaseOffset (8), batchSize (2), compactedOffset (4), reserved (4)
+BATCH_UNIT = struct.Struct(">qiqqqhii")
+#: ConsumeQueueExt: an address is the ext file offset + Long.MIN_VALUE (ConsumeQueueExt.decorate)
+EXT_ADDRESS_BASE = -(1 << 63)
+
+
+def _units(path: Path) -> list[tuple[int, int, int]]:
+    data = b"".join(p.read_bytes() for p in sorted(path.iterdir()))
+    out = [CQ_UNIT.unpack_from(data, i) for i in range(0, len(data) - CQ_UNIT.size + 1, CQ_UNIT.size)]
+    return [u for u in out if u[1] > 0]
+
+
+def rocksdb_consume_queue(tmp: Path) -> Path:
+    """``storeType=defaultRocksDB``: RocksDBConsumeQueueStore opens its RocksDB in
+    StorePathConfigHelper.getStorePathConsumeQueue (the root's ``consumequeue/``), so the
+    file queues are gone and RocksDB's own files (CURRENT naming the MANIFEST, IDENTITY,
+    LOCK, LOG, OPTIONS-*, *.log, *.sst) sit directly in it."""
+    s = copy_store("crash", tmp)
+    shutil.rmtree(s / "consumequeue")
+    d = s / "consumequeue"
+    d.mkdir()
+    (d / "CURRENT").write_text("MANIFEST-000005\n")
+    (d / "IDENTITY").write_text("7b6f4c2e-0000-4000-8000-rmqlabtest\n")
+    (d / "LOCK").write_bytes(b"")
+    (d / "LOG").write_text("RocksDB version: 8.5.3\n")
+    (d / "MANIFEST-000005").write_bytes(b"\x00" * 64)
+    (d / "OPTIONS-000007").write_text("[Version]\n  rocksdb_version=8.5.3\n")
+    (d / "000004.log").write_bytes(b"\x01" * 128)
+    (d / "000008.sst").write_bytes(b"\x02" * 256)
+    return s
+
+
+def dledger(tmp: Path) -> Path:
+    """``enableDLegerCommitLog=true``: DLedgerCommitLog sets the DLedger store's base
+    directory to storePathRootDir, and DLedgerConfig.getDefaultPath names it
+    ``dledger-<selfId>`` with ``data/`` (entries) and ``index/`` (32-byte units) in it;
+    ``commitlog/`` stays, empty, as a converted or freshly started broker leaves it.
+    The consume queues point into the DLedger log (positions + 48-byte entry headers)."""
+    s = copy_store("clean", tmp)
+    for p in (s / "commitlog").iterdir():
+        p.unlink()
+    d = s / "dledger-n0"
+    (d / "data").mkdir(parents=True)
+    (d / "index").mkdir()
+    (d / "data" / "00000000000000000000").write_bytes(b"\x00\x00\x00\x03" + b"\x00" * 1020)
+    (d / "index" / "00000000000000000000").write_bytes(b"\x00" * 320)
+    (d / "checkpoint").write_text("committedIndex=9\n")
+    return s
+
+
+def batch_consume_queue(tmp: Path) -> Path:
+    """``queue.type=BatchCQ`` on TopicC: its queues live in
+    StorePathConfigHelper.getStorePathBatchConsumeQueue (``batchconsumequeue/T/Q/``) in
+    46-byte units (BatchConsumeQueue.putBatchMessagePositionInfo), not in ``consumequeue/``;
+    built here from TopicC's units (each record a batch of one)."""
+    s = copy_store("crash", tmp)
+    for q in sorted((s / "consumequeue" / "TopicC").iterdir()):
+        units = _units(q)
+        out = s / "batchconsumequeue" / "TopicC" / q.name
+        out.mkdir(parents=True)
+        data = b"".join(BATCH_UNIT.pack(off, size, tags, 0, n, 1, 0, 0) for n, (off, size, tags) in enumerate(units))
+        (out / "00000000000000000000").write_bytes(data + b"\x00" * (46 * 20 * ((len(units) // 20) + 1) - len(data)))
+    shutil.rmtree(s / "consumequeue" / "TopicC")
+    return s
+
+
+def consume_queue_ext(tmp: Path) -> Path:
+    """``enableConsumeQueueExt=true`` on TopicA/0: ConsumeQueue.putMessagePositionInfoWrapper
+    writes the tag bitmap to ``consumequeue_ext/T/Q/`` (StorePathConfigHelper.getStorePathConsumeQueueExt)
+    and puts the ext address (ConsumeQueueExt.put: offset + Long.MIN_VALUE) where the
+    tagsCode goes."""
+    s = copy_store("clean", tmp)
+    q = s / "consumequeue" / "TopicA" / "0"
+    for f in sorted(q.iterdir()):
+        data = bytearray(f.read_bytes())
+        for i in range(0, len(data), CQ_UNIT.size):
+            off, size, tags = CQ_UNIT.unpack_from(data, i)
+            if size > 0:
+                CQ_UNIT.pack_into(data, i, off, size, EXT_ADDRESS_BASE + i)
+        f.write_bytes(bytes(data))
+    ext = s / "consumequeue_ext" / "TopicA" / "0"
+    ext.mkdir(parents=True)
+    (ext / "00000000000000000000").write_bytes(b"\x00" * 4096)
+    return s
+
+
+def lmq(tmp: Path) -> Path:
+    """``enableLmq`` / ``enableMultiDispatch``: a record of TopicA dispatched to a light
+    queue too (MultiDispatchUtils: topic ``%LMQ%<name>`` (MixAll.LMQ_PREFIX), queue 0)
+    gets a unit there that points at the parent record."""
+    s = copy_store("clean", tmp)
+    units = _units(s / "consumequeue" / "TopicA" / "1")
+    d = s / "consumequeue" / "%LMQ%orders" / "0"
+    d.mkdir(parents=True)
+    data = b"".join(CQ_UNIT.pack(off, size, tags) for off, size, tags in units[:10])
+    (d / "00000000000000000000").write_bytes(data + b"\x00" * (400 - len(data)))
+    return s
+
+
+def extras(tmp: Path) -> Path:
+    """What other broker features leave in the root: a compaction store
+    (CompactionStore: ``compaction/compactionLog``, ``compactionCq``, ``position-checkpoint``),
+    pop records in RocksDB (PopConsumerService: ``kvStore/``), controller mode
+    (``epochFileCheckpoint``, ``brokerIdentity``), the tiered store's index
+    (IndexStoreService: ``tiered_index_file/``), and config files (BrokerPathConfigHelper)."""
+    s = copy_store("clean", tmp)
+    (s / "compaction" / "compactionLog" / "TopicA" / "0").mkdir(parents=True)
+    (s / "compaction" / "compactionCq" / "TopicA" / "0").mkdir(parents=True)
+    (s / "compaction" / "position-checkpoint").write_text("TopicA:0=10\n")
+    (s / "kvStore").mkdir()
+    (s / "kvStore" / "CURRENT").write_text("MANIFEST-000001\n")
+    (s / "kvStore" / "MANIFEST-000001").write_bytes(b"\x00" * 16)
+    (s / "epochFileCheckpoint").write_text("1\n1\n1-0\n")
+    (s / "brokerIdentity").write_text("clusterName=rmqlab\nbrokerName=b\nbrokerId=1\n")
+    (s / "tiered_index_file").mkdir()
+    config = s / "config"
+    config.mkdir(exist_ok=True)
+    for name in ("subscriptionGroup.json", "consumerFilter.json", "timermetrics", "messageRequestMode.json"):
+        (config / name).write_text("{}")
+    (config / "consumerOffsets").mkdir()
+    (s / "notes.txt").write_text("an operator's note beside the store\n")
+    return s
+
+
+def multi_path(tmp: Path) -> tuple[Path, Path]:
+    """``storePathCommitLog=/d1/commitlog,/d2/commitlog`` (MultiPathMappedFileQueue):
+    the commitlog files spread over two directories; returns the store and a
+    broker.conf naming both."""
+    s = copy_store("clean", tmp)
+    other = tmp / "disk2" / "commitlog"
+    other.mkdir(parents=True)
+    files = sorted((s / "commitlog").iterdir())
+    for p in files[1::2]:
+        p.rename(other / p.name)
+    conf = tmp / "broker.conf"
+    conf.write_text(f"storePathCommitLog={s / 'commitlog'},{other}\nmappedFileSizeCommitLog=65536\nmappedFileSizeConsumeQueue=400\n"
+                    "maxHashSlotNum=64\nmaxIndexNum=256\n")
+    return s, conf
+
+
+BUILDERS = {
+    "rocksdb": rocksdb_consume_queue,
+    "dledger": dledger,
+    "batch": batch_consume_queue,
+    "ext": consume_queue_ext,
+    "lmq": lmq,
+    "extras": extras,
+}
+
+
+def snapshot(root: Path) -> dict[str, bytes]:
+    """Every file's bytes (to show a command changed nothing)."""
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+

@@ -1,0 +1,173 @@
+"""Every file of a store root is recognised before anything is judged: on stores with
+each broker feature's files (built in ``tests/layouts.py`` from RocketMQ's source
+layouts), ``info`` names each part and what rmqlab does with it, ``verify`` says "not
+checked" instead of reporting damage, ``recover`` refuses to apply where it does not
+model RocketMQ's start-up (the dry run says why), the read commands refuse a log they
+do not read, and nothing of the input changes."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from rmqlab.cli import main
+from rmqlab.config import MessageStoreConfig
+from rmqlab.forensics.verify import verify_store
+from rmqlab.store.layout import DECODED, NOT_CHECKED, READ, UNKNOWN, recognise
+from tests.layouts import BUILDERS, multi_path, snapshot
+from tests.support import ALL_CASES, REFERENCE
+
+#: what each built store must show in `info` (a kind it recognises), and whether its
+#: log is still the root's commitlog/
+EXPECTED = {
+    "rocksdb": ("RocksDB consume queue", True),
+    "dledger": ("DLedger commitlog", False),
+    "batch": ("batch consume queues", True),
+    "ext": ("consume queue ext", True),
+    "lmq": ("LMQ consume queues", True),
+    "extras": ("compaction store", True),
+}
+
+
+def run(capsys, *argv):
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.mark.parametrize("case", ALL_CASES)
+def test_a_store_rocketmq_wrote_is_all_recognised(case):
+    lay = recognise(REFERENCE / case / "store")
+    assert {p.handling for p in lay.parts} <= {DECODED, READ}, [p.line() for p in lay.parts]
+    assert not lay.refusals() and not lay.log_elsewhere and not lay.unchecked_topics
+
+
+@pytest.mark.parametrize("name", sorted(BUILDERS))
+def test_info_verify_recover_are_honest_on_each_layout(name, tmp_path, capsys):
+    store = BUILDERS[name](tmp_path)
+    before = snapshot(store)
+    kind, log_here = EXPECTED[name]
+
+    code, out, _ = run(capsys, "info", store, "--json")
+    parts = json.loads(out)["layout"]
+    assert code == 0 and any(p["kind"].startswith(kind) and p["handling"] == NOT_CHECKED for p in parts), parts
+
+    rep = verify_store(store)
+    assert rep.ok, [str(f) for f in rep.errors]
+    assert not rep.kinds() & {"CQ_MISMATCH", "CQ_MISSING_QUEUE", "CQ_BEYOND_END", "LAYOUT"}, [str(f) for f in rep.findings]
+    assert rep.by_kind("NOT_CHECKED")
+
+    code, out, _ = run(capsys, "recover", store, "--json")
+    dry = json.loads(out)
+    assert code == 0 and dry["not_modelled"]
+    if not log_here:
+        assert dry["mode"] == "not modelled" and not dry["queues"] and not dry["deleted_commitlog_files"]
+    if name != "extras":  # kvStore, brokerIdentity … do not stop a recovery: RocketMQ's store recovery leaves them
+        code, _, err = run(capsys, "recover", store, "--out", tmp_path / "out")
+        assert code == 2 and "nothing was written" in err and not (tmp_path / "out").exists()
+    assert snapshot(store) == before
+
+
+def test_extras_name_each_part(tmp_path, capsys):
+    store = BUILDERS["extras"](tmp_path)
+    code, out, _ = run(capsys, "info", store, "--no-scan")
+    for path, handling in [("compaction/", NOT_CHECKED), ("kvStore/", NOT_CHECKED), ("epochFileCheckpoint", NOT_CHECKED), ("brokerIdentity", NOT_CHECKED),
+                           ("tiered_index_file/", NOT_CHECKED), ("config/consumerOffsets/", NOT_CHECKED), ("config/subscriptionGroup.json", READ),
+                           ("notes.txt", UNKNOWN)]:
+        line = next(line for line in out.splitlines() if line.strip().startswith(path))
+        assert f": {handling}" in line, line
+    refused = {p.path for p in recognise(store).refusals()}
+    assert refused == {"compaction/", "epochFileCheckpoint"}
+
+
+def test_ext_addresses_are_not_judged_as_tags(tmp_path):
+    store = BUILDERS["ext"](tmp_path)
+    assert not verify_store(store).by_kind("CQ_MISMATCH")
+    shutil.rmtree(store / "consumequeue_ext")  # without the ext files the addresses are wrong tagsCodes
+    assert verify_store(store).by_kind("CQ_MISMATCH")
+
+
+def test_lmq_queues_point_at_other_topics_records(tmp_path):
+    store = BUILDERS["lmq"](tmp_path)
+    assert "%LMQ%orders" in recognise(store).unchecked_topics
+    assert not verify_store(store).by_kind("CQ_MISMATCH")
+
+
+def test_batch_topic_has_no_missing_queue_and_says_where_its_queue_is(tmp_path, capsys):
+    store = BUILDERS["batch"](tmp_path)
+    assert not verify_store(store).by_kind("CQ_MISSING_QUEUE")
+    code, _, err = run(capsys, "queue", store, "--topic", "TopicC", "--queue-id", "0")
+    assert code == 2 and "batch consume queue" in err
+
+
+def test_rocksdb_queues_are_not_read_and_not_rebuilt(tmp_path, capsys):
+    store = BUILDERS["rocksdb"](tmp_path)
+    code, out, _ = run(capsys, "recover", store)
+    assert code == 0 and "no plan" in out and "RocksDB" in out
+    code, _, err = run(capsys, "queue", store, "--topic", "TopicA", "--queue-id", "0")
+    assert code == 2 and "RocksDB" in err
+
+
+def test_dledger_log_is_refused_by_read_commands(tmp_path, capsys):
+    store = BUILDERS["dledger"](tmp_path)
+    code, out, _ = run(capsys, "recover", store)
+    assert code == 0 and "deletes" not in out and "DLedger" in out
+    for argv in (["dump", store], ["queue", store, "--topic", "TopicA", "--queue-id", "0"], ["lookup", store, "--topic", "TopicA", "--key", "shared"]):
+        code, out, err = run(capsys, *argv)
+        assert code == 2 and "DLedger" in err and out == "", argv
+
+
+def test_several_commitlog_directories_from_config(tmp_path, capsys):
+    store, conf = multi_path(tmp_path)
+    lay = recognise(store, MessageStoreConfig.from_properties(conf))
+    assert lay.log_elsewhere and "several directories" in lay.log_elsewhere
+    code, out, _ = run(capsys, "verify", store, "--config", conf)
+    assert code == 0 and "NOT_CHECKED" in out and "ERROR" not in out
+    code, _, err = run(capsys, "recover", store, "--config", conf, "--out", tmp_path / "out")
+    assert code == 2 and not (tmp_path / "out").exists()
+    code, _, err = run(capsys, "dump", store, "--config", conf)
+    assert code == 2 and "several directories" in err
+
+
+@pytest.fixture
+def delayed(tmp_path):
+    """The crash store holds one delayed record, in SCHEDULE_TOPIC_XXXX queue 2 (delay
+    level 3: ScheduleMessageService.delayLevel2QueueId)."""
+    from tests.support import copy_store
+
+    store = copy_store("crash", tmp_path)
+    (store / "config").mkdir()
+    return store
+
+
+def _delay_file(store, table: str) -> None:
+    # ScheduleMessageService.encode through fastjson: Integer keys unquoted
+    (store / "config" / "delayOffset.json").write_text('{"dataVersion":{"counter":1,"stateVersion":0,"timestamp":0},"offsetTable":{%s}}' % table)
+
+
+@pytest.mark.parametrize("table, kind, pending", [
+    ("3:0", None, 1),            # nothing delivered yet: the one delayed message is pending
+    ("3:1", None, 0),            # delivered
+    ("3:5", "DELAY_OFFSET_BEYOND", 0),  # delivered past the queue's end: the queue lost what was delivered
+    ("3:1,40:2", "DELAY_LEVEL_UNKNOWN", 0),  # messageDelayLevel has 18 levels
+])
+def test_delay_offsets_against_the_schedule_queues(delayed, table, kind, pending):
+    _delay_file(delayed, table)
+    rep = verify_store(delayed)
+    found = {f.kind for f in rep.findings if f.kind.startswith("DELAY")}
+    assert found == ({kind} if kind else set())
+    assert rep.stats["delayed_pending"] == pending
+
+
+def test_a_torn_delay_offset_file_falls_back_to_bak_or_stops_the_broker(delayed):
+    _delay_file(delayed, "3:0")
+    path = delayed / "config" / "delayOffset.json"
+    path.write_text(path.read_text()[:40])
+    rep = verify_store(delayed)
+    assert [f.severity for f in rep.by_kind("DELAY_OFFSET_FILE")] == ["error"]
+    (delayed / "config" / "delayOffset.json.bak").write_text('{"offsetTable":{3:1}}')
+    rep = verify_store(delayed)
+    assert rep.ok and rep.stats["delayed_pending"] == 0
+    assert any("RocketMQ loads delayOffset.json.bak" in f.message for f in rep.by_kind("DELAY_OFFSET_FILE"))
