@@ -22,6 +22,7 @@ COMMANDS = [
     "lookup",
     "queue",
     "offsets",
+    "timers",
     "hexdump",
     "write",
     "recover",

@@ -858,6 +858,92 @@ class _Verifier:
             return False
         return True
 
+    def check_timers(self) -> None:
+        """The timer store (5.x): every timer-log unit against the log (the record it names
+        is there, whole, and of the timer topic), the end of the timer log, and each slot
+        still to fire against the units it chains (``TimerWheel`` / ``TimerLog``)."""
+        from ..format.timer import SLOT_SIZE, TIMER_TOPIC
+        from ..store.timer import TimerStore
+
+        try:
+            timer = TimerStore.of(self.root, self.cfg)
+        except StoreFormatError as err:
+            self.add("TIMER_STORE", ERROR, err.file, err.offset, err.message)
+            return
+        if timer is None:
+            return
+        try:
+            self._check_timers(timer, SLOT_SIZE, TIMER_TOPIC)
+        finally:
+            timer.close()
+
+    def _check_timers(self, timer, slot_size: int, timer_topic: str) -> None:
+        try:
+            cp = timer.checkpoint()
+        except StoreFormatError as err:
+            self.add("TIMER_CHECK", ERROR, err.file, err.offset, err.message)
+            cp = None
+        read_ms = cp["last_read_time_ms"] if cp else 0
+        units, end = timer.units()
+        if end is not None and end.torn:
+            self.add("TIMER_LOG_TORN", WARNING, end.file, end.file_offset, "a torn unit ends the timer log: TimerMessageStore.recover truncates the timer log here "
+                     "(truncateDirtyFiles); timer messages enqueued after it are not in the timer store")
+
+        def where(pos: int) -> tuple[str, int]:
+            f = timer.log.find(pos)
+            return (str(f.path), pos - f.file_from_offset) if f is not None else (str(timer.log.directory), pos)
+
+        slot_ms = timer.unit_slot_ms(units)
+        off = units["commitlog_offset"].astype(np.int64)
+        size = units["commitlog_size"].astype(np.int64)
+        pending = slot_ms >= read_ms
+        for i in np.flatnonzero(off + size > self.log_end).tolist():
+            file, fpos = where(int(units["position"][i]))
+            self.add("TIMER_PAST_END", ERROR if pending[i] else WARNING, file, fpos,
+                     f"timer-log unit {int(units['position'][i])} names the record at {int(off[i])} ({int(size[i])} bytes), past the end of the commitlog ({self.log_end}): "
+                     + ("a pending timer message whose record is gone; its slot fires nothing (apache/rocketmq#10668)" if pending[i] else "it fired before the log lost the record"))
+        for i in np.flatnonzero(off + size <= self.log_end).tolist():
+            try:
+                rec = self.store.commitlog.read(int(off[i]), check_crc=False)
+                bad = None if rec.topic == timer_topic and rec.total_size == size[i] else f"a record of {rec.topic}, {rec.total_size} bytes"
+            except (RecordError, StoreFormatError) as err:
+                bad = f"no record ({err})"
+            if bad:
+                file, fpos = where(int(units["position"][i]))
+                self.add("TIMER_MISMATCH", ERROR, file, fpos, f"timer-log unit {int(units['position'][i])} names a {timer_topic} record of {int(size[i])} bytes at {int(off[i])}; the log holds {bad} there")
+        try:
+            slots = timer.slots()
+        except StoreFormatError as err:
+            self.add("TIMER_WHEEL", ERROR, err.file, err.offset, err.message)
+            return
+        # each slot still to fire: its chain (last pos, back by prev pos) holds its units
+        by_pos = {int(p): i for i, p in enumerate(units["position"].tolist())}
+        chained = np.zeros(len(units), bool)
+        for s in slots[slots["time_ms"] >= read_ms]:
+            pos, steps, problem = int(s["last_pos"]), 0, None
+            while pos >= 0 and steps <= len(units):
+                i = by_pos.get(pos)
+                if i is None:
+                    problem = f"its chain reaches timer-log position {pos}, where the timer log holds no unit"
+                    break
+                if int(slot_ms[i]) != int(s["time_ms"]):
+                    problem = f"its chain reaches the unit at {pos}, which belongs to the slot of {int(slot_ms[i])}"
+                    break
+                chained[i] = True
+                steps += 1
+                if pos == int(s["first_pos"]):
+                    break
+                pos = int(units["prev_pos"][i])
+            if problem:
+                self.add("TIMER_SLOT", WARNING, str(timer.wheel_path), int(s["index"]) * slot_size, f"the slot of {int(s['time_ms'])}: {problem}; "
+                         "TimerMessageStore.recover revises slots only from the timer log's last flush position on")
+        lost = np.flatnonzero(pending & ~chained)
+        if len(lost):
+            file, fpos = where(int(units["position"][lost[0]]))
+            self.add("TIMER_UNCHAINED", WARNING, file, fpos, f"{len(lost)} pending timer-log unit(s) no wheel slot chains (first at {int(units['position'][lost[0]])}): "
+                     "TimerMessageStore.recover chains those at or after the last flush position again; the others never fire")
+        self.report.stats.update(timer_units=len(units), timer_pending_units=int(pending.sum()))
+
     def check_delay_offsets(self) -> None:
         """``delayOffset.json`` against the ``SCHEDULE_TOPIC_XXXX`` queues, as Java
         ``ScheduleMessageService.correctDelayOffset`` judges it at start: an offset below
@@ -913,6 +999,7 @@ class _Verifier:
         self.finish_queues()
         self.check_state()
         self.check_delay_offsets()
+        self.check_timers()
         self._dead_bytes()
         self._unlisted_findings()
         self.store.close()

@@ -813,6 +813,29 @@ def _insert_at_offset(lines: list[str], offset: int, line: str) -> None:
     lines.append(line)
 
 
+def _timers_cut(rep: RecoveryReport, root: Path, cfg: MessageStoreConfig) -> None:
+    """The pending timer messages among the lost records: records of the timer topic
+    the timer log does not hold yet or holds in a slot still to fire
+    (:mod:`rmqlab.store.timer`).  The timer store's own recovery
+    (``TimerMessageStore.recover``) does not know they are gone: their units then name
+    bytes past the end of the log (apache/rocketmq#10668)."""
+    from ..format.timer import TIMER_TOPIC
+    from ..store.timer import TimerStore
+
+    lost = [r for r in rep.lost_records if r.topic == TIMER_TOPIC]
+    if not lost:
+        return
+    try:
+        timer = TimerStore.of(root, cfg)
+        pending = timer.pending_units() if timer is not None else {}
+    except StoreFormatError as err:
+        rep.notes.append(f"the timer store cannot be read ({err}): which cut timer messages were pending is unknown")
+        return
+    if timer is not None:
+        timer.close()
+    rep.timers_cut = [r for r in lost if pending.get(r.physical_offset, True)]
+
+
 def _lost_records(rep: RecoveryReport, plan: RecoveryPlan) -> None:
     """Bytes past the new end, and the records still readable in them."""
     from ..forensics.salvage import salvage_buffer
@@ -1219,6 +1242,7 @@ def plan(
     _unfindable_keys(rep, p, cfg)
     _queues_left_short(rep, p, cfg)
     _group_losses(rep, root)
+    _timers_cut(rep, root, cfg)
     rep.timings["dispatch_plan_s"] = time.perf_counter() - t1
     if not rep.load_ok:
         rep.notes.append("RocketMQ's load() returns false for this store and the broker does not start; rmqlab reads short files as zero-padded")

@@ -154,6 +154,8 @@ class RecoveryReport:
     #: starts later): how many, and the first offsets
     queues_short: list[QueueShort] = field(default_factory=list)
     group_losses: list[GroupLoss] = field(default_factory=list)
+    #: lost records of the timer topic that were still to fire (rmqlab.store.timer)
+    timers_cut: list[LostRecord] = field(default_factory=list)
     index_unfindable: int = 0
     index_unfindable_first: list[int] = field(default_factory=list)
     log_lines: list[str] = field(default_factory=list)  # what RocketMQ would log, <store> for the root
@@ -236,6 +238,9 @@ class RecoveryReport:
                 out.append(f"                 … {len(self.lost_records) - 20} more")
         else:
             out.append("  lost records   none")
+        if self.timers_cut:
+            out.append(f"  timers cut     {len(self.timers_cut)} pending timer message(s) among them never fire (rmq_sys_wheel_timer offsets "
+                       + ", ".join(str(r.queue_offset) for r in self.timers_cut[:10]) + (" …" if len(self.timers_cut) > 10 else "") + ")")
         for f in self.deleted_commitlog_files:
             out.append(f"  deleted        commitlog/{f}")
         out.append(f"  consume queues max physical offset {self.max_phy_offset_in_cq_before} before" + (f", {self.max_phy_offset_in_cq_after} after" if self.max_phy_offset_in_cq_after is not None else ""))

@@ -1,0 +1,253 @@
+"""The timer store of a 5.x broker, read side: ``timerwheel``, ``timerlog/``,
+``config/timercheck`` (layouts in :mod:`rmqlab.format.timer`), and which timer
+messages are pending, as RocketMQ's ``TimerMessageStore`` would see them at its next
+start.
+
+A timer message is a record of ``rmq_sys_wheel_timer`` (its consume queue lists them).
+Its state, decided as ``TimerMessageStore.recover`` and the dequeue services would:
+
+* ``pending`` — not yet in the timer log (the broker enqueues it from the timer queue
+  at start, ``TimerMessageStore.enqueue``), or in it with a slot at or after the
+  checkpoint's ``lastReadTimeMs`` (``currReadTimeMs`` resumes there, so it fires after
+  the start: again, if it had fired after the last checkpoint);
+* ``fired`` — its slot lies before ``lastReadTimeMs``: put back to its real topic;
+* ``rolled`` — fired from a slot before ``lastReadTimeMs`` with ``MAGIC_ROLL``: its
+  time lay past the roll window, so the broker re-put it to the timer topic (a later
+  record, ``TIMER_ROLL_TIMES`` + 1, carries it on);
+* ``cancel`` — a delete marker (``TIMER_DEL_UNIQKEY``), and ``cancelled`` the pending
+  message it names.
+
+Nothing here writes.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import StoreFormatError, StoreLayoutError
+from ..files import MappedFileQueue
+from ..format import properties as props
+from ..format.layout import fixed_dtype
+from ..format.parse import parse_at
+from ..format.timer import (
+    BLANK_MAGIC_CODE, DEFAULT_PRECISION_MS, MAGIC_ROLL, SLOTS_TOTAL, SLOT_SIZE, TIMER_DEL_UNIQKEY, TIMER_OUT_MS,
+    TIMER_ROLL_TIMES, TIMER_TOPIC, UNIT_SIZE, WHEEL_LENGTH, TimerCheck, TimerLogUnit, TimerWheelSlot, delete_key, magic_ok, slot_time,
+)
+from ..rules import CONFIG_DIR, TIMER_CHECK_FILE, TIMER_LOG_DIR, TIMER_WHEEL_FILE
+
+SLOT_DTYPE = fixed_dtype(TimerWheelSlot)
+UNIT_DTYPE = fixed_dtype(TimerLogUnit)
+assert SLOT_DTYPE.itemsize == SLOT_SIZE and UNIT_DTYPE.itemsize == UNIT_SIZE
+
+PENDING, FIRED, ROLLED, CANCEL, CANCELLED = "pending", "fired", "rolled", "cancel", "cancelled"
+
+
+@dataclass
+class TimerLogEnd:
+    """Where the timer log's units end, as ``TimerMessageStore.recoverAndRevise`` finds it:
+    the first unit whose size is not 52 or whose magic is not one of the MAGIC bits
+    (zeros included) ends it; ``torn`` when non-zero bytes sit there (a unit a crash
+    tore: RocketMQ truncates the timer log at it)."""
+
+    position: int
+    file: str
+    file_offset: int
+    torn: bool
+
+
+@dataclass
+class TimerMessage:
+    """One record of ``rmq_sys_wheel_timer`` and what the timer store holds of it."""
+
+    physical_offset: int
+    size: int
+    queue_id: int
+    queue_offset: int
+    real_topic: str | None
+    real_queue_id: int | None
+    deliver_ms: int | None  # TIMER_OUT_MS
+    state: str
+    uniq_key: str | None
+    keys: str | None
+    roll_times: int
+    timerlog_position: int | None  # its unit in the timer log (None: not enqueued yet)
+    cancels: str | None = None  # a delete marker: TIMER_DEL_UNIQKEY (real topic + "+" + UNIQ_KEY)
+
+    def to_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+class TimerStore:
+    """``timerwheel``, ``timerlog/`` and ``config/timercheck`` of a store root.
+    ``precision_ms``: ``timerPrecisionMs`` (default 1000); ``log_file_size``:
+    ``mappedFileSizeTimerLog`` (default: inferred from the files)."""
+
+    def __init__(self, root: str | os.PathLike, *, precision_ms: int = DEFAULT_PRECISION_MS, log_file_size: int | None = None):
+        self.root = Path(root)
+        self.precision_ms = precision_ms
+        self.wheel_path = self.root / TIMER_WHEEL_FILE
+        self.check_path = self.root / CONFIG_DIR / TIMER_CHECK_FILE
+        d = self.root / TIMER_LOG_DIR
+        self.log = MappedFileQueue(d, log_file_size, strict=False) if d.is_dir() else None
+        self._units = None
+
+    @classmethod
+    def of(cls, root: str | os.PathLike, config=None) -> "TimerStore | None":
+        """The timer store of a store root (None when it has none), with
+        ``timerPrecisionMs`` / ``mappedFileSizeTimerLog`` from ``config``'s settings."""
+        root = Path(root)
+        if not (root / TIMER_WHEEL_FILE).exists() and not (root / TIMER_LOG_DIR).is_dir():
+            return None
+        extra = config.extra if config is not None else {}
+        try:
+            precision = int(extra.get("timerPrecisionMs", DEFAULT_PRECISION_MS))
+            size = int(extra["mappedFileSizeTimerLog"]) if "mappedFileSizeTimerLog" in extra else None
+        except ValueError as exc:
+            raise StoreLayoutError(root, None, f"timerPrecisionMs / mappedFileSizeTimerLog: {exc}") from None
+        return cls(root, precision_ms=precision or DEFAULT_PRECISION_MS, log_file_size=size)
+
+    def pending_units(self) -> dict[int, bool]:
+        """commitlog offset → whether that record's unit is still to fire (its slot at or
+        after the checkpoint's ``lastReadTimeMs``), for every unit of the timer log."""
+        cp = self.checkpoint()
+        read_ms = cp["last_read_time_ms"] if cp else 0
+        units, _ = self.units()
+        pending = self.unit_slot_ms(units) >= read_ms
+        return dict(zip(units["commitlog_offset"].tolist(), pending.tolist()))
+
+    # -- the checkpoint -------------------------------------------------------------------------------
+    def checkpoint(self) -> dict | None:
+        """``config/timercheck`` (None without it)."""
+        if not self.check_path.exists():
+            return None
+        data = self.check_path.read_bytes()
+        c = parse_at(TimerCheck, data, 0, file=str(self.check_path), what="timer checkpoint")
+        return {k: v for k, v in c.items() if not k.startswith("_")}
+
+    # -- the wheel --------------------------------------------------------------------------------------
+    def slots(self) -> np.ndarray:
+        """The wheel's used slots: a structured array (``index``, ``time_ms``, and the
+        Slot fields), those whose stored time belongs to their index
+        (``TimerWheel.getSlot`` answers -1 for the others)."""
+        if not self.wheel_path.exists():
+            return np.zeros(0, [("index", np.int64), ("time_ms", np.int64)] + [(n, SLOT_DTYPE[n].newbyteorder("=")) for n in SLOT_DTYPE.names])
+        data = np.fromfile(self.wheel_path, np.uint8)
+        if len(data) != WHEEL_LENGTH:
+            raise StoreFormatError(self.wheel_path, None, f"timer wheel is {len(data)} bytes, TimerWheel expects {WHEEL_LENGTH} (TimerWheel: \"Timer wheel length\" refuses it)")
+        raw = data.view(SLOT_DTYPE)
+        index = np.arange(len(raw), dtype=np.int64)
+        t = raw["delayed_time"].astype(np.int64)
+        used = (t != 0) & (t % (SLOTS_TOTAL * 2) == index)
+        out = np.zeros(int(used.sum()), [("index", np.int64), ("time_ms", np.int64)] + [(n, SLOT_DTYPE[n].newbyteorder("=")) for n in SLOT_DTYPE.names])
+        out["index"] = index[used]
+        out["time_ms"] = t[used] * self.precision_ms
+        for n in SLOT_DTYPE.names:
+            out[n] = raw[n][used]
+        return out
+
+    # -- the log ------------------------------------------------------------------------------------------
+    def units(self) -> tuple[np.ndarray, TimerLogEnd | None]:
+        """Every unit before the end of the timer log: a structured array (``position``
+        and the unit's fields, native order), and where the log ends."""
+        if self._units is not None:
+            return self._units
+        parts, end = [], None
+        files = self.log.files if self.log is not None else []
+        for i, f in enumerate(files):
+            a = np.frombuffer(f.buf, np.uint8)
+            n = len(a) // UNIT_SIZE
+            u = a[: n * UNIT_SIZE].view(UNIT_DTYPE)
+            good = (u["size"] == UNIT_SIZE) & magic_ok(u["magic"].astype(np.int64))
+            bad = np.flatnonzero(~good)
+            stop = int(bad[0]) if len(bad) else n
+            if stop:
+                part = np.zeros(stop, [("position", np.int64)] + [(k, UNIT_DTYPE[k].newbyteorder("=")) for k in UNIT_DTYPE.names])
+                part["position"] = f.file_from_offset + np.arange(stop, dtype=np.int64) * UNIT_SIZE
+                for k in UNIT_DTYPE.names:
+                    part[k] = u[k][:stop]
+                parts.append(part)
+            at = stop * UNIT_SIZE
+            if stop < n and int(u["magic"][stop]) == BLANK_MAGIC_CODE:
+                continue  # the file's blank: the log goes on in the next file
+            if stop == n and i + 1 < len(files):
+                continue
+            torn = bool(a[at : at + UNIT_SIZE].any())
+            end = TimerLogEnd(f.file_from_offset + at, str(f.path), at, torn)
+            break
+        units = np.concatenate(parts) if parts else np.zeros(0, [("position", np.int64)] + [(k, UNIT_DTYPE[k].newbyteorder("=")) for k in UNIT_DTYPE.names])
+        self._units = (units, end)
+        return self._units
+
+    def unit_slot_ms(self, units: np.ndarray) -> np.ndarray:
+        """The slot each unit was chained into (write time + delay, to the precision)."""
+        return slot_time(units["write_time"].astype(np.int64) + units["delay"].astype(np.int64), self.precision_ms)
+
+    def close(self) -> None:
+        if self.log is not None:
+            self.log.close()
+
+
+def timer_messages(store, timer: TimerStore | None = None, *, end: int | None = None):
+    """Every timer message of the store (the records ``rmq_sys_wheel_timer``'s queues list
+    before the end of the log, ``end``: default where RocketMQ serves up to), in queue
+    order, each with its state (see the module's docstring)."""
+    timer = timer or TimerStore.of(store.root, store.config)
+    end = store.commitlog.served_end() if end is None else end
+    cp = timer.checkpoint() if timer is not None else None
+    read_ms = cp["last_read_time_ms"] if cp else 0
+    if timer is not None:
+        units, _ = timer.units()
+        slot = timer.unit_slot_ms(units)
+        order = np.argsort(units["commitlog_offset"], kind="stable")
+        u_off = units["commitlog_offset"].astype(np.int64)[order]
+    else:
+        units = slot = order = u_off = None
+    out = []
+    min_off = store.commitlog.min_offset
+    for qid in store.queue_ids():
+        if qid.topic != TIMER_TOPIC:
+            continue
+        cq = store.consume_queue(qid.topic, qid.queue_id)
+        lo, hi = cq.valid_range(min_off)
+        for q0, e in cq.parts(lo, hi):
+            for k in range(len(e)):
+                phy, size = int(e["commitlog_offset"][k]), int(e["size"][k])
+                if phy + size > end:
+                    continue
+                rec = store.commitlog.read(phy, check_crc=False)
+                p = rec.properties
+                pos = None
+                state = PENDING
+                if units is not None and len(u_off):
+                    # the last unit of this record: a roll re-enqueues a new record, never this one
+                    j = np.searchsorted(u_off, phy, side="right") - 1
+                    if j >= 0 and u_off[j] == phy:
+                        i = order[j]
+                        pos = int(units["position"][i])
+                        if int(slot[i]) < read_ms:
+                            state = ROLLED if int(units["magic"][i]) & MAGIC_ROLL else FIRED
+                cancels = p.get(TIMER_DEL_UNIQKEY)
+                if cancels is not None and state == PENDING:
+                    state = CANCEL
+                out.append(TimerMessage(
+                    phy, size, qid.queue_id, q0 + k, p.get(props.REAL_TOPIC), _int_or_none(p.get(props.REAL_QID)), _int_or_none(p.get(TIMER_OUT_MS)), state,
+                    p.get(props.UNIQ_KEY), p.get(props.KEYS), _int_or_none(p.get(TIMER_ROLL_TIMES)) or 0, pos, cancels,
+                ))
+    # a pending delete marker cancels the pending message it names when their slot fires
+    # (TimerMessageStore's dequeue: deleteList.contains(buildDeleteKey(realTopic, uniqKey)))
+    names = {m.cancels for m in out if m.state == CANCEL}
+    for m in out:
+        if m.state == PENDING and m.uniq_key is not None and delete_key(m.real_topic or "", m.uniq_key) in names:
+            m.state = CANCELLED
+    return out
+
+
+def _int_or_none(s: str | None) -> int | None:
+    try:
+        return int(s) if s is not None else None
+    except ValueError:
+        return None
