@@ -1,9 +1,10 @@
 """``rmqlab dump STORE`` — records in commitlog order (text, or one JSON object per line).
 
-Lists what RocketMQ serves: the log up to where its recovery ends it.  Exit status: 0;
-1 when non-zero bytes follow the end of the log (one warning names the file, offset,
-byte count and the readable records among them: ``rmqlab salvage`` gives them back);
-2 when the store cannot be read.
+Lists what RocketMQ serves: the log up to where its recovery ends it.  ``--dead`` lists
+the readable records after that end too, marked DEAD (``"dead": true`` in JSON): bytes
+RocketMQ no longer serves.  Exit status: 0; 1 when non-zero bytes follow the end of the
+log (one warning names the file, offset, byte count and the readable records among
+them: ``rmqlab salvage`` gives them back); 2 when the store cannot be read.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--queue", type=int, metavar="QID", help="only records of this queue id")
     p.add_argument("--from", dest="start", type=OFFSET, metavar="OFFSET", help="first physical offset (a record boundary)")
     p.add_argument("--to", dest="end", type=OFFSET, metavar="OFFSET", help="stop before this physical offset")
+    p.add_argument("--dead", action="store_true", help="also list the readable records after the end of the log, marked DEAD")
     add_progress_option(p)
     return p
 
@@ -56,7 +58,7 @@ def run(args) -> int:
         try:
             if args.json:
                 _json(store, args, stop, progress)
-                return _after_the_end(store, end)
+                return _after_the_end(store, end, args)
             base = store.commitlog.min_offset
             for n, rec in enumerate(store.commitlog.iter_records(args.start, stop, include_blank=True)):
                 if selected(rec, args):
@@ -71,12 +73,13 @@ def run(args) -> int:
             print(f"rmqlab dump: the log ends at {at} ({err.file} @ {err.offset}); the bytes after it are dead "
                   "(a clean exit, and no queue or index entry points there: see `rmqlab verify`)", file=sys.stderr)
             return 1
-        return _after_the_end(store, end)
+        return _after_the_end(store, end, args)
 
 
-def _after_the_end(store, end: int) -> int:
+def _after_the_end(store, end: int, args) -> int:
     """0 when the log ends cleanly (zeros after its end); else one warning naming the
-    file, offset, byte count and the readable records there, and 1."""
+    file, offset, byte count and the readable records there, and 1.  With ``--dead``
+    those records are listed, marked (the same selection as the live ones)."""
     from ..files.extent import nonzero_extent
     from ..forensics.salvage import AFTER_CUT, iter_salvage
 
@@ -86,7 +89,16 @@ def _after_the_end(store, end: int) -> int:
     ext = nonzero_extent(f.path, end - f.file_from_offset)
     if ext is None:
         return 0
-    readable = sum(1 for s in iter_salvage(f.path) if s.where == AFTER_CUT)
+    readable = 0
+    for s in iter_salvage(f.path):
+        if s.where != AFTER_CUT or s.record.physical_offset < end:
+            continue
+        readable += 1
+        if args.dead and selected(s.record, args) and (args.end is None or s.record.physical_offset < args.end):
+            if args.json:
+                write_bytes(json.dumps(dict(s.record.to_dict(), dead=True), ensure_ascii=False).encode() + b"\n")
+            else:
+                print("DEAD " + record_line(s.record))
     print(f"rmqlab dump: the log ends at {end} ({f.path} @ {end - f.file_from_offset}); {ext[1] - ext[0]} non-zero byte(s) follow up to byte {ext[1]}, "
           f"{readable} readable record(s) among them, not served by RocketMQ (`rmqlab salvage` gives them back)", file=sys.stderr)
     return 1

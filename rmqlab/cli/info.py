@@ -49,6 +49,11 @@ def run(args) -> int:
     print(f"consumequeue: {len(s.consume_queues)} queue(s)")
     for q in s.consume_queues:
         print(f"  {short(q['queue'], 60):<40} offsets [{q['min_offset']}, {q['max_offset']})  {q['files']} file(s)  max physic offset {q['max_physic_offset']}")
+    if s.timer:
+        t = s.timer
+        read = f"{fmt_time(t['last_read_time_ms'])}" if t["last_read_time_ms"] else "- (no config/timercheck)"
+        print(f"timer store: {t['timer_log_units']} timer-log unit(s), {t['units_to_fire']} still to fire; the wheel has fired every slot before {read}; "
+              f"the timer queue holds {t['timer_queue_max_offset']} message(s), enqueued up to {t['timer_queue_offset_enqueued']} (`rmqlab timers` lists the pending ones)")
     print(f"index: {len(s.index_files)} file(s)")
     for f in s.index_files:
         print(

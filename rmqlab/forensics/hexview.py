@@ -4,7 +4,7 @@ Field positions come from the construct schemas themselves: :func:`field_spans`
 parses a ``Struct`` one subcon at a time and notes where each starts and ends, so
 the annotation can never disagree with the layout declared in :mod:`rmqlab.format`.
 The kind of file is told by its directory (``commitlog/``, ``consumequeue/…``,
-``index/``) or name (``checkpoint``).
+``index/``, ``timerlog/``) or name (``checkpoint``, ``timerwheel``, ``timercheck``).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pathlib import Path
 from construct import Container, StreamError, Struct
 
 from .. import reprs
-from ..rules import CHECKPOINT_FILE, COMMITLOG_DIR, CONSUMEQUEUE_DIR, INDEX_DIR
+from ..rules import CHECKPOINT_FILE, COMMITLOG_DIR, CONSUMEQUEUE_DIR, INDEX_DIR, TIMER_CHECK_FILE, TIMER_LOG_DIR, TIMER_WHEEL_FILE
 from ..errors import StoreFormatError
 from ..files import MappedFile
 from ..format import commitlog as cl
@@ -76,6 +76,12 @@ def java_label(span: FieldSpan) -> str:
 def _show(name: str | None, value, ctx) -> str:
     if isinstance(value, Container) and "address" in value:
         return format_host(value.address, value.port)
+    if name == "magic" and "first_pos" in ctx:
+        return f"{value} (unused)"
+    if name == "magic" and "prev_pos" in ctx:
+        from ..format.timer import magic_names
+
+        return f"0x{value & 0xFFFFFFFF:08X} ({magic_names(value)})"
     if name == "magic":
         return {cl.MAGIC_V1: f"V1 0x{cl.MAGIC_V1:08X}", cl.MAGIC_V2: f"V2 0x{cl.MAGIC_V2:08X}", cl.MAGIC_BLANK: f"BLANK 0x{cl.MAGIC_BLANK:08X}"}.get(value, f"0x{value:08X} (unknown)")
     if name == "topic":
@@ -181,10 +187,46 @@ def checkpoint_spans(buf) -> list[FieldSpan]:
     return field_spans(CheckpointV5, bytes(buf[: CheckpointV5.sizeof()]), 0, "checkpoint")
 
 
+def timerwheel_spans(buf, start: int, end: int) -> list[FieldSpan]:
+    """Each slot's fields (Java ``Slot``), grouped ``slot i``; only the slots in view
+    (the wheel is 37 MiB)."""
+    from ..format.timer import SLOT_SIZE, TimerWheelSlot
+
+    spans = []
+    for n in range(start // SLOT_SIZE, -(-min(len(buf), end) // SLOT_SIZE)):
+        p = n * SLOT_SIZE
+        spans += field_spans(TimerWheelSlot, bytes(buf[p : p + SLOT_SIZE]), p, f"slot {n}")
+    return spans
+
+
+def timerlog_spans(buf, start: int, end: int, file_base: int = 0) -> list[FieldSpan]:
+    """Each 52-byte unit (Java ``TimerLog``), grouped ``unit at <timer-log position>``;
+    a file's closing blank is shown by its size and magic."""
+    from ..format.timer import UNIT_SIZE, TimerLogUnit
+
+    spans = []
+    for n in range(start // UNIT_SIZE, -(-min(len(buf), end) // UNIT_SIZE)):
+        p = n * UNIT_SIZE
+        spans += field_spans(TimerLogUnit, bytes(buf[p : p + UNIT_SIZE]), p, f"unit at {file_base + p}")
+    return spans
+
+
+def timercheck_spans(buf) -> list[FieldSpan]:
+    from ..format.timer import TimerCheck
+
+    return field_spans(TimerCheck, bytes(buf[: TimerCheck.sizeof()]), 0, "timer checkpoint")
+
+
 def file_kind(path: Path) -> str:
     parts = path.parts
     if path.name == CHECKPOINT_FILE:
         return "checkpoint"
+    if path.name == TIMER_WHEEL_FILE:
+        return "timerwheel"
+    if path.name == TIMER_CHECK_FILE:
+        return "timercheck"
+    if len(parts) >= 2 and parts[-2] == TIMER_LOG_DIR:
+        return "timerlog"
     if len(parts) >= 2 and parts[-2] == COMMITLOG_DIR:
         return "commitlog"
     if len(parts) >= 4 and parts[-4] == CONSUMEQUEUE_DIR:
@@ -195,7 +237,7 @@ def file_kind(path: Path) -> str:
 
 
 #: groups whose first field starts a "── group ──" note: one per record, unit, entry
-_NUMBERED = ("record", "unit", "entry")
+_NUMBERED = ("record", "unit", "entry", "slot")
 
 
 class HexView:
@@ -222,6 +264,12 @@ class HexView:
             self.spans = index_spans(buf, slots, self.offset, self.end)
         elif self.kind == "checkpoint":
             self.spans = checkpoint_spans(buf)
+        elif self.kind == "timerwheel":
+            self.spans = timerwheel_spans(buf, self.offset, self.end)
+        elif self.kind == "timerlog":
+            self.spans = timerlog_spans(buf, self.offset, self.end, int(self.path.name) if self.path.name.isdigit() else 0)
+        elif self.kind == "timercheck":
+            self.spans = timercheck_spans(buf)
         else:
             self.spans = []
         self.spans = [s for s in self.spans if s.end > self.offset and s.start < self.end]

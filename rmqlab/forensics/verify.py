@@ -851,8 +851,14 @@ class _Verifier:
         reason); False when the log itself is not (only) in commitlog/ (DLedger,
         several directories): then nothing that depends on the log is judged."""
         lay = self.store.layout
+        metadata = []
         for part in lay.not_checked():
+            if part.path.startswith(CONFIG_DIR + "/"):
+                metadata.append(part.path[len(CONFIG_DIR) + 1 :])  # the broker's own metadata: one note for them all
+                continue
             self.add("NOT_CHECKED", INFO, self.root / part.path.rstrip("/"), None, f"{part.kind}, {part.handling}" + (f": {part.note}" if part.note else ""))
+        if metadata:
+            self.add("NOT_CHECKED", INFO, self.root / CONFIG_DIR, None, f"broker metadata that holds no message data, not checked: {', '.join(metadata)} (`rmqlab info` says what each is)")
         if lay.log_elsewhere:
             self.add("NOT_CHECKED", INFO, self.root, None, f"{lay.log_elsewhere}; records, consume queues and index are not checked")
             return False

@@ -67,6 +67,16 @@ def magic_ok(magic):
     return (magic | 0xF) == 0xF
 
 
+def magic_names(magic: int) -> str:
+    """A timer-log unit's magic in words (``MAGIC_DEFAULT | MAGIC_ROLL``, ``BLANK``)."""
+    if magic == BLANK_MAGIC_CODE:
+        return "BLANK (end of file)"
+    if not magic_ok(magic):
+        return "not a timer magic"
+    names = [n for bit, n in ((MAGIC_DEFAULT, "DEFAULT"), (MAGIC_ROLL, "ROLL"), (MAGIC_DELETE, "DELETE")) if magic & bit]
+    return " | ".join(names) or "none"
+
+
 TimerWheelSlot = Struct(
     "delayed_time" / Int64sb * "Java timeMs / precisionMs (Slot.timeMs once multiplied back)",
     "first_pos" / Int64sb * "Java firstPos: timer-log position of the slot's first unit",

@@ -10,6 +10,7 @@ import numpy as np
 from .. import reprs
 from ..format import commitlog as cl
 from ..format import properties as props
+from ..format.timer import TIMER_TOPIC
 from ..format.record import BODY_CRC, PROPERTY_CRC, PROPERTY_CRC_TAIL
 from ..progress import Silent
 from .reader import StoreReader
@@ -34,6 +35,8 @@ class StoreSummary:
     abort: str | None = None  # None when absent, else its content
     lock: str = "absent"
     config_files: list[str] = field(default_factory=list)
+    #: the timer store (5.x): its units, how many are still to fire, the checkpoint; None without one
+    timer: dict | None = None
     #: every file and directory of the root, recognised (rmqlab.store.layout.Part.to_dict)
     layout: list[dict] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
@@ -90,9 +93,31 @@ def summarize(store: StoreReader, *, scan: bool = True, progress=None) -> StoreS
     s.lock = store.lock_state()
     s.config_files = [p.name for p in store.config_files()]
     s.layout = [p.to_dict() for p in store.layout.parts]
+    s.timer = _timer_summary(store, s)
     s.problems = [str(p) for p in store.problems]
     s.load_refused = [str(p) for p in store.commitlog.queue.problems]
     return s
+
+
+def _timer_summary(store: StoreReader, s: StoreSummary) -> dict | None:
+    """Units of the timer log, those still to fire (:mod:`rmqlab.store.timer`), and the
+    timer queue's records the timer log does not hold yet (enqueued at the next start)."""
+    from ..errors import StoreFormatError
+    from .timer import TimerStore
+
+    try:
+        timer = TimerStore.of(store.root, store.config)
+        if timer is None:
+            return None
+        cp = timer.checkpoint()
+        pending = timer.pending_units()
+        timer.close()
+    except StoreFormatError as err:
+        s.problems.append(str(err))
+        return None
+    queued = max((q["max_offset"] for q in s.consume_queues if q["queue"].startswith(TIMER_TOPIC + "/")), default=0)
+    return {"timer_log_units": len(pending), "units_to_fire": sum(pending.values()), "last_read_time_ms": cp["last_read_time_ms"] if cp else None,
+            "timer_queue_offset_enqueued": cp["last_timer_queue_offset"] if cp else None, "timer_queue_max_offset": queued}
 
 
 _CRC_TAIL = np.frombuffer((props.CRC32 + props.NAME_VALUE_SEPARATOR).encode(), np.uint8)  # how that last property starts
@@ -185,6 +210,7 @@ def _count_features(rows, a: np.ndarray, rel: np.ndarray, size: np.ndarray, per_
         "__CRC32# property CRC": int(has_crc.sum()),
         "compressed body": int((sf & cl.FLAG_COMPRESSED != 0).sum()),
         "delayed (SCHEDULE_TOPIC_XXXX)": int(pc.sum(pc.equal(topics, "SCHEDULE_TOPIC_XXXX")).as_py() or 0),
+        f"timer messages ({TIMER_TOPIC})": int(pc.sum(pc.equal(topics, TIMER_TOPIC)).as_py() or 0),
     }
     for t in (cl.TRANSACTION_PREPARED_TYPE, cl.TRANSACTION_COMMIT_TYPE, cl.TRANSACTION_ROLLBACK_TYPE):
         counts[f"transaction {cl.TRANSACTION_NAMES[t]}"] = int((sf & cl.TRANSACTION_MASK == t).sum())

@@ -597,3 +597,30 @@ def test_the_report_counts_the_keys_recovery_leaves_unfindable(tmp_path):
         # the queues are the same as RocketMQ's recovery leaves them; only the index differs
         for q in plain.queue_ids():
             assert list(st.consume_queue(q.topic, q.queue_id).entries()) == list(plain.consume_queue(q.topic, q.queue_id).entries())
+
+
+def test_dump_of_the_recovered_copy_lists_what_rocketmq_serves_and_marks_the_dead(tmp_path, capsys):
+    """After the cut of the test above, `dump` lists exactly the records before the end
+    of the log (exit 1: readable records lie after it); `--dead` adds those, marked."""
+    from rmqlab.cli import main
+
+    src = copy_store("clean", tmp_path)
+    after = [m for m in manifest("clean") if m["physicalOffset"] // FILE == 5]
+    page_at = (after[1]["physicalOffset"] % FILE) // 4096 * 4096
+    patch(src / "commitlog" / f"{5 * FILE:020d}", page_at, bytes(4096))
+    out = tmp_path / "out"
+    rep = recover(src, config=cfg("clean"), out=out, clock=ManualClock(1795303800000, tick_ms=1))
+    kept = [m["physicalOffset"] for m in manifest("clean") if m["physicalOffset"] + m["size"] <= rep.commitlog_end]
+    dead = [m["physicalOffset"] for m in after if m["physicalOffset"] >= 5 * FILE + page_at + 4096]
+    assert dead
+    code = main(["dump", str(out), "--json"])
+    lines = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    assert code == 1 and [r["physical_offset"] for r in lines] == kept
+    code = main(["dump", str(out), "--json", "--dead"])
+    lines = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    assert code == 1 and [r["physical_offset"] for r in lines if not r.get("dead")] == kept
+    marked = [r["physical_offset"] for r in lines if r.get("dead")]
+    assert marked[-len(dead):] == dead and all(p >= rep.commitlog_end for p in marked)
+    code = main(["dump", str(out), "--dead"])
+    text = capsys.readouterr().out.splitlines()
+    assert sum(line.startswith("DEAD ") for line in text) == len(marked)
