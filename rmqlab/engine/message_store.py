@@ -1116,6 +1116,21 @@ class MessageStore:
         self.flush_logics()
         self._persist_metadata()
 
+    def commit_offset(self, group: str, topic: str, queue_id: int, offset: int) -> None:
+        """Java ``ConsumerOffsetManager.commitOffset``: ``group`` has consumed ``topic``/
+        ``queue_id`` up to ``offset`` (the queue offset of its next message); written to
+        ``config/consumerOffset.json`` at the next :meth:`persist_metadata` (flush, shutdown)."""
+        self.metadata.consumer_offsets.setdefault(f"{topic}@{group}", {})[queue_id] = offset
+
+    def queue_max_offset(self, topic: str, queue_id: int) -> int:
+        """Java ``getMaxOffsetInQueue``: the queue offset the next message of the queue gets."""
+        return self._queue_offsets.get((topic, queue_id), 0)
+
+    def persist_metadata(self) -> None:
+        """Java ``ConfigManager.persist`` of the broker's managers, as its scheduled task
+        does (``flushConsumerOffsetInterval``), apart from any flush of the log."""
+        self._persist_metadata()
+
     def _persist_metadata(self) -> None:
         """``config/topics.json`` (every queue written to), ``consumerOffset.json``,
         ``delayOffset.json`` — written safely."""

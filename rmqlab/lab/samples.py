@@ -196,6 +196,19 @@ def _fill(store, puts: list[Put], clock) -> list:
     return answers
 
 
+#: consumer groups of the Orders topic (committed offsets in config/consumerOffset.json):
+#: ``billing`` keeps up with every message acknowledged, ``analytics`` is half way
+GROUPS = ("billing", "analytics")
+
+
+def _commit_groups(store) -> None:
+    """What the two groups have consumed when the broker last persisted its offsets."""
+    for q in range(4):
+        end = store.queue_max_offset("Orders", q)
+        store.commit_offset("billing", "Orders", q, end)
+        store.commit_offset("analytics", "Orders", q, end // 2)
+
+
 def _open(root: Path, clock):
     from ..engine.message_store import MessageStore
 
@@ -210,6 +223,7 @@ def write_clean(root: Path) -> dict:
     puts = workload()
     store = _open(root, clock)
     answers = _fill(store, puts, clock)
+    _commit_groups(store)
     store.shutdown()
     return {"sends": len(puts), "records": sum(len(p.messages) for p in puts), "end_offset": answers[-1].wrote_offset + answers[-1].wrote_bytes}
 
@@ -236,6 +250,10 @@ def write_crashed(root: Path) -> dict:
     flushed = store.flushed_where
     answers += _fill(store, puts[cut:], clock)
     store.reput()
+    # billing consumed the acknowledged messages the crash is about to take; the broker
+    # persisted its offsets (its own timer, apart from the log's flush)
+    _commit_groups(store)
+    store.persist_metadata()
     store.flush_logics()  # consume queues and checkpoint (logicsMsgTimestamp) reach the disk
     store.dispatcher.index.flush()
     end = store.max_phy_offset

@@ -24,6 +24,8 @@ The sources (each class docstring is its manual):
   start; Arrow batches decoded in bulk by :mod:`rmqlab.scan.decode`.
 * ``rocketmq.consumequeue`` — :class:`~rmqlab.spark.consumequeue_source.ConsumeQueueDataSource`.
 * ``rocketmq.index`` — :class:`~rmqlab.spark.index_source.IndexDataSource`.
+* ``rocketmq.offsets`` — :class:`~rmqlab.spark.offsets_source.OffsetsDataSource`: consumer
+  groups' committed offsets and lag per queue.
 
 Paths go through ``pyarrow.fs``: local paths are memory-mapped, ``hdfs://`` and
 ``s3://`` (and ``file://``) URIs are read by range, so the same code reads a capture
@@ -88,12 +90,13 @@ SOURCES = {
     "rocketmq": "rmqlab.spark.commitlog_source:CommitLogDataSource",
     "rocketmq.consumequeue": "rmqlab.spark.consumequeue_source:ConsumeQueueDataSource",
     "rocketmq.index": "rmqlab.spark.index_source:IndexDataSource",
+    "rocketmq.offsets": "rmqlab.spark.offsets_source:OffsetsDataSource",
 }
 
 
 def register(spark) -> list[str]:
-    """Register the ``rocketmq``, ``rocketmq.consumequeue`` and ``rocketmq.index``
-    formats with ``spark`` (a SparkSession); returns their names."""
+    """Register the formats of :data:`SOURCES` with ``spark`` (a SparkSession); returns
+    their names."""
     import importlib
 
     names = []

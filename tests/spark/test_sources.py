@@ -225,3 +225,21 @@ def test_an_index_file_of_unworkable_size_is_named_with_the_options_to_set(tmp_p
     assert str(victim) in str(exc.value) and "maxHashSlotNum and maxIndexNum" in str(exc.value) and "--max" not in str(exc.value)
     with pytest.raises(StoreLayoutError, match=r"index file is 1000 bytes; maxHashSlotNum=64"):
         plan_index(str(root), 64, 256)
+
+
+def test_offsets_source_gives_the_rows_of_rmqlab_offsets(spark, tmp_path):
+    """The rows ``rmqlab offsets --json`` prints (lookup.consumer_progress), on a copy of a
+    store RocketMQ wrote with a consumerOffset.json in fastjson's form."""
+    from tests.support import copy_store
+    from rmqlab.lookup import consumer_progress
+    from rmqlab.store.metadata import read_consumer_offsets
+
+    root = copy_store("clean", tmp_path)
+    (root / "config").mkdir(exist_ok=True)
+    (root / "config" / "consumerOffset.json").write_text('{"offsetTable":{"TopicA@billing":{0:40,1:53,2:0},"TopicB@audit":{1:60}}}')
+    with open_store(root) as st:
+        want = [r.to_dict() for r in consumer_progress(st, read_consumer_offsets(root))]
+    got = [r.asDict() for r in spark.read.format("rocketmq.offsets").load(str(root)).collect()]
+    assert got == want and any(r["lag"] < 0 for r in got)  # TopicB/1 holds 52: committed past its end
+    billing = spark.read.format("rocketmq.offsets").option("group", "billing").load(str(root)).collect()
+    assert {r["group"] for r in billing} == {"billing"}

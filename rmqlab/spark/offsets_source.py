@@ -1,0 +1,104 @@
+"""``spark.read.format("rocketmq.offsets")`` — one row per consumer group, topic and queue:
+committed offset, the queue's range and the lag (an offline ``mqadmin consumerProgress``).
+
+Java counterpart: ``ConsumerOffsetManager`` (``config/consumerOffset.json``, with
+``lmqConsumerOffset.json``) beside each ``ConsumeQueue``'s min and max offset; the same
+rows as ``rmqlab offsets --json`` (:func:`rmqlab.lookup.consumer_progress`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
+
+from . import _paths
+
+SCHEMA = StructType(
+    [
+        StructField("group", StringType()),
+        StructField("topic", StringType()),
+        StructField("queue_id", IntegerType()),
+        StructField("committed_offset", LongType()),
+        StructField("min_offset", LongType()),
+        StructField("max_offset", LongType()),
+        StructField("lag", LongType()),
+        StructField("next_store_timestamp", LongType()),
+        StructField("note", StringType()),
+    ]
+)
+
+
+@dataclass(frozen=True)
+class OffsetsSplit(InputPartition):
+    """The whole store: the offsets files are small, and every queue's range is read
+    from its first and last files only."""
+
+    path: str
+    group: str | None
+
+
+class OffsetsDataSource(DataSource):
+    """Read the committed offsets of a store's consumer groups, with the lag per queue.
+
+    ::
+
+        import rmqlab.spark
+        rmqlab.spark.register(spark)
+
+        lag = spark.read.format("rocketmq.offsets").load("/data/broker-a/store")
+        lag.groupBy("group").sum("lag").show()             # what each group has not consumed
+        lag.where("lag < 0").show()                         # committed past a queue's end (a crash rolled it back)
+
+    Columns: ``group``, ``topic``, ``queue_id``, ``committed_offset`` (null: the group
+    committed nothing for this queue), ``min_offset``, ``max_offset``, ``lag``,
+    ``next_store_timestamp`` (store time of the next message to consume), ``note``.
+
+    Options: ``group`` (only that consumer group).  Path: a store root on a local (or
+    NFS) path: the offsets live in ``config/``, beside the consume queues.
+    """
+
+    @classmethod
+    def name(cls) -> str:
+        return "rocketmq.offsets"
+
+    def schema(self):
+        return SCHEMA
+
+    def reader(self, schema):
+        return OffsetsReader(_paths.lower_keys(self.options), _paths.requested_columns(self.name(), SCHEMA, schema))
+
+
+class OffsetsReader(DataSourceReader):
+    def __init__(self, options: dict, columns: list[str] | None = None):
+        self.columns = columns
+        path = options.get("path")
+        if not path:
+            raise _paths.OptionError('no path: use spark.read.format("rocketmq.offsets").load(STORE)')
+        if "://" in path and not path.startswith("file://"):
+            raise _paths.OptionError(f"{path}: the offsets source reads a store on a local or mounted path (config/ and the consume queues are read as files)")
+        self.path = path[len("file://") :] if path.startswith("file://") else path
+        self.group = options.get("group")
+
+    def partitions(self):
+        return [OffsetsSplit(self.path, self.group)]
+
+    def read(self, partition: OffsetsSplit):
+        batch = read_offsets(partition)
+        if batch.num_rows:
+            yield batch if self.columns is None else batch.select(self.columns)
+
+
+def read_offsets(split: OffsetsSplit):
+    import pyarrow as pa
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    from ..lookup import consumer_progress
+    from ..store.metadata import read_consumer_offsets
+    from ..store.reader import StoreReader
+
+    offsets = read_consumer_offsets(split.path)
+    with StoreReader(split.path, strict=False) as store:
+        rows = [r.to_dict() for r in consumer_progress(store, offsets, split.group)]
+    return pa.RecordBatch.from_pylist(rows, schema=to_arrow_schema(SCHEMA))
