@@ -28,7 +28,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     g.add_argument("--out", metavar="DIR", help="recover a copy written to DIR (must not exist)")
     g.add_argument("--in-place", action="store_true", help="recover STORE itself, saving every cut byte to a sidecar directory first")
     p.add_argument("--sidecar", metavar="DIR", help="where --in-place saves cut bytes (default: STORE.rmqlab-cut-<time> next to STORE)")
-    p.add_argument("--legacy-three-files", action="store_true", help="normal recovery as RocketMQ <= 5.3.1: scan the last three commitlog files")
+    p.add_argument("--legacy-three-files", action="store_true", help="normal recovery as RocketMQ 4.x and <= 5.3.1: scan the last three commitlog files (chosen without the flag when config/topics.json shows a 4.x broker)")
     p.add_argument("--no-crc", action="store_true", help="checkCRCOnRecover=false")
     p.add_argument("--force-verify-prop-crc", action="store_true", help="forceVerifyPropCRC=true: check the __CRC32# whole-record CRC")
     p.add_argument("--zero-tail", action="store_true", help="zero the commitlog bytes after the new end (RocketMQ leaves them)")
@@ -45,7 +45,7 @@ def run(args) -> int:
         out=args.out,
         in_place=args.in_place,
         sidecar=args.sidecar,
-        legacy_three_files=args.legacy_three_files,
+        legacy_three_files=True if args.legacy_three_files else None,  # None: from what the store shows
         check_crc=False if args.no_crc else None,
         force_verify_prop_crc=args.force_verify_prop_crc,
         zero_tail=args.zero_tail,

@@ -473,7 +473,7 @@ class _Planner:
             if self.legacy:
                 index = max(0, len(files) - 3)
                 rep.rule = "normal, last three files (RocketMQ ≤ 5.3.1)"
-                rep.start_reason = "third-to-last file"
+                rep.start_reason = "third-to-last file" + (f" ({self.legacy})" if isinstance(self.legacy, str) else "")
             else:
                 index = len(files) - 1
                 while index > 0 and files[index].file_from_offset > max_cq:
@@ -1193,7 +1193,7 @@ def plan(
     store: str | os.PathLike,
     *,
     config: MessageStoreConfig | None = None,
-    legacy_three_files: bool = False,
+    legacy_three_files: bool | None = None,
     check_crc: bool | None = None,
     force_verify_prop_crc: bool = False,
     reindex: bool = False,
@@ -1203,8 +1203,10 @@ def plan(
     simulation of re-dispatch and truncation.  ``plan(...).report`` is the dry run's
     report; :func:`apply` carries the plan out.
 
-    ``legacy_three_files`` selects normal recovery as RocketMQ ≤ 5.3.1 did it (scan the
-    last three files); ``check_crc`` overrides ``checkCRCOnRecover``.
+    ``legacy_three_files`` selects normal recovery as RocketMQ ≤ 5.3.1 and 4.x did it
+    (scan the last three files); None (the default) chooses it when the store shows a
+    4.x broker wrote it (``config/topics.json`` without 5.0's TopicConfig attributes);
+    ``check_crc`` overrides ``checkCRCOnRecover``.
 
     ``reindex`` goes beyond RocketMQ: every index file is dropped and rebuilt from every
     record of the log (those before the start file too), so that no key a crash left
@@ -1225,6 +1227,12 @@ def plan(
         rep = RecoveryReport(str(root), "dry-run", None, "not modelled", unplanned)
         rep.not_modelled = [f"{p.path}: {p.kind} — {p.recovery}" for p in lay.refusals()] or [unplanned]
         return RecoveryPlan(root, cfg, rep)
+    if legacy_three_files is None:
+        # RocketMQ 4.x (and 5 up to 5.3.1) starts normal recovery at the third-to-last
+        # file; which broker wrote the store, its topics.json tells (store.metadata.written_by_4x)
+        from ..store.metadata import written_by_4x
+
+        legacy_three_files = "topics.json has no TopicConfig attributes: a 4.x broker wrote this store" if written_by_4x(root) else False
     planner = _Planner(root, cfg, legacy_three_files=legacy_three_files, check_crc=check_crc, force_verify_prop_crc=force_verify_prop_crc)
     p = planner.plan()
     rep = p.report
@@ -1328,7 +1336,7 @@ def recover(
     in_place: bool = False,
     sidecar: str | os.PathLike | None = None,
     clock=None,
-    legacy_three_files: bool = False,
+    legacy_three_files: bool | None = None,
     check_crc: bool | None = None,
     force_verify_prop_crc: bool = False,
     zero_tail: bool = False,

@@ -208,3 +208,18 @@ def read_subscription_groups(root: str | os.PathLike) -> tuple[list[str] | None,
     """``subscriptionGroup.json`` (Java ``SubscriptionGroupManager``): the consumer groups
     the broker knows, ``(names, source, notes)``."""
     return load_config_file(root, SUBSCRIPTION_GROUP_FILE, _group_table)
+
+
+def written_by_4x(root: str | os.PathLike) -> bool | None:
+    """Whether the broker that wrote ``config/topics.json`` was a 4.x one: RocketMQ 5.0
+    added ``attributes`` to ``TopicConfig`` and fastjson writes it for every topic
+    (an empty map included); 4.9's TopicConfig has no such field.  None when the file
+    does not tell (missing, unreadable, no topic)."""
+    path = Path(root) / CONFIG_DIR / TOPICS_FILE
+    try:
+        raw = _document(path).get("topicConfigTable") if path.exists() else None
+    except StoreFormatError:
+        return None
+    if not isinstance(raw, dict) or not raw:
+        return None
+    return all(isinstance(tc, dict) and "attributes" not in tc for tc in raw.values())

@@ -61,3 +61,19 @@ def _read_commands_answer(s):
         assert "Traceback" not in done.stderr, (args, done.stderr[-2000:])
         assert done.returncode in (0, 1), (args, done.returncode, done.stderr[-2000:])
     assert {p: p.read_bytes() for p in s.rglob("*") if p.is_file() and p.name != "lock"} == before
+
+
+def test_the_4x_recovery_rule_is_chosen_from_what_the_store_shows(broker_capture, broker_capture_49, tmp_path):
+    """RocketMQ 4.9 (and 5 up to 5.3.1) starts normal recovery at the third-to-last
+    commitlog file; a 4.9 broker's topics.json has no TopicConfig attributes (5.0 added
+    them), so a clean copy of each capture gets its own release's rule unasked."""
+    from rmqlab.recovery import recover
+    from rmqlab.store.metadata import written_by_4x
+
+    assert written_by_4x(broker_capture_49.store) is True and written_by_4x(broker_capture.store) is False
+    for cap, legacy in ((broker_capture_49, True), (broker_capture, False)):
+        copy = tmp_path / cap.store.parent.parent.name
+        shutil.copytree(cap.store, copy)
+        (copy / "abort").unlink()  # a clean exit: normal recovery
+        rep = recover(copy)
+        assert rep.mode == "normal" and (rep.rule == "normal, last three files (RocketMQ ≤ 5.3.1)") == legacy, rep.rule
