@@ -42,6 +42,9 @@ from ..rules import CONFIG_DIR, TIMER_CHECK_FILE, TIMER_LOG_DIR, TIMER_WHEEL_FIL
 SLOT_DTYPE = fixed_dtype(TimerWheelSlot)
 UNIT_DTYPE = fixed_dtype(TimerLogUnit)
 assert SLOT_DTYPE.itemsize == SLOT_SIZE and UNIT_DTYPE.itemsize == UNIT_SIZE
+#: what slots() and units() return: where each is, then its fields in native order
+SLOT_ROWS = np.dtype([("index", np.int64), ("time_ms", np.int64)] + [(n, SLOT_DTYPE[n].newbyteorder("=")) for n in SLOT_DTYPE.names])
+UNIT_ROWS = np.dtype([("position", np.int64)] + [(n, UNIT_DTYPE[n].newbyteorder("=")) for n in UNIT_DTYPE.names])
 
 PENDING, FIRED, ROLLED, CANCEL, CANCELLED = "pending", "fired", "rolled", "cancel", "cancelled"
 
@@ -134,7 +137,7 @@ class TimerStore:
         Slot fields), those whose stored time belongs to their index
         (``TimerWheel.getSlot`` answers -1 for the others)."""
         if not self.wheel_path.exists():
-            return np.zeros(0, [("index", np.int64), ("time_ms", np.int64)] + [(n, SLOT_DTYPE[n].newbyteorder("=")) for n in SLOT_DTYPE.names])
+            return np.zeros(0, SLOT_ROWS)
         data = np.fromfile(self.wheel_path, np.uint8)
         if len(data) != WHEEL_LENGTH:
             raise StoreFormatError(self.wheel_path, None, f"timer wheel is {len(data)} bytes, TimerWheel expects {WHEEL_LENGTH} (TimerWheel: \"Timer wheel length\" refuses it)")
@@ -142,7 +145,7 @@ class TimerStore:
         index = np.arange(len(raw), dtype=np.int64)
         t = raw["delayed_time"].astype(np.int64)
         used = (t != 0) & (t % (SLOTS_TOTAL * 2) == index)
-        out = np.zeros(int(used.sum()), [("index", np.int64), ("time_ms", np.int64)] + [(n, SLOT_DTYPE[n].newbyteorder("=")) for n in SLOT_DTYPE.names])
+        out = np.zeros(int(used.sum()), SLOT_ROWS)
         out["index"] = index[used]
         out["time_ms"] = t[used] * self.precision_ms
         for n in SLOT_DTYPE.names:
@@ -165,7 +168,7 @@ class TimerStore:
             bad = np.flatnonzero(~good)
             stop = int(bad[0]) if len(bad) else n
             if stop:
-                part = np.zeros(stop, [("position", np.int64)] + [(k, UNIT_DTYPE[k].newbyteorder("=")) for k in UNIT_DTYPE.names])
+                part = np.zeros(stop, UNIT_ROWS)
                 part["position"] = f.file_from_offset + np.arange(stop, dtype=np.int64) * UNIT_SIZE
                 for k in UNIT_DTYPE.names:
                     part[k] = u[k][:stop]
@@ -178,7 +181,7 @@ class TimerStore:
             torn = bool(a[at : at + UNIT_SIZE].any())
             end = TimerLogEnd(f.file_from_offset + at, str(f.path), at, torn)
             break
-        units = np.concatenate(parts) if parts else np.zeros(0, [("position", np.int64)] + [(k, UNIT_DTYPE[k].newbyteorder("=")) for k in UNIT_DTYPE.names])
+        units = np.concatenate(parts) if parts else np.zeros(0, UNIT_ROWS)
         self._units = (units, end)
         return self._units
 

@@ -5,6 +5,8 @@ RocketMQ does (its recovery rules; the reference dumps)."""
 from __future__ import annotations
 
 import json
+
+import pytest
 import os
 import subprocess
 import sys
@@ -176,3 +178,16 @@ def test_queue_lists_the_units_rocketmq_serves():
     assert [(u["queue_offset"], u["commitlog_offset"]) for u in map(json.loads, torn.stdout.splitlines())] == [(u["queueOffset"], u["physicalOffset"]) for u in want]
     clean = cli("queue", REFERENCE / "clean" / "store", "--topic", "TopicB", "--queue-id", 2, "--json")
     assert clean.returncode == 0 and clean.stderr == ""
+
+
+@pytest.mark.parametrize("case", ["crash", "crash-torn", "crash-cqdeleted"])
+def test_dump_of_every_recovered_reference_store_lists_what_rocketmq_kept(tmp_path, case):
+    """recover --out on each crashed reference store, then dump of the copy: exit 0 or 1
+    (1 only where bytes follow the end) and exactly the records RocketMQ's own walk of
+    its recovered store listed (dump.json)."""
+    out = tmp_path / "recovered"
+    assert cli("recover", REFERENCE / case / "store", "--out", out).returncode == 0
+    dump = cli("dump", out, "--json")
+    kept = [w["physicalOffset"] for w in json.loads((REFERENCE / case / "dump.json").read_text())["commitLogWalk"] if w["kind"] == "MESSAGE"]
+    assert dump.returncode in (0, 1) and [json.loads(line)["physical_offset"] for line in dump.stdout.splitlines()] == kept
+    assert (dump.returncode == 1) == bool(dump.stderr)

@@ -64,6 +64,16 @@ def test_info_verify_recover_are_honest_on_each_layout(name, tmp_path, capsys):
     assert code == 0 and dry["not_modelled"]
     if not log_here:
         assert dry["mode"] == "not modelled" and not dry["queues"] and not dry["deleted_commitlog_files"]
+    code, out, err = run(capsys, "dump", store)
+    if log_here:
+        assert code == 0 and out and not err
+    else:
+        assert code == 2 and "DLedger" in err and not out  # a log it does not read: refused, not misread
+    for part in (p for p in parts if p["handling"] == NOT_CHECKED):  # each part's first file, as raw bytes or a known layout
+        first = next((f for f in sorted((store / part["path"]).rglob("*")) if f.is_file() and f.stat().st_size), None) if "*" not in part["path"] else None
+        if first is not None:
+            code, out, err = run(capsys, "hexdump", first, "--length", "32")
+            assert code == 0 and out and "Traceback" not in err, first
     if name != "extras":  # kvStore, brokerIdentity … do not stop a recovery: RocketMQ's store recovery leaves them
         code, _, err = run(capsys, "recover", store, "--out", tmp_path / "out")
         assert code == 2 and "nothing was written" in err and not (tmp_path / "out").exists()
