@@ -124,6 +124,7 @@ def extras(tmp: Path) -> Path:
     s = copy_store("clean", tmp)
     (s / "compaction" / "compactionLog" / "TopicA" / "0").mkdir(parents=True)
     (s / "compaction" / "compactionCq" / "TopicA" / "0").mkdir(parents=True)
+    (s / "compaction" / "compactionLog" / "TopicA" / "0" / "00000000000000000000").write_bytes(b"\x00" * 1024)
     (s / "compaction" / "position-checkpoint").write_text("TopicA:0=10\n")
     (s / "kvStore").mkdir()
     (s / "kvStore" / "CURRENT").write_text("MANIFEST-000001\n")

@@ -186,15 +186,16 @@ def _consumequeue_parts(d: Path, lay: StoreLayout) -> list[Part]:
 
 
 def _commitlog_dirs(settings: dict[str, str] | None) -> list[str]:
-    """The directories ``storePathCommitLog`` names (MessageStoreConfig.getStorePathCommitLog,
-    split on MixAll.MULTI_PATH_SPLITTER as MultiPathMappedFileQueue does), with
-    ``readOnlyCommitLogStorePaths``."""
+    """The directories of a log spread over several (MessageStoreConfig.getStorePathCommitLog
+    split on MixAll.MULTI_PATH_SPLITTER, as CommitLog picks MultiPathMappedFileQueue only
+    then, and ``readOnlyCommitLogStorePaths``); none for a single ``storePathCommitLog``:
+    that is the store's commitlog/, wherever the broker.conf of a copied capture says
+    it was."""
     if not settings:
         return []
-    out = []
-    for key in ("storePathCommitLog", "readOnlyCommitLogStorePaths"):
-        out += [s.strip() for s in (settings.get(key) or "").split(",") if s.strip()]
-    return out
+    paths = [s.strip() for s in (settings.get("storePathCommitLog") or "").split(",") if s.strip()]
+    read_only = [s.strip() for s in (settings.get("readOnlyCommitLogStorePaths") or "").split(",") if s.strip()]
+    return (paths if len(paths) > 1 else []) + read_only
 
 
 def recognise(root: str | os.PathLike, config: MessageStoreConfig | None = None) -> StoreLayout:
@@ -260,8 +261,13 @@ def recognise(root: str | os.PathLike, config: MessageStoreConfig | None = None)
         elif name == CONFIG_DIR and p.is_dir():
             parts += _config_parts(p)
         elif name == "compaction" and p.is_dir():
-            parts.append(Part(name + "/", "compaction store (cleanup.policy=COMPACTION)", NOT_CHECKED, "compaction logs and queues are not decoded here", "CompactionStore",
-                              "CompactionStore.load recovers its own logs against the commitlog; not modelled"))
+            # DefaultMessageStore makes compaction/ on every start; only compacted topics put logs in it
+            logs = [f for d in ("compactionLog", "compactionCq") for f in (p / d).rglob("*") if f.is_file()]
+            if logs:
+                parts.append(Part(name + "/", "compaction store (cleanup.policy=COMPACTION)", NOT_CHECKED, "compaction logs and queues are not decoded here", "CompactionStore",
+                                  "CompactionStore.load recovers its own logs against the commitlog; not modelled"))
+            else:
+                parts.append(Part(name + "/", "compaction store, no compacted topic", READ, "no compaction log or queue in it", "CompactionStore"))
         elif name == "kvStore" and p.is_dir():
             parts.append(Part(name + "/", "pop consumer records in RocksDB", NOT_CHECKED, "RocksDB is not read here", "PopConsumerService"))
         elif name == "epochFileCheckpoint" or name == "epochFileCheckpoint.bak":

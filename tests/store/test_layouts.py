@@ -90,6 +90,19 @@ def test_extras_name_each_part(tmp_path, capsys):
         assert f": {handling}" in line, line
     refused = {p.path for p in recognise(store).refusals()}
     assert refused == {"compaction/", "epochFileCheckpoint"}
+    for f in (store / "compaction" / "compactionLog").rglob("*"):
+        if f.is_file():
+            f.unlink()  # DefaultMessageStore leaves compaction/ on every start: without a compacted topic it is no reason to refuse
+    assert {p.path for p in recognise(store).refusals()} == {"epochFileCheckpoint"}
+
+
+def test_a_single_commitlog_path_in_a_copied_captures_config_is_the_stores_own(tmp_path):
+    """A capture copied with its broker.conf names the commitlog where it was: one
+    storePathCommitLog is the store's commitlog/ (only several make a spread log)."""
+    store = BUILDERS["lmq"](tmp_path)
+    conf = tmp_path / "broker.conf"
+    conf.write_text("storePathCommitLog=/data/broker-a/store/commitlog\n")
+    assert recognise(store, MessageStoreConfig.from_properties(conf)).log_elsewhere is None
 
 
 def test_ext_addresses_are_not_judged_as_tags(tmp_path):
