@@ -81,6 +81,11 @@ def _offset_table(path: Path) -> tuple[dict, dict | None]:
     return table, doc.get("dataVersion")
 
 
+def _table_only(loaded: tuple[dict, dict | None]) -> dict:
+    """An offset table without its dataVersion (which every persist changes)."""
+    return loaded[0]
+
+
 def _differences(a, b) -> int:
     """How many entries of two tables (dicts, nested one level or not) differ."""
     n = 0
@@ -94,9 +99,10 @@ def _differences(a, b) -> int:
     return n
 
 
-def load_config_file(root: str | os.PathLike, name: str, read):
+def load_config_file(root: str | os.PathLike, name: str, read, content=lambda v: v):
     """``read(path)`` of ``STORE/config/<name>`` as RocketMQ's ``ConfigManager.load`` finds
-    it: the file, else its ``.bak`` (missing or undecodable file).  Returns ``(value,
+    it (``content(value)``: what of a value the ``.tmp`` and ``.bak`` are compared on,
+    e.g. the table without its dataVersion): the file, else its ``.bak`` (missing or undecodable file).  Returns ``(value,
     source, notes)``: ``value`` None and ``source`` None when neither can be read (an
     unreadable file with no readable ``.bak`` raises :class:`StoreFormatError`); ``notes``
     on a ``.tmp`` a crash left (torn, or divergent from what is loaded) and on a ``.bak``
@@ -120,16 +126,14 @@ def load_config_file(root: str | os.PathLike, name: str, read):
     if tmp.exists():
         try:
             t = read(tmp)
-            notes.append(f"{tmp.name} is left over (a persist a crash interrupted); it " + ("holds the same content" if t == value else "differs from what RocketMQ loads"))
+            notes.append(f"{tmp.name} is left over (a persist a crash interrupted); it " + ("holds the same content" if content(t) == content(value) else "differs from what RocketMQ loads"))
         except StoreFormatError as err:
             notes.append(f"{tmp.name} is left over and torn ({err}): a persist a crash interrupted; RocketMQ ignores it")
     if source == str(path) and bak.exists():
         try:
-            b = read(bak)
-            if b != value:
-                first = b[0] if isinstance(b, tuple) else b
-                now = value[0] if isinstance(value, tuple) else value
-                n = _differences(first, now) if isinstance(first, dict) and isinstance(now, dict) else 1
+            b, now = content(read(bak)), content(value)
+            if b != now:
+                n = _differences(b, now) if isinstance(b, dict) and isinstance(now, dict) else 1
                 notes.append(f"{bak.name} (the previous persist) differs in {n} entr{'y' if n == 1 else 'ies'}")
         except StoreFormatError as err:
             notes.append(f"{bak.name} cannot be read ({err}); RocketMQ would have nothing to fall back to")
@@ -143,11 +147,11 @@ def read_consumer_offsets(root: str | os.PathLike, *, lmq: bool = True) -> Consu
     message queues' offsets of ``lmqConsumerOffset.json`` (``LmqConsumerOffsetManager``,
     the same shape, ``%LMQ%`` topics)."""
     out = ConsumerOffsets()
-    loaded, out.source, out.notes = load_config_file(root, CONSUMER_OFFSET_FILE, _offset_table)
+    loaded, out.source, out.notes = load_config_file(root, CONSUMER_OFFSET_FILE, _offset_table, _table_only)
     if loaded is not None:
         out.table, out.data_version = loaded
     if lmq:
-        extra, source, notes = load_config_file(root, LMQ_CONSUMER_OFFSET_FILE, _offset_table)
+        extra, source, notes = load_config_file(root, LMQ_CONSUMER_OFFSET_FILE, _offset_table, _table_only)
         out.notes += notes
         if extra is not None:
             out.table.update(extra[0])

@@ -130,3 +130,12 @@ def test_recovery_says_what_its_cut_costs_each_group(tmp_path):
     recover(root, out=out)
     rows = {r["group"]: r for r in map(json.loads, cli("offsets", out, "--json").stdout.splitlines()) if r["topic"] == "TopicB" and r["queue_id"] == 2}
     assert rows["fast"]["lag"] == after - 53 < 0 and rows["caught"]["lag"] == 0 and rows["slow"]["lag"] == after - 40
+
+
+def test_a_bak_that_differs_only_in_data_version_is_not_a_divergence(store):
+    """Every persist bumps dataVersion: a .bak with the same offsets is no note."""
+    cfg = store / "config"
+    (cfg / "consumerOffset.json.bak").write_text(FASTJSON.replace('"counter":7', '"counter":6'))
+    (cfg / "consumerOffset.json.tmp").write_text(FASTJSON.replace('"counter":7', '"counter":8'))
+    notes = read_consumer_offsets(store).notes
+    assert not any(".bak" in n for n in notes) and any("holds the same content" in n for n in notes), notes
