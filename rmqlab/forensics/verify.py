@@ -884,12 +884,14 @@ class _Verifier:
             timer.close()
 
     def _check_timers(self, timer, slot_size: int, timer_topic: str) -> None:
+        from ..store.timer import read_time_ms
+
         try:
             cp = timer.checkpoint()
         except StoreFormatError as err:
             self.add("TIMER_CHECK", ERROR, err.file, err.offset, err.message)
             cp = None
-        read_ms = cp["last_read_time_ms"] if cp else 0
+        read_ms = read_time_ms(cp)
         units, end = timer.units()
         if end is not None and end.torn:
             self.add("TIMER_LOG_TORN", WARNING, end.file, end.file_offset, "a torn unit ends the timer log: TimerMessageStore.recover truncates the timer log here "
@@ -902,7 +904,7 @@ class _Verifier:
         slot_ms = timer.unit_slot_ms(units)
         off = units["commitlog_offset"].astype(np.int64)
         size = units["commitlog_size"].astype(np.int64)
-        pending = slot_ms >= read_ms
+        pending = timer.to_fire(units, read_ms)
         for i in np.flatnonzero(off + size > self.log_end).tolist():
             file, fpos = where(int(units["position"][i]))
             self.add("TIMER_PAST_END", ERROR if pending[i] else WARNING, file, fpos,

@@ -820,20 +820,30 @@ def _timers_cut(rep: RecoveryReport, root: Path, cfg: MessageStoreConfig) -> Non
     (``TimerMessageStore.recover``) does not know they are gone: their units then name
     bytes past the end of the log (apache/rocketmq#10668)."""
     from ..format.timer import TIMER_TOPIC
-    from ..store.timer import TimerStore
+    from ..store.timer import TimerStore, read_time_ms
 
     lost = [r for r in rep.lost_records if r.topic == TIMER_TOPIC]
+    timer = None
     if not lost:
         return
     try:
         timer = TimerStore.of(root, cfg)
-        pending = timer.pending_units() if timer is not None else {}
+        if timer is None:
+            rep.timers_cut = lost
+            return
+        units, _ = timer.units()
+        fire = timer.to_fire(units, read_time_ms(timer.checkpoint()))
     except StoreFormatError as err:
         rep.notes.append(f"the timer store cannot be read ({err}): which cut timer messages were pending is unknown")
         return
-    if timer is not None:
-        timer.close()
-    rep.timers_cut = [r for r in lost if pending.get(r.physical_offset, True)]
+    finally:
+        if timer is not None:
+            timer.close()
+    # pending: not in the timer log yet (enqueued at start), or in a slot still to fire
+    at = np.array([r.physical_offset for r in lost], np.int64)
+    offsets = units["commitlog_offset"].astype(np.int64)
+    pending = ~np.isin(at, offsets) | np.isin(at, offsets[fire])
+    rep.timers_cut = [r for r, p in zip(lost, pending.tolist()) if p]
 
 
 def _lost_records(rep: RecoveryReport, plan: RecoveryPlan) -> None:

@@ -103,20 +103,21 @@ def _timer_summary(store: StoreReader, s: StoreSummary) -> dict | None:
     """Units of the timer log, those still to fire (:mod:`rmqlab.store.timer`), and the
     timer queue's records the timer log does not hold yet (enqueued at the next start)."""
     from ..errors import StoreFormatError
-    from .timer import TimerStore
+    from .timer import TimerStore, read_time_ms
 
     try:
         timer = TimerStore.of(store.root, store.config)
         if timer is None:
             return None
         cp = timer.checkpoint()
-        pending = timer.pending_units()
+        units, _ = timer.units()
+        fire = timer.to_fire(units, read_time_ms(cp))
         timer.close()
     except StoreFormatError as err:
         s.problems.append(str(err))
         return None
     queued = max((q["max_offset"] for q in s.consume_queues if q["queue"].startswith(TIMER_TOPIC + "/")), default=0)
-    return {"timer_log_units": len(pending), "units_to_fire": sum(pending.values()), "last_read_time_ms": cp["last_read_time_ms"] if cp else None,
+    return {"timer_log_units": len(units), "units_to_fire": int(fire.sum()), "last_read_time_ms": cp["last_read_time_ms"] if cp else None,
             "timer_queue_offset_enqueued": cp["last_timer_queue_offset"] if cp else None, "timer_queue_max_offset": queued}
 
 

@@ -113,15 +113,6 @@ class TimerStore:
             raise StoreLayoutError(root, None, f"timerPrecisionMs / mappedFileSizeTimerLog: {exc}") from None
         return cls(root, precision_ms=precision or DEFAULT_PRECISION_MS, log_file_size=size)
 
-    def pending_units(self) -> dict[int, bool]:
-        """commitlog offset → whether that record's unit is still to fire (its slot at or
-        after the checkpoint's ``lastReadTimeMs``), for every unit of the timer log."""
-        cp = self.checkpoint()
-        read_ms = cp["last_read_time_ms"] if cp else 0
-        units, _ = self.units()
-        pending = self.unit_slot_ms(units) >= read_ms
-        return dict(zip(units["commitlog_offset"].tolist(), pending.tolist()))
-
     # -- the checkpoint -------------------------------------------------------------------------------
     def checkpoint(self) -> dict | None:
         """``config/timercheck`` (None without it)."""
@@ -189,9 +180,19 @@ class TimerStore:
         """The slot each unit was chained into (write time + delay, to the precision)."""
         return slot_time(units["write_time"].astype(np.int64) + units["delay"].astype(np.int64), self.precision_ms)
 
+    def to_fire(self, units: np.ndarray, read_ms: int) -> np.ndarray:
+        """Which units are still to fire: their slot lies at or after ``read_ms`` (the
+        checkpoint's ``lastReadTimeMs``: ``currReadTimeMs`` resumes there at start)."""
+        return self.unit_slot_ms(units) >= read_ms
+
     def close(self) -> None:
         if self.log is not None:
             self.log.close()
+
+
+def read_time_ms(checkpoint: dict | None) -> int:
+    """The timer checkpoint's ``lastReadTimeMs`` (0 without a checkpoint: nothing has fired)."""
+    return checkpoint["last_read_time_ms"] if checkpoint else 0
 
 
 def timer_messages(store, timer: TimerStore | None = None, *, end: int | None = None):
@@ -200,15 +201,13 @@ def timer_messages(store, timer: TimerStore | None = None, *, end: int | None = 
     order, each with its state (see the module's docstring)."""
     timer = timer or TimerStore.of(store.root, store.config)
     end = store.commitlog.served_end() if end is None else end
-    cp = timer.checkpoint() if timer is not None else None
-    read_ms = cp["last_read_time_ms"] if cp else 0
     if timer is not None:
         units, _ = timer.units()
-        slot = timer.unit_slot_ms(units)
+        fire = timer.to_fire(units, read_time_ms(timer.checkpoint()))
         order = np.argsort(units["commitlog_offset"], kind="stable")
         u_off = units["commitlog_offset"].astype(np.int64)[order]
     else:
-        units = slot = order = u_off = None
+        units = fire = order = u_off = None
     out = []
     min_off = store.commitlog.min_offset
     for qid in store.queue_ids():
@@ -231,7 +230,7 @@ def timer_messages(store, timer: TimerStore | None = None, *, end: int | None = 
                     if j >= 0 and u_off[j] == phy:
                         i = order[j]
                         pos = int(units["position"][i])
-                        if int(slot[i]) < read_ms:
+                        if not fire[i]:
                             state = ROLLED if int(units["magic"][i]) & MAGIC_ROLL else FIRED
                 cancels = p.get(TIMER_DEL_UNIQKEY)
                 if cancels is not None and state == PENDING:
