@@ -326,24 +326,17 @@ def _compile_index():
         each entry's record (-1: none there), whether the entry's hash is one of that
         record's key hashes (``pair_hash[pair_lo[r]:pair_hi[r]]``), and, for entries a
         chain reaches, those keys marked ``findable``."""
-        r = 0
-        n = len(rec_phy)
+        merge_find(rec_phy, ent_phy, row_out)
         for i in range(len(ent_phy)):
-            p = ent_phy[i]
-            while r < n and rec_phy[r] < p:
-                r += 1
-            if r < n and rec_phy[r] == p:
-                row_out[i] = r
-                m = False
+            r = row_out[i]
+            m = False
+            if r >= 0:
                 for j in range(pair_lo[r], pair_hi[r]):
                     if pair_hash[j] == ent_hash[i]:
                         m = True
                         if ent_reached[i]:
                             findable[j] = True
-                match_out[i] = m
-            else:
-                row_out[i] = -1
-                match_out[i] = False
+            match_out[i] = m
 
     @numba.njit(nogil=True, cache=True)
     def ascii_hashes(data, offs, out):  # pragma: no cover - compiled
