@@ -27,7 +27,6 @@ baseline measured in the same rounds.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import statistics
@@ -42,7 +41,8 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 
-from rmqlab.lab.generate import generate_store, parse_size  # noqa: E402
+from rmqlab.lab.generate import parse_size  # noqa: E402
+from _stores import generated  # noqa: E402
 
 RMQLAB = [sys.executable, "-m", "rmqlab"]
 
@@ -111,17 +111,7 @@ def run_watched(cmd: list[str], stdout=subprocess.DEVNULL) -> tuple[float, int, 
 
 
 def ensure_store(workdir: Path, size: int) -> Path:
-    store = workdir / f"forensics-{size}"
-    marker = store / "GENERATED.json"
-    if marker.exists():
-        return store
-    if store.exists():
-        shutil.rmtree(store)
-    print(f"  generating {store} ({size >> 20} MiB, ~200-byte records, queues and index) ...", flush=True)
-    res = generate_store(store, size, seed=1)
-    marker.write_text(json.dumps(res.to_dict()))
-    print(f"  {res.records} records in {res.seconds:.1f} s", flush=True)
-    return store
+    return generated(workdir / f"forensics-{size}", size, "~200-byte records, queues and index", seed=1)
 
 
 def _largest_queue(store: Path) -> tuple[str, str]:

@@ -45,7 +45,8 @@ sys.path.insert(0, str(HERE.parent))
 
 from rmqlab.scan import decode as fd  # noqa: E402
 from rmqlab.scan import kernels  # noqa: E402
-from rmqlab.lab.generate import generate_store, parse_size  # noqa: E402
+from rmqlab.lab.generate import parse_size  # noqa: E402
+from _stores import generated  # noqa: E402
 
 WORKLOADS = {
     # name: (body size, description)
@@ -66,19 +67,10 @@ def data_end(path: Path) -> int:
 
 def ensure_store(workdir: Path, name: str, size: int, file_size: int) -> Path:
     body, _ = WORKLOADS[name]
-    store = workdir / f"{name}-{size}"
-    marker = store / "GENERATED.json"
-    if marker.exists():
-        return store
-    if store.exists():
-        shutil.rmtree(store)
-    print(f"  generating {store} ({size >> 20} MiB, body {body}) ...", flush=True)
     # stop a little short of whole files, so no nearly empty (sparse) last file is scanned
     target = max(size - min(1 << 20, size // 64), 1)
-    res = generate_store(store, target, mapped_file_size=file_size, body_size=body, topics=8, queues=4, seed=1, index=False, consume_queues=False)
-    marker.write_text(json.dumps(res.to_dict()))
-    print(f"  {res.records} records in {res.seconds:.1f} s", flush=True)
-    return store
+    return generated(workdir / f"{name}-{size}", target, f"body {body}", mapped_file_size=file_size, body_size=body, topics=8, queues=4, seed=1,
+                     index=False, consume_queues=False)
 
 
 def timed(fn, repeat=1, cpu=time.process_time):
