@@ -94,10 +94,9 @@ class StoreLayout:
                 "log_elsewhere": self.log_elsewhere, "rocksdb_consume_queue": self.rocksdb_consume_queue}
 
 
-def _is_rocksdb(d: Path) -> bool:
+def _is_rocksdb(file_names: set[str]) -> bool:
     """A directory RocksDB owns: its CURRENT and MANIFEST files (RocksDB's ``DB::Open``)."""
-    names = {p.name for p in d.iterdir() if p.is_file()} if d.is_dir() else set()
-    return "CURRENT" in names and any(n.startswith("MANIFEST-") for n in names)
+    return "CURRENT" in file_names and any(n.startswith("MANIFEST-") for n in file_names)
 
 
 def _side(name: str) -> tuple[str, str]:
@@ -162,12 +161,14 @@ def _config_parts(d: Path) -> list[Part]:
 
 def _consumequeue_parts(d: Path, lay: StoreLayout) -> list[Part]:
     out = []
-    if _is_rocksdb(d):
+    entries = sorted(d.iterdir())  # listed once: a broker's consumequeue/ can hold many topics
+    files = [p for p in entries if p.is_file()]
+    topics = [p for p in entries if p.is_dir()]
+    if _is_rocksdb({p.name for p in files}):
         lay.rocksdb_consume_queue = True
         out.append(Part(f"{CONSUMEQUEUE_DIR}/", "RocksDB consume queue (storeType=defaultRocksDB)", NOT_CHECKED,
                         "a RocksDB instance: not decoded here (opening it would need RocksDB itself)", "RocksDBConsumeQueueStore",
                         "rmqlab never writes into a RocksDB directory; RocketMQ's RocksDB queue recovery is not modelled"))
-    topics = [p for p in sorted(d.iterdir()) if p.is_dir()]
     lmq = [t for t in topics if t.name.startswith(LMQ_PREFIX)]
     plain = [t for t in topics if not t.name.startswith(LMQ_PREFIX)]
     if plain:
@@ -179,8 +180,9 @@ def _consumequeue_parts(d: Path, lay: StoreLayout) -> list[Part]:
         out.append(Part(f"{CONSUMEQUEUE_DIR}/{LMQ_PREFIX}*/", f"LMQ consume queues ({len(lmq)} topic(s))", NOT_CHECKED,
                         "multi-dispatch queues: their entries point at records of other topics", "MultiDispatchUtils / ConsumeQueue (enableLmq)",
                         "RocketMQ rebuilds LMQ queues from INNER_MULTI_DISPATCH on recovery; rmqlab does not model it"))
-    stray = [p for p in sorted(d.iterdir()) if p.is_file() and not (lay.rocksdb_consume_queue and _ROCKSDB.fullmatch(p.name))]
-    for p in stray:
+    for p in files:
+        if lay.rocksdb_consume_queue and _ROCKSDB.fullmatch(p.name):
+            continue
         out.append(Part(f"{CONSUMEQUEUE_DIR}/{p.name}", "unknown file", UNKNOWN, "consume queues are directories topic/queueId/"))
     return out
 
@@ -208,7 +210,6 @@ def recognise(root: str | os.PathLike, config: MessageStoreConfig | None = None)
     settings = config.extra if config is not None else {}
     dledger = sorted(p for p in root.iterdir() if p.is_dir() and p.name.startswith(DLEDGER_PREFIX))
     commitlog = root / COMMITLOG_DIR
-    clog_files = [p for p in commitlog.iterdir() if p.is_file()] if commitlog.is_dir() else []
     if dledger or str(settings.get("enableDLegerCommitLog", "")).lower() == "true":
         names = ", ".join(p.name + "/" for p in dledger) or "(none in the root)"
         lay.log_elsewhere = f"the log is DLedger's ({names}): DLedgerCommitLog wraps every record in an entry header"
@@ -222,7 +223,7 @@ def recognise(root: str | os.PathLike, config: MessageStoreConfig | None = None)
             parts.append(Part(d + "/", "commitlog directory (storePathCommitLog / readOnlyCommitLogStorePaths)", NOT_CHECKED,
                               "only the root's commitlog/ is read", "MultiPathMappedFileQueue", "recovery of a log spread over several directories is not modelled"))
     if commitlog.is_dir():
-        if dledger and not clog_files:
+        if dledger and not any(p.is_file() for p in commitlog.iterdir()):
             parts.append(Part(f"{COMMITLOG_DIR}/", "empty commitlog directory", NOT_CHECKED, "a DLedger store keeps its log in dledger-*/", "DLedgerCommitLog"))
         elif dledger:
             parts.append(Part(f"{COMMITLOG_DIR}/", "commitlog", DECODED, "beside a DLedger log: RocketMQ reads these only while converting to DLedger", "CommitLog"))
