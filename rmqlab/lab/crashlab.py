@@ -118,6 +118,16 @@ class CrashResult:
     def lost_acknowledged(self) -> list[int]:
         return [s for s, _ in self.lost]
 
+    def lost_by_reason(self) -> list[tuple[list[int], str]]:
+        """The losses grouped: each reason once, with the puts it took (in put order).
+
+        A power loss takes a dozen puts for one reason; saying it once per put buries
+        the answer."""
+        groups: dict[str, list[int]] = {}
+        for seq, why in self.lost:
+            groups.setdefault(why, []).append(seq)
+        return [(seqs, why) for why, seqs in groups.items()]
+
     def to_dict(self) -> dict:
         return {
             "scenario": self.scenario,
@@ -145,10 +155,8 @@ class CrashResult:
         out.append(f"  kept           {len(self.kept)} record(s)")
         if self.lost:
             out.append(f"  LOST           {len(self.lost)} acknowledged record(s):")
-            for s, why in self.lost[:15]:
-                out.append(f"                 #{s}: {why}")
-            if len(self.lost) > 15:
-                out.append(f"                 … {len(self.lost) - 15} more")
+            for seqs, why in self.lost_by_reason():
+                out.append(f"                 {seq_ranges(seqs)}: {why}")
         else:
             out.append("  lost           nothing that was acknowledged")
         for n in self.notes:
@@ -304,7 +312,7 @@ class CrashLab:
         flushed = store.commitlog.flushed_where
         return store, d, run, puts, written, flushed, cfg
 
-    def _finish(self, scenario, description, store, disk: _Disk, run: Path, puts, written, flushed, cfg, *, image_from: str, writeback: float = 0.0, seed: int = 0, tear_at: int | None = None, notes=None) -> CrashResult:
+    def _finish(self, scenario, description, store, disk: _Disk, run: Path, puts, written, flushed, cfg, *, image_from: str, writeback: float = 0.0, seed: int = 0, tear_at: int | None = None, torn_from: int | None = None, notes=None) -> CrashResult:
         store.crash()  # kill -9: no flush, no checkpoint, abort stays; page cache intact
         image = run / "image"
         if image_from == "live":  # process death only: the page cache survives
@@ -314,6 +322,8 @@ class CrashLab:
             if writeback:
                 self._writeback(run / "live", image, disk.cl_durable, written, cfg, writeback, seed)
         if tear_at is not None:
+            if torn_from is not None:  # the torn page: the record's first bytes did land
+                self._overlay(run / "live", image, torn_from, tear_at, cfg)
             self._tear(image, tear_at, written, cfg)
         # the lock file is not evidence; config/ is broker metadata
         recovered = run / "recovered"
@@ -349,6 +359,23 @@ class CrashLab:
                 fh.write(data[lo:])
 
     @staticmethod
+    def _overlay(live: Path, image: Path, start: int, end: int, cfg) -> None:
+        """Log bytes ``[start, end)`` reached the disk (copied from the page cache)."""
+        size = cfg.mapped_file_size_commit_log
+        pos = start
+        while pos < end:
+            base = pos - pos % size
+            stop = min(end, base + size)
+            rel = f"{COMMITLOG_DIR}/{base:020d}"
+            with open(live / rel, "rb") as fh:
+                fh.seek(pos - base)
+                data = fh.read(stop - pos)
+            with open(image / rel, "r+b") as fh:
+                fh.seek(pos - base)
+                fh.write(data)
+            pos = stop
+
+    @staticmethod
     def _tear(image: Path, at: int, written: int, cfg) -> None:
         """Bytes of the log from ``at`` on never reached the disk (zeros)."""
         size = cfg.mapped_file_size_commit_log
@@ -369,15 +396,27 @@ class CrashLab:
         desc = f"power loss after {len(puts)} puts; dirty pages {'dropped' if not writeback else f'dropped except a {writeback:.0%} share written back by the OS'}"
         return self._finish("power loss", desc, store, disk, run, puts, written, flushed, cfg, image_from="disk", writeback=writeback, seed=seed)
 
-    def torn_write(self, messages, *, at_byte: int, flush: str = SYNC_FLUSH) -> CrashResult:
-        """A put was in flight when power failed: the log reached the disk up to byte
-        ``at_byte`` only.  The put holding that byte (and any later) was never answered."""
-        store, disk, run, puts, written, flushed, cfg = self._run(messages, SYNC_FLUSH if flush == SYNC_FLUSH else flush)
+    def torn_write(self, messages, *, at_byte: int | None = None, flush: str = SYNC_FLUSH) -> CrashResult:
+        """Power fails while the last put's record is being written out: a power loss
+        (only what was forced survives) plus a torn page — the in-flight record's bytes
+        before ``at_byte`` reached the disk, the rest did not.  ``at_byte`` defaults to
+        the middle of the last record.  The put in flight (and any put whose record
+        reaches past ``at_byte``) was never answered.
+
+        Under SYNC_FLUSH everything before the record in flight had been forced, so
+        only that record is torn; under ASYNC_FLUSH the unforced puts before it are lost
+        exactly as in :meth:`power_loss` after the same put, and the torn record lies
+        beyond a gap of zeros."""
+        store, disk, run, puts, written, flushed, cfg = self._run(messages, flush)
+        inflight = puts[-1]
+        if at_byte is None:
+            at_byte = inflight.physical_offset + inflight.size // 2
         for p in puts:
             if p.physical_offset + p.size > at_byte:
                 p.acknowledged = False  # in flight: no answer was sent
-        desc = f"torn write: the log reached the disk up to byte {at_byte} of {written}"
-        return self._finish("torn write", desc, store, disk, run, puts, written, flushed, cfg, image_from="live", tear_at=at_byte)
+        desc = f"power loss while the record at {inflight.physical_offset} was being written: the log reached the disk up to byte {min(flushed, at_byte)}, and the torn record up to byte {at_byte}"
+        result = self._finish("torn write", desc, store, disk, run, puts, written, flushed, cfg, image_from="disk", tear_at=at_byte, torn_from=inflight.physical_offset)
+        return result
 
     def kill_before_dispatch(self, messages, *, dispatched: int, flush: str = ASYNC_FLUSH) -> CrashResult:
         """The process is killed after every put was appended but only the first
@@ -426,6 +465,20 @@ class CrashLab:
             raise ValueError("the workload never filled an index file: use more messages or a smaller maxIndexNum")
         desc = f"power loss right after index file #{len(store.dispatcher.index.files)} was created (nothing in it flushed)"
         return self._finish("crash during index file creation", desc, store, disk, run, puts, written, disk.cl_durable, cfg, image_from="disk")
+
+
+def seq_ranges(seqs: Sequence[int]) -> str:
+    """``#3, #7–#12`` (puts numbered as the lab numbers them)."""
+    out: list[str] = []
+    run: list[int] = []
+    for s in sorted(seqs):
+        if run and s != run[-1] + 1:
+            out.append(f"#{run[0]}" if len(run) == 1 else f"#{run[0]}–#{run[-1]}")
+            run = []
+        run.append(s)
+    if run:
+        out.append(f"#{run[0]}" if len(run) == 1 else f"#{run[0]}–#{run[-1]}")
+    return ", ".join(out)
 
 
 def _clock_after(start: int, n: int, tick: int):

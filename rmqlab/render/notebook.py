@@ -17,7 +17,7 @@ from pathlib import Path
 from .. import reprs
 from ..format import commitlog as cl
 from ..format.msgid import format_host
-from .text import fmt_time, short
+from .text import body_preview, fmt_time, short
 
 _TABLE = "border-collapse:collapse;font-size:12px"
 _CELL = "border:1px solid #ddd;padding:2px 6px;text-align:left;vertical-align:top"
@@ -30,16 +30,17 @@ def esc(value) -> str:
     return html.escape(str(value))
 
 
-def table(headers: Sequence[str], rows: Iterable[Sequence], *, caption: str | None = None, raw: bool = False, row_styles: Sequence[str] | None = None) -> str:
-    """A small bordered table; cells are escaped unless ``raw``."""
-    head = "".join(f"<th style='{_CELL};background:#f4f4f4'>{esc(h)}</th>" for h in headers)
+def table(headers: Sequence[str] | None, rows: Iterable[Sequence], *, caption: str | None = None, raw: bool = False, row_styles: Sequence[str] | None = None) -> str:
+    """A small bordered table; cells are escaped unless ``raw``; ``headers=None``: no
+    header row (a two-column list of name and value)."""
+    head = "".join(f"<th style='{_CELL};background:#f4f4f4'>{esc(h)}</th>" for h in headers or ())
     body = []
     for i, row in enumerate(rows):
         style = f" style='{row_styles[i]}'" if row_styles and row_styles[i] else ""
         cells = "".join(f"<td style='{_CELL}'>{c if raw else esc(c)}</td>" for c in row)
         body.append(f"<tr{style}>{cells}</tr>")
     cap = f"<caption style='text-align:left;font-weight:bold'>{esc(caption)}</caption>" if caption else ""
-    return f"<table style='{_TABLE}'>{cap}<tr>{head}</tr>{''.join(body)}</table>"
+    return f"<table style='{_TABLE}'>{cap}{f'<tr>{head}</tr>' if head else ''}{''.join(body)}</table>"
 
 
 def badge(text: str, ok: bool | None) -> str:
@@ -81,10 +82,8 @@ def record_html(rec) -> str:
     if rec.property_crc is not None:
         rows.append(("__CRC32#", f"{rec.property_crc} {badge('ok' if rec.property_crc_ok else 'MISMATCH', rec.property_crc_ok)}"))
     for k, v in rec.property_pairs:
-        rows.append((f"property {esc(repr(k))}", esc(repr(v))))
-    body = rec.body
-    preview = body[:80].decode("utf-8", errors="replace") if body else ""
-    rows.append((f"body ({len(body)} bytes)", esc(repr(preview) + ("…" if len(body) > 80 else ""))))
+        rows.append((f"property {k!r}", esc(repr(v))))  # labels are escaped once, below
+    rows.append((f"body ({len(rec.body)} bytes)", esc(body_preview(rec.body, 80))))
     return table(["field (Java name)", "value"], [(esc(a), b) for a, b in rows], raw=True, caption=f"record at {rec.physical_offset}")
 
 
@@ -199,7 +198,7 @@ def queue_page_html(pairs: Iterable, *, caption: str | None = None, highlight: s
     """``(CqEntry, Record)`` pairs: the 20-byte entry beside the record it points at."""
     rows, styles = [], []
     for e, r in pairs:
-        rows.append((e.queue_offset, e.commitlog_offset, e.size, e.tags_code, r.tags or "", short(r.keys or "", 30), fmt_time(r.store_timestamp), short(r.body[:40].decode("utf-8", "replace"), 40)))
+        rows.append((e.queue_offset, e.commitlog_offset, e.size, e.tags_code, r.tags or "", short(r.keys or "", 30), fmt_time(r.store_timestamp), body_preview(r.body, 40)))
         styles.append("background:#fff3c4" if highlight and e.queue_offset in highlight else "")
     return table(["queue offset", "commitLogOffset", "size", "tagsCode", "TAGS (from record)", "KEYS", "stored (UTC)", "body"], rows, caption=caption, row_styles=styles)
 
@@ -302,6 +301,7 @@ def crash_strip_html(result, *, width: int = 60) -> str:
 def crash_result_html(result) -> str:
     """A :class:`~rmqlab.lab.crashlab.CrashResult`: counts, the strip, why each
     acknowledged record was lost, and recovery's decisions."""
+    from ..lab.crashlab import seq_ranges
     rep = result.report
     acked = result.acknowledged
     rows = [
@@ -313,14 +313,13 @@ def crash_result_html(result) -> str:
         ("records kept", len(result.kept)),
         ("acknowledged but lost", len(result.lost)),
     ]
-    lost = ""
     if result.lost:
-        lost = table(["put", "why it was lost"], [(f"#{s}", why) for s, why in result.lost[:30]], caption="acknowledged, then lost")
+        lost = table(["puts", "how many", "why they were lost"], [(seq_ranges(seqs), len(seqs), why) for seqs, why in result.lost_by_reason()], caption="acknowledged, then lost")
     else:
         lost = f"<div>{badge('nothing that was acknowledged was lost', True)}</div>"
     return (
         f"<div><b>{esc(result.scenario)}</b> ({esc(result.flush_disk_type)}): {esc(result.description)}</div>"
-        + table(["", ""], rows)
+        + table(None, rows)
         + crash_strip_html(result)
         + lost
         + f"<details><summary>recovery report</summary><pre style='font-size:11px'>{esc(rep.to_text())}</pre></details>"

@@ -33,6 +33,23 @@ def printable(text: str) -> str:
     return text.translate(_CONTROL)
 
 
+def body_preview(body: bytes, width: int = 40) -> str:
+    """The first ``width`` bytes of a body: as text when they are UTF-8 text, else as
+    hex (``hex 1f8b0800…``) — binary bodies (protobuf, compressed) decoded as text are
+    mojibake that says nothing."""
+    if not body:
+        return ""
+    head = body[:width]
+    try:
+        text = head.decode("utf-8")
+    except UnicodeDecodeError as err:
+        # a multi-byte character cut by the window is still text
+        text = head[: err.start].decode("utf-8") if err.start >= len(head) - 3 and err.reason == "unexpected end of data" else None
+    if text is not None and all(c.isprintable() or c in "\t\n\r" for c in text):
+        return repr(text)[1:-1] + ("…" if len(body) > width else "")
+    return "hex " + head[: width // 2].hex() + ("…" if len(body) > width // 2 else "")
+
+
 def body_label(rec: Record) -> str:
     """``123B``, with the compression a sysFlag declares (``123B zlib``)."""
     comp = compression_of(rec.sys_flag)

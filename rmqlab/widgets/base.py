@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import html
-import itertools
+import atexit
 import os
 import shutil
 import tempfile
@@ -27,6 +27,11 @@ class Panel(widgets.VBox):
         self.output = widgets.HTML()
         self.error: str | None = None
         super().__init__(children=[*controls, self.output], **kwargs)
+
+    def __repr__(self) -> str:
+        # the text a notebook shows where the live widget is not (a saved lesson opened
+        # before it is run, a plain-text front end): one line, not the children's reprs
+        return f"{type(self).__name__}: run this cell in a live kernel to use the widget"
 
     def show(self, content: str) -> None:
         self.error = None
@@ -56,21 +61,33 @@ def topics_of(store: StoreReader) -> list[str]:
     return sorted({q.topic for q in store.queue_ids()})
 
 
-_COUNTER = itertools.count(1)
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process: alive, not ours to judge
+        return True
+    return True
 
 
-def scratch_dir(name: str, *, numbered: bool = False) -> Path:
-    """An empty directory for a lesson's scratch data, at a fixed place
-    (``$TMPDIR/rmqlab-lessons-<uid>/<name>``), emptied first.
+def scratch_dir(name: str) -> Path:
+    """A new, empty directory for one lesson run's scratch data:
+    ``$TMPDIR/rmqlab-lessons-<uid>/<name>-<pid>-<random>``, removed when the kernel
+    exits.
 
-    Fixed places keep repeated lesson runs (and killed kernels, whose exit handlers
-    never run) from piling up temporary stores; ``numbered`` appends a per-process
-    counter so that two widgets of one kernel do not share a store.
+    Per run, not per user: two kernels running the same lesson at once (a learner and
+    the test suite, two notebooks) each get their own.  A killed kernel's exit handler
+    never runs, so directories whose process is gone are removed here, the next time
+    any lesson asks for one.
     """
     uid = os.getuid() if hasattr(os, "getuid") else 0
     base = Path(tempfile.gettempdir()) / f"rmqlab-lessons-{uid}"
-    d = base / (f"{name}-{next(_COUNTER)}" if numbered else name)
-    if d.exists():
-        shutil.rmtree(d)
-    d.mkdir(parents=True)
+    base.mkdir(parents=True, exist_ok=True)
+    for old in base.iterdir():
+        pid = old.name.rsplit("-", 2)[-2] if old.name.count("-") >= 2 else ""
+        if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+            shutil.rmtree(old, ignore_errors=True)
+    d = Path(tempfile.mkdtemp(prefix=f"{name}-{os.getpid()}-", dir=base))
+    atexit.register(shutil.rmtree, d, True)
     return d

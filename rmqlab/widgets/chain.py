@@ -47,6 +47,7 @@ class ChainExplorer(Panel):
         self.result: KeyQueryResult | None = None
         self.lookup.on_click(lambda _: self.run())
         self.key.observe(lambda _: self.run(), "value")
+        self.topic.observe(lambda _: self.run(), "value")  # the same key in another topic is another chain
         if key:
             self.run()
 

@@ -9,7 +9,6 @@ what was forced to disk, and the crash decides which copy survives.  Recovery is
 
 from __future__ import annotations
 
-import atexit
 import os
 import shutil
 from pathlib import Path
@@ -23,7 +22,7 @@ from .base import Panel, scratch_dir
 SCENARIOS = {
     "power loss": "the machine loses power after the chosen put: only what was forced to disk survives",
     "kill -9": "the process dies after the chosen put (the OS keeps its page cache); the last puts were not dispatched yet",
-    "torn write": "power fails while the chosen put is being written: half of its bytes reach the disk",
+    "torn write": "power fails while the chosen put's record is being written out: what was forced survives, plus the first half of that record (a torn page)",
 }
 #: kill -9: how many of the last puts were appended but not dispatched yet
 DISPATCH_LAG = 5
@@ -38,12 +37,7 @@ def run_scenario(lab, messages, scenario: str, flush: str, crash_at: int):
     if scenario == "kill -9":
         return lab.kill_before_dispatch(messages[:crash_at], dispatched=max(0, crash_at - DISPATCH_LAG), flush=flush)
     if scenario == "torn write":
-        # where the in-flight put's record lies: a first run (a kill with everything in
-        # the page cache changes nothing) tells its offset and size
-        probe = lab.kill_before_dispatch(messages[:crash_at], dispatched=crash_at, flush=flush)
-        last = probe.puts[-1]
-        _discard(probe)
-        return lab.torn_write(messages[:crash_at], at_byte=last.physical_offset + last.size // 2, flush=flush)
+        return lab.torn_write(messages[:crash_at], flush=flush)
     raise ValueError(f"unknown scenario {scenario!r}; choose one of {', '.join(SCENARIOS)}")
 
 
@@ -53,29 +47,34 @@ def _discard(result) -> None:
 
 
 class CrashLab(Panel):
-    """``lab = CrashLab(); lab.flush.value = "SYNC_FLUSH"; lab.crash_at.value = 80;
-    lab.run.click(); lab.result.lost``."""
+    """``lab = CrashLab(); lab.crash(flush="SYNC_FLUSH", crash_at=80).lost``.
+
+    Once a first crash has been run, moving a control runs it again (the slider acts
+    when released); :meth:`crash` sets several controls and runs once.
+    """
 
     def __init__(self, workdir: str | os.PathLike | None = None, *, messages: int = 120, seed: int = 0):
         from ..lab.crashlab import CrashLab as Lab
         from ..lab.crashlab import workload
 
-        self.workdir = Path(workdir) if workdir is not None else scratch_dir("crashlab", numbered=True)
-        if workdir is None:  # our own scratch directory: gone when the kernel exits
-            atexit.register(shutil.rmtree, self.workdir, True)
+        self.workdir = Path(workdir) if workdir is not None else scratch_dir("crashlab")
         self.lab = Lab(self.workdir)
         self._workload = workload
         self.seed = seed
         self.flush = widgets.ToggleButtons(options=[ASYNC_FLUSH, SYNC_FLUSH], value=ASYNC_FLUSH, description="flush")
         self.scenario = widgets.Dropdown(options=list(SCENARIOS), value="power loss", description="crash")
-        self.messages = widgets.IntSlider(value=messages, min=10, max=400, step=10, description="messages")
-        self.crash_at = widgets.IntSlider(value=messages * 3 // 4, min=1, max=messages, description="crash at put")
-        self.run = widgets.Button(description="crash, then recover", button_style="danger")
+        self.messages = widgets.IntSlider(value=messages, min=10, max=400, step=10, description="messages", continuous_update=False)
+        self.crash_at = widgets.IntSlider(value=messages * 3 // 4, min=1, max=messages, description="crash at put", continuous_update=False)
+        self.run = widgets.Button(description="crash, then recover", button_style="danger", icon="bolt")
         self.explain = widgets.HTML()
         super().__init__([widgets.HBox([self.flush, self.scenario]), widgets.HBox([self.messages, self.crash_at]), self.explain, self.run])
         self.result = None
+        self.runs = 0  # crashes run so far (the tests count re-runs with it)
+        self._holding = False
         self.messages.observe(self._on_messages, "value")
         self.scenario.observe(lambda _: self._explain(), "value")
+        for w in (self.flush, self.scenario, self.messages, self.crash_at):
+            w.observe(self._on_control, "value")
         self.run.on_click(lambda _: self.do_run())
         self._explain()
         self.show("<div>choose, then press <b>crash, then recover</b></div>")
@@ -84,15 +83,43 @@ class CrashLab(Panel):
         self.crash_at.max = change["new"]
         self.crash_at.value = min(self.crash_at.value, change["new"])
 
+    def _on_control(self, _change) -> None:
+        # after a first crash the controls act at once; before it the button starts
+        if self.result is not None and not self._holding:
+            self.do_run()
+
     def _explain(self) -> None:
         self.explain.value = f"<div style='color:#555'>{SCENARIOS[self.scenario.value]}</div>"
 
+    def crash(self, *, flush: str | None = None, scenario: str | None = None, crash_at: int | None = None, messages: int | None = None):
+        """Set the given controls, then crash and recover once; the result."""
+        self._holding = True
+        try:
+            if messages is not None:
+                self.messages.value = messages
+            if flush is not None:
+                self.flush.value = flush
+            if scenario is not None:
+                self.scenario.value = scenario
+            if crash_at is not None:
+                self.crash_at.value = crash_at
+        finally:
+            self._holding = False
+        return self.do_run()
+
     def do_run(self):
         previous = self.result
-        msgs = self._workload(self.messages.value, seed=self.seed)
-        result = self.guarded(run_scenario, self.lab, msgs, self.scenario.value, self.flush.value, self.crash_at.value)
+        # a run takes a moment: say so, and keep a second click from queueing another
+        self.run.disabled, self.run.description, self.run.icon = True, "crashing…", "spinner"
+        self.show("<div style='color:#555'>running the workload, crashing, recovering…</div>")
+        try:
+            msgs = self._workload(self.messages.value, seed=self.seed)
+            result = self.guarded(run_scenario, self.lab, msgs, self.scenario.value, self.flush.value, self.crash_at.value)
+        finally:
+            self.run.disabled, self.run.description, self.run.icon = False, "crash, then recover", "bolt"
         if result is None:
             return None
+        self.runs += 1
         if previous is not None:
             _discard(previous)  # keep only the latest run on disk
         self.result = result

@@ -63,14 +63,15 @@ class HexViewer(Panel):
         self.record = widgets.Dropdown(options=[], description="record")
         super().__init__([self.file, self.record, widgets.HBox([self.offset, self.length])])
         self.view: HexView | None = None
-        self._fill_records()
-        if record is not None and record < len(self.record.options):
-            self.record.index = record
-        self.refresh()
+        # observers first: choosing the record below must move the offset as a click would
         self.file.observe(self._on_file, "value")
         self.record.observe(self._on_record, "value")
         self.offset.observe(lambda _: self.refresh(), "value")
         self.length.observe(lambda _: self.refresh(), "value")
+        self._fill_records()
+        if record is not None and record < len(self.record.options):
+            self.record.index = record
+        self.refresh()
 
     @property
     def path(self) -> Path:

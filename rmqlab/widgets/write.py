@@ -82,7 +82,7 @@ class WriteForm(Panel):
         from ..engine.message_store import MessageStore
         from ..lab.samples import STORE_HOST, sample_config
 
-        self.root = Path(root) if root is not None else scratch_dir("write", numbered=True) / "store"
+        self.root = Path(root) if root is not None else scratch_dir("write") / "store"
         if root is None:  # our own scratch directory: gone when the kernel exits normally
             atexit.register(_remove_scratch, self)
         self.config = config or sample_config()

@@ -51,14 +51,41 @@ def test_kill_keeps_the_page_cache_and_redispatches(lab):
     assert entries == 40  # the undispatched puts are in their queues again
 
 
-def test_torn_write_cuts_the_put_in_flight(lab):
-    lab.scenario.value = "torn write"
-    lab.crash_at.value = 30
-    lab.run.click()
-    r = lab.result
-    assert [p.seq for p in r.puts if not p.acknowledged] == [29]
-    assert r.kept == list(range(29))
-    assert r.report.commitlog_end == r.puts[29].physical_offset
+@pytest.mark.parametrize("flush", ["SYNC_FLUSH", "ASYNC_FLUSH"])
+def test_torn_write_is_a_power_loss_plus_a_torn_record(lab, flush):
+    torn = lab.crash(flush=flush, scenario="torn write", crash_at=40)
+    power = lab.crash(scenario="power loss")  # the same put, no tear
+    assert [p.seq for p in torn.puts if not p.acknowledged] == [39]
+    # what was not forced is lost as in the power loss; the torn record is only in flight
+    assert torn.lost_acknowledged == [s for s in power.lost_acknowledged if s != 39]
+    if flush == "SYNC_FLUSH":
+        assert torn.lost == [] and torn.kept == list(range(39))
+        assert torn.report.commitlog_end == torn.puts[39].physical_offset
+    else:
+        assert torn.lost, "ASYNC_FLUSH: the puts the flush had not reached are lost to the power failure"
+        assert torn.report.commitlog_end <= torn.flushed_where
+
+
+def test_controls_rerun_after_the_first_crash_and_crash_runs_once(lab):
+    lab.crash_at.value = 20
+    assert lab.runs == 0 and lab.result is None  # before the first crash the button starts
+    first = lab.crash(flush="ASYNC_FLUSH", scenario="power loss", crash_at=30)
+    assert lab.runs == 1 and len(first.puts) == 30
+    lab.crash_at.value = 45  # the slider, released: runs again
+    assert lab.runs == 2 and len(lab.result.puts) == 45
+    assert not lab.run.disabled and lab.run.description == "crash, then recover"
+
+
+def test_losses_are_grouped_by_reason_in_the_report(lab):
+    r = lab.crash(flush="ASYNC_FLUSH", scenario="power loss", crash_at=50)
+    groups = r.lost_by_reason()
+    assert sum(len(seqs) for seqs, _ in groups) == len(r.lost) > 1
+    assert len({why for _, why in groups}) == len(groups)
+    html = lab.output.value
+    for seqs, why in groups:
+        assert html.count(why) == 1
+    summary = html.split("<table", 1)[1].split("</table>", 1)[0]
+    assert "acknowledged to the producer" in summary and "<th" not in summary  # no empty header row
 
 
 def test_messages_slider_bounds_the_crash_point(lab):

@@ -143,3 +143,42 @@ def test_store_browser_damaged_store_shows_damage(tmp_path, store_copy):
     b.view.value = "records"
     assert len(b.page) == 639  # RocketMQ kept 639 records; the torn one is where the walk stops
     assert "the walk stopped at damage" in b.output.value
+
+
+def test_hex_viewer_record_argument_shows_that_record(clean, dumps):
+    # the constructor's record= must move the offset as choosing it in the dropdown does
+    walk = [w for w in dumps["clean"]["commitLogWalk"] if w["physicalOffset"] < 65536]
+    hv = HexViewer(clean, record=2)
+    assert hv.record.value[0] == hv.offset.value == walk[2]["physicalOffset"]
+    assert hv.view.offset == walk[2]["physicalOffset"]
+    assert f"bytes {walk[2]['physicalOffset']}&ndash;" in hv.output.value
+
+
+def test_chain_explorer_follows_a_topic_change(clean, dumps):
+    q = next(q for q in dumps["clean"]["indexQueries"] if q["queryMessagePhyOffsets"])
+    other = next(t for t in sorted({x["topic"] for x in dumps["clean"]["indexQueries"]}) if t != q["topic"])
+    w = ChainExplorer(clean, topic=other, key=q["key"])
+    before = w.result
+    w.topic.value = q["topic"]  # no button: the chain of topic#key is another chain
+    assert w.result is not before and w.result.topic == q["topic"]
+    assert [r.physical_offset for r in w.result.records] == q["queryMessagePhyOffsets"]
+
+
+def test_queue_explorer_shows_binary_bodies_as_hex(tmp_path):
+    from rmqlab.engine import MessageStore
+    from rmqlab.engine.message import Message
+
+    with MessageStore(tmp_path / "s") as ms:
+        ms.put(Message("Bin", bytes(range(200, 256)) + b"\x00\x01", queue_id=0))
+        ms.put(Message("Bin", "plain text".encode(), queue_id=0))
+        ms.reput()
+    w = QueueExplorer(tmp_path / "s", "Bin", 0)
+    assert "hex c8c9cacb" in w.output.value and "plain text" in w.output.value
+    assert "\ufffd" not in w.output.value  # no replacement characters: mojibake
+
+
+def test_widgets_say_in_one_line_what_to_do_when_not_live(clean):
+    for w in (HexViewer(clean), ChainExplorer(clean), QueueExplorer(clean), StoreBrowser(clean)):
+        text = repr(w)
+        assert "\n" not in text and "children" not in text and text.startswith(type(w).__name__)
+        assert w._repr_mimebundle_()["text/plain"] == text

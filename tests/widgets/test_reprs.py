@@ -46,3 +46,11 @@ def test_reports():
         assert kind in html
     d = diff_stores(SAMPLES / "crashed", SAMPLES / "damaged")
     assert "3 file(s) differ" in d._repr_html_() and "BODY CRC FAILS" in d._repr_html_()
+
+
+def test_record_view_escapes_property_names_once():
+    with open_store(SAMPLES / "clean") as s:
+        rec = next(r for r in s.commitlog.iter_records() if r.keys)
+    html = rec._repr_html_()
+    assert "property &#x27;KEYS&#x27;" in html  # renders as: property 'KEYS'
+    assert "&amp;#x27;" not in html  # escaped twice renders as: property &#x27;KEYS&#x27;

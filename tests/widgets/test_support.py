@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 from rmqlab.cli import main
 from rmqlab.lab.samples import sample_files
@@ -13,14 +14,18 @@ from rmqlab.widgets import scratch_dir
 from rmqlab.spark.session import _jvm_output_to
 
 
-def test_scratch_dir_is_emptied_and_numbered():
-    d = scratch_dir("test-support")
-    (d / "x").write_text("old")
-    again = scratch_dir("test-support")
-    assert again == d and list(d.iterdir()) == []
-    a, b = scratch_dir("test-n", numbered=True), scratch_dir("test-n", numbered=True)
-    assert a != b and a.parent == b.parent == d.parent
-    for x in (d, a, b):
+def test_scratch_dirs_are_per_run_and_a_dead_kernels_are_pruned():
+    a, b = scratch_dir("test-run"), scratch_dir("test-run")
+    assert a != b and a.parent == b.parent and list(a.iterdir()) == []
+    (a / "x").write_text("mine")
+    # another run of the same lesson (here: a process that has since exited) left one
+    child = subprocess.run([sys.executable, "-c", "from rmqlab.widgets import scratch_dir; import os, atexit; d = scratch_dir('test-run'); atexit._clear(); print(d)"], capture_output=True, text=True, check=True)
+    theirs = Path(child.stdout.strip())
+    assert theirs.is_dir() and theirs.parent == a.parent  # its exit handler did not run: a killed kernel
+    c = scratch_dir("test-run")
+    assert not theirs.exists()  # pruned: its process is gone
+    assert (a / "x").read_text() == "mine"  # ours, live, untouched
+    for x in (a, b, c):
         shutil.rmtree(x)
 
 
