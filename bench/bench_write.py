@@ -40,7 +40,6 @@ import os
 import shutil
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -49,6 +48,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from rmqlab.config import MessageStoreConfig  # noqa: E402
 from rmqlab.engine import Message, MessageBatch, MessageStore  # noqa: E402
 from rmqlab.engine.message_store import _native_group_commit, _native_put  # noqa: E402
+from rmqlab.lab.durability import group_commit  # noqa: E402
 
 TOPIC = "BenchTopic"
 QUEUES = 4
@@ -155,35 +155,10 @@ def bench_async(directory: Path, n: int, body: bytes, batch: int = 0, encoded: b
 
 
 def bench_sync(directory: Path, n: int, body: bytes, producers: int, native_put: bool = True, native_group_commit: bool = True) -> dict:
-    root = directory / "store"
-    store = MessageStore.open(root, MessageStoreConfig(flush_disk_type="SYNC_FLUSH"), native_put=native_put, native_group_commit=native_group_commit)
-    per = n // producers
-    msgs = make_messages(0, per * producers, body)
-    bad = []
-
-    def producer(k: int) -> None:
-        put = store.put
-        for m in msgs[k::producers]:
-            r = put(m)
-            if not r.ok:
-                bad.append(r)
-
-    try:
-        threads = [threading.Thread(target=producer, args=(k,)) for k in range(producers)]
-        t = time.perf_counter()
-        for th in threads:
-            th.start()
-        for th in threads:
-            th.join()
-        store.reput()
-        elapsed = time.perf_counter() - t
-        forces = store._group_commit.flushes
-        forcing = getattr(store._group_commit, "force_seconds", None)  # the C group commit measures it
-    finally:
-        store.shutdown()
-        shutil.rmtree(root)
-    assert not bad, bad[:3]
-    return {"messages": per * producers, "seconds": elapsed, "forces": forces, "busy": forcing / elapsed if forcing is not None else None}
+    run = group_commit(directory, producers, n, messages=make_messages(0, n, body), native_put=native_put, native_group_commit=native_group_commit)
+    assert set(run.statuses) == {"PUT_OK"}, run.statuses
+    busy = run.force_seconds / run.seconds if run.force_seconds is not None else None  # the C group commit measures it
+    return {"messages": run.puts, "seconds": run.seconds, "forces": run.forces, "busy": busy}
 
 
 def main() -> int:

@@ -48,6 +48,10 @@ class MessageStoreConfig:
     sync_flush_timeout: int = 5000  # syncFlushTimeout (ms)
     file_reserved_time: int = 72  # fileReservedTime (hours)
     delete_when: str = "04"  # deleteWhen
+    disk_max_used_space_ratio: int = 75  # diskMaxUsedSpaceRatio (%): above it, expired files are deleted at any hour
+    disk_space_warning_level_ratio: int = 90  # diskSpaceWarningLevelRatio (%): above it, the disk is marked full
+    disk_space_clean_forcibly_ratio: int = 85  # diskSpaceCleanForciblyRatio (%): above it, files go expired or not
+    clean_file_forcibly_enable: bool = True  # cleanFileForciblyEnable
     max_message_size: int = MAX_MESSAGE_SIZE_DEFAULT  # maxMessageSize
     enabled_append_prop_crc: bool = False  # enabledAppendPropCRC
     check_crc_on_recover: bool = True  # checkCRCOnRecover

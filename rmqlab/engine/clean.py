@@ -8,8 +8,16 @@ point below the new commitlog minimum (never a queue's last file), and index fil
 whose ``endPhyOffset`` is below it go too (never the last one).
 
 Java runs this at ``deleteWhen`` (04 o'clock), when the disk is nearly full, or when
-asked; :meth:`rmqlab.engine.message_store.MessageStore.clean_expired_files` runs it
+asked: :func:`cleanup_due` is that decision; the store's clean-up service asks it
+every ``cleanResourceInterval``, and
+:meth:`rmqlab.engine.message_store.MessageStore.clean_expired_files` runs the clean-up
 when called.
+
+Not modelled: Java's reference count on a mapped file.  A file a reader still holds
+is not unmapped until the reader lets go or ``destroyMapedFileIntervalForcibly``
+(120 s) has passed since the first attempt (``MappedFile.destroy``), so deletion of
+the next files waits for it; here a deleted file's mapping stays valid for whoever
+holds it (POSIX keeps an unlinked file's pages until the last mapping goes).
 """
 
 from __future__ import annotations
@@ -33,6 +41,58 @@ class CleanReport:
             "index_files": self.index_files,
             "min_offset": self.min_offset,
         }
+
+
+@dataclass
+class CleanDecision:
+    """Whether the clean-up runs now, and whether it deletes files that are not
+    expired yet (Java's ``cleanImmediately``)."""
+
+    clean: bool
+    immediately: bool
+    reasons: list[str]
+
+
+def _clamped(value: float, lo: float, hi: float) -> float:
+    return min(hi, max(lo, value))
+
+
+def cleanup_due(config, *, hour: int, used_ratio: float | None, manual: bool = False) -> CleanDecision:
+    """Java ``CleanCommitLogService.deleteExpiredFiles``' decision, for one commitlog
+    directory on one disk partition (``replicasPerDiskPartition`` 1).
+
+    * ``isTimeToDelete``: ``hour`` is one of ``deleteWhen``'s (``"04"``, ``"04;05"``);
+    * ``isSpaceToDelete``: ``used_ratio`` (0..1, the partition's used share) above
+      ``diskSpaceWarningLevelRatio`` (clamped to 35–90 %) marks the disk full and
+      cleans at once, above ``diskSpaceCleanForciblyRatio`` (clamped to 30–85 %)
+      cleans at once, above ``diskMaxUsedSpaceRatio`` (clamped to 10–95 %) cleans
+      expired files; a ratio Java could not measure (negative) counts as full;
+    * ``manual``: ``executeDeleteFilesManually`` (the admin's ``deleteExpiredCommitLog``).
+
+    "At once" (``cleanImmediately`` with ``cleanFileForciblyEnable``) deletes the
+    oldest files whether or not ``fileReservedTime`` has passed.
+    """
+    reasons: list[str] = []
+    wanted = {int(h) for h in config.delete_when.split(";") if h.strip().isdigit()}
+    if hour in wanted:
+        reasons.append(f"it is {hour:02d}h, a deleteWhen hour ({config.delete_when})")
+    immediately = False
+    if used_ratio is not None:
+        warning = _clamped(config.disk_space_warning_level_ratio / 100.0, 0.35, 0.90)
+        forcibly = _clamped(config.disk_space_clean_forcibly_ratio / 100.0, 0.30, 0.85)
+        most = _clamped(config.disk_max_used_space_ratio / 100.0, 0.10, 0.95)
+        used = f"{used_ratio:.0%}" if used_ratio >= 0 else "unknown"
+        if used_ratio > warning:
+            reasons.append(f"disk {used} used > diskSpaceWarningLevelRatio {warning:.0%}: disk marked full, clean at once")
+            immediately = True
+        elif used_ratio > forcibly:
+            reasons.append(f"disk {used} used > diskSpaceCleanForciblyRatio {forcibly:.0%}: clean at once")
+            immediately = True
+        elif used_ratio < 0 or used_ratio > most:
+            reasons.append(f"disk {used} used > diskMaxUsedSpaceRatio {most:.0%}: delete expired files")
+    if manual:
+        reasons.append("asked for (executeDeleteFilesManually)")
+    return CleanDecision(bool(reasons), immediately and config.clean_file_forcibly_enable, reasons)
 
 
 def clean_expired(commitlog, dispatcher, now_ms: int, file_reserved_hours: int, *, force: bool = False, keep_from: int | None = None) -> CleanReport:

@@ -44,6 +44,7 @@ import fcntl
 import os
 import struct
 import threading
+import shutil
 import zlib
 from pathlib import Path
 from typing import Iterable, NamedTuple, Sequence
@@ -65,7 +66,7 @@ from ..format.record import PROPERTY_CRC_TAIL, Record
 from ..rules import ABORT_FILE, CHECKPOINT_FILE, COMMITLOG_DIR, CONFIG_DIR, LOCK_FILE
 from ..store.reader import StoreReader
 from ..writers.checkpoint_writer import StoreCheckpointWriter
-from .clean import CleanReport, clean_expired
+from .clean import CleanDecision, CleanReport, clean_expired, cleanup_due
 from ..writers.clock import DEFAULT_STORE_HOST, SystemClock
 from ..writers.commitlog_writer import CommitLogWriter
 from ..rules import SCHEDULE_TOPIC, goes_to_consume_queue
@@ -1141,16 +1142,24 @@ class MessageStore:
         self.metadata.persist(self.clock.now_ms())
 
     def _clean_if_due(self) -> None:
-        """Java ``CleanCommitLogService.isTimeToDelete``: clean at the ``deleteWhen``
-        hours (``"04"``, or several as ``"04;05"``)."""
+        """Java ``CleanCommitLogService.run``: clean when :func:`~.clean.cleanup_due`
+        says so — a ``deleteWhen`` hour, or the commitlog's disk filling up (measured
+        on the partition that holds it)."""
         import time as _time
 
         hour = _time.localtime(self.clock.now_ms() / 1000).tm_hour
-        wanted = {int(h) for h in self.config.delete_when.split(";") if h.strip().isdigit()}
-        if hour in wanted:
-            self.last_clean_report = self.clean_expired_files()
+        try:
+            du = shutil.disk_usage(self.commitlog.directory)
+            used = (du.total - du.free) / du.total if du.total else -1.0
+        except OSError:
+            used = -1.0  # Java getDiskPartitionSpaceUsedPercent answers -1: treated as full
+        decision = cleanup_due(self.config, hour=hour, used_ratio=used)
+        self.last_clean_decision = decision
+        if decision.clean:
+            self.last_clean_report = self.clean_expired_files(force=decision.immediately)
 
     last_clean_report: CleanReport | None = None
+    last_clean_decision: CleanDecision | None = None
 
     def clean_expired_files(self, now_ms: int | None = None, *, force: bool = False) -> CleanReport:
         """Delete expired commitlog files (``fileReservedTime``), then consume-queue and

@@ -10,6 +10,8 @@ import textwrap
 
 import pytest
 
+from rmqlab.config import MessageStoreConfig
+
 from rmqlab.engine import ManualClock, Message, MessageStore, PutMessageStatus
 from rmqlab.rules import SCHEDULE_TOPIC
 from rmqlab.format.fastjson import parse_fastjson as load_rocketmq_json
@@ -481,3 +483,34 @@ def test_a_store_rmqlab_starts_keeps_its_config_across_a_crash(tmp_path):
     with _open(tmp_path / "s") as again:
         assert again.put(Message("TopicA", b"b", queue_id=0)).ok
     assert "TopicA" in load_rocketmq_json((tmp_path / "s" / "config" / "topics.json").read_text())["topicConfigTable"]
+
+
+@pytest.mark.parametrize(
+    "hour,used,manual,clean,immediately",
+    [
+        (4, 0.10, False, True, False),  # deleteWhen hour: expired files only
+        (13, 0.10, False, False, False),  # neither the hour nor a full disk
+        (13, 0.80, False, True, False),  # > diskMaxUsedSpaceRatio 75 %: expired files at any hour
+        (13, 0.87, False, True, True),  # > diskSpaceCleanForciblyRatio 85 %: at once
+        (13, 0.95, False, True, True),  # > diskSpaceWarningLevelRatio 90 %: disk full, at once
+        (13, -1.0, False, True, False),  # Java could not measure the partition: treated as full
+        (13, 0.10, True, True, False),  # executeDeleteFilesManually
+    ],
+)
+def test_cleanup_decision_follows_clean_commit_log_service(hour, used, manual, clean, immediately):
+    from rmqlab.engine.clean import cleanup_due
+
+    d = cleanup_due(MessageStoreConfig(), hour=hour, used_ratio=used, manual=manual)
+    assert (d.clean, d.immediately) == (clean, immediately) and bool(d.reasons) == clean
+    # cleanFileForciblyEnable=false: a full disk still cleans, but only expired files
+    off = cleanup_due(MessageStoreConfig(clean_file_forcibly_enable=False), hour=hour, used_ratio=used, manual=manual)
+    assert (off.clean, off.immediately) == (clean, False)
+
+
+def test_cleanup_ratios_are_clamped_as_java_clamps_them():
+    from rmqlab.engine.clean import cleanup_due
+
+    # diskSpaceCleanForciblyRatio=99 is clamped to 85 %: 0.87 still cleans at once
+    assert cleanup_due(MessageStoreConfig(disk_space_clean_forcibly_ratio=99), hour=13, used_ratio=0.87).immediately
+    # diskMaxUsedSpaceRatio=5 is clamped to 10 %: 0.08 does not clean
+    assert not cleanup_due(MessageStoreConfig(disk_max_used_space_ratio=5), hour=13, used_ratio=0.08).clean
