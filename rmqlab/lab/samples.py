@@ -62,6 +62,12 @@ def default_dir() -> Path:
     return Path(__file__).resolve().parents[2] / "sample_stores"
 
 
+def reference_dir() -> Path:
+    """The stores RocketMQ itself wrote (``tests/fixtures/reference-stores`` of a
+    source checkout), which the lessons compare with."""
+    return Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "reference-stores"
+
+
 # -- the workload ----------------------------------------------------------------------------
 @dataclass
 class Put:
