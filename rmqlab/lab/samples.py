@@ -243,7 +243,7 @@ def write_crashed(root: Path) -> dict:
     the machine loses power: the process stops without a shutdown (``abort`` stays,
     the pre-allocated next file stays) and the CommitLog bytes after the last flush
     never reached the disk — they are zero.  So the consume queues point at records
-    that are not there: what lesson 6 recovers.
+    that are not there: what lesson 8 recovers.
     """
     from ..writers.clock import ManualClock
 
@@ -293,7 +293,7 @@ def write_damaged(root: Path, crashed: Path) -> dict:
       only ``verify`` does;
     * a bit flip inside a body early in the last file: its body CRC fails, so
       recovery ends the log there and throws away every good record after it
-      (lesson 7 salvages them);
+      (lesson 9 salvages them);
     * the last record torn: its second half is zero, as after a write cut short.
     """
     from ..store.reader import open_store

@@ -180,8 +180,34 @@ def file_rows(root) -> list[tuple[str, str, int, str]]:
     return rows
 
 
+def grouped_file_rows(root) -> list[tuple[str, str, int, str]]:
+    """:func:`file_rows` with each consume queue's files on one row (a store has
+    thousands of them; one line per queue says the same)."""
+    rows: list[tuple[str, str, int, str]] = []
+    queues: dict[str, list[tuple[str, int]]] = {}
+    for path, kind, size, what in file_rows(root):
+        if kind == "consume queue":
+            folder, _, name = path.rpartition("/")
+            if folder not in queues:
+                queues[folder] = []
+                rows.append((folder + "/", kind, 0, ""))  # filled in below, in place
+            queues[folder].append((name, size))
+        else:
+            rows.append((path, kind, size, what))
+    out = []
+    for path, kind, size, what in rows:
+        if kind == "consume queue":
+            files = queues[path[:-1]]
+            _, topic, qid = path[:-1].split("/", 2)
+            firsts = ", ".join(str(int(n) // 20) for n, _ in files[:4]) + (", …" if len(files) > 4 else "")
+            what = f"topic {topic}, queue {qid}: {len(files)} file(s), named by their first entry's byte (queue offsets {firsts})"
+            size = sum(sz for _, sz in files)
+        out.append((path, kind, size, what))
+    return out
+
+
 def files_html(root) -> str:
-    return table(["path", "kind", "bytes", "what the name says"], file_rows(root), caption="files")
+    return table(["path", "kind", "bytes", "what the name says"], grouped_file_rows(root), caption="files")
 
 
 @reprs.view("checkpoint")
@@ -230,10 +256,25 @@ def chain_html(result, *, slot_count: int, key_hash: int, record_keys: dict[int,
             parts.append(f"<div style='margin-top:6px'>{esc(head)}; nothing to walk</div>")
             continue
         rows, styles = [], []
+        skipped: list = []  # a run of other keys sharing the slot: one row for the run
+
+        def flush_skipped():
+            if not skipped:
+                return
+            if len(skipped) == 1:
+                t = skipped[0]
+                rows.append((t.number, t.key_hash, t.phy_offset, fmt_time(t.timestamp), t.prev_index, "hash differs: another key sharing the slot, skipped"))
+            else:
+                rows.append((f"{skipped[0].number} … {skipped[-1].number}", "", "", "", skipped[-1].prev_index, f"{len(skipped)} entries of other keys sharing the slot, skipped"))
+            styles.append(f"color:{MUTED}")
+            skipped.clear()
+
         for s in steps:
             if not s.hash_matches:
-                verdict, style = "hash differs: another key sharing the slot, skipped", f"color:{MUTED}"
-            elif not s.time_matches:
+                skipped.append(s)
+                continue
+            flush_skipped()
+            if not s.time_matches:
                 verdict, style = "hash matches, time outside the range", f"color:{MUTED}"
             elif s.phy_offset in found:
                 verdict, style = "hash matches; record read, key confirmed ✓", "background:#e3f4e3"
@@ -245,10 +286,12 @@ def chain_html(result, *, slot_count: int, key_hash: int, record_keys: dict[int,
                 verdict, style = "hash matches (beyond max results)", ""
             rows.append((s.number, s.key_hash, s.phy_offset, fmt_time(s.timestamp), s.prev_index, verdict))
             styles.append(style)
+        flush_skipped()
         parts.append(table(["entry", "keyHash", "phyOffset", "time (UTC)", "prevIndex", "verdict"], rows, caption=head, row_styles=styles))
     parts.append(
-        f"<div style='margin-top:6px'>raw index answer (hash matches, newest first): {esc(result.raw_offsets)}<br>"
-        f"records returned after checking the real key: {esc(sorted(found))}; collisions dropped: {esc(result.collisions)}</div>"
+        f"<div style='margin-top:6px'>index answer (IndexService.queryOffset: hash matches, newest first): {esc(result.raw_offsets)}<br>"
+        f"the store's queryMessage returns all of them, ascending: {esc(sorted(set(result.raw_offsets)))}<br>"
+        f"the client's real-key check (MQAdminImpl.queryMessage) keeps {esc(sorted(found))}; collisions dropped: {esc(result.collisions)}</div>"
     )
     parts.append("</div>")
     return "".join(parts)

@@ -70,6 +70,14 @@ def indexed_keys(topic: str, keys: str, uniq: str) -> list[str]:
     return index_keys(topic, uniq, keys)
 
 
+#: checkpoint fields a flush may leave alone, and why (shown beside them)
+UNCHANGED_WHY = {
+    "index_msg_timestamp": "indexMsgTimestamp moves only when an index file is full: IndexService flushes the full file, then the checkpoint takes its endTimestamp",
+    "master_flushed_offset": "masterFlushedOffset: written by a slave in a master/slave pair (HA), 0 on a master",
+    "confirm_phy_offset": "confirmPhyOffset: the offset confirmed by the replicas (5.x controller mode), 0 without",
+}
+
+
 class WriteForm(Panel):
     """A form over a scratch store (a new temporary directory unless ``root`` is given).
 
@@ -201,11 +209,15 @@ class WriteForm(Panel):
         after = take_snapshot(self.root, self.config, [])
         changed = {k: (before.checkpoint.get(k, 0), v) for k, v in after.checkpoint.items() if before.checkpoint.get(k, 0) != v}
         self.changes = {"step": "flush", "checkpoint": changed}
-        rows = [(k, a, b, fmt_time(b) if k.endswith("timestamp") and b else "") for k, (a, b) in changed.items()]
+        rows = []
+        for k, v in after.checkpoint.items():
+            a = before.checkpoint.get(k, 0)
+            why = UNCHANGED_WHY.get(k, "") if a == v else ""
+            rows.append((k, a, v, fmt_time(v) if k.endswith("timestamp") and v else "", why))
         self.show(
             "<div><b>flush</b>: commitlog, consume queues and index forced to disk; the checkpoint records the store time of the last "
-            "record each of them holds — recovery after a crash starts from there (lesson 6).</div>"
-            + table(["checkpoint field", "before", "after", "after (UTC)"], rows or [("(no change)", "", "", "")])
+            "record each of them holds durably — recovery after a crash starts from there (lesson 8).</div>"
+            + table(["checkpoint field", "before", "after", "after (UTC)", "why it did not move"], rows)
         )
         self._status()
 

@@ -90,7 +90,7 @@ def test_cli_salvage_writes_jsonl(tmp_path, capsys):
 
 def test_magic_scan_never_searches_an_mmap_to_its_end_and_still_finds_magics_there(tmp_path):
     """CPython 3.11.0-3.11.3 (gh-105235) reads one byte past a search's end: an mmap
-    searched to its last byte could crash the process (it did, in lesson 06 under
+    searched to its last byte could crash the process (it did, in lesson 08 under
     Python 3.11.2).  The scan stops an mmap search one byte short and looks at the
     rest in a copy; magics in the very last bytes are still found."""
     import mmap

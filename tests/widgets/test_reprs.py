@@ -54,3 +54,20 @@ def test_record_view_escapes_property_names_once():
     html = rec._repr_html_()
     assert "property &#x27;KEYS&#x27;" in html  # renders as: property 'KEYS'
     assert "&amp;#x27;" not in html  # escaped twice renders as: property &#x27;KEYS&#x27;
+
+
+def test_files_table_has_one_row_per_consume_queue_and_chains_summarise_skips():
+    from rmqlab.render.notebook import file_rows, files_html, grouped_file_rows
+
+    rows = grouped_file_rows(SAMPLES / "clean")
+    cq_files = [r for r in file_rows(SAMPLES / "clean") if r[1] == "consume queue"]
+    queues = [r for r in rows if r[1] == "consume queue"]
+    assert len(queues) == len({r[0].rsplit("/", 1)[0] for r in cq_files}) < len(cq_files)
+    assert sum(r[2] for r in queues) == sum(r[2] for r in cq_files)  # bytes add up
+    assert files_html(SAMPLES / "clean").count("consumequeue/") == len(queues)
+    with open_store(SAMPLES / "clean") as s:
+        res = query_by_key(s, "Orders", "Aa")
+        html = res._repr_html_()
+        skipped = sum(1 for _, steps in res.walk for st in steps if not st.hash_matches)
+    assert skipped > 1 and "entries of other keys sharing the slot, skipped" in html
+    assert html.count("another key sharing the slot") + html.count("other keys sharing the slot") < skipped

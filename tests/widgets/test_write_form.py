@@ -79,3 +79,16 @@ def test_invalid_topic_is_refused_and_shown(form):
     assert "no spaces allowed" in form.output.value
     with open_store(form.root) as s:
         assert list(s.commitlog.iter_records()) == []
+
+
+def test_flush_shows_every_checkpoint_field_and_why_the_index_time_stays(tmp_path):
+    form = WriteForm(tmp_path / "store")
+    form.topic.value, form.message_keys.value = "Orders", "k1"
+    form.put.click()
+    form.dispatch.click()
+    form.flush.click()
+    changed = form.changes["checkpoint"]
+    assert {"physic_msg_timestamp", "logics_msg_timestamp"} <= set(changed)
+    assert "index_msg_timestamp" not in changed  # one index file, not full: it does not move
+    assert "moves only when an index file is full" in form.output.value
+    form.close_store()
