@@ -283,7 +283,7 @@ def decode_record(
     # still accepted (likewise propertiesLength below)
     body_len = max(body_len, 0)
     if p + body_len > rec_end:
-        raise RecordError(file, p - 4, SIZE_MISMATCH, f"bodyLength {body_len} runs past the record's totalSize {total_size}", total_size)
+        raise RecordError(file, pos, SIZE_MISMATCH, f"bodyLength {body_len} (at file offset {p - 4}) runs past the record's totalSize {total_size}", total_size)
     body_start = p
     p += body_len
 
@@ -294,7 +294,9 @@ def decode_record(
         # is wrong too (a zeroed page across a record's end does both)
         if check_crc and body_len > 0 and body_crc(bytes(buf[body_start : body_start + body_len])) != h[2]:
             return RecordError(file, pos, BODY_CRC, f"body CRC stored {h[2]} does not match (and {message})", total_size)
-        return RecordError(file, at, SIZE_MISMATCH, message, total_size)
+        # one record, one offset: the error names the record's start (as BODY_CRC does
+        # and as verify reports it), the message the field that disagrees
+        return RecordError(file, pos, SIZE_MISMATCH, f"{message} (the field at file offset {at})", total_size)
 
     v2 = magic == cl.MAGIC_V2
     tlen_size = 2 if v2 else 1

@@ -182,3 +182,15 @@ def test_widgets_say_in_one_line_what_to_do_when_not_live(clean):
         text = repr(w)
         assert "\n" not in text and "children" not in text and text.startswith(type(w).__name__)
         assert w._repr_mimebundle_()["text/plain"] == text
+
+
+def test_hex_viewer_and_verify_name_the_torn_record_by_one_offset(tmp_path, store_copy):
+    from rmqlab.forensics.verify import verify_store
+
+    root = store_copy("crash-torn")
+    torn = [f for f in verify_store(root).findings if f.kind == "BODY_CRC"]
+    assert len(torn) == 1
+    hv = HexViewer(root, file="commitlog/" + torn[0].file.rsplit("/", 1)[1])
+    damage = [o for o in hv.record.options if "damage" in o[0]]
+    assert len(damage) == 1
+    assert damage[0][1][0] == torn[0].offset  # the same record start, whichever reader says it
