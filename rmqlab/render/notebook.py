@@ -206,6 +206,25 @@ def grouped_file_rows(root) -> list[tuple[str, str, int, str]]:
     return out
 
 
+def sizes_html(config) -> str:
+    """A store's file sizes beside RocketMQ's defaults (the lessons' stores are tiny)."""
+    from ..config import MessageStoreConfig
+    from ..format.consumequeue import CQ_STORE_UNIT_SIZE
+
+    d = MessageStoreConfig()
+
+    def sizes(c):
+        return [
+            f"{c.mapped_file_size_commit_log:,} B",
+            f"{c.mapped_file_size_consume_queue // CQ_STORE_UNIT_SIZE:,} entries × {CQ_STORE_UNIT_SIZE} B",
+            f"{c.max_hash_slot_num:,}",
+            f"{c.max_index_num:,}",
+        ]
+
+    names = ["CommitLog file (mappedFileSizeCommitLog)", "consume-queue file (mappedFileSizeConsumeQueue)", "index slots per file (maxHashSlotNum)", "index entries per file (maxIndexNum)"]
+    return table(["size", "this store", "RocketMQ's default"], [(n, a, b) for n, a, b in zip(names, sizes(config), sizes(d))])
+
+
 def files_html(root) -> str:
     return table(["path", "kind", "bytes", "what the name says"], grouped_file_rows(root), caption="files")
 

@@ -13,8 +13,21 @@ NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 LESSONS = sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
 
 
-def test_eight_numbered_lessons():
-    assert [p.name[:2] for p in LESSONS] == [f"{i:02d}" for i in range(1, 9)]
+def test_ten_numbered_lessons_listed_in_the_readme():
+    assert [p.name[:2] for p in LESSONS] == [f"{i:02d}" for i in range(1, 11)]
+    readme = (NOTEBOOKS / "README.md").read_text()
+    for p in LESSONS:
+        assert f"({p.name})" in readme, f"notebooks/README.md does not list {p.name}"
+
+
+def test_widget_cells_say_what_to_do_before_they_run():
+    # a saved widget output is the one-line hint, not the children's reprs
+    for path in LESSONS:
+        nb = nbformat.read(path, as_version=4)
+        for c in nb.cells:
+            for o in c.get("outputs", []):
+                text = o.get("data", {}).get("text/plain", "")
+                assert "children=(" not in text, f"{path.name}: {text[:80]}"
 
 
 @pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.stem)
