@@ -1,0 +1,157 @@
+"""Open each lesson in JupyterLab in a real headless browser, Run All, and check that
+every cell ran, no cell raised and every widget rendered; with --screenshots DIR, save
+one screenshot per lesson.
+
+    .venv/bin/python scripts/lesson-browser.py [--screenshots DIR] [01 02 ...]
+
+Needs Chromium and its driver from Debian's packages (``apt-get install chromium
+chromium-driver``) and ``pip install selenium``; without them it says so and exits 0
+(the tests skip it then).  It starts its own JupyterLab on a free 127.0.0.1 port with a
+random token and stops it at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = ROOT / "notebooks"
+
+
+def missing() -> str | None:
+    if not (shutil.which("chromium") and shutil.which("chromedriver")):
+        return "no Chromium/chromedriver (apt-get install chromium chromium-driver)"
+    try:
+        import selenium  # noqa: F401
+    except ImportError:
+        return "no selenium (pip install selenium)"
+    return None
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def working_copy(base: Path) -> Path:
+    """The lessons copied beside links to what they read (``../sample_stores``,
+    ``../tests``): JupyterLab saves a notebook it ran, and the saved lessons are the
+    reference outputs nbval compares with."""
+    shutil.copytree(NOTEBOOKS, base / "notebooks")
+    for name in ("sample_stores", "tests"):
+        (base / name).symlink_to(ROOT / name)
+    return base / "notebooks"
+
+
+def start_lab(port: int, token: str, log: Path, notebooks: Path) -> subprocess.Popen:
+    cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", f"--port={port}", "--ip=127.0.0.1", f"--ServerApp.token={token}", f"--ServerApp.root_dir={notebooks}"]
+    if hasattr(os, "getuid") and os.getuid() == 0:
+        cmd.append("--allow-root")
+    proc = subprocess.Popen(cmd, stdout=open(log, "w"), stderr=subprocess.STDOUT, cwd=notebooks)
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/api/status?token={token}", timeout=2)
+            return proc
+        except OSError:
+            if proc.poll() is not None:
+                break
+            time.sleep(0.5)
+    proc.terminate()
+    raise RuntimeError(f"JupyterLab did not start within 60 s; its log:\n{log.read_text()[-3000:]}")
+
+
+_STATE = """
+const prompts = [...document.querySelectorAll('.jp-Notebook .jp-Cell.jp-CodeCell .jp-InputPrompt')].map(p => p.textContent.trim());
+const errors = [...document.querySelectorAll('.jp-Notebook .jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]')]
+  .map(e => e.textContent).filter(t => /Traceback|Error:|Exception/.test(t) && !/WARN/.test(t));
+const widgetErrors = [...document.querySelectorAll('.jp-Notebook .jp-OutputArea-output')].map(e => e.textContent)
+  .filter(t => /Error displaying widget|Loading widget\\.\\.\\./.test(t));
+const widgets = document.querySelectorAll('.jp-Notebook .jupyter-widgets.widget-vbox, .jp-Notebook .widget-vbox').length;
+return {prompts, errors, widgetErrors, widgets};
+"""
+
+
+def run_lesson(driver, port: int, token: str, name: str, timeout: float, shots: Path | None) -> dict:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as EC
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    driver.get(f"http://127.0.0.1:{port}/lab/tree/{name}?token={token}&reset")
+    wait = WebDriverWait(driver, 60)
+    wait.until(EC.presence_of_element_located((By.CSS_SELECTOR, ".jp-Notebook .jp-Cell")))
+    # the kernel must be idle before Run All (the status shows it)
+    time.sleep(3)
+    wait.until(EC.element_to_be_clickable((By.XPATH, "//div[contains(@class,'lm-MenuBar-itemLabel') and text()='Run']"))).click()
+    wait.until(EC.element_to_be_clickable((By.XPATH, "//div[contains(@class,'lm-Menu-itemLabel') and text()='Run All Cells']"))).click()
+    deadline = time.time() + timeout
+    state = driver.execute_script(_STATE)
+    while time.time() < deadline:
+        time.sleep(2)
+        state = driver.execute_script(_STATE)
+        if state["prompts"] and all(p not in ("[*]:", "[ ]:", "") for p in state["prompts"]):
+            break
+    else:
+        state["timeout"] = True
+    if shots is not None:
+        shots.mkdir(parents=True, exist_ok=True)
+        driver.save_screenshot(str(shots / f"{Path(name).stem}.png"))
+    return state
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("lessons", nargs="*", help="lesson numbers (default: all)")
+    ap.add_argument("--screenshots", type=Path, help="save one PNG per lesson here")
+    ap.add_argument("--timeout", type=float, default=240, help="seconds per lesson")
+    args = ap.parse_args(argv)
+    why = missing()
+    if why:
+        print(f"skipped: {why}")
+        return 0
+    from selenium import webdriver
+
+    names = sorted(p.name for p in NOTEBOOKS.glob("[0-9][0-9]_*.ipynb") if not args.lessons or p.name[:2] in args.lessons)
+    port, token = free_port(), secrets.token_hex(16)
+    log = Path(os.environ.get("TMPDIR", "/tmp")) / f"rmqlab-lab-{port}.log"
+    work = Path(tempfile.mkdtemp(prefix="rmqlab-lessons-browser-"))
+    lab = start_lab(port, token, log, working_copy(work))
+    opts = webdriver.ChromeOptions()
+    for a in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1400,2000"):
+        opts.add_argument(a)
+    opts.binary_location = shutil.which("chromium")
+    # the driver from Debian's package: no lookup of a driver on the network
+    os.environ.setdefault("SE_AVOID_STATS", "true")
+    driver = webdriver.Chrome(options=opts, service=webdriver.ChromeService(executable_path=shutil.which("chromedriver")))
+    failed = 0
+    try:
+        for name in names:
+            st = run_lesson(driver, port, token, name, args.timeout, args.screenshots)
+            ok = not st.get("timeout") and not st["errors"] and not st["widgetErrors"]
+            failed += not ok
+            print(f"{'ok  ' if ok else 'FAIL'} {name}: {len(st['prompts'])} code cells run, {st['widgets']} widget(s) rendered"
+                  + (", timed out" if st.get("timeout") else "") + "".join(f"\n     error: {e[:300]}" for e in st["errors"] + st["widgetErrors"]))
+    finally:
+        driver.quit()
+        lab.terminate()
+        try:
+            lab.wait(20)
+        except subprocess.TimeoutExpired:
+            lab.kill()
+        shutil.rmtree(work, ignore_errors=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
