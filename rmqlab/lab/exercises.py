@@ -278,4 +278,5 @@ def _analytics_lost():
 )
 def _cq_entries():
     with _open(default_dir() / "clean") as s:
-        return sum(s.consume_queue(q.topic, q.queue_id).valid_range()[1] - s.consume_queue(q.topic, q.queue_id).valid_range()[0] for q in s.queue_ids())
+        ranges = [s.consume_queue(q.topic, q.queue_id).valid_range() for q in s.queue_ids()]
+        return sum(hi - lo for lo, hi in ranges)
