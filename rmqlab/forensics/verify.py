@@ -246,11 +246,26 @@ class _Verifier:
         self._past_unlisted: Counter = Counter()
         self._worker = ThreadPoolExecutor(1, thread_name_prefix="rmqlab-verify")
         self._pending = None  # the worker's job in flight
+        #: one file checked on its own (a Spark task, :mod:`rmqlab.spark.verify`): every
+        #: finding kept with the log position it is about, no cap (applied once, over all)
+        self.raw: list[tuple[Finding, int | None]] | None = None
+
+    def unit(self) -> "_Verifier":
+        """This verifier set to check single files (:meth:`walk_file`,
+        :meth:`check_index_file`, :meth:`prepare_queue`) as units of a distributed job:
+        findings are kept whole in :attr:`raw` and records are not joined here."""
+        self.raw = []
+        self.window = None
+        self._worker.shutdown(wait=False)
+        return self
 
     def add(self, kind, severity, file, offset, message, phy: int | None = None) -> None:
         """Report a finding; ``phy``: the log position a finding of the walk is about
         (those past the end of the log may turn out to be dead bytes, see
         :meth:`_dead_bytes`)."""
+        if self.raw is not None:
+            self.raw.append((Finding(kind, severity, str(file), offset, message), phy))
+            return
         with self._lock:  # the reading thread and the worker both report
             past = phy is not None and self.stopped and phy >= self.log_end
             key = (kind, str(file))
@@ -280,16 +295,19 @@ class _Verifier:
         for key, n in self._past_unlisted.items():
             self._unlisted[key][1] -= n
         self._unlisted = {k: v for k, v in self._unlisted.items() if v[1] > 0}
+        self.report.findings.append(self.dead_bytes_finding())
+        self.report.stats.update(dead_bytes_from=self.log_end)
+
+    def dead_bytes_finding(self) -> Finding:
         last = None
         for f, _, (_, hi) in nonzero_past(self.store.commitlog.queue.files, self.log_end):
             last = (str(f.path), hi)
         file, fpos = self._where(self.log_end)
         upto = f" up to {last[0]} @ {last[1]}" if last else ""
-        self.report.findings.append(Finding("DEAD_BYTES", WARNING, file, fpos,
+        return Finding("DEAD_BYTES", WARNING, file, fpos,
             f"the log ends here (RocketMQ's walk stops at {self.log_end}); the non-zero bytes after it{upto} are not records of the log: "
             "the last exit was clean and no queue or index entry points at or past here (left by a recovery that did not zero them, or "
-            "garbage; `rmqlab salvage` reads any records in them)"))
-        self.report.stats.update(dead_bytes_from=self.log_end)
+            "garbage; `rmqlab salvage` reads any records in them)")
 
     def _unlisted_findings(self) -> None:
         for (kind, file), (severity, n) in self._unlisted.items():
@@ -334,34 +352,43 @@ class _Verifier:
         for qid in self.store.queue_ids():
             if qid.topic in unchecked:
                 continue  # reported once by check_recognised
-            try:
-                cq = self.store.consume_queue(qid.topic, qid.queue_id)
-            except StoreFormatError as err:
-                self.add("LAYOUT", ERROR, err.file, err.offset, err.message)
-                continue
-            key = int(self._queue_key(np.zeros(1, np.int64), [qid.topic], np.array([qid.queue_id], np.int64))[0])  # as the records' keys are made
-            if not cq.queue.files:
-                self.queues.append(_Queue(qid, cq, key, 0, 0, []))
-                continue
-            lo, hi = cq.valid_range(min_off)
-            parts = []
-            for q0, e in cq.parts(lo, hi):
-                phy = e["commitlog_offset"]
-                ascending = bool((np.diff(phy.astype(np.int64)) >= 0).all()) if len(phy) > 1 else True
-                parts.append((q0, e, ascending))
-                self.n_cq_entries += int((e["size"] != PRE_BLANK_SIZE).sum())
-            self.queues.append(_Queue(qid, cq, key, lo, hi, parts))
-            self.queue_end[key] = hi
-            # valid-looking entries after the first invalid one (stale or torn)
-            stale, first = 0, None
-            for q0, e in cq.parts(hi):
-                valid = (e["commitlog_offset"] >= 0) & (e["size"] > 0)
-                if valid.any():
-                    stale += int(valid.sum())
-                    first = q0 + int(np.argmax(valid)) if first is None else first
-            if stale:
-                file, fpos = self._cq_pos(cq, first)
-                self.add("CQ_STALE_ENTRIES", WARNING, file, fpos, f"{qid}: {stale} valid-looking entries after the end of the queue (entry {hi}); RocketMQ ignores them")
+            self.prepare_queue(qid, min_off)
+
+    def prepare_queue(self, qid, min_off: int) -> "_Queue | None":
+        """One consume queue: its valid range and the entries in it (kept for the join
+        with the log), valid-looking entries after its end; None when its files are
+        not a queue (a LAYOUT finding)."""
+        try:
+            cq = self.store.consume_queue(qid.topic, qid.queue_id)
+        except StoreFormatError as err:
+            self.add("LAYOUT", ERROR, err.file, err.offset, err.message)
+            return None
+        key = int(self._queue_key(np.zeros(1, np.int64), [qid.topic], np.array([qid.queue_id], np.int64))[0])  # as the records' keys are made
+        if not cq.queue.files:
+            Q = _Queue(qid, cq, key, 0, 0, [])
+            self.queues.append(Q)
+            return Q
+        lo, hi = cq.valid_range(min_off)
+        parts = []
+        for q0, e in cq.parts(lo, hi):
+            phy = e["commitlog_offset"]
+            ascending = bool((np.diff(phy.astype(np.int64)) >= 0).all()) if len(phy) > 1 else True
+            parts.append((q0, e, ascending))
+            self.n_cq_entries += int((e["size"] != PRE_BLANK_SIZE).sum())
+        Q = _Queue(qid, cq, key, lo, hi, parts)
+        self.queues.append(Q)
+        self.queue_end[key] = hi
+        # valid-looking entries after the first invalid one (stale or torn)
+        stale, first = 0, None
+        for q0, e in cq.parts(hi):
+            valid = (e["commitlog_offset"] >= 0) & (e["size"] > 0)
+            if valid.any():
+                stale += int(valid.sum())
+                first = q0 + int(np.argmax(valid)) if first is None else first
+        if stale:
+            file, fpos = self._cq_pos(cq, first)
+            self.add("CQ_STALE_ENTRIES", WARNING, file, fpos, f"{qid}: {stale} valid-looking entries after the end of the queue (entry {hi}); RocketMQ ignores them")
+        return Q
 
     @staticmethod
     def _cq_pos(cq, q: int) -> tuple[str, int]:
@@ -373,130 +400,147 @@ class _Verifier:
 
     # -- index files: each on its own, before the log is read ----------------------------------------
     def prepare_index(self) -> None:
-        index = self.store.index
-        for err in index.problems:  # left out; the other files are checked
+        self.index_problems()
+        for f in self.store.index.files:
+            self.check_index_file(f)
+
+    def index_problems(self) -> None:
+        for err in self.store.index.problems:  # left out; the other files are checked
             self.add("LAYOUT", ERROR, err.file, err.offset, err.message)
+
+    def check_index_file(self, f) -> "_Index":
+        """One index file on its own: header, slots, chains (which entries a lookup
+        reaches), entries; the file as the join with the log needs it."""
         slots_n = self.cfg.max_hash_slot_num
-        for f in index.files:
-            path = str(f.path)
-            h = f.header
-            count = h.index_count
-            if not 1 <= count <= f.max_index_num:
-                self.add("INDEX_HEADER", ERROR, path, _INDEX_COUNT_AT, f"indexCount {count} is outside [1, {f.max_index_num}]")
-                count = max(1, min(count, f.max_index_num))
-            slots = f.slots().astype(np.int64)
-            used = int((slots > 0).sum())
-            if h.hash_slot_count != used:
-                self.add("INDEX_HEADER", WARNING, path, _HASH_SLOT_COUNT_AT, f"hashSlotCount says {h.hash_slot_count}, {used} slots are used")
-            if count > 1 and h.begin_timestamp > h.end_timestamp:
-                self.add("INDEX_HEADER", ERROR, path, 0, f"beginTimestamp {h.begin_timestamp} > endTimestamp {h.end_timestamp}")
-            for s in np.flatnonzero((slots < 0) | (slots >= count))[: LISTED_PER_FILE + 1].tolist():
-                self.add("INDEX_SLOT", ERROR, path, slot_position(s), f"slot {s} holds {int(slots[s])}, outside [0, indexCount={count})")
-            ents = f.entries()[:count]
-            prev = ents["prev_index"].astype(np.int32)
-            forward = []  # entries whose prevIndex does not point back (chunked: no per-entry temporaries)
-            for c in range(1, count, 1 << 20):
-                part = prev[c : c + (1 << 20)]
-                forward.extend((np.flatnonzero((part >= np.arange(c, c + len(part), dtype=np.int32)) | (part < 0))[: LISTED_PER_FILE + 1] + c).tolist())
-            for i in forward[: LISTED_PER_FILE + 1]:
-                self.add("INDEX_CHAIN", ERROR, path, entry_position(slots_n, i), f"entry {i} has prevIndex {int(prev[i])}: it must point back, to a smaller number")
-            for i in np.flatnonzero(ents["time_diff"][1:] < 0)[: LISTED_PER_FILE + 1].tolist():
-                self.add("INDEX_ENTRY", ERROR, path, entry_position(slots_n, i + 1), f"entry {i + 1} has a negative timeDiff {int(ents['time_diff'][i + 1])}")
-            # every chain walked once (compiled): which slot reaches each entry, cycles
-            owner, cycles, n_cycles = kernels.index_chains(slots, prev, count, LISTED_PER_FILE)
-            del prev
-            for s, e in cycles.tolist():
-                self.add("INDEX_CYCLE", ERROR, path, entry_position(slots_n, e), f"chain of slot {s} returns to entry {e}")
-            reached = owner >= 0
-            kh = ents["key_hash"].astype(np.int32)
-            wrong = np.flatnonzero(reached & (kh % slots_n != owner))
-            for e in wrong[: LISTED_PER_FILE + 1].tolist():
-                self.add("INDEX_SLOT_MISMATCH", ERROR, path, entry_position(slots_n, e), f"entry {e} (hash {int(kh[e])}) is in the chain of slot {int(owner[e])}, its hash belongs to slot {int(kh[e] % slots_n)}")
-            del owner, kh, wrong
-            orphans = np.flatnonzero(~reached[1:]) + 1
-            if len(orphans):
-                self.add("INDEX_ORPHAN", WARNING, path, entry_position(slots_n, int(orphans[0])), f"{len(orphans)} entries are not reachable from any slot (first: {int(orphans[0])})")
-            phy = ents["phy_offset"][1:]
-            order = None
-            if len(phy) > 1 and not all(bool((np.diff(phy[i : i + (1 << 20) + 1].astype(np.int64)) >= 0).all()) for i in range(0, len(phy) - 1, 1 << 20)):
-                order = np.argsort(phy.astype(np.int64), kind="stable") + 1
-            self.indexes.append(_Index(f, count, np.packbits(reached), order))
-            self.n_index_entries += count - 1
-            self.index_end = int(h.end_phy_offset)
+        path = str(f.path)
+        h = f.header
+        count = h.index_count
+        if not 1 <= count <= f.max_index_num:
+            self.add("INDEX_HEADER", ERROR, path, _INDEX_COUNT_AT, f"indexCount {count} is outside [1, {f.max_index_num}]")
+            count = max(1, min(count, f.max_index_num))
+        slots = f.slots().astype(np.int64)
+        used = int((slots > 0).sum())
+        if h.hash_slot_count != used:
+            self.add("INDEX_HEADER", WARNING, path, _HASH_SLOT_COUNT_AT, f"hashSlotCount says {h.hash_slot_count}, {used} slots are used")
+        if count > 1 and h.begin_timestamp > h.end_timestamp:
+            self.add("INDEX_HEADER", ERROR, path, 0, f"beginTimestamp {h.begin_timestamp} > endTimestamp {h.end_timestamp}")
+        for s in np.flatnonzero((slots < 0) | (slots >= count))[: LISTED_PER_FILE + 1].tolist():
+            self.add("INDEX_SLOT", ERROR, path, slot_position(s), f"slot {s} holds {int(slots[s])}, outside [0, indexCount={count})")
+        ents = f.entries()[:count]
+        prev = ents["prev_index"].astype(np.int32)
+        forward = []  # entries whose prevIndex does not point back (chunked: no per-entry temporaries)
+        for c in range(1, count, 1 << 20):
+            part = prev[c : c + (1 << 20)]
+            forward.extend((np.flatnonzero((part >= np.arange(c, c + len(part), dtype=np.int32)) | (part < 0))[: LISTED_PER_FILE + 1] + c).tolist())
+        for i in forward[: LISTED_PER_FILE + 1]:
+            self.add("INDEX_CHAIN", ERROR, path, entry_position(slots_n, i), f"entry {i} has prevIndex {int(prev[i])}: it must point back, to a smaller number")
+        for i in np.flatnonzero(ents["time_diff"][1:] < 0)[: LISTED_PER_FILE + 1].tolist():
+            self.add("INDEX_ENTRY", ERROR, path, entry_position(slots_n, i + 1), f"entry {i + 1} has a negative timeDiff {int(ents['time_diff'][i + 1])}")
+        # every chain walked once (compiled): which slot reaches each entry, cycles
+        owner, cycles, n_cycles = kernels.index_chains(slots, prev, count, LISTED_PER_FILE)
+        del prev
+        for s, e in cycles.tolist():
+            self.add("INDEX_CYCLE", ERROR, path, entry_position(slots_n, e), f"chain of slot {s} returns to entry {e}")
+        reached = owner >= 0
+        kh = ents["key_hash"].astype(np.int32)
+        wrong = np.flatnonzero(reached & (kh % slots_n != owner))
+        for e in wrong[: LISTED_PER_FILE + 1].tolist():
+            self.add("INDEX_SLOT_MISMATCH", ERROR, path, entry_position(slots_n, e), f"entry {e} (hash {int(kh[e])}) is in the chain of slot {int(owner[e])}, its hash belongs to slot {int(kh[e] % slots_n)}")
+        del owner, kh, wrong
+        orphans = np.flatnonzero(~reached[1:]) + 1
+        if len(orphans):
+            self.add("INDEX_ORPHAN", WARNING, path, entry_position(slots_n, int(orphans[0])), f"{len(orphans)} entries are not reachable from any slot (first: {int(orphans[0])})")
+        phy = ents["phy_offset"][1:]
+        order = None
+        if len(phy) > 1 and not all(bool((np.diff(phy[i : i + (1 << 20) + 1].astype(np.int64)) >= 0).all()) for i in range(0, len(phy) - 1, 1 << 20)):
+            order = np.argsort(phy.astype(np.int64), kind="stable") + 1
+        ix = _Index(f, count, np.packbits(reached), order)
+        self.indexes.append(ix)
+        self.n_index_entries += count - 1
+        self.index_end = int(h.end_phy_offset)
+        return ix
 
     # -- the log, streamed --------------------------------------------------------------------------
     def check_commitlog(self) -> None:
         files = self.store.commitlog.queue.files
-        fsize = self.store.commitlog.mapped_file_size or 0
         done = 0  # bytes of the files before this one
         for idx, f in enumerate(files):
             if idx:
                 done += len(files[idx - 1].buf)
                 self.progress.update(done, self.n_records)
-            a = np.frombuffer(f.buf, np.uint8)
-            path = str(f.path)
-            base = f.file_from_offset
-            last_file = idx == len(files) - 1
             if self.stopped and nonzero_extent(f.path, 0) is None:
-                kind = "PREALLOCATED_FILE" if len(a) == fsize else "EMPTY_FILE"
-                self.add(kind, INFO, path, None, "file after the end of the log holds only zeros (pre-allocated); recovery deletes it")
+                self.preallocated(f)
                 continue
-            expected = base  # where the next record of the chain starts
-            last_record = None  # in-file position of the last record read
-            damaged_at = None  # in-file position of the damage the scan resynchronises after
-            ended = False  # a BLANK or the zero tail ended this file
-            batches = scan_range(a, file_base=base, file=path, mode="lenient", include_body=False, columns=_COLUMNS, java_properties=DispatchColumns.JAVA_PROPERTIES)
-            try:
-                for piece, special in _pieces(batches):
-                    pos = _ints(piece, "physical_offset")
-                    if pos[0] != expected and expected is not None:
-                        if damaged_at is None:  # zeros where a record should start: the zero tail
-                            self._torn_last_record(a, last_record, path, base)
-                            self._zero_tail(a, expected - base, path, base)
-                            ended = True
-                            break
-                    if damaged_at is not None and expected is None:
-                        self.add("RESYNC", INFO, path, int(pos[0]) - base, f"walk resumed at the next provable record, {int(pos[0]) - base - damaged_at} bytes after the damage", phy=int(pos[0]))
-                        for z0, z1 in zero_runs(a, damaged_at, int(pos[0]) - base):
-                            self.add("ZEROED_RANGE", INFO, path, z0, f"bytes [{z0}, {z1}) of this file ({z1 - z0} bytes) are zero inside the damaged range: "
-                                     "a page or block zeroed (by a crash, the disk, or a hand); the records it held are lost", phy=base + z0)
-                        damaged_at = None
-                    if special:  # a BLANK or a damage row
-                        row = piece.to_pylist()[0]
-                        p = row["physical_offset"] - base
-                        if row["error"] is not None:
-                            self._stop(base + p, by_damage=True)
-                            self.add(row["kind"], ERROR, path, p, damage_detail(row["error"], row["kind"]), phy=base + p)
-                            damaged_at, expected = p, None
-                        else:  # BLANK
-                            left = len(a) - p
-                            if row["total_size"] != left:
-                                self.add(BAD_BLANK, WARNING, path, p, f"BLANK says {row['total_size']} bytes are left, the file has {left}", phy=base + p)
-                            if last_file:
-                                self._stop(base + len(a))
-                            ended = True
-                        continue
-                    self._messages(piece, a, pos, path, base)
-                    expected = int(pos[-1]) + int(_ints(piece, "total_size")[-1])
-                    last_record = int(pos[-1]) - base
-                    self.progress.update(done + expected - base, self.n_records)
-                    if not self.stopped:
-                        self.log_end = expected
-            finally:
-                batches.close()
-            if ended:
-                continue
-            if damaged_at is not None:  # no provable record after the damage
-                self._tail(damaged_at, path, base, after_damage=True)
-            elif expected is not None and expected - base < len(a):
-                self._torn_last_record(a, last_record, path, base)
-                self._zero_tail(a, expected - base, path, base)
-            elif last_file:
-                self._stop(self.log_end)
+            self.walk_file(f, idx == len(files) - 1, done)
         self._stop(self.log_end)
         self._flush_window(final=True)
         self._wait()
         self.report.stats.update(records=self.n_records, log_end=self.log_end, commitlog_files=len(files))
+
+    def preallocated(self, f) -> None:
+        """A file after the end of the log that holds only zeros."""
+        kind = "PREALLOCATED_FILE" if len(f.buf) == (self.store.commitlog.mapped_file_size or 0) else "EMPTY_FILE"
+        self.add(kind, INFO, str(f.path), None, "file after the end of the log holds only zeros (pre-allocated); recovery deletes it")
+
+    def walk_file(self, f, last_file: bool, done: int = 0) -> None:
+        """The records of one commitlog file, as RocketMQ's walk reads them and on past
+        any damage: each record's own checks, then (unless checking single files) into
+        the window joined with the queues and the index; where the log ends."""
+        a = np.frombuffer(f.buf, np.uint8)
+        path = str(f.path)
+        base = f.file_from_offset
+        expected = base  # where the next record of the chain starts
+        last_record = None  # in-file position of the last record read
+        damaged_at = None  # in-file position of the damage the scan resynchronises after
+        ended = False  # a BLANK or the zero tail ended this file
+        batches = scan_range(a, file_base=base, file=path, mode="lenient", include_body=False, columns=_COLUMNS, java_properties=DispatchColumns.JAVA_PROPERTIES)
+        try:
+            for piece, special in _pieces(batches):
+                pos = _ints(piece, "physical_offset")
+                if pos[0] != expected and expected is not None:
+                    if damaged_at is None:  # zeros where a record should start: the zero tail
+                        self._torn_last_record(a, last_record, path, base)
+                        self._zero_tail(a, expected - base, path, base)
+                        ended = True
+                        break
+                if damaged_at is not None and expected is None:
+                    self.add("RESYNC", INFO, path, int(pos[0]) - base, f"walk resumed at the next provable record, {int(pos[0]) - base - damaged_at} bytes after the damage", phy=int(pos[0]))
+                    for z0, z1 in zero_runs(a, damaged_at, int(pos[0]) - base):
+                        self.add("ZEROED_RANGE", INFO, path, z0, f"bytes [{z0}, {z1}) of this file ({z1 - z0} bytes) are zero inside the damaged range: "
+                                 "a page or block zeroed (by a crash, the disk, or a hand); the records it held are lost", phy=base + z0)
+                    damaged_at = None
+                if special:  # a BLANK or a damage row
+                    row = piece.to_pylist()[0]
+                    p = row["physical_offset"] - base
+                    if row["error"] is not None:
+                        self._stop(base + p, by_damage=True)
+                        self.add(row["kind"], ERROR, path, p, damage_detail(row["error"], row["kind"]), phy=base + p)
+                        damaged_at, expected = p, None
+                    else:  # BLANK
+                        left = len(a) - p
+                        if row["total_size"] != left:
+                            self.add(BAD_BLANK, WARNING, path, p, f"BLANK says {row['total_size']} bytes are left, the file has {left}", phy=base + p)
+                        if last_file:
+                            self._stop(base + len(a))
+                        ended = True
+                    continue
+                self._messages(piece, a, pos, path, base)
+                expected = int(pos[-1]) + int(_ints(piece, "total_size")[-1])
+                last_record = int(pos[-1]) - base
+                self.progress.update(done + expected - base, self.n_records)
+                if not self.stopped:
+                    self.log_end = expected
+        finally:
+            batches.close()
+        if ended:
+            return
+        if damaged_at is not None:  # no provable record after the damage
+            self._tail(damaged_at, path, base, after_damage=True)
+        elif expected is not None and expected - base < len(a):
+            self._torn_last_record(a, last_record, path, base)
+            self._zero_tail(a, expected - base, path, base)
+        elif last_file:
+            self._stop(self.log_end)
 
     def _stop(self, at: int, by_damage: bool = False) -> None:
         if not self.stopped:
@@ -553,6 +597,8 @@ class _Verifier:
             self.add("PHYSICAL_OFFSET", ERROR, path, int(pos[r]) - base, f"record says physicalOffset {int(stored[r])}, it is at {int(pos[r])}", phy=int(pos[r]))
         self.n_records += n
         w = self.window
+        if w is None:  # a file checked on its own: the joins are the caller's
+            return
         w.batches.append(batch)
         w.phy.append(pos)
         w.size.append(size)
@@ -781,17 +827,12 @@ class _Verifier:
     def _index_missing(self) -> None:
         """INDEX_MISSING: records RocketMQ indexes (Java ``IndexService.buildIndex``: a
         key or UNIQ_KEY, not a ROLLBACK) whose keys no slot chain reaches, so no
-        ``queryMessage`` finds them.  Those below the newest index file's endPhyOffset
-        stay so (buildIndex skips what is below it; a crash that dropped an index file
-        and re-dispatched from a later commitlog file leaves exactly these); those at or
-        past it were not dispatched yet and are indexed if dispatch reaches them."""
-        for name, what in (("lost", "below the index's endPhyOffset {end}: RocketMQ never indexes them again, so they stay unfindable by key"),
-                           ("pending", "at or past the newest index file's endPhyOffset {end} (no index file holds them: not dispatched yet, or their index file is gone)" + RECOVERY_DECIDES)):
+        ``queryMessage`` finds them (see :func:`index_missing_message`)."""
+        for name in ("lost", "pending"):
             count, first = self.missing[name]
             if count:
                 file, fpos = self._where(first[0])
-                self.add("INDEX_MISSING", WARNING, file, fpos,
-                         f"{count} record(s) carry a key or UNIQ_KEY that no index chain reaches (first at {', '.join(map(str, first))}), " + what.format(end=self.index_end))
+                self.add("INDEX_MISSING", WARNING, file, fpos, index_missing_message(name, count, first, self.index_end))
 
     def finish_queues(self) -> None:
         seen = set()
@@ -800,10 +841,7 @@ class _Verifier:
             last = self.queue_last.get(Q.key)
             if last is not None and last[0] >= Q.hi:
                 file, fpos = self._cq_pos(Q.cq, Q.hi) if Q.cq.queue.files else (str(Q.cq.directory), None)
-                first = self.first_missing.get(Q.key)
-                at = f", the first at physical offset {first}" if first is not None else ""
-                self.add("CQ_BEHIND", WARNING, file, fpos, f"{Q.qid} ends at queue offset {Q.hi} (this unit is the first invalid one) but the log holds its records up to "
-                         f"queue offset {last[0]} ({last[0] - Q.hi + 1} record(s){at}): they are not in the queue" + RECOVERY_DECIDES)
+                self.add("CQ_BEHIND", WARNING, file, fpos, cq_behind_message(Q.qid, Q.hi, last[0], self.first_missing.get(Q.key)))
         lay = self.store.layout
         for key, (qoff, phy) in self.queue_last.items():
             if key not in seen and not lay.rocksdb_consume_queue:
@@ -1012,6 +1050,25 @@ class _Verifier:
         self._unlisted_findings()
         self.store.close()
         return self.report
+
+
+def cq_behind_message(qid, hi: int, last: int, first_missing: int | None) -> str:
+    """CQ_BEHIND: queue ``qid`` ends at ``hi`` but the log holds its records up to
+    queue offset ``last`` (the one at ``hi`` at physical offset ``first_missing``)."""
+    at = f", the first at physical offset {first_missing}" if first_missing is not None else ""
+    return (f"{qid} ends at queue offset {hi} (this unit is the first invalid one) but the log holds its records up to "
+            f"queue offset {last} ({last - hi + 1} record(s){at}): they are not in the queue" + RECOVERY_DECIDES)
+
+
+def index_missing_message(name: str, count: int, first: list[int], index_end: int) -> str:
+    """INDEX_MISSING, for the records below the newest index file's endPhyOffset
+    (``lost``: buildIndex skips what is below it, so they stay unfindable — a crash that
+    dropped an index file and re-dispatched from a later commitlog file leaves exactly
+    these) or at or past it (``pending``: not dispatched yet, indexed if dispatch
+    reaches them)."""
+    what = {"lost": "below the index's endPhyOffset {end}: RocketMQ never indexes them again, so they stay unfindable by key",
+            "pending": "at or past the newest index file's endPhyOffset {end} (no index file holds them: not dispatched yet, or their index file is gone)" + RECOVERY_DECIDES}[name]
+    return f"{count} record(s) carry a key or UNIQ_KEY that no index chain reaches (first at {', '.join(map(str, first))}), " + what.format(end=index_end)
 
 
 def verify_store(root: str | os.PathLike, config: MessageStoreConfig | None = None, *, progress: Progress | None = None) -> VerifyReport:

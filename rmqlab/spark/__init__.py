@@ -83,7 +83,7 @@ except in CI (``CI`` or ``RMQLAB_REQUIRE_SPARK`` set), where they fail instead.
 
 from __future__ import annotations
 
-__all__ = ["register", "SOURCES"]
+__all__ = ["register", "verify", "SOURCES"]
 
 #: format name → "module:class"
 SOURCES = {
@@ -106,3 +106,11 @@ def register(spark) -> list[str]:
         spark.dataSource.register(source)
         names.append(name)
     return names
+
+
+def verify(spark, path, **options):
+    """``rmqlab verify`` as a Spark job: a DataFrame of findings (see
+    :func:`rmqlab.spark.verify_job.verify`)."""
+    from .verify_job import verify as run
+
+    return run(spark, path, **options)

@@ -71,7 +71,9 @@ class IndexDataSource(DataSource):
 
     Options: ``maxHashSlotNum`` and ``maxIndexNum`` (else inferred from the file
     length with Java's 4 entries per slot, as ``rmqlab info`` does), ``splitEntries``
-    (entries per partition, default 2,000,000).  Path: a store root or its
+    (entries per partition, default 2,000,000), ``files`` (comma-separated index file
+    names: only these are read, e.g. to leave out one of the wrong size, which
+    otherwise fails the read naming it).  Path: a store root or its
     ``index/`` directory; local or any ``pyarrow.fs`` URI.
     """
 
@@ -95,9 +97,10 @@ class IndexReader(DataSourceReader):
         self.slots = _paths.opt_int(options, "maxHashSlotNum", None)
         self.entries = _paths.opt_int(options, "maxIndexNum", None)
         self.split_entries = _paths.opt_int(options, "splitEntries", DEFAULT_SPLIT_ENTRIES)
+        self.files = _paths.opt_list(options, "files")
 
     def partitions(self):
-        return plan_index(self.path, self.slots, self.entries, self.split_entries)
+        return plan_index(self.path, self.slots, self.entries, self.split_entries, self.files)
 
     def read(self, partition: IndexSplit):
         batch = read_index_split(partition)
@@ -105,7 +108,7 @@ class IndexReader(DataSourceReader):
             yield batch if self.columns is None else batch.select(self.columns)
 
 
-def plan_index(path: str, slots: int | None, entries: int | None, split_entries: int = DEFAULT_SPLIT_ENTRIES) -> list[IndexSplit]:
+def plan_index(path: str, slots: int | None, entries: int | None, split_entries: int = DEFAULT_SPLIT_ENTRIES, names: list[str] | None = None) -> list[IndexSplit]:
     from ..errors import StoreLayoutError
     from ..format.indexfile import index_file_size
     from ..store.reader import infer_index_sizes
@@ -114,7 +117,7 @@ def plan_index(path: str, slots: int | None, entries: int | None, split_entries:
     d = _paths.store_subdir(fs, inner, INDEX_DIR)
     out = []
     for fi in _paths.list_files(fs, d):
-        if not fi.base_name.isdigit():
+        if not fi.base_name.isdigit() or (names is not None and fi.base_name not in names):
             continue
         shown = _paths.display_path(path, fi.path)
         s, n = (slots, entries) if slots and entries else infer_index_sizes(fi.size, shown, hint="set the options maxHashSlotNum and maxIndexNum")

@@ -1,0 +1,162 @@
+"""``rmqlab.spark.verify`` against ``rmqlab verify --json``: the same findings (kind,
+severity, file, offset, and how many) on every damaged reference store and on stores
+damaged here for each kind of finding, at several split sizes."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import struct
+from collections import Counter
+
+import pytest
+
+from rmqlab.cli import main
+from rmqlab.format.indexfile import entry_position, slot_position
+from tests.forensics.test_verify import FILE, _cq, _index, clpath, manifest, patch, read, rec_in_file
+from tests.spark.conftest import store_root
+from tests.support import REFERENCE, copy_store
+
+pytestmark = pytest.mark.spark
+
+
+def _cli(root, capsys, *flags) -> Counter:
+    main(["verify", "--json", str(root), *flags])
+    return Counter((f["kind"], f["severity"], f["file"], f["offset"]) for f in json.loads(capsys.readouterr().out)["findings"])
+
+
+def _spark(spark, root, split) -> Counter:
+    import rmqlab.spark
+
+    df = rmqlab.spark.verify(spark, root, splitSize=split)
+    assert df.columns == ["kind", "severity", "file", "offset", "message"]
+    return Counter((r.kind, r.severity, r.file, r.offset) for r in df.collect())
+
+
+@pytest.mark.parametrize("case", ["crash-torn", "crash-cqdeleted", "crash"])
+def test_damaged_reference_stores(spark, capsys, case):
+    root = store_root(case).resolve()
+    want = _cli(root, capsys)
+    assert want  # each of these has findings
+    for split in ("64KiB", "7KiB"):
+        assert _spark(spark, root, split) == want, split
+
+
+# -- stores damaged here: together they make every kind the joins and the walk report --
+def _walk_damage(src):
+    """A bad magic in file 2 (the log ends there), a body CRC and a queue offset gap
+    past it, a BAD_BLANK, non-zero bytes after the end, an empty last file, a stray."""
+    r = rec_in_file("clean", 2)
+    path, pos = clpath(src, r["physicalOffset"])
+    patch(path, pos + 4, b"\x00\x11\x22\x33")
+    r = next(m for m in manifest("clean") if m["physicalOffset"] // FILE == 3 and m["bodyLength"] > 0)
+    path, pos = clpath(src, r["physicalOffset"])
+    patch(path, pos + 88, bytes([read(path, pos + 88, 1)[0] ^ 0x40]))
+    r = next(m for m in manifest("clean") if m["physicalOffset"] // FILE == 4 and m["sysFlagStored"] == 0)
+    path, pos = clpath(src, r["physicalOffset"])
+    patch(path, pos + 20, struct.pack(">q", r["queueOffset"] + 5))
+    blank = next(w for w in json.loads((REFERENCE / "clean" / "dump.json").read_text())["commitLogWalk"] if w["kind"] == "BLANK")
+    path, pos = clpath(src, blank["physicalOffset"])
+    patch(path, pos, struct.pack(">i", blank["bytesToFileEnd"] - 1))
+    patch(src / "commitlog" / f"{5 * FILE:020d}", 363733 - 5 * FILE + 100, b"leftover")
+    (src / "commitlog" / f"{6 * FILE:020d}").write_bytes(b"")
+    (src / "commitlog" / "notes.txt").write_text("x")
+
+
+def _queue_damage(src):
+    a = _cq(src, "TopicA/1") / "00000000000000000000"
+    (off,) = struct.unpack(">q", read(a, 3 * 20, 8))
+    patch(a, 3 * 20, struct.pack(">q", off + 1))
+    patch(_cq(src, "TopicB/1") / "00000000000000000400", 2 * 20 + 12, struct.pack(">q", 12345))
+    patch(_cq(src, "TopicC/2") / "00000000000000000400", 5 * 20, bytes(20))
+    shutil.rmtree(_cq(src, "TopicA/0"))
+
+
+def _index_damage(src):
+    p = _index(src)
+    patch(p, slot_position(3), struct.pack(">i", 300))
+    patch(p, entry_position(64, 5) + 16, struct.pack(">i", 7))
+    patch(p, entry_position(64, 200) + 16, struct.pack(">i", 200))
+    patch(p, entry_position(64, 9) + 12, struct.pack(">i", -5))
+    patch(p, entry_position(64, 10) + 4, struct.pack(">q", 1))
+    patch(p, slot_position(0), struct.pack(">i", 0))
+    q = sorted((src / "index").iterdir())[1]
+    for e in range(20, 150):  # more than verify lists per kind and file
+        (h,) = struct.unpack(">i", read(q, entry_position(64, e), 4))
+        patch(q, entry_position(64, e), struct.pack(">i", h + 64))
+    patch(q, 36, struct.pack(">i", 9999))
+
+
+def _dead_bytes(src):
+    """A record header of garbage right after the end of a cleanly shut down log."""
+    patch(src / "commitlog" / f"{5 * FILE:020d}", 363733 - 5 * FILE, struct.pack(">ii", 200, 0x12345678) + b"\x07" * 40)
+
+
+def _crash_index(src):
+    """The newest index file gone after a crash (INDEX_MISSING) and a queue cut short
+    (CQ_BEHIND, which recovery's plan turns into an error or not)."""
+    sorted((src / "index").iterdir())[-1].unlink()
+    q = _cq(src, "TopicB/0") / "00000000000000000000"
+    data = bytearray(q.read_bytes())
+    data[20 * 10 :] = bytes(len(data) - 20 * 10)
+    q.write_bytes(bytes(data))
+
+
+def _property_crc(src):
+    from rmqlab.store import open_store
+
+    with open_store(src) as st:
+        rec = next(x for x in st.commitlog.iter_records() if len(x.properties_raw) > 40)
+    from pathlib import Path
+
+    patch(Path(rec.file), rec.file_offset + rec.total_size - len(rec.properties_raw), b"Z")
+
+
+@pytest.mark.parametrize(
+    "case,damage,split",
+    [
+        ("clean", _walk_damage, "5KiB"),
+        ("clean", _queue_damage, "64KiB"),
+        ("clean", _index_damage, "16KiB"),
+        ("clean", _dead_bytes, "64KiB"),
+        ("crash", _crash_index, "9KiB"),
+        ("v2ipv6", _property_crc, "32KiB"),
+    ],
+    ids=lambda x: getattr(x, "__name__", x),
+)
+def test_damaged_stores(spark, capsys, tmp_path, case, damage, split):
+    src = copy_store(case, tmp_path)
+    damage(src)
+    want = _cli(src, capsys)
+    assert want
+    assert _spark(spark, src, split) == want
+
+
+def test_findings_kinds_covered(capsys, tmp_path):
+    """The damage above makes the kinds each part of the job reports (so a join that
+    found nothing would fail here, not pass silently)."""
+    kinds = set()
+    for i, damage in enumerate((_walk_damage, _queue_damage, _index_damage, _dead_bytes)):
+        src = copy_store("clean", tmp_path / str(i))
+        damage(src)
+        kinds |= {k for k, *_ in _cli(src, capsys)}
+    assert kinds >= {"BAD_MAGIC", "RESYNC", "BODY_CRC", "QUEUE_OFFSET_GAP", "BAD_BLANK", "TAIL_BYTES", "EMPTY_FILE", "STRAY_FILE",
+                     "CQ_DANGLING", "CQ_MISMATCH", "CQ_STALE_ENTRIES", "CQ_BEHIND", "CQ_MISSING_QUEUE", "INDEX_SLOT", "INDEX_CHAIN",
+                     "INDEX_CYCLE", "INDEX_ENTRY", "INDEX_DANGLING", "INDEX_ORPHAN", "INDEX_HASH", "INDEX_HEADER", "DEAD_BYTES"}
+
+
+def test_findings_write_as_parquet(spark, tmp_path):
+    import rmqlab.spark
+
+    df = rmqlab.spark.verify(spark, store_root("crash-torn"))
+    df.write.parquet(str(tmp_path / "findings"))
+    back = spark.read.parquet(str(tmp_path / "findings"))
+    assert sorted(map(tuple, back.collect()), key=str) == sorted(map(tuple, df.collect()), key=str)
+
+
+def test_uri_is_refused_with_the_reason(spark):
+    import rmqlab.spark
+    from rmqlab.spark._paths import OptionError
+
+    with pytest.raises(OptionError, match="memory-map"):
+        rmqlab.spark.verify(spark, "s3://bucket/store")
