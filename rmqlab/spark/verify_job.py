@@ -309,15 +309,15 @@ def verify(spark, path, *, config=None, **options):
     twice does not walk the store twice.
     """
     from ..forensics.verify import _Verifier
-    from . import register
+    from .consumequeue_source import ConsumeQueueDataSource
+    from .index_source import IndexDataSource
 
     path = str(path)
     if "://" in path and not path.startswith("file://"):
         raise _paths.OptionError(f"spark.verify: {path}: the per-file checks memory-map the store's files; give a path every worker can read "
                                  "(a local disk or a shared mount), not a URI")
     root = os.path.abspath(path[len("file://") :] if path.startswith("file://") else path)
-    register(spark)
-    for source in (ChecksDataSource, DispatchDataSource):
+    for source in (ChecksDataSource, DispatchDataSource, ConsumeQueueDataSource, IndexDataSource):
         spark.dataSource.register(source)
     options = {"path": root, "storeConfig": config_option(config), **{k: str(v) for k, v in options.items()}}
     drv = _Verifier(root, config).unit()
