@@ -7,13 +7,19 @@ or a URI of any filesystem pyarrow knows (``hdfs://nn:8020/stores/b1``,
 
 Options arrive as strings (Spark passes them so); the parsers here turn them into
 values and say clearly what they expected.
+
+Object storage settings (:data:`S3_SETTINGS`) are resolved once, where Spark plans the
+read (on the driver: its options, else its standard AWS environment variables), and
+travel inside each split to the executors, whose environment may hold none of them.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from datetime import datetime, timezone
+from urllib.parse import parse_qs, urlsplit
 
 from ..errors import RmqlabError, StoreLayoutError
 
@@ -22,6 +28,79 @@ _DIGITS20 = re.compile(r"^\d{20}$")
 
 class OptionError(RmqlabError, ValueError):
     """An option value that cannot be used; names the option."""
+
+
+class StorageError(RmqlabError, OSError):
+    """A file of the store could not be read from its filesystem; names it."""
+
+
+#: S3 settings a source takes as options, and the AWS variables each falls back to
+#: (read where the read is planned, on the driver)
+S3_SETTINGS = {
+    "fs.s3.endpoint": ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"),
+    "fs.s3.region": ("AWS_REGION", "AWS_DEFAULT_REGION"),
+    "fs.s3.scheme": (),
+    "fs.s3.accessKey": ("AWS_ACCESS_KEY_ID",),
+    "fs.s3.secretKey": ("AWS_SECRET_ACCESS_KEY",),
+    "fs.s3.sessionToken": ("AWS_SESSION_TOKEN",),
+}
+#: an S3 request gives up after this many tries of at most these seconds (a wrong
+#: endpoint fails in seconds, not minutes)
+S3_ATTEMPTS, S3_CONNECT_TIMEOUT, S3_REQUEST_TIMEOUT = 3, 5, 60
+
+
+def fs_settings(options, path: str) -> tuple:
+    """The filesystem settings for ``path``, resolved now: the ``fs.s3.*`` options, else
+    the AWS variables of this process (``()`` for a path that is not ``s3://``).  A
+    tuple of pairs, small and picklable, carried by every split."""
+    if not str(path).startswith("s3://"):
+        return ()
+    out = {}
+    for name, env in S3_SETTINGS.items():
+        v = _get(options, name)
+        if v is None:
+            v = next((os.environ[e] for e in env if os.environ.get(e)), None)
+        if v is not None:
+            out[name] = str(v)
+    if ("fs.s3.accessKey" in out) != ("fs.s3.secretKey" in out):
+        raise OptionError("fs.s3.accessKey and fs.s3.secretKey go together (as options or as AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)")
+    return tuple(sorted(out.items()))
+
+
+def _s3(uri: str, settings: dict):
+    from pyarrow import fs as pafs
+
+    u = urlsplit(uri)
+    query = {k: v[-1] for k, v in parse_qs(u.query).items()}
+    endpoint = settings.get("fs.s3.endpoint") or query.get("endpoint_override")
+    scheme = settings.get("fs.s3.scheme") or query.get("scheme")
+    if endpoint and "://" in endpoint:  # AWS_ENDPOINT_URL style
+        given, endpoint = endpoint.split("://", 1)
+        scheme = scheme or given
+    kw = dict(
+        region=settings.get("fs.s3.region") or query.get("region"),
+        endpoint_override=endpoint,
+        scheme=scheme,
+        access_key=settings.get("fs.s3.accessKey"),
+        secret_key=settings.get("fs.s3.secretKey"),
+        session_token=settings.get("fs.s3.sessionToken"),
+        connect_timeout=S3_CONNECT_TIMEOUT,
+        request_timeout=S3_REQUEST_TIMEOUT,
+        retry_strategy=pafs.AwsStandardS3RetryStrategy(max_attempts=S3_ATTEMPTS),
+    )
+    fs = pafs.S3FileSystem(**{k: v for k, v in kw.items() if v is not None})
+    return fs, (u.netloc + u.path).rstrip("/")
+
+
+@contextlib.contextmanager
+def storage(what: str):
+    """Turn a filesystem's error into one :class:`StorageError` naming ``what``."""
+    try:
+        yield
+    except RmqlabError:
+        raise
+    except OSError as exc:
+        raise StorageError(f"{what}: cannot read it: {exc}") from None
 
 
 def requested_columns(fmt: str, ours, asked) -> list[str] | None:
@@ -47,12 +126,16 @@ def requested_columns(fmt: str, ours, asked) -> list[str] | None:
     return None if names == ours.fieldNames() else names
 
 
-def filesystem(path: str):
-    """``(pyarrow FileSystem, path inside it)`` for a local path or a URI."""
+def filesystem(path: str, settings: tuple = ()):
+    """``(pyarrow FileSystem, path inside it)`` for a local path or a URI; ``settings``
+    from :func:`fs_settings`."""
     from pyarrow import fs as pafs
 
     if "://" in path:
-        return pafs.FileSystem.from_uri(path)
+        if path.startswith("s3://") and settings:
+            return _s3(path, dict(settings))
+        with storage(path):
+            return pafs.FileSystem.from_uri(path)
     return pafs.LocalFileSystem(), os.path.abspath(path)
 
 
@@ -120,14 +203,20 @@ def offset_named_files(fs, directory: str) -> list[tuple[int, str, int]]:
     return files
 
 
-def store_subdir(fs, p: str, name: str) -> str:
-    """``p/name`` when ``p`` is a store root, else ``p`` itself (already the subdir)."""
+def store_subdir(fs, p: str, name: str, shown: str | None = None) -> str:
+    """``p/name`` when ``p`` is a store root, else ``p`` itself (already the subdir);
+    errors name ``shown`` (the path or URI as the user gave it)."""
+    from pyarrow import fs as pafs
+
     sub = p.rstrip("/") + "/" + name
     if is_dir(fs, sub):
         return sub
-    if is_dir(fs, p):
+    kind = fs.get_file_info(p).type
+    if kind == pafs.FileType.Directory:
         return p
-    raise StoreLayoutError(p, None, f"neither a store root with {name}/ nor a {name} directory")
+    if kind == pafs.FileType.NotFound:
+        raise StoreLayoutError(shown or p, None, "no such file or directory")
+    raise StoreLayoutError(shown or p, None, f"neither a store root with {name}/ nor a {name} directory")
 
 
 # -- options --------------------------------------------------------------------------------

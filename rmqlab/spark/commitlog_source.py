@@ -7,7 +7,7 @@ Java counterpart: ``CommitLog`` read by ``checkMessageAndReturnSize`` /
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import (
@@ -27,9 +27,12 @@ from . import _paths
 DEFAULT_SPLIT_SIZE = 128 << 20  # like Spark's spark.sql.files.maxPartitionBytes
 #: rows per Arrow batch handed to the JVM (big batches of wide rows cost it dearly)
 DEFAULT_BATCH_ROWS = 8192
-#: bytes read past a split's end on non-local filesystems: a record that starts in the
-#: split may run over its end (maxMessageSize 4 MiB + topic and properties)
-OVERHANG = (4 << 20) + (64 << 10)
+#: bytes read past a split's end on non-local filesystems, where a record that starts in
+#: the split may end: most records are far smaller, and one that runs further asks for
+#: more (NeedMoreBytes) and gets all it needs in one more read
+OVERHANG = 64 << 10
+#: the most one record can need (maxMessageSize 4 MiB + topic and properties)
+MAX_RECORD = (4 << 20) + (64 << 10)
 
 #: The rows' schema; ``tests/spark`` checks that Arrow's version of it is exactly
 #: ``rmqlab.scan.decode.ARROW_SCHEMA``.
@@ -71,6 +74,7 @@ class CommitLogSplit(InputPartition):
     file_size: int
     start: int
     stop: int
+    fs: tuple = field(default=(), repr=False)  # filesystem settings resolved where the read was planned (_paths.fs_settings): may hold credentials
 
 
 class CommitLogDataSource(DataSource):
@@ -188,9 +192,10 @@ class CommitLogReader(DataSourceReader):
         self.start_time = _paths.opt_time(options, "startTime")
         self.end_time = _paths.opt_time(options, "endTime")
         self.batch_rows = _paths.opt_int(options, "batchRows", DEFAULT_BATCH_ROWS)
+        self.fs = _paths.fs_settings(options, self.path)
 
     def partitions(self):
-        return plan_splits(self.path, self.split_size)
+        return plan_splits(self.path, self.split_size, self.fs)
 
     def read(self, partition: CommitLogSplit):
         from ..scan import kernels
@@ -211,31 +216,32 @@ class CommitLogReader(DataSourceReader):
         )
 
 
-def commitlog_files(path: str) -> list[tuple[str, str, int, int]]:
+def commitlog_files(path: str, fs_settings: tuple = ()) -> list[tuple[str, str, int, int]]:
     """``(uri, display name, file_base, size)`` of the commitlog files under ``path``
     (a store root, a commitlog directory, or one commitlog file)."""
-    fs, inner = _paths.filesystem(path)
-    fi = fs.get_file_info(inner)
     from pyarrow import fs as pafs
 
-    if fi.type == pafs.FileType.File:
-        base = int(fi.base_name) if fi.base_name.isdigit() else 0
-        files = [(base, fi.path, fi.size)]
-    elif fi.type == pafs.FileType.Directory:
-        d = _paths.store_subdir(fs, inner, COMMITLOG_DIR)
-        files = _paths.offset_named_files(fs, d)
-    else:
+    fs, inner = _paths.filesystem(path, fs_settings)
+    with _paths.storage(path):
+        fi = fs.get_file_info(inner)
+        if fi.type == pafs.FileType.File:
+            base = int(fi.base_name) if fi.base_name.isdigit() else 0
+            files = [(base, fi.path, fi.size)]
+        elif fi.type == pafs.FileType.Directory:
+            d = _paths.store_subdir(fs, inner, COMMITLOG_DIR, path)
+            files = _paths.offset_named_files(fs, d)
+    if fi.type not in (pafs.FileType.File, pafs.FileType.Directory):
         from ..errors import StoreLayoutError
 
         raise StoreLayoutError(path, None, "no such file or directory")
     return [(_paths.child_uri(path, p), _paths.display_path(path, p), base, size) for base, p, size in files]
 
 
-def plan_splits(path: str, split_size: int) -> list[CommitLogSplit]:
+def plan_splits(path: str, split_size: int, fs_settings: tuple = ()) -> list[CommitLogSplit]:
     out = []
-    for uri, shown, base, size in commitlog_files(path):
+    for uri, shown, base, size in commitlog_files(path, fs_settings):
         for start in range(0, size, split_size):
-            out.append(CommitLogSplit(uri, shown, base, size, start, min(size, start + split_size)))
+            out.append(CommitLogSplit(uri, shown, base, size, start, min(size, start + split_size), fs_settings))
     return out
 
 
@@ -253,7 +259,7 @@ def _read_split(split: CommitLogSplit, **kw):
 
     from ..scan import decode as fd
 
-    fs, inner = _paths.filesystem(split.uri)
+    fs, inner = _paths.filesystem(split.uri, split.fs)
     common = dict(file_base=split.file_base, file_size=split.file_size, file=split.file, stop=split.stop, **kw)
     if _paths.is_local(fs):
         with pa.memory_map(inner, "r") as mm:
@@ -261,13 +267,16 @@ def _read_split(split: CommitLogSplit, **kw):
             yield from fd.scan_range(buf, start=split.start, **common)
         return
     pos, resync = split.start, None
-    with fs.open_input_file(inner) as fh:
+    with _paths.storage(split.file):
+        fh = fs.open_input_file(inner)
+    with fh:
         end = min(split.file_size, split.stop + OVERHANG)
         while True:
-            buf = fh.read_at(end - pos, pos)
+            with _paths.storage(split.file):
+                buf = fh.read_at(end - pos, pos)
             try:
                 yield from fd.scan_range(buf, buf_offset=pos, start=pos, resync=resync, **common)
                 return
             except fd.NeedMoreBytes as more:
                 pos, resync = more.position, more.resync
-                end = split.file_size  # a rare giant record: read the rest of the file
+                end = min(split.file_size, pos + max(more.needed, MAX_RECORD))  # a rare big record

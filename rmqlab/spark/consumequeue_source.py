@@ -7,7 +7,7 @@ rules of :class:`rmqlab.store.consume_queue.ConsumeQueue` (Java ``ConsumeQueue.r
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
@@ -34,6 +34,7 @@ class QueueSplit(InputPartition):
     topic: str
     queue_id: int
     files: tuple
+    fs: tuple = field(default=(), repr=False)  # filesystem settings resolved where the read was planned (_paths.fs_settings): may hold credentials
 
 
 class ConsumeQueueDataSource(DataSource):
@@ -81,9 +82,10 @@ class ConsumeQueueReader(DataSourceReader):
         if not self.path:
             raise _paths.OptionError('no path: use spark.read.format("rocketmq.consumequeue").load(STORE_OR_CONSUMEQUEUE_DIR)')
         self.topics = _paths.opt_list(options, "topics")
+        self.fs = _paths.fs_settings(options, self.path)
 
     def partitions(self):
-        return plan_queues(self.path, self.topics)
+        return plan_queues(self.path, self.topics, self.fs)
 
     def read(self, partition: QueueSplit):
         batch = read_queue(partition)
@@ -91,19 +93,20 @@ class ConsumeQueueReader(DataSourceReader):
             yield batch if self.columns is None else batch.select(self.columns)
 
 
-def plan_queues(path: str, topics: list[str] | None = None) -> list[QueueSplit]:
-    fs, inner = _paths.filesystem(path)
-    base = _paths.store_subdir(fs, inner, CONSUMEQUEUE_DIR)
+def plan_queues(path: str, topics: list[str] | None = None, fs_settings: tuple = ()) -> list[QueueSplit]:
+    fs, inner = _paths.filesystem(path, fs_settings)
     out = []
-    for t in _paths.list_dirs(fs, base):
-        if topics is not None and t.base_name not in topics:
-            continue
-        for q in _paths.list_dirs(fs, t.path):
-            if not q.base_name.isdigit():
+    with _paths.storage(path):
+        base = _paths.store_subdir(fs, inner, CONSUMEQUEUE_DIR, path)
+        for t in _paths.list_dirs(fs, base):
+            if topics is not None and t.base_name not in topics:
                 continue
-            files = tuple((_paths.child_uri(path, p), start, size) for start, p, size in _paths.offset_named_files(fs, q.path))
-            if files:
-                out.append(QueueSplit(t.base_name, int(q.base_name), files))
+            for q in _paths.list_dirs(fs, t.path):
+                if not q.base_name.isdigit():
+                    continue
+                files = tuple((_paths.child_uri(path, p), start, size) for start, p, size in _paths.offset_named_files(fs, q.path))
+                if files:
+                    out.append(QueueSplit(t.base_name, int(q.base_name), files, fs_settings))
     out.sort(key=lambda s: (s.topic, s.queue_id))
     return out
 
@@ -118,8 +121,8 @@ def read_queue(split: QueueSplit):
 
     parts = []
     for uri, _start, size in split.files:
-        fs, inner = _paths.filesystem(uri)
-        with fs.open_input_file(inner) as fh:
+        fs, inner = _paths.filesystem(uri, split.fs)
+        with _paths.storage(uri), fs.open_input_file(inner) as fh:
             data = fh.read_at(size - size % CQ_STORE_UNIT_SIZE, 0)
         parts.append(np.frombuffer(data, CQ_DTYPE))
     e = np.concatenate(parts) if parts else np.zeros(0, CQ_DTYPE)

@@ -7,7 +7,7 @@ construct schema :data:`~rmqlab.format.indexfile.IndexHeader`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
@@ -47,6 +47,7 @@ class IndexSplit(InputPartition):
     max_index_num: int
     first: int
     last: int
+    fs: tuple = field(default=(), repr=False)  # filesystem settings resolved where the read was planned (_paths.fs_settings): may hold credentials
 
 
 class IndexDataSource(DataSource):
@@ -98,9 +99,10 @@ class IndexReader(DataSourceReader):
         self.entries = _paths.opt_int(options, "maxIndexNum", None)
         self.split_entries = _paths.opt_int(options, "splitEntries", DEFAULT_SPLIT_ENTRIES)
         self.files = _paths.opt_list(options, "files")
+        self.fs = _paths.fs_settings(options, self.path)
 
     def partitions(self):
-        return plan_index(self.path, self.slots, self.entries, self.split_entries, self.files)
+        return plan_index(self.path, self.slots, self.entries, self.split_entries, self.files, self.fs)
 
     def read(self, partition: IndexSplit):
         batch = read_index_split(partition)
@@ -108,15 +110,18 @@ class IndexReader(DataSourceReader):
             yield batch if self.columns is None else batch.select(self.columns)
 
 
-def plan_index(path: str, slots: int | None, entries: int | None, split_entries: int = DEFAULT_SPLIT_ENTRIES, names: list[str] | None = None) -> list[IndexSplit]:
+def plan_index(path: str, slots: int | None, entries: int | None, split_entries: int = DEFAULT_SPLIT_ENTRIES, names: list[str] | None = None,
+               fs_settings: tuple = ()) -> list[IndexSplit]:
     from ..errors import StoreLayoutError
     from ..format.indexfile import index_file_size
     from ..store.reader import infer_index_sizes
 
-    fs, inner = _paths.filesystem(path)
-    d = _paths.store_subdir(fs, inner, INDEX_DIR)
+    fs, inner = _paths.filesystem(path, fs_settings)
     out = []
-    for fi in _paths.list_files(fs, d):
+    with _paths.storage(path):
+        d = _paths.store_subdir(fs, inner, INDEX_DIR, path)
+        listed = _paths.list_files(fs, d)
+    for fi in listed:
         if not fi.base_name.isdigit() or (names is not None and fi.base_name not in names):
             continue
         shown = _paths.display_path(path, fi.path)
@@ -124,7 +129,7 @@ def plan_index(path: str, slots: int | None, entries: int | None, split_entries:
         if fi.size != index_file_size(s, n):
             raise StoreLayoutError(shown, None, f"index file is {fi.size} bytes; maxHashSlotNum={s} and maxIndexNum={n} make {index_file_size(s, n)}")
         for first in range(1, n, split_entries):
-            out.append(IndexSplit(_paths.child_uri(path, fi.path), shown, s, n, first, min(n, first + split_entries)))
+            out.append(IndexSplit(_paths.child_uri(path, fi.path), shown, s, n, first, min(n, first + split_entries), fs_settings))
     return out
 
 
@@ -136,8 +141,8 @@ def read_index_split(split: IndexSplit):
     from ..format.parse import parse_at
     from ..store.index_file import ENTRY_DTYPE
 
-    fs, inner = _paths.filesystem(split.uri)
-    with fs.open_input_file(inner) as fh:
+    fs, inner = _paths.filesystem(split.uri, split.fs)
+    with _paths.storage(split.file), fs.open_input_file(inner) as fh:
         head_bytes = bytes(fh.read_at(INDEX_HEADER_SIZE, 0))
         h = parse_at(IndexHeader, head_bytes, 0, file=split.file, what="index header")
         # entries past indexCount were never written

@@ -57,3 +57,14 @@ def spark():
     session = local_spark(2, "rmqlab-tests", shuffle_partitions=2)
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def s3():
+    """A local S3-compatible server holding reference stores (see object_storage)."""
+    pytest.importorskip("moto", reason="moto[server] is not installed (pip install -e '.[dev]')")
+    from tests.spark.object_storage import S3Server
+
+    server = S3Server(("clean", "crash-torn"))
+    yield server
+    server.stop()
