@@ -68,3 +68,30 @@ def s3():
     server = S3Server(("clean", "crash-torn"))
     yield server
     server.stop()
+
+
+def _require_spark_and_java() -> None:
+    required = bool(os.environ.get("CI") or os.environ.get("RMQLAB_REQUIRE_SPARK"))
+    try:
+        import pyspark  # noqa: F401
+    except ImportError:
+        if required:
+            pytest.fail("pyspark is not installed (pip install -e '.[dev]')")
+        pytest.skip("pyspark is not installed")
+    if not _java_ok():
+        if required:
+            pytest.fail("Spark needs Java 17: install it or set JAVA_HOME (see rmqlab.spark docs)")
+        pytest.skip("Spark needs Java 17")
+
+
+@pytest.fixture(scope="session")
+def cluster(tmp_path_factory):
+    """A standalone master and two one-core workers on 127.0.0.1 (tests/spark/cluster.py);
+    everything it started is stopped at the end of the run."""
+    _require_spark_and_java()
+    from tests.spark.cluster import StandaloneCluster
+
+    c = StandaloneCluster(tmp_path_factory.mktemp("cluster"))
+    yield c
+    c.stop()
+    assert not c.alive()

@@ -1,0 +1,205 @@
+"""Spark scaling benchmark: what more cores buy, and what ``spark.verify`` costs.
+
+On one generated store (default 1 GiB, 256 MiB commitlog files, ~400-byte records,
+consume queues and index), measured in one run:
+
+1. the baseline: rmqlab's single-process decoder on one thread (as each Spark task
+   runs it), records/s, for the narrow query's columns and for all columns;
+2. ``spark.read.format("rocketmq")`` on ``local[1]``, ``local[2]`` and a standalone
+   cluster of two one-core workers (started here from the pyspark package, as the
+   tests start it), for a narrow query (``columns=topic,total_size``, count and sum
+   per topic) and an all-column one (every column decoded, bodies summed);
+3. ``rmqlab.spark.verify`` on ``local[2]`` against ``rmqlab verify`` (one process).
+
+Each Spark measurement runs in its own process (one SparkContext per process), best
+of ``--repeat`` timings after a warm-up; peak RSS is the driver process's.  It prints
+records/s, the ratios ``local[2]``/``local[1]`` (goal ≥ 1.8×) and Spark per core
+against the decoder on one thread (goal ≥ 0.5× on the narrow query), and what that
+predicts for a 16-core worker.
+
+    python bench/bench_spark_scaling.py                 # 1 GiB store (generated once, reused)
+    python bench/bench_spark_scaling.py --size 128MiB   # a quicker run
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(HERE))
+
+from rmqlab.lab.generate import parse_size  # noqa: E402
+
+QUERIES = ("narrow", "all")
+
+
+def ensure_store(workdir: Path, size: int) -> Path:
+    from _stores import generated
+
+    return generated(workdir / f"scaling-{size}", size, "body 250-300, queues and index", mapped_file_size=256 << 20, body_size="250-300",
+                     topics=8, queues=4, seed=7)
+
+
+# -- measurements, each in a process of its own ---------------------------------------------
+def _peak_rss_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def measure_decoder(store: str, repeat: int) -> dict:
+    from rmqlab.scan import decode as fd, kernels
+
+    kernels.set_threads(1)
+    import mmap
+
+    maps = []
+    for p in sorted(p for p in (Path(store) / "commitlog").iterdir() if p.name.isdigit()):
+        with open(p, "rb") as fh:
+            maps.append((int(p.name), mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)))
+    out = {}
+    for query, cols in (("narrow", ["topic", "total_size"]), ("all", None)):
+        best = None
+        for _ in range(repeat + 1):  # the first run warms the page cache
+            t = time.perf_counter()
+            n = sum(b.num_rows for base, mm in maps for b in fd.decode_file(mm, base, columns=cols))
+            dt = time.perf_counter() - t
+            best = dt if best is None else min(best, dt)
+        out[query] = {"records": n, "seconds": best}
+    return out
+
+
+def measure_spark(store: str, master: str, repeat: int) -> dict:
+    from pyspark.sql import SparkSession, functions as F
+
+    import rmqlab.spark
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    b = SparkSession.builder.master(master).appName("bench-scaling").config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "4")
+    if master.startswith("spark://"):
+        b = b.config("spark.executor.cores", "1").config("spark.executor.memory", "2g")
+    else:
+        b = b.config("spark.driver.memory", "2g")
+    spark = b.config("spark.python.worker.reuse", "true").getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    rmqlab.spark.register(spark)
+
+    def narrow():
+        df = spark.read.format("rocketmq").option("columns", "topic,total_size").option("splitSize", "64MiB").load(store)
+        return df.groupBy("topic").agg(F.count("*").alias("n"), F.sum("total_size")).collect()
+
+    def all_columns():
+        df = spark.read.format("rocketmq").option("splitSize", "64MiB").load(store)
+        return df.groupBy("topic").agg(F.count("*").alias("n"), F.sum("total_size"), F.sum(F.length("body")), F.count("properties")).collect()
+
+    out = {}
+    for query, fn in (("narrow", narrow), ("all", all_columns)):
+        fn()  # warm-up: workers started, page cache warm
+        best, n = None, 0
+        for _ in range(repeat):
+            t = time.perf_counter()
+            n = sum(r["n"] for r in fn())
+            dt = time.perf_counter() - t
+            best = dt if best is None else min(best, dt)
+        out[query] = {"records": n, "seconds": best}
+    spark.stop()
+    out["peak_rss_mib"] = _peak_rss_mib()
+    return out
+
+
+def measure_verify(store: str) -> dict:
+    import rmqlab.spark
+    from rmqlab.spark.session import local_spark
+
+    spark = local_spark(2, "bench-verify", shuffle_partitions=4, driver_memory="2g")
+    t = time.perf_counter()
+    findings = rmqlab.spark.verify(spark, store, splitSize="64MiB")
+    n = findings.count()
+    dt = time.perf_counter() - t
+    spark.stop()
+    return {"seconds": dt, "findings": n, "peak_rss_mib": _peak_rss_mib()}
+
+
+def measure_cli_verify(store: str) -> dict:
+    t = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "rmqlab", "verify", "--json", store], capture_output=True, text=True)
+    dt = time.perf_counter() - t
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    return {"seconds": dt, "findings": len(json.loads(done.stdout)["findings"]), "peak_rss_mib": peak}
+
+
+def _child(args: list[str]) -> dict:
+    done = subprocess.run([sys.executable, __file__, "--child", *args], capture_output=True, text=True, env={**os.environ, "PYSPARK_PYTHON": sys.executable})
+    if done.returncode:
+        raise SystemExit(f"measurement {args} failed:\n{done.stderr[-4000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--size", default="1GiB", help="store size (default 1GiB)")
+    ap.add_argument("--workdir", default=str(HERE / "out" / "stores"))
+    ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--no-cluster", action="store_true", help="skip the standalone cluster")
+    ap.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
+    a = ap.parse_args(argv)
+    if a.child:
+        what, store, *rest = a.child
+        fn = {"decoder": lambda: measure_decoder(store, a.repeat), "spark": lambda: measure_spark(store, rest[0], a.repeat),
+              "verify": lambda: measure_verify(store), "cli-verify": lambda: measure_cli_verify(store)}[what]
+        print(json.dumps(fn()))
+        return 0
+
+    size = parse_size(a.size)
+    store = str(ensure_store(Path(a.workdir), size))
+    print(f"\nSpark scaling benchmark  (cpus: {os.cpu_count()}, store {store}, {size >> 20} MiB)", flush=True)
+    res = {"decoder": _child(["decoder", store])}
+    for master in ("local[1]", "local[2]"):
+        res[master] = _child(["spark", store, master])
+    if not a.no_cluster:
+        sys.path.insert(0, str(ROOT))
+        from tests.spark.cluster import StandaloneCluster
+
+        with tempfile.TemporaryDirectory(prefix="rmqlab-bench-cluster-") as d:
+            cluster = StandaloneCluster(Path(d))
+            try:
+                res["cluster"] = _child(["spark", store, cluster.url])
+            finally:
+                cluster.stop()
+    res["verify"] = _child(["verify", store])
+    res["cli-verify"] = _child(["cli-verify", store])
+
+    rate = lambda m, q: res[m][q]["records"] / res[m][q]["seconds"]  # noqa: E731
+    print(f"\n{'':24}{'narrow (topic,total_size)':>28}{'all columns':>22}")
+    rows = [("decoder, 1 thread", "decoder")] + [(m, m) for m in ("local[1]", "local[2]")] + ([("cluster, 2 workers x 1", "cluster")] if "cluster" in res else [])
+    for label, key in rows:
+        print(f"{label:24}{rate(key, 'narrow'):>22,.0f} rec/s{rate(key, 'all'):>16,.0f} rec/s")
+    print()
+    for q in QUERIES:
+        two = rate("local[2]", q) / rate("local[1]", q)
+        per_core = rate("local[2]", q) / 2 / rate("decoder", q)
+        line = f"{q:7} local[2]/local[1] {two:.2f}x (goal >= 1.8x)   Spark per core / decoder 1 thread {per_core:.2f}x" + (" (goal >= 0.5x)" if q == "narrow" else "")
+        if "cluster" in res:
+            line += f"   cluster/local[2] {rate('cluster', q) / rate('local[2]', q):.2f}x"
+        print(line)
+        print(f"        a 16-core worker at this per-core rate: ~{rate('local[2]', q) / 2 * 16:,.0f} rec/s")
+    v, c = res["verify"], res["cli-verify"]
+    print(f"\nverify: rmqlab verify {c['seconds']:.1f} s (peak RSS {c['peak_rss_mib']:.0f} MiB), spark.verify local[2] {v['seconds']:.1f} s "
+          f"(driver peak RSS {v['peak_rss_mib']:.0f} MiB): {c['seconds'] / v['seconds']:.2f}x; findings {c['findings']} and {v['findings']}")
+    print(f"Spark driver peak RSS: local[1] {res['local[1]']['peak_rss_mib']:.0f} MiB, local[2] {res['local[2]']['peak_rss_mib']:.0f} MiB")
+    out = HERE / "out"
+    out.mkdir(exist_ok=True)
+    (out / "bench_spark_scaling.json").write_text(json.dumps(res, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,124 @@
+"""The sources where captures really live: a standalone cluster (two one-core workers),
+a job submitted with ``spark-submit`` shipping rmqlab as a packed environment, Spark
+Connect, and S3 read by executors that have no AWS variables of their own.
+
+Each job is a separate driver program (``jobs/read_sources.py``, one SparkContext per
+process); it writes every DataFrame as Parquet and the test compares the rows with
+what the single-process reader returns.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from tests.spark.conftest import store_root
+from tests.spark.expected import as_index_rows, as_queue_rows, assert_commitlog_rows, index_rows, queue_rows
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+JOB = Path(__file__).with_name("jobs") / "read_sources.py"
+CASES = ("clean", "crash-torn")
+SPLITS = ("7KiB", "64KiB")
+
+
+def _run(argv: list[str], out: Path, env: dict | None = None, timeout: int = 300, cwd: Path | None = None) -> dict:
+    out.mkdir(parents=True, exist_ok=True)
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env={**os.environ, **(env or {})}, cwd=cwd)
+    if done.returncode:
+        # the cause, not the JVM's stack: Python's traceback and the lines naming errors
+        lines = [ln for ln in (done.stdout + done.stderr).splitlines() if not ln.lstrip().startswith(("at ", "... ")) and " INFO " not in ln]
+        pytest.fail(f"job failed ({done.returncode}):\n" + "\n".join(lines)[-8000:])
+    return json.loads((out / "job.json").read_text())
+
+
+def _rows(path: Path) -> list[dict]:
+    rows = pq.read_table(path).to_pylist()
+    for r in rows:
+        if isinstance(r.get("properties"), list):
+            r["properties"] = dict(r["properties"])
+    return rows
+
+
+def _check(out: Path, case: str, splits=SPLITS) -> None:
+    root = store_root(case)
+    for split in splits:
+        assert_commitlog_rows(_rows(out / case / f"rocketmq-{split}"), root, where=f"{case} {split}")
+    assert as_queue_rows(_rows(out / case / "rocketmq.consumequeue")) == queue_rows(root)
+    assert as_index_rows(_rows(out / case / "rocketmq.index")) == index_rows(root)
+
+
+def _stores(uri=lambda case: str(store_root(case).resolve())) -> list[str]:
+    return [a for case in CASES for a in ("--store", f"{case}={uri(case)}")]
+
+
+def _splits(splits=SPLITS) -> list[str]:
+    return [a for s in splits for a in ("--split", s)]
+
+
+def test_sources_on_a_standalone_cluster(cluster, tmp_path):
+    _run([sys.executable, str(JOB), "--master", cluster.url, "--out", str(tmp_path), *_stores(), *_splits(),
+                "--verify", f"crash-torn={store_root('crash-torn').resolve()}"], tmp_path)
+    for case in CASES:
+        _check(tmp_path, case)
+    # rmqlab.spark.verify on the cluster: the findings of rmqlab verify --json
+    from rmqlab.cli import main
+
+    cli = subprocess.run([sys.executable, "-m", "rmqlab", "verify", "--json", str(store_root("crash-torn").resolve())], capture_output=True, text=True)
+    want = Counter((f["kind"], f["severity"], f["file"], f["offset"]) for f in json.loads(cli.stdout)["findings"])
+    got = Counter((r["kind"], r["severity"], r["file"], r["offset"]) for r in _rows(tmp_path / "crash-torn" / "verify"))
+    assert got == want and main is not None
+    # the work ran on the workers (executors log under their work dirs)
+    assert all(any((cluster.workdir / f"worker-{i}").rglob("stderr")) for i in range(cluster.workers))
+
+
+def test_spark_submit_ships_rmqlab_as_a_packed_environment(cluster, tmp_path):
+    """As the README tells cluster users: pack a venv, ship it with --archives, point
+    the workers' Python at it, and submit from a directory where ``env`` is that
+    environment too (Python data sources plan the read in a Python worker on the
+    driver, with the same ``./env/bin/python``).  The executors import rmqlab from the
+    archive."""
+    from tests.spark.cluster import packed_environment, spark_home, unpacked
+
+    cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "rmqlab-tests"
+    env_tar = packed_environment(cache)
+    (tmp_path / "env").symlink_to(unpacked(env_tar))
+    argv = [str(spark_home() / "bin" / "spark-submit"), "--master", cluster.url, "--archives", f"{env_tar}#env",
+            "--conf", "spark.pyspark.python=./env/bin/python", "--conf", f"spark.pyspark.driver.python={sys.executable}",
+            "--conf", "spark.executor.cores=1", "--conf", "spark.ui.enabled=false",
+            str(JOB), "--out", str(tmp_path), "--store", f"clean={store_root('clean').resolve()}", "--split", "16KiB"]
+    job = _run(argv, tmp_path, env={"PYSPARK_PYTHON": "./env/bin/python", "PYSPARK_DRIVER_PYTHON": sys.executable}, cwd=tmp_path)
+    _check(tmp_path, "clean", ("16KiB",))
+    assert job["rmqlab_on_executors"] and all("/env/lib/" in p and str(Path.cwd()) not in p for p in job["rmqlab_on_executors"]), job
+    assert all(Path(p).parts[-5:-3] != ("main", "rmqlab") for p in job["rmqlab_on_executors"])
+
+
+def test_spark_connect_on_the_cluster(cluster, tmp_path):
+    url = cluster.connect_server()
+    _run([sys.executable, str(JOB), "--remote", url, "--out", str(tmp_path), *_stores(), *_splits()], tmp_path)
+    for case in CASES:
+        _check(tmp_path, case)
+
+
+def test_s3_on_the_cluster_with_the_drivers_aws_variables(cluster, s3, tmp_path):
+    """The executors have no AWS variables (the cluster was started without them); the
+    driver's reach them inside the splits."""
+    job = _run([sys.executable, str(JOB), "--master", cluster.url, "--out", str(tmp_path), *_stores(s3.uri), *_splits(("64KiB",))],
+               tmp_path, env=s3.env())
+    for case in CASES:
+        _check(tmp_path, case, ("64KiB",))
+    assert job["counts"]["clean/rocketmq-64KiB"] == len(pq.read_table(tmp_path / "clean" / "rocketmq-64KiB"))
+
+
+def test_s3_on_the_cluster_with_options(cluster, s3, tmp_path):
+    opts = [a for k, v in s3.options().items() for a in ("--opt", f"{k}={v}")]
+    _run([sys.executable, str(JOB), "--master", cluster.url, "--out", str(tmp_path), "--store", f"clean={s3.uri('clean')}", "--split", "16KiB", *opts],
+         tmp_path)
+    _check(tmp_path, "clean", ("16KiB",))
