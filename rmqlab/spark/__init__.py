@@ -42,27 +42,35 @@ ISA-L (``isal``, a dependency) — ``verifyCrc=false`` skips them.  ``bench/benc
 
 Running on a cluster
 --------------------
-The Python workers import rmqlab, so install the package on every worker (the same
-version as on the driver), then submit as usual::
+The Python workers import rmqlab, so either install the package on every worker (the
+same version as on the driver) and point ``spark.pyspark.python`` at it, or ship it
+with the job as a packed environment (what ``tests/spark/test_cluster.py`` does)::
 
-    # on every node (or bake it into the image / a shared venv)
-    pip install /path/to/rmqlab            # or: pip install rmqlab==X.Y
-
-    spark-submit --master yarn \\
-        --conf spark.pyspark.python=/opt/venvs/rmqlab/bin/python \\
-        --conf spark.sql.files.maxPartitionBytes=134217728 \\
-        my_scan.py hdfs://namenode:8020/captures/broker-a/store
-
-    # without installing on the nodes: ship a packed venv with the job
-    #   venv-pack -o rmqlab-env.tar.gz
-    #   spark-submit --archives rmqlab-env.tar.gz#env \\
-    #       --conf spark.pyspark.python=./env/bin/python my_scan.py ...
+    python -m venv --copies rmqlab-env && rmqlab-env/bin/pip install rmqlab 'pandas>=2,<3'
+    venv-pack -p rmqlab-env -o rmqlab-env.tar.gz    # gzip: Spark unpacks a plain .tar without file modes
+    ln -s "$PWD/rmqlab-env" env                     # the driver plans Python data sources with ./env too
+    PYSPARK_PYTHON=./env/bin/python spark-submit --master spark://host:7077 \
+        --archives rmqlab-env.tar.gz#env --conf spark.pyspark.python=./env/bin/python \
+        --conf spark.pyspark.driver.python=$(which python) my_scan.py /shared/store
 
 where ``my_scan.py`` calls ``rmqlab.spark.register(spark)`` and reads with
 ``spark.read.format("rocketmq")``.  The store must be on storage every worker can
-read (HDFS, S3 — pyarrow needs ``libhdfs``/``HADOOP_HOME`` for HDFS and the usual
-AWS credentials for S3 — or the same NFS path everywhere).  ``splitSize`` (default
-128MiB) sets the partitions: a 1 GiB commitlog file makes 8 tasks.
+read: the same mount everywhere, HDFS (pyarrow needs ``libhdfs``/``HADOOP_HOME``), or
+S3.  ``splitSize`` (default 128MiB) sets the partitions: a 1 GiB commitlog file
+makes 8 tasks.
+
+Spark Connect works the same (``SparkSession.builder.remote("sc://host:15002")``,
+``pip install 'rmqlab[connect]'`` on the client); the server's ``PYSPARK_PYTHON`` must
+import rmqlab, since it plans the reads.
+
+S3: the options ``fs.s3.endpoint`` (``host:port``), ``fs.s3.region``, ``fs.s3.scheme``,
+``fs.s3.accessKey``, ``fs.s3.secretKey``, ``fs.s3.sessionToken`` — each not given is
+taken from the driver's ``AWS_*`` variables — are resolved on the driver and carried
+by every split to the executors (see :mod:`rmqlab.spark._paths`), so executors need
+no credentials of their own; without any setting, pyarrow reads each executor's own
+environment (``spark.executorEnv.AWS_ACCESS_KEY_ID`` and so on, or an instance role).
+
+:func:`verify` runs ``rmqlab verify``'s checks as a Spark job (a DataFrame of findings).
 
 Java 17
 -------

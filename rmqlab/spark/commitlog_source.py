@@ -149,6 +149,15 @@ class CommitLogDataSource(DataSource):
         bytes per partition (default 128MiB; ``64MiB`` style accepted).  A split owns
         the records that start inside it and finds its first record by
         resynchronisation; any split size gives exactly the rows of whole-file scans.
+    ``fs.s3.endpoint``, ``fs.s3.region``, ``fs.s3.scheme``, ``fs.s3.accessKey``, ``fs.s3.secretKey``, ``fs.s3.sessionToken``
+        for ``s3://`` paths (the other sources take them too): ``host:port`` of an
+        S3-compatible server, its region, ``http`` or ``https``, and credentials; each
+        not given comes from the driver's ``AWS_ENDPOINT_URL_S3``/``AWS_ENDPOINT_URL``,
+        ``AWS_REGION``/``AWS_DEFAULT_REGION``, ``AWS_ACCESS_KEY_ID``,
+        ``AWS_SECRET_ACCESS_KEY``, ``AWS_SESSION_TOKEN``.  Resolved on the driver and
+        carried to the executors in the splits: executors need no AWS variables (the
+        alternative, when no setting is given here or on the driver, is to give them
+        their own: ``spark.executorEnv.AWS_ACCESS_KEY_ID`` etc., or an instance role).
 
     Each file is scanned on its own (a BLANK ends a file; a zero tail is skipped), so
     the rows are those of :meth:`rmqlab.store.commitlog.CommitLog.walk` on a store
