@@ -91,6 +91,18 @@ class Processes:
                 proc.wait(10)
         self.procs = []
 
+    def stop_one(self, name: str) -> None:
+        """Stop one process (its application gives the workers' cores back)."""
+        for n, proc, _ in self.procs:
+            if n == name and proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)
+                try:
+                    proc.wait(30)
+                except subprocess.TimeoutExpired:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    proc.wait(10)
+        self.procs = [p for p in self.procs if p[0] != name]
+
     def alive(self) -> list[str]:
         return [name for name, proc, _ in self.procs if proc.poll() is None]
 
@@ -114,7 +126,9 @@ class StandaloneCluster(Processes):
         self.workers = workers
 
     def connect_server(self) -> str:
-        """Start a Spark Connect server whose jobs run on this cluster; its URL."""
+        """Start a Spark Connect server whose jobs run on this cluster; its URL.  Its
+        application holds every worker core while it runs: ``stop_one("connect")``
+        before another job needs them."""
         port = free_port()
         self.start("connect", [str(spark_home() / "sbin" / "start-connect-server.sh"), "--master", self.url,
                                "--conf", f"spark.connect.grpc.binding.port={port}", "--conf", "spark.connect.grpc.binding.address=127.0.0.1",

@@ -102,7 +102,10 @@ def test_spark_submit_ships_rmqlab_as_a_packed_environment(cluster, tmp_path):
 
 def test_spark_connect_on_the_cluster(cluster, tmp_path):
     url = cluster.connect_server()
-    _run([sys.executable, str(JOB), "--remote", url, "--out", str(tmp_path), *_stores(), *_splits()], tmp_path)
+    try:
+        _run([sys.executable, str(JOB), "--remote", url, "--out", str(tmp_path), *_stores(), *_splits()], tmp_path)
+    finally:
+        cluster.stop_one("connect")  # its application holds the workers' cores
     for case in CASES:
         _check(tmp_path, case)
 
