@@ -165,17 +165,15 @@ class ChecksReader(DataSourceReader):
                 reached = np.unpackbits(ix.reached)[: ix.count].astype(bool)
                 for e in (np.flatnonzero(~reached[1:]) + 1).tolist():
                     rows.append(("unreached", None, None, str(f.path), e, None, None, None))
-                rows.append(_summary("index", str(f.path), index=unit.index, entries=ix.count - 1, end_phy=int(f.header.end_phy_offset)))
+                rows.append(_summary("index", str(f.path), index=unit.index, end_phy=int(f.header.end_phy_offset)))
             elif unit.part == "queues":
                 min_off = v.store.commitlog.min_offset
                 for topic, qid in unit.queues:
-                    before = v.n_cq_entries
                     Q = v.prepare_queue(QueueId(topic, qid), min_off)
                     if Q is None:
                         continue
                     files = [(f.file_from_offset, len(f.buf), str(f.path)) for f in Q.cq.queue.files]
-                    rows.append(_summary("queue", str(Q.cq.directory), topic=topic, queue_id=qid, lo=Q.lo, hi=Q.hi,
-                                         entries=v.n_cq_entries - before, files=files))
+                    rows.append(_summary("queue", str(Q.cq.directory), topic=topic, queue_id=qid, lo=Q.lo, hi=Q.hi, files=files))
         finally:
             v.store.close()
         for finding, phy in v.raw:
@@ -372,8 +370,7 @@ class _Job:
         if late:  # walked after the log ended: RocketMQ's walk is over, no torn last record there
             found = found.where(~((F.col("kind") == "TORN_RECORD") & F.col("file").isin(late)))
         records = self.persist(self.load("rocketmq.dispatch"))
-        n, max_ts = records.agg(F.count(F.lit(1)), F.max("store_timestamp")).first()
-        drv.max_store_ts = max_ts or 0
+        drv.max_store_ts = records.agg(F.max("store_timestamp")).first()[0] or 0
         parts = [found, self.queue_entries(records), self.queue_offsets(records)]
         if self.indexes or drv.cfg.message_index_enable:
             parts.append(self.index_entries(records, checks))
@@ -381,13 +378,10 @@ class _Job:
         drv.check_state()
         self.delay_offsets()
         drv.check_timers()
-        stats = dict(records=n, log_end=drv.log_end, commitlog_files=len(logs), consume_queues=len(self.queues),
-                     cq_entries=sum(i["entries"] for _, i in self.queues), index_files=len(self.indexes),
-                     index_entries=sum(i["entries"] for _, i in self.indexes))
         out = parts[0]
         for p in parts[1:]:
             out = out.unionByName(p)
-        return self.finish(out, stats)
+        return self.finish(out)
 
     # -- where the log ends ---------------------------------------------------------------------
     def end_of_log(self, logs: list[dict]) -> list[str]:
@@ -553,7 +547,7 @@ class _Job:
         return found
 
     # -- the findings --------------------------------------------------------------------------------
-    def finish(self, found, stats: dict | None = None):
+    def finish(self, found):
         """Everything found, as ``rmqlab verify --json`` lists it: dead bytes, the cap
         per kind and file, what recovery makes of CQ_BEHIND and INDEX_MISSING."""
         from pyspark.sql import Window
@@ -581,7 +575,6 @@ class _Job:
         complete_findings(completed, self.root, self.config)
         extra = self.spark.createDataFrame([(f.kind, f.severity, f.file, f.offset, f.message) for f in completed], FINDINGS_SCHEMA)
         result = listed.unionByName(more).unionByName(extra).orderBy("file", F.col("offset").asc_nulls_first(), "kind").localCheckpoint(eager=True)
-        self.stats = stats or {}
         return result
 
 

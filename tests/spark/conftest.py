@@ -36,10 +36,9 @@ def _java_ok() -> bool:
         return False
 
 
-@pytest.fixture(scope="session")
-def spark():
-    # In CI (and with RMQLAB_REQUIRE_SPARK=1) a missing pyspark or Java fails the run:
-    # a green suite that skipped Spark would not be green.
+def _require_spark_and_java() -> None:
+    """Skip without pyspark or Java; in CI (and with RMQLAB_REQUIRE_SPARK=1) fail
+    instead: a green suite that skipped Spark would not be green."""
     required = bool(os.environ.get("CI") or os.environ.get("RMQLAB_REQUIRE_SPARK"))
     try:
         import pyspark  # noqa: F401
@@ -52,6 +51,11 @@ def spark():
         if required:
             pytest.fail(message)
         pytest.skip(message)
+
+
+@pytest.fixture(scope="session")
+def spark():
+    _require_spark_and_java()
     from rmqlab.spark.session import local_spark
 
     session = local_spark(2, "rmqlab-tests", shuffle_partitions=2)
@@ -68,20 +72,6 @@ def s3():
     server = S3Server(("clean", "crash-torn"))
     yield server
     server.stop()
-
-
-def _require_spark_and_java() -> None:
-    required = bool(os.environ.get("CI") or os.environ.get("RMQLAB_REQUIRE_SPARK"))
-    try:
-        import pyspark  # noqa: F401
-    except ImportError:
-        if required:
-            pytest.fail("pyspark is not installed (pip install -e '.[dev]')")
-        pytest.skip("pyspark is not installed")
-    if not _java_ok():
-        if required:
-            pytest.fail("Spark needs Java 17: install it or set JAVA_HOME (see rmqlab.spark docs)")
-        pytest.skip("Spark needs Java 17")
 
 
 @pytest.fixture(scope="session")

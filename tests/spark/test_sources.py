@@ -8,8 +8,8 @@ import base64
 import numpy as np
 import pytest
 from tests.spark.conftest import ALL_CASES, DAMAGED, store_root
+from tests.spark.expected import commitlog_rows, queue_rows
 
-from rmqlab.format.record import RecordError
 from rmqlab.store import open_store
 
 pytestmark = pytest.mark.spark
@@ -27,16 +27,7 @@ def test_arrow_schema_is_exactly_what_spark_expects():
 
 
 def _expected(case):
-    store = open_store(store_root(case))
-    out = []
-    for item in store.commitlog.walk():
-        if isinstance(item, RecordError):
-            out.append({"kind": item.kind, "error": str(item)})
-            continue
-        d = item.to_dict()
-        d.update(kind=item.kind, file=item.file)
-        out.append(d)
-    return out
+    return commitlog_rows(store_root(case))
 
 
 @pytest.mark.parametrize("case", ALL_CASES)
@@ -158,12 +149,7 @@ def test_bad_option_is_a_clear_error(spark):
 def test_consumequeue_rows_equal_the_reader(spark, case):
     root = store_root(case)
     rows = sorted(tuple(r) for r in spark.read.format("rocketmq.consumequeue").load(str(root)).collect())
-    store = open_store(root)
-    exp = []
-    for q in store.queue_ids():
-        for e in store.consume_queue(q.topic, q.queue_id).entries():
-            exp.append((q.topic, q.queue_id, e.queue_offset, e.commitlog_offset, e.size, e.tags_code))
-    assert rows == sorted(exp)
+    assert rows == queue_rows(root)
 
 
 def test_index_rows_equal_the_index_files(spark):
