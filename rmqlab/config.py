@@ -33,6 +33,10 @@ class MessageStoreConfig:
     """The settings rmqlab understands (Java ``MessageStoreConfig``), with Java's defaults."""
 
     store_path_root_dir: str = ""  # storePathRootDir
+    #: storePathCommitLog: "" is Java's default, the root's commitlog/; several directories
+    #: joined by "," (MixAll.MULTI_PATH_SPLITTER) make a MultiPathMappedFileQueue log
+    store_path_commit_log: str = ""
+    read_only_commit_log_store_paths: str = ""  # readOnlyCommitLogStorePaths: more directories of the same log
     mapped_file_size_commit_log: int = 1024 * 1024 * 1024  # mappedFileSizeCommitLog
     mapped_file_size_consume_queue: int = DEFAULT_MAPPED_FILE_SIZE_CONSUME_QUEUE  # mappedFileSizeConsumeQueue
     max_hash_slot_num: int = DEFAULT_MAX_HASH_SLOT_NUM  # maxHashSlotNum
@@ -121,6 +125,8 @@ class MessageStoreConfig:
         out = {}
         for java, py in self.java_names().items():
             v = getattr(self, py)
+            if v == "" and py in _DEFAULT_WHEN_EMPTY:
+                continue  # not set: RocketMQ's default (a path under the root) stays
             out[java] = ("true" if v else "false") if isinstance(v, bool) else str(v)
         out.update(self.extra)
         return out
@@ -137,6 +143,9 @@ class MessageStoreConfig:
 
         return index_file_size(self.max_hash_slot_num, self.max_index_num)
 
+
+#: path settings whose empty value means "RocketMQ's default", left out of a broker.conf
+_DEFAULT_WHEN_EMPTY = ("store_path_root_dir", "store_path_commit_log", "read_only_commit_log_store_paths")
 
 # Java names that do not follow the snake→camel rule.
 JAVA_NAME_OVERRIDES = {"enabled_append_prop_crc": "enabledAppendPropCRC", "check_crc_on_recover": "checkCRCOnRecover"}

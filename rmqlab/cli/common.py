@@ -48,6 +48,26 @@ def add_store_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--consumequeue-file-size", type=CONSUMEQUEUE_FILE_SIZE, metavar="BYTES", help="mappedFileSizeConsumeQueue")
     p.add_argument("--max-hash-slot-num", type=number(1, what="a slot count"), metavar="N", help="maxHashSlotNum")
     p.add_argument("--max-index-num", type=number(2, what="an index entry count"), metavar="N", help="maxIndexNum")
+    p.add_argument("--commitlog-dir", action="append", metavar="DIR",
+                   help="a directory of a log spread over several (storePathCommitLog=/d1/commitlog,/d2/commitlog; readOnlyCommitLogStorePaths); "
+                        "repeat it for each; STORE/commitlog/ is read with them. Default: from --config, else STORE/commitlog/")
+
+
+def log_paths(args: argparse.Namespace, cfg: MessageStoreConfig | None) -> MessageStoreConfig | None:
+    """``cfg`` with the log's directories set from ``--commitlog-dir`` (which win over
+    --config's, whose paths are the broker's): STORE/commitlog/ first when it is a
+    directory, then each one given.  ``cfg`` unchanged when none is given."""
+    given = getattr(args, "commitlog_dir", None)
+    if not given:
+        return cfg
+    dirs: list[str] = []
+    own = Path(args.store) / COMMITLOG_DIR
+    for d in ([str(own)] if own.is_dir() else []) + list(given):
+        if not Path(d).is_dir():
+            raise StoreLayoutError(d, None, "--commitlog-dir: not a directory")
+        if all(Path(d).resolve() != Path(x).resolve() for x in dirs):
+            dirs.append(d)
+    return (cfg or MessageStoreConfig()).replace(store_path_commit_log=",".join(dirs), read_only_commit_log_store_paths="")
 
 
 #: the size settings a store's files are read with: each one's Java name and flag
@@ -62,7 +82,7 @@ SIZE_SETTINGS = {
 def config_from_args(args: argparse.Namespace) -> MessageStoreConfig | None:
     """--config and the size flags; ``None`` means: infer everything from the files.
     See :func:`sizes_from_args`."""
-    if not getattr(args, "config", None) and all(getattr(args, attr, None) is None for _, _, attr in SIZE_SETTINGS.values()):
+    if not getattr(args, "config", None) and not getattr(args, "commitlog_dir", None) and all(getattr(args, attr, None) is None for _, _, attr in SIZE_SETTINGS.values()):
         return None
     return sizes_from_args(args)[0]
 
@@ -95,9 +115,10 @@ def sizes_from_args(args: argparse.Namespace) -> tuple[MessageStoreConfig, dict[
             n, where = given["max_hash_slot_num"]
             given["max_index_num"] = (4 * n, f"4 x maxHashSlotNum (Java's default ratio; maxHashSlotNum {where})")
         index_sizes = (given["max_hash_slot_num"][0], given["max_index_num"][0])
-    inferred, sources = infer_sizes(args.store, index_sizes=index_sizes)
+    paths = log_paths(args, cfg)
+    inferred, sources = infer_sizes(args.store, index_sizes=index_sizes, paths=paths)
     out = {java: given[py][1] if py in given else sources[py] for py, (java, _, _) in SIZE_SETTINGS.items()}
-    base = cfg or inferred
+    base = paths or inferred
     return base.replace(**{py: given[py][0] if py in given else getattr(inferred, py) for py in SIZE_SETTINGS}, store_path_root_dir=str(args.store)), out
 
 
@@ -137,26 +158,27 @@ def progress_bar(args: argparse.Namespace, total: int, what: str):
         bar.close()
 
 
-def commitlog_bytes(root) -> int:
+def commitlog_bytes(root, config: MessageStoreConfig | None = None) -> int:
     """The bytes of a store's commitlog files (the total a pass over the log advances through)."""
-    d = Path(root) / COMMITLOG_DIR
+    from ..store.layout import commitlog_dirs
+
     try:
-        return sum(p.stat().st_size for p in d.iterdir() if p.is_file() and p.name.isdigit())
-    except OSError:
+        return sum(p.stat().st_size for d in commitlog_dirs(root, config) for p in d.iterdir() if p.is_file() and p.name.isdigit())
+    except (OSError, StoreLayoutError):
         return 0
 
 
 def open_from_args(args: argparse.Namespace, *, strict: bool = True) -> StoreReader:
     """Open STORE read-only with sizes from --config / size flags / the files, for a
-    command that answers from the log: a store whose log is not the files of
-    ``commitlog/`` (DLedger, several directories) is refused with the reason rather
+    command that answers from the log: a store whose log is not records in commitlog
+    files (DLedger) is refused with the reason rather
     than answered from the wrong bytes."""
     from ..store.layout import recognise
 
     config = config_from_args(args)
     elsewhere = Path(args.store).is_dir() and recognise(args.store, config).log_elsewhere
     if elsewhere:
-        raise StoreLayoutError(args.store, None, f"{elsewhere}; rmqlab does not read that log yet, so it does not answer from it (`rmqlab info` lists what it recognises)")
+        raise StoreLayoutError(args.store, None, f"{elsewhere}; rmqlab does not answer from a log it cannot read whole (`rmqlab info` lists what it recognises)")
     return StoreReader(args.store, config, strict=strict)
 
 

@@ -49,7 +49,7 @@ def selected(rec: Record, args) -> bool:
 def run(args) -> int:
     if args.start is not None and args.end is not None and args.end <= args.start:
         raise RmqlabError(f"--to {args.end} is not after --from {args.start}: nothing to dump")
-    with open_from_args(args) as store, progress_bar(args, commitlog_bytes(args.store), "dump") as bar:
+    with open_from_args(args) as store, progress_bar(args, commitlog_bytes(args.store, store.config), "dump") as bar:
         progress = bar or Silent()
         # RocketMQ serves the log up to where its recovery ends it (the last file's chain,
         # up to its first record that fails its CRC): what lies after is not listed

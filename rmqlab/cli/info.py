@@ -21,7 +21,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 def run(args) -> int:
     cfg, sources = sizes_from_args(args)
-    with StoreReader(args.store, cfg, strict=False) as store, progress_bar(args, 0 if args.no_scan else commitlog_bytes(args.store), "info") as bar:
+    with StoreReader(args.store, cfg, strict=False) as store, progress_bar(args, 0 if args.no_scan else commitlog_bytes(args.store, cfg), "info") as bar:
         s = summarize(store, scan=not args.no_scan, progress=bar)
     if args.json:
         print_json(dict(s.to_dict(), size_sources=sources))

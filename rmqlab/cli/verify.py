@@ -26,7 +26,7 @@ def run(args) -> int:
     from ..recovery.consequences import complete_findings
 
     config = config_from_args(args)
-    with progress_bar(args, commitlog_bytes(args.store), "verify") as bar:
+    with progress_bar(args, commitlog_bytes(args.store, config), "verify") as bar:
         rep = verify_store(args.store, config, progress=bar)
     complete_findings(rep.findings, args.store, config)
     if args.errors_only:

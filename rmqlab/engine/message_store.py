@@ -212,6 +212,11 @@ class MessageStore:
         self.sync_flush = self.config.flush_disk_type == SYNC_FLUSH
         if self.config.flush_disk_type not in (SYNC_FLUSH, ASYNC_FLUSH):
             raise StoreLayoutError(self.root, None, f"flushDiskType {self.config.flush_disk_type!r} is neither ASYNC_FLUSH nor SYNC_FLUSH")
+        if "," in self.config.store_path_commit_log or self.config.read_only_commit_log_store_paths.strip():
+            # MultiPathMappedFileQueue.tryCreateMappedFile's placement is not modelled: a
+            # write here would put every new file in commitlog/, silently
+            raise StoreLayoutError(self.root, None, "the engine writes one commitlog directory; a log over several (storePathCommitLog / "
+                                   "readOnlyCommitLogStorePaths) is read, verified and recovered, not written")
         self.append_prop_crc = self.config.enabled_append_prop_crc
         self.validator = Validator(self.config)
         # lock order: _reput_lock before _lock, never the other way round

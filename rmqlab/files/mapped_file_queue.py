@@ -4,6 +4,13 @@ CommitLog and ConsumeQueue directories hold files whose names are the 20-digit,
 zero-padded offset of their first byte.  Every file but the last must have the
 configured size; a zero-length last file is ignored (Java ``MappedFileQueue.load``
 skips it); names must be exactly one file size apart.
+
+A log may be spread over several directories (Java ``MultiPathMappedFileQueue``, a
+broker's ``storePathCommitLog=/d1/commitlog,/d2/commitlog`` plus
+``readOnlyCommitLogStorePaths``): its ``load`` lists the files of every directory
+and loads them as one queue, ordered by name, so a queue here takes a list of
+directories too.  The same name in two directories is a problem (RocketMQ would map
+both and fail the order check).
 """
 
 from __future__ import annotations
@@ -12,6 +19,7 @@ import bisect
 import os
 import re
 from pathlib import Path
+from typing import Sequence
 
 from ..errors import StoreLayoutError
 from .mapped_file import MappedFile
@@ -32,19 +40,32 @@ class MappedFileQueue:
     what does not follow the rules (in strict mode the first one is raised).
     """
 
-    def __init__(self, directory: str | os.PathLike, mapped_file_size: int | None = None, *, strict: bool = True):
-        self.directory = Path(directory)
+    def __init__(self, directory: str | os.PathLike | Sequence[str | os.PathLike], mapped_file_size: int | None = None, *, strict: bool = True):
+        dirs = [Path(directory)] if isinstance(directory, (str, os.PathLike)) else [Path(d) for d in directory]
+        if not dirs:
+            raise ValueError("a mapped file queue needs at least one directory")
+        #: every directory the files come from; ``directory``: the first (the only one, usually)
+        self.directories = dirs
+        self.directory = dirs[0]
         self.problems: list[StoreLayoutError] = []
         self.ignored: list[Path] = []
         self.files: list[MappedFile] = []
-        if not self.directory.is_dir():
-            raise StoreLayoutError(self.directory, None, "not a directory")
         entries = []
-        for p in sorted(self.directory.iterdir()):
-            if p.is_file() and _NAME.match(p.name):
-                entries.append((int(p.name), p))
-            elif p.is_file():
-                self.ignored.append(p)
+        seen: dict[int, Path] = {}
+        for d in dirs:
+            if not d.is_dir():
+                raise StoreLayoutError(d, None, "not a directory")
+            for p in sorted(d.iterdir()):
+                if p.is_file() and _NAME.match(p.name):
+                    start = int(p.name)
+                    if start in seen:
+                        self._problem(p, None, f"{seen[start]} has the same name: one offset in two directories of the log", strict)
+                        self.ignored.append(p)
+                        continue
+                    seen[start] = p
+                    entries.append((start, p))
+                elif p.is_file():
+                    self.ignored.append(p)
         entries.sort()
         self.mapped_file_size = mapped_file_size or self._infer_size(entries)
         for i, (start, path) in enumerate(entries):

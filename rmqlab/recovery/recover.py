@@ -71,7 +71,7 @@ from ..format.record import decode_record
 from ..store.consume_queue import CQ_DTYPE
 from ..rules import ABORT_FILE, CHECKPOINT_FILE, COMMITLOG_DIR, CONSUMEQUEUE_DIR, INDEX_DIR, LOCK_FILE, goes_to_consume_queue, goes_to_index
 from ..files.extent import data_regions, nonzero_extent, nonzero_past, zero_runs
-from ..store.layout import recognise
+from ..store.layout import commitlog_dirs, recognise
 from ..store.reader import infer_config, lock_state
 from .report import UNREADABLE, CutRange, GroupLoss, IndexChange, LostRecord, QueueChange, QueueShort, RecoveryReport, StopPoint
 from ..scan.acceptance import FileScan, scan_file
@@ -332,8 +332,9 @@ class _Planner:
         """Java ``DefaultMessageStore.load`` then ``recover``, read-only, step by step."""
         t0 = time.perf_counter()
         root, log = self.root, self.log
-        if not (root / COMMITLOG_DIR).is_dir():
-            raise StoreLayoutError(root, None, "no commitlog/ directory: not a RocketMQ store root")
+        self.log_dirs = commitlog_dirs(root, self.cfg)
+        if not self.log_dirs[0].is_dir():
+            raise StoreLayoutError(root, None, "no commitlog/ directory: not a RocketMQ store root (a log kept elsewhere: --commitlog-dir)")
         abort = (root / ABORT_FILE).exists()
         mode = "abnormal" if abort else "normal"
         reason = "abort file present: the last exit was not clean" if abort else "no abort file: the last exit was clean"
@@ -371,9 +372,10 @@ class _Planner:
         return plan
 
     def _load_commitlog(self, plan: RecoveryPlan) -> None:
-        """Java ``MappedFileQueue.load``: an empty last file is deleted, a file of the
-        wrong size makes the load fail."""
-        clq = MappedFileQueue(self.root / COMMITLOG_DIR, self.cfg.mapped_file_size_commit_log, strict=False)
+        """Java ``MappedFileQueue.load`` (``MultiPathMappedFileQueue.load`` over every
+        directory of a spread log): an empty last file is deleted, a file of the wrong
+        size makes the load fail."""
+        clq = MappedFileQueue(self.log_dirs, self.cfg.mapped_file_size_commit_log, strict=False)
         plan.empty_last = [p for p in clq.ignored if p.stat().st_size == 0]
         for p in clq.problems:
             plan.report.load_ok = False
@@ -1025,13 +1027,21 @@ class _Sidecar:
         self.dir = directory
         self.entries: list[dict] = []
 
+    def _rel(self, path: Path) -> Path:
+        """Where a file is in the store: relative to its root, or, for a directory of the
+        log outside it (storePathCommitLog), its absolute path under ``outside-root/``."""
+        try:
+            return path.relative_to(self.root)
+        except ValueError:
+            return Path("outside-root", *path.resolve().parts[1:])
+
     def save(self, path: Path, offset: int, length: int, why: str) -> str | None:
         if self.dir is None or length <= 0:
             return None
         with open(path, "rb") as fh:
             fh.seek(offset)
             data = fh.read(length)
-        rel = path.relative_to(self.root)
+        rel = self._rel(path)
         dest = self.dir / f"{rel}@{offset}"
         dest.parent.mkdir(parents=True, exist_ok=True)
         dest.write_bytes(data)
@@ -1044,7 +1054,7 @@ class _Sidecar:
         size = path.stat().st_size
         ext = nonzero_extent(path, 0)
         if ext is None:
-            rel = path.relative_to(self.root)
+            rel = self._rel(path)
             self.entries.append({"file": str(rel), "offset": 0, "length": 0, "file_size": size, "sha256": None, "saved_as": None, "why": why + " (all zeros: nothing to save)"})
             return None
         return self.save(path, 0, ext[1], why + f" (file was {size} bytes; saved up to its last non-zero byte)")
@@ -1062,8 +1072,7 @@ class _Sidecar:
 def _apply(rep: RecoveryReport, plan: RecoveryPlan, target: Path, cfg: MessageStoreConfig, sidecar: _Sidecar, *, clock, zero_tail: bool, mark_clean: bool) -> None:
     from ..writers.dispatch import CommitLogDispatcher
 
-    def t(p: Path) -> Path:  # the same file in the target store
-        return target / p.relative_to(Path(rep.root))
+    t = _in_target(plan, target)
 
     # 1. what RocketMQ's load deletes: an empty last commitlog file
     for p in plan.empty_last:
@@ -1315,6 +1324,7 @@ def apply(
             raise StoreLayoutError(target, None, "--out directory already exists; give a new path")
         plan.close()
         shutil.copytree(root, target)
+        _gather_log(plan, target, rep)
         rep.applied, rep.target = "copy", str(target)
         side = _Sidecar(target, Path(sidecar) if sidecar else None)
     else:
@@ -1422,11 +1432,59 @@ def _pad_short_index_files(target: Path, plan: RecoveryPlan, cfg: MessageStoreCo
                 fh.truncate(cfg.index_file_size)
 
 
+def _in_target(plan: RecoveryPlan, target: Path):
+    """The function from a file of the planned store to the same file in ``target``: the
+    store itself (in place) or its copy, where every file of the log is in commitlog/
+    (see :func:`_gather_log`)."""
+    root = Path(plan.report.root)
+    log_dirs = {Path(d).resolve() for d in plan.commitlog.directories} if plan.commitlog is not None else set()
+
+    def t(p: Path) -> Path:
+        p = Path(p)
+        if target == root:
+            return p
+        if p.parent.resolve() in log_dirs:
+            return target / COMMITLOG_DIR / p.name
+        return target / p.relative_to(root)
+
+    return t
+
+
+def _gather_log(plan: RecoveryPlan, target: Path, rep: RecoveryReport) -> None:
+    """A copy (``--out``) of a store whose log spans several directories keeps the whole
+    log in its ``commitlog/``: RocketMQ's ``MultiPathMappedFileQueue.load`` only lists the
+    directories' files, so where each file lies is placement, not content, and the copy
+    is a store RocketMQ (and rmqlab) load without ``storePathCommitLog``."""
+    if plan.commitlog is None or len(plan.commitlog.directories) < 2 and plan.commitlog.directory.resolve() == (Path(rep.root) / COMMITLOG_DIR).resolve():
+        return
+    root = Path(rep.root)
+    own = (root / COMMITLOG_DIR).resolve()
+    dest = target / COMMITLOG_DIR
+    dest.mkdir(exist_ok=True)
+    moved = []
+    for d in plan.commitlog.directories:
+        if d.resolve() == own:
+            continue
+        for f in sorted(d.iterdir()):
+            if not (f.is_file() and f.name.isdigit()):
+                continue
+            if f.resolve().is_relative_to(root.resolve()):  # copied with the root: moved into commitlog/
+                shutil.move(target / f.relative_to(root), dest / f.name)
+            else:
+                shutil.copy2(f, dest / f.name)
+            moved.append(f.name)
+        if d.resolve().is_relative_to(root.resolve()) and (target / d.relative_to(root)).is_dir():
+            shutil.rmtree(target / d.relative_to(root))
+    rep.notes.append(f"the log's {len(plan.commitlog.directories)} directories ({', '.join(str(d) for d in plan.commitlog.directories)}) are one log; "
+                     f"the copy keeps all of it in {COMMITLOG_DIR}/ ({len(moved)} file(s) gathered), a store that loads without storePathCommitLog")
+
+
 def _pad_short_files(target: Path, plan: RecoveryPlan, cfg: MessageStoreConfig) -> None:
     """A short last commitlog file is zero-extended to the configured size (what Java's
     mapping of it would show) so that the recovered store loads."""
+    t = _in_target(plan, target)
     for f in plan.files:
-        p = target / COMMITLOG_DIR / f.path.name
+        p = t(f.path)
         if p.exists() and 0 < p.stat().st_size < cfg.mapped_file_size_commit_log:
             with open(p, "r+b") as fh:
                 fh.truncate(cfg.mapped_file_size_commit_log)

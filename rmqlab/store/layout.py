@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..config import MessageStoreConfig
+from ..errors import StoreLayoutError
 from ..rules import (ABORT_FILE, CHECKPOINT_FILE, COMMITLOG_DIR, CONFIG_DIR, CONSUMEQUEUE_DIR, CONSUMER_OFFSET_FILE, DELAY_OFFSET_FILE, INDEX_DIR,
                      LMQ_CONSUMER_OFFSET_FILE, LMQ_PREFIX, LOCK_FILE, SUBSCRIPTION_GROUP_FILE, TIMER_CHECK_FILE, TIMER_LOG_DIR, TIMER_WHEEL_FILE, TOPICS_FILE)
 
@@ -77,8 +78,10 @@ class StoreLayout:
     parts: list[Part] = field(default_factory=list)
     #: topics whose consume queues rmqlab does not check, with the reason (LMQ, ext, batch)
     unchecked_topics: dict[str, str] = field(default_factory=dict)
-    #: why the log is not (only) the files of ``commitlog/`` (DLedger, several directories); None: it is
+    #: why the log is not records in commitlog files (DLedger); None: it is
     log_elsewhere: str | None = None
+    #: the directories the log is read from (:func:`commitlog_dirs`)
+    commitlog_dirs: list[str] = field(default_factory=list)
     #: consume queues live in a RocksDB instance in ``consumequeue/`` (storeType=defaultRocksDB)
     rocksdb_consume_queue: bool = False
 
@@ -91,7 +94,7 @@ class StoreLayout:
 
     def to_dict(self) -> dict:
         return {"root": self.root, "parts": [p.to_dict() for p in self.parts], "unchecked_topics": self.unchecked_topics,
-                "log_elsewhere": self.log_elsewhere, "rocksdb_consume_queue": self.rocksdb_consume_queue}
+                "log_elsewhere": self.log_elsewhere, "commitlog_dirs": self.commitlog_dirs, "rocksdb_consume_queue": self.rocksdb_consume_queue}
 
 
 def _is_rocksdb(file_names: set[str]) -> bool:
@@ -187,17 +190,36 @@ def _consumequeue_parts(d: Path, lay: StoreLayout) -> list[Part]:
     return out
 
 
-def _commitlog_dirs(settings: dict[str, str] | None) -> list[str]:
-    """The directories of a log spread over several (MessageStoreConfig.getStorePathCommitLog
-    split on MixAll.MULTI_PATH_SPLITTER, as CommitLog picks MultiPathMappedFileQueue only
-    then, and ``readOnlyCommitLogStorePaths``); none for a single ``storePathCommitLog``:
-    that is the store's commitlog/, wherever the broker.conf of a copied capture says
-    it was."""
-    if not settings:
-        return []
-    paths = [s.strip() for s in (settings.get("storePathCommitLog") or "").split(",") if s.strip()]
-    read_only = [s.strip() for s in (settings.get("readOnlyCommitLogStorePaths") or "").split(",") if s.strip()]
-    return (paths if len(paths) > 1 else []) + read_only
+def _split(paths: str) -> list[str]:
+    """MixAll.MULTI_PATH_SPLITTER (",") separates the directories of one setting."""
+    return [x.strip() for x in (paths or "").split(",") if x.strip()]
+
+
+def commitlog_dirs(root: str | os.PathLike, config: MessageStoreConfig | None = None) -> list[Path]:
+    """The directories the log of the store at ``root`` is read from, as RocketMQ's
+    ``CommitLog`` chooses its queue: ``storePathCommitLog`` naming several directories
+    (split on ``MixAll.MULTI_PATH_SPLITTER``) or ``readOnlyCommitLogStorePaths`` make a
+    ``MultiPathMappedFileQueue`` over all of them (``load`` lists every one); otherwise
+    one directory, the root's ``commitlog/``.  A single ``storePathCommitLog`` is read
+    only when the root has no ``commitlog/``: the broker.conf of a copied capture names
+    the broker's path, and the copy is under the root.  A directory of a spread log
+    that is not here is an error naming it (``--commitlog-dir`` gives the copies)."""
+    root = Path(root)
+    default = root / COMMITLOG_DIR
+    paths = _split(config.store_path_commit_log) if config is not None else []
+    read_only = _split(config.read_only_commit_log_store_paths) if config is not None else []
+    if len(paths) + len(read_only) <= 1 and not read_only:
+        single = Path(paths[0]) if paths else default
+        return [single if single.is_dir() and not default.is_dir() else default]
+    out: list[Path] = []
+    for d in paths + read_only:
+        p = Path(d)
+        if not p.is_dir():
+            what = "readOnlyCommitLogStorePaths" if d in read_only else "storePathCommitLog"
+            raise StoreLayoutError(p, None, f"a directory of the log ({what}) is not here: give the copies of the log's directories with --commitlog-dir")
+        if all(p.resolve() != q.resolve() for q in out):
+            out.append(p)
+    return out
 
 
 def recognise(root: str | os.PathLike, config: MessageStoreConfig | None = None) -> StoreLayout:
@@ -216,13 +238,20 @@ def recognise(root: str | os.PathLike, config: MessageStoreConfig | None = None)
         for p in dledger:
             parts.append(Part(p.name + "/", "DLedger commitlog", NOT_CHECKED, "DLedger entries are not decoded here", "DLedgerCommitLog / DLedgerMmapFileStore",
                               "DLedger recovers its own log (DLedgerMmapFileStore.recover) and RocketMQ's then rebuilds the queues from it; not modelled"))
-    dirs = [d for d in _commitlog_dirs(settings) if Path(d).resolve() != commitlog.resolve()]
-    if dirs:
-        lay.log_elsewhere = lay.log_elsewhere or f"the log spans several directories ({', '.join(dirs)} besides {COMMITLOG_DIR}/)"
-        for d in dirs:
-            parts.append(Part(d + "/", "commitlog directory (storePathCommitLog / readOnlyCommitLogStorePaths)", NOT_CHECKED,
-                              "only the root's commitlog/ is read", "MultiPathMappedFileQueue", "recovery of a log spread over several directories is not modelled"))
-    if commitlog.is_dir():
+    log_dirs = commitlog_dirs(root, config)
+    lay.commitlog_dirs = [str(d) for d in log_dirs]
+    in_log = any(d.resolve() == commitlog.resolve() for d in log_dirs)
+    if len(log_dirs) > 1 or not in_log:
+        for d in log_dirs:
+            if d.resolve() != commitlog.resolve():
+                shown = os.path.relpath(d, root) if d.resolve().is_relative_to(root.resolve()) else str(d)
+                parts.append(Part(f"{shown}/", "commitlog directory (storePathCommitLog / readOnlyCommitLogStorePaths)", DECODED,
+                                  f"one log with {', '.join(str(x) for x in log_dirs if x != d)}" if len(log_dirs) > 1 else "the log, outside the root",
+                                  "MultiPathMappedFileQueue.load" if len(log_dirs) > 1 else "CommitLog (storePathCommitLog)"))
+    if commitlog.is_dir() and not in_log:
+        parts.append(Part(f"{COMMITLOG_DIR}/", "commitlog directory outside the configured log", NOT_CHECKED,
+                          "storePathCommitLog names other directories: RocketMQ does not read this one", "CommitLog (storePathCommitLog)"))
+    elif commitlog.is_dir():
         if dledger and not any(p.is_file() for p in commitlog.iterdir()):
             parts.append(Part(f"{COMMITLOG_DIR}/", "empty commitlog directory", NOT_CHECKED, "a DLedger store keeps its log in dledger-*/", "DLedgerCommitLog"))
         elif dledger:
@@ -261,6 +290,8 @@ def recognise(root: str | os.PathLike, config: MessageStoreConfig | None = None)
             parts.append(Part(name + "/", "timer log", DECODED, "`rmqlab timers`; verify checks each unit against the commitlog", "TimerLog"))
         elif name == CONFIG_DIR and p.is_dir():
             parts += _config_parts(p)
+        elif p.is_dir() and any(p.resolve() == Path(d).resolve() for d in lay.commitlog_dirs):
+            pass  # a directory of the log under the root (listed above)
         elif name == "compaction" and p.is_dir():
             # DefaultMessageStore makes compaction/ on every start; only compacted topics put logs in it
             logs = [f for d in ("compactionLog", "compactionCq") for f in (p / d).rglob("*") if f.is_file()]
@@ -280,6 +311,20 @@ def recognise(root: str | os.PathLike, config: MessageStoreConfig | None = None)
             parts.append(Part(name + "/", "tiered store index", NOT_CHECKED, "the tiered store's own index files", "tieredstore IndexStoreService"))
         elif name == "transaction" and p.is_dir():
             parts.append(Part(name + "/", "transaction state table / redo log (old brokers)", NOT_CHECKED, "not decoded here", "StorePathConfigHelper.getTranStateTableStorePath"))
+        elif p.is_dir() and len(log_dirs) == 1 and _offset_named(p):
+            # another directory of a log spread over several (MultiPathMappedFileQueue)
+            # read without its settings: its files are the gaps of commitlog/'s
+            parts.append(Part(name + "/", "commitlog-named files outside the configured log", NOT_CHECKED,
+                              "a directory of a log spread over several (storePathCommitLog)? give it with --commitlog-dir", "MultiPathMappedFileQueue",
+                              "the log's other directories are not known; recovery would cut the log at the first missing file"))
+            lay.log_elsewhere = lay.log_elsewhere or (f"{name}/ holds files named like commitlog files: the log looks spread over several directories "
+                                                      f"(storePathCommitLog); give them with --commitlog-dir or --config")
         else:
             parts.append(Part(name + ("/" if p.is_dir() else ""), "unknown " + ("directory" if p.is_dir() else "file"), UNKNOWN, "no RocketMQ layout of this name"))
     return lay
+
+
+def _offset_named(d: Path) -> bool:
+    """A directory holding files named by a 20-digit offset (UtilAll.offset2FileName)."""
+    files = [p for p in d.iterdir() if p.is_file()]
+    return bool(files) and all(len(p.name) == 20 and p.name.isdigit() for p in files)

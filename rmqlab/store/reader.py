@@ -24,6 +24,7 @@ from .checkpoint import Checkpoint, read_checkpoint
 from .commitlog import CommitLog
 from .consume_queue import ConsumeQueue
 from .index_file import IndexService
+from .layout import commitlog_dirs
 from ..rules import ABORT_FILE, CHECKPOINT_FILE, COMMITLOG_DIR, CONFIG_DIR, CONSUMEQUEUE_DIR, INDEX_DIR, LOCK_FILE
 
 
@@ -72,26 +73,31 @@ class StoreReader:
         strict: bool = True,
         log_end: int | None = None,
         index_sizes: tuple[int, int] | None = None,
+        log_dirs: MessageStoreConfig | None = None,
     ):
         self.root = Path(root)
         if not self.root.is_dir():
             raise StoreLayoutError(self.root, None, "store root is not a directory")
-        if not (self.root / COMMITLOG_DIR).is_dir():
-            raise StoreLayoutError(self.root, None, f"no {COMMITLOG_DIR}/ directory: this is not a RocketMQ store root")
         explicit = config is not None or config_file is not None
         if config_file is not None:
             config = MessageStoreConfig.from_properties(config_file)
+        #: the directories of the log (one, or several: storePathCommitLog / readOnlyCommitLogStorePaths)
+        self.commitlog_dirs = commitlog_dirs(self.root, config or log_dirs)
+        if not self.commitlog_dirs[0].is_dir():
+            raise StoreLayoutError(self.root, None, f"no {COMMITLOG_DIR}/ directory: this is not a RocketMQ store root (a log kept elsewhere: --commitlog-dir)")
         self.config_explicit = explicit
         self.strict = strict
         cfg = config or MessageStoreConfig()
         self.problems: list[StoreFormatError] = []
-        self.commitlog = CommitLog(self.root / COMMITLOG_DIR, cfg.mapped_file_size_commit_log if explicit else None, strict=strict, served_end=log_end)
+        self.commitlog = CommitLog(self.commitlog_dirs, cfg.mapped_file_size_commit_log if explicit else None, strict=strict, served_end=log_end)
         self.problems += self.commitlog.queue.problems
         # settle the sizes this store actually uses
         if index_sizes is None:
             index_sizes = (cfg.max_hash_slot_num, cfg.max_index_num)
             if not explicit:
                 index_sizes = self._infer_index_sizes() or index_sizes
+        if log_dirs is not None and config is None:
+            cfg = cfg.replace(store_path_commit_log=log_dirs.store_path_commit_log, read_only_commit_log_store_paths=log_dirs.read_only_commit_log_store_paths)
         self.config = cfg.replace(
             store_path_root_dir=str(self.root),
             mapped_file_size_commit_log=self.commitlog.mapped_file_size or cfg.mapped_file_size_commit_log,
@@ -256,16 +262,18 @@ def infer_config(root: str | os.PathLike, config: MessageStoreConfig | None = No
     return infer_sizes(root, index_sizes=index_sizes)[0]
 
 
-def infer_sizes(root: str | os.PathLike, *, index_sizes: tuple[int, int] | None = None) -> tuple[MessageStoreConfig, dict[str, str]]:
+def infer_sizes(root: str | os.PathLike, *, index_sizes: tuple[int, int] | None = None, paths: MessageStoreConfig | None = None) -> tuple[MessageStoreConfig, dict[str, str]]:
     """:func:`infer_config` and, per size setting (Python name), where its value came
-    from: the file it was read from, or RocketMQ's default where no file tells."""
+    from: the file it was read from, or RocketMQ's default where no file tells.
+    ``paths``: a config whose log directories (``storePathCommitLog``,
+    ``readOnlyCommitLogStorePaths``) to read; its sizes are not used."""
     root = Path(root)
-    reader = StoreReader(root, strict=False, index_sizes=index_sizes)
+    reader = StoreReader(root, strict=False, index_sizes=index_sizes, log_dirs=paths)
     cfg = reader.config
     default = "RocketMQ's default (no file to infer it from)"
     sources = {"mapped_file_size_commit_log": default, "mapped_file_size_consume_queue": default, "max_hash_slot_num": default, "max_index_num": default}
     if reader.commitlog.mapped_file_size:
-        sources["mapped_file_size_commit_log"] = f"inferred from the files in {COMMITLOG_DIR}/"
+        sources["mapped_file_size_commit_log"] = "inferred from the files in " + ", ".join(f"{d}/" for d in reader.commitlog_dirs) if len(reader.commitlog_dirs) > 1 or reader.commitlog_dirs[0] != root / COMMITLOG_DIR else f"inferred from the files in {COMMITLOG_DIR}/"
     if index_sizes is not None:
         sources["max_hash_slot_num"] = sources["max_index_num"] = "given"
     elif reader._infer_index_sizes() is not None:

@@ -142,16 +142,21 @@ def test_dledger_log_is_refused_by_read_commands(tmp_path, capsys):
         assert code == 2 and "DLedger" in err and out == "", argv
 
 
-def test_several_commitlog_directories_from_config(tmp_path, capsys):
+def test_several_commitlog_directories_from_config_are_one_log(tmp_path, capsys):
+    """Read, verified and recovered as the one log MultiPathMappedFileQueue.load makes of
+    them: the same answers as the reference store's single directory."""
     store, conf = multi_path(tmp_path)
     lay = recognise(store, MessageStoreConfig.from_properties(conf))
-    assert lay.log_elsewhere and "several directories" in lay.log_elsewhere
-    code, out, _ = run(capsys, "verify", store, "--config", conf)
-    assert code == 0 and "NOT_CHECKED" in out and "ERROR" not in out
-    code, _, err = run(capsys, "recover", store, "--config", conf, "--out", tmp_path / "out")
-    assert code == 2 and not (tmp_path / "out").exists()
-    code, _, err = run(capsys, "dump", store, "--config", conf)
-    assert code == 2 and "several directories" in err
+    assert lay.log_elsewhere is None and len(lay.commitlog_dirs) == 2
+    assert any(p.kind.startswith("commitlog directory") and p.handling == "decoded" for p in lay.parts)
+    code, out, _ = run(capsys, "verify", store, "--config", conf, "--json")
+    assert code == 0 and json.loads(out)["findings"] == [] and json.loads(out)["stats"]["records"] == 628
+    code, spread, _ = run(capsys, "dump", store, "--config", conf, "--json")
+    code2, one, _ = run(capsys, "dump", (REFERENCE / "clean" / "store"), "--json")
+    assert code == code2 == 0 and spread.count("\n") == 628 and spread.replace(str(store), "") == one.replace(str((REFERENCE / "clean" / "store")), "")
+    code, out, _ = run(capsys, "recover", store, "--config", conf, "--out", tmp_path / "out")
+    assert code == 0 and sorted(p.name for p in (tmp_path / "out" / "commitlog").iterdir()) == sorted(p.name for p in ((REFERENCE / "clean" / "store") / "commitlog").iterdir())
+    assert "gathered" in out
 
 
 @pytest.fixture

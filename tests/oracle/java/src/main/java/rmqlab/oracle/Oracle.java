@@ -176,7 +176,10 @@ public final class Oracle {
         }
         MixAll.properties2Object(p, c);
         c.setStorePathRootDir(dir);
-        c.setStorePathCommitLog(dir + File.separator + "commitlog");
+        if (config == null || !config.containsKey("storePathCommitLog")) {
+            // a request may spread the log over several directories (MultiPathMappedFileQueue)
+            c.setStorePathCommitLog(dir + File.separator + "commitlog");
+        }
         return c;
     }
 
