@@ -141,16 +141,18 @@ def extras(tmp: Path) -> Path:
     return s
 
 
-def multi_path(tmp: Path) -> tuple[Path, Path]:
+def multi_path(tmp: Path, case: str = "clean") -> tuple[Path, Path]:
     """``storePathCommitLog=/d1/commitlog,/d2/commitlog`` (MultiPathMappedFileQueue):
-    the commitlog files spread over two directories; returns the store and a
+    the commitlog files of reference store ``case`` spread over two directories as
+    ``MultiPathMappedFileQueue.tryCreateMappedFile`` places them (file number
+    offset / size, modulo the count of sorted directories); returns the store and a
     broker.conf naming both."""
-    s = copy_store("clean", tmp)
+    s = copy_store(case, tmp)
     other = tmp / "disk2" / "commitlog"
     other.mkdir(parents=True)
-    files = sorted((s / "commitlog").iterdir())
-    for p in files[1::2]:
-        p.rename(other / p.name)
+    for p in sorted((s / "commitlog").iterdir()):
+        if int(p.name) // 65536 % 2:  # sorted: STORE/commitlog before TMP/disk2/commitlog
+            p.rename(other / p.name)
     conf = tmp / "broker.conf"
     conf.write_text(f"storePathCommitLog={s / 'commitlog'},{other}\nmappedFileSizeCommitLog=65536\nmappedFileSizeConsumeQueue=400\n"
                     "maxHashSlotNum=64\nmaxIndexNum=256\n")

@@ -202,9 +202,11 @@ class CommitLogReader(DataSourceReader):
         self.end_time = _paths.opt_time(options, "endTime")
         self.batch_rows = _paths.opt_int(options, "batchRows", DEFAULT_BATCH_ROWS)
         self.fs = _paths.fs_settings(options, self.path)
+        #: more directories of a log spread over several (storePathCommitLog; --commitlog-dir)
+        self.commitlog_dirs = _paths.opt_list(options, "commitlogDirs") or []
 
     def partitions(self):
-        return plan_splits(self.path, self.split_size, self.fs)
+        return plan_splits(self.path, self.split_size, self.fs, self.commitlog_dirs)
 
     def read(self, partition: CommitLogSplit):
         from ..scan import kernels
@@ -225,30 +227,39 @@ class CommitLogReader(DataSourceReader):
         )
 
 
-def commitlog_files(path: str, fs_settings: tuple = ()) -> list[tuple[str, str, int, int]]:
+def commitlog_files(path: str, fs_settings: tuple = (), more_dirs: list[str] | tuple = ()) -> list[tuple[str, str, int, int]]:
     """``(uri, display name, file_base, size)`` of the commitlog files under ``path``
-    (a store root, a commitlog directory, or one commitlog file)."""
+    (a store root, a commitlog directory, or one commitlog file) and in ``more_dirs``
+    (the other directories of a log spread over several: Java
+    ``MultiPathMappedFileQueue.load`` lists every directory and orders the files by
+    name), in log order."""
     from pyarrow import fs as pafs
 
-    fs, inner = _paths.filesystem(path, fs_settings)
-    with _paths.storage(path):
-        fi = fs.get_file_info(inner)
-        if fi.type == pafs.FileType.File:
-            base = int(fi.base_name) if fi.base_name.isdigit() else 0
-            files = [(base, fi.path, fi.size)]
-        elif fi.type == pafs.FileType.Directory:
-            d = _paths.store_subdir(fs, inner, COMMITLOG_DIR, path)
-            files = _paths.offset_named_files(fs, d)
-    if fi.type not in (pafs.FileType.File, pafs.FileType.Directory):
-        from ..errors import StoreLayoutError
+    from ..errors import StoreLayoutError
 
-        raise StoreLayoutError(path, None, "no such file or directory")
-    return [(_paths.child_uri(path, p), _paths.display_path(path, p), base, size) for base, p, size in files]
+    out: dict[int, tuple[str, str, int, int]] = {}
+    for i, where in enumerate([path, *more_dirs]):
+        fs, inner = _paths.filesystem(where, fs_settings)
+        with _paths.storage(where):
+            fi = fs.get_file_info(inner)
+            if fi.type == pafs.FileType.File and i == 0:
+                base = int(fi.base_name) if fi.base_name.isdigit() else 0
+                files = [(base, fi.path, fi.size)]
+            elif fi.type == pafs.FileType.Directory:
+                d = _paths.store_subdir(fs, inner, COMMITLOG_DIR, where) if i == 0 else inner
+                files = _paths.offset_named_files(fs, d)
+        if fi.type not in (pafs.FileType.File, pafs.FileType.Directory) or (i and fi.type != pafs.FileType.Directory):
+            raise StoreLayoutError(where, None, "no such file or directory" if fi.type == pafs.FileType.NotFound else "not a directory of the log")
+        for base, p, size in files:
+            if base in out:
+                raise StoreLayoutError(_paths.display_path(where, p), None, f"{out[base][1]} has the same name: one offset in two directories of the log")
+            out[base] = (_paths.child_uri(where, p), _paths.display_path(where, p), base, size)
+    return [out[b] for b in sorted(out)]
 
 
-def plan_splits(path: str, split_size: int, fs_settings: tuple = ()) -> list[CommitLogSplit]:
+def plan_splits(path: str, split_size: int, fs_settings: tuple = (), more_dirs: list[str] | tuple = ()) -> list[CommitLogSplit]:
     out = []
-    for uri, shown, base, size in commitlog_files(path, fs_settings):
+    for uri, shown, base, size in commitlog_files(path, fs_settings, more_dirs):
         for start in range(0, size, split_size):
             out.append(CommitLogSplit(uri, shown, base, size, start, min(size, start + split_size), fs_settings))
     return out

@@ -212,9 +212,13 @@ class DispatchReader(DataSourceReader):
         self.split_size = _paths.opt_size(options, "splitSize", DEFAULT_SPLIT_SIZE)
 
     def partitions(self):
+        from ..store.layout import commitlog_dirs
         from .commitlog_source import plan_splits
 
-        return plan_splits(self.options["path"], self.split_size)
+        cfg = config_from_option(self.options.get("storeconfig"))
+        # the log's directories, as the driver's verifier reads them (storePathCommitLog)
+        dirs = [str(d) for d in commitlog_dirs(self.options["path"], cfg)]
+        return plan_splits(dirs[0], self.split_size, (), dirs[1:])
 
     def read(self, split):
         from ..config import MessageStoreConfig

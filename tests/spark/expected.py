@@ -10,10 +10,11 @@ from rmqlab.format.record import RecordError
 from rmqlab.store import open_store
 
 
-def commitlog_rows(root) -> list[dict]:
-    """One dict per record or damage, in log order (``rmqlab dump --json``'s fields)."""
+def commitlog_rows(root, config=None) -> list[dict]:
+    """One dict per record or damage, in log order (``rmqlab dump --json``'s fields);
+    ``config``: the store's settings (the directories of a log spread over several)."""
     out = []
-    with open_store(root) as store:
+    with open_store(root, config) as store:
         for item in store.commitlog.walk():
             if isinstance(item, RecordError):
                 out.append({"kind": item.kind, "error": str(item)})
@@ -24,11 +25,11 @@ def commitlog_rows(root) -> list[dict]:
     return out
 
 
-def assert_commitlog_rows(rows: list[dict], root, *, where: str = "") -> None:
+def assert_commitlog_rows(rows: list[dict], root, *, where: str = "", config=None) -> None:
     """``rows`` (a source's, any order) are the reader's; ``file`` and ``error`` may name
     the store by URI, so they are compared by the file's name."""
     rows = sorted(rows, key=lambda r: r["physical_offset"])
-    expected = commitlog_rows(root)
+    expected = commitlog_rows(root, config)
     assert len(rows) == len(expected), where
     for exp, row in zip(expected, rows):
         if "error" in exp:
