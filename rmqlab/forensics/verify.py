@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import os
 import threading
+import zlib
 from collections import Counter, defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -47,6 +48,7 @@ from ..errors import StoreFormatError
 from ..progress import Progress, Silent
 from ..files.extent import nonzero_extent, nonzero_past, zero_runs
 from ..format.consumequeue import CQ_STORE_UNIT_SIZE, PRE_BLANK_SIZE
+from ..format.dledger import COMMITTED_INDEX_KEY, ENTRY_HEADER_SIZE, INDEX_UNIT_SIZE, MAGIC_1
 from ..format.indexfile import IndexHeader, entry_position, slot_position
 from ..format.layout import PHYSICAL_OFFSET_AT
 from ..format.parse import field_offset
@@ -57,6 +59,7 @@ from ..rules import ABORT_FILE, CHECKPOINT_FILE, CONFIG_DIR, CONSUMEQUEUE_DIR, D
 from ..scan import kernels
 from ..scan.decode import JAVA_PROPERTY_PREFIX, KIND_BLANK, KIND_MESSAGE, scan_range
 from ..scan.dispatch_request import DispatchColumns
+from ..store.dledger import DLEDGER_ENTRY, DLedgerCommitLog
 from ..store.reader import StoreReader
 
 #: where the index header's counters sit (findings name the byte)
@@ -249,6 +252,8 @@ class _Verifier:
         #: one file checked on its own (a Spark task, :mod:`rmqlab.spark.verify`): every
         #: finding kept with the log position it is about, no cap (applied once, over all)
         self.raw: list[tuple[Finding, int | None]] | None = None
+        #: (file start, its entries) of each DLedger data file walked (a DLedger log only)
+        self.dledger_entries: list = []
 
     def unit(self) -> "_Verifier":
         """This verifier set to check single files (:meth:`walk_file`,
@@ -486,6 +491,9 @@ class _Verifier:
         """The records of one commitlog file, as RocketMQ's walk reads them and on past
         any damage: each record's own checks, then (unless checking single files) into
         the window joined with the queues and the index; where the log ends."""
+        if isinstance(self.store.commitlog, DLedgerCommitLog):
+            self.walk_dledger_file(f, last_file, done)
+            return
         a = np.frombuffer(f.buf, np.uint8)
         path = str(f.path)
         base = f.file_from_offset
@@ -541,6 +549,109 @@ class _Verifier:
             self._zero_tail(a, expected - base, path, base)
         elif last_file:
             self._stop(self.log_end)
+
+    def walk_dledger_file(self, f, last_file: bool, done: int = 0) -> None:
+        """One DLedger data file: its entries as ``DLedgerMmapFileStore.recover`` walks
+        them (header, ``pos``, sizes, index one more each entry, term never lower; the
+        first that fails ends the log, as DLedger's recovery truncates there), then each
+        entry's record through the same checks and joins as a commitlog record."""
+        from ..scan.decode import decode_positions
+
+        log = self.store.commitlog
+        a = np.frombuffer(f.buf, np.uint8)
+        path, base = str(f.path), f.file_from_offset
+        if self.stopped:  # after the end of the log: DLedger's recovery truncates it
+            ext = nonzero_extent(f.path, 0)
+            if ext is not None:
+                self.add("TAIL_BYTES", WARNING, path, ext[0], f"{ext[1] - ext[0]} bytes up to {ext[1]} are not zero in a DLedger file after the end of the log "
+                         "(DLedgerMmapFileStore.recover truncates them)", phy=base + ext[0])
+            return
+        w = log.walk_of(f)
+        self.dledger_entries.append((base, w))
+        P = w.record_positions
+        try:
+            if len(P):
+                for batch in decode_positions(a, P, file_base=base, file=path, include_body=False, columns=_COLUMNS,
+                                              java_properties=DispatchColumns.JAVA_PROPERTIES, crc_mismatch="flag"):
+                    pos = _ints(batch, "physical_offset")
+                    sizes = _ints(batch, "total_size")
+                    bodies = w.record_sizes[np.searchsorted(P, pos - base)]
+                    for r in np.flatnonzero(sizes != bodies).tolist():
+                        self.add(DLEDGER_ENTRY, ERROR, path, int(pos[r]) - base - ENTRY_HEADER_SIZE,
+                                 f"the entry's body is {int(bodies[r])} bytes, its record says totalSize {int(sizes[r])}", phy=int(pos[r]))
+                    self._messages(batch, a, pos, path, base)
+                    self.progress.update(done + int(pos[-1]) - base, self.n_records)
+        except RecordError as err:
+            self.add(err.kind, ERROR, path, err.offset, damage_detail(err.message, err.kind), phy=base + (err.offset or 0))
+            self._stop(base + (err.offset or 0) - ENTRY_HEADER_SIZE, by_damage=True)
+            return
+        for i in np.flatnonzero(w.body_crc != 0).tolist():  # DLedger 0.3.x stores 0: only a stored CRC is checked
+            body = bytes(a[w.pos[i] + ENTRY_HEADER_SIZE : w.pos[i] + w.size[i]])
+            computed = zlib.crc32(body)
+            if (computed - (1 << 32) if computed >= 1 << 31 else computed) != int(w.body_crc[i]):
+                self.add(DLEDGER_ENTRY, ERROR, path, int(w.pos[i]), f"entry {int(w.index[i])} body CRC stored {int(w.body_crc[i])}, computed {computed}", phy=base + int(w.pos[i]))
+        end = base + w.end
+        if w.problem is not None:
+            self.add(DLEDGER_ENTRY, ERROR, path, w.problem[0], w.problem[1] + "; DLedger's recovery ends the log here", phy=base + w.problem[0])
+            self._stop(end, by_damage=True)
+            self._tail(w.problem[0], path, base, after_damage=True)
+        elif w.blank:
+            left = len(a) - w.end
+            if w.blank_size != left:
+                self.add(BAD_BLANK, WARNING, path, w.end, f"DLedger blank says {w.blank_size} bytes are left, the file has {left}", phy=end)
+            if not self.stopped:
+                self.log_end = base + len(a)
+            if last_file:
+                self._stop(base + len(a))
+        else:  # a zero size: the end of the log
+            if not self.stopped:
+                self.log_end = end
+            self._stop(end)
+            self._tail(w.end, path, base, after_damage=False)
+
+    def check_dledger(self) -> None:
+        """DLedger's own files against the entries: every entry's index unit
+        (``DLedgerMmapFileStore.recover`` compares magic, pos, size, index and term),
+        units past the last entry, and the checkpoint's committedIndex."""
+        log = self.store.commitlog
+        d = log.dledger_dir
+        units, index_files = log.index_units()
+        idx_path = str(index_files[0].parent) if index_files else str(d / "index")
+        last_index = -1
+        for base, w in self.dledger_entries:
+            if not len(w.index):
+                continue
+            last_index = int(w.index[-1])
+            ok = w.index < len(units)
+            missing = np.flatnonzero(~ok)
+            if len(missing):
+                i = int(missing[0])
+                self.add("DLEDGER_INDEX", ERROR, idx_path, int(w.index[i]) * INDEX_UNIT_SIZE,
+                         f"{len(missing)} entries have no index unit (first: entry {int(w.index[i])}); DLedger's recovery rewrites the index from the entries")
+            sel = np.flatnonzero(ok)
+            u = units[w.index[sel]]
+            bad = (u["magic"] != MAGIC_1) | (u["pos"] != base + w.pos[sel]) | (u["size"] != w.size[sel]) | (u["index"] != w.index[sel]) | (u["term"] != w.term[sel])
+            for k in np.flatnonzero(bad).tolist():
+                i = sel[k]
+                got = units[int(w.index[i])]
+                self.add("DLEDGER_INDEX", ERROR, idx_path, int(w.index[i]) * INDEX_UNIT_SIZE,
+                         f"unit {int(w.index[i])} says pos {int(got['pos'])} size {int(got['size'])} index {int(got['index'])} term {int(got['term'])} magic {int(got['magic'])}; "
+                         f"the entry is at {base + int(w.pos[i])}, {int(w.size[i])} bytes, term {int(w.term[i])}; DLedger's recovery rewrites the index from there")
+        past = units[last_index + 1 :]
+        live = int(np.count_nonzero(past["magic"] != 0)) if len(past) else 0
+        if live:
+            self.add("DLEDGER_INDEX", WARNING, idx_path, (last_index + 1) * INDEX_UNIT_SIZE,
+                     f"{live} index unit(s) past the last entry ({last_index}): DLedger's recovery truncates the index there")
+        cp = log.checkpoint()
+        committed = cp.get(COMMITTED_INDEX_KEY) if cp else None
+        if committed is not None and committed.lstrip("-").isdigit():
+            c = int(committed)
+            if c > last_index:
+                self.add("DLEDGER_CHECKPOINT", WARNING, d / "checkpoint", None, f"committedIndex {c} is past the last entry {last_index}: entries the checkpoint counted are gone")
+            elif c < last_index:
+                self.add("DLEDGER_CHECKPOINT", INFO, d / "checkpoint", None,
+                         f"committedIndex {c} is behind the last entry {last_index}: the entries after it are served once a leader commits them (DLedgerCommitLog.getData)")
+        self.report.stats.update(dledger_entries=sum(len(w.index) for _, w in self.dledger_entries), dledger_last_index=last_index)
 
     def _stop(self, at: int, by_damage: bool = False) -> None:
         if not self.stopped:
@@ -1042,6 +1153,8 @@ class _Verifier:
             self.check_commitlog()
         finally:
             self._worker.shutdown(wait=True)
+        if isinstance(self.store.commitlog, DLedgerCommitLog):
+            self.check_dledger()
         self.finish_queues()
         self.check_state()
         self.check_delay_offsets()

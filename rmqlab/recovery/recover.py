@@ -1238,7 +1238,7 @@ def plan(
     t0 = time.perf_counter()
     cfg = infer_config(root, config)
     lay = recognise(root, cfg)
-    unplanned = lay.log_elsewhere or (lay.rocksdb_consume_queue and "the consume queues are in RocksDB (consumequeue/), which rmqlab does not read: "
+    unplanned = lay.log_elsewhere or lay.recovery_unmodelled or (lay.rocksdb_consume_queue and "the consume queues are in RocksDB (consumequeue/), which rmqlab does not read: "
                                       "where recovery starts and what it re-dispatches depend on them")
     if unplanned:
         # the classic recovery's decisions would be wrong here (e.g. delete every queue of

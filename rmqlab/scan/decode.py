@@ -1086,6 +1086,7 @@ def decode_positions(
     batch_rows: int = 1 << 15,
     batch_bytes: int = 16 << 20,
     java_properties: Iterable[str] = (),
+    crc_mismatch: str = "raise",
 ) -> Iterator[pa.RecordBatch]:
     """Record batches (:data:`ARROW_SCHEMA`) of the message records that start at the
     in-file ``positions`` (sorted, distinct) of one commitlog file, for callers that
@@ -1099,6 +1100,10 @@ def decode_positions(
     when it holds none.  That is what the engine's dispatch reads, without building the
     ``properties`` column (leave it out of ``columns``).
 
+    ``crc_mismatch="flag"`` keeps a record whose CRC does not match as a row of its kind
+    (``BODY_CRC``/``PROPERTY_CRC``, ``crc_ok`` false), as a lenient scan does, instead of
+    raising at it.
+
     ``buf`` holds the file from position 0.  Strict: the first position where no valid
     message record starts (or, with ``verify_crc``, whose CRC does not match) raises
     :class:`~rmqlab.format.record.RecordError` naming the file and offset, after the
@@ -1108,9 +1113,11 @@ def decode_positions(
     P = np.asarray(positions, dtype=np.int64)
     if len(P) and (int(P[0]) < 0 or int(P[-1]) >= len(a) or (len(P) > 1 and not (P[1:] > P[:-1]).all())):
         raise ValueError("positions must be sorted, distinct and inside the buffer")
+    if crc_mismatch not in ("raise", "flag"):
+        raise ValueError(f"crc_mismatch is 'raise' or 'flag', not {crc_mismatch!r}")
     ctx = _Ctx(
-        a=a, mv=memoryview(a), buf_offset=0, file_base=file_base, file_size=len(a), file=file, mode="strict", verify_crc=verify_crc,
-        include_body=include_body, topics=None, start_time=None, end_time=None, batch_rows=batch_rows, batch_bytes=batch_bytes,
+        a=a, mv=memoryview(a), buf_offset=0, file_base=file_base, file_size=len(a), file=file, mode="strict" if crc_mismatch == "raise" else "lenient",
+        verify_crc=verify_crc, include_body=include_body, topics=None, start_time=None, end_time=None, batch_rows=batch_rows, batch_bytes=batch_bytes,
         columns=frozenset(columns) if columns is not None else None, java_properties=tuple(java_properties),
     )
     i = 0

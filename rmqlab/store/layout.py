@@ -28,6 +28,7 @@ from pathlib import Path
 
 from ..config import MessageStoreConfig
 from ..errors import StoreLayoutError
+from ..format.dledger import DATA_DIR as DLEDGER_DATA_DIR, DLEDGER_PREFIX
 from ..rules import (ABORT_FILE, CHECKPOINT_FILE, COMMITLOG_DIR, CONFIG_DIR, CONSUMEQUEUE_DIR, CONSUMER_OFFSET_FILE, DELAY_OFFSET_FILE, INDEX_DIR,
                      LMQ_CONSUMER_OFFSET_FILE, LMQ_PREFIX, LOCK_FILE, SUBSCRIPTION_GROUP_FILE, TIMER_CHECK_FILE, TIMER_LOG_DIR, TIMER_WHEEL_FILE, TOPICS_FILE)
 
@@ -39,8 +40,6 @@ UNKNOWN = "unknown"
 #: StorePathConfigHelper.getStorePathConsumeQueueExt / getStorePathBatchConsumeQueue
 CONSUMEQUEUE_EXT_DIR = "consumequeue_ext"
 BATCH_CONSUMEQUEUE_DIR = "batchconsumequeue"
-#: DLedgerConfig.getDefaultPath: storeBaseDir/dledger-<selfId>
-DLEDGER_PREFIX = "dledger-"
 
 #: what RocketMQ's RocksDB leaves in a directory it owns (RocksDB's own file names)
 _ROCKSDB = re.compile(r"CURRENT|IDENTITY|LOCK|LOG(\.old\.\d+)?|MANIFEST-\d+|OPTIONS-\d+|\d+\.(sst|log|blob)")
@@ -80,6 +79,10 @@ class StoreLayout:
     unchecked_topics: dict[str, str] = field(default_factory=dict)
     #: why the log is not records in commitlog files (DLedger); None: it is
     log_elsewhere: str | None = None
+    #: the DLedger directory whose entries are the log (:func:`dledger_log_dir`), or None
+    dledger_dir: str | None = None
+    #: why ``rmqlab recover`` makes no plan for this store although it reads it (DLedger)
+    recovery_unmodelled: str | None = None
     #: the directories the log is read from (:func:`commitlog_dirs`)
     commitlog_dirs: list[str] = field(default_factory=list)
     #: consume queues live in a RocksDB instance in ``consumequeue/`` (storeType=defaultRocksDB)
@@ -94,7 +97,7 @@ class StoreLayout:
 
     def to_dict(self) -> dict:
         return {"root": self.root, "parts": [p.to_dict() for p in self.parts], "unchecked_topics": self.unchecked_topics,
-                "log_elsewhere": self.log_elsewhere, "commitlog_dirs": self.commitlog_dirs, "rocksdb_consume_queue": self.rocksdb_consume_queue}
+                "log_elsewhere": self.log_elsewhere, "dledger_dir": self.dledger_dir, "recovery_unmodelled": self.recovery_unmodelled, "commitlog_dirs": self.commitlog_dirs, "rocksdb_consume_queue": self.rocksdb_consume_queue}
 
 
 def _is_rocksdb(file_names: set[str]) -> bool:
@@ -232,14 +235,26 @@ def recognise(root: str | os.PathLike, config: MessageStoreConfig | None = None)
     settings = config.extra if config is not None else {}
     dledger = sorted(p for p in root.iterdir() if p.is_dir() and p.name.startswith(DLEDGER_PREFIX))
     commitlog = root / COMMITLOG_DIR
-    if dledger or str(settings.get("enableDLegerCommitLog", "")).lower() == "true":
+    log_dir = dledger_log_dir(root)
+    if log_dir is not None:
+        lay.dledger_dir = str(log_dir)
+        lay.recovery_unmodelled = ("the log is DLedger's: DLedgerMmapFileStore.recover truncates its entries and index first, then RocketMQ "
+                                   "rebuilds the queues from it (DLedgerCommitLog.dledgerRecoverNormally/Abnormally); rmqlab does not model that")
+    elif dledger or str(settings.get("enableDLegerCommitLog", "")).lower() == "true":
         names = ", ".join(p.name + "/" for p in dledger) or "(none in the root)"
-        lay.log_elsewhere = f"the log is DLedger's ({names}): DLedgerCommitLog wraps every record in an entry header"
-        for p in dledger:
-            parts.append(Part(p.name + "/", "DLedger commitlog", NOT_CHECKED, "DLedger entries are not decoded here", "DLedgerCommitLog / DLedgerMmapFileStore",
-                              "DLedger recovers its own log (DLedgerMmapFileStore.recover) and RocketMQ's then rebuilds the queues from it; not modelled"))
+        why = ("commitlog/ holds files too: a store converted to DLedger (its log is the old files up to dividedCommitlogOffset, then DLedger's)"
+               if dledger and _offset_named(commitlog) else "no one dledger-<id>/data/ to read")
+        lay.log_elsewhere = f"the log is DLedger's ({names}), and {why}"
+    for p in dledger:
+        if log_dir is not None and p == log_dir:
+            parts.append(Part(p.name + "/", "DLedger commitlog (enableDLegerCommitLog)", DECODED,
+                              "data/ entries (48-byte headers, then the record), index/ 32-byte units, checkpoint, currterm", "DLedgerCommitLog / DLedgerMmapFileStore",
+                              lay.recovery_unmodelled))
+        else:
+            parts.append(Part(p.name + "/", "DLedger commitlog", NOT_CHECKED, "not the one DLedger log rmqlab reads here", "DLedgerCommitLog / DLedgerMmapFileStore",
+                              "DLedger recovers its own log (DLedgerMmapFileStore.recover); not modelled"))
     log_dirs = commitlog_dirs(root, config)
-    lay.commitlog_dirs = [str(d) for d in log_dirs]
+    lay.commitlog_dirs = [str(d) for d in log_dirs] if log_dir is None else []
     in_log = any(d.resolve() == commitlog.resolve() for d in log_dirs)
     if len(log_dirs) > 1 or not in_log:
         for d in log_dirs:
@@ -253,7 +268,7 @@ def recognise(root: str | os.PathLike, config: MessageStoreConfig | None = None)
                           "storePathCommitLog names other directories: RocketMQ does not read this one", "CommitLog (storePathCommitLog)"))
     elif commitlog.is_dir():
         if dledger and not any(p.is_file() for p in commitlog.iterdir()):
-            parts.append(Part(f"{COMMITLOG_DIR}/", "empty commitlog directory", NOT_CHECKED, "a DLedger store keeps its log in dledger-*/", "DLedgerCommitLog"))
+            parts.append(Part(f"{COMMITLOG_DIR}/", "empty commitlog directory", READ, "a DLedger store keeps its log in dledger-*/", "DLedgerCommitLog"))
         elif dledger:
             parts.append(Part(f"{COMMITLOG_DIR}/", "commitlog", DECODED, "beside a DLedger log: RocketMQ reads these only while converting to DLedger", "CommitLog"))
         else:
@@ -324,7 +339,21 @@ def recognise(root: str | os.PathLike, config: MessageStoreConfig | None = None)
     return lay
 
 
+def dledger_log_dir(root: str | os.PathLike) -> Path | None:
+    """The ``dledger-<selfId>/`` whose entries are the store's log (Java
+    ``DLedgerCommitLog``: ``storePathRootDir/dledger-<selfId>/data``): the one such
+    directory with ``data/``, in a root whose ``commitlog/`` holds no file (a store
+    converted to DLedger keeps its old log there, which is not read here)."""
+    root = Path(root)
+    found = [p for p in root.iterdir() if p.is_dir() and p.name.startswith(DLEDGER_PREFIX) and (p / DLEDGER_DATA_DIR).is_dir()]
+    if len(found) != 1 or _offset_named(root / COMMITLOG_DIR):
+        return None
+    return found[0]
+
+
 def _offset_named(d: Path) -> bool:
     """A directory holding files named by a 20-digit offset (UtilAll.offset2FileName)."""
+    if not d.is_dir():
+        return False
     files = [p for p in d.iterdir() if p.is_file()]
     return bool(files) and all(len(p.name) == 20 and p.name.isdigit() for p in files)

@@ -24,7 +24,8 @@ from .checkpoint import Checkpoint, read_checkpoint
 from .commitlog import CommitLog
 from .consume_queue import ConsumeQueue
 from .index_file import IndexService
-from .layout import commitlog_dirs
+from .dledger import DLedgerCommitLog
+from .layout import commitlog_dirs, dledger_log_dir
 from ..rules import ABORT_FILE, CHECKPOINT_FILE, COMMITLOG_DIR, CONFIG_DIR, CONSUMEQUEUE_DIR, INDEX_DIR, LOCK_FILE
 
 
@@ -83,13 +84,18 @@ class StoreReader:
             config = MessageStoreConfig.from_properties(config_file)
         #: the directories of the log (one, or several: storePathCommitLog / readOnlyCommitLogStorePaths)
         self.commitlog_dirs = commitlog_dirs(self.root, config or log_dirs)
-        if not self.commitlog_dirs[0].is_dir():
+        #: the DLedger directory whose entries are the log (enableDLegerCommitLog), or None
+        self.dledger_dir = dledger_log_dir(self.root)
+        if self.dledger_dir is None and not self.commitlog_dirs[0].is_dir():
             raise StoreLayoutError(self.root, None, f"no {COMMITLOG_DIR}/ directory: this is not a RocketMQ store root (a log kept elsewhere: --commitlog-dir)")
         self.config_explicit = explicit
         self.strict = strict
         cfg = config or MessageStoreConfig()
         self.problems: list[StoreFormatError] = []
-        self.commitlog = CommitLog(self.commitlog_dirs, cfg.mapped_file_size_commit_log if explicit else None, strict=strict, served_end=log_end)
+        if self.dledger_dir is not None:
+            self.commitlog = DLedgerCommitLog(self.dledger_dir, cfg.mapped_file_size_commit_log if explicit else None, strict=strict, served_end=log_end)
+        else:
+            self.commitlog = CommitLog(self.commitlog_dirs, cfg.mapped_file_size_commit_log if explicit else None, strict=strict, served_end=log_end)
         self.problems += self.commitlog.queue.problems
         # settle the sizes this store actually uses
         if index_sizes is None:

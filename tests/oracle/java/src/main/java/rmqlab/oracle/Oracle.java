@@ -194,6 +194,15 @@ public final class Oracle {
             throw new IllegalStateException("load() failed for " + dir);
         }
         store.start();
+        if (store.getCommitLog() instanceof org.apache.rocketmq.store.dledger.DLedgerCommitLog) {
+            // a DLedger log takes puts once its one-member group elected it leader
+            io.openmessaging.storage.dledger.DLedgerServer server =
+                ((org.apache.rocketmq.store.dledger.DLedgerCommitLog) store.getCommitLog()).getdLedgerServer();
+            long deadline = System.currentTimeMillis() + 30_000;
+            while (!server.getMemberState().isLeader() && System.currentTimeMillis() < deadline) {
+                Thread.sleep(20);
+            }
+        }
         return store;
     }
 

@@ -1,0 +1,257 @@
+"""The DLedger commitlog, read side (RocketMQ ``DLedgerCommitLog`` over DLedger's
+``DLedgerMmapFileStore``; layouts in :mod:`rmqlab.format.dledger`).
+
+Every record sits whole inside one entry, at ``entry pos + 48``: reading a record by
+its physical offset is the classic read, in ``dledger-<id>/data/`` instead of
+``commitlog/``.  What differs is the walk: from entry to entry (``size``), a blank
+(magic −1) moving on to the next file and a zero size ending the log, each entry's
+header checked as ``DLedgerMmapFileStore.recover`` checks it (magic, ``pos`` equal to
+where it is, ``body size + 48 == size``, indexes one apart, terms never decreasing).
+:class:`DLedgerCommitLog` is a :class:`~rmqlab.store.commitlog.CommitLog` with that
+walk, so every command that reads the log reads a DLedger store.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator
+
+import numpy as np
+
+from ..errors import StoreFormatError
+from ..files import MappedFileQueue
+from ..format import dledger as dl
+from ..format.record import Record, RecordError, decode_record
+from .commitlog import CommitLog
+
+#: the kind of a damaged entry (what verify and the walk report)
+DLEDGER_ENTRY = "DLEDGER_ENTRY"
+
+_HEAD = struct.Struct(">iiqqqiiii")
+assert _HEAD.size == dl.ENTRY_HEADER_SIZE
+
+
+@dataclass
+class EntryWalk:
+    """The entries of one data file, as ``DLedgerMmapFileStore.recover`` walks them:
+    in-file positions, sizes, indexes, terms, body CRCs; where the walk stopped
+    (``end``, in-file) and why: ``blank`` (a blank entry: the next file goes on),
+    ``zero`` (size 0: the end of the log) or ``problem`` (in-file offset, message)."""
+
+    pos: np.ndarray
+    size: np.ndarray
+    index: np.ndarray
+    term: np.ndarray
+    body_crc: np.ndarray
+    end: int
+    blank: bool = False
+    zero: bool = False
+    problem: tuple[int, str] | None = None
+    #: the blank's own size field where there was one (MmapFileList.preAppend writes the bytes left)
+    blank_size: int | None = None
+    notes: list = field(default_factory=list)
+
+    @property
+    def record_positions(self) -> np.ndarray:
+        """In-file positions of the records (entry + 48)."""
+        return self.pos + dl.ENTRY_HEADER_SIZE
+
+    @property
+    def record_sizes(self) -> np.ndarray:
+        return self.size - dl.ENTRY_HEADER_SIZE
+
+
+def walk_entries(buf, file_base: int, *, start: int = 0, last_index: int = -1, last_term: int = -1) -> EntryWalk:
+    """The entries of one data file from in-file ``start`` (an entry boundary), checked
+    as ``DLedgerMmapFileStore.recover`` checks them; ``last_index``/``last_term``: of the
+    entry before (the previous file's last), -1 for none."""
+    n_max = len(buf)
+    pos, size, index, term, crc = [], [], [], [], []
+    p = start
+    out = None
+    while True:
+        if p + 8 > n_max:
+            out = EntryWalk(*_arrays(pos, size, index, term, crc), end=p, zero=True)
+            break
+        magic, sz = struct.unpack_from(">ii", buf, p)
+        if magic == dl.BLANK_MAGIC_CODE:
+            out = EntryWalk(*_arrays(pos, size, index, term, crc), end=p, blank=True, blank_size=sz)
+            break
+        if sz == 0:
+            out = EntryWalk(*_arrays(pos, size, index, term, crc), end=p, zero=True)
+            break
+        problem = None
+        if p + dl.ENTRY_HEADER_SIZE > n_max:
+            problem = f"an entry header of {dl.ENTRY_HEADER_SIZE} bytes does not fit the {n_max - p} bytes left in the file"
+        else:
+            magic, sz, idx, trm, at, _ch, _chain, bcrc, body = _HEAD.unpack_from(buf, p)
+            if magic != dl.MAGIC_1:
+                problem = f"entry magic {magic}, DLedger writes {dl.MAGIC_1} (or -1 for a blank)"
+            elif at != file_base + p:
+                problem = f"entry says pos {at}, it is at {file_base + p}"
+            elif body + dl.ENTRY_HEADER_SIZE != sz or sz <= dl.ENTRY_HEADER_SIZE:
+                problem = f"entry size {sz} is not its body size {body} + {dl.ENTRY_HEADER_SIZE}"
+            elif p + sz > n_max:
+                problem = f"entry of {sz} bytes runs past the end of the file ({n_max - p} bytes left)"
+            elif last_index != -1 and idx != last_index + 1:
+                problem = f"entry index {idx} follows {last_index}: indexes go one by one"
+            elif trm < last_term:
+                problem = f"entry term {trm} is below the term {last_term} before it"
+        if problem is not None:
+            out = EntryWalk(*_arrays(pos, size, index, term, crc), end=p, problem=(p, problem))
+            break
+        pos.append(p)
+        size.append(sz)
+        index.append(idx)
+        term.append(trm)
+        crc.append(bcrc)
+        last_index, last_term = idx, trm
+        p += sz
+    return out
+
+
+def _arrays(*lists):
+    return [np.asarray(x, np.int64) for x in lists]
+
+
+def read_properties_file(path: Path) -> dict[str, str] | None:
+    try:
+        return dl.parse_properties(path.read_text(encoding="utf-8", errors="replace"))
+    except OSError:
+        return None
+
+
+class DLedgerCommitLog(CommitLog):
+    """Read-only log of a DLedger store (Java ``DLedgerCommitLog``): ``directory`` is
+    ``dledger-<selfId>/``; its ``data/`` files are the log's files."""
+
+    def __init__(self, directory: str | os.PathLike, mapped_file_size: int | None = None, *, strict: bool = True, served_end: int | None = None):
+        self.dledger_dir = Path(directory)
+        data = self.dledger_dir / dl.DATA_DIR
+        if not data.is_dir():
+            raise StoreFormatError(self.dledger_dir, None, f"a DLedger directory without {dl.DATA_DIR}/")
+        self.queue = MappedFileQueue(data, mapped_file_size, strict=strict)
+        self.directory = self.queue.directory
+        self._served_end = served_end
+        self._walks: dict[int, EntryWalk] = {}
+
+    # -- entries -------------------------------------------------------------------------------
+    def entry_walks(self) -> Iterator[tuple[object, EntryWalk]]:
+        """(file, its entries) for every data file up to the end of the log, as DLedger's
+        recovery walks them (a problem or a zero size ends it)."""
+        for f in self.queue.files:
+            w = self.walk_of(f)
+            yield f, w
+            if not w.blank:
+                return
+
+    def walk_of(self, f) -> EntryWalk:
+        """The entries of data file ``f``; the index and term of the file before carry
+        over when that file was walked already (a walk in order), else the file is
+        checked on its own (a file of a distributed job)."""
+        w = self._walks.get(f.file_from_offset)
+        if w is None:
+            i = self.queue.index_of(f)
+            prev = self._walks.get(self.queue.files[i - 1].file_from_offset) if i else None
+            last = (int(prev.index[-1]), int(prev.term[-1])) if prev is not None and len(prev.index) else (-1, -1)
+            w = self._walks[f.file_from_offset] = walk_entries(f.buf, f.file_from_offset, last_index=last[0], last_term=last[1])
+        return w
+
+    def checkpoint(self) -> dict[str, str] | None:
+        """``dledger-<id>/checkpoint`` (``committedIndex``, ``endIndex``) or None."""
+        return read_properties_file(self.dledger_dir / dl.CHECKPOINT_FILE)
+
+    def term_file(self) -> dict[str, str] | None:
+        return read_properties_file(self.dledger_dir / dl.TERM_FILE)
+
+    def index_units(self) -> tuple[np.ndarray, list[Path]]:
+        """Every unit of ``index/`` (offset-named files, unit n at n × 32)."""
+        d = self.dledger_dir / dl.INDEX_DIR
+        if not d.is_dir():
+            return np.zeros(0, dl.INDEX_UNIT_DTYPE), []
+        q = MappedFileQueue(d, None, strict=False)
+        try:
+            parts = [np.frombuffer(bytes(f.buf[: len(f.buf) // dl.INDEX_UNIT_SIZE * dl.INDEX_UNIT_SIZE]), dl.INDEX_UNIT_DTYPE) for f in q.files]
+            first = q.files[0].file_from_offset // dl.INDEX_UNIT_SIZE if q.files else 0
+            units = np.concatenate(parts) if parts else np.zeros(0, dl.INDEX_UNIT_DTYPE)
+            return (np.concatenate([np.zeros(first, dl.INDEX_UNIT_DTYPE), units]) if first else units), [f.path for f in q.files]
+        finally:
+            q.close()
+
+    # -- the CommitLog walk, entry by entry -------------------------------------------------------
+    def walk(self, start: int | None = None, end: int | None = None, *, check_crc: bool = True, read_body: bool = True) -> Iterator[Record | RecordError]:
+        for f, w in self.entry_walks():
+            base = f.file_from_offset
+            for p in w.record_positions.tolist():
+                phy = base + p
+                if start is not None and phy < start:
+                    continue
+                if end is not None and phy >= end:
+                    return
+                try:
+                    rec = decode_record(f.buf, p, file=str(f.path), file_base=base, check_crc=check_crc, read_body=read_body)
+                except RecordError as err:
+                    yield err
+                    return
+                if rec is None or rec.is_blank:
+                    yield RecordError(str(f.path), p, DLEDGER_ENTRY, "the entry's body is not a commitlog record")
+                    return
+                yield rec
+            if w.problem is not None:
+                yield RecordError(str(f.path), w.problem[0], DLEDGER_ENTRY, w.problem[1])
+                return
+
+    def batches(self, start: int | None = None, end: int | None = None, *, include_body: bool = True, columns=None) -> Iterator:
+        """The records as Arrow batches (:mod:`rmqlab.scan.decode` at the entries' record
+        positions); a CRC mismatch is a row of its kind, damage raises after the rows
+        before it, as :meth:`CommitLog.batches`."""
+        from ..scan import decode as fd
+
+        for f, w in self.entry_walks():
+            base = f.file_from_offset
+            P = w.record_positions
+            if start is not None:
+                P = P[P + base >= start]
+            if end is not None:
+                P = P[P + base < end]
+            if len(P):
+                yield from fd.decode_positions(f.buf, P, file_base=base, file=str(f.path), include_body=include_body, columns=columns, crc_mismatch="flag")
+            if end is not None and len(w.pos) and base + int(w.pos[-1]) >= end:
+                return
+            if w.problem is not None:
+                raise RecordError(str(f.path), w.problem[0], DLEDGER_ENTRY, w.problem[1])
+
+    def max_offset(self) -> int:
+        """Where DLedger's recovery ends the log (``processOffset``: the end of the last
+        entry; a blank moves it to the end of its file)."""
+        end = self.min_offset
+        for f, w in self.entry_walks():
+            end = f.file_from_offset + (len(f.buf) if w.blank else w.end)
+        return end
+
+    def committed_end(self) -> int | None:
+        """The end of the entry ``committedIndex`` names (``DLedgerCommitLog.getData``
+        serves nothing at or past it), or None without a checkpoint."""
+        cp = self.checkpoint()
+        try:
+            committed = int(cp[dl.COMMITTED_INDEX_KEY]) if cp and dl.COMMITTED_INDEX_KEY in cp else None
+        except ValueError:
+            committed = None
+        if committed is None:
+            return None
+        end = self.min_offset
+        for f, w in self.entry_walks():
+            sel = np.flatnonzero(w.index <= committed)
+            if len(sel):
+                i = int(sel[-1])
+                end = f.file_from_offset + int(w.pos[i] + w.size[i])
+        return end
+
+    def served_end(self) -> int:
+        if self._served_end is None:
+            committed = self.committed_end()
+            self._served_end = self.max_offset() if committed is None else min(committed, self.max_offset())
+        return self._served_end
