@@ -10,10 +10,10 @@ from .common import OFFSET, number
 
 def add_parser(sub) -> argparse.ArgumentParser:
     p = sub.add_parser("hexdump", help="annotated hex view of a store file", description=__doc__)
-    p.add_argument("file", help="a commitlog, consumequeue, index or checkpoint file")
+    p.add_argument("file", help="a commitlog, DLedger data, consumequeue, index, checkpoint or timer file")
     p.add_argument("--offset", type=OFFSET, default=0, help="first byte (default 0)")
     p.add_argument("--length", type=number(1, what="a length"), default=256, help="how many bytes (default 256)")
-    p.add_argument("--kind", choices=["commitlog", "consumequeue", "index", "checkpoint", "timerwheel", "timerlog", "timercheck", "raw"], help="file kind, if not told by its path")
+    p.add_argument("--kind", choices=["commitlog", "dledger", "consumequeue", "index", "checkpoint", "timerwheel", "timerlog", "timercheck", "raw"], help="file kind, if not told by its path")
     p.add_argument("--max-hash-slot-num", type=number(1, what="a slot count"), help="for index files with a non-default slot/entry ratio")
     chain = p.add_mutually_exclusive_group()
     chain.add_argument("--slot", type=number(0, what="a slot number"), metavar="N", help="index file: follow hash slot N's chain, entry by entry")

@@ -4,7 +4,7 @@ Field positions come from the construct schemas themselves: :func:`field_spans`
 parses a ``Struct`` one subcon at a time and notes where each starts and ends, so
 the annotation can never disagree with the layout declared in :mod:`rmqlab.format`.
 The kind of file is told by its directory (``commitlog/``, ``consumequeue/…``,
-``index/``, ``timerlog/``) or name (``checkpoint``, ``timerwheel``, ``timercheck``).
+``index/``, ``timerlog/``, ``dledger-<id>/data/``) or name (``checkpoint``, ``timerwheel``, ``timercheck``).
 """
 
 from __future__ import annotations
@@ -82,6 +82,8 @@ def _show(name: str | None, value, ctx) -> str:
         from ..format.timer import magic_names
 
         return f"0x{value & 0xFFFFFFFF:08X} ({magic_names(value)})"
+    if name == "magic" and "chain_crc" in ctx._subcons:  # a DLedger entry (DLedgerEntryCoder)
+        return {1: "1 (DLedger MAGIC_1)", -1: "-1 (DLedger blank)"}.get(value, f"{value} (unknown)")
     if name == "magic":
         return {cl.MAGIC_V1: f"V1 0x{cl.MAGIC_V1:08X}", cl.MAGIC_V2: f"V2 0x{cl.MAGIC_V2:08X}", cl.MAGIC_BLANK: f"BLANK 0x{cl.MAGIC_BLANK:08X}"}.get(value, f"0x{value:08X} (unknown)")
     if name == "topic":
@@ -145,6 +147,42 @@ def commitlog_spans(buf, file_base: int, start: int, end: int, path: str) -> lis
                 spans.append(FieldSpan(pos + 8, len(buf), "blank filler", "", "unused to the end of the file", group, 97))
         if rec.is_blank:
             break
+        pos += size
+    return spans
+
+
+def dledger_spans(buf, file_base: int, start: int, end: int) -> list[FieldSpan]:
+    """Spans of every DLedger entry overlapping ``[start, end)`` of a data file: its
+    48-byte header (``DLedgerEntryCoder``), then the commitlog record it wraps; entries
+    are walked from the file's start as ``DLedgerMmapFileStore.recover`` walks them."""
+    import struct
+
+    from ..format import dledger as dl
+
+    spans: list[FieldSpan] = []
+    pos = 0
+    while pos + 8 <= len(buf) and pos < end:
+        magic, size = struct.unpack_from(">ii", buf, pos)
+        if magic == dl.BLANK_MAGIC_CODE:
+            spans.append(FieldSpan(pos, len(buf), "blank", "", f"DLedger blank (magic -1, {size} bytes): the next entry did not fit", f"entry blank @{file_base + pos}", 97))
+            break
+        if size == 0:
+            spans.append(FieldSpan(pos, len(buf), "zero tail", "", "end of the log: never written", "tail", 98))
+            break
+        if size <= dl.ENTRY_HEADER_SIZE or pos + size > len(buf):
+            spans.append(FieldSpan(pos, len(buf), "damaged", "", f"entry size {size} is not a DLedger entry here", f"damage @{file_base + pos}", 99))
+            break
+        if pos + size > start:
+            group = f"entry @{file_base + pos}"
+            spans += field_spans(dl.DLedgerEntryHeader, bytes(buf[pos : pos + dl.ENTRY_HEADER_SIZE]), pos, group)
+            r = pos + dl.ENTRY_HEADER_SIZE
+            try:
+                rec = decode_record(buf, r, file="", file_base=file_base, check_crc=False, read_body=False)
+            except RecordError as err:
+                rec = None
+                spans.append(FieldSpan(r, pos + size, "damaged", "", str(err), f"record @{file_base + r}", 99))
+            if rec is not None and not rec.is_blank:
+                spans += field_spans(cl.MessageRecord, bytes(buf[r : r + min(rec.total_size, size - dl.ENTRY_HEADER_SIZE)]), r, f"record @{file_base + r}")
         pos += size
     return spans
 
@@ -229,6 +267,8 @@ def file_kind(path: Path) -> str:
         return "timerlog"
     if len(parts) >= 2 and parts[-2] == COMMITLOG_DIR:
         return "commitlog"
+    if len(parts) >= 3 and parts[-2] == "data" and parts[-3].startswith("dledger-"):
+        return "dledger"
     if len(parts) >= 4 and parts[-4] == CONSUMEQUEUE_DIR:
         return "consumequeue"
     if len(parts) >= 2 and parts[-2] == INDEX_DIR:
@@ -257,6 +297,8 @@ class HexView:
         if self.kind == "commitlog":
             base = int(self.path.name) if self.path.name.isdigit() else 0
             self.spans = commitlog_spans(buf, base, self.offset, self.end, str(self.path))
+        elif self.kind == "dledger":
+            self.spans = dledger_spans(buf, int(self.path.name) if self.path.name.isdigit() else 0, self.offset, self.end)
         elif self.kind == "consumequeue":
             self.spans = consumequeue_spans(buf, self.offset, self.end, int(self.path.name) if self.path.name.isdigit() else 0)
         elif self.kind == "index":

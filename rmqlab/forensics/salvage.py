@@ -132,6 +132,22 @@ def _follows_boundary(buf, pos: int) -> bool:
     return magic in cl.MESSAGE_MAGICS and cl.FIXED_SIZE_V1_IPV4 <= size <= left
 
 
+def _follows_entry(buf, pos: int, file_base: int) -> bool:
+    """True when ``pos`` starts a DLedger entry (magic 1 and ``pos`` where it is), a
+    DLedger blank, the zero tail, or is the file end (``MmapFileList`` / ``DLedgerEntryCoder``)."""
+    from ..format import dledger as dl
+
+    left = len(buf) - pos
+    if left == 0:
+        return True
+    if left < dl.ENTRY_HEADER_SIZE:
+        return not any(bytes(buf[pos:])) or (left >= 4 and struct.unpack_from(">i", buf, pos)[0] == dl.BLANK_MAGIC_CODE)
+    magic, size = struct.unpack_from(">ii", buf, pos)
+    if magic == dl.BLANK_MAGIC_CODE or (magic == 0 and size == 0):
+        return True
+    return magic == dl.MAGIC_1 and struct.unpack_from(">q", buf, pos + dl.POS_AT)[0] == file_base + pos
+
+
 def log_end_in_file(buf) -> int | None:
     """Where RocketMQ's chain walk stops in this file (the first record its acceptance
     rule refuses, CRC included, or the zero tail); ``None`` when the walk leaves the file
@@ -150,9 +166,12 @@ def salvage_buffer(
     start: int = 0,
     include_weak: bool = False,
     include_in_log: bool = True,
+    dledger: bool = False,
 ) -> Iterator[SalvagedRecord]:
     """Scan one file's bytes; ``log_end`` is the in-file position where RocketMQ's walk
-    stops (``None``: the walk passes this whole file, everything is in-log)."""
+    stops (``None``: the walk passes this whole file, everything is in-log).
+    ``dledger``: a DLedger data file, where each record is followed by the next entry's
+    header rather than by the next record."""
     if not include_in_log:  # only what lies past the cut: nothing before it is read
         if log_end is None:
             return
@@ -174,8 +193,8 @@ def salvage_buffer(
             if not include_weak:
                 continue
             conf, why = WEAK, "size and physicalOffset agree, but the CRC fails: the body is damaged"
-        elif _follows_boundary(buf, pos + rec.total_size):
-            conf, why = CERTAIN, "size, physicalOffset and CRC agree, and the next record starts right after it"
+        elif (_follows_entry(buf, pos + rec.total_size, file_base) if dledger else _follows_boundary(buf, pos + rec.total_size)):
+            conf, why = CERTAIN, "size, physicalOffset and CRC agree, and the next " + ("DLedger entry" if dledger else "record") + " starts right after it"
         else:
             conf, why = LIKELY, "size, physicalOffset and CRC agree; the bytes after it are not a record boundary"
         yield SalvagedRecord(rec, file, pos, conf, where, why)
@@ -201,11 +220,34 @@ def iter_salvage(path: str | os.PathLike, *, include_weak: bool = False, include
         raise StoreFormatError(path, None, "no such file or directory")
     if path.is_file():
         return _salvage_file(MappedFile(path, _file_base(path)), include_weak, include_in_log)
+    from ..store.layout import dledger_log_dir
+
+    dl_dir = dledger_log_dir(path)
+    if dl_dir is not None or (path.name == "data" and path.parent.name.startswith("dledger-")):
+        return _salvage_dledger(dl_dir or path.parent, mapped_file_size, include_weak, include_in_log)
     directory = path / COMMITLOG_DIR if (path / COMMITLOG_DIR).is_dir() else path
     if not any(p.is_file() and p.name.isdigit() for p in directory.iterdir()):
         what = f"its {COMMITLOG_DIR}/ holds no commitlog file" if directory != path else f"neither a store root (no {COMMITLOG_DIR}/) nor a commitlog directory (no offset-named files)"
         raise StoreFormatError(path, None, f"nothing to salvage: {what}")
     return _salvage_files(MappedFileQueue(directory, mapped_file_size, strict=False), include_weak, include_in_log)
+
+
+def _salvage_dledger(dledger_dir: Path, mapped_file_size: int | None, include_weak: bool, include_in_log: bool) -> Iterator[SalvagedRecord]:
+    """A DLedger log (``dledger-<id>/``): the log ends where DLedger's recovery ends it
+    (:class:`~rmqlab.store.dledger.DLedgerCommitLog`), records are found by their magic
+    and self-recorded offset as in a commitlog file, and followed by an entry header."""
+    from ..store.dledger import DLedgerCommitLog
+
+    log = DLedgerCommitLog(dledger_dir, mapped_file_size, strict=False)
+    try:
+        end = log.max_offset()
+        for f in log.queue.files:
+            in_file = end - f.file_from_offset
+            log_end = None if in_file >= len(f.buf) else max(0, in_file)
+            yield from salvage_buffer(f.buf, file=str(f.path), file_base=f.file_from_offset, log_end=log_end, include_weak=include_weak,
+                                      include_in_log=include_in_log, dledger=True)
+    finally:
+        log.close()
 
 
 def _salvage_file(mf: MappedFile, include_weak: bool, include_in_log: bool) -> Iterator[SalvagedRecord]:

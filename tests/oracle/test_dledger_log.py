@@ -1,0 +1,115 @@
+"""A DLedger store written by RocketMQ itself (``enableDLegerCommitLog=true``: a
+one-member DLedger group, ``DLedgerCommitLog`` over ``DLedgerMmapFileStore``).
+
+rmqlab must read it as RocketMQ does: every record where RocketMQ put it (``pos + 48``
+of its entry, the offset the put answered and its msgId carries), the queues, messages,
+time lookups and index answers RocketMQ reads back; verify finds nothing wrong in it,
+and damage to an entry ends the log where DLedger's recovery ends it.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import struct
+from pathlib import Path
+
+import pytest
+
+from rmqlab.cli import main
+from rmqlab.config import MessageStoreConfig
+from rmqlab.forensics.verify import verify_store
+from rmqlab.store import open_store
+from rmqlab.store.dledger import DLedgerCommitLog
+
+from tests.oracle.compare import compare_index, compare_messages, compare_queues, compare_time_lookups
+from tests.oracle.workload import random_workload, write_lines
+
+SEED = 307
+
+
+def _free_port() -> int:
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+@pytest.fixture(scope="module")
+def dledger_store(oracle, tmp_path_factory):
+    """(tmp, config, put results, RocketMQ's load of a copy of the clean store)."""
+    tmp = tmp_path_factory.mktemp("dledger")
+    config, lines = random_workload(SEED, n=400)
+    config.update(mappedFileSizeCommitLog="16384", enableDLegerCommitLog="true", dLegerGroup="g0",
+                  dLegerPeers=f"n0-127.0.0.1:{_free_port()}", dLegerSelfId="n0")
+    ans = oracle.write(tmp / "clean", config, write_lines(tmp / "in.jsonl", lines), crash_copy=tmp / "crash")
+    assert {r["status"] for r in ans["results"]} == {"PUT_OK"}
+    shutil.copytree(tmp / "clean", tmp / "clean.rocketmq")
+    dump = oracle.load(tmp / "clean.rocketmq", config)
+    (tmp / "broker.conf").write_text("".join(f"{k}={v}\n" for k, v in config.items()))
+    return tmp, config, ans["results"], dump
+
+
+def test_rmqlab_reads_a_dledger_store_as_rocketmq_does(dledger_store, capsys):
+    tmp, config, results, dump = dledger_store
+    root = tmp / "clean"
+    assert (root / "dledger-n0" / "data").is_dir() and not (root / "commitlog").exists()
+    cfg = MessageStoreConfig.from_mapping(config)
+    with open_store(root, cfg) as store:
+        assert isinstance(store.commitlog, DLedgerCommitLog)
+        recs = list(store.commitlog.iter_records())
+        # a batch answers its records' msgIds joined by commas; each carries its offset
+        put = [(int(m[-16:], 16), m) for r in results for m in r["msgId"].split(",")]
+        assert put[0][0] == results[0]["wroteOffset"] == 48 and len(put) > len(results)
+        assert [(r.physical_offset, r.msg_id) for r in recs] == put  # entry pos + 48, and the msgId carries it
+        assert store.commitlog.max_offset() == dump["recovery"]["commitLogMaxOffsetAfterRecovery"]
+        for compare in (compare_queues, compare_messages, compare_time_lookups):
+            assert compare(store, dump) == [], compare.__name__
+        assert compare_index(store, dump) == []
+        # the bulk decoder at the entries' record positions gives the same records
+        rows = [r for b in store.commitlog.batches() for r in b.to_pylist()]
+        assert [(r["physical_offset"], r["msg_id"]) for r in rows] == put
+    rep = verify_store(root, cfg)
+    assert rep.findings == [] and rep.stats["dledger_entries"] == len(put) and rep.stats["log_end"] == store.commitlog.max_offset()
+    # the commands: info says what it decodes; lookup by msgId finds the record; recover explains
+    assert main(["info", str(root), "--config", str(tmp / "broker.conf"), "--json", "--no-scan"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert any(p["path"] == "dledger-n0/" and p["handling"] == "decoded" for p in info["layout"])
+    assert main(["lookup", str(root), "--config", str(tmp / "broker.conf"), "--msg-id", results[5]["msgId"], "--json"]) == 0
+    assert json.loads(capsys.readouterr().out.splitlines()[0])["physical_offset"] == results[5]["wroteOffset"]
+    assert main(["recover", str(root), "--config", str(tmp / "broker.conf"), "--out", str(tmp / "out")]) == 2
+    assert "DLedgerMmapFileStore.recover" in capsys.readouterr().err and not (tmp / "out").exists()
+
+
+def _last_file_entry(root: Path, n: int) -> tuple[Path, int]:
+    """The data file holding the last entries and the in-file position of its n-th entry."""
+    data = sorted((root / "dledger-n0" / "data").iterdir())
+    f = next(p for p in reversed(data) if p.read_bytes()[:4] == b"\x00\x00\x00\x01")
+    buf, p = f.read_bytes(), 0
+    for _ in range(n):
+        p += struct.unpack_from(">i", buf, p + 4)[0]
+    return f, p
+
+
+@pytest.mark.parametrize("field, at, value", [
+    ("pos", 24, struct.pack(">q", 12345)),            # pos != where the entry is
+    ("index", 8, struct.pack(">q", 10_000)),          # indexes not one apart
+    ("size", 4, struct.pack(">i", 47)),               # size != body + 48
+])
+def test_damage_to_an_entry_ends_the_log_where_dledger_recovery_ends_it(dledger_store, oracle, tmp_path, field, at, value):
+    tmp, config, _, _ = dledger_store
+    ours, theirs = tmp_path / "ours", tmp_path / "theirs"
+    shutil.copytree(tmp / "clean", ours)
+    f, p = _last_file_entry(ours, 2)
+    with open(f, "r+b") as fh:
+        fh.seek(p + at)
+        fh.write(value)
+    shutil.copytree(ours, theirs)
+    dump = oracle.load(theirs, config)
+    rep = verify_store(ours, MessageStoreConfig.from_mapping(config))
+    entry = [x for x in rep.findings if x.kind == "DLEDGER_ENTRY"]
+    assert entry and entry[0].file == str(f) and entry[0].offset == p, (field, rep.findings[:5])
+    base = int(f.name)
+    assert rep.stats["log_end"] == base + p == dump["recovery"]["commitLogMaxOffsetAfterRecovery"]
