@@ -48,21 +48,20 @@ def rocksdb_consume_queue(tmp: Path) -> Path:
     return s
 
 
-def dledger(tmp: Path) -> Path:
-    """``enableDLegerCommitLog=true``: DLedgerCommitLog sets the DLedger store's base
-    directory to storePathRootDir, and DLedgerConfig.getDefaultPath names it
-    ``dledger-<selfId>`` with ``data/`` (entries) and ``index/`` (32-byte units) in it;
-    ``commitlog/`` stays, empty, as a converted or freshly started broker leaves it.
-    The consume queues point into the DLedger log (positions + 48-byte entry headers)."""
+def dledger_converted(tmp: Path) -> Path:
+    """A store converted to DLedger (``enableDLegerCommitLog`` turned on for a broker
+    that had a commitlog): ``commitlog/`` keeps the old files and DLedgerCommitLog
+    continues the log in ``dledger-<selfId>/data/`` from ``dividedCommitlogOffset`` (the
+    end of the old log's last file; DLedgerCommitLog.recover); rmqlab reads a DLedger
+    log only on its own (tests/oracle/test_dledger_log.py) and refuses this mix."""
     s = copy_store("clean", tmp)
-    for p in (s / "commitlog").iterdir():
-        p.unlink()
     d = s / "dledger-n0"
     (d / "data").mkdir(parents=True)
     (d / "index").mkdir()
-    (d / "data" / "00000000000000000000").write_bytes(b"\x00\x00\x00\x03" + b"\x00" * 1020)
+    divided = max(int(p.name) for p in (s / "commitlog").iterdir()) + 65536
+    (d / "data" / f"{divided:020d}").write_bytes(b"\x00" * 1024)
     (d / "index" / "00000000000000000000").write_bytes(b"\x00" * 320)
-    (d / "checkpoint").write_text("committedIndex=9\n")
+    (d / "checkpoint").write_text("committedIndex=-1\n")
     return s
 
 
@@ -161,7 +160,7 @@ def multi_path(tmp: Path, case: str = "clean") -> tuple[Path, Path]:
 
 BUILDERS = {
     "rocksdb": rocksdb_consume_queue,
-    "dledger": dledger,
+    "dledger-converted": dledger_converted,
     "batch": batch_consume_queue,
     "ext": consume_queue_ext,
     "lmq": lmq,

@@ -554,20 +554,46 @@ class _Verifier:
         """One DLedger data file: its entries as ``DLedgerMmapFileStore.recover`` walks
         them (header, ``pos``, sizes, index one more each entry, term never lower; the
         first that fails ends the log, as DLedger's recovery truncates there), then each
-        entry's record through the same checks and joins as a commitlog record."""
-        from ..scan.decode import decode_positions
-
+        entry's record through the same checks and joins as a commitlog record; past
+        damage, on from the next entry header (RESYNC), as a commitlog walk goes on."""
         log = self.store.commitlog
         a = np.frombuffer(f.buf, np.uint8)
         path, base = str(f.path), f.file_from_offset
-        if self.stopped:  # after the end of the log: DLedger's recovery truncates it
-            ext = nonzero_extent(f.path, 0)
-            if ext is not None:
-                self.add("TAIL_BYTES", WARNING, path, ext[0], f"{ext[1] - ext[0]} bytes up to {ext[1]} are not zero in a DLedger file after the end of the log "
-                         "(DLedgerMmapFileStore.recover truncates them)", phy=base + ext[0])
-            return
-        w = log.walk_of(f)
-        self.dledger_entries.append((base, w))
+        segments = log.segments_of(f, chained=not self.stopped)
+        if not self.stopped:  # the entries DLedger's recovery keeps (check_dledger); what follows is walked on, as a commitlog's is
+            self.dledger_entries.append((base, segments[0]))
+        for n, w in enumerate(segments):
+            if n:
+                gap = int(w.pos[0]) if len(w.pos) else w.end
+                self.add("RESYNC", INFO, path, gap, f"walk resumed at the next DLedger entry header, {gap - segments[n - 1].problem[0]} bytes after the damage", phy=base + gap)
+            if not self._dledger_records(f, w, a, path, base, done):
+                return
+            end = base + w.end
+            if w.problem is not None:
+                self.add(DLEDGER_ENTRY, ERROR, path, w.problem[0], w.problem[1] + ("; DLedger's recovery ends the log here" if not self.stopped else ""), phy=base + w.problem[0])
+                self._stop(end, by_damage=True)
+            elif w.blank:
+                left = len(a) - w.end
+                if w.blank_size != left:
+                    self.add(BAD_BLANK, WARNING, path, w.end, f"DLedger blank says {w.blank_size} bytes are left, the file has {left}", phy=end)
+                if not self.stopped:
+                    self.log_end = base + len(a)
+                if last_file:
+                    self._stop(base + len(a))
+            else:  # a zero size: the end of the log
+                if not self.stopped:
+                    self.log_end = end
+                self._stop(end)
+                self._tail(w.end, path, base, after_damage=False)
+        last = segments[-1]
+        if last.problem is not None:  # no entry header after the damage
+            self._tail(last.problem[0], path, base, after_damage=True)
+
+    def _dledger_records(self, f, w, a: np.ndarray, path: str, base: int, done: int) -> bool:
+        """The records of one run of entries through the record checks and joins, and the
+        entries' stored body CRCs; False when a record inside an entry is damaged."""
+        from ..scan.decode import decode_positions
+
         P = w.record_positions
         try:
             if len(P):
@@ -584,30 +610,13 @@ class _Verifier:
         except RecordError as err:
             self.add(err.kind, ERROR, path, err.offset, damage_detail(err.message, err.kind), phy=base + (err.offset or 0))
             self._stop(base + (err.offset or 0) - ENTRY_HEADER_SIZE, by_damage=True)
-            return
+            return False
         for i in np.flatnonzero(w.body_crc != 0).tolist():  # DLedger 0.3.x stores 0: only a stored CRC is checked
             body = bytes(a[w.pos[i] + ENTRY_HEADER_SIZE : w.pos[i] + w.size[i]])
             computed = zlib.crc32(body)
             if (computed - (1 << 32) if computed >= 1 << 31 else computed) != int(w.body_crc[i]):
                 self.add(DLEDGER_ENTRY, ERROR, path, int(w.pos[i]), f"entry {int(w.index[i])} body CRC stored {int(w.body_crc[i])}, computed {computed}", phy=base + int(w.pos[i]))
-        end = base + w.end
-        if w.problem is not None:
-            self.add(DLEDGER_ENTRY, ERROR, path, w.problem[0], w.problem[1] + "; DLedger's recovery ends the log here", phy=base + w.problem[0])
-            self._stop(end, by_damage=True)
-            self._tail(w.problem[0], path, base, after_damage=True)
-        elif w.blank:
-            left = len(a) - w.end
-            if w.blank_size != left:
-                self.add(BAD_BLANK, WARNING, path, w.end, f"DLedger blank says {w.blank_size} bytes are left, the file has {left}", phy=end)
-            if not self.stopped:
-                self.log_end = base + len(a)
-            if last_file:
-                self._stop(base + len(a))
-        else:  # a zero size: the end of the log
-            if not self.stopped:
-                self.log_end = end
-            self._stop(end)
-            self._tail(w.end, path, base, after_damage=False)
+        return True
 
     def check_dledger(self) -> None:
         """DLedger's own files against the entries: every entry's index unit

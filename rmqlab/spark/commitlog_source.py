@@ -7,6 +7,7 @@ Java counterpart: ``CommitLog`` read by ``checkMessageAndReturnSize`` /
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass, field
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
@@ -75,6 +76,8 @@ class CommitLogSplit(InputPartition):
     start: int
     stop: int
     fs: tuple = field(default=(), repr=False)  # filesystem settings resolved where the read was planned (_paths.fs_settings): may hold credentials
+    #: a DLedger data file: entries (a 48-byte header, then the record); the split owns the entries that start in it
+    dledger: bool = False
 
 
 class CommitLogDataSource(DataSource):
@@ -227,41 +230,70 @@ class CommitLogReader(DataSourceReader):
         )
 
 
-def commitlog_files(path: str, fs_settings: tuple = (), more_dirs: list[str] | tuple = ()) -> list[tuple[str, str, int, int]]:
-    """``(uri, display name, file_base, size)`` of the commitlog files under ``path``
+def commitlog_files(path: str, fs_settings: tuple = (), more_dirs: list[str] | tuple = ()) -> list[tuple[str, str, int, int, bool]]:
+    """``(uri, display name, file_base, size, dledger)`` of the log's files under ``path``
     (a store root, a commitlog directory, or one commitlog file) and in ``more_dirs``
     (the other directories of a log spread over several: Java
     ``MultiPathMappedFileQueue.load`` lists every directory and orders the files by
-    name), in log order."""
+    name), in log order.  A store root whose log is DLedger's (``dledger-<id>/data/``,
+    no commitlog files), that directory or one of its files, gives DLedger data files."""
     from pyarrow import fs as pafs
 
     from ..errors import StoreLayoutError
 
-    out: dict[int, tuple[str, str, int, int]] = {}
+    out: dict[int, tuple[str, str, int, int, bool]] = {}
     for i, where in enumerate([path, *more_dirs]):
         fs, inner = _paths.filesystem(where, fs_settings)
+        dledger = False
         with _paths.storage(where):
             fi = fs.get_file_info(inner)
             if fi.type == pafs.FileType.File and i == 0:
                 base = int(fi.base_name) if fi.base_name.isdigit() else 0
                 files = [(base, fi.path, fi.size)]
+                dledger = _is_dledger_data(inner.rsplit("/", 1)[0])
             elif fi.type == pafs.FileType.Directory:
-                d = _paths.store_subdir(fs, inner, COMMITLOG_DIR, where) if i == 0 else inner
+                d = _dledger_data_dir(fs, inner) if i == 0 else None
+                dledger = d is not None
+                if d is None:
+                    d = _paths.store_subdir(fs, inner, COMMITLOG_DIR, where) if i == 0 else inner
                 files = _paths.offset_named_files(fs, d)
         if fi.type not in (pafs.FileType.File, pafs.FileType.Directory) or (i and fi.type != pafs.FileType.Directory):
             raise StoreLayoutError(where, None, "no such file or directory" if fi.type == pafs.FileType.NotFound else "not a directory of the log")
         for base, p, size in files:
             if base in out:
                 raise StoreLayoutError(_paths.display_path(where, p), None, f"{out[base][1]} has the same name: one offset in two directories of the log")
-            out[base] = (_paths.child_uri(where, p), _paths.display_path(where, p), base, size)
+            out[base] = (_paths.child_uri(where, p), _paths.display_path(where, p), base, size, dledger)
     return [out[b] for b in sorted(out)]
+
+
+def _is_dledger_data(directory: str) -> bool:
+    from ..format.dledger import DATA_DIR, DLEDGER_PREFIX
+
+    parts = directory.rstrip("/").rsplit("/", 2)
+    return len(parts) >= 2 and parts[-1] == DATA_DIR and parts[-2].startswith(DLEDGER_PREFIX)
+
+
+def _dledger_data_dir(fs, p: str) -> str | None:
+    """The DLedger data directory ``p`` is, or holds (``dledger-<id>/`` or a store root
+    whose log is DLedger's: one ``dledger-<id>/data/``, no commitlog files), else None."""
+    from ..format.dledger import DATA_DIR, DLEDGER_PREFIX
+
+    p = p.rstrip("/")
+    if _is_dledger_data(p):
+        return p
+    if p.rsplit("/", 1)[-1].startswith(DLEDGER_PREFIX) and _paths.is_dir(fs, p + "/" + DATA_DIR):
+        return p + "/" + DATA_DIR
+    if _paths.is_dir(fs, p + "/" + COMMITLOG_DIR) and _paths.offset_named_files(fs, p + "/" + COMMITLOG_DIR):
+        return None
+    found = [d.path for d in _paths.list_dirs(fs, p) if d.base_name.startswith(DLEDGER_PREFIX) and _paths.is_dir(fs, d.path + "/" + DATA_DIR)]
+    return found[0] + "/" + DATA_DIR if len(found) == 1 else None
 
 
 def plan_splits(path: str, split_size: int, fs_settings: tuple = (), more_dirs: list[str] | tuple = ()) -> list[CommitLogSplit]:
     out = []
-    for uri, shown, base, size in commitlog_files(path, fs_settings, more_dirs):
+    for uri, shown, base, size, dledger in commitlog_files(path, fs_settings, more_dirs):
         for start in range(0, size, split_size):
-            out.append(CommitLogSplit(uri, shown, base, size, start, min(size, start + split_size), fs_settings))
+            out.append(CommitLogSplit(uri, shown, base, size, start, min(size, start + split_size), fs_settings, dledger))
     return out
 
 
@@ -280,6 +312,9 @@ def _read_split(split: CommitLogSplit, **kw):
     from ..scan import decode as fd
 
     fs, inner = _paths.filesystem(split.uri, split.fs)
+    if split.dledger:
+        yield from _read_dledger_split(split, fs, inner, **kw)
+        return
     common = dict(file_base=split.file_base, file_size=split.file_size, file=split.file, stop=split.stop, **kw)
     if _paths.is_local(fs):
         with pa.memory_map(inner, "r") as mm:
@@ -300,3 +335,70 @@ def _read_split(split: CommitLogSplit, **kw):
             except fd.NeedMoreBytes as more:
                 pos, resync = more.position, more.resync
                 end = min(split.file_size, pos + max(more.needed, MAX_RECORD))  # a rare big record
+
+
+def _read_dledger_split(split: CommitLogSplit, fs, inner: str, *, mode: str = "strict", verify_crc: bool = True, include_body: bool = True, topics=None,
+                        start_time=None, end_time=None, columns=None, batch_rows: int = DEFAULT_BATCH_ROWS, java_properties=()):
+    """The records of the DLedger entries that start in the split: the first entry at or
+    after its start is found by its header (magic 1 and ``pos`` equal to where it is,
+    ``DLedgerEntryCoder``), then entries are walked as DLedger's recovery walks them and
+    their records decoded at their positions.  Bytes past the split are read as far as
+    its last entry reaches."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from ..format.record import RecordError
+    from ..scan import decode as fd
+    from ..store.dledger import DLEDGER_ENTRY, next_entry, walk_segments
+
+    lo = split.start
+    if _paths.is_local(fs):
+        mm = pa.memory_map(inner, "r")
+        buf, off = mm.read_buffer(), 0
+    else:
+        mm = None
+        with _paths.storage(split.file):
+            fh = fs.open_input_file(inner)
+        hi = min(split.file_size, split.stop + OVERHANG)
+        with _paths.storage(split.file):
+            buf, off = fh.read_at(hi - lo, lo), lo
+    try:
+        data = memoryview(buf).cast("B") if not isinstance(buf, (bytes, bytearray)) else buf
+        first = next_entry(data, split.file_base + off, lo - off, split.stop - off)
+        if first is None:
+            return
+        segments = walk_segments(data, split.file_base + off, start=first, stop=split.stop - off)
+        w = segments[-1]
+        if mm is None and w.problem is not None and w.problem[1].startswith("entry of") and off + w.problem[0] < split.stop:
+            # the last entry runs past what was read: read on to its end (at most one more read)
+            need = struct.unpack_from(">i", data, w.problem[0] + 4)[0]
+            with _paths.storage(split.file):
+                buf = fh.read_at(min(split.file_size, off + w.problem[0] + need + 8) - lo, lo)
+            data = memoryview(buf).cast("B")
+            segments = walk_segments(data, split.file_base + off, start=first, stop=split.stop - off)
+        for w in segments:
+            P = w.record_positions
+            if len(P):
+                batches = fd.decode_positions(data, P, file_base=split.file_base + off, file=split.file, verify_crc=verify_crc, include_body=include_body,
+                                              columns=columns, batch_rows=batch_rows, java_properties=java_properties,
+                                              crc_mismatch="flag" if mode == "lenient" else "raise")
+                for batch in batches:
+                    if topics:
+                        batch = batch.filter(pc.is_in(batch.column("topic"), pa.array(list(topics))))
+                    if start_time is not None:
+                        batch = batch.filter(pc.greater_equal(batch.column("store_timestamp"), start_time))
+                    if end_time is not None:
+                        batch = batch.filter(pc.less(batch.column("store_timestamp"), end_time))
+                    if batch.num_rows:
+                        yield batch
+            if w.problem is not None and off + w.problem[0] < split.stop:
+                at, why = off + w.problem[0], w.problem[1]
+                if mode == "strict":
+                    raise RecordError(split.file, at, DLEDGER_ENTRY, why)
+                row = {n: None for n in SCHEMA.fieldNames()}
+                row.update(physical_offset=split.file_base + at, file=split.file, kind=DLEDGER_ENTRY, error=f"{split.file} @ {at}: {DLEDGER_ENTRY}: {why}")
+                yield pa.RecordBatch.from_pylist([row], schema=fd.ARROW_SCHEMA)
+    finally:
+        if mm is not None:
+            mm.close()
+

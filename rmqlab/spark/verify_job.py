@@ -218,6 +218,8 @@ class DispatchReader(DataSourceReader):
         cfg = config_from_option(self.options.get("storeconfig"))
         # the log's directories, as the driver's verifier reads them (storePathCommitLog)
         dirs = [str(d) for d in commitlog_dirs(self.options["path"], cfg)]
+        if len(dirs) == 1:  # the root: its commitlog/ or its DLedger log
+            return plan_splits(self.options["path"], self.split_size)
         return plan_splits(dirs[0], self.split_size, (), dirs[1:])
 
     def read(self, split):
@@ -380,6 +382,13 @@ class _Job:
             parts.append(self.index_entries(records, checks))
         self.queue_ends(records)
         drv.check_state()
+        from ..store.dledger import DLedgerCommitLog
+
+        if isinstance(drv.store.commitlog, DLedgerCommitLog):
+            # DLedger's index and checkpoint against the entries up to the end of the log:
+            # entry headers only, read here (cheap next to the records)
+            drv.dledger_entries = [(f.file_from_offset, w) for f, w in drv.store.commitlog.entry_walks()]
+            drv.check_dledger()
         self.delay_offsets()
         drv.check_timers()
         out = parts[0]

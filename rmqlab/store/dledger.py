@@ -64,15 +64,21 @@ class EntryWalk:
         return self.size - dl.ENTRY_HEADER_SIZE
 
 
-def walk_entries(buf, file_base: int, *, start: int = 0, last_index: int = -1, last_term: int = -1) -> EntryWalk:
+def walk_entries(buf, file_base: int, *, start: int = 0, stop: int | None = None, last_index: int = -1, last_term: int = -1) -> EntryWalk:
     """The entries of one data file from in-file ``start`` (an entry boundary), checked
     as ``DLedgerMmapFileStore.recover`` checks them; ``last_index``/``last_term``: of the
-    entry before (the previous file's last), -1 for none."""
+    entry before (the previous file's last), -1 for none.  ``stop``: entries starting at
+    or after it are not walked (a byte range of the file: ``end`` is where the next
+    entry starts).  ``buf`` may hold part of a file from position ``file_base`` − its
+    file's start: positions are in ``buf``, ``pos`` fields are checked as absolute."""
     n_max = len(buf)
     pos, size, index, term, crc = [], [], [], [], []
     p = start
     out = None
     while True:
+        if stop is not None and p >= stop:
+            out = EntryWalk(*_arrays(pos, size, index, term, crc), end=p)
+            break
         if p + 8 > n_max:
             out = EntryWalk(*_arrays(pos, size, index, term, crc), end=p, zero=True)
             break
@@ -113,6 +119,46 @@ def walk_entries(buf, file_base: int, *, start: int = 0, last_index: int = -1, l
     return out
 
 
+def next_entry(buf, file_base: int, lo: int, hi: int) -> int | None:
+    """The position of the first DLedger entry header starting in ``[lo, hi)`` of ``buf``
+    (``buf`` starts at log position ``file_base``): magic 1 and ``pos`` equal to where it
+    is (``DLedgerEntryCoder``), the mark a walk resynchronises on after damage and a
+    byte-range split starts from."""
+    hi = min(hi, len(buf) - dl.ENTRY_HEADER_SIZE + 1)
+    if hi <= lo:
+        return None
+    raw = bytes(buf[lo : hi + 3])
+    needle = struct.pack(">i", dl.MAGIC_1)
+    i = raw.find(needle)
+    while 0 <= i and lo + i < hi:
+        p = lo + i
+        if struct.unpack_from(">q", buf, p + dl.POS_AT)[0] == file_base + p:
+            return p
+        i = raw.find(needle, i + 1)
+    return None
+
+
+def walk_segments(buf, file_base: int, *, start: int = 0, stop: int | None = None, last_index: int = -1, last_term: int = -1) -> list[EntryWalk]:
+    """:func:`walk_entries`, and after an entry that fails its checks, on from the next
+    entry header (:func:`next_entry`) for as long as there are any before ``stop``: what
+    lies past damage, walked as verify and a lenient scan walk it.  The first segment is
+    where DLedger's recovery ends the log."""
+    w = walk_entries(buf, file_base, start=start, stop=stop, last_index=last_index, last_term=last_term)
+    return [w] + resume_after(buf, file_base, w, stop)
+
+
+def resume_after(buf, file_base: int, w: EntryWalk, stop: int | None = None) -> list[EntryWalk]:
+    """The walks after ``w``'s damage, each from the next entry header."""
+    out = []
+    while w.problem is not None:
+        q = next_entry(buf, file_base, w.problem[0] + 1, len(buf) if stop is None else stop)
+        if q is None:
+            break
+        w = walk_entries(buf, file_base, start=q, stop=stop)
+        out.append(w)
+    return out
+
+
 def _arrays(*lists):
     return [np.asarray(x, np.int64) for x in lists]
 
@@ -148,17 +194,28 @@ class DLedgerCommitLog(CommitLog):
             if not w.blank:
                 return
 
-    def walk_of(self, f) -> EntryWalk:
-        """The entries of data file ``f``; the index and term of the file before carry
-        over when that file was walked already (a walk in order), else the file is
-        checked on its own (a file of a distributed job)."""
+    def walk_of(self, f, *, chained: bool = True) -> EntryWalk:
+        """The entries of data file ``f``.  ``chained``: the index and term of the file
+        before carry over when that file was walked already (a walk in order), else the
+        file is checked on its own (a file of a distributed job, or one after the end of
+        the log, whose entries do not follow the damage before them)."""
         w = self._walks.get(f.file_from_offset)
-        if w is None:
+        if w is not None:
+            return w
+        prev = None
+        if chained:
             i = self.queue.index_of(f)
             prev = self._walks.get(self.queue.files[i - 1].file_from_offset) if i else None
-            last = (int(prev.index[-1]), int(prev.term[-1])) if prev is not None and len(prev.index) else (-1, -1)
-            w = self._walks[f.file_from_offset] = walk_entries(f.buf, f.file_from_offset, last_index=last[0], last_term=last[1])
+        last = (int(prev.index[-1]), int(prev.term[-1])) if prev is not None and len(prev.index) else (-1, -1)
+        w = walk_entries(f.buf, f.file_from_offset, last_index=last[0], last_term=last[1])
+        if chained:
+            self._walks[f.file_from_offset] = w
         return w
+
+    def segments_of(self, f, *, chained: bool = True) -> list[EntryWalk]:
+        """:meth:`walk_of`, then the walks past its damage (:func:`resume_after`)."""
+        first = self.walk_of(f, chained=chained)
+        return [first] + resume_after(f.buf, f.file_from_offset, first)
 
     def checkpoint(self) -> dict[str, str] | None:
         """``dledger-<id>/checkpoint`` (``committedIndex``, ``endIndex``) or None."""

@@ -251,7 +251,9 @@ def recognise(root: str | os.PathLike, config: MessageStoreConfig | None = None)
                               "data/ entries (48-byte headers, then the record), index/ 32-byte units, checkpoint, currterm", "DLedgerCommitLog / DLedgerMmapFileStore",
                               lay.recovery_unmodelled))
         else:
-            parts.append(Part(p.name + "/", "DLedger commitlog", NOT_CHECKED, "not the one DLedger log rmqlab reads here", "DLedgerCommitLog / DLedgerMmapFileStore",
+            why = ("a store converted to DLedger: its log is commitlog/ up to dividedCommitlogOffset, then these entries (not read as one log here)"
+                   if _offset_named(commitlog) else "not the one DLedger log with data/ that rmqlab reads")
+            parts.append(Part(p.name + "/", "DLedger commitlog", NOT_CHECKED, why, "DLedgerCommitLog / DLedgerMmapFileStore",
                               "DLedger recovers its own log (DLedgerMmapFileStore.recover); not modelled"))
     log_dirs = commitlog_dirs(root, config)
     lay.commitlog_dirs = [str(d) for d in log_dirs] if log_dir is None else []

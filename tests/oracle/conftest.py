@@ -8,20 +8,13 @@ that never asked RocketMQ would not be green.
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
-from tests.oracle.harness import Oracle, OracleUnavailable, build
+from tests.oracle.harness import Oracle, build_or_skip
 
 
 def _built(release: str) -> list[str]:
-    try:
-        return build(release)
-    except OracleUnavailable as exc:
-        if os.environ.get("CI") or os.environ.get("RMQLAB_REQUIRE_ORACLE"):
-            pytest.fail(str(exc))
-        pytest.skip(str(exc))
+    return build_or_skip(release)
 
 
 @pytest.fixture(scope="session")

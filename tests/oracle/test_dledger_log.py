@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
 import struct
 from pathlib import Path
 
@@ -24,32 +23,19 @@ from rmqlab.store import open_store
 from rmqlab.store.dledger import DLedgerCommitLog
 
 from tests.oracle.compare import compare_index, compare_messages, compare_queues, compare_time_lookups
-from tests.oracle.workload import random_workload, write_lines
+from tests.oracle.dledger import write_dledger_store
+from rmqlab.forensics.salvage import salvage_path
 
 SEED = 307
-
-
-def _free_port() -> int:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 @pytest.fixture(scope="module")
 def dledger_store(oracle, tmp_path_factory):
     """(tmp, config, put results, RocketMQ's load of a copy of the clean store)."""
     tmp = tmp_path_factory.mktemp("dledger")
-    config, lines = random_workload(SEED, n=400)
-    config.update(mappedFileSizeCommitLog="16384", enableDLegerCommitLog="true", dLegerGroup="g0",
-                  dLegerPeers=f"n0-127.0.0.1:{_free_port()}", dLegerSelfId="n0")
-    ans = oracle.write(tmp / "clean", config, write_lines(tmp / "in.jsonl", lines), crash_copy=tmp / "crash")
-    assert {r["status"] for r in ans["results"]} == {"PUT_OK"}
+    _, config, results = write_dledger_store(oracle, tmp, SEED, crash_copy=tmp / "crash")
     shutil.copytree(tmp / "clean", tmp / "clean.rocketmq")
-    dump = oracle.load(tmp / "clean.rocketmq", config)
-    (tmp / "broker.conf").write_text("".join(f"{k}={v}\n" for k, v in config.items()))
-    return tmp, config, ans["results"], dump
+    return tmp, config, results, oracle.load(tmp / "clean.rocketmq", config)
 
 
 def test_rmqlab_reads_a_dledger_store_as_rocketmq_does(dledger_store, capsys):
@@ -113,3 +99,6 @@ def test_damage_to_an_entry_ends_the_log_where_dledger_recovery_ends_it(dledger_
     assert entry and entry[0].file == str(f) and entry[0].offset == p, (field, rep.findings[:5])
     base = int(f.name)
     assert rep.stats["log_end"] == base + p == dump["recovery"]["commitLogMaxOffsetAfterRecovery"]
+    # what the cut takes, salvaged: the damaged entry's record first (its header is what is wrong)
+    cut = salvage_path(ours)
+    assert cut and cut[0].record.physical_offset == base + p + 48 and all(s.where == "after-cut" for s in cut)

@@ -6,6 +6,7 @@ gives, at several split sizes, and ``rmqlab.spark.verify`` the findings of
 from __future__ import annotations
 
 import json
+import shutil
 from collections import Counter
 
 import pytest
@@ -13,7 +14,7 @@ import pytest
 from rmqlab.cli import main
 from rmqlab.config import MessageStoreConfig
 from tests.layouts import multi_path
-from tests.spark.expected import assert_commitlog_rows
+from tests.spark.expected import assert_commitlog_rows, commitlog_rows
 
 pytestmark = pytest.mark.spark
 
@@ -51,3 +52,50 @@ def test_a_directory_of_the_log_named_twice_is_refused(spark, tmp_path):
         plan_splits(str(store), 1 << 20, (), [str(store / "commitlog")])
     with pytest.raises(StoreLayoutError, match="no such file"):
         plan_splits(str(store), 1 << 20, (), [str(tmp_path / "nowhere")])
+
+
+@pytest.fixture(scope="module")
+def dledger(tmp_path_factory):
+    """A DLedger store RocketMQ wrote, and a copy with an entry's header damaged in the
+    middle of the log (the log ends there; the files after it are walked on)."""
+    import struct
+
+    from tests.oracle.dledger import write_dledger_store
+    from tests.oracle.harness import Oracle, build_or_skip
+
+    tmp = tmp_path_factory.mktemp("dledger")
+    with Oracle(build_or_skip(), threads=2) as rmq:
+        root, config, _ = write_dledger_store(rmq, tmp, seed=401, n=300)
+    damaged = tmp / "damaged"
+    shutil.copytree(root, damaged)
+    f = sorted((damaged / "dledger-n0" / "data").iterdir())[4]
+    buf = f.read_bytes()
+    p = struct.unpack_from(">i", buf, 4)[0]  # the second entry of the file
+    with open(f, "r+b") as fh:
+        fh.seek(p + 24)
+        fh.write(struct.pack(">q", 7))  # its pos field
+    return root, damaged, MessageStoreConfig.from_properties(tmp / "broker.conf"), tmp / "broker.conf"
+
+
+def test_a_dledger_log_reads_as_the_reader_reads_it(spark, dledger, capsys):
+    import rmqlab.spark
+
+    root, damaged, cfg, conf = dledger
+    for split in ("3000", "16KiB"):
+        df = spark.read.format("rocketmq").option("splitSize", split).load(str(root))
+        assert_commitlog_rows([r.asDict() for r in df.collect()], root, where=f"dledger split {split}", config=cfg)
+    # the data directory itself, and a narrow read
+    rows = spark.read.format("rocketmq").option("columns", "physical_offset,topic").load(str(root / "dledger-n0" / "data")).collect()
+    assert sorted(r.physical_offset for r in rows) == [r["physical_offset"] for r in commitlog_rows(root, cfg)]
+    # damage: strict names the entry, lenient gives the rows around it and the damage as a row
+    with pytest.raises(Exception, match="DLEDGER_ENTRY"):
+        spark.read.format("rocketmq").option("splitSize", "3000").load(str(damaged)).collect()
+    lenient = spark.read.format("rocketmq").option("mode", "lenient").option("splitSize", "3000").load(str(damaged)).collect()
+    bad = [r for r in lenient if r.kind == "DLEDGER_ENTRY"]
+    assert len(bad) == 1 and "says pos 7" in bad[0].error
+    for split in ("64KiB", "5KiB"):
+        for store in (root, damaged):
+            want = _cli_findings(capsys, store, "--config", conf)
+            got = Counter((r.kind, r.severity, r.file, r.offset) for r in rmqlab.spark.verify(spark, store, config=cfg, splitSize=split).collect())
+            assert got == want, (store.name, split)
+    assert any(k[0] == "DLEDGER_ENTRY" for k in want)

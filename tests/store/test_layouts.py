@@ -23,7 +23,7 @@ from tests.support import ALL_CASES, REFERENCE
 #: log is still the root's commitlog/
 EXPECTED = {
     "rocksdb": ("RocksDB consume queue", True),
-    "dledger": ("DLedger commitlog", False),
+    "dledger-converted": ("DLedger commitlog", False),
     "batch": ("batch consume queues", True),
     "ext": ("consume queue ext", True),
     "lmq": ("LMQ consume queues", True),
@@ -133,8 +133,8 @@ def test_rocksdb_queues_are_not_read_and_not_rebuilt(tmp_path, capsys):
     assert code == 2 and "RocksDB" in err
 
 
-def test_dledger_log_is_refused_by_read_commands(tmp_path, capsys):
-    store = BUILDERS["dledger"](tmp_path)
+def test_a_store_converted_to_dledger_is_refused_by_read_commands(tmp_path, capsys):
+    store = BUILDERS["dledger-converted"](tmp_path)
     code, out, _ = run(capsys, "recover", store)
     assert code == 0 and "deletes" not in out and "DLedger" in out
     for argv in (["dump", store], ["queue", store, "--topic", "TopicA", "--queue-id", "0"], ["lookup", store, "--topic", "TopicA", "--key", "shared"]):
