@@ -23,6 +23,8 @@ def run(args) -> int:
     cfg, sources = sizes_from_args(args)
     with StoreReader(args.store, cfg, strict=False) as store, progress_bar(args, 0 if args.no_scan else commitlog_bytes(args.store, cfg), "info") as bar:
         s = summarize(store, scan=not args.no_scan, progress=bar)
+        where = (f"DLedger entries in {store.dledger_dir.name}/data/" if store.dledger_dir is not None
+                 else ", ".join(str(d) for d in store.commitlog_dirs) if len(store.commitlog_dirs) > 1 else "")
     if args.json:
         print_json(dict(s.to_dict(), size_sources=sources))
         return 0
@@ -32,7 +34,7 @@ def run(args) -> int:
         print(f"    {k} = {v}  ({sources[k]})")
     if s.load_refused:
         print(f"RocketMQ would refuse to load this store (MappedFileQueue.load): {len(s.load_refused)} commitlog file(s) of the wrong size, listed below")
-    print(f"commitlog: {len(s.commitlog_files)} file(s), min offset {s.commitlog_min_offset}" + (f", end of log {s.commitlog_end_offset}" if s.commitlog_end_offset is not None else ""))
+    print(f"commitlog{f' ({where})' if where else ''}: {len(s.commitlog_files)} file(s), min offset {s.commitlog_min_offset}" + (f", end of log {s.commitlog_end_offset}" if s.commitlog_end_offset is not None else ""))
     for name, size in s.commitlog_files:
         print(f"  {name}  {size:>12} bytes")
     if not args.no_scan:
@@ -71,7 +73,8 @@ def run(args) -> int:
     print(f"lock: {s.lock}")
     print("files of the root (what rmqlab does with each):")
     for part in s.layout:
-        print(f"  {part['path']:<34} {part['kind']}: {part['handling']}" + (f" — {part['note']}" if part["note"] else ""))
+        print(f"  {part['path']:<34} {part['kind']}: {part['handling']}" + (f" — {part['note']}" if part["note"] else "")
+              + (f"; recover: not modelled ({part['recovery']})" if part["recovery"] else ""))
     for p in s.problems:
         print(f"problem: {p}")
     return 0

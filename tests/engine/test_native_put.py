@@ -13,7 +13,6 @@ import time
 
 import pytest
 
-from rmqlab.config import MessageStoreConfig
 from rmqlab.engine import ManualClock, Message, MessageStore, PutMessageStatus
 from rmqlab.engine.message_store import _native_put
 from rmqlab.store.reader import open_store
