@@ -101,10 +101,11 @@ def consume_queue_ext(tmp: Path) -> Path:
     return s
 
 
-def lmq(tmp: Path) -> Path:
-    """``enableLmq`` / ``enableMultiDispatch``: a record of TopicA dispatched to a light
-    queue too (MultiDispatchUtils: topic ``%LMQ%<name>`` (MixAll.LMQ_PREFIX), queue 0)
-    gets a unit there that points at the parent record."""
+def lmq_unnamed(tmp: Path) -> Path:
+    """A light queue (``%LMQ%<name>``, MixAll.LMQ_PREFIX, queue 0) whose units point at
+    records of TopicA that do not name it: ConsumeQueue.multiDispatchLmqQueue only writes
+    a unit for a name in the record's INNER_MULTI_DISPATCH, so each is a mismatch (the
+    stores RocketMQ writes with LMQ queues: tests/oracle/test_lmq_queues.py)."""
     s = copy_store("clean", tmp)
     units = _units(s / "consumequeue" / "TopicA" / "1")
     d = s / "consumequeue" / "%LMQ%orders" / "0"
@@ -163,7 +164,6 @@ BUILDERS = {
     "dledger-converted": dledger_converted,
     "batch": batch_consume_queue,
     "ext": consume_queue_ext,
-    "lmq": lmq,
     "extras": extras,
 }
 

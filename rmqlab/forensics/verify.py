@@ -48,11 +48,13 @@ from ..errors import StoreFormatError
 from ..progress import Progress, Silent
 from ..files.extent import nonzero_extent, nonzero_past, zero_runs
 from ..format.consumequeue import CQ_STORE_UNIT_SIZE, PRE_BLANK_SIZE
+from ..format.hashing import java_string_hash
+from ..format.properties import INNER_MULTI_DISPATCH as LMQ_MULTI_DISPATCH, INNER_MULTI_QUEUE_OFFSET as LMQ_MULTI_QUEUE_OFFSET, LMQ_DISPATCH_SEPARATOR
 from ..format.dledger import COMMITTED_INDEX_KEY, ENTRY_HEADER_SIZE, INDEX_UNIT_SIZE, MAGIC_1
 from ..format.indexfile import IndexHeader, entry_position, slot_position
 from ..format.layout import PHYSICAL_OFFSET_AT
 from ..format.parse import field_offset
-from ..format.properties import KEYS, UNIQ_KEY
+from ..format.properties import KEYS, TAGS, UNIQ_KEY
 from ..format.record import BAD_BLANK, BODY_CRC, PROPERTY_CRC, RecordError, damage_detail, decode_record
 from ..rules import SCHEDULE_TOPIC, delay_level_queue_id, goes_to_consume_queue, goes_to_index, index_keys, parse_delay_levels
 from ..rules import ABORT_FILE, CHECKPOINT_FILE, CONFIG_DIR, CONSUMEQUEUE_DIR, DELAY_OFFSET_FILE, LOCK_FILE
@@ -353,10 +355,10 @@ class _Verifier:
     # -- consume queues: what each holds, before the log is read -------------------------------------
     def prepare_queues(self) -> None:
         min_off = self.store.commitlog.min_offset
-        unchecked = self.store.layout.unchecked_topics
+        lay = self.store.layout
         for qid in self.store.queue_ids():
-            if qid.topic in unchecked:
-                continue  # reported once by check_recognised
+            if lay.apart_from_join(qid.topic):
+                continue  # reported once by check_recognised, or checked by check_lmq_queues
             self.prepare_queue(qid, min_off)
 
     def prepare_queue(self, qid, min_off: int) -> "_Queue | None":
@@ -966,13 +968,104 @@ class _Verifier:
         for key, (qoff, phy) in self.queue_last.items():
             if key not in seen and not lay.rocksdb_consume_queue:
                 topic, qid = self._queue_of(key)
-                if topic in lay.unchecked_topics:
+                if lay.apart_from_join(topic):
                     continue
                 self.add("CQ_MISSING_QUEUE", ERROR, str(self.root / CONSUMEQUEUE_DIR / topic / str(qid)), None, f"the log holds records of {topic}/{qid} (up to queue offset {qoff}) but there is no consume queue; abnormal recovery rebuilds it")
         self.report.stats.update(consume_queues=len(self.queues), cq_entries=self.n_cq_entries)
         self.report.stats.update(index_files=len(self.indexes), index_entries=self.n_index_entries)
         if self.cfg.message_index_enable:
             self._index_missing()
+
+    def check_lmq_queues(self) -> None:
+        """LMQ queues (``enableLmq``, ``enableMultiDispatch``): for each name of a record's
+        ``INNER_MULTI_DISPATCH``, ``ConsumeQueue.multiDispatchLmqQueue`` puts an entry
+        (the record's offset, size and tagsCode) at the queue offset the same position of
+        ``INNER_MULTI_QUEUE_OFFSET`` names, in queue (name, 0).  Each entry is checked
+        against the record it points at, the records read in bulk by position."""
+        from ..scan.decode import JAVA_PROPERTY_PREFIX as JP, decode_positions
+
+        lay = self.store.layout
+        if not lay.lmq_topics:
+            return
+        phy, size, tags, qoff, owner, where = [], [], [], [], [], []
+        queues = [q for q in self.store.queue_ids() if q.topic in lay.lmq_topics]
+        min_off = self.store.commitlog.min_offset
+        for n, qid in enumerate(queues):
+            try:
+                cq = self.store.consume_queue(qid.topic, qid.queue_id)
+            except StoreFormatError as err:
+                self.add("LAYOUT", ERROR, err.file, err.offset, err.message)
+                continue
+            if not cq.queue.files:
+                continue
+            lo, hi = cq.valid_range(min_off)
+            for q0, e in cq.parts(lo, hi):
+                phy.append(e["commitlog_offset"].astype(np.int64))
+                size.append(e["size"].astype(np.int64))
+                tags.append(e["tags_code"].astype(np.int64))
+                qoff.append(np.arange(q0, q0 + len(e), dtype=np.int64))
+                owner.append(np.full(len(e), n, np.int64))
+            where.append(cq)
+        if not phy:
+            return
+        phy, size, tags, qoff, owner = (np.concatenate(x) for x in (phy, size, tags, qoff, owner))
+        names = (LMQ_MULTI_DISPATCH, LMQ_MULTI_QUEUE_OFFSET, TAGS)
+        found: dict[int, tuple[int, str, str, str]] = {}  # phy -> (total size, dispatch, offsets, tags)
+        log = self.store.commitlog
+        beyond = phy >= self.log_end
+        for f in log.queue.files:
+            base = f.file_from_offset
+            sel = (phy >= base) & (phy < base + len(f.buf)) & ~beyond
+            P = np.unique(phy[sel]) - base
+            while len(P):
+                try:
+                    for b in decode_positions(f.buf, P, file_base=base, file=str(f.path), include_body=False, verify_crc=False,
+                                              columns=("physical_offset", "total_size"), java_properties=names):
+                        cols = [b.column("physical_offset").to_pylist(), b.column("total_size").to_pylist()] + [b.column(JP + n).to_pylist() for n in names]
+                        for p_, t_, d_, o_, g_ in zip(*cols):
+                            found[p_] = (t_, d_ or "", o_ or "", g_)
+                    P = P[:0]
+                except RecordError as err:  # no record at one position: the rest still read
+                    P = P[P > err.offset]
+        shift: dict[int, tuple[int, int]] = {}  # queue -> (last offset a record named, how far above its unit)
+        for i in range(len(phy)):
+            p, Q = int(phy[i]), queues[int(owner[i])]
+            cq = self.store.consume_queue(Q.topic, Q.queue_id)
+            file, fpos = self._cq_pos(cq, int(qoff[i]))
+            what = f"{Q} entry {int(qoff[i])}"
+            if beyond[i]:
+                self.add("CQ_BEYOND_END", ERROR, file, fpos, f"{what} points at {p}, at or past the end of the log ({self.log_end}); recovery cuts it")
+                continue
+            rec = found.get(p)
+            if rec is None:
+                self.add("LMQ_DANGLING", ERROR, file, fpos, f"{what} points at {p}, where no record starts")
+                continue
+            total, dispatch, offsets, tag = rec
+            named = dispatch.split(LMQ_DISPATCH_SEPARATOR) if dispatch else []
+            offs = offsets.split(LMQ_DISPATCH_SEPARATOR) if offsets else []
+            if Q.topic not in named:
+                self.add("LMQ_MISMATCH", ERROR, file, fpos, f"{what} points at the record at {p}, whose INNER_MULTI_DISPATCH {dispatch!r} does not name {Q.topic}")
+                continue
+            k = named.index(Q.topic)
+            said = int(offs[k]) if len(offs) == len(named) and offs[k].lstrip("-").isdigit() else None
+            prev = shift.get(int(owner[i]))
+            if said is None or said < int(qoff[i]) or (prev is not None and said <= prev[0]):
+                # RocketMQ writes no unit below the queue's end (putMessagePositionInfo returns), and offsets only grow
+                self.add("LMQ_MISMATCH", ERROR, file, fpos, f"{what}: the record at {p} gives {Q.topic} queue offset {offs[k] if k < len(offs) else None!r} "
+                         f"(INNER_MULTI_QUEUE_OFFSET {offsets!r})")
+            elif said != int(qoff[i]) and (prev is None or said - int(qoff[i]) != prev[1]):
+                self.add("LMQ_OFFSET_SHIFT", INFO, file, fpos, f"{what}: its record names queue offset {said}: from here the units sit {said - int(qoff[i])} below "
+                         f"the offsets their records name (a record got an LMQ offset and no unit, as a rolled-back or prepared transaction does, and "
+                         f"ConsumeQueue.putMessagePositionInfo appends the next unit where the queue ends)")
+            if said is not None:
+                shift[int(owner[i])] = (said, said - int(qoff[i]))
+            if said is None or said < int(qoff[i]):
+                continue
+            if int(size[i]) != total:
+                self.add("LMQ_MISMATCH", ERROR, file, fpos, f"{what} says size {int(size[i])}, the record at {p} is {total} bytes")
+            elif int(tags[i]) != (java_string_hash(tag) if tag else 0):
+                self.add("LMQ_MISMATCH", ERROR, file, fpos, f"{what} says tagsCode {int(tags[i])}, the record's TAGS {tag!r} make {java_string_hash(tag) if tag else 0}")
+        self.report.stats.update(lmq_entries=int(len(phy)))
 
     # -- checkpoint, abort, lock ---------------------------------------------------------------------
     def check_state(self) -> None:
@@ -1165,6 +1258,7 @@ class _Verifier:
         if isinstance(self.store.commitlog, DLedgerCommitLog):
             self.check_dledger()
         self.finish_queues()
+        self.check_lmq_queues()
         self.check_state()
         self.check_delay_offsets()
         self.check_timers()

@@ -135,8 +135,8 @@ class ChecksReader(DataSourceReader):
             store = v.store
             units = [Unit("log", i) for i in range(len(store.commitlog.queue.files))]
             units += [Unit("index", i) for i in range(len(store.index.files))]
-            unchecked = store.layout.unchecked_topics
-            qids = [(q.topic, q.queue_id) for q in store.queue_ids() if q.topic not in unchecked]
+            lay = store.layout
+            qids = [(q.topic, q.queue_id) for q in store.queue_ids() if not lay.apart_from_join(q.topic)]
             units += [Unit("queues", queues=tuple(qids[i : i + QUEUES_PER_TASK])) for i in range(0, len(qids), QUEUES_PER_TASK)]
         finally:
             v.store.close()
@@ -382,6 +382,7 @@ class _Job:
             parts.append(self.index_entries(records, checks))
         self.queue_ends(records)
         drv.check_state()
+        drv.check_lmq_queues()  # LMQ entries against their parent records: random reads, on the driver
         from ..store.dledger import DLedgerCommitLog
 
         if isinstance(drv.store.commitlog, DLedgerCommitLog):
@@ -498,7 +499,7 @@ class _Job:
                 drv.add("CQ_BEHIND", WARNING, file, fpos, cq_behind_message(QueueId(i["topic"], i["queue_id"]), i["hi"], last, first))
         seen = {(i["topic"], i["queue_id"]) for _, i in self.queues}
         for (topic, qid), (last, _) in sorted(ends.items()):
-            if last is None or (topic, qid) in seen or lay.rocksdb_consume_queue or topic in lay.unchecked_topics:
+            if last is None or (topic, qid) in seen or lay.rocksdb_consume_queue or lay.apart_from_join(topic):
                 continue
             drv.add("CQ_MISSING_QUEUE", ERROR, str(drv.root / CONSUMEQUEUE_DIR / topic / str(qid)), None,
                     f"the log holds records of {topic}/{qid} (up to queue offset {last}) but there is no consume queue; abnormal recovery rebuilds it")

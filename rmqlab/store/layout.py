@@ -79,6 +79,9 @@ class StoreLayout:
     unchecked_topics: dict[str, str] = field(default_factory=dict)
     #: why the log is not records in commitlog files (DLedger); None: it is
     log_elsewhere: str | None = None
+    #: LMQ topics (``%LMQ%…``): their entries point at other topics' records; verify checks
+    #: them against the parent's INNER_MULTI_DISPATCH, not in the join with the log
+    lmq_topics: list[str] = field(default_factory=list)
     #: the DLedger directory whose entries are the log (:func:`dledger_log_dir`), or None
     dledger_dir: str | None = None
     #: why ``rmqlab recover`` makes no plan for this store although it reads it (DLedger)
@@ -88,6 +91,11 @@ class StoreLayout:
     #: consume queues live in a RocksDB instance in ``consumequeue/`` (storeType=defaultRocksDB)
     rocksdb_consume_queue: bool = False
 
+    def apart_from_join(self, topic: str) -> bool:
+        """True for a topic whose queues are not joined with the records of the log by
+        (topic, queue): not decoded here (``unchecked_topics``) or an LMQ queue."""
+        return topic in self.unchecked_topics or topic in self.lmq_topics
+
     def refusals(self) -> list[Part]:
         """Parts whose presence stops ``rmqlab recover`` from applying."""
         return [p for p in self.parts if p.recovery]
@@ -96,7 +104,7 @@ class StoreLayout:
         return [p for p in self.parts if p.handling in (NOT_CHECKED, UNKNOWN)]
 
     def to_dict(self) -> dict:
-        return {"root": self.root, "parts": [p.to_dict() for p in self.parts], "unchecked_topics": self.unchecked_topics,
+        return {"root": self.root, "parts": [p.to_dict() for p in self.parts], "unchecked_topics": self.unchecked_topics, "lmq_topics": self.lmq_topics,
                 "log_elsewhere": self.log_elsewhere, "dledger_dir": self.dledger_dir, "recovery_unmodelled": self.recovery_unmodelled, "commitlog_dirs": self.commitlog_dirs, "rocksdb_consume_queue": self.rocksdb_consume_queue}
 
 
@@ -181,10 +189,10 @@ def _consumequeue_parts(d: Path, lay: StoreLayout) -> list[Part]:
         n = sum(1 for t in plain for q in t.iterdir() if q.is_dir() and q.name.isdigit())
         out.append(Part(f"{CONSUMEQUEUE_DIR}/", f"consume queues ({len(plain)} topic(s), {n} queue(s))", DECODED, "", "ConsumeQueue"))
     if lmq:
-        for t in lmq:
-            lay.unchecked_topics[t.name] = "an LMQ queue (multi-dispatch): its entries point at the parent record, which names it in INNER_MULTI_DISPATCH"
-        out.append(Part(f"{CONSUMEQUEUE_DIR}/{LMQ_PREFIX}*/", f"LMQ consume queues ({len(lmq)} topic(s))", NOT_CHECKED,
-                        "multi-dispatch queues: their entries point at records of other topics", "MultiDispatchUtils / ConsumeQueue (enableLmq)",
+        lay.lmq_topics = [t.name for t in lmq]
+        out.append(Part(f"{CONSUMEQUEUE_DIR}/{LMQ_PREFIX}*/", f"LMQ consume queues ({len(lmq)} topic(s))", DECODED,
+                        "multi-dispatch queues: each entry checked against the parent record whose INNER_MULTI_DISPATCH / INNER_MULTI_QUEUE_OFFSET name it",
+                        "ConsumeQueue.multiDispatchLmqQueue (enableLmq, enableMultiDispatch)",
                         "RocketMQ rebuilds LMQ queues from INNER_MULTI_DISPATCH on recovery; rmqlab does not model it"))
     for p in files:
         if lay.rocksdb_consume_queue and _ROCKSDB.fullmatch(p.name):

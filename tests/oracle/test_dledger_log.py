@@ -23,7 +23,7 @@ from rmqlab.store import open_store
 from rmqlab.store.dledger import DLedgerCommitLog
 
 from tests.oracle.compare import compare_index, compare_messages, compare_queues, compare_time_lookups
-from tests.oracle.dledger import write_dledger_store
+from tests.oracle.production import write_dledger_store
 from rmqlab.forensics.salvage import salvage_path
 
 SEED = 307

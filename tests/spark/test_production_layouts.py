@@ -53,17 +53,24 @@ def test_a_directory_of_the_log_named_twice_is_refused(spark, tmp_path):
 
 
 @pytest.fixture(scope="module")
-def dledger(tmp_path_factory):
+def rocketmq():
+    """The RocketMQ oracle (tests/oracle/harness.py), to write stores of these layouts."""
+    from tests.oracle.harness import Oracle, build_or_skip
+
+    with Oracle(build_or_skip(), threads=2) as rmq:
+        yield rmq
+
+
+@pytest.fixture(scope="module")
+def dledger(rocketmq, tmp_path_factory):
     """A DLedger store RocketMQ wrote, and a copy with an entry's header damaged in the
     middle of the log (the log ends there; the files after it are walked on)."""
     import struct
 
-    from tests.oracle.dledger import write_dledger_store
-    from tests.oracle.harness import Oracle, build_or_skip
+    from tests.oracle.production import write_dledger_store
 
     tmp = tmp_path_factory.mktemp("dledger")
-    with Oracle(build_or_skip(), threads=2) as rmq:
-        root, config, _ = write_dledger_store(rmq, tmp, seed=401, n=300)
+    root, config, _ = write_dledger_store(rocketmq, tmp, seed=401, n=300)
     damaged = tmp / "damaged"
     shutil.copytree(root, damaged)
     f = sorted((damaged / "dledger-n0" / "data").iterdir())[4]
@@ -96,3 +103,24 @@ def test_a_dledger_log_reads_as_the_reader_reads_it(spark, dledger, capsys):
         got = Counter((r.kind, r.severity, r.file, r.offset) for r in rmqlab.spark.verify(spark, store, config=cfg, splitSize=split).collect())
         assert got == want, (store.name, split)
     assert any(k[0] == "DLEDGER_ENTRY" for k in want)
+
+
+def test_lmq_queues_are_checked_by_spark_verify_as_by_verify(spark, rocketmq, tmp_path, capsys):
+    import struct
+
+    import rmqlab.spark
+    from tests.oracle.production import write_lmq_store
+
+    root, _, _ = write_lmq_store(rocketmq, tmp_path, seed=503)
+    f = sorted((root / "consumequeue" / "%LMQ%room0" / "0").iterdir())[0]
+    with open(f, "r+b") as fh:
+        fh.seek(20 * 3 + 8)
+        fh.write(struct.pack(">i", 5))  # unit 3's size
+    cfg = MessageStoreConfig.from_properties(tmp_path / "broker.conf")
+    want = _cli_findings(capsys, root, "--config", tmp_path / "broker.conf")
+    assert [k[0] for k in want if k[1] == "error"] == ["LMQ_MISMATCH"]
+    # a rolled-back transaction named LMQs: it took their offsets and got no unit, and
+    # RocketMQ appended the next units where the queues ended (a note, not damage)
+    assert {k[0] for k in want if k[1] != "error"} == {"LMQ_OFFSET_SHIFT"}
+    got = Counter((r.kind, r.severity, r.file, r.offset) for r in rmqlab.spark.verify(spark, root, config=cfg, splitSize="32KiB").collect())
+    assert got == want

@@ -16,7 +16,7 @@ from rmqlab.cli import main
 from rmqlab.config import MessageStoreConfig
 from rmqlab.forensics.verify import verify_store
 from rmqlab.store.layout import DECODED, NOT_CHECKED, READ, UNKNOWN, recognise
-from tests.layouts import BUILDERS, multi_path, snapshot
+from tests.layouts import BUILDERS, lmq_unnamed, multi_path, snapshot
 from tests.support import ALL_CASES, REFERENCE
 
 #: what each built store must show in `info` (a kind it recognises), and whether its
@@ -26,7 +26,6 @@ EXPECTED = {
     "dledger-converted": ("DLedger commitlog", False),
     "batch": ("batch consume queues", True),
     "ext": ("consume queue ext", True),
-    "lmq": ("LMQ consume queues", True),
     "extras": ("compaction store", True),
 }
 
@@ -99,7 +98,7 @@ def test_extras_name_each_part(tmp_path, capsys):
 def test_a_single_commitlog_path_in_a_copied_captures_config_is_the_stores_own(tmp_path):
     """A capture copied with its broker.conf names the commitlog where it was: one
     storePathCommitLog is the store's commitlog/ (only several make a spread log)."""
-    store = BUILDERS["lmq"](tmp_path)
+    store = BUILDERS["ext"](tmp_path)
     conf = tmp_path / "broker.conf"
     conf.write_text("storePathCommitLog=/data/broker-a/store/commitlog\n")
     assert recognise(store, MessageStoreConfig.from_properties(conf)).log_elsewhere is None
@@ -112,10 +111,13 @@ def test_ext_addresses_are_not_judged_as_tags(tmp_path):
     assert verify_store(store).by_kind("CQ_MISMATCH")
 
 
-def test_lmq_queues_point_at_other_topics_records(tmp_path):
-    store = BUILDERS["lmq"](tmp_path)
-    assert "%LMQ%orders" in recognise(store).unchecked_topics
-    assert not verify_store(store).by_kind("CQ_MISMATCH")
+def test_lmq_units_whose_records_do_not_name_the_queue_are_mismatches(tmp_path):
+    store = lmq_unnamed(tmp_path)
+    lay = recognise(store)
+    assert lay.lmq_topics == ["%LMQ%orders"] and not lay.unchecked_topics
+    rep = verify_store(store)
+    assert [f.kind for f in rep.findings] == ["LMQ_MISMATCH"] * 10 and rep.stats["lmq_entries"] == 10
+    assert all("does not name %LMQ%orders" in f.message for f in rep.findings)
 
 
 def test_batch_topic_has_no_missing_queue_and_says_where_its_queue_is(tmp_path, capsys):

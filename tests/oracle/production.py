@@ -1,0 +1,53 @@
+"""Stores of production layouts written by RocketMQ itself from a seeded workload
+(``DefaultMessageStore.putMessage``, as a broker's send path calls it):
+
+* :func:`write_dledger_store` — ``enableDLegerCommitLog=true``: a one-member DLedger
+  group (``dLegerPeers`` on a free local port) that elects itself leader;
+* :func:`write_lmq_store` — ``enableLmq`` and ``enableMultiDispatch``: every third
+  message names one or two light queues in ``INNER_MULTI_DISPATCH``;
+  ``CommitLog``'s ``MultiDispatch.wrapMultiDispatch`` adds their queue offsets and
+  ``ConsumeQueue.multiDispatchLmqQueue`` writes their units.
+"""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+from tests.oracle.harness import Oracle
+from tests.oracle.workload import random_workload, write_lines
+
+
+def _free_port() -> int:
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def write_dledger_store(oracle: Oracle, tmp: Path, seed: int, n: int = 400, crash_copy: Path | None = None) -> tuple[Path, dict, list]:
+    """``(store root, config, put results)``; ``tmp/broker.conf`` holds the config."""
+    config, lines = random_workload(seed, n=n)
+    config.update(mappedFileSizeCommitLog="16384", enableDLegerCommitLog="true", dLegerGroup="g0",
+                  dLegerPeers=f"n0-127.0.0.1:{_free_port()}", dLegerSelfId="n0")
+    ans = oracle.write(tmp / "clean", config, write_lines(tmp / "in.jsonl", lines), crash_copy=crash_copy)
+    failed = [r for r in ans["results"] if r["status"] != "PUT_OK"]
+    assert not failed, failed[:3]
+    (tmp / "broker.conf").write_text("".join(f"{k}={v}\n" for k, v in config.items()))
+    return tmp / "clean", config, ans["results"]
+
+
+def write_lmq_store(oracle: Oracle, tmp: Path, seed: int, n: int = 200) -> tuple[Path, dict, list]:
+    """``(store root, config, put results)``; ``tmp/broker.conf`` holds the config."""
+    config, lines = random_workload(seed, n=n)
+    config.update(enableLmq="true", enableMultiDispatch="true")
+    for i, m in enumerate(lines):
+        # MultiDispatchUtils.isNeedHandleMultiDispatch: not for system topics; a batch has no such property here
+        if i % 3 == 0 and "batch" not in m and not m["topic"].startswith("RMQ_SYS"):
+            m.setdefault("properties", {})["INNER_MULTI_DISPATCH"] = ",".join(f"%LMQ%room{j}" for j in range(1 + i % 2 + (i // 3) % 2))
+    ans = oracle.write(tmp / "clean", config, write_lines(tmp / "in.jsonl", lines))
+    failed = [r for r in ans["results"] if r["status"] != "PUT_OK"]
+    assert not failed, failed[:3]
+    (tmp / "broker.conf").write_text("".join(f"{k}={v}\n" for k, v in config.items()))
+    return tmp / "clean", config, ans["results"]
