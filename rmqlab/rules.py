@@ -39,6 +39,7 @@ SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"  # Java TopicValidator.RMQ_SYS_SCHEDULE_T
 # the store root (Java StorePathConfigHelper; BrokerPathConfigHelper for config/)
 COMMITLOG_DIR = "commitlog"  # MessageStoreConfig.storePathCommitLog default
 CONSUMEQUEUE_DIR = "consumequeue"  # getStorePathConsumeQueue
+CONSUMEQUEUE_EXT_DIR = "consumequeue_ext"  # getStorePathConsumeQueueExt (enableConsumeQueueExt)
 INDEX_DIR = "index"  # getStorePathIndex
 CHECKPOINT_FILE = "checkpoint"  # getStoreCheckpoint
 ABORT_FILE = "abort"  # getAbortFile

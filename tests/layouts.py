@@ -19,7 +19,9 @@ CQ_UNIT = struct.Struct(">qiq")
 #: msgBaseOffset (8), batchSize (2), compactedOffset (4), reserved (4)
 BATCH_UNIT = struct.Struct(">qiqqqhii")
 #: ConsumeQueueExt: an address is the ext file offset + Long.MIN_VALUE (ConsumeQueueExt.decorate)
-EXT_ADDRESS_BASE = -(1 << 63)
+EXT_ADDRESS_BASE = -(1 << 63)  # Long.MIN_VALUE: ConsumeQueueExt.decorate
+#: ConsumeQueueExt.CqExtUnit without a bitmap: size, tagsCode, msgStoreTime, bitMapSize
+EXT_UNIT = struct.Struct(">hqqh")
 
 
 def _units(path: Path) -> list[tuple[int, int, int]]:
@@ -83,21 +85,27 @@ def batch_consume_queue(tmp: Path) -> Path:
 
 def consume_queue_ext(tmp: Path) -> Path:
     """``enableConsumeQueueExt=true`` on TopicA/0: ConsumeQueue.putMessagePositionInfoWrapper
-    writes the tag bitmap to ``consumequeue_ext/T/Q/`` (StorePathConfigHelper.getStorePathConsumeQueueExt)
-    and puts the ext address (ConsumeQueueExt.put: offset + Long.MIN_VALUE) where the
-    tagsCode goes."""
+    writes a CqExtUnit (size 20 + bitmap, tagsCode, store time, bitMapSize, bitmap;
+    ConsumeQueueExt.CqExtUnit.write) to ``consumequeue_ext/T/Q/``
+    (StorePathConfigHelper.getStorePathConsumeQueueExt) and puts its address
+    (ConsumeQueueExt.decorate: offset + Long.MIN_VALUE) where the tagsCode goes; units
+    are back to back, a short -1 ends a file (ConsumeQueueExt.put).  The stores RocketMQ
+    writes this way: tests/oracle/test_ext_queues.py."""
     s = copy_store("clean", tmp)
     q = s / "consumequeue" / "TopicA" / "0"
+    ext_data = bytearray()
     for f in sorted(q.iterdir()):
         data = bytearray(f.read_bytes())
         for i in range(0, len(data), CQ_UNIT.size):
             off, size, tags = CQ_UNIT.unpack_from(data, i)
             if size > 0:
-                CQ_UNIT.pack_into(data, i, off, size, EXT_ADDRESS_BASE + i)
+                address = EXT_ADDRESS_BASE + len(ext_data)
+                ext_data += EXT_UNIT.pack(EXT_UNIT.size, tags, 0, 0)
+                CQ_UNIT.pack_into(data, i, off, size, address)
         f.write_bytes(bytes(data))
     ext = s / "consumequeue_ext" / "TopicA" / "0"
     ext.mkdir(parents=True)
-    (ext / "00000000000000000000").write_bytes(b"\x00" * 4096)
+    (ext / "00000000000000000000").write_bytes(bytes(ext_data) + b"\xff\xff" + b"\x00" * (4096 - len(ext_data) - 2))
     return s
 
 
@@ -163,7 +171,6 @@ BUILDERS = {
     "rocksdb": rocksdb_consume_queue,
     "dledger-converted": dledger_converted,
     "batch": batch_consume_queue,
-    "ext": consume_queue_ext,
     "extras": extras,
 }
 

@@ -11,6 +11,8 @@ import argparse
 import sys
 
 from .. import lookup
+from ..errors import StoreLayoutError
+from ..format.consumequeue import EXT_MAX_ADDR
 from .common import add_store_options, open_from_args, print_json
 
 
@@ -33,13 +35,20 @@ def run(args) -> int:
         if not args.json:
             print(f"{args.topic}/{args.queue_id}: offsets [{lo}, {hi}), {len(cq.queue.files)} file(s) in {cq.directory}")
             print(f"{'queue_offset':>12}  {'commitlog_offset':>16}  {'size':>8}  {'tags_code':>20}")
+        ext = store.consume_queue_ext(args.topic, args.queue_id)  # enableConsumeQueueExt: tagsCodes as ext addresses
         for e in entries:
             if e.queue_offset >= hi - past:  # the suffix RocketMQ's truncateDirtyLogicFiles cuts
                 break
+            d = e.to_dict()
+            if e.tags_code <= EXT_MAX_ADDR:
+                if ext is None:
+                    raise StoreLayoutError(cq.directory, None, f"entry {e.queue_offset}'s tagsCode {e.tags_code} is an ext address and there is no ext directory to read it from")
+                d["ext_tags_code"] = ext.unit(e.tags_code).tags_code  # ConsumeQueueExt.get
             if args.json:
-                print_json(e.to_dict())
+                print_json(d)
             else:
-                print(f"{e.queue_offset:>12}  {e.commitlog_offset:>16}  {e.size:>8}  {e.tags_code:>20}")
+                tags = f"{e.tags_code} (ext: {d['ext_tags_code']})" if "ext_tags_code" in d else str(e.tags_code)
+                print(f"{e.queue_offset:>12}  {e.commitlog_offset:>16}  {e.size:>8}  {tags:>20}")
     if past:
         print(f"rmqlab queue: {past} unit(s) of {args.topic}/{args.queue_id} point at or past the end of the log ({end}) and are not listed: "
               f"a crash dispatched them, RocketMQ's recovery cuts them (the queue then ends at {hi - past})", file=sys.stderr)

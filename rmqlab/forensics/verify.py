@@ -47,7 +47,7 @@ from ..config import MessageStoreConfig
 from ..errors import StoreFormatError
 from ..progress import Progress, Silent
 from ..files.extent import nonzero_extent, nonzero_past, zero_runs
-from ..format.consumequeue import CQ_STORE_UNIT_SIZE, PRE_BLANK_SIZE
+from ..format.consumequeue import CQ_STORE_UNIT_SIZE, EXT_MAX_ADDR, PRE_BLANK_SIZE
 from ..format.hashing import java_string_hash
 from ..format.properties import INNER_MULTI_DISPATCH as LMQ_MULTI_DISPATCH, INNER_MULTI_QUEUE_OFFSET as LMQ_MULTI_QUEUE_OFFSET, LMQ_DISPATCH_SEPARATOR
 from ..format.dledger import COMMITTED_INDEX_KEY, ENTRY_HEADER_SIZE, INDEX_UNIT_SIZE, MAGIC_1
@@ -57,7 +57,7 @@ from ..format.parse import field_offset
 from ..format.properties import KEYS, TAGS, UNIQ_KEY
 from ..format.record import BAD_BLANK, BODY_CRC, PROPERTY_CRC, RecordError, damage_detail, decode_record
 from ..rules import SCHEDULE_TOPIC, delay_level_queue_id, goes_to_consume_queue, goes_to_index, index_keys, parse_delay_levels
-from ..rules import ABORT_FILE, CHECKPOINT_FILE, CONFIG_DIR, CONSUMEQUEUE_DIR, DELAY_OFFSET_FILE, LOCK_FILE
+from ..rules import ABORT_FILE, CHECKPOINT_FILE, CONFIG_DIR, CONSUMEQUEUE_DIR, CONSUMEQUEUE_EXT_DIR, DELAY_OFFSET_FILE, LOCK_FILE
 from ..scan import kernels
 from ..scan.decode import JAVA_PROPERTY_PREFIX, KIND_BLANK, KIND_MESSAGE, scan_range
 from ..scan.dispatch_request import DispatchColumns
@@ -377,7 +377,22 @@ class _Verifier:
             return Q
         lo, hi = cq.valid_range(min_off)
         parts = []
+        ext = None
         for q0, e in cq.parts(lo, hi):
+            addr = np.flatnonzero(e["tags_code"] <= EXT_MAX_ADDR)
+            if len(addr):  # ConsumeQueueExt: these tagsCodes are ext addresses; the ext unit holds the tagsCode
+                ext = ext or self.store.consume_queue_ext(qid.topic, qid.queue_id)
+                e = e.copy()
+                if ext is None:
+                    file, fpos = self._cq_pos(cq, q0 + int(addr[0]))
+                    self.add("CQ_EXT_MISSING", ERROR, file, fpos, f"{qid}: {len(addr)} unit(s) hold ext addresses (enableConsumeQueueExt) and there is no "
+                             f"{CONSUMEQUEUE_EXT_DIR}/{qid.topic}/{qid.queue_id}/ to read their tagsCodes from")
+                else:
+                    codes, bad = ext.tags_codes(e["tags_code"][addr])
+                    e["tags_code"][addr] = codes
+                    for j, why, efile, eoff in bad[: LISTED_PER_FILE + 1]:
+                        file, fpos = self._cq_pos(cq, q0 + int(addr[j]))
+                        self.add("CQ_EXT_UNIT", ERROR, file, fpos, f"{qid} entry {q0 + int(addr[j])}: its ext unit cannot be read: {efile} @ {eoff}: {why}")
             phy = e["commitlog_offset"]
             ascending = bool((np.diff(phy.astype(np.int64)) >= 0).all()) if len(phy) > 1 else True
             parts.append((q0, e, ascending))
@@ -865,7 +880,8 @@ class _Verifier:
                 bad_queue = qkey[rf] != Q.key
                 bad_qoff = qoff[rf] != qs[f]
                 bad_size = size[rf] != ent["size"][f]
-                bad_tags = tags[rf] != ent["tags_code"][f]
+                # an ext address left (its unit unreadable: CQ_EXT_* said so) is not compared as a tagsCode
+                bad_tags = (tags[rf] != ent["tags_code"][f]) & (ent["tags_code"][f] > EXT_MAX_ADDR)
                 bad_type = ~goes_to_consume_queue(sys_flag[rf])
                 for j in np.flatnonzero(bad_queue | bad_qoff | bad_size | bad_tags | bad_type).tolist():
                     i, rr = int(f[j]), int(rf[j])

@@ -17,7 +17,7 @@ size > 0``; a queue whose first file starts at a non-zero offset is pre-filled w
 
 from __future__ import annotations
 
-from construct import Int32sb, Int64sb, Struct
+from construct import Bytes, Int16sb, Int32sb, Int64sb, Struct
 
 CQ_STORE_UNIT_SIZE = 20  # Java ConsumeQueue.CQ_STORE_UNIT_SIZE
 DEFAULT_MAPPED_FILE_SIZE_CONSUME_QUEUE = 300_000 * CQ_STORE_UNIT_SIZE
@@ -34,3 +34,32 @@ assert ConsumeQueueEntry.sizeof() == CQ_STORE_UNIT_SIZE
 def entry_is_valid(commitlog_offset: int, size: int) -> bool:
     """Java ``ConsumeQueue.recover``: an entry counts while ``offset >= 0 && size > 0``."""
     return commitlog_offset >= 0 and size > 0
+
+
+# -- the ext file (enableConsumeQueueExt) ----------------------------------------------------------
+#: Java ConsumeQueueExt.MAX_ADDR: a tagsCode at or below it is an ext address, not a tags hash
+EXT_MAX_ADDR = -(1 << 31) - 1
+_LONG_MIN = -(1 << 63)
+EXT_END_BLANK_DATA_LENGTH = 4  # Java ConsumeQueueExt.END_BLANK_DATA_LENGTH (a short -1 ends a file)
+DEFAULT_MAPPED_FILE_SIZE_CONSUME_QUEUE_EXT = 48 * 1024 * 1024  # Java MessageStoreConfig.mappedFileSizeConsumeQueueExt
+
+#: Java ConsumeQueueExt.CqExtUnit (``write``): one unit per message of a queue whose
+#: tagsCode holds the unit's address (``ConsumeQueueExt.decorate``: offset + Long.MIN_VALUE)
+CqExtUnit = Struct(
+    "size" / Int16sb * "Java size: the whole unit (20 + bitMapSize); 0 or -1 ends the file's units",
+    "tags_code" / Int64sb * "Java tagsCode: the hash of TAGS the consume queue would have held",
+    "msg_store_time" / Int64sb * "Java msgStoreTime: the record's store timestamp",
+    "bit_map_size" / Int16sb * "Java bitMapSize: bytes of the filter bitmap",
+    "filter_bit_map" / Bytes(lambda ctx: max(0, ctx.bit_map_size)) * "Java filterBitMap: the consumer filter's bloom bits",
+)
+EXT_UNIT_MIN_SIZE = 2 + 8 + 8 + 2  # Java CqExtUnit.MIN_EXT_UNIT_SIZE
+
+
+def is_ext_addr(tags_code: int) -> bool:
+    """Java ``ConsumeQueueExt.isExtAddr``."""
+    return tags_code <= EXT_MAX_ADDR
+
+
+def ext_offset(address: int) -> int:
+    """Java ``ConsumeQueueExt.unDecorate``: the ext address as an offset in the ext files."""
+    return address - _LONG_MIN if is_ext_addr(address) else address

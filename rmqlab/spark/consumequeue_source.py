@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
-from ..rules import CONSUMEQUEUE_DIR
+from ..rules import CONSUMEQUEUE_DIR, CONSUMEQUEUE_EXT_DIR
 from . import _paths
 
 SCHEMA = StructType(
@@ -23,6 +23,7 @@ SCHEMA = StructType(
         StructField("commitlog_offset", LongType()),
         StructField("size", IntegerType()),
         StructField("tags_code", LongType()),
+        StructField("ext_tags_code", LongType()),
     ]
 )
 
@@ -35,6 +36,8 @@ class QueueSplit(InputPartition):
     queue_id: int
     files: tuple
     fs: tuple = field(default=(), repr=False)  # filesystem settings resolved where the read was planned (_paths.fs_settings): may hold credentials
+    #: the queue's ext files (``consumequeue_ext/<topic>/<queueId>/``) as ``(uri, start, size)``
+    ext: tuple = ()
 
 
 class ConsumeQueueDataSource(DataSource):
@@ -54,8 +57,11 @@ class ConsumeQueueDataSource(DataSource):
 
     Columns: ``topic``, ``queue_id`` (from the directory names), ``queue_offset``
     (the entry's number in the queue), ``commitlog_offset``, ``size`` (the record's
-    totalSize) and ``tags_code`` (Java ``String.hashCode`` of TAGS, or the delivery
-    time for ``SCHEDULE_TOPIC_XXXX``).
+    totalSize), ``tags_code`` (Java ``String.hashCode`` of TAGS, or the delivery
+    time for ``SCHEDULE_TOPIC_XXXX``; with ``enableConsumeQueueExt`` an ext address)
+    and ``ext_tags_code`` (the tagsCode the ext unit at that address holds, read from
+    ``consumequeue_ext/``, Java ``ConsumeQueueExt.get``; null for a plain tagsCode or
+    an address no unit answers).
 
     The entries are those RocketMQ serves (``rmqlab queue``): pre-blank filler
     ``(0, 0x7FFFFFFF, 0)`` before the first real entry is skipped, and a queue ends at
@@ -105,8 +111,10 @@ def plan_queues(path: str, topics: list[str] | None = None, fs_settings: tuple =
                 if not q.base_name.isdigit():
                     continue
                 files = tuple((_paths.child_uri(path, p), start, size) for start, p, size in _paths.offset_named_files(fs, q.path))
+                ext_dir = base.rstrip("/").rsplit("/", 1)[0] + f"/{CONSUMEQUEUE_EXT_DIR}/{t.base_name}/{q.base_name}"
+                ext = tuple((_paths.child_uri(path, p), start, size) for start, p, size in _paths.offset_named_files(fs, ext_dir)) if _paths.is_dir(fs, ext_dir) else ()
                 if files:
-                    out.append(QueueSplit(t.base_name, int(q.base_name), files, fs_settings))
+                    out.append(QueueSplit(t.base_name, int(q.base_name), files, fs_settings, ext))
     out.sort(key=lambda s: (s.topic, s.queue_id))
     return out
 
@@ -138,6 +146,8 @@ def read_queue(split: QueueSplit):
     hi = lo + int(invalid_after[0]) if len(invalid_after) else len(e)
     sel = e[lo:hi]
     n = len(sel)
+    tags = sel["tags_code"].astype(np.int64)
+    ext = _ext_tags_codes(split, tags)
     return pa.RecordBatch.from_arrays(
         [
             pa.array([split.topic] * n, pa.string()),
@@ -145,7 +155,39 @@ def read_queue(split: QueueSplit):
             pa.array(np.arange(first_slot + lo, first_slot + hi, dtype=np.int64)),
             pa.array(sel["commitlog_offset"].astype(np.int64)),
             pa.array(sel["size"].astype(np.int32)),
-            pa.array(sel["tags_code"].astype(np.int64)),
+            pa.array(tags),
+            ext,
         ],
         names=SCHEMA.fieldNames(),
     )
+
+
+def _ext_tags_codes(split: QueueSplit, tags):
+    """The tagsCode of the ext unit each ext address names (Java ``ConsumeQueueExt.get``:
+    ``unDecorate`` the address, then the unit's size and tagsCode), null elsewhere."""
+    import numpy as np
+    import pyarrow as pa
+
+    from ..format.consumequeue import EXT_MAX_ADDR, EXT_UNIT_MIN_SIZE
+
+    addr = np.flatnonzero(tags <= EXT_MAX_ADDR)
+    out = np.zeros(len(tags), np.int64)
+    ok = np.zeros(len(tags), bool)
+    if len(addr) and split.ext:
+        offsets = tags[addr] - np.int64(-(1 << 63))  # unDecorate (wraps to the offset)
+        for uri, start, size in split.ext:
+            fs, inner = _paths.filesystem(uri, split.fs)
+            inside = np.flatnonzero((offsets >= start) & (offsets + EXT_UNIT_MIN_SIZE <= start + size))
+            if not len(inside):
+                continue
+            with _paths.storage(uri), fs.open_input_file(inner) as fh:
+                data = np.frombuffer(fh.read_at(size, 0), np.uint8)
+            pos = offsets[inside] - start
+            unit_size = (data[pos].astype(np.int16) << 8 | data[pos + 1]).astype(np.int16)
+            good = unit_size >= EXT_UNIT_MIN_SIZE
+            code = np.zeros(len(pos), np.int64)
+            for k in range(8):  # big-endian int64 at +2
+                code = (code << 8) | data[pos + 2 + k].astype(np.int64)
+            out[addr[inside[good]]] = code[good]
+            ok[addr[inside[good]]] = True
+    return pa.array(out, pa.int64(), mask=~ok)

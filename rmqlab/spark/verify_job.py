@@ -429,11 +429,12 @@ class _Job:
 
     def queue_entries(self, records):
         """Each entry of each queue's valid range against the record it points at."""
-        from ..format.consumequeue import CQ_STORE_UNIT_SIZE, PRE_BLANK_SIZE
+        from ..format.consumequeue import CQ_STORE_UNIT_SIZE, EXT_MAX_ADDR, PRE_BLANK_SIZE
 
         F, end = self.F, self.drv.log_end
         q = self.queue_table()
         cq = self.load("rocketmq.consumequeue")
+        cq = cq.withColumn("tags_code", F.coalesce("ext_tags_code", "tags_code"))  # an ext address: the tagsCode its unit holds
         e = (cq.join(F.broadcast(q), (cq.topic == q.q_topic) & (cq.queue_id == q.q_queue_id))
              .where((F.col("queue_offset") >= F.col("lo")) & (F.col("queue_offset") < F.col("hi")) & (F.col("size") != PRE_BLANK_SIZE)))
         r = records.select(*(F.col(c).alias("r_" + c) for c in ("physical_offset", "topic", "queue_id", "queue_offset", "total_size", "tags_code", "in_cq")))
@@ -445,7 +446,7 @@ class _Job:
                    F.format_string("record is %s/%d", F.col("r_topic"), F.col("r_queue_id"))),
             F.when(F.col("r_queue_offset") != F.col("queue_offset"), F.format_string("record's queue offset is %d", F.col("r_queue_offset"))),
             F.when(F.col("r_total_size") != F.col("size"), F.format_string("size %d != record's %d", F.col("size"), F.col("r_total_size"))),
-            F.when(F.col("r_tags_code") != F.col("tags_code"), F.format_string("tagsCode %d != expected %d", F.col("tags_code"), F.col("r_tags_code"))),
+            F.when((F.col("r_tags_code") != F.col("tags_code")) & (F.col("tags_code") > F.lit(EXT_MAX_ADDR)), F.format_string("tagsCode %d != expected %d", F.col("tags_code"), F.col("r_tags_code"))),
             F.when(~F.col("r_in_cq"), F.lit("record is a prepared/rolled-back transaction, which never has an entry")))
         missing = F.col("r_physical_offset").isNull()
         beyond = F.col("commitlog_offset") >= F.lit(end)

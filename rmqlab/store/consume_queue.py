@@ -137,3 +137,50 @@ class ConsumeQueue:
     def close(self) -> None:
         self._range = None
         self.queue.close()
+
+
+class ConsumeQueueExt:
+    """The ext files of one queue (Java ``ConsumeQueueExt``, ``enableConsumeQueueExt``):
+    ``consumequeue_ext/<topic>/<queueId>/``, offset-named; a consume-queue unit whose
+    tagsCode is an ext address (:func:`~rmqlab.format.consumequeue.is_ext_addr`) finds
+    its real tagsCode here."""
+
+    def __init__(self, directory: str | os.PathLike, mapped_file_size: int | None = None):
+        self.queue = MappedFileQueue(directory, mapped_file_size, strict=False)
+        self.directory = self.queue.directory
+
+    def unit(self, address: int):
+        """The unit at ext ``address`` (Java ``ConsumeQueueExt.get``), parsed; raises
+        :class:`~rmqlab.errors.StoreFormatError` naming file and offset when none is there."""
+        from ..errors import StoreFormatError
+        from ..format.consumequeue import EXT_UNIT_MIN_SIZE, CqExtUnit, ext_offset
+
+        off = ext_offset(address)
+        f = self.queue.find(off)
+        if f is None:
+            raise StoreFormatError(self.directory, off, f"no ext file holds ext offset {off} (address {address})")
+        pos = off - f.file_from_offset
+        head = bytes(f.buf[pos : pos + EXT_UNIT_MIN_SIZE])
+        if len(head) < EXT_UNIT_MIN_SIZE or int.from_bytes(head[:2], "big", signed=True) < EXT_UNIT_MIN_SIZE:
+            raise StoreFormatError(f.path, pos, f"no ext unit here (ext address {address}): size {int.from_bytes(head[:2], 'big', signed=True) if len(head) >= 2 else None}")
+        size = int.from_bytes(head[:2], "big", signed=True)
+        return CqExtUnit.parse(bytes(f.buf[pos : pos + size]))
+
+    def tags_codes(self, addresses: np.ndarray) -> tuple[np.ndarray, list[tuple[int, str, str, int | None]]]:
+        """The tagsCodes the units at ``addresses`` hold, and the ones that cannot be read:
+        (index, message, file, in-file offset)."""
+        from construct import ConstructError
+
+        from ..errors import StoreFormatError
+
+        out = np.asarray(addresses, np.int64).copy()
+        bad = []
+        for i, a in enumerate(out.tolist()):
+            try:
+                out[i] = self.unit(a).tags_code
+            except (StoreFormatError, ConstructError) as err:  # construct's own error: a unit cut short
+                bad.append((i, getattr(err, "message", str(err)), str(getattr(err, "file", self.directory)), getattr(err, "offset", None)))
+        return out, bad
+
+    def close(self) -> None:
+        self.queue.close()

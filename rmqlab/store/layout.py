@@ -29,7 +29,7 @@ from pathlib import Path
 from ..config import MessageStoreConfig
 from ..errors import StoreLayoutError
 from ..format.dledger import DATA_DIR as DLEDGER_DATA_DIR, DLEDGER_PREFIX
-from ..rules import (ABORT_FILE, CHECKPOINT_FILE, COMMITLOG_DIR, CONFIG_DIR, CONSUMEQUEUE_DIR, CONSUMER_OFFSET_FILE, DELAY_OFFSET_FILE, INDEX_DIR,
+from ..rules import (ABORT_FILE, CHECKPOINT_FILE, COMMITLOG_DIR, CONFIG_DIR, CONSUMEQUEUE_DIR, CONSUMEQUEUE_EXT_DIR, CONSUMER_OFFSET_FILE, DELAY_OFFSET_FILE, INDEX_DIR,
                      LMQ_CONSUMER_OFFSET_FILE, LMQ_PREFIX, LOCK_FILE, SUBSCRIPTION_GROUP_FILE, TIMER_CHECK_FILE, TIMER_LOG_DIR, TIMER_WHEEL_FILE, TOPICS_FILE)
 
 DECODED = "decoded"
@@ -37,8 +37,7 @@ READ = "read"
 NOT_CHECKED = "not checked"
 UNKNOWN = "unknown"
 
-#: StorePathConfigHelper.getStorePathConsumeQueueExt / getStorePathBatchConsumeQueue
-CONSUMEQUEUE_EXT_DIR = "consumequeue_ext"
+#: StorePathConfigHelper.getStorePathBatchConsumeQueue
 BATCH_CONSUMEQUEUE_DIR = "batchconsumequeue"
 
 #: what RocketMQ's RocksDB leaves in a directory it owns (RocksDB's own file names)
@@ -290,9 +289,8 @@ def recognise(root: str | os.PathLike, config: MessageStoreConfig | None = None)
         if name == CONSUMEQUEUE_DIR and p.is_dir():
             parts += _consumequeue_parts(p, lay)
         elif name == CONSUMEQUEUE_EXT_DIR and p.is_dir():
-            for t in sorted(x for x in p.iterdir() if x.is_dir()):
-                lay.unchecked_topics.setdefault(t.name, "its tagsCodes are addresses in consumequeue_ext/ (ConsumeQueueExt), not decoded here")
-            parts.append(Part(name + "/", "consume queue ext (tag bitmaps; enableConsumeQueueExt)", NOT_CHECKED, "tagsCode of these topics' queues is an ext address, not compared",
+            parts.append(Part(name + "/", "consume queue ext (tag bitmaps; enableConsumeQueueExt)", DECODED,
+                              "a queue unit's tagsCode that is an ext address is read from here (size, tagsCode, store time, bitmap) and compared as the tagsCode",
                               "ConsumeQueueExt", "RocketMQ truncates the ext files with their queues; not modelled"))
         elif name == BATCH_CONSUMEQUEUE_DIR and p.is_dir():
             for t in sorted(x for x in p.iterdir() if x.is_dir()):

@@ -22,11 +22,11 @@ from ..format.consumequeue import CQ_STORE_UNIT_SIZE
 from ..format.indexfile import DEFAULT_MAX_HASH_SLOT_NUM, DEFAULT_MAX_INDEX_NUM, INDEX_HEADER_SIZE, index_file_size
 from .checkpoint import Checkpoint, read_checkpoint
 from .commitlog import CommitLog
-from .consume_queue import ConsumeQueue
+from .consume_queue import ConsumeQueue, ConsumeQueueExt
 from .index_file import IndexService
 from .dledger import DLedgerCommitLog
 from .layout import commitlog_dirs, dledger_log_dir
-from ..rules import ABORT_FILE, CHECKPOINT_FILE, COMMITLOG_DIR, CONFIG_DIR, CONSUMEQUEUE_DIR, INDEX_DIR, LOCK_FILE
+from ..rules import ABORT_FILE, CHECKPOINT_FILE, COMMITLOG_DIR, CONFIG_DIR, CONSUMEQUEUE_DIR, CONSUMEQUEUE_EXT_DIR, INDEX_DIR, LOCK_FILE
 
 
 
@@ -171,6 +171,13 @@ class StoreReader:
             self.problems += cq.queue.problems
             self._consume_queues[key] = cq
         return cq
+
+    def consume_queue_ext(self, topic: str, queue_id: int) -> "ConsumeQueueExt | None":
+        """The ext files of a queue (``consumequeue_ext/<topic>/<queueId>/``), or None."""
+        d = self.root / CONSUMEQUEUE_EXT_DIR / topic / str(queue_id)
+        if not d.is_dir():
+            return None
+        return ConsumeQueueExt(d)
 
     def checkpoint(self) -> Checkpoint | None:
         p = self.root / CHECKPOINT_FILE

@@ -107,8 +107,19 @@ def compare_walk(store, dump: Mapping[str, Any], *, end: int | None = None) -> l
 
 
 def _entries(store, topic: str, queue_id: int):
+    """The queue's units as RocketMQ's iterator gives them: an ext address
+    (enableConsumeQueueExt) read as the tagsCode its ext unit holds (ConsumeQueueExt.get)."""
+    from rmqlab.format.consumequeue import is_ext_addr
+
     q = store.consume_queue(topic, queue_id)
-    return q, [e.to_dict() for e in q.entries(store.commitlog.min_offset)]
+    ext = store.consume_queue_ext(topic, queue_id)
+    out = []
+    for e in q.entries(store.commitlog.min_offset):
+        d = e.to_dict()
+        if ext is not None and is_ext_addr(e.tags_code):
+            d["tags_code"] = ext.unit(e.tags_code).tags_code
+        out.append(d)
+    return q, out
 
 
 def compare_queues(store, dump: Mapping[str, Any], *, end: int | None = None) -> list[str]:

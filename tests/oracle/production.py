@@ -3,6 +3,8 @@
 
 * :func:`write_dledger_store` — ``enableDLegerCommitLog=true``: a one-member DLedger
   group (``dLegerPeers`` on a free local port) that elects itself leader;
+* :func:`write_ext_store` — ``enableConsumeQueueExt``: every unit's tagsCode is the
+  address of a ``ConsumeQueueExt`` unit (small ext files, so that several fill);
 * :func:`write_lmq_store` — ``enableLmq`` and ``enableMultiDispatch``: every third
   message names one or two light queues in ``INNER_MULTI_DISPATCH``;
   ``CommitLog``'s ``MultiDispatch.wrapMultiDispatch`` adds their queue offsets and
@@ -46,6 +48,17 @@ def write_lmq_store(oracle: Oracle, tmp: Path, seed: int, n: int = 200) -> tuple
         # MultiDispatchUtils.isNeedHandleMultiDispatch: not for system topics; a batch has no such property here
         if i % 3 == 0 and "batch" not in m and not m["topic"].startswith("RMQ_SYS"):
             m.setdefault("properties", {})["INNER_MULTI_DISPATCH"] = ",".join(f"%LMQ%room{j}" for j in range(1 + i % 2 + (i // 3) % 2))
+    ans = oracle.write(tmp / "clean", config, write_lines(tmp / "in.jsonl", lines))
+    failed = [r for r in ans["results"] if r["status"] != "PUT_OK"]
+    assert not failed, failed[:3]
+    (tmp / "broker.conf").write_text("".join(f"{k}={v}\n" for k, v in config.items()))
+    return tmp / "clean", config, ans["results"]
+
+
+def write_ext_store(oracle: Oracle, tmp: Path, seed: int, n: int = 200) -> tuple[Path, dict, list]:
+    """``(store root, config, put results)``; ``tmp/broker.conf`` holds the config."""
+    config, lines = random_workload(seed, n=n)
+    config.update(enableConsumeQueueExt="true", mappedFileSizeConsumeQueueExt="256")
     ans = oracle.write(tmp / "clean", config, write_lines(tmp / "in.jsonl", lines))
     failed = [r for r in ans["results"] if r["status"] != "PUT_OK"]
     assert not failed, failed[:3]

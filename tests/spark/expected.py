@@ -45,12 +45,17 @@ def assert_commitlog_rows(rows: list[dict], root, *, where: str = "", config=Non
         assert row["error"] is None, where
 
 
-def queue_rows(root) -> list[tuple]:
+def queue_rows(root, config=None) -> list[tuple]:
+    """(topic, queue, offset, commitlog offset, size, tagsCode, the ext unit's tagsCode or None)."""
+    from rmqlab.format.consumequeue import is_ext_addr
+
     out = []
-    with open_store(root) as store:
+    with open_store(root, config) as store:
         for q in store.queue_ids():
+            ext = store.consume_queue_ext(q.topic, q.queue_id)
             for e in store.consume_queue(q.topic, q.queue_id).entries():
-                out.append((q.topic, q.queue_id, e.queue_offset, e.commitlog_offset, e.size, e.tags_code))
+                x = ext.unit(e.tags_code).tags_code if ext is not None and is_ext_addr(e.tags_code) else None
+                out.append((q.topic, q.queue_id, e.queue_offset, e.commitlog_offset, e.size, e.tags_code, x))
     return sorted(out)
 
 
@@ -70,4 +75,4 @@ def as_index_rows(rows: list[dict]) -> list[tuple]:
 
 
 def as_queue_rows(rows: list[dict]) -> list[tuple]:
-    return sorted((r["topic"], r["queue_id"], r["queue_offset"], r["commitlog_offset"], r["size"], r["tags_code"]) for r in rows)
+    return sorted((r["topic"], r["queue_id"], r["queue_offset"], r["commitlog_offset"], r["size"], r["tags_code"], r["ext_tags_code"]) for r in rows)

@@ -124,3 +124,24 @@ def test_lmq_queues_are_checked_by_spark_verify_as_by_verify(spark, rocketmq, tm
     assert {k[0] for k in want if k[1] != "error"} == {"LMQ_OFFSET_SHIFT"}
     got = Counter((r.kind, r.severity, r.file, r.offset) for r in rmqlab.spark.verify(spark, root, config=cfg, splitSize="32KiB").collect())
     assert got == want
+
+
+def test_ext_addresses_are_read_by_the_consumequeue_source_and_spark_verify(spark, rocketmq, tmp_path, capsys):
+    import struct
+
+    import rmqlab.spark
+    from tests.oracle.production import write_ext_store
+    from tests.spark.expected import as_queue_rows, queue_rows
+
+    root, _, _ = write_ext_store(rocketmq, tmp_path, seed=603)
+    cfg = MessageStoreConfig.from_properties(tmp_path / "broker.conf")
+    rows = as_queue_rows([r.asDict() for r in spark.read.format("rocketmq.consumequeue").load(str(root)).collect()])
+    assert rows == queue_rows(root, cfg) and sum(r[6] is not None for r in rows) > 100
+    f = sorted((root / "consumequeue_ext" / "TopicA" / "2").iterdir())[0]
+    with open(f, "r+b") as fh:
+        fh.seek(2)
+        fh.write(struct.pack(">q", 4242))  # the first unit's tagsCode
+    want = _cli_findings(capsys, root, "--config", tmp_path / "broker.conf")
+    assert [k[0] for k in want] == ["CQ_MISMATCH"]
+    got = Counter((r.kind, r.severity, r.file, r.offset) for r in rmqlab.spark.verify(spark, root, config=cfg, splitSize="32KiB").collect())
+    assert got == want

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import struct
 
 import pytest
 
@@ -16,7 +17,7 @@ from rmqlab.cli import main
 from rmqlab.config import MessageStoreConfig
 from rmqlab.forensics.verify import verify_store
 from rmqlab.store.layout import DECODED, NOT_CHECKED, READ, UNKNOWN, recognise
-from tests.layouts import BUILDERS, lmq_unnamed, multi_path, snapshot
+from tests.layouts import BUILDERS, consume_queue_ext, lmq_unnamed, multi_path, snapshot
 from tests.support import ALL_CASES, REFERENCE
 
 #: what each built store must show in `info` (a kind it recognises), and whether its
@@ -25,7 +26,6 @@ EXPECTED = {
     "rocksdb": ("RocksDB consume queue", True),
     "dledger-converted": ("DLedger commitlog", False),
     "batch": ("batch consume queues", True),
-    "ext": ("consume queue ext", True),
     "extras": ("compaction store", True),
 }
 
@@ -98,17 +98,26 @@ def test_extras_name_each_part(tmp_path, capsys):
 def test_a_single_commitlog_path_in_a_copied_captures_config_is_the_stores_own(tmp_path):
     """A capture copied with its broker.conf names the commitlog where it was: one
     storePathCommitLog is the store's commitlog/ (only several make a spread log)."""
-    store = BUILDERS["ext"](tmp_path)
+    store = BUILDERS["batch"](tmp_path)
     conf = tmp_path / "broker.conf"
     conf.write_text("storePathCommitLog=/data/broker-a/store/commitlog\n")
     assert recognise(store, MessageStoreConfig.from_properties(conf)).log_elsewhere is None
 
 
-def test_ext_addresses_are_not_judged_as_tags(tmp_path):
-    store = BUILDERS["ext"](tmp_path)
-    assert not verify_store(store).by_kind("CQ_MISMATCH")
-    shutil.rmtree(store / "consumequeue_ext")  # without the ext files the addresses are wrong tagsCodes
-    assert verify_store(store).by_kind("CQ_MISMATCH")
+def test_ext_addresses_are_read_as_the_tags_codes_they_hold(tmp_path, capsys):
+    store = consume_queue_ext(tmp_path)
+    rep = verify_store(store)
+    assert rep.findings == [] and rep.stats["cq_entries"] == 628 - 2  # (the PREPARED and ROLLBACK records have no unit)
+    code, out, _ = run(capsys, "queue", store, "--topic", "TopicA", "--queue-id", "0", "--json")
+    rows = [json.loads(x) for x in out.splitlines()]
+    assert code == 0 and all(r["tags_code"] < -(1 << 62) and "ext_tags_code" in r for r in rows)
+    unit = next(f for f in (store / "consumequeue_ext" / "TopicA" / "0").iterdir())
+    with open(unit, "r+b") as fh:  # unit 1's tagsCode
+        fh.seek(20 + 2)
+        fh.write(struct.pack(">q", 7))
+    assert [f.kind for f in verify_store(store).findings] == ["CQ_MISMATCH"]
+    shutil.rmtree(store / "consumequeue_ext")  # without the ext files the addresses are unreadable
+    assert [f.kind for f in verify_store(store).findings] == ["CQ_EXT_MISSING"] * len(list((store / "consumequeue" / "TopicA" / "0").iterdir()))
 
 
 def test_lmq_units_whose_records_do_not_name_the_queue_are_mismatches(tmp_path):

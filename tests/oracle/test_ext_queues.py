@@ -1,0 +1,64 @@
+"""Consume queues with ext files written by RocketMQ itself (``enableConsumeQueueExt``):
+every unit's tagsCode is the address of a ``ConsumeQueueExt.CqExtUnit``; rmqlab reads
+the units as RocketMQ does, decodes the ext units, and verify compares the tagsCode the
+ext unit holds with the record's."""
+
+from __future__ import annotations
+
+import shutil
+import struct
+
+import pytest
+
+from rmqlab.config import MessageStoreConfig
+from rmqlab.format.consumequeue import is_ext_addr
+from rmqlab.format.hashing import java_string_hash
+from rmqlab.forensics.verify import verify_store
+from rmqlab.rules import goes_to_consume_queue
+from rmqlab.store import open_store
+
+from tests.oracle.compare import compare_messages, compare_queues
+from tests.oracle.production import write_ext_store
+
+
+@pytest.fixture(scope="module")
+def ext_store(oracle, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("ext")
+    root, config, _ = write_ext_store(oracle, tmp, seed=601)
+    shutil.copytree(root, tmp / "clean.rocketmq")
+    return root, config, oracle.load(tmp / "clean.rocketmq", config)
+
+
+def test_ext_units_hold_the_tags_codes_of_the_records(ext_store):
+    root, config, dump = ext_store
+    cfg = MessageStoreConfig.from_mapping(config)
+    assert len(list((root / "consumequeue_ext" / "TopicA" / "0").iterdir())) > 1  # small ext files: several
+    with open_store(root, cfg) as store:
+        assert compare_queues(store, dump) == [] and compare_messages(store, dump) == []
+        n = 0
+        for rec in store.commitlog.iter_records():
+            if not goes_to_consume_queue(rec.sys_flag) or rec.topic.startswith("SCHEDULE"):
+                continue
+            e = store.consume_queue(rec.topic, rec.queue_id).get(rec.queue_offset)
+            assert is_ext_addr(e.tags_code)
+            unit = store.consume_queue_ext(rec.topic, rec.queue_id).unit(e.tags_code)
+            assert unit.tags_code == java_string_hash(rec.properties.get("TAGS")) if rec.properties.get("TAGS") else unit.tags_code == 0
+            assert unit.msg_store_time == rec.store_timestamp
+            n += 1
+        assert n > 100
+    assert verify_store(root, cfg).findings == []
+
+
+def test_a_damaged_ext_unit_is_a_mismatch_and_a_missing_one_is_named(ext_store, tmp_path):
+    root, config, _ = ext_store
+    cfg = MessageStoreConfig.from_mapping(config)
+    copy = shutil.copytree(root, tmp_path / "store")
+    f = sorted((copy / "consumequeue_ext" / "TopicB" / "1").iterdir())[0]
+    with open(f, "r+b") as fh:
+        fh.seek(2)  # the first unit's tagsCode
+        fh.write(struct.pack(">q", 4242))
+    found = verify_store(copy, cfg).findings
+    assert [x.kind for x in found] == ["CQ_MISMATCH"] and "tagsCode 4242" in found[0].message
+    f.unlink()
+    kinds = {x.kind for x in verify_store(copy, cfg).findings}
+    assert kinds == {"CQ_EXT_UNIT"}
