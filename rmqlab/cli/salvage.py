@@ -26,18 +26,20 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--all", action="store_true", help="also the records RocketMQ's walk keeps (in-log)")
     p.add_argument("--weak", action="store_true", help="also candidates whose size and offset agree but whose CRC fails")
     p.add_argument("--commitlog-file-size", type=COMMITLOG_FILE_SIZE, metavar="BYTES", help="mappedFileSizeCommitLog (else inferred)")
+    p.add_argument("--commitlog-dir", action="append", default=[], metavar="DIR", help="another directory of a log spread over several (storePathCommitLog); repeat it for each")
     add_progress_option(p)
     return p
 
 
 def run(args) -> int:
-    found = iter_salvage(args.path, include_weak=args.weak, include_in_log=args.all, mapped_file_size=args.commitlog_file_size)
+    found = iter_salvage(args.path, include_weak=args.weak, include_in_log=args.all, mapped_file_size=args.commitlog_file_size, more_dirs=tuple(args.commitlog_dir))
     out = open(args.out, "w", encoding="utf-8") if args.out else sys.stdout
     by: dict[tuple[str, str], int] = {}
     n = 0
     # progress: bytes of the commitlog passed (a record found tells how far the scan is)
     path = Path(args.path)
-    files = [path] if path.is_file() else sorted(p for p in (path / COMMITLOG_DIR if (path / COMMITLOG_DIR).is_dir() else path).iterdir() if p.name.isdigit())
+    files = [path] if path.is_file() else sorted(p for d in [path / COMMITLOG_DIR if (path / COMMITLOG_DIR).is_dir() else path, *map(Path, args.commitlog_dir)]
+                                                 for p in d.iterdir() if p.name.isdigit())
     total = sum(p.stat().st_size for p in files)
     base = int(files[0].name) if files and files[0].name.isdigit() else 0
     try:

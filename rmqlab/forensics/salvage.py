@@ -205,7 +205,8 @@ def salvage_path(path: str | os.PathLike, *, include_weak: bool = False, include
     return list(iter_salvage(path, include_weak=include_weak, include_in_log=include_in_log, mapped_file_size=mapped_file_size))
 
 
-def iter_salvage(path: str | os.PathLike, *, include_weak: bool = False, include_in_log: bool = False, mapped_file_size: int | None = None) -> Iterator[SalvagedRecord]:
+def iter_salvage(path: str | os.PathLike, *, include_weak: bool = False, include_in_log: bool = False, mapped_file_size: int | None = None,
+                 more_dirs: tuple = ()) -> Iterator[SalvagedRecord]:
     """Salvage a single commitlog file or a whole store (its ``commitlog/`` directory),
     record by record as found (a capture of any size in bounded memory).
 
@@ -229,7 +230,8 @@ def iter_salvage(path: str | os.PathLike, *, include_weak: bool = False, include
     if not any(p.is_file() and p.name.isdigit() for p in directory.iterdir()):
         what = f"its {COMMITLOG_DIR}/ holds no commitlog file" if directory != path else f"neither a store root (no {COMMITLOG_DIR}/) nor a commitlog directory (no offset-named files)"
         raise StoreFormatError(path, None, f"nothing to salvage: {what}")
-    return _salvage_files(MappedFileQueue(directory, mapped_file_size, strict=False), include_weak, include_in_log)
+    # more_dirs: the other directories of a log spread over several (MultiPathMappedFileQueue.load)
+    return _salvage_files(MappedFileQueue([directory, *more_dirs], mapped_file_size, strict=False), include_weak, include_in_log)
 
 
 def _salvage_dledger(dledger_dir: Path, mapped_file_size: int | None, include_weak: bool, include_in_log: bool) -> Iterator[SalvagedRecord]:

@@ -168,6 +168,10 @@ def test_several_commitlog_directories_from_config_are_one_log(tmp_path, capsys)
     code, out, _ = run(capsys, "recover", store, "--config", conf, "--out", tmp_path / "out")
     assert code == 0 and sorted(p.name for p in (tmp_path / "out" / "commitlog").iterdir()) == sorted(p.name for p in ((REFERENCE / "clean" / "store") / "commitlog").iterdir())
     assert "gathered" in out
+    code, spread, _ = run(capsys, "salvage", store, "--commitlog-dir", tmp_path / "disk2" / "commitlog", "--all")
+    code2, one, _ = run(capsys, "salvage", REFERENCE / "clean" / "store", "--all")
+    assert code == code2 == 0 and spread.count("\n") == 628
+    assert [json.loads(x)["physical_offset"] for x in spread.splitlines()] == [json.loads(x)["physical_offset"] for x in one.splitlines()]
 
 
 @pytest.fixture
