@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import shutil
 import socket
 from pathlib import Path
 
@@ -28,11 +29,9 @@ def _free_port() -> int:
     return port
 
 
-def write_dledger_store(oracle: Oracle, tmp: Path, seed: int, n: int = 400, crash_copy: Path | None = None) -> tuple[Path, dict, list]:
-    """``(store root, config, put results)``; ``tmp/broker.conf`` holds the config."""
-    config, lines = random_workload(seed, n=n)
-    config.update(mappedFileSizeCommitLog="16384", enableDLegerCommitLog="true", dLegerGroup="g0",
-                  dLegerPeers=f"n0-127.0.0.1:{_free_port()}", dLegerSelfId="n0")
+def _written(oracle: Oracle, tmp: Path, config: dict, lines: list, crash_copy: Path | None = None) -> tuple[Path, dict, list]:
+    """RocketMQ puts ``lines`` into ``tmp/clean`` (every put must be PUT_OK); the config
+    is kept as ``tmp/broker.conf``; ``(store root, config, put results)``."""
     ans = oracle.write(tmp / "clean", config, write_lines(tmp / "in.jsonl", lines), crash_copy=crash_copy)
     failed = [r for r in ans["results"] if r["status"] != "PUT_OK"]
     assert not failed, failed[:3]
@@ -40,27 +39,31 @@ def write_dledger_store(oracle: Oracle, tmp: Path, seed: int, n: int = 400, cras
     return tmp / "clean", config, ans["results"]
 
 
+def loaded(oracle: Oracle, written: tuple[Path, dict, list]) -> tuple[Path, dict, dict]:
+    """``(store root, config, what RocketMQ reads back from a copy of it)``."""
+    root, config, _ = written
+    copy = shutil.copytree(root, root.with_name(root.name + ".rocketmq"))
+    return root, config, oracle.load(copy, config)
+
+
+def write_dledger_store(oracle: Oracle, tmp: Path, seed: int, n: int = 400, crash_copy: Path | None = None) -> tuple[Path, dict, list]:
+    config, lines = random_workload(seed, n=n)
+    config.update(mappedFileSizeCommitLog="16384", enableDLegerCommitLog="true", dLegerGroup="g0",
+                  dLegerPeers=f"n0-127.0.0.1:{_free_port()}", dLegerSelfId="n0")
+    return _written(oracle, tmp, config, lines, crash_copy)
+
+
 def write_lmq_store(oracle: Oracle, tmp: Path, seed: int, n: int = 200) -> tuple[Path, dict, list]:
-    """``(store root, config, put results)``; ``tmp/broker.conf`` holds the config."""
     config, lines = random_workload(seed, n=n)
     config.update(enableLmq="true", enableMultiDispatch="true")
     for i, m in enumerate(lines):
         # MultiDispatchUtils.isNeedHandleMultiDispatch: not for system topics; a batch has no such property here
         if i % 3 == 0 and "batch" not in m and not m["topic"].startswith("RMQ_SYS"):
             m.setdefault("properties", {})["INNER_MULTI_DISPATCH"] = ",".join(f"%LMQ%room{j}" for j in range(1 + i % 2 + (i // 3) % 2))
-    ans = oracle.write(tmp / "clean", config, write_lines(tmp / "in.jsonl", lines))
-    failed = [r for r in ans["results"] if r["status"] != "PUT_OK"]
-    assert not failed, failed[:3]
-    (tmp / "broker.conf").write_text("".join(f"{k}={v}\n" for k, v in config.items()))
-    return tmp / "clean", config, ans["results"]
+    return _written(oracle, tmp, config, lines)
 
 
 def write_ext_store(oracle: Oracle, tmp: Path, seed: int, n: int = 200) -> tuple[Path, dict, list]:
-    """``(store root, config, put results)``; ``tmp/broker.conf`` holds the config."""
     config, lines = random_workload(seed, n=n)
     config.update(enableConsumeQueueExt="true", mappedFileSizeConsumeQueueExt="256")
-    ans = oracle.write(tmp / "clean", config, write_lines(tmp / "in.jsonl", lines))
-    failed = [r for r in ans["results"] if r["status"] != "PUT_OK"]
-    assert not failed, failed[:3]
-    (tmp / "broker.conf").write_text("".join(f"{k}={v}\n" for k, v in config.items()))
-    return tmp / "clean", config, ans["results"]
+    return _written(oracle, tmp, config, lines)

@@ -18,15 +18,12 @@ from rmqlab.rules import goes_to_consume_queue
 from rmqlab.store import open_store
 
 from tests.oracle.compare import compare_messages, compare_queues
-from tests.oracle.production import write_ext_store
+from tests.oracle.production import loaded, write_ext_store
 
 
 @pytest.fixture(scope="module")
 def ext_store(oracle, tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("ext")
-    root, config, _ = write_ext_store(oracle, tmp, seed=601)
-    shutil.copytree(root, tmp / "clean.rocketmq")
-    return root, config, oracle.load(tmp / "clean.rocketmq", config)
+    return loaded(oracle, write_ext_store(oracle, tmp_path_factory.mktemp("ext"), seed=601))
 
 
 def test_ext_units_hold_the_tags_codes_of_the_records(ext_store):

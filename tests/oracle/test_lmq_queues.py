@@ -15,15 +15,12 @@ from rmqlab.forensics.verify import verify_store
 from rmqlab.store import open_store
 
 from tests.oracle.compare import compare_messages, compare_queues
-from tests.oracle.production import write_lmq_store
+from tests.oracle.production import loaded, write_lmq_store
 
 
 @pytest.fixture(scope="module")
 def lmq_store(oracle, tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("lmq")
-    root, config, _ = write_lmq_store(oracle, tmp, seed=501)
-    shutil.copytree(root, tmp / "clean.rocketmq")
-    return root, config, oracle.load(tmp / "clean.rocketmq", config)
+    return loaded(oracle, write_lmq_store(oracle, tmp_path_factory.mktemp("lmq"), seed=501))
 
 
 def test_lmq_queues_read_and_verify_as_rocketmq_wrote_them(lmq_store):
