@@ -587,7 +587,12 @@ class _Verifier:
                 return
             end = base + w.end
             if w.problem is not None:
-                self.add(DLEDGER_ENTRY, ERROR, path, w.problem[0], w.problem[1] + ("; DLedger's recovery ends the log here" if not self.stopped else ""), phy=base + w.problem[0])
+                # DLedgerMmapFileStore.recover walks from the third-to-last data file (or an
+                # earlier one when that file's first entry fails its index check)
+                late = log.queue.index_of(f) >= len(log.queue.files) - 3
+                why = ("" if self.stopped else "; DLedger's recovery ends the log here" if late else
+                       "; the walk ends here, but DLedger's recovery starts at the third-to-last data file and does not check this one")
+                self.add(DLEDGER_ENTRY, ERROR, path, w.problem[0], w.problem[1] + why, phy=base + w.problem[0])
                 self._stop(end, by_damage=True)
             elif w.blank:
                 left = len(a) - w.end
