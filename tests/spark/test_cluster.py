@@ -99,23 +99,24 @@ def test_spark_submit_ships_rmqlab_as_a_packed_environment(cluster, tmp_path):
 
 
 def test_spark_connect_on_the_cluster(cluster, tmp_path):
+    """The damaged store at the small split (the sources' rows at both splits on both
+    stores: test_sources_on_a_standalone_cluster) through a Connect server."""
     url = cluster.connect_server()
     try:
-        _run([sys.executable, str(JOB), "--remote", url, "--out", str(tmp_path), *_stores(), *_splits()], tmp_path)
+        _run([sys.executable, str(JOB), "--remote", url, "--out", str(tmp_path), "--store", f"crash-torn={store_root('crash-torn').resolve()}",
+              *_splits(SPLITS[:1])], tmp_path)
     finally:
         cluster.stop_one("connect")  # its application holds the workers' cores
-    for case in CASES:
-        _check(tmp_path, case)
+    _check(tmp_path, "crash-torn", SPLITS[:1])
 
 
 def test_s3_on_the_cluster_with_the_drivers_aws_variables(cluster, s3, tmp_path):
     """The executors have no AWS variables (the cluster was started without them); the
     driver's reach them inside the splits."""
-    job = _run([sys.executable, str(JOB), "--master", cluster.url, "--out", str(tmp_path), *_stores(s3.uri), *_splits(("64KiB",))],
+    job = _run([sys.executable, str(JOB), "--master", cluster.url, "--out", str(tmp_path), "--store", f"crash-torn={s3.uri('crash-torn')}", *_splits(("64KiB",))],
                tmp_path, env=s3.env())
-    for case in CASES:
-        _check(tmp_path, case, ("64KiB",))
-    assert job["counts"]["clean/rocketmq-64KiB"] == len(pq.read_table(tmp_path / "clean" / "rocketmq-64KiB"))
+    _check(tmp_path, "crash-torn", ("64KiB",))
+    assert job["counts"]["crash-torn/rocketmq-64KiB"] == len(pq.read_table(tmp_path / "crash-torn" / "rocketmq-64KiB"))
 
 
 def test_s3_on_the_cluster_with_options(cluster, s3, tmp_path):

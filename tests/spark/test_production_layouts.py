@@ -98,11 +98,9 @@ def test_a_dledger_log_reads_as_the_reader_reads_it(spark, dledger, capsys):
     lenient = spark.read.format("rocketmq").option("mode", "lenient").option("splitSize", "3000").load(str(damaged)).collect()
     bad = [r for r in lenient if r.kind == "DLEDGER_ENTRY"]
     assert len(bad) == 1 and "says pos 7" in bad[0].error
-    for store, split in ((root, "64KiB"), (damaged, "5KiB")):
-        want = _cli_findings(capsys, store, "--config", conf)
-        got = Counter((r.kind, r.severity, r.file, r.offset) for r in rmqlab.spark.verify(spark, store, config=cfg, splitSize=split).collect())
-        assert got == want, (store.name, split)
-    assert any(k[0] == "DLEDGER_ENTRY" for k in want)
+    want = _cli_findings(capsys, damaged, "--config", conf)
+    got = Counter((r.kind, r.severity, r.file, r.offset) for r in rmqlab.spark.verify(spark, damaged, config=cfg, splitSize="5KiB").collect())
+    assert got == want and any(k[0] == "DLEDGER_ENTRY" for k in want) and any(k[0] == "RESYNC" for k in want)
 
 
 def test_lmq_queues_are_checked_by_spark_verify_as_by_verify(spark, rocketmq, tmp_path, capsys):
