@@ -57,7 +57,10 @@ where ``my_scan.py`` calls ``rmqlab.spark.register(spark)`` and reads with
 ``spark.read.format("rocketmq")``.  The store must be on storage every worker can
 read: the same mount everywhere, HDFS (pyarrow needs ``libhdfs``/``HADOOP_HOME``), or
 S3.  ``splitSize`` (default 128MiB) sets the partitions: a 1 GiB commitlog file
-makes 8 tasks.
+makes 8 tasks.  A log spread over several directories (``storePathCommitLog``) is
+read with ``.option("commitlogDirs", "/d2/commitlog,/d3/commitlog")``; a DLedger
+store's data files are split like commitlog files (each split owns the entries that
+start in it).
 
 Spark Connect works the same (``SparkSession.builder.remote("sc://host:15002")``,
 ``pip install 'rmqlab[connect]'`` on the client); the server's ``PYSPARK_PYTHON`` must
