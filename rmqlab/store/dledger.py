@@ -258,7 +258,8 @@ class DLedgerCommitLog(CommitLog):
                     return
                 yield rec
             if w.problem is not None:
-                yield RecordError(str(f.path), w.problem[0], DLEDGER_ENTRY, w.problem[1])
+                if end is None or base + w.problem[0] < end:  # (past the range asked for, it is not this walk's)
+                    yield RecordError(str(f.path), w.problem[0], DLEDGER_ENTRY, w.problem[1])
                 return
 
     def batches(self, start: int | None = None, end: int | None = None, *, include_body: bool = True, columns=None) -> Iterator:
@@ -279,6 +280,8 @@ class DLedgerCommitLog(CommitLog):
             if end is not None and len(w.pos) and base + int(w.pos[-1]) >= end:
                 return
             if w.problem is not None:
+                if end is not None and base + w.problem[0] >= end:
+                    return  # the damage lies past the range asked for
                 raise RecordError(str(f.path), w.problem[0], DLEDGER_ENTRY, w.problem[1])
 
     def max_offset(self) -> int:

@@ -84,7 +84,7 @@ def _last_file_entry(root: Path, n: int) -> tuple[Path, int]:
     ("index", 8, struct.pack(">q", 10_000)),          # indexes not one apart
     ("size", 4, struct.pack(">i", 47)),               # size != body + 48
 ])
-def test_damage_to_an_entry_ends_the_log_where_dledger_recovery_ends_it(dledger_store, oracle, tmp_path, field, at, value):
+def test_damage_to_an_entry_ends_the_log_where_dledger_recovery_ends_it(dledger_store, oracle, tmp_path, capsys, field, at, value):
     tmp, config, _, _ = dledger_store
     ours, theirs = tmp_path / "ours", tmp_path / "theirs"
     shutil.copytree(tmp / "clean", ours)
@@ -102,3 +102,7 @@ def test_damage_to_an_entry_ends_the_log_where_dledger_recovery_ends_it(dledger_
     # what the cut takes, salvaged: the damaged entry's record first (its header is what is wrong)
     cut = salvage_path(ours)
     assert cut and cut[0].record.physical_offset == base + p + 48 and all(s.where == "after-cut" for s in cut)
+    # dump lists what the log holds up to there, and says what follows (exit 1)
+    code = main(["dump", str(ours), "--config", str(tmp / "broker.conf"), "--json"])
+    rows = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    assert code == 1 and len(rows) == rep.stats["dledger_entries"] and rows[-1]["physical_offset"] < base + p
