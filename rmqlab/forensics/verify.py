@@ -254,8 +254,9 @@ class _Verifier:
         #: one file checked on its own (a Spark task, :mod:`rmqlab.spark.verify`): every
         #: finding kept with the log position it is about, no cap (applied once, over all)
         self.raw: list[tuple[Finding, int | None]] | None = None
-        #: (file start, its entries) of each DLedger data file walked (a DLedger log only)
-        self.dledger_entries: list = []
+        #: DLedger entries up to the end of the log, and the last one's index (a DLedger log only)
+        self.dledger_count = 0
+        self.dledger_last_index = -1
 
     def unit(self) -> "_Verifier":
         """This verifier set to check single files (:meth:`walk_file`,
@@ -577,8 +578,8 @@ class _Verifier:
         a = np.frombuffer(f.buf, np.uint8)
         path, base = str(f.path), f.file_from_offset
         segments = log.segments_of(f, chained=not self.stopped)
-        if not self.stopped:  # the entries DLedger's recovery keeps (check_dledger); what follows is walked on, as a commitlog's is
-            self.dledger_entries.append((base, segments[0]))
+        if not self.stopped:  # the entries DLedger's recovery keeps; what follows is walked on, as a commitlog's is
+            self.check_dledger_file(base, segments[0])
         for n, w in enumerate(segments):
             if n:
                 gap = int(w.pos[0]) if len(w.pos) else w.end
@@ -640,38 +641,43 @@ class _Verifier:
                 self.add(DLEDGER_ENTRY, ERROR, path, int(w.pos[i]), f"entry {int(w.index[i])} body CRC stored {int(w.body_crc[i])}, computed {computed}", phy=base + int(w.pos[i]))
         return True
 
+    def check_dledger_file(self, base: int, w) -> None:
+        """One data file's entries against their index units (``DLedgerMmapFileStore.recover``
+        compares magic, pos, size, index and term), read for those entries only."""
+        if not len(w.index):
+            return
+        log = self.store.commitlog
+        idx_path = str(log.index_directory)
+        self.dledger_count += len(w.index)
+        self.dledger_last_index = int(w.index[-1])
+        first = int(w.index[0])
+        units = log.index_units(first, int(w.index[-1]) + 1)
+        rel = w.index - first
+        ok = rel < len(units)  # indexes run one by one inside a walk: unit i - first is entry i's
+        missing = np.flatnonzero(~ok)
+        if len(missing):
+            i = int(missing[0])
+            self.add("DLEDGER_INDEX", ERROR, idx_path, int(w.index[i]) * INDEX_UNIT_SIZE,
+                     f"{len(missing)} entries have no index unit (first: entry {int(w.index[i])}); DLedger's recovery rewrites the index from the entries")
+        sel = np.flatnonzero(ok)
+        u = units[rel[sel]]
+        bad = (u["magic"] != MAGIC_1) | (u["pos"] != base + w.pos[sel]) | (u["size"] != w.size[sel]) | (u["index"] != w.index[sel]) | (u["term"] != w.term[sel])
+        for k in np.flatnonzero(bad).tolist():
+            i = sel[k]
+            got = units[int(rel[i])]
+            self.add("DLEDGER_INDEX", ERROR, idx_path, int(w.index[i]) * INDEX_UNIT_SIZE,
+                     f"unit {int(w.index[i])} says pos {int(got['pos'])} size {int(got['size'])} index {int(got['index'])} term {int(got['term'])} magic {int(got['magic'])}; "
+                     f"the entry is at {base + int(w.pos[i])}, {int(w.size[i])} bytes, term {int(w.term[i])}; DLedger's recovery rewrites the index from there")
+
     def check_dledger(self) -> None:
-        """DLedger's own files against the entries: every entry's index unit
-        (``DLedgerMmapFileStore.recover`` compares magic, pos, size, index and term),
-        units past the last entry, and the checkpoint's committedIndex."""
+        """After the walk (:meth:`check_dledger_file` for each file up to the end of the
+        log): index units past the last entry, and the checkpoint's committedIndex."""
         log = self.store.commitlog
         d = log.dledger_dir
-        units, index_files = log.index_units()
-        idx_path = str(index_files[0].parent) if index_files else str(d / "index")
-        last_index = -1
-        for base, w in self.dledger_entries:
-            if not len(w.index):
-                continue
-            last_index = int(w.index[-1])
-            ok = w.index < len(units)
-            missing = np.flatnonzero(~ok)
-            if len(missing):
-                i = int(missing[0])
-                self.add("DLEDGER_INDEX", ERROR, idx_path, int(w.index[i]) * INDEX_UNIT_SIZE,
-                         f"{len(missing)} entries have no index unit (first: entry {int(w.index[i])}); DLedger's recovery rewrites the index from the entries")
-            sel = np.flatnonzero(ok)
-            u = units[w.index[sel]]
-            bad = (u["magic"] != MAGIC_1) | (u["pos"] != base + w.pos[sel]) | (u["size"] != w.size[sel]) | (u["index"] != w.index[sel]) | (u["term"] != w.term[sel])
-            for k in np.flatnonzero(bad).tolist():
-                i = sel[k]
-                got = units[int(w.index[i])]
-                self.add("DLEDGER_INDEX", ERROR, idx_path, int(w.index[i]) * INDEX_UNIT_SIZE,
-                         f"unit {int(w.index[i])} says pos {int(got['pos'])} size {int(got['size'])} index {int(got['index'])} term {int(got['term'])} magic {int(got['magic'])}; "
-                         f"the entry is at {base + int(w.pos[i])}, {int(w.size[i])} bytes, term {int(w.term[i])}; DLedger's recovery rewrites the index from there")
-        past = units[last_index + 1 :]
-        live = int(np.count_nonzero(past["magic"] != 0)) if len(past) else 0
+        last_index = self.dledger_last_index
+        live = log.index_units_written_from(last_index + 1)
         if live:
-            self.add("DLEDGER_INDEX", WARNING, idx_path, (last_index + 1) * INDEX_UNIT_SIZE,
+            self.add("DLEDGER_INDEX", WARNING, str(log.index_directory), (last_index + 1) * INDEX_UNIT_SIZE,
                      f"{live} index unit(s) past the last entry ({last_index}): DLedger's recovery truncates the index there")
         cp = log.checkpoint()
         committed = cp.get(COMMITTED_INDEX_KEY) if cp else None
@@ -682,7 +688,7 @@ class _Verifier:
             elif c < last_index:
                 self.add("DLEDGER_CHECKPOINT", INFO, d / "checkpoint", None,
                          f"committedIndex {c} is behind the last entry {last_index}: the entries after it are served once a leader commits them (DLedgerCommitLog.getData)")
-        self.report.stats.update(dledger_entries=sum(len(w.index) for _, w in self.dledger_entries), dledger_last_index=last_index)
+        self.report.stats.update(dledger_entries=self.dledger_count, dledger_last_index=last_index)
 
     def _stop(self, at: int, by_damage: bool = False) -> None:
         if not self.stopped:

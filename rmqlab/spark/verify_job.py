@@ -388,7 +388,8 @@ class _Job:
         if isinstance(drv.store.commitlog, DLedgerCommitLog):
             # DLedger's index and checkpoint against the entries up to the end of the log:
             # entry headers only, read here (cheap next to the records)
-            drv.dledger_entries = [(f.file_from_offset, w) for f, w in drv.store.commitlog.entry_walks()]
+            for f, w in drv.store.commitlog.entry_walks():
+                drv.check_dledger_file(f.file_from_offset, w)
             drv.check_dledger()
         self.delay_offsets()
         drv.check_timers()

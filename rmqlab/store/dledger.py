@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import struct
+from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
@@ -72,7 +73,8 @@ def walk_entries(buf, file_base: int, *, start: int = 0, stop: int | None = None
     entry starts).  ``buf`` may hold part of a file from position ``file_base`` − its
     file's start: positions are in ``buf``, ``pos`` fields are checked as absolute."""
     n_max = len(buf)
-    pos, size, index, term, crc = [], [], [], [], []
+    # compact columns (8 bytes an entry): one file's entries, not a Python int each
+    pos, size, index, term, crc = (array("q") for _ in range(5))
     p = start
     out = None
     while True:
@@ -159,8 +161,8 @@ def resume_after(buf, file_base: int, w: EntryWalk, stop: int | None = None) -> 
     return out
 
 
-def _arrays(*lists):
-    return [np.asarray(x, np.int64) for x in lists]
+def _arrays(*columns):
+    return [np.frombuffer(c, np.int64) if len(c) else np.zeros(0, np.int64) for c in columns]
 
 
 def read_properties_file(path: Path) -> dict[str, str] | None:
@@ -182,12 +184,17 @@ class DLedgerCommitLog(CommitLog):
         self.queue = MappedFileQueue(data, mapped_file_size, strict=strict)
         self.directory = self.queue.directory
         self._served_end = served_end
-        self._walks: dict[int, EntryWalk] = {}
+        #: the last entry's (index, term) of each file walked in order: what the next file's
+        #: first entry must follow (a pair a file, not the entries)
+        self._tails: dict[int, tuple[int, int]] = {}
+        self._recent: tuple[int, EntryWalk] | None = None  # the last file walked in order
+        self._index_queue: MappedFileQueue | None = None
 
     # -- entries -------------------------------------------------------------------------------
     def entry_walks(self) -> Iterator[tuple[object, EntryWalk]]:
         """(file, its entries) for every data file up to the end of the log, as DLedger's
-        recovery walks them (a problem or a zero size ends it)."""
+        recovery walks them (a problem or a zero size ends it); one file's entries at a
+        time."""
         for f in self.queue.files:
             w = self.walk_of(f)
             yield f, w
@@ -199,17 +206,17 @@ class DLedgerCommitLog(CommitLog):
         before carry over when that file was walked already (a walk in order), else the
         file is checked on its own (a file of a distributed job, or one after the end of
         the log, whose entries do not follow the damage before them)."""
-        w = self._walks.get(f.file_from_offset)
-        if w is not None:
-            return w
-        prev = None
+        base = f.file_from_offset
+        if chained and self._recent is not None and self._recent[0] == base:
+            return self._recent[1]
+        last = (-1, -1)
         if chained:
             i = self.queue.index_of(f)
-            prev = self._walks.get(self.queue.files[i - 1].file_from_offset) if i else None
-        last = (int(prev.index[-1]), int(prev.term[-1])) if prev is not None and len(prev.index) else (-1, -1)
-        w = walk_entries(f.buf, f.file_from_offset, last_index=last[0], last_term=last[1])
+            last = self._tails.get(self.queue.files[i - 1].file_from_offset, last) if i else last
+        w = walk_entries(f.buf, base, last_index=last[0], last_term=last[1])
         if chained:
-            self._walks[f.file_from_offset] = w
+            self._tails[base] = (int(w.index[-1]), int(w.term[-1])) if len(w.index) else last
+            self._recent = (base, w)
         return w
 
     def segments_of(self, f, *, chained: bool = True) -> list[EntryWalk]:
@@ -224,19 +231,46 @@ class DLedgerCommitLog(CommitLog):
     def term_file(self) -> dict[str, str] | None:
         return read_properties_file(self.dledger_dir / dl.TERM_FILE)
 
-    def index_units(self) -> tuple[np.ndarray, list[Path]]:
-        """Every unit of ``index/`` (offset-named files, unit n at n × 32)."""
-        d = self.dledger_dir / dl.INDEX_DIR
-        if not d.is_dir():
-            return np.zeros(0, dl.INDEX_UNIT_DTYPE), []
-        q = MappedFileQueue(d, None, strict=False)
-        try:
-            parts = [np.frombuffer(bytes(f.buf[: len(f.buf) // dl.INDEX_UNIT_SIZE * dl.INDEX_UNIT_SIZE]), dl.INDEX_UNIT_DTYPE) for f in q.files]
-            first = q.files[0].file_from_offset // dl.INDEX_UNIT_SIZE if q.files else 0
-            units = np.concatenate(parts) if parts else np.zeros(0, dl.INDEX_UNIT_DTYPE)
-            return (np.concatenate([np.zeros(first, dl.INDEX_UNIT_DTYPE), units]) if first else units), [f.path for f in q.files]
-        finally:
-            q.close()
+    @property
+    def index_directory(self) -> Path:
+        return self.dledger_dir / dl.INDEX_DIR
+
+    def _index(self) -> MappedFileQueue | None:
+        if self._index_queue is None and self.index_directory.is_dir():
+            self._index_queue = MappedFileQueue(self.index_directory, None, strict=False)
+        return self._index_queue
+
+    def index_units(self, lo: int, hi: int) -> np.ndarray:
+        """Units ``[lo, hi)`` of ``index/`` (offset-named files, unit n at n × 32), as far as
+        the files hold them (fewer when they end first)."""
+        q = self._index()
+        out = []
+        n = lo
+        while q is not None and n < hi:
+            f = q.find(n * dl.INDEX_UNIT_SIZE)
+            if f is None:
+                break
+            a = (n * dl.INDEX_UNIT_SIZE - f.file_from_offset) // dl.INDEX_UNIT_SIZE
+            b = min(len(f.buf) // dl.INDEX_UNIT_SIZE, a + hi - n)
+            if b <= a:
+                break
+            out.append(np.frombuffer(f.buf, dl.INDEX_UNIT_DTYPE, b - a, a * dl.INDEX_UNIT_SIZE).copy())
+            n += b - a
+        return np.concatenate(out) if out else np.zeros(0, dl.INDEX_UNIT_DTYPE)
+
+    def index_units_written_from(self, n: int, chunk: int = 1 << 20) -> int:
+        """How many units from unit ``n`` on hold something (magic not 0), a chunk at a time."""
+        q = self._index()
+        end = q.max_file_end // dl.INDEX_UNIT_SIZE if q is not None else 0
+        live = 0
+        for lo in range(max(n, 0), end, chunk):
+            live += int(np.count_nonzero(self.index_units(lo, min(end, lo + chunk))["magic"] != 0))
+        return live
+
+    def close(self) -> None:
+        if self._index_queue is not None:
+            self._index_queue.close()
+        super().close()
 
     # -- the CommitLog walk, entry by entry -------------------------------------------------------
     def walk(self, start: int | None = None, end: int | None = None, *, check_crc: bool = True, read_body: bool = True) -> Iterator[Record | RecordError]:
