@@ -63,3 +63,24 @@ def is_ext_addr(tags_code: int) -> bool:
 def ext_offset(address: int) -> int:
     """Java ``ConsumeQueueExt.unDecorate``: the ext address as an offset in the ext files."""
     return address - _LONG_MIN if is_ext_addr(address) else address
+
+
+def ext_offsets(addresses):
+    """:func:`ext_offset` of an array of ext addresses (int64 arithmetic wraps as Java's does)."""
+    import numpy as np
+
+    return np.asarray(addresses, np.int64) - np.int64(_LONG_MIN)
+
+
+def ext_tags_at(data, positions):
+    """(tagsCode, a unit is there) of the ext units at in-file ``positions`` of one ext
+    file's bytes ``data`` (uint8; every position + 20 inside it): a unit is there when its
+    size is at least :data:`EXT_UNIT_MIN_SIZE` (``CqExtUnit.read``)."""
+    import numpy as np
+
+    pos = np.asarray(positions, np.int64)
+    size = (data[pos].astype(np.int16) << 8 | data[pos + 1]).astype(np.int16)
+    code = np.zeros(len(pos), np.int64)
+    for k in range(8):  # big-endian int64 after the size
+        code = (code << 8) | data[pos + 2 + k].astype(np.int64)
+    return code, size >= EXT_UNIT_MIN_SIZE

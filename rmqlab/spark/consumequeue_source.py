@@ -168,13 +168,13 @@ def _ext_tags_codes(split: QueueSplit, tags):
     import numpy as np
     import pyarrow as pa
 
-    from ..format.consumequeue import EXT_MAX_ADDR, EXT_UNIT_MIN_SIZE
+    from ..format.consumequeue import EXT_MAX_ADDR, EXT_UNIT_MIN_SIZE, ext_offsets, ext_tags_at
 
     addr = np.flatnonzero(tags <= EXT_MAX_ADDR)
     out = np.zeros(len(tags), np.int64)
     ok = np.zeros(len(tags), bool)
     if len(addr) and split.ext:
-        offsets = tags[addr] - np.int64(-(1 << 63))  # unDecorate (wraps to the offset)
+        offsets = ext_offsets(tags[addr])  # ConsumeQueueExt.unDecorate
         for uri, start, size in split.ext:
             fs, inner = _paths.filesystem(uri, split.fs)
             inside = np.flatnonzero((offsets >= start) & (offsets + EXT_UNIT_MIN_SIZE <= start + size))
@@ -183,11 +183,7 @@ def _ext_tags_codes(split: QueueSplit, tags):
             with _paths.storage(uri), fs.open_input_file(inner) as fh:
                 data = np.frombuffer(fh.read_at(size, 0), np.uint8)
             pos = offsets[inside] - start
-            unit_size = (data[pos].astype(np.int16) << 8 | data[pos + 1]).astype(np.int16)
-            good = unit_size >= EXT_UNIT_MIN_SIZE
-            code = np.zeros(len(pos), np.int64)
-            for k in range(8):  # big-endian int64 at +2
-                code = (code << 8) | data[pos + 2 + k].astype(np.int64)
+            code, good = ext_tags_at(data, pos)
             out[addr[inside[good]]] = code[good]
             ok[addr[inside[good]]] = True
     return pa.array(out, pa.int64(), mask=~ok)

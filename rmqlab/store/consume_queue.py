@@ -167,19 +167,30 @@ class ConsumeQueueExt:
         return CqExtUnit.parse(bytes(f.buf[pos : pos + size]))
 
     def tags_codes(self, addresses: np.ndarray) -> tuple[np.ndarray, list[tuple[int, str, str, int | None]]]:
-        """The tagsCodes the units at ``addresses`` hold, and the ones that cannot be read:
-        (index, message, file, in-file offset)."""
-        from construct import ConstructError
+        """The tagsCodes the units at ``addresses`` hold, read a file at a time, and the
+        ones that cannot be read: (index, message, file, in-file offset)."""
+        from ..format.consumequeue import EXT_UNIT_MIN_SIZE, ext_offsets, ext_tags_at
 
-        from ..errors import StoreFormatError
-
-        out = np.asarray(addresses, np.int64).copy()
+        addresses = np.asarray(addresses, np.int64)
+        out = addresses.copy()
+        offsets = ext_offsets(addresses)
+        read = np.zeros(len(addresses), bool)
+        where: dict[int, tuple[str, int]] = {}
+        for f in self.queue.files:
+            inside = np.flatnonzero((offsets >= f.file_from_offset) & (offsets + EXT_UNIT_MIN_SIZE <= f.file_from_offset + len(f.buf)))
+            if not len(inside):
+                continue
+            pos = offsets[inside] - f.file_from_offset
+            code, ok = ext_tags_at(np.frombuffer(f.buf, np.uint8), pos)
+            out[inside[ok]] = code[ok]
+            read[inside[ok]] = True
+            for i, p in zip(inside[~ok].tolist(), pos[~ok].tolist()):
+                where[i] = (str(f.path), p)
         bad = []
-        for i, a in enumerate(out.tolist()):
-            try:
-                out[i] = self.unit(a).tags_code
-            except (StoreFormatError, ConstructError) as err:  # construct's own error: a unit cut short
-                bad.append((i, getattr(err, "message", str(err)), str(getattr(err, "file", self.directory)), getattr(err, "offset", None)))
+        for i in np.flatnonzero(~read).tolist():
+            file, off = where.get(i, (str(self.directory), int(offsets[i])))
+            why = f"no ext unit here (ext address {int(addresses[i])})" if i in where else f"no ext file holds ext offset {int(offsets[i])} (address {int(addresses[i])})"
+            bad.append((i, why, file, off))
         return out, bad
 
     def close(self) -> None:
