@@ -19,6 +19,7 @@ from .format import properties as props
 from .format.indexfile import index_key
 from .format.record import Record
 from .store.consume_queue import CqEntry
+from .store.rocksdb_queue import RocksDBConsumeQueue
 from .store.index_file import ChainStep, IndexFile
 from .store.reader import StoreReader
 
@@ -51,9 +52,7 @@ def get_message(store: StoreReader, topic: str, queue_id: int, queue_offset: int
 
 def _unit_at(cq, queue_offset: int):
     """(file, byte in it) of a queue's unit, for errors and warnings."""
-    pos = queue_offset * CQ_STORE_UNIT_SIZE
-    f = cq.queue.find(pos)
-    return (f.path, pos - f.file_from_offset) if f else (cq.directory, pos)
+    return cq.where(queue_offset)
 
 
 def foreign_record_note(store: StoreReader, topic: str, queue_id: int, queue_offset: int, rec: Record) -> str | None:
@@ -208,6 +207,8 @@ def offset_by_time(store: StoreReader, topic: str, queue_id: int, timestamp: int
     boundary = BoundaryType(boundary)
     cq = store.consume_queue(topic, queue_id)
     lo, hi = cq.valid_range(store.commitlog.min_offset)
+    if isinstance(cq, RocksDBConsumeQueue):  # RocksDBConsumeQueueStore.getOffsetInQueueByTime, then clamped
+        return max(lo, min(cq.offset_by_time(timestamp, boundary.value, store.commitlog.min_offset), hi))
     files = cq.queue.files
     if not files:
         return max(lo, min(0, hi))

@@ -30,23 +30,44 @@ def _units(path: Path) -> list[tuple[int, int, int]]:
     return [u for u in out if u[1] > 0]
 
 
-def rocksdb_consume_queue(tmp: Path) -> Path:
-    """``storeType=defaultRocksDB``: RocksDBConsumeQueueStore opens its RocksDB in
+def rocksdb_consume_queue(tmp: Path, source: str = "crash") -> Path:
+    """``storeType=defaultRocksDB``: RocksDBConsumeQueueStore keeps its RocksDB in
     StorePathConfigHelper.getStorePathConsumeQueue (the root's ``consumequeue/``), so the
-    file queues are gone and RocksDB's own files (CURRENT naming the MANIFEST, IDENTITY,
-    LOCK, LOG, OPTIONS-*, *.log, *.sst) sit directly in it."""
-    s = copy_store("crash", tmp)
-    shutil.rmtree(s / "consumequeue")
+    file queues are gone.  Built with RocksDB itself from the reference store's queues:
+    a key per unit (RocksDBConsumeQueueTable.buildCQKeyByteBuffer0) whose 28-byte value
+    adds the record's store time (buildCQValueByteBuffer0), each queue's max and min in
+    the ``offset`` family (RocksDBConsumeQueueOffsetTable: the unit's commitlog and queue
+    offsets) and dispatch's progress under CHECKPOINT_TOPIC (appendMaxPhyOffset)."""
+    from rocksdict import Options, Rdict
+
+    from rmqlab.format.rocksdb_queue import CHECKPOINT_KEY, OFFSET_COLUMN_FAMILY, RocksDBCqValue, RocksDBOffsetValue, cq_key, offset_key
+    from rmqlab.store import open_store
+
+    s = copy_store(source, tmp)
     d = s / "consumequeue"
-    d.mkdir()
-    (d / "CURRENT").write_text("MANIFEST-000005\n")
-    (d / "IDENTITY").write_text("7b6f4c2e-0000-4000-8000-rmqlabtest\n")
-    (d / "LOCK").write_bytes(b"")
-    (d / "LOG").write_text("RocksDB version: 8.5.3\n")
-    (d / "MANIFEST-000005").write_bytes(b"\x00" * 64)
-    (d / "OPTIONS-000007").write_text("[Version]\n  rocksdb_version=8.5.3\n")
-    (d / "000004.log").write_bytes(b"\x01" * 128)
-    (d / "000008.sst").write_bytes(b"\x02" * 256)
+    built = tmp / "rocksdb"
+    opts = Options(raw_mode=True)
+    opts.create_if_missing(True)
+    opts.create_missing_column_families(True)
+    db = Rdict(str(built), options=opts, column_families={OFFSET_COLUMN_FAMILY: Options(raw_mode=True)})
+    offsets = db.get_column_family(OFFSET_COLUMN_FAMILY)
+    top = 0
+    with open_store(s) as store:
+        for qid in store.queue_ids():
+            units = store.consume_queue(qid.topic, qid.queue_id).entries(store.commitlog.min_offset)
+            for e in units:
+                when = store.commitlog.read(e.commitlog_offset).store_timestamp
+                db[cq_key(qid.topic, qid.queue_id, e.queue_offset)] = RocksDBCqValue.build(dict(commitlog_offset=e.commitlog_offset, size=e.size, tags_code=e.tags_code, store_timestamp=when))
+                top = max(top, e.commitlog_offset + e.size)
+            if units:
+                for key, e in ((offset_key(qid.topic, qid.queue_id, True), units[-1]), (offset_key(qid.topic, qid.queue_id, False), units[0])):
+                    offsets[key] = RocksDBOffsetValue.build(dict(commitlog_offset=e.commitlog_offset, queue_offset=e.queue_offset))
+    offsets[CHECKPOINT_KEY] = top.to_bytes(8, "big")
+    db.flush()
+    db.close()
+    (built / "rocksdict-config.json").unlink(missing_ok=True)  # the binding's own file, not RocksDB's
+    shutil.rmtree(d)
+    shutil.copytree(built, d)
     return s
 
 
@@ -168,7 +189,6 @@ def multi_path(tmp: Path, case: str = "clean") -> tuple[Path, Path]:
 
 
 BUILDERS = {
-    "rocksdb": rocksdb_consume_queue,
     "dledger-converted": dledger_converted,
     "batch": batch_consume_queue,
     "extras": extras,

@@ -33,7 +33,7 @@ def run(args) -> int:
         end = store.commitlog.served_end()
         past = lookup.entries_past_the_log(store, args.topic, args.queue_id)
         if not args.json:
-            print(f"{args.topic}/{args.queue_id}: offsets [{lo}, {hi}), {len(cq.queue.files)} file(s) in {cq.directory}")
+            print(f"{args.topic}/{args.queue_id}: offsets [{lo}, {hi}), {cq.describe()}")
             print(f"{'queue_offset':>12}  {'commitlog_offset':>16}  {'size':>8}  {'tags_code':>20}")
         ext = store.consume_queue_ext(args.topic, args.queue_id)  # enableConsumeQueueExt: tagsCodes as ext addresses
         for e in entries:

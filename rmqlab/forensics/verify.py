@@ -47,7 +47,7 @@ from ..config import MessageStoreConfig
 from ..errors import StoreFormatError
 from ..progress import Progress, Silent
 from ..files.extent import nonzero_extent, nonzero_past, zero_runs
-from ..format.consumequeue import CQ_STORE_UNIT_SIZE, EXT_MAX_ADDR, PRE_BLANK_SIZE
+from ..format.consumequeue import EXT_MAX_ADDR, PRE_BLANK_SIZE
 from ..format.hashing import java_string_hash
 from ..format.properties import INNER_MULTI_DISPATCH as LMQ_MULTI_DISPATCH, INNER_MULTI_QUEUE_OFFSET as LMQ_MULTI_QUEUE_OFFSET, LMQ_DISPATCH_SEPARATOR
 from ..format.dledger import COMMITTED_INDEX_KEY, ENTRY_HEADER_SIZE, INDEX_UNIT_SIZE, MAGIC_1
@@ -234,6 +234,8 @@ class _Verifier:
         self.topic_names: list[str] = []
         self.queue_prev: dict[int, tuple[int, int]] = {}  # queue key -> (queue offset, phy) of its last record
         self.queue_last: dict[int, tuple[int, int]] = {}  # the same, records before the end of the log only
+        #: the consume queues could not be listed (a RocksDB RocksDB cannot open): nothing judged of them
+        self.queues_unreadable = False
         self.queues: list[_Queue] = []
         self.queue_end: dict[int, int] = {}  # queue key -> the queue offset its valid units end at
         self.first_missing: dict[int, int] = {}  # queue key -> physical offset of the log's record at that queue offset
@@ -357,7 +359,13 @@ class _Verifier:
     def prepare_queues(self) -> None:
         min_off = self.store.commitlog.min_offset
         lay = self.store.layout
-        for qid in self.store.queue_ids():
+        try:
+            qids = self.store.queue_ids()
+        except StoreFormatError as err:  # a RocksDB consume queue RocksDB cannot open: the log is still checked
+            self.add("LAYOUT", ERROR, err.file, err.offset, err.message)
+            self.queues_unreadable = True
+            return
+        for qid in qids:
             if lay.apart_from_join(qid.topic):
                 continue  # reported once by check_recognised, or checked by check_lmq_queues
             self.prepare_queue(qid, min_off)
@@ -372,7 +380,7 @@ class _Verifier:
             self.add("LAYOUT", ERROR, err.file, err.offset, err.message)
             return None
         key = int(self._queue_key(np.zeros(1, np.int64), [qid.topic], np.array([qid.queue_id], np.int64))[0])  # as the records' keys are made
-        if not cq.queue.files:
+        if cq.slot_end <= cq.first_slot_offset:  # no unit (no file, or an empty RocksDB range)
             Q = _Queue(qid, cq, key, 0, 0, [])
             self.queues.append(Q)
             return Q
@@ -414,12 +422,8 @@ class _Verifier:
         return Q
 
     @staticmethod
-    def _cq_pos(cq, q: int) -> tuple[str, int]:
-        byte = q * CQ_STORE_UNIT_SIZE
-        f = cq.queue.find(byte)
-        if f is None:
-            return str(cq.directory), byte
-        return str(f.path), byte - f.file_from_offset
+    def _cq_pos(cq, q: int) -> tuple[str, int | None]:
+        return cq.where(q)
 
     # -- index files: each on its own, before the log is read ----------------------------------------
     def prepare_index(self) -> None:
@@ -989,10 +993,17 @@ class _Verifier:
             seen.add(Q.key)
             last = self.queue_last.get(Q.key)
             if last is not None and last[0] >= Q.hi:
-                file, fpos = self._cq_pos(Q.cq, Q.hi) if Q.cq.queue.files else (str(Q.cq.directory), None)
+                file, fpos = self._cq_pos(Q.cq, Q.hi) if Q.cq.file_count else (str(Q.cq.directory), None)
                 self.add("CQ_BEHIND", WARNING, file, fpos, cq_behind_message(Q.qid, Q.hi, last[0], self.first_missing.get(Q.key)))
         lay = self.store.layout
         for key, (qoff, phy) in self.queue_last.items():
+            if key not in seen and lay.rocksdb_queues and not self.queues_unreadable:
+                topic, qid = self._queue_of(key)
+                if not lay.apart_from_join(topic):
+                    self.add("CQ_BEHIND", WARNING, str(self.root / CONSUMEQUEUE_DIR), None, f"{topic}/{qid}: the RocksDB consume queue holds no unit of it but the log holds its "
+                             f"records up to queue offset {qoff} (RocksDB's writes skip the WAL: a crash leaves out what was not flushed; its dispatch progress, "
+                             f"CHECKPOINT_TOPIC, is at {self.store.rocksdb.max_phy_offset()})")
+                continue
             if key not in seen and not lay.rocksdb_consume_queue:
                 topic, qid = self._queue_of(key)
                 if lay.apart_from_join(topic):
@@ -1002,6 +1013,72 @@ class _Verifier:
         self.report.stats.update(index_files=len(self.indexes), index_entries=self.n_index_entries)
         if self.cfg.message_index_enable:
             self._index_missing()
+
+    def check_rocksdb(self) -> None:
+        """The RocksDB of ``consumequeue/`` (:mod:`rmqlab.store.rocksdb_queue`).  As the
+        store's queues (storeType=defaultRocksDB): keys that are not RocketMQ's, a queue
+        whose units stop before the offset family's max (Java's range reads stop at the
+        first missing key), a max entry that does not name its unit.  As the copy
+        rocksdbCQDoubleWriteEnable keeps: every unit against the file queue's, from the
+        copy's min to the file queue's max, as ``checkRocksdbCqWriteProgress`` compares
+        them (``AdminBrokerProcessor.processConsumeQueuesForTopic``)."""
+        lay = self.store.layout
+        if not lay.rocksdb_consume_queue or self.queues_unreadable:
+            return
+        try:
+            rdb = self.store.rocksdb
+            table = rdb.offset_table()
+        except StoreFormatError as err:
+            self.add("LAYOUT", ERROR, err.file, err.offset, err.message)
+            return
+        where = str(self.root / CONSUMEQUEUE_DIR)
+        for k, why in rdb.malformed[: LISTED_PER_FILE + 1]:
+            self.add("RDB_KEY", WARNING, where, None, f"offset family key {k.hex()}: {why}; RocketMQ skips it")
+        if lay.rocksdb_queues:
+            for Q in self.queues:
+                cq, off = Q.cq, Q.cq.offsets
+                if cq.gap is not None:
+                    self.add("RDB_CQ_GAP", ERROR, where, None, f"{Q.qid}: no unit at queue offset {cq.gap[0]} ({cq.gap[1]} unit(s) after it); "
+                             f"RocketMQ's range reads stop there although the offset family's max is {off.max[1] if off.max else None}")
+                elif off.max is not None and off.max[1] + 1 > cq.slot_end:
+                    self.add("RDB_CQ_GAP", ERROR, where, None, f"{Q.qid}: the offset family's max is queue offset {off.max[1]} but the units end at {cq.slot_end}")
+                if off.max is not None:
+                    e = cq.get(off.max[1])
+                    if e is not None and e.commitlog_offset != off.max[0]:
+                        self.add("RDB_CQ_MAX", ERROR, where, None, f"{Q.qid}: the offset family's max names commitlog offset {off.max[0]} at queue offset {off.max[1]}, "
+                                 f"the unit there points at {e.commitlog_offset}")
+            return
+        for Q in self.queues:  # double write: the copy against the files RocketMQ serves
+            if lay.apart_from_join(Q.qid.topic):
+                continue
+            if (Q.qid.topic, Q.qid.queue_id) not in table:
+                if Q.hi > Q.lo:
+                    self.add("RDB_CQ_BEHIND", INFO, where, None, f"{Q.qid}: the RocksDB copy has no unit of this queue (the files hold [{Q.lo}, {Q.hi})); "
+                             "RocksDB's writes skip the WAL, and a crash leaves the copy behind until re-dispatch")
+                continue
+            kv = rdb.consume_queue(Q.qid.topic, Q.qid.queue_id)
+            klo, khi = kv.valid_range(self.store.commitlog.min_offset)
+            lo = max(Q.lo, klo)
+            first_diff, missing = None, max(0, Q.hi - max(khi, lo))
+            for q0, e in kv.parts(lo, min(Q.hi, khi)):
+                for f0, fe, _ in Q.parts:
+                    a, b = max(q0, f0), min(q0 + len(e), f0 + len(fe))
+                    if a >= b:
+                        continue
+                    x, y = e[a - q0 : b - q0], fe[a - f0 : b - f0]
+                    bad = np.flatnonzero((x["commitlog_offset"] != y["commitlog_offset"]) | (x["size"] != y["size"]) | (x["tags_code"] != y["tags_code"]))
+                    if len(bad) and (first_diff is None or a + int(bad[0]) < first_diff[0]):
+                        i = int(bad[0])
+                        first_diff = (a + i, (int(x[i]["commitlog_offset"]), int(x[i]["size"]), int(x[i]["tags_code"])),
+                                      (int(y[i]["commitlog_offset"]), int(y[i]["size"]), int(y[i]["tags_code"])), len(bad))
+            if first_diff is not None:
+                q, kvu, fu, n = first_diff
+                file, fpos = self._cq_pos(Q.cq, q)
+                self.add("RDB_CQ_DIFFERS", WARNING, file, fpos, f"{Q.qid}: the RocksDB copy's unit {q} is (offset, size, tagsCode) {kvu}, the file queue's {fu} "
+                         f"({n} unit(s) differ in the first range compared); checkRocksdbCqWriteProgress reports this queue not ready")
+            elif missing:
+                self.add("RDB_CQ_BEHIND", INFO, where, None, f"{Q.qid}: the RocksDB copy ends at queue offset {khi}, the files at {Q.hi} ({missing} unit(s) not copied yet); "
+                         "RocksDB's writes skip the WAL, and a crash leaves the copy behind until re-dispatch")
 
     def check_lmq_queues(self) -> None:
         """LMQ queues (``enableLmq``, ``enableMultiDispatch``): for each name of a record's
@@ -1015,7 +1092,7 @@ class _Verifier:
         if not lay.lmq_topics:
             return
         phy, size, tags, qoff, owner, where = [], [], [], [], [], []
-        queues = [q for q in self.store.queue_ids() if q.topic in lay.lmq_topics]
+        queues = [] if self.queues_unreadable else [q for q in self.store.queue_ids() if q.topic in lay.lmq_topics]
         min_off = self.store.commitlog.min_offset
         for n, qid in enumerate(queues):
             try:
@@ -1023,7 +1100,7 @@ class _Verifier:
             except StoreFormatError as err:
                 self.add("LAYOUT", ERROR, err.file, err.offset, err.message)
                 continue
-            if not cq.queue.files:
+            if cq.slot_end <= cq.first_slot_offset:
                 continue
             lo, hi = cq.valid_range(min_off)
             for q0, e in cq.parts(lo, hi):
@@ -1285,6 +1362,7 @@ class _Verifier:
         if isinstance(self.store.commitlog, DLedgerCommitLog):
             self.check_dledger()
         self.finish_queues()
+        self.check_rocksdb()
         self.check_lmq_queues()
         self.check_state()
         self.check_delay_offsets()

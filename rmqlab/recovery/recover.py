@@ -1238,8 +1238,8 @@ def plan(
     t0 = time.perf_counter()
     cfg = infer_config(root, config)
     lay = recognise(root, cfg)
-    unplanned = lay.log_elsewhere or lay.recovery_unmodelled or (lay.rocksdb_consume_queue and "the consume queues are in RocksDB (consumequeue/), which rmqlab does not read: "
-                                      "where recovery starts and what it re-dispatches depend on them")
+    unplanned = lay.log_elsewhere or lay.recovery_unmodelled or (lay.rocksdb_consume_queue and "the consume queues are (also) in RocksDB (consumequeue/): RocketMQ's start-up truncates "
+                                      "them (RocksDBConsumeQueueStore.truncateDirty) and re-dispatches from their CHECKPOINT_TOPIC progress; rmqlab reads them but does not model that")
     if unplanned:
         # the classic recovery's decisions would be wrong here (e.g. delete every queue of
         # a DLedger store, whose log is not in commitlog/): no plan is made

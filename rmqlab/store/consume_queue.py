@@ -134,6 +134,26 @@ class ConsumeQueue:
         r = self.get(hi - 1)
         return r.commitlog_offset + r.size
 
+    def last_unit_end(self, min_commitlog_offset: int = 0) -> int:
+        """Where the record of the last valid unit ends (-1 without one): how far into
+        the log this queue refers."""
+        return self.max_physic_offset(min_commitlog_offset)
+
+    def where(self, queue_offset: int) -> tuple[str, int]:
+        """(file, byte in it) of the unit at ``queue_offset``, for findings and errors
+        (the directory and the byte across the queue when no file holds it)."""
+        pos = queue_offset * CQ_STORE_UNIT_SIZE
+        f = self.queue.find(pos)
+        return (str(f.path), pos - f.file_from_offset) if f else (str(self.directory), pos)
+
+    @property
+    def file_count(self) -> int:
+        return len(self.queue.files)
+
+    def describe(self) -> str:
+        """Where the units are, in a line."""
+        return f"{self.file_count} file(s) in {self.directory}"
+
     def close(self) -> None:
         self._range = None
         self.queue.close()

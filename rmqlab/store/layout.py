@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..config import MessageStoreConfig
+from ..files.rocksdb import is_rocksdb_names
+from .metadata import rocksdb_offsets_in_use
 from ..errors import StoreLayoutError
 from ..format.dledger import DATA_DIR as DLEDGER_DATA_DIR, DLEDGER_PREFIX
 from ..rules import (ABORT_FILE, CHECKPOINT_FILE, COMMITLOG_DIR, CONFIG_DIR, CONSUMEQUEUE_DIR, CONSUMEQUEUE_EXT_DIR, CONSUMER_OFFSET_FILE, DELAY_OFFSET_FILE, INDEX_DIR,
@@ -87,8 +89,15 @@ class StoreLayout:
     recovery_unmodelled: str | None = None
     #: the directories the log is read from (:func:`commitlog_dirs`)
     commitlog_dirs: list[str] = field(default_factory=list)
-    #: consume queues live in a RocksDB instance in ``consumequeue/`` (storeType=defaultRocksDB)
+    #: a RocksDB instance in ``consumequeue/``: the consume queues (storeType=defaultRocksDB)
+    #: or, with ``rocksdb_double_write``, a copy of the file queues' units
     rocksdb_consume_queue: bool = False
+    rocksdb_double_write: bool = False
+
+    @property
+    def rocksdb_queues(self) -> bool:
+        """The consume queues RocketMQ serves are RocksDB's (not the files')."""
+        return self.rocksdb_consume_queue and not self.rocksdb_double_write
 
     def apart_from_join(self, topic: str) -> bool:
         """True for a topic whose queues are not joined with the records of the log by
@@ -104,12 +113,7 @@ class StoreLayout:
 
     def to_dict(self) -> dict:
         return {"root": self.root, "parts": [p.to_dict() for p in self.parts], "unchecked_topics": self.unchecked_topics, "lmq_topics": self.lmq_topics,
-                "log_elsewhere": self.log_elsewhere, "dledger_dir": self.dledger_dir, "recovery_unmodelled": self.recovery_unmodelled, "commitlog_dirs": self.commitlog_dirs, "rocksdb_consume_queue": self.rocksdb_consume_queue}
-
-
-def _is_rocksdb(file_names: set[str]) -> bool:
-    """A directory RocksDB owns: its CURRENT and MANIFEST files (RocksDB's ``DB::Open``)."""
-    return "CURRENT" in file_names and any(n.startswith("MANIFEST-") for n in file_names)
+                "log_elsewhere": self.log_elsewhere, "dledger_dir": self.dledger_dir, "recovery_unmodelled": self.recovery_unmodelled, "commitlog_dirs": self.commitlog_dirs, "rocksdb_consume_queue": self.rocksdb_consume_queue, "rocksdb_double_write": self.rocksdb_double_write}
 
 
 def _side(name: str) -> tuple[str, str]:
@@ -152,8 +156,10 @@ def _config_parts(d: Path) -> list[Part]:
         rel = f"{CONFIG_DIR}/{p.name}"
         if p.is_dir():
             java = _CONFIG_ROCKSDB.get(p.name)
-            if java:
-                out.append(Part(rel + "/", "broker metadata in RocksDB", NOT_CHECKED, "RocksDB is not read here", java))
+            if java and p.name == "consumerOffsets" and rocksdb_offsets_in_use(d.parent):
+                out.append(Part(rel + "/", "consumer offsets in RocksDB", READ, "`rmqlab offsets` (read-only) where the queues are RocksDB's too (storeType=defaultRocksDB)", java))
+            elif java:
+                out.append(Part(rel + "/", "broker metadata in RocksDB", NOT_CHECKED, "not read here: holds no message data, or the broker's queues are files (its offsets are the JSON's)", java))
             else:
                 out.append(Part(rel + "/", "unknown directory", UNKNOWN, "no RocketMQ layout of this name"))
             continue
@@ -172,21 +178,36 @@ def _config_parts(d: Path) -> list[Part]:
     return out
 
 
-def _consumequeue_parts(d: Path, lay: StoreLayout) -> list[Part]:
+def _consumequeue_parts(d: Path, lay: StoreLayout, settings: dict | None = None) -> list[Part]:
     out = []
     entries = sorted(d.iterdir())  # listed once: a broker's consumequeue/ can hold many topics
     files = [p for p in entries if p.is_file()]
     topics = [p for p in entries if p.is_dir()]
-    if _is_rocksdb({p.name for p in files}):
+    if is_rocksdb_names(p.name for p in files):
         lay.rocksdb_consume_queue = True
-        out.append(Part(f"{CONSUMEQUEUE_DIR}/", "RocksDB consume queue (storeType=defaultRocksDB)", NOT_CHECKED,
-                        "a RocksDB instance: not decoded here (opening it would need RocksDB itself)", "RocksDBConsumeQueueStore",
-                        "rmqlab never writes into a RocksDB directory; RocketMQ's RocksDB queue recovery is not modelled"))
+        store_type = (settings or {}).get("storeType")
+        # a RocksDB beside topic directories is the copy rocksdbCQDoubleWriteEnable keeps
+        # (DefaultMessageStore.enableRocksdbCQWrite: same directory); storeType decides when given
+        lay.rocksdb_double_write = bool(topics) if store_type is None else store_type != "defaultRocksDB"
+        if lay.rocksdb_double_write:
+            out.append(Part(f"{CONSUMEQUEUE_DIR}/ (RocksDB)", "RocksDB copy of the consume queues (rocksdbCQDoubleWriteEnable)", DECODED,
+                            "read-only; verify compares every unit with the file queues' (as checkRocksdbCqWriteProgress)",
+                            "RocksDBConsumeQueueStore (DefaultMessageStore.enableRocksdbCQWrite)",
+                            "RocketMQ's start-up also recovers the RocksDB copy (truncateDirty); not modelled"))
+        else:
+            out.append(Part(f"{CONSUMEQUEUE_DIR}/", "RocksDB consume queue (storeType=defaultRocksDB)", DECODED,
+                            "read-only (rmqlab[rocksdb]): units of the default column family, min/max of the offset family, dispatch's progress",
+                            "RocksDBConsumeQueueStore",
+                            "rmqlab never writes into a RocksDB directory; RocketMQ's RocksDB queue recovery (truncateDirty, re-dispatch from CHECKPOINT_TOPIC) is not modelled"))
     lmq = [t for t in topics if t.name.startswith(LMQ_PREFIX)]
     plain = [t for t in topics if not t.name.startswith(LMQ_PREFIX)]
     if plain:
         n = sum(1 for t in plain for q in t.iterdir() if q.is_dir() and q.name.isdigit())
-        out.append(Part(f"{CONSUMEQUEUE_DIR}/", f"consume queues ({len(plain)} topic(s), {n} queue(s))", DECODED, "", "ConsumeQueue"))
+        if lay.rocksdb_queues:
+            out.append(Part(f"{CONSUMEQUEUE_DIR}/*/", f"consume-queue files ({len(plain)} topic(s), {n} queue(s)) beside the RocksDB queues", NOT_CHECKED,
+                            "storeType=defaultRocksDB: RocketMQ serves RocksDB's units, not these", "RocksDBMessageStore"))
+        else:
+            out.append(Part(f"{CONSUMEQUEUE_DIR}/", f"consume queues ({len(plain)} topic(s), {n} queue(s))", DECODED, "", "ConsumeQueue"))
     if lmq:
         lay.lmq_topics = [t.name for t in lmq]
         out.append(Part(f"{CONSUMEQUEUE_DIR}/{LMQ_PREFIX}*/", f"LMQ consume queues ({len(lmq)} topic(s))", DECODED,
@@ -287,7 +308,7 @@ def recognise(root: str | os.PathLike, config: MessageStoreConfig | None = None)
         if name == COMMITLOG_DIR or name.startswith(DLEDGER_PREFIX):
             continue
         if name == CONSUMEQUEUE_DIR and p.is_dir():
-            parts += _consumequeue_parts(p, lay)
+            parts += _consumequeue_parts(p, lay, settings)
         elif name == CONSUMEQUEUE_EXT_DIR and p.is_dir():
             parts.append(Part(name + "/", "consume queue ext (tag bitmaps; enableConsumeQueueExt)", DECODED,
                               "a queue unit's tagsCode that is an ext address is read from here (size, tagsCode, store time, bitmap) and compared as the tagsCode",

@@ -23,6 +23,14 @@ the new one to ``.tmp`` first (``MixAll.string2File``: write ``.tmp``, copy the 
 file to ``.bak``, rename ``.tmp``).  RocketMQ's ``ConfigManager.load`` reads the file
 and falls back to ``.bak`` when it is missing or cannot be decoded; a ``.tmp`` left
 behind is a persist a crash interrupted.  Nothing here writes.
+
+A broker with ``storeType=defaultRocksDB`` keeps its offsets in RocksDB instead
+(``RocksDBConsumerOffsetManager``, ``config/consumerOffsets/``): one key per
+``topic@group`` whose value is ``{"offsetTable":{queueId:offset}}``
+(``RocksDBOffsetSerializeWrapper``), the ``dataVersion`` in the ``kvDataVersion``
+column family; at load it takes ``consumerOffset.json`` instead when that file's
+``dataVersion`` counter is higher (``merge``).  :func:`read_consumer_offsets` reads it
+read-only (:class:`rmqlab.files.rocksdb.ReadOnlyRocksDB`).
 """
 
 from __future__ import annotations
@@ -37,6 +45,11 @@ from ..rules import CONFIG_DIR, CONSUMER_OFFSET_FILE, DELAY_OFFSET_FILE, LMQ_CON
 
 #: Java ConsumerOffsetManager.TOPIC_GROUP_SEPARATOR
 TOPIC_GROUP_SEPARATOR = "@"
+#: Java RocksDBConsumerOffsetManager.rocksdbConfigFilePath: config/consumerOffsets/
+CONSUMER_OFFSETS_ROCKSDB_DIR = "consumerOffsets"
+#: Java ConfigRocksDBStorage.KV_DATA_VERSION_COLUMN_FAMILY_NAME / KV_DATA_VERSION_KEY
+KV_DATA_VERSION_FAMILY = "kvDataVersion"
+KV_DATA_VERSION_KEY = b"kvDataVersionKey"
 
 
 @dataclass
@@ -140,14 +153,68 @@ def load_config_file(root: str | os.PathLike, name: str, read, content=lambda v:
     return value, source, notes
 
 
+def _rocksdb_offset_table(directory: Path) -> tuple[dict, dict | None]:
+    """``RocksDBConsumerOffsetManager.loadConsumerOffset`` / ``loadDataVersion``: the
+    table and dataVersion kept in ``config/consumerOffsets/``."""
+    from ..files.rocksdb import ReadOnlyRocksDB
+
+    table: dict[tuple[str, str], dict[int, int]] = {}
+    with ReadOnlyRocksDB(directory, "consumer offsets store") as db:
+        for k, v in db.items():
+            key = k.decode("utf-8", errors="replace")
+            topic, sep, group = key.partition(TOPIC_GROUP_SEPARATOR)
+            doc = parse_fastjson(v.decode("utf-8", errors="replace"), f"{directory} [{key}]")
+            queues = doc.get("offsetTable") if isinstance(doc, dict) else None
+            if not sep or not isinstance(queues, dict):
+                continue
+            try:
+                table[(topic, group)] = {int(q): int(o) for q, o in queues.items()}
+            except (TypeError, ValueError):
+                raise StoreFormatError(directory, None, f"the value of {key!r} holds a queue id or offset that is not an integer") from None
+        fam = db.family(KV_DATA_VERSION_FAMILY)
+        raw = fam.get(KV_DATA_VERSION_KEY) if fam is not None else None
+    version = parse_fastjson(raw.decode("utf-8", errors="replace"), f"{directory} [kvDataVersion]") if raw else None
+    return table, version if isinstance(version, dict) else None
+
+
+def rocksdb_offsets_in_use(root: str | os.PathLike) -> bool:
+    """Whether the broker kept its offsets in RocksDB: ``config/consumerOffsets/`` is a
+    RocksDB and so are the consume queues (``storeType=defaultRocksDB``, the setting
+    that makes ``BrokerController`` choose ``RocksDBConsumerOffsetManager``)."""
+    from ..files.rocksdb import is_rocksdb_dir
+    from ..rules import CONSUMEQUEUE_DIR
+
+    cq = Path(root) / CONSUMEQUEUE_DIR
+    return is_rocksdb_dir(Path(root) / CONFIG_DIR / CONSUMER_OFFSETS_ROCKSDB_DIR) and is_rocksdb_dir(cq) and not any(p.is_dir() for p in cq.iterdir())
+
+
+def _counter(version: dict | None) -> int:
+    try:
+        return int((version or {}).get("counter", 0))
+    except (TypeError, ValueError):
+        return 0
+
+
 def read_consumer_offsets(root: str | os.PathLike, *, lmq: bool = True) -> ConsumerOffsets:
     """The committed offsets of a store root as RocketMQ loads them (Java
     ``ConfigManager.load``: the file, else its ``.bak``), with notes on a ``.tmp`` a
     crash left and on a ``.bak`` that differs from the file.  ``lmq``: add the light
     message queues' offsets of ``lmqConsumerOffset.json`` (``LmqConsumerOffsetManager``,
-    the same shape, ``%LMQ%`` topics)."""
+    the same shape, ``%LMQ%`` topics).  A broker with RocksDB queues keeps them in
+    ``config/consumerOffsets/`` (``RocksDBConsumerOffsetManager.load``): that table,
+    unless the JSON file's dataVersion counter is higher (``merge``)."""
     out = ConsumerOffsets()
     loaded, out.source, out.notes = load_config_file(root, CONSUMER_OFFSET_FILE, _offset_table, _table_only)
+    if rocksdb_offsets_in_use(root):
+        directory = Path(root) / CONFIG_DIR / CONSUMER_OFFSETS_ROCKSDB_DIR
+        kv = _rocksdb_offset_table(directory)
+        if loaded is not None and _counter(loaded[1]) > _counter(kv[1]):
+            out.notes.append(f"{directory}/ (RocksDB) holds dataVersion {_counter(kv[1])}, {Path(out.source).name} {_counter(loaded[1])}: "
+                             "RocketMQ loads the JSON file (RocksDBConsumerOffsetManager.merge), as read here")
+        else:
+            if loaded is not None:
+                out.notes.append(f"{Path(out.source).name} is not read: the RocksDB offsets ({directory}/) are as new or newer (RocksDBConsumerOffsetManager.merge)")
+            loaded, out.source = kv, str(directory)
     if loaded is not None:
         out.table, out.data_version = loaded
     if lmq:

@@ -26,7 +26,7 @@ from .consume_queue import ConsumeQueue, ConsumeQueueExt
 from .index_file import IndexService
 from .dledger import DLedgerCommitLog
 from .layout import commitlog_dirs, dledger_log_dir
-from ..rules import ABORT_FILE, CHECKPOINT_FILE, COMMITLOG_DIR, CONFIG_DIR, CONSUMEQUEUE_DIR, CONSUMEQUEUE_EXT_DIR, INDEX_DIR, LOCK_FILE
+from ..rules import ABORT_FILE, CHECKPOINT_FILE, COMMITLOG_DIR, CONFIG_DIR, CONSUMEQUEUE_DIR, CONSUMEQUEUE_EXT_DIR, INDEX_DIR, LMQ_PREFIX, LOCK_FILE
 
 
 
@@ -114,6 +114,7 @@ class StoreReader:
         self._consume_queues: dict[tuple[str, int], ConsumeQueue] = {}
         self._index: IndexService | None = None
         self._layout = None
+        self._rocksdb = None
 
     @property
     def layout(self):
@@ -144,8 +145,24 @@ class StoreReader:
             self.problems += self._index.problems
         return self._index
 
+    @property
+    def rocksdb(self):
+        """The RocksDB instance of ``consumequeue/`` (:class:`~rmqlab.store.rocksdb_queue
+        .RocksDBConsumeQueueStore`), opened read-only on first use; None without one."""
+        if self._rocksdb is None and self.layout.rocksdb_consume_queue:
+            from .rocksdb_queue import RocksDBConsumeQueueStore
+
+            self._rocksdb = RocksDBConsumeQueueStore(self.root / CONSUMEQUEUE_DIR)
+            if self.layout.rocksdb_queues:  # LMQ queues are keys there, not directories the layout saw
+                lmq = {t for t, _ in self._rocksdb.queue_ids() if t.startswith(LMQ_PREFIX)}
+                self.layout.lmq_topics = sorted(set(self.layout.lmq_topics) | lmq)
+        return self._rocksdb
+
     def queue_ids(self) -> list[QueueId]:
-        """Every ``consumequeue/<topic>/<queueId>`` directory, sorted."""
+        """Every consume queue, sorted: the ``consumequeue/<topic>/<queueId>``
+        directories, or the queues of the RocksDB that holds them (storeType=defaultRocksDB)."""
+        if self.layout.rocksdb_queues:
+            return [QueueId(t, q) for t, q in self.rocksdb.queue_ids()]
         base = self.root / CONSUMEQUEUE_DIR
         out = []
         if base.is_dir():
@@ -158,14 +175,20 @@ class StoreReader:
         return out
 
     def consume_queue(self, topic: str, queue_id: int) -> ConsumeQueue:
+        """One queue (Java ``findConsumeQueue``): a file queue, or a RocksDB queue that
+        answers the same calls (:class:`~rmqlab.store.rocksdb_queue.RocksDBConsumeQueue`)."""
         key = (topic, queue_id)
         cq = self._consume_queues.get(key)
         if cq is None:
+            lay = self.layout
+            if lay.rocksdb_queues:
+                if key not in self.rocksdb.offset_table():
+                    raise StoreLayoutError(self.root / CONSUMEQUEUE_DIR, None, f"no consume queue for {topic}/{queue_id} in the RocksDB consume queue")
+                cq = self._consume_queues[key] = self.rocksdb.consume_queue(topic, queue_id)
+                return cq
             d = self.root / CONSUMEQUEUE_DIR / topic / str(queue_id)
             if not d.is_dir():
-                lay = self.layout
-                why = ("the consume queues are in RocksDB (consumequeue/), which rmqlab does not read" if lay.rocksdb_consume_queue
-                       else f"{topic}: {lay.unchecked_topics[topic]}" if topic in lay.unchecked_topics else "")
+                why = f"{topic}: {lay.unchecked_topics[topic]}" if topic in lay.unchecked_topics else ""
                 raise StoreLayoutError(d, None, f"no consume queue for {topic}/{queue_id}" + (f": {why}" if why else ""))
             cq = ConsumeQueue(d, topic, queue_id, self._cq_size_explicit, strict=self.strict)
             self.problems += cq.queue.problems
@@ -195,7 +218,7 @@ class StoreReader:
         min_off = self.commitlog.min_offset
         for qid in self.queue_ids():
             try:
-                if self.consume_queue(qid.topic, qid.queue_id).max_physic_offset(min_off) > physical_offset:
+                if self.consume_queue(qid.topic, qid.queue_id).last_unit_end(min_off) > physical_offset:
                     return True
             except StoreFormatError:
                 continue
@@ -231,6 +254,8 @@ class StoreReader:
         self.commitlog.close()
         for cq in self._consume_queues.values():
             cq.close()
+        if self._rocksdb is not None:
+            self._rocksdb.close()
         if self._index is not None:
             self._index.close()
 
@@ -292,7 +317,7 @@ def infer_sizes(root: str | os.PathLike, *, index_sizes: tuple[int, int] | None 
     elif reader._infer_index_sizes() is not None:
         sources["max_hash_slot_num"] = sources["max_index_num"] = f"inferred from the length of the files in {INDEX_DIR}/ (4 entries per slot, Java's default ratio)"
     cq_size = None
-    for qid in reader.queue_ids():
+    for qid in ([] if reader.layout.rocksdb_queues else reader.queue_ids()):
         try:
             size = reader.consume_queue(qid.topic, qid.queue_id).queue.mapped_file_size
         except StoreFormatError:

@@ -68,11 +68,17 @@ def summarize(store: StoreReader, *, scan: bool = True, progress=None) -> StoreS
     )
     if scan:
         _scan(store, s, progress or Silent())
-    for qid in store.queue_ids():
+    from ..errors import StoreFormatError
+
+    try:
+        qids, unlisted = store.queue_ids(), []
+    except StoreFormatError as err:  # a RocksDB consume queue RocksDB cannot open: the rest is still summarised
+        qids, unlisted = [], [str(err)]
+    for qid in qids:
         cq = store.consume_queue(qid.topic, qid.queue_id)
         lo, hi = cq.valid_range(store.commitlog.min_offset)
         s.consume_queues.append(
-            {"queue": str(qid), "files": len(cq.queue.files), "min_offset": lo, "max_offset": hi, "max_physic_offset": cq.max_physic_offset(store.commitlog.min_offset)}
+            {"queue": str(qid), "files": cq.file_count, "min_offset": lo, "max_offset": hi, "max_physic_offset": cq.max_physic_offset(store.commitlog.min_offset)}
         )
     for f in store.index.files:
         h = f.header
@@ -94,7 +100,7 @@ def summarize(store: StoreReader, *, scan: bool = True, progress=None) -> StoreS
     s.config_files = [p.name for p in store.config_files()]
     s.layout = [p.to_dict() for p in store.layout.parts]
     s.timer = _timer_summary(store, s)
-    s.problems = [str(p) for p in store.problems]
+    s.problems = [str(p) for p in store.problems] + unlisted
     s.load_refused = [str(p) for p in store.commitlog.queue.problems]
     return s
 

@@ -5,6 +5,8 @@
   group (``dLegerPeers`` on a free local port) that elects itself leader;
 * :func:`write_ext_store` — ``enableConsumeQueueExt``: every unit's tagsCode is the
   address of a ``ConsumeQueueExt`` unit (small ext files, so that several fill);
+* :func:`write_rocksdb_store` — ``storeType=defaultRocksDB`` (RocksDBMessageStore), or
+  ``rocksdbCQDoubleWriteEnable`` beside the file queues;
 * :func:`write_lmq_store` — ``enableLmq`` and ``enableMultiDispatch``: every third
   message names one or two light queues in ``INNER_MULTI_DISPATCH``;
   ``CommitLog``'s ``MultiDispatch.wrapMultiDispatch`` adds their queue offsets and
@@ -61,6 +63,15 @@ def write_lmq_store(oracle: Oracle, tmp: Path, seed: int, n: int = 200) -> tuple
         if i % 3 == 0 and "batch" not in m and not m["topic"].startswith("RMQ_SYS"):
             m.setdefault("properties", {})["INNER_MULTI_DISPATCH"] = ",".join(f"%LMQ%room{j}" for j in range(1 + i % 2 + (i // 3) % 2))
     return _written(oracle, tmp, config, lines)
+
+
+def write_rocksdb_store(oracle: Oracle, tmp: Path, seed: int, n: int = 300, *, double_write: bool = False, crash_copy: Path | None = None) -> tuple[Path, dict, list]:
+    """``storeType=defaultRocksDB`` (RocksDBMessageStore: the consume queues are RocksDB's)
+    or, with ``double_write``, ``rocksdbCQDoubleWriteEnable`` (file queues, and RocksDB
+    written beside them in the same consumequeue/)."""
+    config, lines = random_workload(seed, n=n)
+    config.update(rocksdbCQDoubleWriteEnable="true") if double_write else config.update(storeType="defaultRocksDB")
+    return _written(oracle, tmp, config, lines, crash_copy)
 
 
 def write_ext_store(oracle: Oracle, tmp: Path, seed: int, n: int = 200) -> tuple[Path, dict, list]:

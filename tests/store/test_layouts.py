@@ -23,7 +23,6 @@ from tests.support import ALL_CASES, REFERENCE
 #: what each built store must show in `info` (a kind it recognises), and whether its
 #: log is still the root's commitlog/
 EXPECTED = {
-    "rocksdb": ("RocksDB consume queue", True),
     "dledger-converted": ("DLedger commitlog", False),
     "batch": ("batch consume queues", True),
     "extras": ("compaction store", True),
@@ -136,12 +135,57 @@ def test_batch_topic_has_no_missing_queue_and_says_where_its_queue_is(tmp_path, 
     assert code == 2 and "batch consume queue" in err
 
 
-def test_rocksdb_queues_are_not_read_and_not_rebuilt(tmp_path, capsys):
-    store = BUILDERS["rocksdb"](tmp_path)
+def test_rocksdb_queues_read_as_the_file_queues_they_were_built_from(tmp_path, capsys):
+    """A RocksDB consume queue built from the crash reference store's file queues (see
+    tests/layouts.rocksdb_consume_queue): every queue answers as the file queue did,
+    verify finds nothing the file queues did not, nothing is written, recovery refuses."""
+    pytest.importorskip("rocksdict")
+    from rmqlab import lookup
+    from rmqlab.store import open_store
+    from tests.layouts import rocksdb_consume_queue
+
+    store = rocksdb_consume_queue(tmp_path)
+    before = snapshot(store)
+    files = REFERENCE / "crash" / "store"
+    with open_store(store) as rdb, open_store(files) as ref:
+        assert rdb.layout.rocksdb_queues and [str(q) for q in rdb.queue_ids()] == [str(q) for q in ref.queue_ids()]
+        for qid in ref.queue_ids():
+            a, b = rdb.consume_queue(qid.topic, qid.queue_id), ref.consume_queue(qid.topic, qid.queue_id)
+            assert a.valid_range() == b.valid_range() and a.entries() == b.entries(), qid
+            times = [ref.commitlog.read(e.commitlog_offset).store_timestamp for e in b.entries()]
+            for t in {0, min(times) - 1, min(times), times[len(times) // 2], max(times), max(times) + 1}:
+                for boundary in ("LOWER", "UPPER"):
+                    assert lookup.offset_by_time(rdb, qid.topic, qid.queue_id, t, boundary) == lookup.offset_by_time(ref, qid.topic, qid.queue_id, t, boundary), (qid, t, boundary)
+    mine = {(f.kind, f.severity) for f in verify_store(store).findings}
+    theirs = {(f.kind, f.severity) for f in verify_store(files).findings}
+    assert mine <= theirs, mine - theirs
+    code, out, _ = run(capsys, "queue", store, "--topic", "TopicA", "--queue-id", "0")
+    assert code == 0 and "RocksDB in" in out
     code, out, _ = run(capsys, "recover", store)
     assert code == 0 and "no plan" in out and "RocksDB" in out
-    code, _, err = run(capsys, "queue", store, "--topic", "TopicA", "--queue-id", "0")
-    assert code == 2 and "RocksDB" in err
+    code, _, err = run(capsys, "recover", store, "--out", tmp_path / "out")
+    assert code == 2 and "nothing was written" in err
+    assert snapshot(store) == before
+
+
+def test_a_rocksdb_directory_rocksdb_cannot_open_is_one_error(tmp_path, capsys):
+    """RocksDB's files named but not RocksDB's bytes: one line naming the directory."""
+    pytest.importorskip("rocksdict")
+    from tests.layouts import rocksdb_consume_queue
+
+    store = rocksdb_consume_queue(tmp_path)
+    for p in (store / "consumequeue").iterdir():
+        if p.name.startswith("MANIFEST-"):
+            p.write_bytes(b"\x00" * 64)
+    before = snapshot(store)
+    why = f"{store / 'consumequeue'}: RocksDB cannot open this consume queue read-only"
+    code, out, err = run(capsys, "queue", store, "--topic", "TopicA", "--queue-id", "0")
+    assert code == 2 and why in err and not out
+    code, out, _ = run(capsys, "verify", store)  # the log and index are still checked
+    assert code == 1 and f"LAYOUT                 {why}" in out and "records=640" in out
+    code, out, _ = run(capsys, "info", store)
+    assert code == 0 and f"problem: {why}" in out
+    assert snapshot(store) == before
 
 
 def test_a_store_converted_to_dledger_is_refused_by_read_commands(tmp_path, capsys):

@@ -139,3 +139,50 @@ def test_a_bak_that_differs_only_in_data_version_is_not_a_divergence(store):
     (cfg / "consumerOffset.json.tmp").write_text(FASTJSON.replace('"counter":7', '"counter":8'))
     notes = read_consumer_offsets(store).notes
     assert not any(".bak" in n for n in notes) and any("holds the same content" in n for n in notes), notes
+
+
+def _rocksdb_offsets(directory, table: dict[str, str], counter: int) -> None:
+    """config/consumerOffsets/ as RocksDBConsumerOffsetManager.persist leaves it: a key
+    per topic@group, RocksDBOffsetSerializeWrapper's JSON as its value (fastjson: the
+    Integer queue ids unquoted), the dataVersion in the kvDataVersion column family
+    (ConfigRocksDBStorage.KV_DATA_VERSION_KEY)."""
+    from rocksdict import Options, Rdict
+
+    opts = Options(raw_mode=True)
+    opts.create_if_missing(True)
+    opts.create_missing_column_families(True)
+    db = Rdict(str(directory), options=opts, column_families={"kvDataVersion": Options(raw_mode=True), "forbidden": Options(raw_mode=True)})
+    for key, value in table.items():
+        db[key.encode()] = value.encode()
+    db.get_column_family("kvDataVersion")[b"kvDataVersionKey"] = json.dumps({"counter": counter, "stateVersion": 0, "timestamp": 1795303734000}).encode()
+    db.flush()
+    db.close()
+    (directory / "rocksdict-config.json").unlink(missing_ok=True)
+
+
+def test_offsets_kept_in_rocksdb_are_read_and_merged_as_rocketmq_does(tmp_path):
+    """storeType=defaultRocksDB: BrokerController makes a RocksDBConsumerOffsetManager,
+    which loads config/consumerOffsets/ and takes consumerOffset.json only when its
+    dataVersion counter is higher (merge)."""
+    pytest.importorskip("rocksdict")
+    from tests.layouts import rocksdb_consume_queue
+
+    store = rocksdb_consume_queue(tmp_path)
+    config = store / "config"
+    config.mkdir(exist_ok=True)
+    _rocksdb_offsets(config / "consumerOffsets", {"TopicA@billing": '{"offsetTable":{0:7,1:9}}', "TopicB@audit": '{"offsetTable":{2:1}}'}, counter=5)
+    (config / "consumerOffset.json").write_text(FASTJSON)  # counter 7 > 5: RocketMQ takes the file
+    got = read_consumer_offsets(store)
+    assert got.table[("TopicA", "billing")] == {0: 40, 1: 53, 2: 0, 3: 10} and got.source.endswith("consumerOffset.json")
+    assert any("RocksDBConsumerOffsetManager.merge" in n for n in got.notes)
+    (config / "consumerOffset.json").write_text(FASTJSON.replace('"counter":7', '"counter":3'))
+    got = read_consumer_offsets(store)
+    assert got.source == str(config / "consumerOffsets") and got.table == {("TopicA", "billing"): {0: 7, 1: 9}, ("TopicB", "audit"): {2: 1}}
+    before = sorted((p.name, p.read_bytes()) for p in (config / "consumerOffsets").iterdir())
+    out = cli("offsets", store, "--group", "billing", "--json")
+    rows = [json.loads(x) for x in out.stdout.splitlines()]
+    assert out.returncode == 0 and {(r["queue_id"], r["committed_offset"]) for r in rows if r["committed_offset"] is not None} == {(0, 7), (1, 9)}
+    with open_store(store) as s:  # the lag is counted against the RocksDB queues
+        lo, hi = s.consume_queue("TopicA", 0).valid_range()
+    assert next(r for r in rows if r["queue_id"] == 0)["lag"] == hi - 7
+    assert sorted((p.name, p.read_bytes()) for p in (config / "consumerOffsets").iterdir()) == before

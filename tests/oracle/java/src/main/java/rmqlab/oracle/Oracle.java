@@ -410,6 +410,7 @@ public final class Oracle {
             ans.put("afterStart", after);
             JSONArray walk = walk(store);
             ans.put("commitLogWalk", walk);
+            Rmq.touchQueues(store, walkQueues(walk));
             ans.put("consumeQueues", queues(store));
             ans.put("indexQueries", indexQueries(store, walk));
             if (req.getString("append") != null) {
@@ -468,6 +469,19 @@ public final class Oracle {
                 }
             }
         });
+        return out;
+    }
+
+    /** (topic, queueId) of every record of the walk, once each. */
+    static List<String[]> walkQueues(JSONArray walk) {
+        LinkedHashSet<String> seen = new LinkedHashSet<>();
+        List<String[]> out = new ArrayList<>();
+        for (int i = 0; i < walk.size(); i++) {
+            JSONObject w = walk.getJSONObject(i);
+            if ("MESSAGE".equals(w.getString("kind")) && seen.add(w.getString("topic") + "\u0000" + w.getIntValue("queueId"))) {
+                out.add(new String[] {w.getString("topic"), String.valueOf(w.getIntValue("queueId"))});
+            }
+        }
         return out;
     }
 

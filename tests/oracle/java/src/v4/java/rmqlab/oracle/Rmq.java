@@ -154,4 +154,8 @@ final class Rmq {
 
     static void logEnd() {
     }
+
+    /** 4.9 has no RocksDB consume queue: its queues are all loaded. */
+    static void touchQueues(DefaultMessageStore s, List<String[]> topicQueues) {
+    }
 }

@@ -17,6 +17,7 @@ import org.apache.rocketmq.common.message.MessageExtBrokerInner;
 import org.apache.rocketmq.store.PutMessageResult;
 import org.apache.rocketmq.common.TopicConfig;
 import org.apache.rocketmq.store.DefaultMessageStore;
+import org.apache.rocketmq.store.RocksDBMessageStore;
 import org.apache.rocketmq.store.DispatchRequest;
 import org.apache.rocketmq.store.SelectMappedBufferResult;
 import org.apache.rocketmq.store.config.MessageStoreConfig;
@@ -46,12 +47,44 @@ final class Rmq {
         }
     }
 
+    /** RocksDBMessageStore (storeType=defaultRocksDB: consume queues in RocksDB), with
+     *  its IndexService reachable as {@link Store}'s. */
+    static final class RocksStore extends RocksDBMessageStore {
+        RocksStore(MessageStoreConfig c, BrokerConfig b) throws IOException {
+            super(c, new BrokerStatsManager("oracle", true), null, b, new ConcurrentHashMap<String, TopicConfig>());
+        }
+
+        IndexService index() {
+            return indexService;
+        }
+    }
+
+    /** The store a broker makes from these settings (BrokerController.initializeMessageStore):
+     *  RocksDBMessageStore for storeType=defaultRocksDB; a DefaultMessageStore that also
+     *  writes its queues into RocksDB for rocksdbCQDoubleWriteEnable. */
     static DefaultMessageStore open(MessageStoreConfig c) throws IOException {
-        return new Store(c, new BrokerConfig());
+        if (c.isEnableRocksDBStore()) {
+            return new RocksStore(c, new BrokerConfig());
+        }
+        Store s = new Store(c, new BrokerConfig());
+        if (c.isRocksdbCQDoubleWriteEnable()) {
+            s.enableRocksdbCQWrite();
+        }
+        return s;
     }
 
     static IndexService index(DefaultMessageStore s) {
-        return ((Store) s).index();
+        return s instanceof RocksStore ? ((RocksStore) s).index() : ((Store) s).index();
+    }
+
+    /** A RocksDB store makes its queue objects when first asked (RocksDBMessageStore.getConsumeQueue):
+     *  ask for every (topic, queue) a record of the walk names, so that {@link #queues} lists them. */
+    static void touchQueues(DefaultMessageStore s, List<String[]> topicQueues) {
+        if (s instanceof RocksStore) {
+            for (String[] tq : topicQueues) {
+                s.getConsumeQueue(tq[0], Integer.parseInt(tq[1]));
+            }
+        }
     }
 
     /** The index files RocketMQ holds in memory, in order (IndexService.indexFileList,

@@ -1,0 +1,147 @@
+"""Consume queues in RocksDB, written by RocketMQ itself: ``storeType=defaultRocksDB``
+(``RocksDBMessageStore``) and ``rocksdbCQDoubleWriteEnable`` (file queues plus a RocksDB
+copy in the same ``consumequeue/``).  rmqlab reads the RocksDB read-only
+(``RocksDBConsumeQueueTable`` keys and values, ``RocksDBConsumeQueueOffsetTable``'s min
+and max) and answers as RocketMQ's ``RocksDBConsumeQueue`` does; reading changes no
+byte of it."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import struct
+
+import pytest
+
+from rmqlab.cli import main
+from rmqlab.config import MessageStoreConfig
+from rmqlab.format.rocksdb_queue import cq_key, queue_prefix
+from rmqlab.forensics.verify import verify_store
+from rmqlab.store import open_store
+
+from tests.oracle.compare import compare_messages, compare_queues, compare_time_lookups
+from tests.oracle.production import loaded, write_rocksdb_store
+
+rocksdict = pytest.importorskip("rocksdict")
+
+
+def _tree(d):
+    """(name, size, mtime, digest) of every file under ``d``: what must not change."""
+    return sorted((str(p.relative_to(d)), p.stat().st_size, p.stat().st_mtime_ns, hashlib.sha1(p.read_bytes()).hexdigest()) for p in d.rglob("*") if p.is_file())
+
+
+def _rewrite(directory, edit):
+    """Open a *copy's* RocksDB for writing (the test makes damage; rmqlab never writes)
+    and apply ``edit(db)``."""
+    from rocksdict import Options, Rdict
+
+    opts = Options(raw_mode=True)
+    db = Rdict(str(directory), options=opts, column_families={"offset": Options(raw_mode=True)})
+    try:
+        edit(db)
+        db.flush()
+    finally:
+        db.close()
+    (directory / "rocksdict-config.json").unlink(missing_ok=True)
+
+
+def run(capsys, *argv):
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture(scope="module")
+def rocksdb_store(oracle, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("rocksdb")
+    root, config, dump = loaded(oracle, write_rocksdb_store(oracle, tmp, seed=701, crash_copy=tmp / "crash"))
+    return root, config, dump, tmp / "crash"
+
+
+@pytest.fixture(scope="module")
+def double_write_store(oracle, tmp_path_factory):
+    return loaded(oracle, write_rocksdb_store(oracle, tmp_path_factory.mktemp("double"), seed=702, double_write=True))
+
+
+def test_rocksdb_queues_are_read_as_rocketmq_reads_them(rocksdb_store, capsys):
+    root, config, dump, _ = rocksdb_store
+    cfg = MessageStoreConfig.from_mapping(config)
+    assert not any(p.is_dir() for p in (root / "consumequeue").iterdir())  # no file queue: RocksDB's only
+    before = _tree(root)
+    with open_store(root, cfg) as store:
+        assert store.layout.rocksdb_queues and len(store.queue_ids()) > 10
+        assert compare_queues(store, dump) == []
+        assert compare_messages(store, dump) == []
+        assert compare_time_lookups(store, dump) == []
+    assert verify_store(root, cfg).findings == []
+    conf = root.parent / "broker.conf"
+    code, out, _ = run(capsys, "info", root, "--config", conf)
+    assert code == 0 and "RocksDB consume queue (storeType=defaultRocksDB): decoded" in out
+    q = dump["consumeQueues"]["TopicA/1"]
+    code, out, _ = run(capsys, "queue", root, "--config", conf, "--topic", "TopicA", "--queue-id", 1, "--json")
+    assert code == 0 and [json.loads(x)["commitlog_offset"] for x in out.splitlines()] == [u["physicalOffset"] for u in q["cqUnits"]]
+    code, out, _ = run(capsys, "lookup", root, "--config", conf, "--queue", f"TopicA:1:{q['cqUnits'][-1]['queueOffset']}")
+    assert code == 0 and str(q["cqUnits"][-1]["physicalOffset"]) in out
+    code, out, _ = run(capsys, "recover", root, "--config", conf)
+    assert code == 0 and "no plan" in out and "RocksDB" in out
+    assert _tree(root) == before  # read-only: RocksDB was opened from a view, nothing written beside it
+
+
+def test_a_crashed_rocksdb_store_is_behind_not_damaged(rocksdb_store):
+    """RocksDB's writes skip the WAL (AbstractRocksDBStorage.writeOptions.setDisableWAL):
+    the files a SIGKILL leaves hold only what RocksDB flushed; RocketMQ re-dispatches the
+    rest at start.  verify says which queues are behind, and finds no damage."""
+    _, config, dump, crash = rocksdb_store
+    found = verify_store(crash, MessageStoreConfig.from_mapping(config)).findings
+    assert not [f for f in found if f.severity == "error"], found[:3]
+    behind = {f.message.split(":")[0] for f in found if f.kind == "CQ_BEHIND"}
+    with open_store(crash, MessageStoreConfig.from_mapping(config)) as store:
+        held = {str(q) for q in store.queue_ids()}
+    # every queue of RocketMQ's read is either in the crashed RocksDB or named behind
+    assert behind and {k for k, q in dump["consumeQueues"].items() if q["cqUnits"]} <= held | behind
+
+
+def test_damaged_rocksdb_units_are_named(rocksdb_store, tmp_path):
+    root, config, dump, _ = rocksdb_store
+    cfg = MessageStoreConfig.from_mapping(config)
+    copy = shutil.copytree(root, tmp_path / "store")
+    units = dump["consumeQueues"]["TopicB/2"]["cqUnits"]
+    victim, moved = units[len(units) // 2], units[1]
+
+    def damage(db):
+        db.delete(cq_key("TopicB", 2, victim["queueOffset"]))
+        v = bytearray(db[cq_key("TopicA", 0, 1)])
+        struct.pack_into(">q", v, 0, moved["physicalOffset"])  # TopicA/0 unit 1 now points at a TopicB record
+        db[cq_key("TopicA", 0, 1)] = bytes(v)
+
+    _rewrite(copy / "consumequeue", damage)
+    found = verify_store(copy, cfg).findings
+    gap = [f for f in found if f.kind == "RDB_CQ_GAP"]
+    assert len(gap) == 1 and f"TopicB/2: no unit at queue offset {victim['queueOffset']}" in gap[0].message
+    assert any(f.kind in ("CQ_MISMATCH", "CQ_DANGLING") and "TopicA/0" in f.message for f in found), found
+    with open_store(copy, cfg) as store:  # RocketMQ's range reads stop at the missing key
+        assert store.consume_queue("TopicB", 2).valid_range()[1] == victim["queueOffset"]
+    assert queue_prefix("TopicB", 2) in cq_key("TopicB", 2, 0)
+
+
+def test_double_write_copy_is_compared_with_the_file_queues(double_write_store, tmp_path):
+    root, config, dump = double_write_store
+    cfg = MessageStoreConfig.from_mapping(config)
+    with open_store(root, cfg) as store:
+        lay = store.layout
+        assert lay.rocksdb_consume_queue and lay.rocksdb_double_write and not lay.rocksdb_queues
+        assert compare_queues(store, dump) == []  # the files are what RocketMQ serves
+        assert len(store.rocksdb.queue_ids()) == len(store.queue_ids())
+    assert verify_store(root, cfg).findings == []
+    copy = shutil.copytree(root, tmp_path / "store")
+    unit = dump["consumeQueues"]["TopicA/3"]["cqUnits"][2]
+
+    def damage(db):
+        v = bytearray(db[cq_key("TopicA", 3, unit["queueOffset"])])
+        struct.pack_into(">i", v, 8, unit["size"] + 1)
+        db[cq_key("TopicA", 3, unit["queueOffset"])] = bytes(v)
+
+    _rewrite(copy / "consumequeue", damage)
+    found = verify_store(copy, cfg).findings
+    assert [f.kind for f in found] == ["RDB_CQ_DIFFERS"] and f"unit {unit['queueOffset']}" in found[0].message and "TopicA/3" in found[0].message
