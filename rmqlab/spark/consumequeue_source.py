@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
+from ..files.rocksdb import is_rocksdb_names
 from ..rules import CONSUMEQUEUE_DIR, CONSUMEQUEUE_EXT_DIR
 from . import _paths
 
@@ -104,7 +105,12 @@ def plan_queues(path: str, topics: list[str] | None = None, fs_settings: tuple =
     out = []
     with _paths.storage(path):
         base = _paths.store_subdir(fs, inner, CONSUMEQUEUE_DIR, path)
-        for t in _paths.list_dirs(fs, base):
+        topics_here = _paths.list_dirs(fs, base)
+        if not topics_here and is_rocksdb_names(f.base_name for f in _paths.list_files(fs, base)):
+            # storeType=defaultRocksDB: no file queue to read, and no rows is not the answer
+            raise _paths.OptionError(f"{path}: the consume queues are in RocksDB (storeType=defaultRocksDB); this source reads consume-queue files: "
+                                     "read them with rmqlab queue / rmqlab verify, or rmqlab.store.open_store(...).consume_queue(...)")
+        for t in topics_here:
             if topics is not None and t.base_name not in topics:
                 continue
             for q in _paths.list_dirs(fs, t.path):

@@ -326,6 +326,9 @@ def verify(spark, path, *, config=None, **options):
     options = {"path": root, "storeConfig": config_option(config), **{k: str(v) for k, v in options.items()}}
     drv = _Verifier(root, config).unit()
     try:
+        if drv.store.layout.rocksdb_consume_queue:
+            raise _paths.OptionError(f"spark.verify: {root}: the consume queues are (also) in RocksDB (storeType=defaultRocksDB or rocksdbCQDoubleWriteEnable); "
+                                     "the distributed checks read consume-queue files only: run rmqlab verify (one process), which reads RocksDB")
         return _Job(spark, drv, options, config).run()
     finally:
         drv.store.close()

@@ -143,3 +143,18 @@ def test_ext_addresses_are_read_by_the_consumequeue_source_and_spark_verify(spar
     assert [k[0] for k in want] == ["CQ_MISMATCH"]
     got = Counter((r.kind, r.severity, r.file, r.offset) for r in rmqlab.spark.verify(spark, root, config=cfg, splitSize="32KiB").collect())
     assert got == want
+
+
+def test_rocksdb_queues_are_refused_by_the_spark_jobs_not_read_as_none(spark, tmp_path):
+    """storeType=defaultRocksDB: the consume-queue source and spark.verify read queue
+    files; on a store whose queues are RocksDB's they say so instead of answering with
+    no rows (rmqlab verify, one process, reads RocksDB: tests/store/test_layouts.py)."""
+    pytest.importorskip("rocksdict")
+    import rmqlab.spark
+    from tests.layouts import rocksdb_consume_queue
+
+    store = rocksdb_consume_queue(tmp_path)
+    with pytest.raises(Exception, match="consume queues are in RocksDB"):
+        spark.read.format("rocketmq.consumequeue").load(str(store)).collect()
+    with pytest.raises(Exception, match=r"RocksDB .*run rmqlab verify"):
+        rmqlab.spark.verify(spark, store)
