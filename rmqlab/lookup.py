@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
-from .errors import StoreFormatError
+from .errors import StoreFormatError, StoreLayoutError
 from .format.consumequeue import CQ_STORE_UNIT_SIZE
 from .format.layout import store_timestamp_at
 from .format.msgid import decode_message_id
@@ -18,6 +18,7 @@ from . import reprs, rules
 from .format import properties as props
 from .format.indexfile import index_key
 from .format.record import Record
+from .store.batch_consume_queue import BatchConsumeQueue
 from .store.consume_queue import CqEntry
 from .store.rocksdb_queue import RocksDBConsumeQueue
 from .store.index_file import ChainStep, IndexFile
@@ -62,14 +63,32 @@ def foreign_record_note(store: StoreReader, topic: str, queue_id: int, queue_off
     this queue's own record at this queue offset."""
     if rec.is_blank:
         return None
+    cq = store.consume_queue(topic, queue_id)
+    if isinstance(cq, BatchConsumeQueue):  # the unit holding queue_offset starts at its msgBaseOffset
+        unit = cq.unit_at(queue_offset)
+        queue_offset = unit.msg_base_offset if unit is not None else queue_offset
     if rec.topic == topic and rec.queue_id == queue_id and rec.queue_offset == queue_offset:
         return None
-    path, byte = _unit_at(store.consume_queue(topic, queue_id), queue_offset)
+    path, byte = _unit_at(cq, queue_offset)
     where = f"{path} @ {byte}"
     return (
         f"{where}: unit {queue_offset} of {topic}/{queue_id} points at a record of {rec.topic}/{rec.queue_id} "
         f"(queue offset {rec.queue_offset}, physical offset {rec.physical_offset}); RocketMQ serves it as it is"
     )
+
+
+def batch_note(store: StoreReader, topic: str, queue_id: int, queue_offset: int) -> str | None:
+    """For a batch queue (queue.type=BatchCQ): which message of its unit ``queue_offset``
+    is (``getMessage`` serves the unit's whole record; the consumer unwraps it); None
+    for a plain queue or a unit of one message."""
+    cq = store.consume_queue(topic, queue_id)
+    if not isinstance(cq, BatchConsumeQueue):
+        return None
+    u = cq.unit_at(queue_offset)
+    if u is None or u.batch_size == 1:
+        return None
+    return (f"queue offset {queue_offset} is message {queue_offset - u.msg_base_offset + 1} of {u.batch_size} of the inner batch at queue offsets "
+            f"[{u.msg_base_offset}, {u.msg_base_offset + u.batch_size}) ({u.file} @ {u.position}); RocketMQ serves the batch's one record")
 
 
 def entries_past_the_log(store: StoreReader, topic: str, queue_id: int) -> int:
@@ -207,6 +226,8 @@ def offset_by_time(store: StoreReader, topic: str, queue_id: int, timestamp: int
     boundary = BoundaryType(boundary)
     cq = store.consume_queue(topic, queue_id)
     lo, hi = cq.valid_range(store.commitlog.min_offset)
+    if isinstance(cq, BatchConsumeQueue):
+        raise StoreLayoutError(cq.directory, None, f"{topic}/{queue_id} is a batch queue (queue.type=BatchCQ): BatchConsumeQueue.getOffsetInQueueByTime is not modelled here")
     if isinstance(cq, RocksDBConsumeQueue):  # RocksDBConsumeQueueStore.getOffsetInQueueByTime, then clamped
         return max(lo, min(cq.offset_by_time(timestamp, boundary.value, store.commitlog.min_offset), hi))
     files = cq.queue.files

@@ -39,6 +39,7 @@ SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"  # Java TopicValidator.RMQ_SYS_SCHEDULE_T
 # the store root (Java StorePathConfigHelper; BrokerPathConfigHelper for config/)
 COMMITLOG_DIR = "commitlog"  # MessageStoreConfig.storePathCommitLog default
 CONSUMEQUEUE_DIR = "consumequeue"  # getStorePathConsumeQueue
+BATCH_CONSUMEQUEUE_DIR = "batchconsumequeue"  # getStorePathBatchConsumeQueue (queue.type=BatchCQ)
 CONSUMEQUEUE_EXT_DIR = "consumequeue_ext"  # getStorePathConsumeQueueExt (enableConsumeQueueExt)
 INDEX_DIR = "index"  # getStorePathIndex
 CHECKPOINT_FILE = "checkpoint"  # getStoreCheckpoint
@@ -123,6 +124,31 @@ def goes_to_consume_queue(sys_flag):
     leave the queue offset where it is).  An int or a numpy array of sysFlags."""
     t = sys_flag & TRANSACTION_MASK
     return (t == TRANSACTION_NOT_TYPE) | (t == TRANSACTION_COMMIT_TYPE)
+
+
+def batch_sizes(queue_offset, inner_num, inner_base):
+    """Java ``CommitLog.setBatchSizeIfNeeded``: a record whose properties hold both
+    INNER_NUM and INNER_BASE (an inner batch: ``SendMessageProcessor`` puts a producer's
+    batch to a ``queue.type=BatchCQ`` topic as one record) dispatches as INNER_NUM
+    messages from queue offset INNER_BASE; any other as one message at its queue
+    offset (``DispatchRequest``'s defaults).  The queue's next offset is the base plus
+    that count (``BatchConsumeQueue.increaseQueueOffset``).  Arrays: ``queue_offset``
+    int64, ``inner_num`` and ``inner_base`` strings (None where absent); returns
+    ``(msg_base_offset, batch_size)`` int64 arrays.  A value Java's ``parseShort`` /
+    ``parseLong`` refuses counts as absent here."""
+    import numpy as np
+
+    n = len(queue_offset)
+    base = np.asarray(queue_offset, np.int64).copy()
+    size = np.ones(n, np.int64)
+    for i, (num, b) in enumerate(zip(inner_num, inner_base)):
+        if num is None or b is None:
+            continue
+        v, w = java_parse_int(num), (int(b) if re.fullmatch(r"[+-]?\d+", b) and -(2**63) <= int(b) < 2**63 else None)
+        if v is None or w is None or not -(2**15) <= v < 2**15:
+            continue
+        base[i], size[i] = w, v
+    return base, size
 
 
 def goes_to_index(sys_flag):

@@ -49,3 +49,18 @@ def decoder_path(request, monkeypatch):
 
     monkeypatch.setattr(decode, "SMALL_RANGE", -1 if request.param == "bulk" else 1 << 40)
     return request.param
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """One SparkSession for the whole run (``local[2]``, no UI, few shuffle partitions),
+    for tests/spark and the oracle's Spark checks; skipped (or, in CI, failed) without
+    pyspark or Java."""
+    from tests.spark.conftest import _require_spark_and_java
+
+    _require_spark_and_java()
+    from rmqlab.spark.session import local_spark
+
+    session = local_spark(2, "rmqlab-tests", shuffle_partitions=2)
+    yield session
+    session.stop()

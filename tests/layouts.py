@@ -15,9 +15,6 @@ from tests.support import copy_store
 
 #: ConsumeQueue.CQ_STORE_UNIT_SIZE: offset (8), size (4), tagsCode (8)
 CQ_UNIT = struct.Struct(">qiq")
-#: BatchConsumeQueue.CQ_STORE_UNIT_SIZE = 46: offset (8), size (4), tagsCode (8), storeTime (8),
-#: msgBaseOffset (8), batchSize (2), compactedOffset (4), reserved (4)
-BATCH_UNIT = struct.Struct(">qiqqqhii")
 #: ConsumeQueueExt: an address is the ext file offset + Long.MIN_VALUE (ConsumeQueueExt.decorate)
 EXT_ADDRESS_BASE = -(1 << 63)  # Long.MIN_VALUE: ConsumeQueueExt.decorate
 #: ConsumeQueueExt.CqExtUnit without a bitmap: size, tagsCode, msgStoreTime, bitMapSize
@@ -91,15 +88,27 @@ def dledger_converted(tmp: Path) -> Path:
 def batch_consume_queue(tmp: Path) -> Path:
     """``queue.type=BatchCQ`` on TopicC: its queues live in
     StorePathConfigHelper.getStorePathBatchConsumeQueue (``batchconsumequeue/T/Q/``) in
-    46-byte units (BatchConsumeQueue.putBatchMessagePositionInfo), not in ``consumequeue/``;
-    built here from TopicC's units (each record a batch of one)."""
+    46-byte units (BatchConsumeQueue.putBatchMessagePositionInfo: the record's offset,
+    size, tagsCode, store time, msgBaseOffset = its queue offset, batchSize 1 for a plain
+    message, compactedOffset INVALID_POS, 4 reserved bytes), not in ``consumequeue/``;
+    built here from TopicC's units and records.  The stores RocketMQ writes this way,
+    inner batches included: tests/oracle/test_batch_queue.py."""
+    from rmqlab.format.consumequeue import BatchConsumeQueueUnit
+    from rmqlab.store import open_store
+
     s = copy_store("crash", tmp)
-    for q in sorted((s / "consumequeue" / "TopicC").iterdir()):
-        units = _units(q)
-        out = s / "batchconsumequeue" / "TopicC" / q.name
-        out.mkdir(parents=True)
-        data = b"".join(BATCH_UNIT.pack(off, size, tags, 0, n, 1, 0, 0) for n, (off, size, tags) in enumerate(units))
-        (out / "00000000000000000000").write_bytes(data + b"\x00" * (46 * 20 * ((len(units) // 20) + 1) - len(data)))
+    with open_store(s) as store:
+        for q in sorted((s / "consumequeue" / "TopicC").iterdir()):
+            cq = store.consume_queue("TopicC", int(q.name))
+            lo, hi = cq.valid_range()
+            data = b""
+            for e in cq.entries():
+                rec = store.commitlog.read(e.commitlog_offset)
+                data += BatchConsumeQueueUnit.build(dict(commitlog_offset=e.commitlog_offset, size=e.size, tags_code=e.tags_code, store_timestamp=rec.store_timestamp,
+                                                         msg_base_offset=rec.queue_offset, batch_size=1, compacted_offset=-1, reserved=0))
+            out = s / "batchconsumequeue" / "TopicC" / q.name
+            out.mkdir(parents=True)
+            (out / "00000000000000000000").write_bytes(data + b"\x00" * (46 * 20 * ((len(data) // 46 // 20) + 1) - len(data)))
     shutil.rmtree(s / "consumequeue" / "TopicC")
     return s
 
@@ -190,7 +199,6 @@ def multi_path(tmp: Path, case: str = "clean") -> tuple[Path, Path]:
 
 BUILDERS = {
     "dledger-converted": dledger_converted,
-    "batch": batch_consume_queue,
     "extras": extras,
 }
 

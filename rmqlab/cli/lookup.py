@@ -41,6 +41,9 @@ def _served(store, topic: str, queue_id: int, queue_offset: int):
     note = lk.foreign_record_note(store, topic, queue_id, queue_offset, rec)
     if note:
         print(f"warning: {note}", file=sys.stderr)
+    inner = lk.batch_note(store, topic, queue_id, queue_offset)
+    if inner:
+        print(f"note: {inner}", file=sys.stderr)
     return rec
 
 

@@ -1,6 +1,7 @@
 """``rmqlab queue STORE --topic T --queue-id Q`` — the consume-queue entries of one queue.
 
-Lists the units RocketMQ serves: those pointing at or past the end of the log (a crash
+Lists the units RocketMQ serves (a batch queue's, queue.type=BatchCQ, one per record
+with the queue offsets it covers): those pointing at or past the end of the log (a crash
 dispatched them; RocketMQ's recovery cuts them) are left out with one warning, and the
 exit status is then 1.
 """
@@ -13,6 +14,7 @@ import sys
 from .. import lookup
 from ..errors import StoreLayoutError
 from ..format.consumequeue import EXT_MAX_ADDR
+from ..store.batch_consume_queue import BatchConsumeQueue
 from .common import add_store_options, open_from_args, print_json
 
 
@@ -25,9 +27,34 @@ def add_parser(sub) -> argparse.ArgumentParser:
     return p
 
 
+def _batch_units(args, store, cq) -> int:
+    """A batch queue (queue.type=BatchCQ): its units, each covering batchSize offsets."""
+    lo, hi = cq.valid_range()
+    end = store.commitlog.served_end()
+    past = 0
+    if not args.json:
+        print(f"{args.topic}/{args.queue_id}: offsets [{lo}, {hi}), {cq.describe()}")
+        print(f"{'msg_base_offset':>15}  {'batch_size':>10}  {'commitlog_offset':>16}  {'size':>8}  {'tags_code':>20}  store_timestamp")
+    for u in cq.iter_units():
+        if u.commitlog_offset >= end:  # dispatched before a crash cut the log: RocketMQ's recovery cuts the unit
+            past += 1
+            continue
+        if args.json:
+            print_json(u.to_dict())
+        else:
+            print(f"{u.msg_base_offset:>15}  {u.batch_size:>10}  {u.commitlog_offset:>16}  {u.size:>8}  {u.tags_code:>20}  {u.store_timestamp}")
+    if past:
+        print(f"rmqlab queue: {past} unit(s) of {args.topic}/{args.queue_id} point at or past the end of the log ({end}) and are not listed: "
+              "a crash dispatched them, RocketMQ's recovery cuts them", file=sys.stderr)
+        return 1
+    return 0
+
+
 def run(args) -> int:
     with open_from_args(args) as store:
         cq = store.consume_queue(args.topic, args.queue_id)
+        if isinstance(cq, BatchConsumeQueue):
+            return _batch_units(args, store, cq)
         lo, hi = cq.valid_range(store.commitlog.min_offset)
         entries = cq.iter_entries(store.commitlog.min_offset)  # a file's chunk at a time: any queue in bounded memory
         end = store.commitlog.served_end()

@@ -47,7 +47,7 @@ from ..config import MessageStoreConfig
 from ..errors import StoreFormatError
 from ..progress import Progress, Silent
 from ..files.extent import nonzero_extent, nonzero_past, zero_runs
-from ..format.consumequeue import EXT_MAX_ADDR, PRE_BLANK_SIZE
+from ..format.consumequeue import BCQ_STORE_UNIT_SIZE, EXT_MAX_ADDR, PRE_BLANK_SIZE
 from ..format.hashing import java_string_hash
 from ..format.properties import INNER_MULTI_DISPATCH as LMQ_MULTI_DISPATCH, INNER_MULTI_QUEUE_OFFSET as LMQ_MULTI_QUEUE_OFFSET, LMQ_DISPATCH_SEPARATOR
 from ..format.dledger import COMMITTED_INDEX_KEY, ENTRY_HEADER_SIZE, INDEX_UNIT_SIZE, MAGIC_1
@@ -57,7 +57,7 @@ from ..format.parse import field_offset
 from ..format.properties import KEYS, TAGS, UNIQ_KEY
 from ..format.record import BAD_BLANK, BODY_CRC, PROPERTY_CRC, RecordError, damage_detail, decode_record
 from ..rules import SCHEDULE_TOPIC, delay_level_queue_id, goes_to_consume_queue, goes_to_index, index_keys, parse_delay_levels
-from ..rules import ABORT_FILE, CHECKPOINT_FILE, CONFIG_DIR, CONSUMEQUEUE_DIR, CONSUMEQUEUE_EXT_DIR, DELAY_OFFSET_FILE, LOCK_FILE
+from ..rules import ABORT_FILE, BATCH_CONSUMEQUEUE_DIR, CHECKPOINT_FILE, CONFIG_DIR, CONSUMEQUEUE_DIR, CONSUMEQUEUE_EXT_DIR, DELAY_OFFSET_FILE, LOCK_FILE
 from ..scan import kernels
 from ..scan.decode import JAVA_PROPERTY_PREFIX, KIND_BLANK, KIND_MESSAGE, scan_range
 from ..scan.dispatch_request import DispatchColumns
@@ -781,13 +781,14 @@ class _Verifier:
     def _join_window(self, lo, hi, end, w: "_Window") -> None:
         cat = (lambda xs: np.concatenate(xs) if xs else np.zeros(0, np.int64))
         phy, size = cat(w.phy), cat(w.size)
-        qkey, qoff, tags, sys_flag, pair_row, pair_hash = [], [], [], [], [], []
+        qkey, qoff, qnum, tags, sys_flag, pair_row, pair_hash = [], [], [], [], [], [], []
         rows = 0
         for batch in w.batches:
             cols = DispatchColumns.from_arrow(batch, self.delay_table)
             self.max_store_ts = max(self.max_store_ts, int(cols.store_timestamp.max()))
             qkey.append(self._queue_key(cols.topic_code, cols.topics, cols.queue_id))
             qoff.append(cols.consume_queue_offset)
+            qnum.append(cols.batch_sizes())
             tags.append(cols.tags_code)
             sys_flag.append(cols.sys_flag)
             if self.cfg.message_index_enable:
@@ -796,32 +797,34 @@ class _Verifier:
                 pair_hash.append(hashes)
             rows += len(cols)
         w.batches = []
-        qkey, qoff, tags, sys_flag, pair_row, pair_hash = (cat(x) for x in (qkey, qoff, tags, sys_flag, pair_row, pair_hash))
+        qkey, qoff, qnum, tags, sys_flag, pair_row, pair_hash = (cat(x) for x in (qkey, qoff, qnum, tags, sys_flag, pair_row, pair_hash))
         # records are in log order, except where a resynchronised walk went back (a
         # stale copy): the joins need them sorted
         if len(phy) > 1 and not (phy[1:] > phy[:-1]).all():
             order = np.argsort(phy, kind="stable")
-            phy, size, qkey, qoff, tags, sys_flag = (x[order] for x in (phy, size, qkey, qoff, tags, sys_flag))
+            phy, size, qkey, qoff, qnum, tags, sys_flag = (x[order] for x in (phy, size, qkey, qoff, qnum, tags, sys_flag))
             rank = np.empty_like(order)
             rank[order] = np.arange(len(order))
             pair_row = rank[pair_row]
         in_cq = np.flatnonzero(goes_to_consume_queue(sys_flag))
         by_queue = in_cq[np.argsort(qkey[in_cq], kind="stable")]  # by queue, log order within
-        self._queue_offsets(end, by_queue, phy, qkey, qoff)
+        self._queue_offsets(end, by_queue, phy, qkey, qoff, qnum)
         self._join_queues(lo, hi, end, by_queue, phy, size, qkey, qoff, tags, sys_flag)
         if self.indexes or self.cfg.message_index_enable:
             self._join_index(lo, hi, end, phy, pair_row, pair_hash)
 
-    def _queue_offsets(self, end, order, phy, qkey, qoff) -> None:
-        """QUEUE_OFFSET_GAP (consecutive per queue, in log order) and each queue's last
-        record (before the end of the log), for CQ_BEHIND and CQ_MISSING_QUEUE."""
+    def _queue_offsets(self, end, order, phy, qkey, qoff, qnum) -> None:
+        """QUEUE_OFFSET_GAP (consecutive per queue, in log order: a record takes one
+        offset, an inner batch its INNER_NUM) and each queue's last offset taken
+        (before the end of the log), for CQ_BEHIND and CQ_MISSING_QUEUE."""
         if not len(order):
             return
         k, q, p = qkey[order], qoff[order], phy[order]
+        last = q + qnum[order] - 1  # the last queue offset each record takes
         starts = np.flatnonzero(np.concatenate(([True], k[1:] != k[:-1])))
         ends = np.concatenate((starts[1:], [len(k)]))
         gap = np.zeros(len(k), bool)
-        gap[1:] = (k[1:] == k[:-1]) & (q[1:] != q[:-1] + 1)
+        gap[1:] = (k[1:] == k[:-1]) & (q[1:] != last[:-1] + 1)
         for s, e in zip(starts.tolist(), ends.tolist()):
             key = int(k[s])
             prev = self.queue_prev.get(key)
@@ -829,21 +832,21 @@ class _Verifier:
                 gap[s] = True
             for i in np.flatnonzero(gap[s:e]).tolist():
                 i += s
-                before = (int(q[i - 1]), int(p[i - 1])) if i > s else prev
+                before = (int(last[i - 1]), int(p[i - 1])) if i > s else prev
                 file, fpos = self._where(int(p[i]))
                 self.add("QUEUE_OFFSET_GAP", ERROR, file, fpos, f"{self._queue_name(key)} queue offset {int(q[i])} follows {before[0]} (record at {before[1]})", phy=int(p[i]))
-            self.queue_prev[key] = (int(q[e - 1]), int(p[e - 1]))
+            self.queue_prev[key] = (int(last[e - 1]), int(p[e - 1]))
             end_at = self.queue_end.get(key)
             if end_at is not None and key not in self.first_missing:
-                hit = np.flatnonzero(q[s:e] == end_at)
+                hit = np.flatnonzero((q[s:e] <= end_at) & (last[s:e] >= end_at))
                 if len(hit):
                     self.first_missing[key] = int(p[s + int(hit[0])])
             live = np.flatnonzero(p[s:e] < end) if end is not None else np.arange(e - s)
             if len(live):
-                j = s + int(live[np.argmax(q[s:e][live])])
+                j = s + int(live[np.argmax(last[s:e][live])])
                 cur = self.queue_last.get(key)
-                if cur is None or int(q[j]) > cur[0]:
-                    self.queue_last[key] = (int(q[j]), int(p[j]))
+                if cur is None or int(last[j]) > cur[0]:
+                    self.queue_last[key] = (int(last[j]), int(p[j]))
 
     def _join_queues(self, lo, hi, end, order, phy, size, qkey, qoff, tags, sys_flag) -> None:
         """Each queue entry pointing into the window against the record there: one
@@ -1079,6 +1082,109 @@ class _Verifier:
             elif missing:
                 self.add("RDB_CQ_BEHIND", INFO, where, None, f"{Q.qid}: the RocksDB copy ends at queue offset {khi}, the files at {Q.hi} ({missing} unit(s) not copied yet); "
                          "RocksDB's writes skip the WAL, and a crash leaves the copy behind until re-dispatch")
+
+    def _records_at(self, phys: np.ndarray) -> tuple[np.ndarray, "DispatchColumns"]:
+        """Dispatch's view of the records starting at the physical offsets ``phys``
+        (sorted, unique, inside the log), read in bulk by position: ``(found, cols)``,
+        ``found`` a mask over ``phys`` and ``cols`` the rows of the found ones, in order.
+        A position where no record starts is not found; the others are still read."""
+        from ..scan.decode import decode_positions
+
+        found = np.zeros(len(phys), bool)
+        parts = []
+        for f in self.store.commitlog.queue.files:
+            base = f.file_from_offset
+            sel = np.flatnonzero((phys >= base) & (phys < base + len(f.buf)))
+            P = phys[sel] - base
+            while len(P):
+                try:
+                    for b in decode_positions(f.buf, P, file_base=base, file=str(f.path), include_body=False, verify_crc=False,
+                                              columns=DispatchColumns.ARROW_COLUMNS, java_properties=DispatchColumns.JAVA_PROPERTIES):
+                        cols = DispatchColumns.from_arrow(b, self.delay_table)
+                        found[np.searchsorted(phys, cols.commitlog_offset)] = True
+                        parts.append(cols)
+                    P = P[:0]
+                except RecordError as err:  # no record at one position: the rest still read
+                    P = P[P > err.offset] if err.offset is not None else P[1:]
+        return found, DispatchColumns.concat(parts)
+
+    def check_batch_queues(self) -> None:
+        """Batch consume queues (``queue.type=BatchCQ``, Java ``BatchConsumeQueue``): each
+        unit against the record it points at as dispatch reads it (``CommitLog
+        .checkMessageAndReturnSize`` → ``putBatchMessagePositionInfo``: the record's
+        size, tagsCode and store time; its queue offset as the unit's msgBaseOffset;
+        INNER_NUM as its batchSize, 1 for a plain message), the units' offsets contiguous
+        (each unit's base is the last one's base + batchSize), and the queue against the
+        log's records of it (CQ_BEHIND, CQ_MISSING_QUEUE), a chunk of units at a time."""
+        from ..store.batch_consume_queue import BatchConsumeQueue
+
+        lay = self.store.layout
+        if not lay.batch_topics:
+            return
+        present = set()
+        n_units = 0
+        for qid in self.store.queue_ids():
+            if qid.topic not in lay.batch_topics:
+                continue
+            cq = self.store.consume_queue(qid.topic, qid.queue_id)
+            if not isinstance(cq, BatchConsumeQueue):
+                continue
+            key = int(self._queue_key(np.zeros(1, np.int64), [qid.topic], np.array([qid.queue_id], np.int64))[0])
+            present.add(key)
+            prev = None  # (base + batch of the unit before, file, position)
+            for path, units in cq.parts():
+                for c in range(0, len(units), 1 << 16):
+                    u = units[c : c + (1 << 16)]
+                    n_units += len(u)
+                    base, batch = u["msg_base_offset"].astype(np.int64), u["batch_size"].astype(np.int64)
+                    expect = np.concatenate(([prev[0] if prev else base[0]], base[:-1] + batch[:-1]))
+                    for i in np.flatnonzero(base != expect)[: LISTED_PER_FILE + 1].tolist():
+                        self.add("BCQ_OFFSET_GAP", ERROR, path, (c + i) * BCQ_STORE_UNIT_SIZE, f"{qid} unit {c + i} starts at queue offset {int(base[i])}, "
+                                 f"the unit before ends at {int(expect[i])}")
+                    prev = (int(base[-1] + batch[-1]),)
+                    phy = u["commitlog_offset"].astype(np.int64)
+                    beyond = phy >= self.log_end
+                    for i in np.flatnonzero(beyond)[: LISTED_PER_FILE + 1].tolist():
+                        self.add("CQ_BEYOND_END", ERROR, path, (c + i) * BCQ_STORE_UNIT_SIZE, f"{qid} unit {c + i} (queue offsets from {int(base[i])}) points at "
+                                 f"{int(phy[i])}, at or past the end of the log ({self.log_end}); recovery cuts it")
+                    inside = np.flatnonzero(~beyond)
+                    want = np.unique(phy[inside])
+                    found, cols = self._records_at(want)
+                    at = np.searchsorted(want, phy[inside])
+                    ok = found[at]
+                    for i in inside[~ok][: LISTED_PER_FILE + 1].tolist():
+                        self.add("CQ_DANGLING", ERROR, path, (c + i) * BCQ_STORE_UNIT_SIZE, f"{qid} unit {c + i} points at {int(phy[i])}, where no record starts")
+                    rows = np.searchsorted(cols.commitlog_offset, phy[inside[ok]])
+                    r = cols.take(rows) if len(rows) else cols
+                    j = inside[ok]
+                    topic_ok = np.asarray([r.topics[t] == qid.topic for t in r.topic_code.tolist()], bool) if len(j) else np.zeros(0, bool)
+                    checks = (
+                        (~topic_ok | (r.queue_id != qid.queue_id), "the record is of another queue"),
+                        (r.consume_queue_offset != base[j], "the record's queue offset is {q}, the unit's msgBaseOffset {b}"),
+                        (r.batch_sizes() != batch[j], "the record holds {n} message(s) (INNER_NUM), the unit's batchSize is {s}"),
+                        (r.msg_size != u["size"][j], "the record is {rs} bytes, the unit says {us}"),
+                        (r.tags_code != u["tags_code"][j], "the record's tagsCode is {rt}, the unit's {ut}"),
+                        (r.store_timestamp != u["store_timestamp"][j], "the record was stored at {rw}, the unit says {uw}"),
+                    )
+                    bad = np.zeros(len(j), bool)
+                    for mask, why in checks:
+                        for k in np.flatnonzero(mask & ~bad)[: LISTED_PER_FILE + 1].tolist():
+                            i = int(j[k])
+                            msg = why.format(q=int(r.consume_queue_offset[k]), b=int(base[i]), n=int(r.batch_sizes()[k]), s=int(batch[i]), rs=int(r.msg_size[k]),
+                                             us=int(u["size"][i]), rt=int(r.tags_code[k]), ut=int(u["tags_code"][i]), rw=int(r.store_timestamp[k]), uw=int(u["store_timestamp"][i]))
+                            self.add("CQ_MISMATCH", ERROR, path, (c + i) * BCQ_STORE_UNIT_SIZE, f"{qid} unit {c + i} → {int(phy[i])}: {msg}")
+                        bad |= mask
+            lo, hi = cq.valid_range()
+            last = self.queue_last.get(key)
+            if last is not None and last[0] >= hi:
+                file, fpos = cq.where(hi - 1) if hi > lo else (str(cq.directory), None)
+                self.add("CQ_BEHIND", WARNING, file, fpos, cq_behind_message(qid, hi, last[0], self.first_missing.get(key)))
+        for key, (qoff, _) in self.queue_last.items():
+            topic, qid = self._queue_of(key)
+            if topic in lay.batch_topics and key not in present:
+                self.add("CQ_MISSING_QUEUE", ERROR, str(self.root / BATCH_CONSUMEQUEUE_DIR / topic / str(qid)), None,
+                         f"the log holds records of batch queue {topic}/{qid} (up to queue offset {qoff}) but there is no batch consume queue")
+        self.report.stats.update(batch_units=n_units)
 
     def check_lmq_queues(self) -> None:
         """LMQ queues (``enableLmq``, ``enableMultiDispatch``): for each name of a record's
@@ -1363,6 +1469,7 @@ class _Verifier:
             self.check_dledger()
         self.finish_queues()
         self.check_rocksdb()
+        self.check_batch_queues()
         self.check_lmq_queues()
         self.check_state()
         self.check_delay_offsets()

@@ -36,6 +36,39 @@ def entry_is_valid(commitlog_offset: int, size: int) -> bool:
     return commitlog_offset >= 0 and size > 0
 
 
+# -- the batch consume queue (queue.type=BatchCQ) ----------------------------------------------------
+#: Java BatchConsumeQueue.CQ_STORE_UNIT_SIZE
+BCQ_STORE_UNIT_SIZE = 46
+#: Java MessageStoreConfig.mapperFileSizeBatchConsumeQueue
+DEFAULT_MAPPED_FILE_SIZE_BATCH_CONSUME_QUEUE = 300_000 * BCQ_STORE_UNIT_SIZE
+
+#: Java BatchConsumeQueue (``putBatchMessagePositionInfo``): one unit per record of a
+#: ``queue.type=BatchCQ`` topic in ``batchconsumequeue/<topic>/<queueId>/``; an inner
+#: batch's unit covers its INNER_NUM messages, from queue offset ``msg_base_offset``::
+#:
+#:     ┌────────────┬──────┬──────────┬───────────┬───────────────┬───────────┬─────────────────┬──────────┐
+#:     │ offset i64 │ size │ tagsCode │ storeTime │ msgBaseOffset │ batchSize │ compactedOffset │ reserved │
+#:     │            │ i32  │ i64      │ i64       │ i64           │ i16       │ i32 (-1)        │ i32 (0)  │
+#:     └────────────┴──────┴──────────┴───────────┴───────────────┴───────────┴─────────────────┴──────────┘
+BatchConsumeQueueUnit = Struct(
+    "commitlog_offset" / Int64sb * "Java offset: physical offset of the record",
+    "size" / Int32sb * "Java size: the record's totalSize",
+    "tags_code" / Int64sb * "Java tagsCode",
+    "store_timestamp" / Int64sb * "Java storeTime: the record's store timestamp",
+    "msg_base_offset" / Int64sb * "Java msgBaseOffset: the queue offset of the unit's first message",
+    "batch_size" / Int16sb * "Java batchSize: how many messages (queue offsets) the unit covers",
+    "compacted_offset" / Int32sb * "Java compactedOffset: INVALID_POS (-1) as written",
+    "reserved" / Int32sb * "Java: 4 reserved bytes (0)",
+)
+assert BatchConsumeQueueUnit.sizeof() == BCQ_STORE_UNIT_SIZE
+
+
+def batch_unit_is_valid(commitlog_offset, size, msg_base_offset, batch_size):
+    """Java ``BatchConsumeQueue.recover``: a unit counts while ``offset >= 0 && size > 0
+    && msgBaseOffset >= 0 && batchSize > 0`` (ints or numpy arrays)."""
+    return (commitlog_offset >= 0) & (size > 0) & (msg_base_offset >= 0) & (batch_size > 0)
+
+
 # -- the ext file (enableConsumeQueueExt) ----------------------------------------------------------
 #: Java ConsumeQueueExt.MAX_ADDR: a tagsCode at or below it is an ext address, not a tags hash
 EXT_MAX_ADDR = -(1 << 31) - 1

@@ -113,11 +113,18 @@ class DispatchColumns:
     keys: "pa.Array | pa.ChunkedArray"
     uniq_key: "pa.Array | pa.ChunkedArray"
     prepared_transaction_offset: np.ndarray
+    #: Java DispatchRequest.batchSize: INNER_NUM of an inner batch, else 1 (:func:`rmqlab.rules.batch_sizes`);
+    #: None where every record is one message (requests made from single records)
+    batch_size: np.ndarray | None = None
 
     #: the fastdecode columns :meth:`from_arrow` needs
     ARROW_COLUMNS = ("physical_offset", "total_size", "topic", "queue_id", "queue_offset", "sys_flag", "store_timestamp", "prepared_transaction_offset")
     #: and the properties it reads, as Java's map holds them
-    JAVA_PROPERTIES = (props.TAGS, props.KEYS, props.UNIQ_KEY, props.DELAY)
+    JAVA_PROPERTIES = (props.TAGS, props.KEYS, props.UNIQ_KEY, props.DELAY, props.INNER_NUM, props.INNER_BASE)
+
+    def batch_sizes(self) -> np.ndarray:
+        """How many queue offsets each record takes (1, or an inner batch's INNER_NUM)."""
+        return self.batch_size if self.batch_size is not None else np.ones(len(self), np.int64)
 
     def __len__(self) -> int:
         return len(self.commitlog_offset)
@@ -129,7 +136,7 @@ class DispatchColumns:
         return DispatchColumns(
             self.topics, self.topic_code[rows], self.queue_id[rows], self.commitlog_offset[rows], self.msg_size[rows], self.tags_code[rows],
             self.store_timestamp[rows], self.consume_queue_offset[rows], self.sys_flag[rows], self.keys.take(idx), self.uniq_key.take(idx),
-            self.prepared_transaction_offset[rows],
+            self.prepared_transaction_offset[rows], None if self.batch_size is None else self.batch_size[rows],
         )
 
     def topic_of(self, i: int) -> str:
@@ -256,6 +263,7 @@ class DispatchColumns:
             chunks("keys"),
             chunks("uniq_key"),
             cat("prepared_transaction_offset"),
+            None if all(p.batch_size is None for p in parts) else np.concatenate([p.batch_sizes() for p in parts]),
         )
 
     @classmethod
@@ -284,7 +292,7 @@ class DispatchColumns:
         enc = pc.dictionary_encode(topic) if n else pa.DictionaryArray.from_arrays(pa.array([], pa.int32()), pa.array([], pa.string()))
         topics = enc.dictionary.to_pylist()
         topic_code = np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
-        tags, keys, uniq, delay = (single(col(JAVA_PROPERTY_PREFIX + name)) for name in cls.JAVA_PROPERTIES)
+        tags, keys, uniq, delay, inner_num, inner_base = (single(col(JAVA_PROPERTY_PREFIX + name)) for name in cls.JAVA_PROPERTIES)
         store_ts = ints("store_timestamp")
         # tagsCode: String.hashCode of TAGS, 0 without
         th, _ = java_string_hashes_arrow(tags)
@@ -313,7 +321,24 @@ class DispatchColumns:
             keys,
             uniq,
             ints("prepared_transaction_offset"),
+            _batch_sizes(ints("queue_offset"), inner_num, inner_base),
         )
+
+
+def _batch_sizes(queue_offset: np.ndarray, inner_num, inner_base) -> np.ndarray | None:
+    """:func:`rmqlab.rules.batch_sizes` of the rows that hold both properties (inner
+    batches; None when no row does, the common case: no Python work per record)."""
+    if inner_num.null_count == len(inner_num) or inner_base.null_count == len(inner_base):
+        return None
+    pa, pc = _arrow()
+    rows = np.flatnonzero(np.asarray(pc.and_(inner_num.is_valid(), inner_base.is_valid()).to_numpy(zero_copy_only=False), bool))
+    if not len(rows):
+        return None
+    idx = pa.array(rows)
+    _, size = rules.batch_sizes(queue_offset[rows], inner_num.take(idx).to_pylist(), inner_base.take(idx).to_pylist())
+    out = np.ones(len(queue_offset), np.int64)
+    out[rows] = size
+    return out
 
 
 # -- reading records back (Java ReputMessageService: checkMessageAndReturnSize) ---------------------

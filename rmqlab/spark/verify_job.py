@@ -70,6 +70,7 @@ DISPATCH_SCHEMA = StructType(
         StructField("key_hashes", ArrayType(LongType())),
         StructField("file", StringType()),
         StructField("file_offset", LongType()),
+        StructField("last_queue_offset", LongType()),  # the last queue offset the record takes (an inner batch: INNER_NUM of them)
     ]
 )
 QUEUES_PER_TASK = 256
@@ -270,7 +271,7 @@ def _dispatch_batch(batch, split, delay, index_enable: bool):
         counts = np.bincount(rec, minlength=n)
     offsets = np.concatenate(([0], np.cumsum(counts))).astype(np.int32)
     topics = pa.array(cols.topics, pa.string())
-    types = [pa.int64(), pa.int32(), pa.string(), pa.int32(), pa.int64(), pa.int64(), pa.int32(), pa.bool_(), pa.int64(), pa.list_(pa.int64()), pa.string(), pa.int64()]
+    types = [pa.int64(), pa.int32(), pa.string(), pa.int32(), pa.int64(), pa.int64(), pa.int32(), pa.bool_(), pa.int64(), pa.list_(pa.int64()), pa.string(), pa.int64(), pa.int64()]
     return pa.RecordBatch.from_arrays(
         [
             pa.array(cols.commitlog_offset, pa.int64()),
@@ -285,6 +286,7 @@ def _dispatch_batch(batch, split, delay, index_enable: bool):
             pa.ListArray.from_arrays(pa.array(offsets), pa.array(hashes, pa.int64())),
             pa.array([split.file] * n, pa.string()),
             pa.array(cols.commitlog_offset - split.file_base, pa.int64()),
+            pa.array(cols.consume_queue_offset + cols.batch_sizes() - 1, pa.int64()),
         ],
         schema=pa.schema([(f.name, t) for f, t in zip(DISPATCH_SCHEMA.fields, types)]),
     )
@@ -385,6 +387,7 @@ class _Job:
             parts.append(self.index_entries(records, checks))
         self.queue_ends(records)
         drv.check_state()
+        drv.check_batch_queues()  # batch queue units against their records: reads by position, on the driver
         drv.check_lmq_queues()  # LMQ entries against their parent records: random reads, on the driver
         from ..store.dledger import DLedgerCommitLog
 
@@ -471,13 +474,14 @@ class _Job:
                              F.lit(None).cast("long").alias("phy"))
 
     def queue_offsets(self, records):
-        """QUEUE_OFFSET_GAP: queue offsets consecutive per queue, in log order."""
+        """QUEUE_OFFSET_GAP: queue offsets consecutive per queue, in log order (an inner
+        batch takes INNER_NUM of them: DispatchColumns.batch_sizes)."""
         from pyspark.sql import Window
 
         F = self.F
         w = Window.partitionBy("topic", "queue_id").orderBy("physical_offset")
-        r = (records.where("in_cq").select("topic", "queue_id", "queue_offset", "physical_offset", "file", "file_offset")
-             .withColumn("prev_q", F.lag("queue_offset").over(w)).withColumn("prev_p", F.lag("physical_offset").over(w))
+        r = (records.where("in_cq").select("topic", "queue_id", "queue_offset", "last_queue_offset", "physical_offset", "file", "file_offset")
+             .withColumn("prev_q", F.lag("last_queue_offset").over(w)).withColumn("prev_p", F.lag("physical_offset").over(w))
              .where(F.col("prev_q").isNotNull() & (F.col("queue_offset") != F.col("prev_q") + 1)))
         return r.select(F.lit("QUEUE_OFFSET_GAP").alias("kind"), F.lit("error").alias("severity"), "file", F.col("file_offset").alias("offset"),
                         F.format_string("%s/%d queue offset %d follows %d (record at %d)", "topic", "queue_id", "queue_offset", "prev_q", "prev_p").alias("message"),
@@ -486,6 +490,8 @@ class _Job:
     def queue_ends(self, records) -> None:
         """CQ_BEHIND and CQ_MISSING_QUEUE from each queue's last record before the end
         of the log (one row per queue reaches the driver)."""
+        import numpy as np
+
         from ..store.reader import QueueId
         from ..rules import CONSUMEQUEUE_DIR
         from ..forensics.verify import ERROR, WARNING, cq_behind_message
@@ -494,9 +500,15 @@ class _Job:
         q = self.queue_table()
         r = records.where("in_cq").join(F.broadcast(q), (F.col("topic") == q.q_topic) & (F.col("queue_id") == q.q_queue_id), "left")
         ends = {(t, i): (last, first) for t, i, last, first in r.groupBy("topic", "queue_id").agg(
-            F.max(F.when(F.col("physical_offset") < end, F.col("queue_offset"))),
-            F.min(F.when(F.col("queue_offset") == F.col("hi"), F.col("physical_offset")))).collect()}
+            F.max(F.when(F.col("physical_offset") < end, F.col("last_queue_offset"))),
+            F.min(F.when((F.col("queue_offset") <= F.col("hi")) & (F.col("last_queue_offset") >= F.col("hi")), F.col("physical_offset")))).collect()}
         lay = drv.store.layout
+        for (topic, qid), (last, first) in ends.items():  # batch queues: checked unit by unit on the driver (check_batch_queues)
+            if topic in lay.batch_topics and last is not None:
+                key = int(drv._queue_key(np.zeros(1, np.int64), [topic], np.array([qid], np.int64))[0])
+                drv.queue_last[key] = (int(last), None)
+                if first is not None:
+                    drv.first_missing[key] = int(first)
         for directory, i in self.queues:
             last, first = ends.get((i["topic"], i["queue_id"]), (None, None))
             if last is not None and last >= i["hi"]:

@@ -31,7 +31,7 @@ from ..files.rocksdb import is_rocksdb_names
 from .metadata import rocksdb_offsets_in_use
 from ..errors import StoreLayoutError
 from ..format.dledger import DATA_DIR as DLEDGER_DATA_DIR, DLEDGER_PREFIX
-from ..rules import (ABORT_FILE, CHECKPOINT_FILE, COMMITLOG_DIR, CONFIG_DIR, CONSUMEQUEUE_DIR, CONSUMEQUEUE_EXT_DIR, CONSUMER_OFFSET_FILE, DELAY_OFFSET_FILE, INDEX_DIR,
+from ..rules import (ABORT_FILE, BATCH_CONSUMEQUEUE_DIR, CHECKPOINT_FILE, COMMITLOG_DIR, CONFIG_DIR, CONSUMEQUEUE_DIR, CONSUMEQUEUE_EXT_DIR, CONSUMER_OFFSET_FILE, DELAY_OFFSET_FILE, INDEX_DIR,
                      LMQ_CONSUMER_OFFSET_FILE, LMQ_PREFIX, LOCK_FILE, SUBSCRIPTION_GROUP_FILE, TIMER_CHECK_FILE, TIMER_LOG_DIR, TIMER_WHEEL_FILE, TOPICS_FILE)
 
 DECODED = "decoded"
@@ -39,8 +39,6 @@ READ = "read"
 NOT_CHECKED = "not checked"
 UNKNOWN = "unknown"
 
-#: StorePathConfigHelper.getStorePathBatchConsumeQueue
-BATCH_CONSUMEQUEUE_DIR = "batchconsumequeue"
 
 #: what RocketMQ's RocksDB leaves in a directory it owns (RocksDB's own file names)
 _ROCKSDB = re.compile(r"CURRENT|IDENTITY|LOCK|LOG(\.old\.\d+)?|MANIFEST-\d+|OPTIONS-\d+|\d+\.(sst|log|blob)")
@@ -76,8 +74,11 @@ class Part:
 class StoreLayout:
     root: str
     parts: list[Part] = field(default_factory=list)
-    #: topics whose consume queues rmqlab does not check, with the reason (LMQ, ext, batch)
+    #: topics whose consume queues rmqlab does not check, with the reason
     unchecked_topics: dict[str, str] = field(default_factory=dict)
+    #: topics with batch consume queues (``batchconsumequeue/``, queue.type=BatchCQ): their
+    #: records take INNER_NUM queue offsets each; verify checks them unit by unit
+    batch_topics: list[str] = field(default_factory=list)
     #: why the log is not records in commitlog files (DLedger); None: it is
     log_elsewhere: str | None = None
     #: LMQ topics (``%LMQ%…``): their entries point at other topics' records; verify checks
@@ -101,8 +102,9 @@ class StoreLayout:
 
     def apart_from_join(self, topic: str) -> bool:
         """True for a topic whose queues are not joined with the records of the log by
-        (topic, queue): not decoded here (``unchecked_topics``) or an LMQ queue."""
-        return topic in self.unchecked_topics or topic in self.lmq_topics
+        (topic, queue): not decoded here (``unchecked_topics``), an LMQ queue, or a batch
+        queue (checked unit by unit: ``batch_topics``)."""
+        return topic in self.unchecked_topics or topic in self.lmq_topics or topic in self.batch_topics
 
     def refusals(self) -> list[Part]:
         """Parts whose presence stops ``rmqlab recover`` from applying."""
@@ -112,7 +114,7 @@ class StoreLayout:
         return [p for p in self.parts if p.handling in (NOT_CHECKED, UNKNOWN)]
 
     def to_dict(self) -> dict:
-        return {"root": self.root, "parts": [p.to_dict() for p in self.parts], "unchecked_topics": self.unchecked_topics, "lmq_topics": self.lmq_topics,
+        return {"root": self.root, "parts": [p.to_dict() for p in self.parts], "unchecked_topics": self.unchecked_topics, "lmq_topics": self.lmq_topics, "batch_topics": self.batch_topics,
                 "log_elsewhere": self.log_elsewhere, "dledger_dir": self.dledger_dir, "recovery_unmodelled": self.recovery_unmodelled, "commitlog_dirs": self.commitlog_dirs, "rocksdb_consume_queue": self.rocksdb_consume_queue, "rocksdb_double_write": self.rocksdb_double_write}
 
 
@@ -314,9 +316,10 @@ def recognise(root: str | os.PathLike, config: MessageStoreConfig | None = None)
                               "a queue unit's tagsCode that is an ext address is read from here (size, tagsCode, store time, bitmap) and compared as the tagsCode",
                               "ConsumeQueueExt", "RocketMQ truncates the ext files with their queues; not modelled"))
         elif name == BATCH_CONSUMEQUEUE_DIR and p.is_dir():
-            for t in sorted(x for x in p.iterdir() if x.is_dir()):
-                lay.unchecked_topics.setdefault(t.name, "its queue is a batch consume queue (batchconsumequeue/), not decoded here")
-            parts.append(Part(name + "/", "batch consume queues (queue.type=BatchCQ)", NOT_CHECKED, "46-byte units, one per batch: not decoded here",
+            lay.batch_topics = sorted(x.name for x in p.iterdir() if x.is_dir())
+            n = sum(1 for t in lay.batch_topics for q in (p / t).iterdir() if q.is_dir() and q.name.isdigit())
+            parts.append(Part(name + "/", f"batch consume queues (queue.type=BatchCQ; {len(lay.batch_topics)} topic(s), {n} queue(s))", DECODED,
+                              "46-byte units, one per record, an inner batch's covering its INNER_NUM queue offsets; each checked against its record",
                               "BatchConsumeQueue", "RocketMQ recovers and rebuilds batch queues in batchconsumequeue/; not modelled"))
         elif name == INDEX_DIR and p.is_dir():
             parts.append(Part(name + "/", "index files", DECODED, "", "IndexFile"))

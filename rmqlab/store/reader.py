@@ -22,11 +22,12 @@ from ..format.consumequeue import CQ_STORE_UNIT_SIZE
 from ..format.indexfile import DEFAULT_MAX_HASH_SLOT_NUM, DEFAULT_MAX_INDEX_NUM, INDEX_HEADER_SIZE, index_file_size
 from .checkpoint import Checkpoint, read_checkpoint
 from .commitlog import CommitLog
+from .batch_consume_queue import BatchConsumeQueue
 from .consume_queue import ConsumeQueue, ConsumeQueueExt
 from .index_file import IndexService
 from .dledger import DLedgerCommitLog
 from .layout import commitlog_dirs, dledger_log_dir
-from ..rules import ABORT_FILE, CHECKPOINT_FILE, COMMITLOG_DIR, CONFIG_DIR, CONSUMEQUEUE_DIR, CONSUMEQUEUE_EXT_DIR, INDEX_DIR, LMQ_PREFIX, LOCK_FILE
+from ..rules import ABORT_FILE, BATCH_CONSUMEQUEUE_DIR, CHECKPOINT_FILE, COMMITLOG_DIR, CONFIG_DIR, CONSUMEQUEUE_DIR, CONSUMEQUEUE_EXT_DIR, INDEX_DIR, LMQ_PREFIX, LOCK_FILE
 
 
 
@@ -159,20 +160,21 @@ class StoreReader:
         return self._rocksdb
 
     def queue_ids(self) -> list[QueueId]:
-        """Every consume queue, sorted: the ``consumequeue/<topic>/<queueId>``
-        directories, or the queues of the RocksDB that holds them (storeType=defaultRocksDB)."""
+        """Every consume queue, sorted: the ``consumequeue/<topic>/<queueId>`` and
+        ``batchconsumequeue/<topic>/<queueId>`` directories, or the queues of the RocksDB
+        that holds them (storeType=defaultRocksDB)."""
         if self.layout.rocksdb_queues:
             return [QueueId(t, q) for t, q in self.rocksdb.queue_ids()]
-        base = self.root / CONSUMEQUEUE_DIR
         out = []
-        if base.is_dir():
-            for t in sorted(base.iterdir()):
-                if not t.is_dir():
-                    continue
-                for q in sorted(t.iterdir(), key=lambda p: (not p.name.isdigit(), int(p.name) if p.name.isdigit() else 0, p.name)):
-                    if q.is_dir() and q.name.isdigit():
-                        out.append(QueueId(t.name, int(q.name)))
-        return out
+        for base in (self.root / CONSUMEQUEUE_DIR, self.root / BATCH_CONSUMEQUEUE_DIR):
+            if base.is_dir():
+                for t in sorted(base.iterdir()):
+                    if not t.is_dir():
+                        continue
+                    for q in sorted(t.iterdir(), key=lambda p: (not p.name.isdigit(), int(p.name) if p.name.isdigit() else 0, p.name)):
+                        if q.is_dir() and q.name.isdigit():
+                            out.append(QueueId(t.name, int(q.name)))
+        return sorted(out, key=lambda q: (q.topic, q.queue_id))
 
     def consume_queue(self, topic: str, queue_id: int) -> ConsumeQueue:
         """One queue (Java ``findConsumeQueue``): a file queue, or a RocksDB queue that
@@ -187,6 +189,11 @@ class StoreReader:
                 cq = self._consume_queues[key] = self.rocksdb.consume_queue(topic, queue_id)
                 return cq
             d = self.root / CONSUMEQUEUE_DIR / topic / str(queue_id)
+            batch = self.root / BATCH_CONSUMEQUEUE_DIR / topic / str(queue_id)
+            if not d.is_dir() and batch.is_dir():  # queue.type=BatchCQ
+                cq = self._consume_queues[key] = BatchConsumeQueue(batch, topic, queue_id, strict=self.strict)
+                self.problems += cq.queue.problems
+                return cq
             if not d.is_dir():
                 why = f"{topic}: {lay.unchecked_topics[topic]}" if topic in lay.unchecked_topics else ""
                 raise StoreLayoutError(d, None, f"no consume queue for {topic}/{queue_id}" + (f": {why}" if why else ""))
@@ -318,6 +325,8 @@ def infer_sizes(root: str | os.PathLike, *, index_sizes: tuple[int, int] | None 
         sources["max_hash_slot_num"] = sources["max_index_num"] = f"inferred from the length of the files in {INDEX_DIR}/ (4 entries per slot, Java's default ratio)"
     cq_size = None
     for qid in ([] if reader.layout.rocksdb_queues else reader.queue_ids()):
+        if qid.topic in reader.layout.batch_topics:
+            continue  # 46-byte units: not the consume queues' file size
         try:
             size = reader.consume_queue(qid.topic, qid.queue_id).queue.mapped_file_size
         except StoreFormatError:

@@ -152,14 +152,15 @@ class Oracle:
         return [f.result(timeout) for f in futures]
 
     # -- operations ----------------------------------------------------------------------
-    def write(self, directory, config: Mapping[str, Any], input_path, crash_copy=None) -> dict:
+    def write(self, directory, config: Mapping[str, Any], input_path, crash_copy=None, topics: Mapping[str, Mapping[str, str]] | None = None) -> dict:
         """RocketMQ puts the JSON lines of ``input_path`` into a new store and shuts down;
-        with ``crash_copy``, the live store's files are copied there first (a SIGKILL)."""
-        return self.call(write_request(directory, config, input_path, crash_copy))
+        with ``crash_copy``, the live store's files are copied there first (a SIGKILL).
+        ``topics``: topic attributes the store is given (e.g. ``{"T": {"queue.type": "BatchCQ"}}``)."""
+        return self.call(write_request(directory, config, input_path, crash_copy, topics))
 
-    def load(self, directory, config: Mapping[str, Any], append=None) -> dict:
+    def load(self, directory, config: Mapping[str, Any], append=None, topics: Mapping[str, Mapping[str, str]] | None = None) -> dict:
         """What RocketMQ reads after loading (and recovering) ``directory``: a dump.json."""
-        return self.call(load_request(directory, config, append))
+        return self.call(load_request(directory, config, append, topics))
 
     def hold(self, directory, config: Mapping[str, Any]) -> dict:
         return self.call({"op": "hold", "dir": str(directory), "config": _strings(config)})
@@ -188,10 +189,10 @@ def _strings(config: Mapping[str, Any]) -> dict[str, str]:
     return {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in config.items()}
 
 
-def write_request(directory, config, input_path, crash_copy=None) -> dict:
+def write_request(directory, config, input_path, crash_copy=None, topics=None) -> dict:
     return {"op": "write", "dir": str(directory), "config": _strings(config), "input": str(input_path),
-            "crashCopy": None if crash_copy is None else str(crash_copy)}
+            "crashCopy": None if crash_copy is None else str(crash_copy), "topics": topics}
 
 
-def load_request(directory, config, append=None) -> dict:
-    return {"op": "load", "dir": str(directory), "config": _strings(config), "append": None if append is None else str(append)}
+def load_request(directory, config, append=None, topics=None) -> dict:
+    return {"op": "load", "dir": str(directory), "config": _strings(config), "append": None if append is None else str(append), "topics": topics}

@@ -31,21 +31,53 @@ def _free_port() -> int:
     return port
 
 
-def _written(oracle: Oracle, tmp: Path, config: dict, lines: list, crash_copy: Path | None = None) -> tuple[Path, dict, list]:
+def _written(oracle: Oracle, tmp: Path, config: dict, lines: list, crash_copy: Path | None = None, topics: dict | None = None) -> tuple[Path, dict, list]:
     """RocketMQ puts ``lines`` into ``tmp/clean`` (every put must be PUT_OK); the config
     is kept as ``tmp/broker.conf``; ``(store root, config, put results)``."""
-    ans = oracle.write(tmp / "clean", config, write_lines(tmp / "in.jsonl", lines), crash_copy=crash_copy)
+    ans = oracle.write(tmp / "clean", config, write_lines(tmp / "in.jsonl", lines), crash_copy=crash_copy, topics=topics)
     failed = [r for r in ans["results"] if r["status"] != "PUT_OK"]
     assert not failed, failed[:3]
     (tmp / "broker.conf").write_text("".join(f"{k}={v}\n" for k, v in config.items()))
     return tmp / "clean", config, ans["results"]
 
 
-def loaded(oracle: Oracle, written: tuple[Path, dict, list]) -> tuple[Path, dict, dict]:
+def loaded(oracle: Oracle, written: tuple[Path, dict, list], topics: dict | None = None) -> tuple[Path, dict, dict]:
     """``(store root, config, what RocketMQ reads back from a copy of it)``."""
     root, config, _ = written
     copy = shutil.copytree(root, root.with_name(root.name + ".rocketmq"))
-    return root, config, oracle.load(copy, config)
+    return root, config, oracle.load(copy, config, topics=topics)
+
+
+#: topic attributes of the batch-queue stores (TopicAttributes.QUEUE_TYPE_ATTRIBUTE)
+BATCH_TOPICS = {"TopicBatch": {"queue.type": "BatchCQ"}}
+
+
+def write_batch_store(oracle: Oracle, tmp: Path, seed: int, n: int = 200, crash_copy: Path | None = None) -> tuple[Path, dict, list]:
+    """A seeded workload plus a ``queue.type=BatchCQ`` topic (TopicBatch, two queues):
+    plain messages (a unit of one) and producer batches put as SendMessageProcessor puts
+    them to such a topic, one inner-batch record each (INNER_NUM messages; the harness's
+    ``"inner": true``); batch queue files of 8 units so that they roll."""
+    import base64
+    import random
+
+    config, lines = random_workload(seed, n=n)
+    rng = random.Random(seed)
+    out = []
+    for i, m in enumerate(lines):
+        out.append(m)
+        if i % 2:
+            continue
+        b64 = lambda s: base64.b64encode(s.encode()).decode()  # noqa: E731
+        born = 1_700_000_000_000 + i
+        if rng.random() < 0.4:
+            out.append({"topic": "TopicBatch", "queue_id": rng.randrange(2), "body": b64(f"single {i}"), "properties": {"TAGS": rng.choice(["a", "b"]), "KEYS": f"s{i}"},
+                        "born_timestamp": born})
+        else:
+            out.append({"batch": [{"body": b64(f"inner {i}.{j}" * rng.randrange(1, 4)), "properties": {"KEYS": f"b{i}.{j}"}} for j in range(rng.randrange(1, 6))],
+                        "topic": "TopicBatch", "queue_id": rng.randrange(2), "inner": True, "born_timestamp": born,
+                        "properties": {"UNIQ_KEY": f"AC11000100{seed:06d}{i:016d}", "TAGS": rng.choice(["a", "b"])}})
+    config.update(mapperFileSizeBatchConsumeQueue=str(46 * 8))
+    return _written(oracle, tmp, config, out, crash_copy, BATCH_TOPICS)
 
 
 def write_dledger_store(oracle: Oracle, tmp: Path, seed: int, n: int = 400, crash_copy: Path | None = None) -> tuple[Path, dict, list]:

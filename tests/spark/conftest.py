@@ -1,8 +1,8 @@
 """Fixtures for the Spark data sources and the bulk decoder.
 
-One SparkSession for the whole run (``local[2]``, no UI, few shuffle partitions);
-tests that need it are marked ``@pytest.mark.spark`` and are skipped when pyspark or
-Java is missing.
+The one SparkSession for the whole run is ``tests/conftest.py``'s ``spark`` (the
+oracle's tests use it too); tests that need it are marked ``@pytest.mark.spark`` and are
+skipped when pyspark or Java is missing (:func:`_require_spark_and_java`).
 """
 
 from __future__ import annotations
@@ -51,16 +51,6 @@ def _require_spark_and_java() -> None:
         if required:
             pytest.fail(message)
         pytest.skip(message)
-
-
-@pytest.fixture(scope="session")
-def spark():
-    _require_spark_and_java()
-    from rmqlab.spark.session import local_spark
-
-    session = local_spark(2, "rmqlab-tests", shuffle_partitions=2)
-    yield session
-    session.stop()
 
 
 @pytest.fixture(scope="session")

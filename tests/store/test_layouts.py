@@ -17,14 +17,13 @@ from rmqlab.cli import main
 from rmqlab.config import MessageStoreConfig
 from rmqlab.forensics.verify import verify_store
 from rmqlab.store.layout import DECODED, NOT_CHECKED, READ, UNKNOWN, recognise
-from tests.layouts import BUILDERS, consume_queue_ext, lmq_unnamed, multi_path, snapshot
+from tests.layouts import BUILDERS, batch_consume_queue, consume_queue_ext, lmq_unnamed, multi_path, snapshot
 from tests.support import ALL_CASES, REFERENCE
 
 #: what each built store must show in `info` (a kind it recognises), and whether its
 #: log is still the root's commitlog/
 EXPECTED = {
     "dledger-converted": ("DLedger commitlog", False),
-    "batch": ("batch consume queues", True),
     "extras": ("compaction store", True),
 }
 
@@ -97,7 +96,7 @@ def test_extras_name_each_part(tmp_path, capsys):
 def test_a_single_commitlog_path_in_a_copied_captures_config_is_the_stores_own(tmp_path):
     """A capture copied with its broker.conf names the commitlog where it was: one
     storePathCommitLog is the store's commitlog/ (only several make a spread log)."""
-    store = BUILDERS["batch"](tmp_path)
+    store = batch_consume_queue(tmp_path)
     conf = tmp_path / "broker.conf"
     conf.write_text("storePathCommitLog=/data/broker-a/store/commitlog\n")
     assert recognise(store, MessageStoreConfig.from_properties(conf)).log_elsewhere is None
@@ -128,11 +127,28 @@ def test_lmq_units_whose_records_do_not_name_the_queue_are_mismatches(tmp_path):
     assert all("does not name %LMQ%orders" in f.message for f in rep.findings)
 
 
-def test_batch_topic_has_no_missing_queue_and_says_where_its_queue_is(tmp_path, capsys):
-    store = BUILDERS["batch"](tmp_path)
-    assert not verify_store(store).by_kind("CQ_MISSING_QUEUE")
-    code, _, err = run(capsys, "queue", store, "--topic", "TopicC", "--queue-id", "0")
-    assert code == 2 and "batch consume queue" in err
+def test_a_batch_queue_built_from_the_layout_is_read_and_checked(tmp_path, capsys):
+    """TopicC's queues as batch queues of one-message units (tests/layouts.batch_consume_queue):
+    verify finds nothing the file queues did not, the queue and lookup commands read the
+    units, nothing is written, recovery refuses (it does not rebuild batch queues)."""
+    store = batch_consume_queue(tmp_path)
+    before = snapshot(store)
+    lay = recognise(store)
+    assert lay.batch_topics == ["TopicC"] and not lay.unchecked_topics
+    rep = verify_store(store)
+    mine = {(f.kind, f.severity) for f in rep.findings}
+    assert mine <= {(f.kind, f.severity) for f in verify_store(REFERENCE / "crash" / "store").findings} and rep.stats["batch_units"] > 0
+    code, out, _ = run(capsys, "queue", store, "--topic", "TopicC", "--queue-id", "0", "--json")
+    units = [json.loads(x) for x in out.splitlines()]
+    assert code == 0 and units and all(u["batch_size"] == 1 and u["compacted_offset"] == -1 for u in units)
+    assert [u["msg_base_offset"] for u in units] == list(range(units[0]["msg_base_offset"], units[0]["msg_base_offset"] + len(units)))
+    code, out, err = run(capsys, "lookup", store, "--queue", f"TopicC:0:{units[1]['msg_base_offset']}")
+    assert code == 0 and str(units[1]["commitlog_offset"]) in out and "warning" not in err
+    code, _, err = run(capsys, "recover", store, "--out", tmp_path / "out")
+    assert code == 2 and "nothing was written" in err
+    shutil.rmtree(store / "batchconsumequeue" / "TopicC" / "0")  # a deleted batch queue is named, not misread as a plain one
+    assert any(f.kind == "CQ_MISSING_QUEUE" and "batchconsumequeue/TopicC/0" in f.file for f in verify_store(store).findings)
+    assert {k: v for k, v in snapshot(store).items() if "TopicC/0" not in k} == {k: v for k, v in before.items() if "TopicC/0" not in k}
 
 
 def test_rocksdb_queues_read_as_the_file_queues_they_were_built_from(tmp_path, capsys):

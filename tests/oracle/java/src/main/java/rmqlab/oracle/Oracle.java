@@ -183,13 +183,25 @@ public final class Oracle {
         return c;
     }
 
-    static DefaultMessageStore open(String dir, JSONObject config) throws Exception {
-        return Rmq.open(storeConfig(dir, config));
+    /** {@code topics}: each topic's attributes (TopicConfig.attributes, e.g. {@code queue.type=BatchCQ}),
+     *  the topic table a broker hands its store; null for none. */
+    static DefaultMessageStore open(String dir, JSONObject config, JSONObject topics) throws Exception {
+        Map<String, Map<String, String>> attributes = new LinkedHashMap<>();
+        if (topics != null) {
+            for (Map.Entry<String, Object> t : topics.entrySet()) {
+                Map<String, String> a = new LinkedHashMap<>();
+                for (Map.Entry<String, Object> e : ((JSONObject) t.getValue()).entrySet()) {
+                    a.put(e.getKey(), String.valueOf(e.getValue()));
+                }
+                attributes.put(t.getKey(), a);
+            }
+        }
+        return Rmq.open(storeConfig(dir, config), attributes);
     }
 
     /** A store loaded (recovered) and started, as a broker starts it. */
-    static DefaultMessageStore started(String dir, JSONObject config) throws Exception {
-        DefaultMessageStore store = open(dir, config);
+    static DefaultMessageStore started(String dir, JSONObject config, JSONObject topics) throws Exception {
+        DefaultMessageStore store = open(dir, config, topics);
         if (!store.load()) {
             throw new IllegalStateException("load() failed for " + dir);
         }
@@ -210,7 +222,7 @@ public final class Oracle {
 
     static JSONObject write(JSONObject req) throws Exception {
         String dir = req.getString("dir");
-        DefaultMessageStore store = started(dir, req.getJSONObject("config"));
+        DefaultMessageStore store = started(dir, req.getJSONObject("config"), req.getJSONObject("topics"));
         JSONObject ans = new JSONObject(true);
         try {
             ans.put("results", putAll(store, req.getString("input")));
@@ -257,7 +269,9 @@ public final class Oracle {
             }
             JSONObject m = JSON.parseObject(line, Feature.OrderedField);
             PutMessageResult r;
-            if (m.containsKey("batch")) {
+            if (m.containsKey("batch") && m.getBooleanValue("inner")) {
+                r = Rmq.putInnerBatch(store, batch(m));
+            } else if (m.containsKey("batch")) {
                 r = store.putMessages(batch(m));
             } else {
                 r = Rmq.put(store, m);
@@ -355,7 +369,7 @@ public final class Oracle {
 
     static JSONObject hold(JSONObject req) throws Exception {
         String dir = req.getString("dir");
-        HELD.put(dir, started(dir, req.getJSONObject("config")));
+        HELD.put(dir, started(dir, req.getJSONObject("config"), req.getJSONObject("topics")));
         return new JSONObject(true);
     }
 
@@ -384,7 +398,7 @@ public final class Oracle {
         File abort = new File(dir, "abort");
         before.put("abortFileExists", abort.exists());
         ans.put("beforeLoad", before);
-        DefaultMessageStore store = open(dir, req.getJSONObject("config"));
+        DefaultMessageStore store = open(dir, req.getJSONObject("config"), req.getJSONObject("topics"));
         boolean loaded = store.load();
         JSONObject rec = new JSONObject(true);
         rec.put("loadResult", loaded);
@@ -526,6 +540,10 @@ public final class Oracle {
                 uo.put("physicalOffset", u[1]);
                 uo.put("size", u[2]);
                 uo.put("tagsCode", u[3]);
+                if (u.length > 4) {
+                    uo.put("unitQueueOffset", u[4]);  // a batch queue: the unit holding this offset starts here
+                    uo.put("batchNum", u[5]);
+                }
                 units.add(uo);
                 JSONObject mo = getMessage(store, q.topic, q.queueId, u[0]);
                 msgs.add(mo);

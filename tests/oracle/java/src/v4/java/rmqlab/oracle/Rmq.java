@@ -37,7 +37,8 @@ final class Rmq {
     private Rmq() {
     }
 
-    static DefaultMessageStore open(MessageStoreConfig c) throws IOException {
+    /** 4.9 has no topic attributes (no batch queues): {@code attributes} is not used. */
+    static DefaultMessageStore open(MessageStoreConfig c, Map<String, Map<String, String>> attributes) throws IOException {
         return new DefaultMessageStore(c, new BrokerStatsManager("oracle", true), null, new BrokerConfig());
     }
 
@@ -157,5 +158,9 @@ final class Rmq {
 
     /** 4.9 has no RocksDB consume queue: its queues are all loaded. */
     static void touchQueues(DefaultMessageStore s, List<String[]> topicQueues) {
+    }
+
+    static PutMessageResult putInnerBatch(DefaultMessageStore s, MessageExtBatch b) {
+        throw new UnsupportedOperationException("RocketMQ 4.9 has no batch consume queue (inner batches)");
     }
 }

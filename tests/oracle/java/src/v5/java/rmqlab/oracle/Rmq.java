@@ -8,9 +8,12 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentMap;
 import org.apache.rocketmq.common.BoundaryType;
 import org.apache.rocketmq.common.BrokerConfig;
+import org.apache.rocketmq.common.message.MessageAccessor;
 import org.apache.rocketmq.common.message.MessageConst;
+import org.apache.rocketmq.common.sysflag.MessageSysFlag;
 import org.apache.rocketmq.common.message.MessageDecoder;
 import org.apache.rocketmq.common.message.MessageExtBatch;
 import org.apache.rocketmq.common.message.MessageExtBrokerInner;
@@ -25,6 +28,7 @@ import org.apache.rocketmq.store.index.IndexFile;
 import org.apache.rocketmq.store.index.IndexService;
 import org.apache.rocketmq.store.logfile.MappedFile;
 import org.apache.rocketmq.store.queue.ConsumeQueueInterface;
+import org.apache.rocketmq.store.queue.BatchConsumeQueue;
 import org.apache.rocketmq.store.queue.CqUnit;
 import org.apache.rocketmq.store.stats.BrokerStatsManager;
 
@@ -38,8 +42,8 @@ final class Rmq {
     /** DefaultMessageStore with its (protected) IndexService reachable: the raw index
      *  answer (IndexService.queryOffset) is what rmqlab's chain walk must equal. */
     static final class Store extends DefaultMessageStore {
-        Store(MessageStoreConfig c, BrokerConfig b) throws IOException {
-            super(c, new BrokerStatsManager("oracle", true), null, b, new ConcurrentHashMap<String, TopicConfig>());
+        Store(MessageStoreConfig c, BrokerConfig b, ConcurrentMap<String, TopicConfig> topics) throws IOException {
+            super(c, new BrokerStatsManager("oracle", true), null, b, topics);
         }
 
         IndexService index() {
@@ -50,8 +54,8 @@ final class Rmq {
     /** RocksDBMessageStore (storeType=defaultRocksDB: consume queues in RocksDB), with
      *  its IndexService reachable as {@link Store}'s. */
     static final class RocksStore extends RocksDBMessageStore {
-        RocksStore(MessageStoreConfig c, BrokerConfig b) throws IOException {
-            super(c, new BrokerStatsManager("oracle", true), null, b, new ConcurrentHashMap<String, TopicConfig>());
+        RocksStore(MessageStoreConfig c, BrokerConfig b, ConcurrentMap<String, TopicConfig> topics) throws IOException {
+            super(c, new BrokerStatsManager("oracle", true), null, b, topics);
         }
 
         IndexService index() {
@@ -62,11 +66,17 @@ final class Rmq {
     /** The store a broker makes from these settings (BrokerController.initializeMessageStore):
      *  RocksDBMessageStore for storeType=defaultRocksDB; a DefaultMessageStore that also
      *  writes its queues into RocksDB for rocksdbCQDoubleWriteEnable. */
-    static DefaultMessageStore open(MessageStoreConfig c) throws IOException {
-        if (c.isEnableRocksDBStore()) {
-            return new RocksStore(c, new BrokerConfig());
+    static DefaultMessageStore open(MessageStoreConfig c, Map<String, Map<String, String>> attributes) throws IOException {
+        ConcurrentMap<String, TopicConfig> topics = new ConcurrentHashMap<>();
+        for (Map.Entry<String, Map<String, String>> t : attributes.entrySet()) {
+            TopicConfig tc = new TopicConfig(t.getKey());
+            tc.setAttributes(t.getValue());
+            topics.put(t.getKey(), tc);
         }
-        Store s = new Store(c, new BrokerConfig());
+        if (c.isEnableRocksDBStore()) {
+            return new RocksStore(c, new BrokerConfig(), topics);
+        }
+        Store s = new Store(c, new BrokerConfig(), topics);
         if (c.isRocksdbCQDoubleWriteEnable()) {
             s.enableRocksdbCQWrite();
         }
@@ -75,6 +85,19 @@ final class Rmq {
 
     static IndexService index(DefaultMessageStore s) {
         return s instanceof RocksStore ? ((RocksStore) s).index() : ((Store) s).index();
+    }
+
+    /** A producer's batch to a BatchCQ topic as SendMessageProcessor.sendBatchMessage stores it:
+     *  one record (NEED_UNWRAP | INNER_BATCH, INNER_NUM = the entries) whose queue offsets
+     *  are INNER_NUM (BatchConsumeQueue.assignQueueOffset adds INNER_BASE). */
+    static PutMessageResult putInnerBatch(DefaultMessageStore s, MessageExtBatch b) {
+        b.setSysFlag(b.getSysFlag() | MessageSysFlag.NEED_UNWRAP_FLAG | MessageSysFlag.INNER_BATCH_FLAG);
+        b.setInnerBatch(true);
+        MessageAccessor.setProperties(b, MessageDecoder.string2messageProperties(b.getPropertiesString()));
+        int n = MessageDecoder.countInnerMsgNum(ByteBuffer.wrap(b.getBody()));
+        MessageAccessor.putProperty(b, MessageConst.PROPERTY_INNER_NUM, String.valueOf(n));
+        b.setPropertiesString(MessageDecoder.messageProperties2String(b.getProperties()));
+        return s.putMessage(b);
     }
 
     /** A RocksDB store makes its queue objects when first asked (RocksDBMessageStore.getConsumeQueue):
@@ -147,9 +170,12 @@ final class Rmq {
             for (Map.Entry<Integer, ConsumeQueueInterface> e : t.getValue().entrySet()) {
                 ConsumeQueueInterface q = e.getValue();
                 Oracle.Queue o = new Oracle.Queue(t.getKey(), e.getKey(), q.getMinOffsetInQueue(), q.getMaxOffsetInQueue(), q.getMaxPhysicOffset());
+                boolean batch = q instanceof BatchConsumeQueue;
                 for (long i = o.min; i < o.max; i++) {
                     CqUnit u = q.get(i);
-                    if (u != null) {
+                    if (u != null && batch) {  // the unit holding offset i: it starts at its msgBaseOffset
+                        o.units.add(new long[] {i, u.getPos(), u.getSize(), u.getTagsCode(), u.getQueueOffset(), u.getBatchNum()});
+                    } else if (u != null) {
                         o.units.add(new long[] {u.getQueueOffset(), u.getPos(), u.getSize(), u.getTagsCode()});
                     }
                 }
