@@ -163,7 +163,8 @@ def extras(tmp: Path) -> Path:
     (s / "compaction" / "compactionLog" / "TopicA" / "0").mkdir(parents=True)
     (s / "compaction" / "compactionCq" / "TopicA" / "0").mkdir(parents=True)
     (s / "compaction" / "compactionLog" / "TopicA" / "0" / "00000000000000000000").write_bytes(b"\x00" * 1024)
-    (s / "compaction" / "position-checkpoint").write_text("TopicA:0=10\n")
+    # CompactionPositionMgr (a ConfigManager): fastjson of its queueOffsetMap, keyed topic_queueId
+    (s / "compaction" / "position-checkpoint").write_text('{\n\t"empty":false,\n\t"queueOffsetMap":{\n\t\t"TopicA_0":10\n\t}\n}')
     (s / "kvStore").mkdir()
     (s / "kvStore" / "CURRENT").write_text("MANIFEST-000001\n")
     (s / "kvStore" / "MANIFEST-000001").write_bytes(b"\x00" * 16)

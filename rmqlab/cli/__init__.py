@@ -23,6 +23,7 @@ COMMANDS = [
     "queue",
     "offsets",
     "timers",
+    "compaction",
     "hexdump",
     "write",
     "recover",

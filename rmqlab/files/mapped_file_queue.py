@@ -38,9 +38,12 @@ class MappedFileQueue:
     ``mapped_file_size`` may be ``None``: it is then inferred from the gap between
     the first two names, or from the length of a single file.  ``problems`` lists
     what does not follow the rules (in strict mode the first one is raised).
+    ``contiguous=False``: the names need not follow one another (a compaction queue's
+    files are named after the log files they index; Java's ``load`` checks lengths only).
     """
 
-    def __init__(self, directory: str | os.PathLike | Sequence[str | os.PathLike], mapped_file_size: int | None = None, *, strict: bool = True):
+    def __init__(self, directory: str | os.PathLike | Sequence[str | os.PathLike], mapped_file_size: int | None = None, *, strict: bool = True,
+                 contiguous: bool = True):
         dirs = [Path(directory)] if isinstance(directory, (str, os.PathLike)) else [Path(d) for d in directory]
         if not dirs:
             raise ValueError("a mapped file queue needs at least one directory")
@@ -76,7 +79,7 @@ class MappedFileQueue:
                 continue
             if self.mapped_file_size and size != self.mapped_file_size:
                 self._problem(path, None, f"file is {size} bytes, expected the configured {self.mapped_file_size}", strict)
-            if self.files and start != self.files[-1].file_from_offset + self.mapped_file_size:
+            if contiguous and self.files and start != self.files[-1].file_from_offset + self.mapped_file_size:
                 prev = self.files[-1].file_from_offset
                 self._problem(path, None, f"name says offset {start}, but the previous file starts at {prev} and holds {self.mapped_file_size} bytes", strict)
             self.files.append(MappedFile(path, start))

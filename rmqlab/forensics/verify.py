@@ -1186,6 +1186,81 @@ class _Verifier:
                          f"the log holds records of batch queue {topic}/{qid} (up to queue offset {qoff}) but there is no batch consume queue")
         self.report.stats.update(batch_units=n_units)
 
+    def check_compaction(self) -> None:
+        """The compaction store (``cleanup.policy=COMPACTION``, :mod:`rmqlab.store.compaction`):
+        each unit of a compacted queue against the record of the compaction log it points
+        at (a record starts there, its physicalOffset field rewritten to that position,
+        its topic, queue, queue offset, size, tagsCode and store time the unit's:
+        ``CompactionAppendMessageCallback.doAppend``), queue offsets ascending (compaction
+        keeps the newest of each key, in order), and the copy against the commitlog's
+        record at that queue offset where the log still holds it (the same bytes but the
+        physicalOffset field).  A unit at a time (a compacted queue holds one record per key)."""
+        from ..format.layout import PHYSICAL_OFFSET_AT
+        from ..store.compaction import CompactionStore
+
+        comp = CompactionStore(self.root)
+        qids = comp.queue_ids()
+        if not qids:
+            return
+        n = 0
+        min_off = self.store.commitlog.min_offset
+        for topic, qid in qids:
+            Q = comp.queue(topic, qid)
+            try:
+                if Q.cq is None:
+                    self.add("COMPACTION_CQ_MISSING", WARNING, str(comp.cq_path / topic / str(qid)), None, f"{topic}/{qid} has a compaction log and no compaction queue: "
+                             "RocketMQ's CompactionStore.load skips the log (compactionLog mismatch with compactionCq)")
+                    continue
+                for busy in Q.in_progress:
+                    self.add("NOT_CHECKED", INFO, busy, None, "a compaction or a slave's copy under way (CompactionLog compacting/ or replicating/): not checked")
+                try:
+                    cq = self.store.consume_queue(topic, qid)
+                    lo, hi = cq.valid_range(min_off)
+                except StoreFormatError:
+                    cq, lo, hi = None, 0, 0
+                prev = None
+                for u in Q.cq.iter_units():
+                    n += 1
+                    where = f"{topic}/{qid} compaction unit {u.position // BCQ_STORE_UNIT_SIZE} (queue offset {u.msg_base_offset})"
+                    if prev is not None and u.msg_base_offset <= prev:
+                        self.add("CQ_MISMATCH", ERROR, u.file, u.position, f"{where} follows queue offset {prev}: a compacted queue's offsets only grow")
+                    prev = u.msg_base_offset
+                    try:
+                        rec = Q.log.read(u.commitlog_offset)
+                    except StoreFormatError as err:
+                        self.add("CQ_DANGLING", ERROR, u.file, u.position, f"{where} points at {u.commitlog_offset} of the compaction log: {err}")
+                        continue
+                    tags = rec.properties.get(TAGS)
+                    wrong = [(what, a, b) for what, a, b in (
+                        ("physicalOffset field", rec.stored_physical_offset, u.commitlog_offset), ("topic", rec.topic, topic), ("queue id", rec.queue_id, qid),
+                        ("queue offset", rec.queue_offset, u.msg_base_offset), ("size", rec.total_size, u.size),
+                        ("tagsCode", java_string_hash(tags) if tags else 0, u.tags_code), ("store time", rec.store_timestamp, u.store_timestamp)) if a != b]
+                    if wrong:
+                        self.add("CQ_MISMATCH", ERROR, u.file, u.position, f"{where} → {u.commitlog_offset}: the record's " +
+                                 "; ".join(f"{w} is {a!r}, the unit's {b!r}" for w, a, b in wrong))
+                        continue
+                    if not rec.body_crc_ok:
+                        self.add("BODY_CRC", ERROR, str(Q.log.queue.find(u.commitlog_offset).path), u.commitlog_offset - Q.log.queue.find(u.commitlog_offset).file_from_offset,
+                                 f"{where}: the copied record's body CRC does not match")
+                    e = cq.get(u.msg_base_offset) if cq is not None and lo <= u.msg_base_offset < hi else None
+                    if e is None or e.commitlog_offset + e.size > self.log_end:
+                        continue  # cleaned up in the commitlog (or past its end): the copy is all there is
+                    a = bytearray(Q.log.read_bytes(u.commitlog_offset, u.size))
+                    b = bytearray(self.store.commitlog.read_bytes(e.commitlog_offset, e.size))
+                    a[PHYSICAL_OFFSET_AT : PHYSICAL_OFFSET_AT + 8] = b[PHYSICAL_OFFSET_AT : PHYSICAL_OFFSET_AT + 8]
+                    if a != b:
+                        self.add("COMPACTION_COPY", ERROR, u.file, u.position, f"{where}: the compaction log's record differs from the commitlog's at {e.commitlog_offset} "
+                                 f"(queue offset {u.msg_base_offset}) beyond its physicalOffset field")
+            finally:
+                Q.close()
+        for p in comp.problems:
+            self.add("LAYOUT", ERROR, p.file, p.offset, p.message)
+        try:
+            comp.positions()
+        except StoreFormatError as err:
+            self.add("COMPACTION_POSITION", WARNING, err.file, err.offset, f"{err.message} (CompactionPositionMgr cannot load it)")
+        self.report.stats.update(compaction_units=n)
+
     def check_lmq_queues(self) -> None:
         """LMQ queues (``enableLmq``, ``enableMultiDispatch``): for each name of a record's
         ``INNER_MULTI_DISPATCH``, ``ConsumeQueue.multiDispatchLmqQueue`` puts an entry
@@ -1470,6 +1545,7 @@ class _Verifier:
         self.finish_queues()
         self.check_rocksdb()
         self.check_batch_queues()
+        self.check_compaction()
         self.check_lmq_queues()
         self.check_state()
         self.check_delay_offsets()

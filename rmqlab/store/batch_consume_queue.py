@@ -55,10 +55,11 @@ class BatchUnit:
 class BatchConsumeQueue:
     """Read-only ``batchconsumequeue/<topic>/<queueId>/`` (Java ``BatchConsumeQueue``)."""
 
-    def __init__(self, directory: str | os.PathLike, topic: str, queue_id: int, mapped_file_size: int | None = None, *, strict: bool = True):
+    def __init__(self, directory: str | os.PathLike, topic: str, queue_id: int, mapped_file_size: int | None = None, *, strict: bool = True,
+                 contiguous: bool = True):
         self.topic = topic
         self.queue_id = queue_id
-        self.queue = MappedFileQueue(directory, mapped_file_size, strict=strict)
+        self.queue = MappedFileQueue(directory, mapped_file_size, strict=strict, contiguous=contiguous)
         self.directory = self.queue.directory
         self._end: tuple[int, int] | None = None
 
@@ -159,3 +160,35 @@ class BatchConsumeQueue:
     def close(self) -> None:
         self._end = None
         self.queue.close()
+
+
+class SparseConsumeQueue(BatchConsumeQueue):
+    """A compacted topic's queue (Java ``SparseConsumeQueue``, a ``BatchConsumeQueue`` of
+    ``compaction/compactionCq/<topic>/<queueId>/``): one unit per record of the
+    compaction log, whose ``commitlog_offset`` is the record's position in that log (not
+    in the commitlog); queue offsets are sparse (compaction keeps the newest record of
+    each key).  A file rolls with its log file and is named like it; a file the log
+    rolled past ends with an end unit (``putEndPositionInfo``: offset -1, size 0), and
+    ``recover`` reads every file from the third-to-last up to its first invalid unit,
+    so every file is read that way here."""
+
+    def end(self) -> tuple[int, int]:
+        files = self.queue.files
+        if not files:
+            return (0, 0)
+        u = self._units_of(files[-1])
+        return (len(files) - 1, self._valid(u))
+
+    @staticmethod
+    def _valid(u: np.ndarray) -> int:
+        bad = np.flatnonzero(~batch_unit_is_valid(u["commitlog_offset"], u["size"], u["msg_base_offset"], u["batch_size"]))
+        return int(bad[0]) if len(bad) else len(u)
+
+    def parts(self) -> list[tuple[str, np.ndarray]]:
+        out = []
+        for f in self.queue.files:
+            u = self._units_of(f)
+            n = self._valid(u)
+            if n:
+                out.append((str(f.path), u[:n]))
+        return out

@@ -28,6 +28,7 @@ from pathlib import Path
 
 from ..config import MessageStoreConfig
 from ..files.rocksdb import is_rocksdb_names
+from .compaction import COMPACTION_CQ_DIR, COMPACTION_DIR, COMPACTION_LOG_DIR
 from .metadata import rocksdb_offsets_in_use
 from ..errors import StoreLayoutError
 from ..format.dledger import DATA_DIR as DLEDGER_DATA_DIR, DLEDGER_PREFIX
@@ -339,11 +340,15 @@ def recognise(root: str | os.PathLike, config: MessageStoreConfig | None = None)
             parts += _config_parts(p)
         elif p.is_dir() and any(p.resolve() == Path(d).resolve() for d in lay.commitlog_dirs):
             pass  # a directory of the log under the root (listed above)
-        elif name == "compaction" and p.is_dir():
+        elif name == COMPACTION_DIR and p.is_dir():
             # DefaultMessageStore makes compaction/ on every start; only compacted topics put logs in it
-            logs = [f for d in ("compactionLog", "compactionCq") for f in (p / d).rglob("*") if f.is_file()]
+            logs = [f for d in (COMPACTION_LOG_DIR, COMPACTION_CQ_DIR) for f in (p / d).rglob("*") if f.is_file()]
             if logs:
-                parts.append(Part(name + "/", "compaction store (cleanup.policy=COMPACTION)", NOT_CHECKED, "compaction logs and queues are not decoded here", "CompactionStore",
+                n = len([q for t in (p / COMPACTION_LOG_DIR).iterdir() if t.is_dir() for q in t.iterdir() if q.is_dir()]) if (p / COMPACTION_LOG_DIR).is_dir() else 0
+                parts.append(Part(name + "/", f"compaction store (cleanup.policy=COMPACTION; {n} compacted queue(s))", DECODED,
+                                  "compactionLog/ records and compactionCq/ units checked against each other and the commitlog (`rmqlab compaction` lists them); "
+                                  "compacting/ and replicating/ (a compaction or copy under way) are not",
+                                  "CompactionStore / CompactionLog / SparseConsumeQueue",
                                   "CompactionStore.load recovers its own logs against the commitlog; not modelled"))
             else:
                 parts.append(Part(name + "/", "compaction store, no compacted topic", READ, "no compaction log or queue in it", "CompactionStore"))

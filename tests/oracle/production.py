@@ -110,3 +110,30 @@ def write_ext_store(oracle: Oracle, tmp: Path, seed: int, n: int = 200) -> tuple
     config, lines = random_workload(seed, n=n)
     config.update(enableConsumeQueueExt="true", mappedFileSizeConsumeQueueExt="256")
     return _written(oracle, tmp, config, lines)
+
+
+#: topic attributes of the compaction stores (TopicAttributes.CLEANUP_POLICY_ATTRIBUTE)
+COMPACTION_TOPICS = {"TopicKV": {"cleanup.policy": "COMPACTION"}}
+
+
+def write_compaction_store(oracle: Oracle, tmp: Path, seed: int, n: int = 150, crash_copy: Path | None = None) -> tuple[Path, dict, list]:
+    """A seeded workload plus a ``cleanup.policy=COMPACTION`` topic (TopicKV, two queues,
+    keys that repeat, some messages without keys, which CompactionLog.asyncPutMessage
+    does not copy): dispatch copies each keyed record into compaction/compactionLog/ and
+    its unit into compactionCq/ (CommitLogDispatcherCompaction); small compaction files
+    (compactionCqMappedFileSize of 8 units) so that both roll."""
+    import base64
+    import random
+
+    config, lines = random_workload(seed, n=n)
+    rng = random.Random(seed)
+    out = []
+    for i, m in enumerate(lines):
+        out.append(m)
+        props = {"KEYS": f"key-{rng.randrange(12)}"} if rng.random() < 0.85 else {}
+        if rng.random() < 0.3:
+            props["TAGS"] = rng.choice(["x", "y"])
+        out.append({"topic": "TopicKV", "queue_id": rng.randrange(2), "body": base64.b64encode(f"value {i}".encode() * rng.randrange(1, 4)).decode(),
+                    "properties": props, "born_timestamp": 1_700_000_000_000 + i})
+    config.update(compactionCqMappedFileSize=str(46 * 8), compactionMappedFileSize=str(46 * 8 * 5))
+    return _written(oracle, tmp, config, out, crash_copy, COMPACTION_TOPICS)

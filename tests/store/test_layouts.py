@@ -24,7 +24,7 @@ from tests.support import ALL_CASES, REFERENCE
 #: log is still the root's commitlog/
 EXPECTED = {
     "dledger-converted": ("DLedger commitlog", False),
-    "extras": ("compaction store", True),
+    "extras": ("pop consumer records in RocksDB", True),
 }
 
 
@@ -80,13 +80,17 @@ def test_info_verify_recover_are_honest_on_each_layout(name, tmp_path, capsys):
 def test_extras_name_each_part(tmp_path, capsys):
     store = BUILDERS["extras"](tmp_path)
     code, out, _ = run(capsys, "info", store, "--no-scan")
-    for path, handling in [("compaction/", NOT_CHECKED), ("kvStore/", NOT_CHECKED), ("epochFileCheckpoint", NOT_CHECKED), ("brokerIdentity", NOT_CHECKED),
+    for path, handling in [("compaction/", DECODED), ("kvStore/", NOT_CHECKED), ("epochFileCheckpoint", NOT_CHECKED), ("brokerIdentity", NOT_CHECKED),
                            ("tiered_index_file/", NOT_CHECKED), ("config/consumerOffsets/", NOT_CHECKED), ("config/subscriptionGroup.json", READ),
                            ("notes.txt", UNKNOWN)]:
         line = next(line for line in out.splitlines() if line.strip().startswith(path))
         assert f": {handling}" in line, line
     refused = {p.path for p in recognise(store).refusals()}
     assert refused == {"compaction/", "epochFileCheckpoint"}
+    from rmqlab.store.compaction import CompactionStore
+
+    assert CompactionStore(store).positions() == {("TopicA", 0): 10}
+    assert not verify_store(store).by_kind("COMPACTION_CQ_MISSING")  # the log is zeros: no unit, nothing to judge
     for f in (store / "compaction" / "compactionLog").rglob("*"):
         if f.is_file():
             f.unlink()  # DefaultMessageStore leaves compaction/ on every start: without a compacted topic it is no reason to refuse
