@@ -1083,30 +1083,31 @@ class _Verifier:
                 self.add("RDB_CQ_BEHIND", INFO, where, None, f"{Q.qid}: the RocksDB copy ends at queue offset {khi}, the files at {Q.hi} ({missing} unit(s) not copied yet); "
                          "RocksDB's writes skip the WAL, and a crash leaves the copy behind until re-dispatch")
 
-    def _records_at(self, phys: np.ndarray) -> tuple[np.ndarray, "DispatchColumns"]:
-        """Dispatch's view of the records starting at the physical offsets ``phys``
-        (sorted, unique, inside the log), read in bulk by position: ``(found, cols)``,
-        ``found`` a mask over ``phys`` and ``cols`` the rows of the found ones, in order.
-        A position where no record starts is not found; the others are still read."""
+    def _records_at(self, phys: np.ndarray, java_properties=DispatchColumns.JAVA_PROPERTIES, columns=DispatchColumns.ARROW_COLUMNS):
+        """The records starting at the physical offsets ``phys`` (sorted, unique,
+        inside the log), read in bulk by position: ``(found, table)``, ``found`` a mask
+        over ``phys`` and ``table`` the decoder's rows of the found ones, in order
+        (``columns``, and ``java_properties`` as the Java map holds them).  A position
+        where no record starts is not found; the others are still read."""
+        import pyarrow as pa
+
         from ..scan.decode import decode_positions
 
         found = np.zeros(len(phys), bool)
-        parts = []
+        batches = []
         for f in self.store.commitlog.queue.files:
             base = f.file_from_offset
-            sel = np.flatnonzero((phys >= base) & (phys < base + len(f.buf)))
-            P = phys[sel] - base
+            P = phys[(phys >= base) & (phys < base + len(f.buf))] - base
             while len(P):
                 try:
                     for b in decode_positions(f.buf, P, file_base=base, file=str(f.path), include_body=False, verify_crc=False,
-                                              columns=DispatchColumns.ARROW_COLUMNS, java_properties=DispatchColumns.JAVA_PROPERTIES):
-                        cols = DispatchColumns.from_arrow(b, self.delay_table)
-                        found[np.searchsorted(phys, cols.commitlog_offset)] = True
-                        parts.append(cols)
+                                              columns=columns, java_properties=java_properties):
+                        found[np.searchsorted(phys, b.column("physical_offset").to_numpy())] = True
+                        batches.append(b)
                     P = P[:0]
                 except RecordError as err:  # no record at one position: the rest still read
                     P = P[P > err.offset] if err.offset is not None else P[1:]
-        return found, DispatchColumns.concat(parts)
+        return found, (pa.Table.from_batches(batches) if batches else None)
 
     def check_batch_queues(self) -> None:
         """Batch consume queues (``queue.type=BatchCQ``, Java ``BatchConsumeQueue``): each
@@ -1149,7 +1150,8 @@ class _Verifier:
                                  f"{int(phy[i])}, at or past the end of the log ({self.log_end}); recovery cuts it")
                     inside = np.flatnonzero(~beyond)
                     want = np.unique(phy[inside])
-                    found, cols = self._records_at(want)
+                    found, table = self._records_at(want)
+                    cols = DispatchColumns.from_arrow(table, self.delay_table) if table is not None else DispatchColumns.from_requests([])
                     at = np.searchsorted(want, phy[inside])
                     ok = found[at]
                     for i in inside[~ok][: LISTED_PER_FILE + 1].tolist():
@@ -1266,91 +1268,76 @@ class _Verifier:
         ``INNER_MULTI_DISPATCH``, ``ConsumeQueue.multiDispatchLmqQueue`` puts an entry
         (the record's offset, size and tagsCode) at the queue offset the same position of
         ``INNER_MULTI_QUEUE_OFFSET`` names, in queue (name, 0).  Each entry is checked
-        against the record it points at, the records read in bulk by position."""
-        from ..scan.decode import JAVA_PROPERTY_PREFIX as JP, decode_positions
+        against the record it points at, queue by queue and a chunk of entries at a time,
+        the records read in bulk by position."""
+        from ..scan.decode import JAVA_PROPERTY_PREFIX as JP
 
         lay = self.store.layout
         if not lay.lmq_topics:
             return
-        phy, size, tags, qoff, owner, where = [], [], [], [], [], []
         queues = [] if self.queues_unreadable else [q for q in self.store.queue_ids() if q.topic in lay.lmq_topics]
         min_off = self.store.commitlog.min_offset
-        for n, qid in enumerate(queues):
+        names = (LMQ_MULTI_DISPATCH, LMQ_MULTI_QUEUE_OFFSET, TAGS)
+        n_entries = 0
+        for Q in queues:
             try:
-                cq = self.store.consume_queue(qid.topic, qid.queue_id)
+                cq = self.store.consume_queue(Q.topic, Q.queue_id)
             except StoreFormatError as err:
                 self.add("LAYOUT", ERROR, err.file, err.offset, err.message)
                 continue
             if cq.slot_end <= cq.first_slot_offset:
                 continue
             lo, hi = cq.valid_range(min_off)
-            for q0, e in cq.parts(lo, hi):
-                phy.append(e["commitlog_offset"].astype(np.int64))
-                size.append(e["size"].astype(np.int64))
-                tags.append(e["tags_code"].astype(np.int64))
-                qoff.append(np.arange(q0, q0 + len(e), dtype=np.int64))
-                owner.append(np.full(len(e), n, np.int64))
-            where.append(cq)
-        if not phy:
-            return
-        phy, size, tags, qoff, owner = (np.concatenate(x) for x in (phy, size, tags, qoff, owner))
-        names = (LMQ_MULTI_DISPATCH, LMQ_MULTI_QUEUE_OFFSET, TAGS)
-        found: dict[int, tuple[int, str, str, str]] = {}  # phy -> (total size, dispatch, offsets, tags)
-        log = self.store.commitlog
-        beyond = phy >= self.log_end
-        for f in log.queue.files:
-            base = f.file_from_offset
-            sel = (phy >= base) & (phy < base + len(f.buf)) & ~beyond
-            P = np.unique(phy[sel]) - base
-            while len(P):
-                try:
-                    for b in decode_positions(f.buf, P, file_base=base, file=str(f.path), include_body=False, verify_crc=False,
-                                              columns=("physical_offset", "total_size"), java_properties=names):
-                        cols = [b.column("physical_offset").to_pylist(), b.column("total_size").to_pylist()] + [b.column(JP + n).to_pylist() for n in names]
-                        for p_, t_, d_, o_, g_ in zip(*cols):
-                            found[p_] = (t_, d_ or "", o_ or "", g_)
-                    P = P[:0]
-                except RecordError as err:  # no record at one position: the rest still read
-                    P = P[P > err.offset]
-        shift: dict[int, tuple[int, int]] = {}  # queue -> (last offset a record named, how far above its unit)
-        for i in range(len(phy)):
-            p, Q = int(phy[i]), queues[int(owner[i])]
-            cq = self.store.consume_queue(Q.topic, Q.queue_id)
-            file, fpos = self._cq_pos(cq, int(qoff[i]))
-            what = f"{Q} entry {int(qoff[i])}"
-            if beyond[i]:
-                self.add("CQ_BEYOND_END", ERROR, file, fpos, f"{what} points at {p}, at or past the end of the log ({self.log_end}); recovery cuts it")
-                continue
-            rec = found.get(p)
-            if rec is None:
-                self.add("LMQ_DANGLING", ERROR, file, fpos, f"{what} points at {p}, where no record starts")
-                continue
-            total, dispatch, offsets, tag = rec
-            named = dispatch.split(LMQ_DISPATCH_SEPARATOR) if dispatch else []
-            offs = offsets.split(LMQ_DISPATCH_SEPARATOR) if offsets else []
-            if Q.topic not in named:
-                self.add("LMQ_MISMATCH", ERROR, file, fpos, f"{what} points at the record at {p}, whose INNER_MULTI_DISPATCH {dispatch!r} does not name {Q.topic}")
-                continue
-            k = named.index(Q.topic)
-            said = int(offs[k]) if len(offs) == len(named) and offs[k].lstrip("-").isdigit() else None
-            prev = shift.get(int(owner[i]))
-            if said is None or said < int(qoff[i]) or (prev is not None and said <= prev[0]):
-                # RocketMQ writes no unit below the queue's end (putMessagePositionInfo returns), and offsets only grow
-                self.add("LMQ_MISMATCH", ERROR, file, fpos, f"{what}: the record at {p} gives {Q.topic} queue offset {offs[k] if k < len(offs) else None!r} "
-                         f"(INNER_MULTI_QUEUE_OFFSET {offsets!r})")
-            elif said != int(qoff[i]) and (prev is None or said - int(qoff[i]) != prev[1]):
-                self.add("LMQ_OFFSET_SHIFT", INFO, file, fpos, f"{what}: its record names queue offset {said}: from here the units sit {said - int(qoff[i])} below "
-                         f"the offsets their records name (a record got an LMQ offset and no unit, as a rolled-back or prepared transaction does, and "
-                         f"ConsumeQueue.putMessagePositionInfo appends the next unit where the queue ends)")
-            if said is not None:
-                shift[int(owner[i])] = (said, said - int(qoff[i]))
-            if said is None or said < int(qoff[i]):
-                continue
-            if int(size[i]) != total:
-                self.add("LMQ_MISMATCH", ERROR, file, fpos, f"{what} says size {int(size[i])}, the record at {p} is {total} bytes")
-            elif int(tags[i]) != (java_string_hash(tag) if tag else 0):
-                self.add("LMQ_MISMATCH", ERROR, file, fpos, f"{what} says tagsCode {int(tags[i])}, the record's TAGS {tag!r} make {java_string_hash(tag) if tag else 0}")
-        self.report.stats.update(lmq_entries=int(len(phy)))
+            shift = None  # (last offset a record named, how far above its unit)
+            for q0, part in cq.parts(lo, hi):
+                for c in range(0, len(part), 1 << 16):
+                    e = part[c : c + (1 << 16)]
+                    n_entries += len(e)
+                    phy, size, tags = (e[k].astype(np.int64) for k in ("commitlog_offset", "size", "tags_code"))
+                    beyond = phy >= self.log_end
+                    want = np.unique(phy[~beyond])
+                    found, table = self._records_at(want, names, ("physical_offset", "total_size"))
+                    rows = {}
+                    if table is not None:
+                        cols = [table.column("physical_offset").to_pylist(), table.column("total_size").to_pylist()] + [table.column(JP + n).to_pylist() for n in names]
+                        rows = {p_: (t_, d_ or "", o_ or "", g_) for p_, t_, d_, o_, g_ in zip(*cols)}
+                    for i in range(len(e)):
+                        qoff, p = q0 + c + i, int(phy[i])
+                        file, fpos = self._cq_pos(cq, qoff)
+                        what = f"{Q} entry {qoff}"
+                        if beyond[i]:
+                            self.add("CQ_BEYOND_END", ERROR, file, fpos, f"{what} points at {p}, at or past the end of the log ({self.log_end}); recovery cuts it")
+                            continue
+                        rec = rows.get(p)
+                        if rec is None:
+                            self.add("LMQ_DANGLING", ERROR, file, fpos, f"{what} points at {p}, where no record starts")
+                            continue
+                        total, dispatch, offsets, tag = rec
+                        named = dispatch.split(LMQ_DISPATCH_SEPARATOR) if dispatch else []
+                        offs = offsets.split(LMQ_DISPATCH_SEPARATOR) if offsets else []
+                        if Q.topic not in named:
+                            self.add("LMQ_MISMATCH", ERROR, file, fpos, f"{what} points at the record at {p}, whose INNER_MULTI_DISPATCH {dispatch!r} does not name {Q.topic}")
+                            continue
+                        k = named.index(Q.topic)
+                        said = int(offs[k]) if len(offs) == len(named) and offs[k].lstrip("-").isdigit() else None
+                        if said is None or said < qoff or (shift is not None and said <= shift[0]):
+                            # RocketMQ writes no unit below the queue's end (putMessagePositionInfo returns), and offsets only grow
+                            self.add("LMQ_MISMATCH", ERROR, file, fpos, f"{what}: the record at {p} gives {Q.topic} queue offset {offs[k] if k < len(offs) else None!r} "
+                                     f"(INNER_MULTI_QUEUE_OFFSET {offsets!r})")
+                        elif said != qoff and (shift is None or said - qoff != shift[1]):
+                            self.add("LMQ_OFFSET_SHIFT", INFO, file, fpos, f"{what}: its record names queue offset {said}: from here the units sit {said - qoff} below "
+                                     f"the offsets their records name (a record got an LMQ offset and no unit, as a rolled-back or prepared transaction does, and "
+                                     f"ConsumeQueue.putMessagePositionInfo appends the next unit where the queue ends)")
+                        if said is not None:
+                            shift = (said, said - qoff)
+                        if said is None or said < qoff:
+                            continue
+                        if int(size[i]) != total:
+                            self.add("LMQ_MISMATCH", ERROR, file, fpos, f"{what} says size {int(size[i])}, the record at {p} is {total} bytes")
+                        elif int(tags[i]) != (java_string_hash(tag) if tag else 0):
+                            self.add("LMQ_MISMATCH", ERROR, file, fpos, f"{what} says tagsCode {int(tags[i])}, the record's TAGS {tag!r} make {java_string_hash(tag) if tag else 0}")
+        if n_entries:
+            self.report.stats.update(lmq_entries=n_entries)
 
     # -- checkpoint, abort, lock ---------------------------------------------------------------------
     def check_state(self) -> None:
