@@ -27,8 +27,10 @@ java:
 demo: $(STAMP)
 	$(BIN)/rmqlab demo
 
+# Two workers (pytest-xdist), a test file each at a time: much of the suite waits on
+# JVMs, subprocesses and a Spark cluster, so two keep both cores busy.
 test: $(STAMP) java
-	PYSPARK_PYTHON=$(abspath $(BIN)/python) $(BIN)/python -m pytest
+	PYSPARK_PYTHON=$(abspath $(BIN)/python) $(BIN)/python -m pytest -n 2 --dist loadfile
 
 # JupyterLab refuses to run as root unless told; containers often are root
 lab: $(STAMP)

@@ -40,6 +40,10 @@ SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"  # Java TopicValidator.RMQ_SYS_SCHEDULE_T
 COMMITLOG_DIR = "commitlog"  # MessageStoreConfig.storePathCommitLog default
 CONSUMEQUEUE_DIR = "consumequeue"  # getStorePathConsumeQueue
 BATCH_CONSUMEQUEUE_DIR = "batchconsumequeue"  # getStorePathBatchConsumeQueue (queue.type=BatchCQ)
+COMPACTION_DIR = "compaction"  # CompactionStore.COMPACTION_DIR (cleanup.policy=COMPACTION)
+COMPACTION_LOG_DIR = "compactionLog"  # CompactionStore.COMPACTION_LOG_DIR, under compaction/
+COMPACTION_CQ_DIR = "compactionCq"  # CompactionStore.COMPACTION_CQ_DIR, under compaction/
+COMPACTION_POSITION_FILE = "position-checkpoint"  # CompactionPositionMgr.CHECKPOINT_FILE, under compaction/
 CONSUMEQUEUE_EXT_DIR = "consumequeue_ext"  # getStorePathConsumeQueueExt (enableConsumeQueueExt)
 INDEX_DIR = "index"  # getStorePathIndex
 CHECKPOINT_FILE = "checkpoint"  # getStoreCheckpoint

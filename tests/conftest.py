@@ -7,6 +7,19 @@ import pytest
 
 from tests.support import ALL_CASES, copy_store, load_json
 
+#: test files that take minutes (a Spark cluster, Spark jobs, the fault campaign): run
+#: first, so that with `make test`'s two workers (pytest-xdist, a file per worker) they
+#: overlap the rest of the suite instead of ending it alone
+_LONG_FIRST = ("tests/spark/test_cluster.py", "tests/spark/test_verify_job.py", "tests/faults/test_campaign.py", "tests/spark/test_production_layouts.py")
+
+
+def pytest_collection_modifyitems(config, items):
+    def rank(item):
+        path = item.nodeid.split("::")[0]
+        return _LONG_FIRST.index(path) if path in _LONG_FIRST else len(_LONG_FIRST)
+
+    items.sort(key=rank)  # stable: the order within a file, and of the other files, stays
+
 
 @pytest.fixture(scope="session")
 def dumps() -> dict[str, dict]:

@@ -17,12 +17,12 @@ from pathlib import Path
 from construct import Container, StreamError, Struct
 
 from .. import reprs
-from ..rules import CHECKPOINT_FILE, COMMITLOG_DIR, CONSUMEQUEUE_DIR, INDEX_DIR, TIMER_CHECK_FILE, TIMER_LOG_DIR, TIMER_WHEEL_FILE
+from ..rules import BATCH_CONSUMEQUEUE_DIR, CHECKPOINT_FILE, COMMITLOG_DIR, COMPACTION_CQ_DIR, COMPACTION_LOG_DIR, CONSUMEQUEUE_DIR, INDEX_DIR, TIMER_CHECK_FILE, TIMER_LOG_DIR, TIMER_WHEEL_FILE
 from ..errors import StoreFormatError
 from ..files import MappedFile
 from ..format import commitlog as cl
 from ..format.checkpoint import CheckpointV5
-from ..format.consumequeue import CQ_STORE_UNIT_SIZE, ConsumeQueueEntry
+from ..format.consumequeue import BCQ_STORE_UNIT_SIZE, CQ_STORE_UNIT_SIZE, BatchConsumeQueueUnit, ConsumeQueueEntry
 from ..format.indexfile import HASH_SLOT_SIZE, INDEX_ENTRY_SIZE, INDEX_HEADER_SIZE, IndexEntry, IndexHeader
 from ..format.msgid import format_host
 from ..format.properties import decode_pairs, decode_text
@@ -187,15 +187,17 @@ def dledger_spans(buf, file_base: int, start: int, end: int) -> list[FieldSpan]:
     return spans
 
 
-def consumequeue_spans(buf, start: int, end: int, file_base: int = 0) -> list[FieldSpan]:
+def consumequeue_spans(buf, start: int, end: int, file_base: int = 0, *, batch: bool = False) -> list[FieldSpan]:
     """Each unit's fields, grouped as ``unit n (queue offset q)``: ``file_base`` is the
-    file's name (the byte offset of its first unit in the queue)."""
+    file's name (the byte offset of its first unit in the queue).  ``batch``: 46-byte
+    batch-queue units (``BatchConsumeQueue``), whose queue offset is their msgBaseOffset."""
+    schema, size = (BatchConsumeQueueUnit, BCQ_STORE_UNIT_SIZE) if batch else (ConsumeQueueEntry, CQ_STORE_UNIT_SIZE)
     spans = []
-    first = start // CQ_STORE_UNIT_SIZE
     # every entry starting before the end of the view, a last one cut short included
-    for n in range(first, -(-min(len(buf), end) // CQ_STORE_UNIT_SIZE)):
-        p = n * CQ_STORE_UNIT_SIZE
-        spans += field_spans(ConsumeQueueEntry, bytes(buf[p : p + CQ_STORE_UNIT_SIZE]), p, f"unit {n} (queue offset {(file_base + p) // CQ_STORE_UNIT_SIZE})")
+    for n in range(start // size, -(-min(len(buf), end) // size)):
+        p = n * size
+        group = f"unit {n}" if batch else f"unit {n} (queue offset {(file_base + p) // size})"
+        spans += field_spans(schema, bytes(buf[p : p + size]), p, group)
     return spans
 
 
@@ -271,6 +273,10 @@ def file_kind(path: Path) -> str:
         return "dledger"
     if len(parts) >= 4 and parts[-4] == CONSUMEQUEUE_DIR:
         return "consumequeue"
+    if len(parts) >= 4 and parts[-4] in (BATCH_CONSUMEQUEUE_DIR, COMPACTION_CQ_DIR):
+        return "batchconsumequeue"
+    if len(parts) >= 4 and parts[-4] == COMPACTION_LOG_DIR:
+        return "commitlog"  # a compaction log's records are commitlog records
     if len(parts) >= 2 and parts[-2] == INDEX_DIR:
         return "index"
     return "raw"
@@ -299,8 +305,8 @@ class HexView:
             self.spans = commitlog_spans(buf, base, self.offset, self.end, str(self.path))
         elif self.kind == "dledger":
             self.spans = dledger_spans(buf, int(self.path.name) if self.path.name.isdigit() else 0, self.offset, self.end)
-        elif self.kind == "consumequeue":
-            self.spans = consumequeue_spans(buf, self.offset, self.end, int(self.path.name) if self.path.name.isdigit() else 0)
+        elif self.kind in ("consumequeue", "batchconsumequeue"):
+            self.spans = consumequeue_spans(buf, self.offset, self.end, int(self.path.name) if self.path.name.isdigit() else 0, batch=self.kind == "batchconsumequeue")
         elif self.kind == "index":
             slots = max_hash_slot_num or infer_index_sizes(len(buf), self.path, hint="pass --max-hash-slot-num")[0]
             self.spans = index_spans(buf, slots, self.offset, self.end)

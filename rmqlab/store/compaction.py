@@ -29,14 +29,9 @@ from pathlib import Path
 from ..errors import StoreFormatError
 from ..format.fastjson import parse_fastjson
 from .batch_consume_queue import SparseConsumeQueue
+from ..rules import COMPACTION_CQ_DIR, COMPACTION_DIR, COMPACTION_LOG_DIR, COMPACTION_POSITION_FILE
 from .commitlog import CommitLog
 
-#: Java CompactionStore.COMPACTION_DIR / COMPACTION_LOG_DIR / COMPACTION_CQ_DIR
-COMPACTION_DIR = "compaction"
-COMPACTION_LOG_DIR = "compactionLog"
-COMPACTION_CQ_DIR = "compactionCq"
-#: Java CompactionPositionMgr.CHECKPOINT_FILE
-POSITION_CHECKPOINT_FILE = "position-checkpoint"
 #: Java CompactionLog.COMPACTING_SUB_FOLDER / REPLICATING_SUB_FOLDER: a compaction or a copy under way
 WORK_SUB_FOLDERS = ("compacting", "replicating")
 
@@ -95,7 +90,7 @@ class CompactionStore:
     def positions(self) -> dict[tuple[str, int], int]:
         """``CompactionPositionMgr``'s queueOffsetMap: how far each queue was compacted
         (its ``topic_queueId`` keys split at the last ``_``); {} without the file."""
-        p = self.path / POSITION_CHECKPOINT_FILE
+        p = self.path / COMPACTION_POSITION_FILE
         if not p.exists():
             return {}
         doc = parse_fastjson(p.read_text(encoding="utf-8", errors="replace"), p)

@@ -55,6 +55,9 @@ def test_compaction_logs_hold_every_keyed_record_of_the_queue(compaction_store, 
     assert code == 0 and [r["msg_base_offset"] for r in rows] == keyed["TopicKV/1"] and all(r["keys"].startswith("key-") for r in rows)
     code, out, _ = run(capsys, "info", root)
     assert "compaction store (cleanup.policy=COMPACTION; 2 compacted queue(s)): decoded" in out
+    second = sorted((root / "compaction" / "compactionLog" / "TopicKV" / "1").iterdir())[1]  # a record's physicalOffset is its place in the compaction log
+    code, out, _ = run(capsys, "hexdump", second, "--length", 40)
+    assert code == 0 and f"physicalOffset={int(second.name)}" in out
 
 
 def test_damage_to_the_compaction_log_or_queue_is_named(compaction_store, tmp_path):

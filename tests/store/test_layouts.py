@@ -150,6 +150,8 @@ def test_a_batch_queue_built_from_the_layout_is_read_and_checked(tmp_path, capsy
     assert code == 0 and str(units[1]["commitlog_offset"]) in out and "warning" not in err
     code, _, err = run(capsys, "recover", store, "--out", tmp_path / "out")
     assert code == 2 and "nothing was written" in err
+    code, out, _ = run(capsys, "hexdump", store / "batchconsumequeue" / "TopicC" / "0" / "00000000000000000000", "--length", 92)
+    assert code == 0 and out.count("msgBaseOffset=") == 2 and f"offset={units[1]['commitlog_offset']}" in out
     shutil.rmtree(store / "batchconsumequeue" / "TopicC" / "0")  # a deleted batch queue is named, not misread as a plain one
     assert any(f.kind == "CQ_MISSING_QUEUE" and "batchconsumequeue/TopicC/0" in f.file for f in verify_store(store).findings)
     assert {k: v for k, v in snapshot(store).items() if "TopicC/0" not in k} == {k: v for k, v in before.items() if "TopicC/0" not in k}
