@@ -35,7 +35,39 @@ class CqEntry:
         return {"queue_offset": self.queue_offset, "commitlog_offset": self.commitlog_offset, "size": self.size, "tags_code": self.tags_code}
 
 
-class ConsumeQueue:
+class QueueUnits:
+    """What a queue answers from its units as ``parts(lo, hi)`` (queue offset of the
+    first, structured units with ``commitlog_offset``, ``size``, ``tags_code``) and
+    ``valid_range``: shared by the file queue and the RocksDB queue."""
+
+    def parts(self, lo: int | None = None, hi: int | None = None) -> list[tuple[int, np.ndarray]]:
+        raise NotImplementedError
+
+    def valid_range(self, min_commitlog_offset: int = 0) -> tuple[int, int]:
+        raise NotImplementedError
+
+    def entries(self, min_commitlog_offset: int = 0) -> list[CqEntry]:
+        return list(self.iter_entries(min_commitlog_offset))
+
+    def iter_entries(self, min_commitlog_offset: int = 0, chunk: int = 1 << 16):
+        """The valid entries as :class:`CqEntry`, in queue order, a chunk at a time."""
+        lo, hi = self.valid_range(min_commitlog_offset)
+        for q0, e in self.parts(lo, hi):
+            for i in range(0, len(e), chunk):
+                part = e[i : i + chunk]
+                yield from (CqEntry(q, o, s, t) for q, o, s, t in zip(
+                    range(q0 + i, q0 + i + len(part)), part["commitlog_offset"].tolist(), part["size"].tolist(), part["tags_code"].tolist()))
+
+    def get(self, queue_offset: int) -> CqEntry | None:
+        """The entry at ``queue_offset`` or ``None`` when no unit is there."""
+        got = self.parts(queue_offset, queue_offset + 1)
+        if not got:
+            return None
+        r = got[0][1][0]
+        return CqEntry(queue_offset, int(r["commitlog_offset"]), int(r["size"]), int(r["tags_code"]))
+
+
+class ConsumeQueue(QueueUnits):
     """Read-only ``consumequeue/<topic>/<queueId>/`` (Java ``ConsumeQueue``)."""
 
     def __init__(self, directory: str | os.PathLike, topic: str, queue_id: int, mapped_file_size: int | None = None, *, strict: bool = True):
@@ -105,26 +137,6 @@ class ConsumeQueue:
             if invalid.any():
                 return q + int(np.argmax(invalid))
         return max(start, self.slot_end)
-
-    def entries(self, min_commitlog_offset: int = 0) -> list[CqEntry]:
-        return list(self.iter_entries(min_commitlog_offset))
-
-    def iter_entries(self, min_commitlog_offset: int = 0, chunk: int = 1 << 16):
-        """The valid entries as :class:`CqEntry`, in queue order, a file chunk at a time."""
-        lo, hi = self.valid_range(min_commitlog_offset)
-        for q0, e in self.parts(lo, hi):
-            for i in range(0, len(e), chunk):
-                part = e[i : i + chunk]
-                yield from (CqEntry(q, o, s, t) for q, o, s, t in zip(
-                    range(q0 + i, q0 + i + len(part)), part["commitlog_offset"].tolist(), part["size"].tolist(), part["tags_code"].tolist()))
-
-    def get(self, queue_offset: int) -> CqEntry | None:
-        """The entry at ``queue_offset`` or ``None`` when it is outside the files."""
-        got = self.parts(queue_offset, queue_offset + 1)
-        if not got:
-            return None
-        r = got[0][1][0]
-        return CqEntry(queue_offset, int(r["commitlog_offset"]), int(r["size"]), int(r["tags_code"]))
 
     def max_physic_offset(self, min_commitlog_offset: int = 0) -> int:
         """End of the record the last valid entry points at (``offset + size``)."""

@@ -23,7 +23,7 @@ import numpy as np
 from ..files.rocksdb import ReadOnlyRocksDB
 from ..format.rocksdb_queue import (CHECKPOINT_KEY, CHECKPOINT_TOPIC, CQ_UNIT_SIZE, CQ_VALUE_DTYPE, OFFSET_COLUMN_FAMILY, OFFSET_VALUE_SIZE, RocksDBOffsetValue, cq_key,
                                     key_offsets, parse_offset_key, queue_prefix)
-from .consume_queue import CqEntry
+from .consume_queue import QueueUnits
 
 _CHUNK = 1 << 16
 
@@ -119,7 +119,7 @@ class RocksDBConsumeQueueStore:
         self.rocksdb.close()
 
 
-class RocksDBConsumeQueue:
+class RocksDBConsumeQueue(QueueUnits):
     """One queue of a :class:`RocksDBConsumeQueueStore` (Java ``RocksDBConsumeQueue``),
     answering as :class:`~rmqlab.store.consume_queue.ConsumeQueue` does.
 
@@ -218,27 +218,9 @@ class RocksDBConsumeQueue:
         self._range = (min_commitlog_offset, (lo, hi))
         return self._range[1]
 
-    def get(self, queue_offset: int) -> CqEntry | None:
-        got = self.parts(queue_offset, queue_offset + 1)
-        if not got:
-            return None
-        r = got[0][1][0]
-        return CqEntry(queue_offset, int(r["commitlog_offset"]), int(r["size"]), int(r["tags_code"]))
-
     def store_timestamp(self, queue_offset: int) -> int | None:
         got = self.parts(queue_offset, queue_offset + 1)
         return int(got[0][1][0]["store_timestamp"]) if got else None
-
-    def entries(self, min_commitlog_offset: int = 0) -> list[CqEntry]:
-        return list(self.iter_entries(min_commitlog_offset))
-
-    def iter_entries(self, min_commitlog_offset: int = 0, chunk: int = _CHUNK):
-        lo, hi = self.valid_range(min_commitlog_offset)
-        for q0, e in self.parts(lo, hi):
-            for i in range(0, len(e), chunk):
-                part = e[i : i + chunk]
-                yield from (CqEntry(q, o, s, t) for q, o, s, t in zip(
-                    range(q0 + i, q0 + i + len(part)), part["commitlog_offset"].tolist(), part["size"].tolist(), part["tags_code"].tolist()))
 
     def max_physic_offset(self, min_commitlog_offset: int = 0) -> int:
         """Java ``RocksDBConsumeQueue.getMaxPhysicOffset``: the max entry's commitlog
