@@ -28,6 +28,11 @@ _IMMUTABLE = (".sst", ".blob")
 _MISSING = "reading RocksDB needs the RocksDB binding: pip install 'rmqlab[rocksdb]'"
 
 
+class RocksDBUnavailable(StoreLayoutError):
+    """The RocksDB binding (rmqlab[rocksdb]) is not installed: what RocksDB holds cannot be
+    read here, which says nothing about the store."""
+
+
 def is_rocksdb_names(file_names) -> bool:
     """Files of a directory RocksDB owns: its CURRENT and a MANIFEST (RocksDB's ``DB::Open``)."""
     names = set(file_names)
@@ -50,7 +55,7 @@ class ReadOnlyRocksDB:
         try:
             from rocksdict import AccessType, Options, Rdict
         except ImportError:
-            raise StoreLayoutError(self.directory, None, f"{what}: {_MISSING}") from None
+            raise RocksDBUnavailable(self.directory, None, f"{what}: {_MISSING}") from None
         self.view = tempfile.mkdtemp(prefix="rmqlab-rocksdb-")
         try:
             for p in self.directory.iterdir():

@@ -48,9 +48,15 @@ class RocksDBConsumeQueueStore:
         self.view = self.rocksdb.view
         self._offset_cf = self.rocksdb.family(OFFSET_COLUMN_FAMILY)
         self._table: dict[tuple[str, int], QueueOffsets] | None = None
-        #: offset-family keys or values that are not RocketMQ's layout: (key, why)
+        #: keys or values that are not RocketMQ's layout: (key, why)
         self.malformed: list[tuple[bytes, str]] = []
         self._queues: dict[tuple[str, int], RocksDBConsumeQueue] = {}
+        self._spilled = 0
+
+    def spill_path(self) -> str:
+        """A new file in the view for one queue's units."""
+        self._spilled += 1
+        return os.path.join(self.view, f"rmqlab-units-{self._spilled}")
 
     # -- the offset family (Java RocksDBConsumeQueueOffsetTable) ------------------------------------
     def offset_table(self) -> dict[tuple[str, int], QueueOffsets]:
@@ -96,8 +102,12 @@ class RocksDBConsumeQueueStore:
         prefix = queue_prefix(topic, queue_id)
         keys, vals = [], []
         for k, v in self.rocksdb.items(None, cq_key(topic, queue_id, start), prefix[:-1] + bytes([prefix[-1] + 1])):
-            if len(k) != len(prefix) + 8 or not k.startswith(prefix) or len(v) != CQ_UNIT_SIZE:
+            if len(k) != len(prefix) + 8 or not k.startswith(prefix):
                 continue  # not a unit of this queue (the bound is a prefix of longer topics' keys too)
+            if len(v) != CQ_UNIT_SIZE:  # not RocketMQ's value: left out (the queue then has a gap there)
+                if len(self.malformed) <= 100:
+                    self.malformed.append((k, f"unit of {topic}/{queue_id}: a {len(v)}-byte value, not {CQ_UNIT_SIZE}"))
+                continue
             keys.append(k)
             vals.append(v)
             if len(keys) == chunk:
@@ -142,7 +152,7 @@ class RocksDBConsumeQueue(QueueUnits):
     def _load(self) -> np.ndarray:
         if self._units is not None:
             return self._units
-        path = os.path.join(self.store.view, f"units-{len(os.listdir(self.store.view))}")
+        path = self.store.spill_path()
         n = 0
         first = None
         after_gap = 0

@@ -8,6 +8,7 @@ do not read, and nothing of the input changes."""
 from __future__ import annotations
 
 import json
+import sys
 import shutil
 import struct
 
@@ -280,3 +281,18 @@ def test_a_torn_delay_offset_file_falls_back_to_bak_or_stops_the_broker(delayed)
     rep = verify_store(delayed)
     assert rep.ok and rep.stats["delayed_pending"] == 0
     assert any("RocketMQ loads delayOffset.json.bak" in f.message for f in rep.by_kind("DELAY_OFFSET_FILE"))
+
+
+def test_without_the_rocksdb_binding_rocksdb_queues_are_not_checked_not_damaged(tmp_path, capsys, monkeypatch):
+    """rmqlab[rocksdb] not installed: the queues are a note saying how to install it,
+    the log and index are still checked, a command that needs a queue says so."""
+    pytest.importorskip("rocksdict")
+    from tests.layouts import rocksdb_consume_queue
+
+    store = rocksdb_consume_queue(tmp_path)
+    monkeypatch.setitem(sys.modules, "rocksdict", None)  # import rocksdict now raises ImportError
+    rep = verify_store(store)
+    notes = [f for f in rep.findings if f.kind == "NOT_CHECKED" and "rmqlab[rocksdb]" in f.message]
+    assert rep.ok and len(notes) == 1 and rep.stats["records"] == 640
+    code, _, err = run(capsys, "queue", store, "--topic", "TopicA", "--queue-id", "0")
+    assert code == 2 and "pip install 'rmqlab[rocksdb]'" in err
