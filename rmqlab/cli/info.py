@@ -50,7 +50,8 @@ def run(args) -> int:
                 print(f"    {k:<40} {n:>8}")
     print(f"consumequeue: {len(s.consume_queues)} queue(s)")
     for q in s.consume_queues:
-        print(f"  {short(q['queue'], 60):<40} offsets [{q['min_offset']}, {q['max_offset']})  {q['files']} file(s)  max physic offset {q['max_physic_offset']}")
+        where = "in RocksDB" if q.get("kind") == "RocksDB" else f"{q['files']} file(s)" + (" (batch queue)" if q.get("kind") == "batch queue" else "")
+        print(f"  {short(q['queue'], 60):<40} offsets [{q['min_offset']}, {q['max_offset']})  {where}  max physic offset {q['max_physic_offset']}")
     if s.timer:
         t = s.timer
         read = f"{fmt_time(t['last_read_time_ms'])}" if t["last_read_time_ms"] else "- (no config/timercheck)"

@@ -78,7 +78,8 @@ def summarize(store: StoreReader, *, scan: bool = True, progress=None) -> StoreS
         cq = store.consume_queue(qid.topic, qid.queue_id)
         lo, hi = cq.valid_range(store.commitlog.min_offset)
         s.consume_queues.append(
-            {"queue": str(qid), "files": cq.file_count, "min_offset": lo, "max_offset": hi, "max_physic_offset": cq.max_physic_offset(store.commitlog.min_offset)}
+            {"queue": str(qid), "files": cq.file_count, "min_offset": lo, "max_offset": hi, "max_physic_offset": cq.max_physic_offset(store.commitlog.min_offset),
+             "kind": QUEUE_KINDS.get(type(cq).__name__, "consume queue")}
         )
     for f in store.index.files:
         h = f.header
@@ -103,6 +104,10 @@ def summarize(store: StoreReader, *, scan: bool = True, progress=None) -> StoreS
     s.problems = [str(p) for p in store.problems] + unlisted
     s.load_refused = [str(p) for p in store.commitlog.queue.problems]
     return s
+
+
+#: what holds a queue's units, by its reader class (info shows it beside each queue)
+QUEUE_KINDS = {"ConsumeQueue": "consume queue", "BatchConsumeQueue": "batch queue", "RocksDBConsumeQueue": "RocksDB"}
 
 
 def _timer_summary(store: StoreReader, s: StoreSummary) -> dict | None:

@@ -78,6 +78,8 @@ def test_rocksdb_queues_are_read_as_rocketmq_reads_them(rocksdb_store, capsys):
     conf = root.parent / "broker.conf"
     code, out, _ = run(capsys, "info", root, "--config", conf)
     assert code == 0 and "RocksDB consume queue (storeType=defaultRocksDB): decoded" in out
+    q1 = dump["consumeQueues"]["TopicA/1"]
+    assert f"offsets [{q1['minOffset']}, {q1['maxOffset']})  in RocksDB  max physic offset {q1['maxPhysicOffset']}" in out
     q = dump["consumeQueues"]["TopicA/1"]
     code, out, _ = run(capsys, "queue", root, "--config", conf, "--topic", "TopicA", "--queue-id", 1, "--json")
     assert code == 0 and [json.loads(x)["commitlog_offset"] for x in out.splitlines()] == [u["physicalOffset"] for u in q["cqUnits"]]
