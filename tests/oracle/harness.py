@@ -59,15 +59,25 @@ def build(release: str = "5.3.3", timeout: float = 600) -> list[str]:
     if not (mvn and javac and java):
         missing = [n for n, p in (("mvn", mvn), ("javac", javac), ("java", java)) if not p]
         raise OracleUnavailable(f"the RocketMQ oracle needs Maven and a JDK 17+ ({', '.join(missing)} not found)")
-    try:
-        done = subprocess.run([mvn, "-q", "-B", *profile, "package"], cwd=JAVA_DIR, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        raise OracleUnavailable(f"mvn package of {JAVA_DIR} took more than {timeout:.0f} s") from None
-    if done.returncode != 0:
-        tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-15:])
-        raise OracleUnavailable(f"mvn package of {JAVA_DIR} failed:\n{tail}")
-    jar = target / "rmqlab-oracle-1.jar"
-    classpath = f"{jar}{os.pathsep}{(target / 'classpath.txt').read_text().strip()}"
+    # one build at a time (make test's workers each start an oracle), and each process
+    # runs its own copy of the jar: a build by another worker must not rewrite the jar
+    # under a JVM that is still loading classes from it
+    import fcntl
+    import tempfile
+
+    target.mkdir(parents=True, exist_ok=True)
+    with open(JAVA_DIR / f".build-{release}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            done = subprocess.run([mvn, "-q", "-B", *profile, "package"], cwd=JAVA_DIR, capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise OracleUnavailable(f"mvn package of {JAVA_DIR} took more than {timeout:.0f} s") from None
+        if done.returncode != 0:
+            tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-15:])
+            raise OracleUnavailable(f"mvn package of {JAVA_DIR} failed:\n{tail}")
+        jar = Path(tempfile.mkdtemp(prefix=f"rmqlab-oracle-{release}-")) / "rmqlab-oracle-1.jar"
+        shutil.copyfile(target / "rmqlab-oracle-1.jar", jar)
+        classpath = f"{jar}{os.pathsep}{(target / 'classpath.txt').read_text().strip()}"
     # RocketMQ unmaps files through JDK internals (4.9 needs them opened on Java 17)
     opens = ["--add-opens=java.base/java.nio=ALL-UNNAMED", "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED", "--add-exports=java.base/jdk.internal.ref=ALL-UNNAMED",
              "--add-opens=java.base/jdk.internal.ref=ALL-UNNAMED"]
