@@ -66,6 +66,12 @@ class BatchConsumeQueue:
     def _units_of(self, f) -> np.ndarray:
         return np.frombuffer(f.buf, dtype=BCQ_DTYPE, count=len(f.buf) // BCQ_STORE_UNIT_SIZE)
 
+    @staticmethod
+    def _valid(u: np.ndarray) -> int:
+        """How many of a file's units come before its first invalid one (Java ``recover``'s test)."""
+        bad = np.flatnonzero(~batch_unit_is_valid(u["commitlog_offset"], u["size"], u["msg_base_offset"], u["batch_size"]))
+        return int(bad[0]) if len(bad) else len(u)
+
     def end(self) -> tuple[int, int]:
         """(index of the file, unit count in it) where the valid units end, as Java's
         ``recover`` finds it: from the third-to-last file, each file up to its first
@@ -76,8 +82,7 @@ class BatchConsumeQueue:
             i, n = max(0, len(files) - 3), 0
             while i < len(files):
                 u = self._units_of(files[i])
-                bad = np.flatnonzero(~batch_unit_is_valid(u["commitlog_offset"], u["size"], u["msg_base_offset"], u["batch_size"]))
-                n = int(bad[0]) if len(bad) else len(u)
+                n = self._valid(u)
                 if n < len(u) or i == len(files) - 1:
                     break
                 i += 1
@@ -171,18 +176,6 @@ class SparseConsumeQueue(BatchConsumeQueue):
     rolled past ends with an end unit (``putEndPositionInfo``: offset -1, size 0), and
     ``recover`` reads every file from the third-to-last up to its first invalid unit,
     so every file is read that way here."""
-
-    def end(self) -> tuple[int, int]:
-        files = self.queue.files
-        if not files:
-            return (0, 0)
-        u = self._units_of(files[-1])
-        return (len(files) - 1, self._valid(u))
-
-    @staticmethod
-    def _valid(u: np.ndarray) -> int:
-        bad = np.flatnonzero(~batch_unit_is_valid(u["commitlog_offset"], u["size"], u["msg_base_offset"], u["batch_size"]))
-        return int(bad[0]) if len(bad) else len(u)
 
     def parts(self) -> list[tuple[str, np.ndarray]]:
         out = []
