@@ -16,7 +16,7 @@ from pathlib import Path
 
 from .errors import StoreFormatError
 from .format.commitlog import MAX_MESSAGE_SIZE_DEFAULT
-from .format.consumequeue import DEFAULT_MAPPED_FILE_SIZE_CONSUME_QUEUE
+from .format.consumequeue import DEFAULT_MAPPED_FILE_SIZE_BATCH_CONSUME_QUEUE, DEFAULT_MAPPED_FILE_SIZE_CONSUME_QUEUE
 from .format.indexfile import DEFAULT_MAX_HASH_SLOT_NUM, DEFAULT_MAX_INDEX_NUM
 
 ASYNC_FLUSH = "ASYNC_FLUSH"
@@ -39,6 +39,7 @@ class MessageStoreConfig:
     read_only_commit_log_store_paths: str = ""  # readOnlyCommitLogStorePaths: more directories of the same log
     mapped_file_size_commit_log: int = 1024 * 1024 * 1024  # mappedFileSizeCommitLog
     mapped_file_size_consume_queue: int = DEFAULT_MAPPED_FILE_SIZE_CONSUME_QUEUE  # mappedFileSizeConsumeQueue
+    mapper_file_size_batch_consume_queue: int = DEFAULT_MAPPED_FILE_SIZE_BATCH_CONSUME_QUEUE  # mapperFileSizeBatchConsumeQueue (Java's spelling)
     max_hash_slot_num: int = DEFAULT_MAX_HASH_SLOT_NUM  # maxHashSlotNum
     max_index_num: int = DEFAULT_MAX_INDEX_NUM  # maxIndexNum
     max_msgs_num_batch: int = 64  # maxMsgsNumBatch: IndexService.queryOffset answers at most this many offsets

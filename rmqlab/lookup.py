@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
-from .errors import StoreFormatError, StoreLayoutError
+from .errors import StoreFormatError
 from .format.consumequeue import CQ_STORE_UNIT_SIZE
 from .format.layout import store_timestamp_at
 from .format.msgid import decode_message_id
@@ -20,7 +20,6 @@ from .format.indexfile import index_key
 from .format.record import Record
 from .store.batch_consume_queue import BatchConsumeQueue
 from .store.consume_queue import CqEntry
-from .store.rocksdb_queue import RocksDBConsumeQueue
 from .store.index_file import ChainStep, IndexFile
 from .store.reader import StoreReader
 
@@ -226,10 +225,9 @@ def offset_by_time(store: StoreReader, topic: str, queue_id: int, timestamp: int
     boundary = BoundaryType(boundary)
     cq = store.consume_queue(topic, queue_id)
     lo, hi = cq.valid_range(store.commitlog.min_offset)
-    if isinstance(cq, BatchConsumeQueue):
-        raise StoreLayoutError(cq.directory, None, f"{topic}/{queue_id} is a batch queue (queue.type=BatchCQ): BatchConsumeQueue.getOffsetInQueueByTime is not modelled here")
-    if isinstance(cq, RocksDBConsumeQueue):  # RocksDBConsumeQueueStore.getOffsetInQueueByTime, then clamped
-        return max(lo, min(cq.offset_by_time(timestamp, boundary.value, store.commitlog.min_offset), hi))
+    own = getattr(cq, "offset_by_time", None)
+    if own is not None:  # a queue kind with its own getOffsetInQueueByTime (RocksDB, batch), then clamped
+        return max(lo, min(own(timestamp, boundary.value, store.commitlog.min_offset), hi))
     files = cq.queue.files
     if not files:
         return max(lo, min(0, hi))

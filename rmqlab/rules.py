@@ -155,6 +155,45 @@ def batch_sizes(queue_offset, inner_num, inner_base):
     return base, size
 
 
+#: MixAll.RETRY_GROUP_TOPIC_PREFIX and TopicValidator.SYSTEM_TOPIC_PREFIX: topics never multi-dispatched
+RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
+SYSTEM_TOPIC_PREFIX = "rmq_sys_"
+
+
+def _java_split(s: str, sep: str) -> list[str]:
+    """Java ``String.split``: trailing empty strings are removed."""
+    parts = s.split(sep)
+    while parts and not parts[-1]:
+        parts.pop()
+    return parts
+
+
+def multi_dispatch_targets(topic: str, queue_id: int, dispatch: str | None, offsets: str | None, *, enable_lmq: bool) -> list[tuple[str, int, int]]:
+    """Java ``ConsumeQueue.putMessagePositionInfoWrapper`` → ``multiDispatchLmqQueue``
+    (with ``enableMultiDispatch``): the queues a record of ``topic`` also gets a unit
+    in, as ``(topic, queueId, queue offset)``, from its INNER_MULTI_DISPATCH and
+    INNER_MULTI_QUEUE_OFFSET.  None for a retry or ``rmq_sys_`` topic or
+    SCHEDULE_TOPIC_XXXX (``MultiDispatchUtils.isNeedHandleMultiDispatch``), or when
+    either property is blank (``checkMultiDispatchQueue``), or when their counts
+    differ ("[bug] queues.length!=queueOffsets.length").  A name holding a path
+    separator is skipped; an LMQ name (``%LMQ%``, with ``enableLmq``) goes to queue 0,
+    any other to the record's queue id.  (An offset ``Long.parseLong`` refuses makes
+    Java's dispatch throw; here that name is skipped.)"""
+    if topic.startswith((RETRY_GROUP_TOPIC_PREFIX, SYSTEM_TOPIC_PREFIX)) or topic == SCHEDULE_TOPIC:
+        return []
+    if not dispatch or not dispatch.strip() or not offsets or not offsets.strip():
+        return []
+    names, offs = _java_split(dispatch, props.LMQ_DISPATCH_SEPARATOR), _java_split(offsets, props.LMQ_DISPATCH_SEPARATOR)
+    if len(names) != len(offs):
+        return []
+    out = []
+    for name, off in zip(names, offs):
+        if "/" in name or not re.fullmatch(r"[+-]?\d+", off) or not -(2**63) <= int(off) < 2**63:
+            continue
+        out.append((name, 0 if enable_lmq and name.startswith(LMQ_PREFIX) else queue_id, int(off)))
+    return out
+
+
 def goes_to_index(sys_flag):
     """Java ``IndexService.buildIndex``: every transaction type but ROLLBACK is
     indexed (records below the last index file's endPhyOffset are skipped too: that

@@ -74,6 +74,8 @@ def log_paths(args: argparse.Namespace, cfg: MessageStoreConfig | None) -> Messa
 SIZE_SETTINGS = {
     "mapped_file_size_commit_log": ("mappedFileSizeCommitLog", "--commitlog-file-size", "commitlog_file_size"),
     "mapped_file_size_consume_queue": ("mappedFileSizeConsumeQueue", "--consumequeue-file-size", "consumequeue_file_size"),
+    # no flag of its own: --config, or the batch queues' files (queue.type=BatchCQ topics only)
+    "mapper_file_size_batch_consume_queue": ("mapperFileSizeBatchConsumeQueue", None, "batch_consumequeue_file_size"),
     "max_hash_slot_num": ("maxHashSlotNum", "--max-hash-slot-num", "max_hash_slot_num"),
     "max_index_num": ("maxIndexNum", "--max-index-num", "max_index_num"),
 }

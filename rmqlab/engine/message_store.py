@@ -761,8 +761,8 @@ class MessageStore:
                     code = java_string_hash(tags)
                     if len(self._tags_cache) < 65536:
                         self._tags_cache[tags] = code
-            return _new_result(DispatchRequest, (topic, qid, phy, total, code, ts, qoff, pd.get(props.KEYS) or None, pd.get(props.UNIQ_KEY) or None, 0, pto))
-        return _new_result(DispatchRequest, (topic, qid, phy, total, 0, ts, qoff, None, None, 0, pto))
+            return _new_result(DispatchRequest, (topic, qid, phy, total, code, ts, qoff, pd.get(props.KEYS) or None, pd.get(props.UNIQ_KEY) or None, 0, pto, None, 1, None, None))
+        return _new_result(DispatchRequest, (topic, qid, phy, total, 0, ts, qoff, None, None, 0, pto, None, 1, None, None))
 
     def _put_general(self, msg: Message) -> PutMessageResult:
         """Every case: validation with reasons, DELAY rewrite, raw properties, CRC."""

@@ -1170,7 +1170,7 @@ class _Verifier:
                     topic_ok = np.asarray([r.topics[t] == qid.topic for t in r.topic_code.tolist()], bool) if len(j) else np.zeros(0, bool)
                     checks = (
                         (~topic_ok | (r.queue_id != qid.queue_id), "the record is of another queue"),
-                        (r.consume_queue_offset != base[j], "the record's queue offset is {q}, the unit's msgBaseOffset {b}"),
+                        (r.msg_base_offsets() != base[j], "the record's msgBaseOffset (INNER_BASE, else its queue offset) is {q}, the unit's {b}"),
                         (r.batch_sizes() != batch[j], "the record holds {n} message(s) (INNER_NUM), the unit's batchSize is {s}"),
                         (r.msg_size != u["size"][j], "the record is {rs} bytes, the unit says {us}"),
                         (r.tags_code != u["tags_code"][j], "the record's tagsCode is {rt}, the unit's {ut}"),
@@ -1180,7 +1180,7 @@ class _Verifier:
                     for mask, why in checks:
                         for k in np.flatnonzero(mask & ~bad)[: LISTED_PER_FILE + 1].tolist():
                             i = int(j[k])
-                            msg = why.format(q=int(r.consume_queue_offset[k]), b=int(base[i]), n=int(r.batch_sizes()[k]), s=int(batch[i]), rs=int(r.msg_size[k]),
+                            msg = why.format(q=int(r.msg_base_offsets()[k]), b=int(base[i]), n=int(r.batch_sizes()[k]), s=int(batch[i]), rs=int(r.msg_size[k]),
                                              us=int(u["size"][i]), rt=int(r.tags_code[k]), ut=int(u["tags_code"][i]), rw=int(r.store_timestamp[k]), uw=int(u["store_timestamp"][i]))
                             self.add("CQ_MISMATCH", ERROR, path, (c + i) * BCQ_STORE_UNIT_SIZE, f"{qid} unit {c + i} → {int(phy[i])}: {msg}")
                         bad |= mask

@@ -53,6 +53,7 @@ import shutil
 import struct
 import time
 from dataclasses import dataclass, field
+from typing import NamedTuple
 from pathlib import Path
 
 import numpy as np
@@ -63,13 +64,14 @@ from ..errors import StoreFormatError, StoreLayoutError
 from ..files import MappedFileQueue
 from ..format import commitlog as cl
 from ..format.checkpoint import CheckpointV5, min_timestamp as cp_min_timestamp, min_timestamp_index as cp_min_timestamp_index
-from ..format.consumequeue import CQ_STORE_UNIT_SIZE
+from ..format.consumequeue import BCQ_STORE_UNIT_SIZE, CQ_STORE_UNIT_SIZE, batch_unit_is_valid
 from ..format.indexfile import IndexHeader, index_file_size
 from ..format import layout
 from ..format.layout import PREFIX_DTYPES, store_timestamp_at
 from ..format.record import decode_record
+from ..store.batch_consume_queue import BCQ_DTYPE
 from ..store.consume_queue import CQ_DTYPE
-from ..rules import ABORT_FILE, CHECKPOINT_FILE, COMMITLOG_DIR, CONSUMEQUEUE_DIR, INDEX_DIR, LOCK_FILE, goes_to_consume_queue, goes_to_index
+from ..rules import ABORT_FILE, BATCH_CONSUMEQUEUE_DIR, CHECKPOINT_FILE, COMMITLOG_DIR, CONSUMEQUEUE_DIR, INDEX_DIR, LOCK_FILE, goes_to_consume_queue, goes_to_index, multi_dispatch_targets
 from ..files.extent import data_regions, nonzero_extent, nonzero_past, zero_runs
 from ..store.layout import commitlog_dirs, recognise
 from ..store.reader import infer_config, lock_state
@@ -83,26 +85,43 @@ STORE = "<store>"
 # -- plan pieces -----------------------------------------------------------------------------------
 @dataclass
 class _Queue:
+    """One queue as its ``recover`` leaves it: a consume queue (20-byte entries in
+    ``consumequeue/``) or, with ``batch``, a batch queue (46-byte units in
+    ``batchconsumequeue/``, ``BatchConsumeQueue``).  Positions are in units: for a
+    consume queue a unit's index is its queue offset; a batch unit's queue offsets are
+    its msgBaseOffset and the batchSize after it."""
+
     topic: str
     queue_id: int
     directory: Path
     files: list[tuple[int, Path]]  # (start byte offset, path)
-    # the valid units of the files ConsumeQueue.recover reads (from the third-to-last),
-    # as a copy (structured, CQ_DTYPE); the files before them are trusted as they are
-    # and read only when asked (a queue of any length costs at most three files here)
+    # the valid units of the files recover reads (from the third-to-last), as a copy
+    # (structured: CQ_DTYPE or BCQ_DTYPE); the files before them are trusted as they
+    # are and read only when asked (a queue of any length costs at most three files here)
     entries: np.ndarray
-    first_queue_offset: int  # of the first file
-    end: int  # processOffset in bytes (queue offset × 20)
+    first_queue_offset: int  # the unit index of the first file's first unit
+    end: int  # processOffset in bytes (unit index × unit size)
+    #: Java getMaxPhysicOffset: a consume queue's offset + size of its last entry, a
+    #: batch queue's offset of its last unit (maxMsgPhyOffsetInCommitLog)
     max_physic_offset: int
     deleted: list[Path] = field(default_factory=list)
     created: bool = False
     early: list[Path] = field(default_factory=list)  # the trusted files before ``entries``
     early_count: int = 0  # their units
     file_size: int = 0
+    batch: bool = False
 
     @property
     def name(self) -> str:
         return f"{self.topic}/{self.queue_id}"
+
+    @property
+    def unit(self) -> int:
+        return BCQ_STORE_UNIT_SIZE if self.batch else CQ_STORE_UNIT_SIZE
+
+    @property
+    def dtype(self) -> np.dtype:
+        return BCQ_DTYPE if self.batch else CQ_DTYPE
 
     @property
     def count(self) -> int:
@@ -111,17 +130,50 @@ class _Queue:
 
     @property
     def entries_queue_offset(self) -> int:
-        """The queue offset of ``entries[0]``."""
+        """The unit index of ``entries[0]``."""
         return self.first_queue_offset + self.early_count
 
+    def last_unit(self):
+        """The last valid unit (a row of ``dtype``), or None."""
+        if len(self.entries):
+            return self.entries[-1]
+        if self.early:
+            return _read_entries(self.early[-1], self.file_size, self.dtype)[-1]
+        return None
+
+    @property
+    def max_offset_in_queue(self) -> int:
+        """Java ``getMaxOffsetInQueue``: a consume queue's unit count from offset 0; a
+        batch queue's last msgBaseOffset + batchSize (``reviseMaxOffsetInQueue``)."""
+        if not self.batch:
+            return self.first_queue_offset + self.count
+        u = self.last_unit()
+        return 0 if u is None else int(u["msg_base_offset"]) + int(u["batch_size"])
+
+    @property
+    def physic_end(self) -> int:
+        """Where the last unit's record ends in the log (-1: no unit)."""
+        if not self.batch:
+            return self.max_physic_offset
+        u = self.last_unit()
+        return -1 if u is None else int(u["commitlog_offset"]) + int(u["size"])
+
+    def queue_offsets(self, e: np.ndarray, first: int) -> np.ndarray:
+        """The (first) queue offset of each unit of ``e``, whose first unit is unit ``first``."""
+        return e["msg_base_offset"].astype(np.int64) if self.batch else first + np.arange(len(e), dtype=np.int64)
+
+    def messages(self, e: np.ndarray) -> int:
+        """How many queue offsets the units ``e`` cover."""
+        return int(e["batch_size"].astype(np.int64).sum()) if self.batch else len(e)
+
     def suffix_from(self, phy_offset: int) -> tuple[np.ndarray, int]:
-        """Units and the queue offset of the first of them, enough to see every unit of
+        """Units and the unit index of the first of them, enough to see every unit of
         the queue's suffix pointing at or past ``phy_offset`` (Java's truncation walks
         back from the last file): the read units alone, unless the suffix reaches into
         the trusted files before them, which are read then."""
         e = self.entries
         if self.early_count and (not len(e) or int(e["commitlog_offset"][0]) >= phy_offset):
-            return np.concatenate([_read_entries(p, self.file_size) for p in self.early] + [e]), self.first_queue_offset
+            return np.concatenate([_read_entries(p, self.file_size, self.dtype) for p in self.early] + [e]), self.first_queue_offset
         return e, self.entries_queue_offset
 
     def offsets_from(self, phy_offset: int) -> np.ndarray:
@@ -129,55 +181,70 @@ class _Queue:
         ``phy_offset``, the trusted files read one at a time."""
         parts = []
         for p in self.early:
-            o = _read_entries(p, self.file_size)["commitlog_offset"].astype(np.int64)
+            o = _read_entries(p, self.file_size, self.dtype)["commitlog_offset"].astype(np.int64)
             parts.append(o[o >= phy_offset])
         o = self.entries["commitlog_offset"].astype(np.int64)
         parts.append(o[o >= phy_offset])
         return np.concatenate(parts)
 
 
-def _recover_queue(directory: Path, topic: str, queue_id: int, file_size: int, log: list[str]) -> _Queue:
-    """Java ``ConsumeQueue.recover``: from the third-to-last file to the first invalid entry."""
+def _recover_queue(directory: Path, topic: str, queue_id: int, file_size: int, log: list[str], *, batch: bool = False) -> _Queue:
+    """Java ``ConsumeQueue.recover`` (``BatchConsumeQueue.recover`` with ``batch``):
+    from the third-to-last file to the first invalid unit.  They differ in what is
+    valid (a batch unit needs msgBaseOffset >= 0 and batchSize > 0 too), in what
+    maxPhysicOffset is, and in what they log."""
     files = sorted((int(p.name), p) for p in directory.iterdir() if p.is_file() and p.name.isdigit() and len(p.name) == 20)
     if files and files[-1][1].stat().st_size == 0:
         files = files[:-1]  # Java MappedFileQueue.load deletes an empty last file
-    q = _Queue(topic, queue_id, directory, files, np.zeros(0, CQ_DTYPE), 0, 0, -1)
+    q = _Queue(topic, queue_id, directory, files, np.zeros(0, BCQ_DTYPE if batch else CQ_DTYPE), 0, 0, -1, batch=batch)
     if not files:
         return q
-    if file_size % CQ_STORE_UNIT_SIZE:
-        raise StoreLayoutError(files[0][1], None, f"mappedFileSizeConsumeQueue {file_size} is not a whole number of {CQ_STORE_UNIT_SIZE}-byte units")
+    unit, setting = (BCQ_STORE_UNIT_SIZE, "mapperFileSizeBatchConsumeQueue") if batch else (CQ_STORE_UNIT_SIZE, "mappedFileSizeConsumeQueue")
+    if file_size % unit:
+        raise StoreLayoutError(files[0][1], None, f"{setting} {file_size} is not a whole number of {unit}-byte units")
     for start, p in files:
         if p.stat().st_size != file_size:
-            raise StoreLayoutError(p, None, f"consume-queue file is {p.stat().st_size} bytes, mappedFileSizeConsumeQueue is {file_size}: RocketMQ's load fails")
+            raise StoreLayoutError(p, None, f"queue file is {p.stat().st_size} bytes, {setting} is {file_size}: RocketMQ's load fails")
     index = max(0, len(files) - 3)
     process = files[index][0]
     parts = []
+    rel_dir = f"{STORE}/{BATCH_CONSUMEQUEUE_DIR if batch else CONSUMEQUEUE_DIR}/{topic}/{queue_id}"
     for i in range(index, len(files)):
         start, p = files[i]
-        e = _read_entries(p, file_size)
-        valid = (e["commitlog_offset"] >= 0) & (e["size"] > 0)
+        e = _read_entries(p, file_size, q.dtype)
+        if batch:
+            valid = batch_unit_is_valid(e["commitlog_offset"], e["size"], e["msg_base_offset"], e["batch_size"])
+        else:
+            valid = (e["commitlog_offset"] >= 0) & (e["size"] > 0)
         n = len(e) if valid.all() else int(np.argmin(valid))
         parts.append(e[:n])
         if n:
             last = e[n - 1]
-            q.max_physic_offset = int(last["commitlog_offset"]) + int(last["size"])
-        process = start + n * CQ_STORE_UNIT_SIZE
-        rel = f"{STORE}/{CONSUMEQUEUE_DIR}/{topic}/{queue_id}/{p.name}"
+            q.max_physic_offset = int(last["commitlog_offset"]) + (0 if batch else int(last["size"]))
+        process = start + n * unit
+        rel = f"{rel_dir}/{p.name}"
         if n < len(e):
             r = e[n]
-            log.append(f"recover current consume queue file over,  {rel} {int(r['commitlog_offset'])} {int(r['size'])} {int(r['tags_code'])}")
-            log.append(f"recover current consume queue over {rel} {process}")
+            if batch:
+                log.append(f"Recover current batch consume queue file over, file:{rel} offset:{int(r['commitlog_offset'])} size:{int(r['size'])} "
+                           f"msgBaseOffset:{int(r['msg_base_offset'])} batchSize:{int(r['batch_size'])} mappedFileOffset:{n * unit}")
+                log.append(f"Recover current batch consume queue file over:{rel} processOffset:{process}")
+            else:
+                log.append(f"recover current consume queue file over,  {rel} {int(r['commitlog_offset'])} {int(r['size'])} {int(r['tags_code'])}")
+                log.append(f"recover current consume queue over {rel} {process}")
             break
         if i + 1 < len(files):
-            log.append(f"recover next consume queue file, {STORE}/{CONSUMEQUEUE_DIR}/{topic}/{queue_id}/{files[i + 1][1].name}")
+            log.append(f"Recover next batch consume queue file: {rel_dir}/{files[i + 1][1].name}" if batch
+                       else f"recover next consume queue file, {rel_dir}/{files[i + 1][1].name}")
         else:
-            log.append(f"recover last consume queue file over, last mapped file {rel}")
+            log.append(f"Recover last batch consume queue file over, last mapped file:{rel}" if batch
+                       else f"recover last consume queue file over, last mapped file {rel}")
     # earlier files are trusted as they are (Java does not look at them): read on demand
     q.early = [p for _, p in files[:index]]
-    q.early_count = sum(file_size for _ in files[:index]) // CQ_STORE_UNIT_SIZE
+    q.early_count = sum(file_size for _ in files[:index]) // unit
     q.file_size = file_size
-    q.entries = np.concatenate(parts) if parts else np.zeros(0, CQ_DTYPE)
-    q.first_queue_offset = files[0][0] // CQ_STORE_UNIT_SIZE
+    q.entries = np.concatenate(parts) if parts else np.zeros(0, q.dtype)
+    q.first_queue_offset = files[0][0] // unit
     q.end = process
     # Java MappedFileQueue.truncateDirtyFiles(processOffset): files starting after it go
     q.deleted = [p for start, p in files if start > process]
@@ -185,26 +252,35 @@ def _recover_queue(directory: Path, topic: str, queue_id: int, file_size: int, l
     return q
 
 
-def _read_entries(p: Path, file_size: int) -> np.ndarray:
-    """A consume-queue file's entries; holes of a sparse file are zeros without reading."""
+def _read_entries(p: Path, file_size: int, dtype: np.dtype = CQ_DTYPE) -> np.ndarray:
+    """A queue file's units; holes of a sparse file are zeros without reading."""
     fd = os.open(p, os.O_RDONLY)
     try:
         regions = data_regions(fd, 0, file_size)
         if regions == [(0, file_size)]:
             data = os.pread(fd, file_size, 0)
-            return np.frombuffer(data, dtype=CQ_DTYPE).copy()
+            return np.frombuffer(data, dtype=dtype, count=file_size // dtype.itemsize).copy()
         buf = bytearray(file_size)
         for a, b in regions:
             buf[a:b] = os.pread(fd, b - a, a)
-        return np.frombuffer(buf, dtype=CQ_DTYPE)
+        return np.frombuffer(buf, dtype=dtype, count=file_size // dtype.itemsize)
     finally:
         os.close(fd)
 
 
-def _truncate_queue_plan(q: _Queue, phy_offset: int, file_size: int) -> tuple[int, list[tuple[Path, int, int]]]:
-    """Java ``ConsumeQueue.truncateDirtyLogicFiles``: how many entries go, and the byte
-    ranges ``(file, offset, length)`` they occupy."""
+class _Cut(NamedTuple):
+    units: int  # units cut
+    ranges: list  # (file, offset, length) of their bytes
+    messages: int  # queue offsets they covered
+    max_offset: int  # the queue's max offset after the cut (getMaxOffsetInQueue)
+
+
+def _truncate_queue_plan(q: _Queue, phy_offset: int) -> _Cut:
+    """Java ``ConsumeQueue.truncateDirtyLogicFiles`` (``BatchConsumeQueue``'s, for a
+    batch queue: the same cut, as its units below the recovered end are all valid):
+    the units that go, and the byte ranges they occupy."""
     ranges: list[tuple[Path, int, int]] = []
+    unit = q.unit
     e, base = q.suffix_from(phy_offset)
     offs = e["commitlog_offset"]
     n = len(e)
@@ -215,13 +291,16 @@ def _truncate_queue_plan(q: _Queue, phy_offset: int, file_size: int) -> tuple[in
         keep -= 1
     cut = n - keep
     if cut:
-        first_byte = (base + keep) * CQ_STORE_UNIT_SIZE
-        end_byte = (base + n) * CQ_STORE_UNIT_SIZE
+        first_byte = (base + keep) * unit
+        end_byte = (base + n) * unit
         for start, p in q.files:
-            a, b = max(first_byte, start), min(end_byte, start + file_size)
+            a, b = max(first_byte, start), min(end_byte, start + q.file_size)
             if a < b:
                 ranges.append((p, a - start, b - a))
-    return cut, ranges
+    if not q.batch:
+        return _Cut(cut, ranges, cut, base + keep)
+    after = int(e["msg_base_offset"][keep - 1]) + int(e["batch_size"][keep - 1]) if keep else 0
+    return _Cut(cut, ranges, q.messages(e[keep:]), after if cut else q.max_offset_in_queue)
 
 
 def _first_record_matches(buf, min_ts: int) -> tuple[bool, int]:
@@ -264,8 +343,18 @@ class RecoveryPlan:
     #: endPhyOffset of the newest index file kept (the last record it indexed; -1: no
     #: index file kept): dispatch indexes only records at or past it
     index_end_phy: int = -1
-    #: every consume queue as ``ConsumeQueue.recover`` leaves it
+    #: every consume queue as ``ConsumeQueue.recover`` leaves it (and every batch queue,
+    #: as ``BatchConsumeQueue.recover`` does)
     queues: dict[tuple[str, int], _Queue] = field(default_factory=dict)
+    #: the topics whose queues dispatch writes as batch queues (queue.type=BatchCQ)
+    batch_topics: set = field(default_factory=set)
+    #: enableMultiDispatch / enableLmq: dispatch also puts units in the queues a
+    #: record's INNER_MULTI_DISPATCH names (ConsumeQueue.multiDispatchLmqQueue)
+    multi_dispatch: bool = False
+    enable_lmq: bool = False
+    #: queues in the directory of the other queue type than the topic table's: RocketMQ
+    #: does not load the store, and no recovery of it is RocketMQ's (apply refuses)
+    type_conflicts: list = field(default_factory=list)
     #: every queue entry's commitlog offset, sorted, and which queue each is an entry of
     #: (an index into ``queues.values()``): where records are known to start
     hints: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
@@ -446,24 +535,50 @@ class _Planner:
         plan.index_end_phy = kept_index[-1][1]["end_phy_offset"] if kept_index else -1
 
     def _recover_queues(self, plan: RecoveryPlan) -> None:
-        """Java ``ConsumeQueue.recover``, each queue (one that fails to load makes the
-        store's load fail)."""
+        """Java ``ConsumeQueueStore.load`` then ``recover``: consumequeue/, then
+        batchconsumequeue/, every queue recovered (one that fails to load makes the
+        store's load fail, and so does a queue in the directory of the other type:
+        ``queueTypeShouldBe`` asks the topic's config).  The batch topics are those
+        config/topics.json says (``queue.type=BatchCQ``); without a readable
+        topics.json, those with a batchconsumequeue/ directory."""
+        from ..store.metadata import batch_topics
+
         rep, log = plan.report, self.log
         queues: dict[tuple[str, int], _Queue] = {}
-        cq_dir = self.root / CONSUMEQUEUE_DIR
-        if cq_dir.is_dir():
-            for tdir in sorted(cq_dir.iterdir()):
+        known, source = batch_topics(self.root)
+        on_disk = sorted(p.name for p in (self.root / BATCH_CONSUMEQUEUE_DIR).iterdir() if p.is_dir()) if (self.root / BATCH_CONSUMEQUEUE_DIR).is_dir() else []
+        if known is None:
+            plan.batch_topics = set(on_disk)
+            if on_disk:
+                rep.notes.append(f"no readable config/topics.json: {', '.join(on_disk)} taken to be batch topics (queue.type=BatchCQ) from "
+                                 f"{BATCH_CONSUMEQUEUE_DIR}/; RocketMQ asks the broker's topic table")
+        else:
+            plan.batch_topics = set(known)
+        for base, batch, size in ((CONSUMEQUEUE_DIR, False, self.cfg.mapped_file_size_consume_queue),
+                                  (BATCH_CONSUMEQUEUE_DIR, True, self.cfg.mapper_file_size_batch_consume_queue)):
+            d = self.root / base
+            if not d.is_dir():
+                continue
+            for tdir in sorted(d.iterdir()):
                 if not tdir.is_dir():
                     continue
-                for qdir in sorted(tdir.iterdir()):
-                    if qdir.is_dir() and qdir.name.isdigit():
-                        try:
-                            q = _recover_queue(qdir, tdir.name, int(qdir.name), self.cfg.mapped_file_size_consume_queue, log)
-                        except StoreLayoutError as err:
-                            rep.load_ok = False
-                            rep.load_problems.append(str(err))
-                            continue
-                        queues[(q.topic, q.queue_id)] = q
+                qdirs = [q for q in sorted(tdir.iterdir()) if q.is_dir() and q.name.isdigit()]
+                if qdirs and known is not None and (tdir.name in plan.batch_topics) != batch:
+                    # ConsumeQueueStore.queueTypeShouldBe throws; DefaultMessageStore.load returns false
+                    rep.load_ok = False
+                    want, have = ("BatchCQ", "SimpleCQ") if batch else ("SimpleCQ", "BatchCQ")
+                    problem = f"{tdir}: The queue type of topic: {tdir.name} should be {want}, but is {have} ({source})"
+                    rep.load_problems.append(problem)
+                    plan.type_conflicts.append(problem)
+                    continue
+                for qdir in qdirs:
+                    try:
+                        q = _recover_queue(qdir, tdir.name, int(qdir.name), size, log, batch=batch)
+                    except StoreLayoutError as err:
+                        rep.load_ok = False
+                        rep.load_problems.append(str(err))
+                        continue
+                    queues[(q.topic, q.queue_id)] = q
         plan.queues = queues
 
     def _choose_start(self, plan: RecoveryPlan, abort: bool, max_cq: int) -> int:
@@ -602,6 +717,21 @@ def _file_view(f, size: int):
 BULK_DISPATCH_MIN = 4096
 
 
+def _multi_dispatch_settings(cfg: MessageStoreConfig, lay, rep: RecoveryReport) -> tuple[bool, bool]:
+    """``enableMultiDispatch`` and ``enableLmq`` as the broker had them: the config's,
+    when it sets them; else on when the store holds LMQ queues (a capture without its
+    broker.conf: only a broker with both writes them), which the report notes."""
+    def setting(name: str) -> bool | None:
+        v = cfg.extra.get(name)
+        return None if v is None else str(v).strip().lower() == "true"
+
+    multi, lmq = setting("enableMultiDispatch"), setting("enableLmq")
+    if (multi is None or lmq is None) and lay.lmq_topics:
+        rep.notes.append(f"{len(lay.lmq_topics)} LMQ queue(s) and no enableMultiDispatch/enableLmq in the config: taken to be on, as the broker "
+                         "that wrote them had them (re-dispatch rebuilds LMQ units from INNER_MULTI_DISPATCH)")
+    return (bool(lay.lmq_topics) if multi is None else multi), (bool(lay.lmq_topics) if lmq is None else lmq)
+
+
 def _records_to_dispatch(rep: RecoveryReport, plan: RecoveryPlan, cfg: MessageStoreConfig):
     """Records re-dispatch must look at, in commitlog order: Java ``DispatchRequest`` s
     as :class:`~rmqlab.scan.dispatch_request.DispatchColumns`, or as a list of
@@ -627,7 +757,10 @@ def _records_to_dispatch(rep: RecoveryReport, plan: RecoveryPlan, cfg: MessageSt
     files = plan.files
     views = [_file_view(f, cfg.mapped_file_size_commit_log) for f in files]
     sel = np.ones(len(pos), dtype=bool)
-    if len(pos):
+    # with multi-dispatch, a record already in its own queue is still dispatched to the
+    # LMQ queues it names (Java multi-dispatches after a put that skips as a repeat):
+    # every record goes to the dispatcher, whose guards skip what is there
+    if len(pos) and not plan.multi_dispatch:
         in_cq = np.zeros(len(pos), dtype=bool)
         present = plan.hints  # every queue entry's commitlog offset, sorted
         if len(present):
@@ -752,28 +885,57 @@ def _decode_for_dispatch(f, buf, chosen: np.ndarray, delay_levels: dict):
 
 
 def _queue_columns(records):
-    """(topics, topic code, queueId, offset, size, sysFlag) of the dispatch requests,
-    as numpy columns, from DispatchColumns or a list of DispatchRequests."""
+    """(topics, topic code, queueId, offset, size, sysFlag, msgBaseOffset, batchSize) of
+    the dispatch requests, as numpy columns, from DispatchColumns or a list of
+    DispatchRequests."""
     if not isinstance(records, list):
         r = records
-        return r.topics, r.topic_code, r.queue_id, r.commitlog_offset, r.msg_size, r.sys_flag
+        return r.topics, r.topic_code, r.queue_id, r.commitlog_offset, r.msg_size, r.sys_flag, r.msg_base_offsets(), r.batch_sizes()
     topics: dict[str, int] = {}
     codes = np.asarray([topics.setdefault(r.topic, len(topics)) for r in records], dtype=np.int64)
     col = lambda i: np.asarray([r[i] for r in records], dtype=np.int64)  # noqa: E731
-    return list(topics), codes, col(1), col(2), col(3), col(9)
+    bases = np.asarray([r.base_offset for r in records], dtype=np.int64)
+    return list(topics), codes, col(1), col(2), col(3), col(9), bases, col(12)
 
 
 def _simulate_queues(rep: RecoveryReport, plan: RecoveryPlan, records, delay_levels: dict) -> None:
     """Fill the per-queue part of the report (what dispatch and truncation do), read-only.
-    ``records`` are the dispatch requests (columns or a list), in commitlog order."""
+    ``records`` are the dispatch requests (columns or a list), in commitlog order.
+    Each queue by its own rules (the writers' ``put``): a consume queue adds an entry
+    when ``offset + size`` passes its maxPhysicOffset; a batch queue a unit when its
+    msgBaseOffset and batchSize are not negative and its offset passes the last unit's."""
     queues: dict[tuple[str, int], _Queue] = plan.queues
     process = plan.process
     changes: dict[tuple[str, int], QueueChange] = {}
     maxp = {k: q.max_physic_offset for k, q in queues.items()}
+    batch = {k: q.batch for k, q in queues.items()}
+    last_offset: dict[tuple[str, int], int] = {}  # a batch queue's max offset after what dispatch adds
+    first_offset: dict[tuple[str, int], int] = {}  # a created consume queue's first queue offset
     for k, q in queues.items():
-        changes[k] = QueueChange(q.name, q.count, q.first_queue_offset + q.count, q.max_physic_offset, [p.name for p in q.deleted])
-    topics, topic_code, queue_id, offset, size, sys_flag = _queue_columns(records)
+        changes[k] = QueueChange(q.name, q.count, q.max_offset_in_queue, q.max_physic_offset, [p.name for p in q.deleted])
+    topics, topic_code, queue_id, offset, size, sys_flag, bases, batch_sizes = _queue_columns(records)
     rows = np.flatnonzero(goes_to_consume_queue(sys_flag))
+    cq_offsets = records.consume_queue_offset if not isinstance(records, list) else np.asarray([r.consume_queue_offset for r in records], np.int64)
+
+    def created(k, at: int) -> None:
+        if k not in changes:
+            changes[k] = QueueChange(f"{k[0]}/{k[1]}", 0, 0, -1, created=True)
+            maxp[k] = -1
+            batch[k] = k[0] in plan.batch_topics
+            where = BATCH_CONSUMEQUEUE_DIR if batch[k] else CONSUMEQUEUE_DIR
+            _insert_at_offset(rep.log_lines, at, f"{STORE}/{where}/{k[0]}/{k[1]} mkdir OK")
+
+    def add_entries(k, g: np.ndarray, qoffs: np.ndarray) -> None:
+        # an entry is added when it ends past every end before it (Java's repeat guard)
+        ends = offset[g] + size[g]
+        before = np.maximum.accumulate(np.concatenate(([maxp[k]], ends[:-1])))
+        added = ends > before
+        if changes[k].created and k not in first_offset and added.any():
+            first_offset[k] = int(qoffs[int(np.argmax(added))])
+        changes[k].added_entries += int(added.sum())
+        maxp[k] = max(maxp[k], int(ends.max()))
+
+    simple = np.zeros(len(offset), bool)  # rows put into a consume queue: multi-dispatch follows them
     if len(rows):
         from ..scan.dispatch_request import queue_groups
 
@@ -781,26 +943,49 @@ def _simulate_queues(rep: RecoveryReport, plan: RecoveryPlan, records, delay_lev
             g = rows[g]
             r0 = g[0]
             k = (topics[int(topic_code[r0])], int(queue_id[r0]))
-            if k not in changes:
-                changes[k] = QueueChange(f"{k[0]}/{k[1]}", 0, 0, -1, created=True)
-                maxp[k] = -1
-                _insert_at_offset(rep.log_lines, int(offset[r0]), f"{STORE}/{CONSUMEQUEUE_DIR}/{k[0]}/{k[1]} mkdir OK")
-            # an entry is added when it ends past every end before it (Java's repeat guard)
-            ends = offset[g] + size[g]
-            before = np.maximum.accumulate(np.concatenate(([maxp[k]], ends[:-1])))
-            changes[k].added_entries += int((ends > before).sum())
-            maxp[k] = max(maxp[k], int(ends.max()))
+            created(k, int(offset[r0]))
+            simple[g] = not batch[k]
+            if batch[k]:
+                usable = (bases[g] >= 0) & (batch_sizes[g] >= 0)
+                seen = np.where(usable, offset[g], -1)
+                before = np.maximum.accumulate(np.concatenate(([maxp[k]], seen[:-1])))
+                added = np.flatnonzero(usable & (offset[g] > before))
+                if len(added):
+                    changes[k].added_entries += len(added)
+                    maxp[k] = int(offset[g][added[-1]])
+                    a = g[added[-1]]
+                    last_offset[k] = int(bases[a]) + int(batch_sizes[a])
+                continue
+            add_entries(k, g, cq_offsets[g])
+    if plan.multi_dispatch:
+        # ConsumeQueue.multiDispatchLmqQueue: after each consume-queue put, a unit in every queue its record names
+        if isinstance(records, list):
+            targets = [(i, t, q, o) for i, r in enumerate(records) if r.multi_dispatch is not None
+                       for t, q, o in multi_dispatch_targets(r.topic, r.queue_id, r.multi_dispatch, r.multi_queue_offset, enable_lmq=plan.enable_lmq)]
+        else:
+            targets = records.multi_dispatches(enable_lmq=plan.enable_lmq)
+        by_queue: dict[tuple[str, int], list[tuple[int, int]]] = {}
+        for r, t, q, o in targets:
+            if simple[r]:
+                by_queue.setdefault((t, q), []).append((r, o))
+        for k, got in by_queue.items():
+            created(k, int(offset[got[0][0]]))
+            if not batch[k]:
+                add_entries(k, np.asarray([r for r, _ in got], np.int64), np.asarray([o for _, o in got], np.int64))
     if plan.truncate_cq:
         for k, q in queues.items():
-            cut, _ = _truncate_queue_plan(q, process, plan.config.mapped_file_size_consume_queue)
-            changes[k].cut_entries = cut
+            c = _truncate_queue_plan(q, process)
+            changes[k].cut_entries, changes[k].cut_messages = c.units, c.messages
+            if q.batch and c.units:
+                last_offset[k] = c.max_offset
     for k, ch in changes.items():
         q = queues.get(k)
-        base = q.first_queue_offset + q.count if q is not None else 0
-        if q is None:
-            ch.max_offset_after = ch.added_entries
+        if batch.get(k):
+            ch.max_offset_after = last_offset.get(k, ch.max_offset_before)
+        elif q is None:
+            ch.max_offset_after = first_offset.get(k, 0) + ch.added_entries
         else:
-            ch.max_offset_after = base + ch.added_entries - ch.cut_entries
+            ch.max_offset_after = q.first_queue_offset + q.count + ch.added_entries - ch.cut_entries
     rep.queues = sorted(changes.values(), key=lambda c: c.queue)
 
 
@@ -867,11 +1052,12 @@ def _lost_records(rep: RecoveryReport, plan: RecoveryPlan) -> None:
     for q in (plan.queues or {}).values():
         e, base = q.suffix_from(process)
         offs = e["commitlog_offset"]
+        qoffs = q.queue_offsets(e, base)
         for i in np.flatnonzero(offs >= process).tolist():
             phy = int(offs[i])
             if phy not in readable:
                 readable.add(phy)
-                lost.append(LostRecord(phy, int(e["size"][i]), q.topic, q.queue_id, base + i, UNREADABLE))
+                lost.append(LostRecord(phy, int(e["size"][i]), q.topic, q.queue_id, int(qoffs[i]), UNREADABLE))
     lost.sort(key=lambda r: r.physical_offset)
     rep.cut = cut
     rep.cut_bytes = sum(c.length for c in cut)
@@ -986,7 +1172,7 @@ def _group_losses(rep: RecoveryReport, root: Path) -> None:
             q = cut.get(f"{topic}/{qid}")
             if q is None:
                 continue
-            lo, hi = q.max_offset_before - q.cut_entries, q.max_offset_before
+            lo, hi = q.max_offset_before - q.cut_messages, q.max_offset_before
             lost = max(0, hi - max(committed, lo))
             rep.group_losses.append(GroupLoss(group, q.queue, committed, lo, hi, lost, q.max_offset_after))
 
@@ -1002,7 +1188,7 @@ def _queues_left_short(rep: RecoveryReport, plan: RecoveryPlan, cfg: MessageStor
 
     later = plan.handed_to_dispatch()
     hi = int(later[0]) if len(later) else rep.commitlog_end
-    ends = {k: max(q.max_physic_offset, plan.files[0].file_from_offset if plan.files else 0) for k, q in (plan.queues or {}).items()}
+    ends = {k: max(q.physic_end, plan.files[0].file_from_offset if plan.files else 0) for k, q in (plan.queues or {}).items()}
     ends = {k: e for k, e in ends.items() if e < hi}
     if not ends or not plan.files:
         return
@@ -1093,16 +1279,16 @@ def _apply(rep: RecoveryReport, plan: RecoveryPlan, target: Path, cfg: MessageSt
     # 4. consume-queue entries that truncation will cut (saved before the dispatcher runs)
     if plan.truncate_cq:
         for q in plan.queues.values():
-            _, ranges = _truncate_queue_plan(q, plan.process, plan.config.mapped_file_size_consume_queue)
+            ranges = _truncate_queue_plan(q, plan.process).ranges
             for p, off, length in ranges:
                 sidecar.save(t(p), off, length, f"consume-queue entries pointing at or past the new end of the log {plan.process}")
-    if plan.wipe_queues:
-        d = target / CONSUMEQUEUE_DIR
-        if d.is_dir():
-            for p in sorted(d.rglob("*")):
-                if p.is_file():
-                    sidecar.save_file(p, "consume queue of a store without commitlog files")
-            shutil.rmtree(d)
+    if plan.wipe_queues:  # ConsumeQueueStore.destroy: both kinds
+        for d in (target / CONSUMEQUEUE_DIR, target / BATCH_CONSUMEQUEUE_DIR):
+            if d.is_dir():
+                for p in sorted(d.rglob("*")):
+                    if p.is_file():
+                        sidecar.save_file(p, "consume queue of a store without commitlog files")
+                shutil.rmtree(d)
     # 5. commitlog bytes past the new end (saved now; RocketMQ leaves the tail in place)
     for c in rep.cut:
         p = t(Path(c.file))
@@ -1123,7 +1309,7 @@ def _apply(rep: RecoveryReport, plan: RecoveryPlan, target: Path, cfg: MessageSt
     logics_ts = 0
     index_end_ts = None
     if records or cut_any:
-        d = CommitLogDispatcher(target, cfg, clock=clock)
+        d = CommitLogDispatcher(target, cfg, clock=clock, batch_topics=plan.batch_topics, multi_dispatch=plan.multi_dispatch, enable_lmq=plan.enable_lmq)
         t_dispatch = time.perf_counter()
         if isinstance(records, list):
             d.dispatch_batch(records)
@@ -1260,6 +1446,7 @@ def plan(
     from ..rules import parse_delay_levels
 
     t1 = time.perf_counter()
+    p.multi_dispatch, p.enable_lmq = _multi_dispatch_settings(cfg, lay, rep)
     p.dispatch_records = _records_to_dispatch(rep, p, cfg) if p.files else []
     rep.records_redispatched = len(p.dispatch_records)
     rep.log_lines = planner.log
@@ -1313,6 +1500,10 @@ def apply(
         plan.close()
         raise StoreLayoutError(root, None, "rmqlab does not model what RocketMQ's start-up does with "
                                + "; ".join(rep.not_modelled) + "; nothing was written (the dry run reports what it can)")
+    if plan.type_conflicts:
+        plan.close()
+        raise StoreLayoutError(root, None, "RocketMQ does not load this store (ConsumeQueueStore.queueTypeShouldBe): " + "; ".join(plan.type_conflicts)
+                               + "; nothing was written (fix config/topics.json, or give --config a broker whose topic table agrees)")
     if plan.index_size_unknown:
         plan.close()
         raise StoreLayoutError(root / INDEX_DIR, None, plan.index_size_unknown + "; nothing was written")

@@ -102,6 +102,7 @@ class QueueChange:
     max_physic_offset_before: int
     deleted_files: list[str] = field(default_factory=list)  # past the first invalid entry
     cut_entries: int = 0  # pointing at or past the new end of the log
+    cut_messages: int = 0  # the queue offsets they covered (more than the units for a batch queue's inner batches)
     added_entries: int = 0  # re-dispatched from the commitlog
     created: bool = False  # the directory was missing: rebuilt from the commitlog
     max_offset_after: int = 0

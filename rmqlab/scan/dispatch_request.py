@@ -50,6 +50,19 @@ class DispatchRequest(NamedTuple):
     uniq_key: str | None
     sys_flag: int
     prepared_transaction_offset: int = 0
+    #: Java msgBaseOffset / batchSize (what a batch queue's unit holds): an inner batch's
+    #: INNER_BASE and INNER_NUM (:func:`rmqlab.rules.batch_sizes`); None: the queue offset, and 1
+    msg_base_offset: int | None = None
+    batch_size: int = 1
+    #: INNER_MULTI_DISPATCH / INNER_MULTI_QUEUE_OFFSET (the LMQ queues it goes to as
+    #: well, :func:`rmqlab.rules.multi_dispatch_targets`), None without
+    multi_dispatch: str | None = None
+    multi_queue_offset: str | None = None
+
+    @property
+    def base_offset(self) -> int:
+        """Java ``DispatchRequest.getMsgBaseOffset`` (the queue offset unless an inner batch says otherwise)."""
+        return self.consume_queue_offset if self.msg_base_offset is None else self.msg_base_offset
 
 
 #: the rule lives in rmqlab.rules; dispatch's name for it
@@ -64,6 +77,10 @@ def request_from_record(record: Record, delay_levels: dict[int, int]) -> Dispatc
     """Java ``checkMessageAndReturnSize`` → ``DispatchRequest`` for a decoded record."""
     jp = record.java_properties
     topic = record.topic
+    base, size = None, 1
+    if props.INNER_NUM in jp and props.INNER_BASE in jp:  # CommitLog.setBatchSizeIfNeeded
+        b, n = rules.batch_sizes([record.queue_offset], [jp[props.INNER_NUM]], [jp[props.INNER_BASE]])
+        base, size = int(b[0]), int(n[0])
     return DispatchRequest(
         topic,
         record.queue_id,
@@ -76,6 +93,10 @@ def request_from_record(record: Record, delay_levels: dict[int, int]) -> Dispatc
         jp.get(props.UNIQ_KEY),
         record.sys_flag,
         record.prepared_transaction_offset,
+        base,
+        size,
+        jp.get(props.INNER_MULTI_DISPATCH),
+        jp.get(props.INNER_MULTI_QUEUE_OFFSET),
     )
 
 
@@ -113,18 +134,45 @@ class DispatchColumns:
     keys: "pa.Array | pa.ChunkedArray"
     uniq_key: "pa.Array | pa.ChunkedArray"
     prepared_transaction_offset: np.ndarray
-    #: Java DispatchRequest.batchSize: INNER_NUM of an inner batch, else 1 (:func:`rmqlab.rules.batch_sizes`);
-    #: None where every record is one message (requests made from single records)
+    #: Java DispatchRequest.batchSize and msgBaseOffset: INNER_NUM and INNER_BASE of an
+    #: inner batch, else 1 and the queue offset (:func:`rmqlab.rules.batch_sizes`); None
+    #: where every record is one message (the common case)
     batch_size: np.ndarray | None = None
+    msg_base_offset: np.ndarray | None = None
+    #: INNER_MULTI_DISPATCH and INNER_MULTI_QUEUE_OFFSET (Arrow strings, null without),
+    #: None where no record holds them
+    multi_dispatch: "pa.Array | pa.ChunkedArray | None" = None
+    multi_queue_offset: "pa.Array | pa.ChunkedArray | None" = None
 
     #: the fastdecode columns :meth:`from_arrow` needs
     ARROW_COLUMNS = ("physical_offset", "total_size", "topic", "queue_id", "queue_offset", "sys_flag", "store_timestamp", "prepared_transaction_offset")
     #: and the properties it reads, as Java's map holds them
-    JAVA_PROPERTIES = (props.TAGS, props.KEYS, props.UNIQ_KEY, props.DELAY, props.INNER_NUM, props.INNER_BASE)
+    JAVA_PROPERTIES = (props.TAGS, props.KEYS, props.UNIQ_KEY, props.DELAY, props.INNER_NUM, props.INNER_BASE, props.INNER_MULTI_DISPATCH,
+                       props.INNER_MULTI_QUEUE_OFFSET)
 
     def batch_sizes(self) -> np.ndarray:
         """How many queue offsets each record takes (1, or an inner batch's INNER_NUM)."""
         return self.batch_size if self.batch_size is not None else np.ones(len(self), np.int64)
+
+    def multi_dispatches(self, *, enable_lmq: bool) -> list[tuple[int, str, int, int]]:
+        """Every extra unit multi-dispatch puts for these rows, in row order:
+        ``(row, topic, queueId, queue offset)`` (:func:`rmqlab.rules.multi_dispatch_targets`;
+        only rows holding INNER_MULTI_DISPATCH are looked at)."""
+        if self.multi_dispatch is None or self.multi_queue_offset is None:
+            return []
+        pa, pc = _arrow()
+        has = np.flatnonzero(np.asarray(pc.and_(self.multi_dispatch.is_valid(), self.multi_queue_offset.is_valid()).to_numpy(zero_copy_only=False), bool))
+        if not len(has):
+            return []
+        idx = pa.array(has)
+        out = []
+        for r, d, o in zip(has.tolist(), self.multi_dispatch.take(idx).to_pylist(), self.multi_queue_offset.take(idx).to_pylist()):
+            out += [(r, t, q, off) for t, q, off in rules.multi_dispatch_targets(self.topic_of(r), int(self.queue_id[r]), d, o, enable_lmq=enable_lmq)]
+        return out
+
+    def msg_base_offsets(self) -> np.ndarray:
+        """Java ``DispatchRequest.getMsgBaseOffset`` of each record (its queue offset, or an inner batch's INNER_BASE)."""
+        return self.msg_base_offset if self.msg_base_offset is not None else self.consume_queue_offset
 
     def __len__(self) -> int:
         return len(self.commitlog_offset)
@@ -137,6 +185,9 @@ class DispatchColumns:
             self.topics, self.topic_code[rows], self.queue_id[rows], self.commitlog_offset[rows], self.msg_size[rows], self.tags_code[rows],
             self.store_timestamp[rows], self.consume_queue_offset[rows], self.sys_flag[rows], self.keys.take(idx), self.uniq_key.take(idx),
             self.prepared_transaction_offset[rows], None if self.batch_size is None else self.batch_size[rows],
+            None if self.msg_base_offset is None else self.msg_base_offset[rows],
+            None if self.multi_dispatch is None else self.multi_dispatch.take(idx),
+            None if self.multi_queue_offset is None else self.multi_queue_offset.take(idx),
         )
 
     def topic_of(self, i: int) -> str:
@@ -147,9 +198,14 @@ class DispatchColumns:
         keys = self.keys.to_pylist()
         uniq = self.uniq_key.to_pylist()
         t = self.topics
+        n = len(self)
+        bases = self.msg_base_offset.tolist() if self.msg_base_offset is not None else [None] * n
+        sizes = self.batch_size.tolist() if self.batch_size is not None else [1] * n
+        md = self.multi_dispatch.to_pylist() if self.multi_dispatch is not None else [None] * n
+        mq = self.multi_queue_offset.to_pylist() if self.multi_queue_offset is not None else [None] * n
         return [
-            DispatchRequest(t[c], q, o, s, g, ts, qo, k, u, sf, pto)
-            for c, q, o, s, g, ts, qo, k, u, sf, pto in zip(
+            DispatchRequest(t[c], q, o, s, g, ts, qo, k, u, sf, pto, None if b == qo and z == 1 else b, z, d, m)
+            for c, q, o, s, g, ts, qo, k, u, sf, pto, b, z, d, m in zip(
                 self.topic_code.tolist(),
                 self.queue_id.tolist(),
                 self.commitlog_offset.tolist(),
@@ -161,6 +217,10 @@ class DispatchColumns:
                 uniq,
                 self.sys_flag.tolist(),
                 self.prepared_transaction_offset.tolist(),
+                bases,
+                sizes,
+                md,
+                mq,
             )
         ]
 
@@ -211,6 +271,8 @@ class DispatchColumns:
         def col(i):
             return np.array(fields[i], dtype=np.int64)
 
+        inner = any(r.msg_base_offset is not None or r.batch_size != 1 for r in reqs)
+        multi = any(r.multi_dispatch is not None or r.multi_queue_offset is not None for r in reqs)
         return cls(
             enc.dictionary.to_pylist(),
             np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64),
@@ -224,6 +286,10 @@ class DispatchColumns:
             pa.array(fields[7], pa.string()),
             pa.array(fields[8], pa.string()),
             col(10),
+            col(12) if inner else None,
+            np.array([r.base_offset for r in reqs], dtype=np.int64) if inner else None,
+            pa.array(fields[13], pa.string()) if multi else None,
+            pa.array(fields[14], pa.string()) if multi else None,
         )
 
     @classmethod
@@ -264,6 +330,9 @@ class DispatchColumns:
             chunks("uniq_key"),
             cat("prepared_transaction_offset"),
             None if all(p.batch_size is None for p in parts) else np.concatenate([p.batch_sizes() for p in parts]),
+            None if all(p.msg_base_offset is None for p in parts) else np.concatenate([p.msg_base_offsets() for p in parts]),
+            _strings(parts, "multi_dispatch"),
+            _strings(parts, "multi_queue_offset"),
         )
 
     @classmethod
@@ -292,7 +361,7 @@ class DispatchColumns:
         enc = pc.dictionary_encode(topic) if n else pa.DictionaryArray.from_arrays(pa.array([], pa.int32()), pa.array([], pa.string()))
         topics = enc.dictionary.to_pylist()
         topic_code = np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
-        tags, keys, uniq, delay, inner_num, inner_base = (single(col(JAVA_PROPERTY_PREFIX + name)) for name in cls.JAVA_PROPERTIES)
+        tags, keys, uniq, delay, inner_num, inner_base, multi_dispatch, multi_offset = (single(col(JAVA_PROPERTY_PREFIX + name)) for name in cls.JAVA_PROPERTIES)
         store_ts = ints("store_timestamp")
         # tagsCode: String.hashCode of TAGS, 0 without
         th, _ = java_string_hashes_arrow(tags)
@@ -321,24 +390,41 @@ class DispatchColumns:
             keys,
             uniq,
             ints("prepared_transaction_offset"),
-            _batch_sizes(ints("queue_offset"), inner_num, inner_base),
+            *_batch_sizes(ints("queue_offset"), inner_num, inner_base),
+            *((multi_dispatch, multi_offset) if multi_dispatch.null_count < n and multi_offset.null_count < n else (None, None)),
         )
 
 
-def _batch_sizes(queue_offset: np.ndarray, inner_num, inner_base) -> np.ndarray | None:
-    """:func:`rmqlab.rules.batch_sizes` of the rows that hold both properties (inner
-    batches; None when no row does, the common case: no Python work per record)."""
-    if inner_num.null_count == len(inner_num) or inner_base.null_count == len(inner_base):
+def _strings(parts, name: str):
+    """A string column of ``parts`` concatenated (nulls for the parts without it), or None."""
+    if all(getattr(p, name) is None for p in parts):
         return None
+    pa, _ = _arrow()
+    out = []
+    for p in parts:
+        a = getattr(p, name)
+        if a is None:
+            out.append(pa.nulls(len(p), pa.string()))
+        else:
+            out.extend(a.chunks if isinstance(a, pa.ChunkedArray) else [a])
+    return pa.chunked_array(out, pa.string())
+
+
+def _batch_sizes(queue_offset: np.ndarray, inner_num, inner_base) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """(batchSize, msgBaseOffset): :func:`rmqlab.rules.batch_sizes` of the rows that hold
+    both properties (inner batches; (None, None) when no row does, the common case: no
+    Python work per record)."""
+    if inner_num.null_count == len(inner_num) or inner_base.null_count == len(inner_base):
+        return None, None
     pa, pc = _arrow()
     rows = np.flatnonzero(np.asarray(pc.and_(inner_num.is_valid(), inner_base.is_valid()).to_numpy(zero_copy_only=False), bool))
     if not len(rows):
-        return None
+        return None, None
     idx = pa.array(rows)
-    _, size = rules.batch_sizes(queue_offset[rows], inner_num.take(idx).to_pylist(), inner_base.take(idx).to_pylist())
-    out = np.ones(len(queue_offset), np.int64)
-    out[rows] = size
-    return out
+    base, size = rules.batch_sizes(queue_offset[rows], inner_num.take(idx).to_pylist(), inner_base.take(idx).to_pylist())
+    sizes, bases = np.ones(len(queue_offset), np.int64), queue_offset.copy()
+    sizes[rows], bases[rows] = size, base
+    return sizes, bases
 
 
 # -- reading records back (Java ReputMessageService: checkMessageAndReturnSize) ---------------------

@@ -151,6 +151,40 @@ class BatchConsumeQueue:
         parts = self.parts()
         return int(parts[-1][1][-1]["commitlog_offset"]) + int(parts[-1][1][-1]["size"]) if parts else -1
 
+    def offset_by_time(self, timestamp: int, boundary: str = "LOWER", min_commitlog_offset: int = 0) -> int:
+        """Java ``BatchConsumeQueue.getOffsetInQueueByTime`` (before
+        ``DefaultMessageStore`` clamps it to the queue's range), with
+        ``searchBcqByCacheEnable`` (the default): the last file when its first unit was
+        stored at or before ``timestamp``, else the file whose first unit's store time
+        is the greatest at or below it (``searchTimeFromCache``; the first file when
+        none is); in it, ``binarySearchRight`` over the units' own store times, from
+        the first unit to the last written one.  Returns that unit's msgBaseOffset
+        (the last unit's when ``timestamp`` is at or past its time), -1 when none.
+        A file's units are its written ones: all of a file before the last
+        (``MappedFileQueue.load`` maps them whole), the valid ones of the last."""
+        fi, n = self.end()
+        files = self.queue.files[: fi + 1]
+        if not files:
+            return -1
+        units = [self._units_of(f)[: n if i == fi else None] for i, f in enumerate(files)]
+        if len(units[-1]) and int(units[-1]["store_timestamp"][0]) <= timestamp:
+            target = len(units) - 1
+        else:
+            # the time cache: each file's first unit's time -> the file (put in file order,
+            # so of equal times the later file stays); floorEntry, else the first file
+            cache = {int(u["store_timestamp"][0]): i for i, u in enumerate(units) if len(u)}
+            below = [t for t in cache if t <= timestamp]
+            target = cache[max(below)] if below else 0
+        u = units[target]
+        if not len(u):
+            return -1
+        times = u["store_timestamp"].astype(np.int64)
+        right = len(u) - 1
+        if timestamp >= int(times[right]):
+            return int(u["msg_base_offset"][right])
+        mid = _binary_search_right(times, 0, right, timestamp, boundary)
+        return int(u["msg_base_offset"][mid]) if mid >= 0 else -1
+
     @property
     def file_count(self) -> int:
         return len(self.queue.files)
@@ -165,6 +199,36 @@ class BatchConsumeQueue:
     def close(self) -> None:
         self._end = None
         self.queue.close()
+
+
+def _binary_search_right(times: np.ndarray, left: int, right: int, target: int, boundary: str) -> int:
+    """Java ``BatchConsumeQueue.binarySearchRight`` over unit indexes (Java's are byte
+    positions, ``ceil`` flooring the middle to a unit): the unit whose time is at or
+    past ``target`` — the lowest of equal ones for LOWER, for UPPER the search's own
+    answer — or -1."""
+    mid = -1
+    while left <= right:
+        mid = (left + right) // 2
+        value = int(times[mid])
+        if mid == right:
+            return mid if value >= target else -1
+        if mid == left:
+            if value >= target:
+                return mid
+            left = mid + 1
+        elif boundary == "LOWER":
+            if value < target:
+                left = mid + 1
+            else:
+                right = mid
+        elif boundary == "UPPER":
+            if value <= target:
+                left = mid
+            else:
+                right = mid - 1
+        else:
+            return -1
+    return -1
 
 
 class SparseConsumeQueue(BatchConsumeQueue):

@@ -214,8 +214,7 @@ def _consumequeue_parts(d: Path, lay: StoreLayout, settings: dict | None = None)
         lay.lmq_topics = [t.name for t in lmq]
         out.append(Part(f"{CONSUMEQUEUE_DIR}/{LMQ_PREFIX}*/", f"LMQ consume queues ({len(lmq)} topic(s))", DECODED,
                         "multi-dispatch queues: each entry checked against the parent record whose INNER_MULTI_DISPATCH / INNER_MULTI_QUEUE_OFFSET name it",
-                        "ConsumeQueue.multiDispatchLmqQueue (enableLmq, enableMultiDispatch)",
-                        "RocketMQ rebuilds LMQ queues from INNER_MULTI_DISPATCH on recovery; rmqlab does not model it"))
+                        "ConsumeQueue.multiDispatchLmqQueue (enableLmq, enableMultiDispatch)"))
     for p in files:
         if lay.rocksdb_consume_queue and _ROCKSDB.fullmatch(p.name):
             continue
@@ -320,7 +319,7 @@ def recognise(root: str | os.PathLike, config: MessageStoreConfig | None = None)
             n = sum(1 for t in lay.batch_topics for q in (p / t).iterdir() if q.is_dir() and q.name.isdigit())
             parts.append(Part(name + "/", f"batch consume queues (queue.type=BatchCQ; {len(lay.batch_topics)} topic(s), {n} queue(s))", DECODED,
                               "46-byte units, one per record, an inner batch's covering its INNER_NUM queue offsets; each checked against its record",
-                              "BatchConsumeQueue", "RocketMQ recovers and rebuilds batch queues in batchconsumequeue/; not modelled"))
+                              "BatchConsumeQueue"))
         elif name == INDEX_DIR and p.is_dir():
             parts.append(Part(name + "/", "index files", DECODED, "", "IndexFile"))
         elif name == CHECKPOINT_FILE:

@@ -250,6 +250,19 @@ class TopicConfig:
     read_queue_nums: int
     write_queue_nums: int
     perm: int
+    #: TopicConfig.attributes (5.0+; e.g. queue.type, cleanup.policy), as stored: without the +/- of a request
+    attributes: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def queue_type(self) -> str:
+        """Java ``QueueTypeUtils.getCQType``: the ``queue.type`` attribute, else
+        ``TopicAttributes.QUEUE_TYPE_ATTRIBUTE``'s default."""
+        return dict(self.attributes).get(QUEUE_TYPE_ATTRIBUTE, SIMPLE_CQ)
+
+
+#: Java TopicAttributes.QUEUE_TYPE_ATTRIBUTE and the CQType values it takes
+QUEUE_TYPE_ATTRIBUTE = "queue.type"
+SIMPLE_CQ, BATCH_CQ = "SimpleCQ", "BatchCQ"
 
 
 def _topic_table(path: Path) -> dict[str, TopicConfig]:
@@ -257,7 +270,9 @@ def _topic_table(path: Path) -> dict[str, TopicConfig]:
     out = {}
     try:
         for name, tc in raw.items():
-            out[name] = TopicConfig(name, int(tc.get("readQueueNums", 0)), int(tc.get("writeQueueNums", 0)), int(tc.get("perm", 0)))
+            attrs = tc.get("attributes") or {}
+            out[name] = TopicConfig(name, int(tc.get("readQueueNums", 0)), int(tc.get("writeQueueNums", 0)), int(tc.get("perm", 0)),
+                                    tuple(sorted((str(k), str(v)) for k, v in attrs.items())))
     except (TypeError, ValueError, AttributeError):
         raise StoreFormatError(path, None, "topicConfigTable holds an entry that is not a TopicConfig") from None
     return out
@@ -266,6 +281,21 @@ def _topic_table(path: Path) -> dict[str, TopicConfig]:
 def read_topics(root: str | os.PathLike) -> tuple[dict[str, TopicConfig] | None, str | None, list[str]]:
     """``topics.json`` (Java ``TopicConfigManager``): ``(topic -> TopicConfig, source, notes)``."""
     return load_config_file(root, TOPICS_FILE, _topic_table)
+
+
+def batch_topics(root: str | os.PathLike) -> tuple[set[str] | None, str | None]:
+    """The topics whose queues are batch queues, as RocketMQ's store decides it
+    (``ConsumeQueueStore.findOrCreateConsumeQueue`` / ``queueTypeShouldBe``: the topic
+    config's ``queue.type``, through ``QueueTypeUtils.getCQType``), from
+    ``topics.json``: ``(topics, source)``; ``(None, None)`` when the store has no
+    readable topics.json (the broker's topic table is not known)."""
+    try:
+        table, source, _ = read_topics(root)
+    except StoreFormatError:
+        return None, None
+    if table is None:
+        return None, None
+    return {t for t, tc in table.items() if tc.queue_type == BATCH_CQ}, source
 
 
 def _group_table(path: Path) -> list[str]:

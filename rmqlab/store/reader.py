@@ -18,7 +18,7 @@ from pathlib import Path
 from .. import reprs
 from ..config import MessageStoreConfig
 from ..errors import StoreFormatError, StoreLayoutError
-from ..format.consumequeue import CQ_STORE_UNIT_SIZE
+from ..format.consumequeue import BCQ_STORE_UNIT_SIZE, CQ_STORE_UNIT_SIZE
 from ..format.indexfile import DEFAULT_MAX_HASH_SLOT_NUM, DEFAULT_MAX_INDEX_NUM, INDEX_HEADER_SIZE, index_file_size
 from .checkpoint import Checkpoint, read_checkpoint
 from .commitlog import CommitLog
@@ -323,20 +323,26 @@ def infer_sizes(root: str | os.PathLike, *, index_sizes: tuple[int, int] | None 
         sources["max_hash_slot_num"] = sources["max_index_num"] = "given"
     elif reader._infer_index_sizes() is not None:
         sources["max_hash_slot_num"] = sources["max_index_num"] = f"inferred from the length of the files in {INDEX_DIR}/ (4 entries per slot, Java's default ratio)"
-    cq_size = None
+    sources["mapper_file_size_batch_consume_queue"] = default
+    sizes: dict[str, int] = {}
     for qid in ([] if reader.layout.rocksdb_queues else reader.queue_ids()):
-        if qid.topic in reader.layout.batch_topics:
-            continue  # 46-byte units: not the consume queues' file size
+        batch = qid.topic in reader.layout.batch_topics
+        # 20-byte units in consumequeue/, 46-byte ones in batchconsumequeue/: each kind its own setting
+        name, unit, where = (("mapper_file_size_batch_consume_queue", BCQ_STORE_UNIT_SIZE, BATCH_CONSUMEQUEUE_DIR) if batch
+                             else ("mapped_file_size_consume_queue", CQ_STORE_UNIT_SIZE, CONSUMEQUEUE_DIR))
+        if name in sizes:
+            continue
         try:
             size = reader.consume_queue(qid.topic, qid.queue_id).queue.mapped_file_size
         except StoreFormatError:
             continue
-        if size and size % CQ_STORE_UNIT_SIZE == 0:  # Java rounds the size up to whole units: a ragged one is damage
-            cq_size = size
-            sources["mapped_file_size_consume_queue"] = f"inferred from {CONSUMEQUEUE_DIR}/{qid}/"
+        if size and size % unit == 0:  # Java rounds the consume queues' size up to whole units: a ragged one is damage
+            sizes[name] = size
+            sources[name] = f"inferred from {where}/{qid}/"
+        if len(sizes) == 2:
             break
     reader.close()
-    return cfg.replace(mapped_file_size_consume_queue=cq_size or cfg.mapped_file_size_consume_queue), sources
+    return cfg.replace(**sizes), sources
 
 
 def open_store(root: str | os.PathLike, config: MessageStoreConfig | None = None, **kwargs) -> StoreReader:

@@ -31,34 +31,40 @@ from .mapped_file import WritableMappedFile, fsync_directory
 
 
 def _struct_from_schema(schema) -> struct.Struct:
-    return struct.Struct(">" + "".join({4: "i", 8: "q"}[sub.sizeof()] for sub in schema.subcons))
+    return struct.Struct(">" + "".join({2: "h", 4: "i", 8: "q"}[sub.sizeof()] for sub in schema.subcons))
 
 
 #: ``(commitLogOffset, size, tagsCode)`` packer, derived from the construct schema
 CQ_ENTRY = _struct_from_schema(ConsumeQueueEntry)
 assert CQ_ENTRY.size == CQ_STORE_UNIT_SIZE
 _PRE_BLANK = CQ_ENTRY.pack(0, PRE_BLANK_SIZE, 0)
+#: the (offset, size) every queue unit starts with
+_OFFSET_SIZE = struct.Struct(CQ_ENTRY.format[:3])
 _NAME = re.compile(r"^\d{20}$")
 
 
-class ConsumeQueueWriter:
-    """One logical queue's files, writable (Java ``ConsumeQueue``).
+class QueueFilesWriter:
+    """The files of one queue directory, writable: what Java's ``ConsumeQueue`` and
+    ``BatchConsumeQueue`` share through their ``MappedFileQueue`` — fixed-size units,
+    files named by their first byte's logical offset, loaded as ``MappedFileQueue.load``
+    does (an empty last file dropped, a file of another size refused), positioned by
+    the subclass's ``_recover``, cut by ``truncateDirtyFiles``, forced by ``flush``.
 
-    Opening loads the existing files and recovers the write position as Java
-    ``ConsumeQueue.recover`` does: scan from the third-to-last file to the first
-    invalid entry (``offset < 0 or size <= 0``); files wholly past it are deleted
-    (Java ``MappedFileQueue.truncateDirtyFiles``).
-    """
+    Subclasses set ``UNIT`` (bytes), ``WHAT`` (the setting, for errors) and implement
+    ``_recover``."""
+
+    UNIT = CQ_STORE_UNIT_SIZE
+    WHAT = "mappedFileSizeConsumeQueue"
 
     def __init__(self, directory: str | os.PathLike, topic: str, queue_id: int, mapped_file_size: int):
-        if mapped_file_size <= 0 or mapped_file_size % CQ_STORE_UNIT_SIZE:
-            raise StoreLayoutError(directory, None, f"mappedFileSizeConsumeQueue {mapped_file_size} is not a multiple of {CQ_STORE_UNIT_SIZE}")
+        if mapped_file_size <= 0 or mapped_file_size % self.UNIT:
+            raise StoreLayoutError(directory, None, f"{self.WHAT} {mapped_file_size} is not a multiple of {self.UNIT}")
         self.directory = Path(directory)
         self.topic = topic
         self.queue_id = queue_id
         self.mapped_file_size = mapped_file_size
         self.files: list[WritableMappedFile] = []
-        self.max_physic_offset = -1  # Java maxPhysicOffset: offset+size of the last entry
+        self.max_physic_offset = -1
         self.min_logic_offset = 0  # Java minLogicOffset
         self.dirty = False
         self._load()
@@ -74,13 +80,82 @@ class ConsumeQueueWriter:
                 p.unlink()  # Java MappedFileQueue.load: an empty last file is dropped
                 continue
             if size != self.mapped_file_size:
-                raise StoreLayoutError(p, None, f"consume-queue file is {size} bytes, expected mappedFileSizeConsumeQueue={self.mapped_file_size}")
+                raise StoreLayoutError(p, None, f"queue file is {size} bytes, expected {self.WHAT}={self.mapped_file_size}")
             f = WritableMappedFile(p, self.mapped_file_size, int(p.name), create=False)
             f.wrote_position = f.flushed_position = self.mapped_file_size
             self.files.append(f)
         if self.files:
             self.min_logic_offset = self.files[0].file_from_offset
             self._recover()
+
+    def _recover(self) -> None:
+        raise NotImplementedError
+
+    def _truncate_files(self, offset: int) -> None:
+        """Java ``MappedFileQueue.truncateDirtyFiles``: files past ``offset`` go, the one
+        holding it is positioned there."""
+        keep = []
+        for f in self.files:
+            tail = f.file_from_offset + self.mapped_file_size
+            if tail > offset:
+                if offset >= f.file_from_offset:
+                    f.wrote_position = f.flushed_position = offset - f.file_from_offset
+                    keep.append(f)
+                else:
+                    f.destroy()
+            else:
+                keep.append(f)
+        self.files = keep
+
+    def _create_file(self, create_offset: int) -> WritableMappedFile:
+        """A new last file starting at ``create_offset`` (Java ``MappedFileQueue.tryCreateMappedFile``)."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        f = WritableMappedFile(self.directory / file_name_for_offset(create_offset), self.mapped_file_size, create_offset)
+        fsync_directory(self.directory)
+        self.files.append(f)
+        return f
+
+    def delete_expired(self, min_commitlog_offset: int) -> int:
+        """Java ``deleteExpiredFile`` (``MappedFileQueue.deleteExpiredFileByOffset``):
+        drop files (never the last) whose last unit points below ``min_commitlog_offset``;
+        returns how many went.  Both unit layouts start with the offset and the size."""
+        gone = 0
+        while len(self.files) > 1:
+            f = self.files[0]
+            last = _OFFSET_SIZE.unpack_from(f.mm, self.mapped_file_size - self.UNIT)
+            if last[0] >= min_commitlog_offset or last[1] <= 0:
+                break
+            f.destroy()
+            self.files.pop(0)
+            gone += 1
+        if self.files:
+            self.min_logic_offset = max(self.min_logic_offset, self.files[0].file_from_offset)
+        return gone
+
+    def flush(self) -> None:
+        """Force every written unit to disk (Java ``flush``).  Safe while the
+        dispatcher appends: the flag is cleared first, so a concurrent append marks the
+        queue dirty again for the next flush."""
+        self.dirty = False
+        for f in list(self.files):
+            if f.wrote_position > f.flushed_position and f.fd >= 0:
+                f.flush()
+
+    def close(self) -> None:
+        for f in self.files:
+            f.close()
+        self.files = []
+
+
+class ConsumeQueueWriter(QueueFilesWriter):
+    """One logical queue's files, writable (Java ``ConsumeQueue``).
+
+    Opening loads the existing files and recovers the write position as Java
+    ``ConsumeQueue.recover`` does: scan from the third-to-last file to the first
+    invalid entry (``offset < 0 or size <= 0``); files wholly past it are deleted
+    (Java ``MappedFileQueue.truncateDirtyFiles``).  ``max_physic_offset`` is Java's
+    maxPhysicOffset: ``offset + size`` of the last entry.
+    """
 
     def _recover(self) -> None:
         """Java ``ConsumeQueue.recover`` (scan from the third-to-last file)."""
@@ -98,22 +173,6 @@ class ConsumeQueueWriter:
             if n < len(valid):
                 break
         self._truncate_files(process)
-
-    def _truncate_files(self, offset: int) -> None:
-        """Java ``MappedFileQueue.truncateDirtyFiles``: files past ``offset`` go, the one
-        holding it is positioned there."""
-        keep = []
-        for f in self.files:
-            tail = f.file_from_offset + self.mapped_file_size
-            if tail > offset:
-                if offset >= f.file_from_offset:
-                    f.wrote_position = f.flushed_position = offset - f.file_from_offset
-                    keep.append(f)
-                else:
-                    f.destroy()
-            else:
-                keep.append(f)
-        self.files = keep
 
     # -- positions ----------------------------------------------------------------------------
     @property
@@ -135,10 +194,7 @@ class ConsumeQueueWriter:
         else:
             create_offset = last.file_from_offset + self.mapped_file_size
         first = last is None
-        self.directory.mkdir(parents=True, exist_ok=True)
-        f = WritableMappedFile(self.directory / file_name_for_offset(create_offset), self.mapped_file_size, create_offset)
-        fsync_directory(self.directory)
-        self.files.append(f)
+        f = self._create_file(create_offset)
         if first:
             self.min_logic_offset = create_offset
         return f, first
@@ -248,6 +304,19 @@ class ConsumeQueueWriter:
             self.dirty = True
             i = j
 
+    # -- what dispatch hands over -----------------------------------------------------------
+    def put_request(self, req) -> None:
+        """Java ``putMessagePositionInfoWrapper`` for one dispatch request of this queue."""
+        self.put(req[2], req[3], req[4], req[6])
+
+    def put_requests(self, reqs) -> None:
+        """The same for many, in order."""
+        self.put_many(reqs)
+
+    def put_rows(self, cols, rows: np.ndarray) -> None:
+        """The same for rows ``rows`` of a :class:`~rmqlab.scan.dispatch_request.DispatchColumns`."""
+        self.put_columns(cols.commitlog_offset[rows], cols.msg_size[rows], cols.tags_code[rows], cols.consume_queue_offset[rows])
+
     def truncate_dirty(self, phy_offset: int, *, zero_tail: bool = True) -> int:
         """Java ``ConsumeQueue.truncateDirtyLogicFiles``: cut entries pointing at or past
         ``phy_offset``; files whose first entry does are deleted.
@@ -286,36 +355,6 @@ class ConsumeQueueWriter:
         # no file left: Java keeps the phy_offset it set first (0 included), as the queue's
         # maxPhysicOffset in memory and in getMaxPhyOffsetInConsumeQueue
         return cut
-
-    def delete_expired(self, min_commitlog_offset: int) -> int:
-        """Java ``ConsumeQueue.deleteExpiredFile``: drop files (never the last) whose last
-        entry points below ``min_commitlog_offset``; returns how many went."""
-        gone = 0
-        while len(self.files) > 1:
-            f = self.files[0]
-            last = CQ_ENTRY.unpack_from(f.mm, self.mapped_file_size - CQ_STORE_UNIT_SIZE)
-            if last[0] >= min_commitlog_offset or last[1] <= 0:
-                break
-            f.destroy()
-            self.files.pop(0)
-            gone += 1
-        if self.files:
-            self.min_logic_offset = max(self.min_logic_offset, self.files[0].file_from_offset)
-        return gone
-
-    def flush(self) -> None:
-        """Force every written entry to disk (Java ``ConsumeQueue.flush``).  Safe while
-        the dispatcher appends: the flag is cleared first, so a concurrent append
-        marks the queue dirty again for the next flush."""
-        self.dirty = False
-        for f in list(self.files):
-            if f.wrote_position > f.flushed_position and f.fd >= 0:
-                f.flush()
-
-    def close(self) -> None:
-        for f in self.files:
-            f.close()
-        self.files = []
 
     def __repr__(self) -> str:
         return f"ConsumeQueueWriter({self.topic}/{self.queue_id}, entries<{self.max_offset_in_queue}, maxPhysicOffset={self.max_physic_offset})"

@@ -10,7 +10,9 @@ What a record becomes::
     record ──► DispatchRequest(topic, queueId, offset, size, tagsCode, storeTimestamp,
                                queueOffset, keys, uniqKey, sysFlag)
         ├─► ConsumeQueue  topic/queueId  entry #queueOffset = (offset, size, tagsCode)
-        │      only NOT and COMMIT transactions; PREPARED and ROLLBACK get none
+        │      only NOT and COMMIT transactions; PREPARED and ROLLBACK get none;
+        │      a queue.type=BatchCQ topic's go to its BatchConsumeQueue instead (one
+        │      46-byte unit: + storeTimestamp, msgBaseOffset, batchSize)
         └─► IndexFile     "topic#UNIQ_KEY", then "topic#k" for each KEYS token
                not for ROLLBACK; not for records below the last file's endPhyOffset
 
@@ -51,9 +53,10 @@ import numpy as np
 from ..config import MessageStoreConfig
 from ..format.record import Record
 from .. import rules
-from ..rules import CONSUMEQUEUE_DIR, INDEX_DIR, parse_delay_levels
+from ..rules import BATCH_CONSUMEQUEUE_DIR, CONSUMEQUEUE_DIR, INDEX_DIR, parse_delay_levels
+from .batch_consume_queue_writer import BatchConsumeQueueWriter
 from .clock import SystemClock
-from .consume_queue_writer import ConsumeQueueWriter
+from .consume_queue_writer import ConsumeQueueWriter, QueueFilesWriter
 from ..scan.dispatch_request import (
     DispatchColumns,
     DispatchRequest,
@@ -72,15 +75,35 @@ class CommitLogDispatcher:
     as Java ``ConsumeQueue.recover`` does (files past the first invalid entry are
     deleted), index files are opened as they are.  Nothing is deleted for being
     newer than the checkpoint — that is recovery's decision.
+
+    ``batch_topics``: the topics whose queue type is BatchCQ (Java: the broker's topic
+    table, which ``ConsumeQueueStore.findOrCreateConsumeQueue`` asks); None reads them
+    from the root's ``config/topics.json``.  Queues already in ``batchconsumequeue/``
+    are batch queues whatever it says (``ConsumeQueueStore.load`` loads both directories).
+
+    ``multi_dispatch`` (Java ``enableMultiDispatch``) and ``enable_lmq``: a record put
+    into a consume queue also gets a unit in each queue its INNER_MULTI_DISPATCH names
+    (``ConsumeQueue.multiDispatchLmqQueue``, :func:`rmqlab.rules.multi_dispatch_targets`);
+    None takes them from the config's ``enableMultiDispatch`` / ``enableLmq``.
     """
 
-    def __init__(self, root: str | os.PathLike, config: MessageStoreConfig | None = None, *, clock=None, on_index_file_full=None):
+    def __init__(self, root: str | os.PathLike, config: MessageStoreConfig | None = None, *, clock=None, on_index_file_full=None,
+                 batch_topics=None, multi_dispatch: bool | None = None, enable_lmq: bool | None = None):
         self.root = Path(root)
         self.config = config or MessageStoreConfig()
         self.clock = clock or SystemClock()
         self.delay_levels = parse_delay_levels(self.config.message_delay_level)
         self.cq_dir = self.root / CONSUMEQUEUE_DIR
-        self.queues: dict[tuple[str, int], ConsumeQueueWriter] = {}
+        self.bcq_dir = self.root / BATCH_CONSUMEQUEUE_DIR
+        if batch_topics is None:
+            from ..store.metadata import batch_topics as read_batch_topics
+
+            batch_topics = read_batch_topics(self.root)[0]
+        self.batch_topics = frozenset(batch_topics or ())
+        flag = lambda name: str(self.config.extra.get(name, "false")).strip().lower() == "true"  # noqa: E731
+        self.multi_dispatch = flag("enableMultiDispatch") if multi_dispatch is None else multi_dispatch
+        self.enable_lmq = flag("enableLmq") if enable_lmq is None else enable_lmq
+        self.queues: dict[tuple[str, int], QueueFilesWriter] = {}
         self.index = IndexServiceWriter(
             self.root / INDEX_DIR, self.config.max_hash_slot_num, self.config.max_index_num, self.clock, on_full=on_index_file_full
         )
@@ -89,29 +112,37 @@ class CommitLogDispatcher:
         self._load_queues()
 
     # -- consume queues ---------------------------------------------------------------------------
-    def _load_queues(self) -> None:
-        if not self.cq_dir.is_dir():
-            return
-        for tdir in sorted(self.cq_dir.iterdir()):
-            if not tdir.is_dir():
-                continue
-            for qdir in sorted(tdir.iterdir()):
-                if qdir.is_dir() and qdir.name.isdigit():
-                    self.queues[(tdir.name, int(qdir.name))] = ConsumeQueueWriter(qdir, tdir.name, int(qdir.name), self.config.mapped_file_size_consume_queue)
+    def _writer(self, topic: str, queue_id: int, batch: bool) -> QueueFilesWriter:
+        if batch:
+            return BatchConsumeQueueWriter(self.bcq_dir / topic / str(queue_id), topic, queue_id, self.config.mapper_file_size_batch_consume_queue)
+        return ConsumeQueueWriter(self.cq_dir / topic / str(queue_id), topic, queue_id, self.config.mapped_file_size_consume_queue)
 
-    def consume_queue(self, topic: str, queue_id: int) -> ConsumeQueueWriter:
-        """Java ``findConsumeQueue``: the queue's writer, created on first use."""
+    def _load_queues(self) -> None:
+        """Java ``ConsumeQueueStore.load``: consumequeue/, then batchconsumequeue/."""
+        for base, batch in ((self.cq_dir, False), (self.bcq_dir, True)):
+            if not base.is_dir():
+                continue
+            for tdir in sorted(base.iterdir()):
+                if not tdir.is_dir():
+                    continue
+                for qdir in sorted(tdir.iterdir()):
+                    if qdir.is_dir() and qdir.name.isdigit():
+                        self.queues[(tdir.name, int(qdir.name))] = self._writer(tdir.name, int(qdir.name), batch)
+
+    def consume_queue(self, topic: str, queue_id: int) -> QueueFilesWriter:
+        """Java ``ConsumeQueueStore.findOrCreateConsumeQueue``: the queue's writer,
+        created on first use as the topic's queue type says."""
         key = (topic, queue_id)
         q = self.queues.get(key)
         if q is None:
-            q = ConsumeQueueWriter(self.cq_dir / topic / str(queue_id), topic, queue_id, self.config.mapped_file_size_consume_queue)
-            self.queues[key] = q
+            q = self.queues[key] = self._writer(topic, queue_id, topic in self.batch_topics)
         return q
 
     @property
     def max_physic_offset(self) -> int:
-        """Max ``offset + size`` over all consume queues (Java
-        ``ConsumeQueueStore.getMaxPhyOffsetInConsumeQueue``), -1 when none has entries."""
+        """Java ``ConsumeQueueStore.getMaxPhyOffsetInConsumeQueue``: the max of every
+        queue's ``getMaxPhysicOffset`` (a consume queue's ``offset + size`` of its last
+        entry, a batch queue's last unit's offset), -1 when none has entries."""
         return max((q.max_physic_offset for q in self.queues.values()), default=-1)
 
     # -- dispatch -------------------------------------------------------------------------------
@@ -123,8 +154,12 @@ class CommitLogDispatcher:
 
     def dispatch_request(self, req: DispatchRequest) -> None:
         if rules.goes_to_consume_queue(req.sys_flag):
-            self.consume_queue(req.topic, req.queue_id).put(req.commitlog_offset, req.msg_size, req.tags_code, req.consume_queue_offset)
+            q = self.consume_queue(req.topic, req.queue_id)
+            q.put_request(req)
             self.logics_msg_timestamp = req.store_timestamp
+            if self.multi_dispatch and req.multi_dispatch is not None and isinstance(q, ConsumeQueueWriter):
+                self._put_multi([(req, t, qid, off) for t, qid, off in rules.multi_dispatch_targets(
+                    req.topic, req.queue_id, req.multi_dispatch, req.multi_queue_offset, enable_lmq=self.enable_lmq)])
         if self.config.message_index_enable:
             self._build_index(req)
 
@@ -184,11 +219,18 @@ class CommitLogDispatcher:
                 offsets += [off] * len(rk)
                 times += [req[5]] * len(rk)
                 end_phy = off  # once a key of this record is indexed, endPhyOffset is its offset
+        multi = []
         for (topic, qid), g in groups.items():
             q = self.queues.get((topic, qid))
             if q is None:
                 q = self.consume_queue(topic, qid)
-            q.put_many(g)
+            q.put_requests(g)
+            if self.multi_dispatch and isinstance(q, ConsumeQueueWriter):
+                multi += [(r, t, i, off) for r in g if r.multi_dispatch is not None
+                          for t, i, off in rules.multi_dispatch_targets(r.topic, r.queue_id, r.multi_dispatch, r.multi_queue_offset, enable_lmq=self.enable_lmq)]
+        if multi:
+            multi.sort(key=lambda m: m[0].commitlog_offset)
+            self._put_multi(multi)
         if last_logics is not None:
             self.logics_msg_timestamp = last_logics
         if not index_on:
@@ -201,8 +243,8 @@ class CommitLogDispatcher:
 
     def dispatch_columns(self, cols: DispatchColumns) -> None:
         """:meth:`dispatch_batch` for a columnar batch, with the same rules, vectorised:
-        consume-queue entries only for NOT and COMMIT (queue by queue, each with
-        :meth:`ConsumeQueueWriter.put_columns`, Java's repeat guards included); index
+        consume-queue entries only for NOT and COMMIT (queue by queue, each with its
+        writer's ``put_rows``, Java's repeat guards included); index
         keys ``topic#UNIQ_KEY`` then ``topic#k`` per non-empty KEYS token, not for
         ROLLBACK, not below the last index file's ``endPhyOffset``.  Rows out of
         commitlog order take :meth:`dispatch_batch` as requests."""
@@ -216,12 +258,16 @@ class CommitLogDispatcher:
             return
         cq_rows = np.flatnonzero(rules.goes_to_consume_queue(cols.sys_flag))
         if len(cq_rows):
+            simple = np.zeros(n, bool)  # rows put into a consume queue (multi-dispatch follows those)
             for rows in queue_groups(cols.topic_code[cq_rows], cols.queue_id[cq_rows]):
                 rows = cq_rows[rows]
                 r0 = rows[0]
                 q = self.consume_queue(cols.topic_of(r0), int(cols.queue_id[r0]))
-                q.put_columns(off[rows], cols.msg_size[rows], cols.tags_code[rows], cols.consume_queue_offset[rows])
+                q.put_rows(cols, rows)
+                simple[rows] = isinstance(q, ConsumeQueueWriter)
             self.logics_msg_timestamp = int(cols.store_timestamp[cq_rows[-1]])
+            if self.multi_dispatch:
+                self._put_multi_rows(cols, [m for m in cols.multi_dispatches(enable_lmq=self.enable_lmq) if simple[m[0]]])
         if not index_on:
             return
         # index: records at or past endPhyOffset, not rolled back (in commitlog order
@@ -233,6 +279,29 @@ class CommitLogDispatcher:
         rec, hashes = cols.index_key_hashes(rows)
         if len(rec):
             self.index.put_many(hashes, off[rec], cols.store_timestamp[rec])
+
+    def _put_multi(self, targets) -> None:
+        """The multi-dispatch units ``(request, topic, queueId, queue offset)``, in
+        commitlog order: Java ``doDispatchLmqQueue`` → ``ConsumeQueue.putMessagePositionInfo``
+        with the parent's offset, size and tagsCode (its repeat guards apply)."""
+        for req, topic, qid, off in targets:
+            q = self.consume_queue(topic, qid)
+            if isinstance(q, ConsumeQueueWriter):  # Java casts to ConsumeQueue: a batch topic named here throws
+                q.put(req.commitlog_offset, req.msg_size, req.tags_code, off)
+
+    def _put_multi_rows(self, cols: DispatchColumns, targets) -> None:
+        """The same for ``(row, topic, queueId, queue offset)`` of a columnar batch, queue by queue."""
+        by_queue: dict[tuple[str, int], list[tuple[int, int]]] = {}
+        for row, topic, qid, off in targets:
+            by_queue.setdefault((topic, qid), []).append((row, off))
+        for (topic, qid), got in by_queue.items():
+            rows = np.asarray([r for r, _ in got], np.int64)
+            q = self.consume_queue(topic, qid)
+            if not isinstance(q, ConsumeQueueWriter):
+                continue
+            # (a queue fed both directly and by multi-dispatch gets its units in two runs
+            # here, interleaved in Java: only LMQ names, the case brokers use, are apart)
+            q.put_columns(cols.commitlog_offset[rows], cols.msg_size[rows], cols.tags_code[rows], np.asarray([o for _, o in got], np.int64))
 
     def _flush_keys(self, keys: list[str], offsets: list[int], times: list[int]) -> None:
         if keys:

@@ -99,7 +99,22 @@ def _tail(log: Path, n: int = 60) -> str:
         return "(no broker log)"
 
 
+#: a port found free can be taken before the JVM binds it (the other test worker's brokers
+#: and clients open ports too): a start that fails so is tried again on other ports
+_BIND_TRIES = 3
+
+
 def capture(workdir: Path, command: list[str], messages: int = 60, timeout: float = 180) -> Capture:
+    for attempt in range(_BIND_TRIES):
+        try:
+            return _capture(workdir if attempt == 0 else workdir.with_name(f"{workdir.name}-{attempt + 1}"), command, messages, timeout)
+        except CaptureError as err:
+            if "Address already in use" not in str(err) or attempt == _BIND_TRIES - 1:
+                raise
+    raise AssertionError("unreachable")
+
+
+def _capture(workdir: Path, command: list[str], messages: int, timeout: float) -> Capture:
     workdir.mkdir(parents=True, exist_ok=True)
     store = workdir / "store"
     log = workdir / "broker.log"

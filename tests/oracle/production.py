@@ -87,14 +87,14 @@ def write_dledger_store(oracle: Oracle, tmp: Path, seed: int, n: int = 400, cras
     return _written(oracle, tmp, config, lines, crash_copy)
 
 
-def write_lmq_store(oracle: Oracle, tmp: Path, seed: int, n: int = 200) -> tuple[Path, dict, list]:
+def write_lmq_store(oracle: Oracle, tmp: Path, seed: int, n: int = 200, crash_copy: Path | None = None) -> tuple[Path, dict, list]:
     config, lines = random_workload(seed, n=n)
     config.update(enableLmq="true", enableMultiDispatch="true")
     for i, m in enumerate(lines):
         # MultiDispatchUtils.isNeedHandleMultiDispatch: not for system topics; a batch has no such property here
         if i % 3 == 0 and "batch" not in m and not m["topic"].startswith("RMQ_SYS"):
             m.setdefault("properties", {})["INNER_MULTI_DISPATCH"] = ",".join(f"%LMQ%room{j}" for j in range(1 + i % 2 + (i // 3) % 2))
-    return _written(oracle, tmp, config, lines)
+    return _written(oracle, tmp, config, lines, crash_copy)
 
 
 def write_rocksdb_store(oracle: Oracle, tmp: Path, seed: int, n: int = 300, *, double_write: bool = False, crash_copy: Path | None = None) -> tuple[Path, dict, list]:

@@ -7,6 +7,7 @@ queue-offset gap."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import struct
 
@@ -19,7 +20,7 @@ from rmqlab.lookup import get_message
 from rmqlab.store import open_store
 from rmqlab.store.batch_consume_queue import BatchConsumeQueue
 
-from tests.oracle.compare import compare_messages, compare_queues, compare_walk
+from tests.oracle.compare import compare_messages, compare_queues, compare_time_lookups, compare_walk
 from tests.oracle.production import BATCH_TOPICS, loaded, write_batch_store
 
 
@@ -65,6 +66,9 @@ def test_batch_units_are_read_as_rocketmq_serves_them(batch_store):
                 assert (rec.physical_offset, rec.queue_offset) == (m["physicalOffset"], m["getMessageQueueOffset"]), (key, u)
                 inner += u["batchNum"] > 1
         assert inner > 20
+        # BatchConsumeQueue.getOffsetInQueueByTime (the time cache, binarySearchRight), clamped as DefaultMessageStore does
+        probes = sum(len(q["offsetInQueueByTime"]) for q in batches.values())
+        assert compare_time_lookups(store, dict(dump, consumeQueues=batches)) == [] and probes > 10
     assert verify_store(root, cfg).findings == []
 
 
@@ -81,7 +85,7 @@ def test_cli_on_a_batch_queue(batch_store, capsys):
     code, out, _ = run(capsys, "info", root, "--config", conf)
     assert code == 0 and "batch consume queues (queue.type=BatchCQ; 1 topic(s), 2 queue(s)): decoded" in out
     code, out, _ = run(capsys, "recover", root, "--config", conf)
-    assert code == 0 and "batchconsumequeue" in out
+    assert code == 0 and "NOT APPLICABLE" not in out and "no plan" not in out
 
 
 def test_a_crashed_batch_store_and_damaged_units(batch_store, tmp_path):
@@ -120,3 +124,130 @@ def test_spark_verify_equals_verify_on_batch_queues(batch_store, spark, tmp_path
     assert list(want) == [("CQ_MISMATCH", "error", str(f), 46 * 2)]
     got = Counter((r.kind, r.severity, r.file, r.offset) for r in rmqlab.spark.verify(spark, copy, config=cfg, splitSize="64KiB").collect())
     assert got == want
+
+
+# -- recovery: BatchConsumeQueue.recover / truncateDirtyLogicFiles / putBatchMessagePositionInfo --
+def _broker_topics(root, topics=BATCH_TOPICS):
+    """config/topics.json as a 5.x broker persists its topic table (TopicConfigManager):
+    what RocketMQ's store asks for a topic's queue type."""
+    table = {t: {"topicName": t, "readQueueNums": 2, "writeQueueNums": 2, "perm": 6, "topicFilterType": "SINGLE_TAG",
+                 "topicSysFlag": 0, "order": False, "attributes": dict(a)} for t, a in topics.items()}
+    (root / "config").mkdir(exist_ok=True)
+    (root / "config" / "topics.json").write_text(json.dumps({"topicConfigTable": table, "dataVersion": {"counter": 1, "timestamp": 0}}))
+
+
+def _batch_diff(store, dump) -> list[str]:
+    """Each batch queue as RocketMQ serves it after its own recovery: min, max,
+    maxPhysicOffset, and the unit behind every queue offset."""
+    out = []
+    for key, q in _batch_queues(dump).items():
+        cq = store.consume_queue(q["topic"], q["queueId"])
+        if not isinstance(cq, BatchConsumeQueue):
+            out.append(f"{key}: rmqlab reads a {type(cq).__name__}")
+            continue
+        if cq.valid_range() != (q["minOffset"], q["maxOffset"]) or cq.max_physic_offset() != q["maxPhysicOffset"]:
+            out.append(f"{key}: rmqlab {cq.valid_range()} max physic {cq.max_physic_offset()}, RocketMQ {(q['minOffset'], q['maxOffset'])} {q['maxPhysicOffset']}")
+        for u in q["cqUnits"]:
+            mine = cq.unit_at(u["queueOffset"])
+            got = None if mine is None else (mine.msg_base_offset, mine.commitlog_offset, mine.size, mine.tags_code, mine.batch_size)
+            if got != (u["unitQueueOffset"], u["physicalOffset"], u["size"], u["tagsCode"], u["batchNum"]):
+                out.append(f"{key}@{u['queueOffset']}: rmqlab {got}, RocketMQ {u}")
+                break
+    return out
+
+
+def _recovered(oracle, src, tmp_path, name, config, damage, topics=BATCH_TOPICS):
+    """The crash copy damaged by ``damage(root)``, recovered by RocketMQ (a copy, loaded
+    with ``topics``) and by rmqlab (``recover --out``)."""
+    from rmqlab.recovery import recover
+    from rmqlab.writers.clock import ManualClock
+    from tests.oracle.differential import CLOCK_MS
+
+    store = shutil.copytree(src, tmp_path / name)
+    damage(store)
+    theirs = oracle.load(shutil.copytree(store, tmp_path / f"{name}.rocketmq"), config, topics=topics)
+    rep = recover(store, config=MessageStoreConfig.from_mapping(config), out=tmp_path / f"{name}.rmqlab", clock=ManualClock(CLOCK_MS, tick_ms=1))
+    return rep, theirs, tmp_path / f"{name}.rmqlab"
+
+
+def _tear_before_last(root, which, back: int):
+    """Zero the log from 10 bytes into the ``back``-th last record ``which`` accepts:
+    it and everything after it are gone (a torn write)."""
+    from rmqlab.store import open_store as _open
+
+    with _open(root) as s:
+        last = [r for r in s.commitlog.walk() if not r.is_blank and which(r)][-back]
+        f = next(x for x in s.commitlog.queue.files if x.file_from_offset <= last.physical_offset < x.file_from_offset + x.file_size)
+        path, at, size = f.path, last.physical_offset - f.file_from_offset + 10, f.file_size
+    with open(path, "r+b") as fh:
+        fh.seek(at)
+        fh.write(bytes(size - at))
+
+
+@pytest.mark.parametrize("case", ["crashed", "torn", "deleted queue", "deleted directory"])
+def test_batch_queues_recover_as_rocketmq_recovers_them(batch_store, oracle, tmp_path, case):
+    """Recovery models BatchConsumeQueue: recover (46-byte units valid while offset,
+    size, msgBaseOffset and batchSize say so), the truncation of units past a torn log,
+    and the rebuild of a deleted batch queue in batchconsumequeue/ (no pre-blank: the
+    queue starts at file 0 whatever its first msgBaseOffset) — the queue type of a
+    rebuilt topic taken from config/topics.json, as the broker's topic table gives it."""
+    from tests.oracle.compare import compare_recovery
+
+    _, config, _, crash = batch_store
+
+    def damage(root):
+        if case == "torn":
+            _tear_before_last(root, lambda r: r.topic == "TopicBatch", 6)
+        elif case == "deleted queue":
+            shutil.rmtree(root / "batchconsumequeue" / "TopicBatch" / "1")
+        elif case == "deleted directory":
+            shutil.rmtree(root / "batchconsumequeue")
+            _broker_topics(root)  # only topics.json says TopicBatch is a batch topic now
+
+    rep, theirs, out = _recovered(oracle, crash, tmp_path, "s", config, damage)
+    assert not rep.not_modelled and compare_recovery(rep, theirs) == []
+    changed = {q.queue: q for q in rep.queues if q.queue.startswith("TopicBatch/")}
+    if case == "torn":
+        assert any(q.cut_entries for q in changed.values()) and rep.lost_records
+    if case.startswith("deleted"):
+        assert changed["TopicBatch/1"].created and changed["TopicBatch/1"].added_entries > 5
+        assert "batchconsumequeue/TopicBatch/1 mkdir OK" in "\n".join(rep.log_lines)
+        assert not (out / "consumequeue" / "TopicBatch").exists()
+    with open_store(out, MessageStoreConfig.from_mapping(config)) as store:
+        assert _batch_diff(store, theirs) == []
+        plain = dict(theirs, consumeQueues={k: q for k, q in theirs["consumeQueues"].items() if k not in _batch_queues(theirs)})
+        assert [d for d in compare_queues(store, plain) if "TopicBatch" not in d] == []
+    assert [f for f in verify_store(out, MessageStoreConfig.from_mapping(config)).findings if f.severity == "error"] == []
+
+
+def test_a_rebuilt_batch_queue_is_rocketmqs_bytes(batch_store, oracle, tmp_path):
+    """A batch queue rmqlab rebuilds from the log holds, byte for byte, the files
+    RocketMQ rebuilds from the same log (units with compactedOffset INVALID_POS and the
+    reserved zeros, files of mapperFileSizeBatchConsumeQueue)."""
+    _, config, _, crash = batch_store
+    rep, theirs, out = _recovered(oracle, crash, tmp_path, "s", config, lambda root: shutil.rmtree(root / "batchconsumequeue" / "TopicBatch" / "0"))
+    mine = sorted((out / "batchconsumequeue" / "TopicBatch" / "0").iterdir())
+    rocketmq = sorted((tmp_path / "s.rocketmq" / "batchconsumequeue" / "TopicBatch" / "0").iterdir())
+    assert [p.name for p in mine] == [p.name for p in rocketmq] and len(mine) > 1
+    assert [p.read_bytes() for p in mine] == [p.read_bytes() for p in rocketmq]
+
+
+def test_a_queue_type_the_topic_table_contradicts_fails_the_load_as_in_rocketmq(batch_store, oracle, tmp_path):
+    """ConsumeQueueStore.queueTypeShouldBe: a batchconsumequeue/ topic the topic table
+    calls SimpleCQ makes RocketMQ's load fail; rmqlab's recovery says so and writes nothing."""
+    from tests.oracle.compare import compare_recovery
+
+    from rmqlab.errors import StoreLayoutError
+    from rmqlab.recovery import recover
+
+    _, config, _, crash = batch_store
+    store = shutil.copytree(crash, tmp_path / "s")
+    _broker_topics(store, {"TopicBatch": {}})
+    theirs = oracle.load(shutil.copytree(store, tmp_path / "s.rocketmq"), config, topics={"TopicBatch": {}})
+    rep = recover(store, config=MessageStoreConfig.from_mapping(config))  # the dry run says why
+    assert theirs["recovery"]["loadResult"] is False and not rep.load_ok
+    assert compare_recovery(rep, theirs) == []
+    assert any("The queue type of topic: TopicBatch should be BatchCQ, but is SimpleCQ" in p for p in rep.load_problems)
+    with pytest.raises(StoreLayoutError, match="nothing was written"):
+        recover(store, config=MessageStoreConfig.from_mapping(config), out=tmp_path / "out")
+    assert not (tmp_path / "out").exists()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import shutil
 import struct
+from pathlib import Path
 
 import pytest
 
@@ -20,7 +21,8 @@ from tests.oracle.production import loaded, write_lmq_store
 
 @pytest.fixture(scope="module")
 def lmq_store(oracle, tmp_path_factory):
-    return loaded(oracle, write_lmq_store(oracle, tmp_path_factory.mktemp("lmq"), seed=501))
+    tmp = tmp_path_factory.mktemp("lmq")
+    return loaded(oracle, write_lmq_store(oracle, tmp, seed=501, crash_copy=tmp / "crash"))
 
 
 def test_lmq_queues_read_and_verify_as_rocketmq_wrote_them(lmq_store):
@@ -50,3 +52,41 @@ def test_damage_to_an_lmq_unit_is_named(lmq_store, tmp_path, at, value, kind):
         fh.write(value)
     rep = verify_store(copy, MessageStoreConfig.from_mapping(config))
     assert [(x.kind, x.file, x.offset) for x in rep.findings] == [(kind, str(f), 40)]
+
+
+@pytest.mark.parametrize("case", ["deleted queue", "deleted queue, no broker.conf", "torn"])
+def test_lmq_queues_recover_as_rocketmq_recovers_them(lmq_store, oracle, tmp_path, case):
+    """Recovery re-dispatches LMQ units as ConsumeQueue.multiDispatchLmqQueue does: a
+    record already in its own queue still gets its units in the LMQ queues it names, so
+    a deleted LMQ queue is rebuilt (queue 0, from the offsets INNER_MULTI_QUEUE_OFFSET
+    gives, pre-blank filled as putMessagePositionInfo does); a torn log cuts LMQ units as
+    any.  Without a broker.conf the flags are taken from the LMQ queues the store holds."""
+    from rmqlab.recovery import recover
+    from rmqlab.writers.clock import ManualClock
+    from tests.oracle.compare import compare_recovery
+    from tests.oracle.differential import CLOCK_MS
+    from tests.oracle.test_batch_queue import _tear_before_last
+
+    root, config, _ = lmq_store
+    store = shutil.copytree(root.parent / "crash", tmp_path / "s")
+    if case.startswith("deleted"):
+        shutil.rmtree(store / "consumequeue" / "%LMQ%room1")
+    else:
+        _tear_before_last(store, lambda r: "INNER_MULTI_DISPATCH" in (r.properties or {}), 4)
+    theirs = oracle.load(shutil.copytree(store, tmp_path / "s.rocketmq"), config)
+    given = {k: v for k, v in config.items() if k not in ("enableLmq", "enableMultiDispatch")} if "no broker.conf" in case else config
+    cfg = MessageStoreConfig.from_mapping(given)
+    rep = recover(store, config=cfg, out=tmp_path / "out", clock=ManualClock(CLOCK_MS, tick_ms=1))
+    assert not rep.not_modelled and compare_recovery(rep, theirs) == []
+    assert ("taken to be on" in " ".join(rep.notes)) == ("no broker.conf" in case)
+    room1 = next(q for q in rep.queues if q.queue == "%LMQ%room1/0")
+    if case.startswith("deleted"):
+        assert room1.created and room1.added_entries > 10 and room1.max_offset_after == theirs["consumeQueues"]["%LMQ%room1/0"]["maxOffset"]
+    else:
+        assert any(q.cut_entries for q in rep.queues if q.queue.startswith("%LMQ%")) and rep.lost_records
+    with open_store(tmp_path / "out", cfg) as s:
+        assert compare_queues(s, theirs) == [] and compare_messages(s, theirs) == []
+    # nothing wrong but, when torn, the torn record RocketMQ leaves past the new end
+    size = cfg.mapped_file_size_commit_log
+    end = (f"{rep.commitlog_end - rep.commitlog_end % size:020d}", rep.commitlog_end % size)
+    assert [e for e in verify_store(tmp_path / "out", cfg).errors if case != "torn" or (Path(e.file).name, e.offset) != end] == []

@@ -135,7 +135,8 @@ def test_lmq_units_whose_records_do_not_name_the_queue_are_mismatches(tmp_path):
 def test_a_batch_queue_built_from_the_layout_is_read_and_checked(tmp_path, capsys):
     """TopicC's queues as batch queues of one-message units (tests/layouts.batch_consume_queue):
     verify finds nothing the file queues did not, the queue and lookup commands read the
-    units, nothing is written, recovery refuses (it does not rebuild batch queues)."""
+    units, nothing is written; recovery gives the batch queues the units the recovered
+    file queues of the same store hold (BatchConsumeQueue.recover, truncation, rebuild)."""
     store = batch_consume_queue(tmp_path)
     before = snapshot(store)
     lay = recognise(store)
@@ -149,8 +150,16 @@ def test_a_batch_queue_built_from_the_layout_is_read_and_checked(tmp_path, capsy
     assert [u["msg_base_offset"] for u in units] == list(range(units[0]["msg_base_offset"], units[0]["msg_base_offset"] + len(units)))
     code, out, err = run(capsys, "lookup", store, "--queue", f"TopicC:0:{units[1]['msg_base_offset']}")
     assert code == 0 and str(units[1]["commitlog_offset"]) in out and "warning" not in err
-    code, _, err = run(capsys, "recover", store, "--out", tmp_path / "out")
-    assert code == 2 and "nothing was written" in err
+    from rmqlab.recovery import recover
+    from rmqlab.store import open_store
+
+    code, out, err = run(capsys, "recover", store, "--out", tmp_path / "out")
+    assert code == 0, err
+    assert recover(REFERENCE / "crash" / "store", out=tmp_path / "ref").commitlog_end == recover(tmp_path / "out").commitlog_end
+    with open_store(tmp_path / "out") as mine, open_store(tmp_path / "ref") as ref:
+        for qid in (1, 0):
+            got = [(u.msg_base_offset, u.commitlog_offset, u.size, u.tags_code) for u in mine.consume_queue("TopicC", qid).iter_units()]
+            assert got == [(e.queue_offset, e.commitlog_offset, e.size, e.tags_code) for e in ref.consume_queue("TopicC", qid).entries()] and got
     code, out, _ = run(capsys, "hexdump", store / "batchconsumequeue" / "TopicC" / "0" / "00000000000000000000", "--length", 92)
     assert code == 0 and out.count("msgBaseOffset=") == 2 and f"offset={units[1]['commitlog_offset']}" in out
     shutil.rmtree(store / "batchconsumequeue" / "TopicC" / "0")  # a deleted batch queue is named, not misread as a plain one
