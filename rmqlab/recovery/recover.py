@@ -64,14 +64,14 @@ from ..errors import StoreFormatError, StoreLayoutError
 from ..files import MappedFileQueue
 from ..format import commitlog as cl
 from ..format.checkpoint import CheckpointV5, min_timestamp as cp_min_timestamp, min_timestamp_index as cp_min_timestamp_index
-from ..format.consumequeue import BCQ_STORE_UNIT_SIZE, CQ_STORE_UNIT_SIZE, batch_unit_is_valid
+from ..format.consumequeue import BCQ_STORE_UNIT_SIZE, CQ_STORE_UNIT_SIZE, EXT_MAX_ADDR, EXT_UNIT_MIN_SIZE, batch_unit_is_valid, ext_offset
 from ..format.indexfile import IndexHeader, index_file_size
 from ..format import layout
 from ..format.layout import PREFIX_DTYPES, store_timestamp_at
 from ..format.record import decode_record
 from ..store.batch_consume_queue import BCQ_DTYPE
 from ..store.consume_queue import CQ_DTYPE
-from ..rules import ABORT_FILE, BATCH_CONSUMEQUEUE_DIR, CHECKPOINT_FILE, COMMITLOG_DIR, CONSUMEQUEUE_DIR, INDEX_DIR, LOCK_FILE, goes_to_consume_queue, goes_to_index, multi_dispatch_targets
+from ..rules import ABORT_FILE, BATCH_CONSUMEQUEUE_DIR, CHECKPOINT_FILE, COMMITLOG_DIR, CONSUMEQUEUE_DIR, CONSUMEQUEUE_EXT_DIR, INDEX_DIR, LOCK_FILE, goes_to_consume_queue, goes_to_index, multi_dispatch_targets
 from ..files.extent import data_regions, nonzero_extent, nonzero_past, zero_runs
 from ..store.layout import commitlog_dirs, recognise
 from ..store.reader import infer_config, lock_state
@@ -110,6 +110,10 @@ class _Queue:
     early_count: int = 0  # their units
     file_size: int = 0
     batch: bool = False
+    #: Java maxExtAddr: the last valid entry's tagsCode that is an ext address (1: none)
+    max_ext_addr: int = 1
+    #: ext files ConsumeQueueExt.truncateByMaxAddress deletes (enableConsumeQueueExt)
+    ext_deleted: list[Path] = field(default_factory=list)
 
     @property
     def name(self) -> str:
@@ -218,6 +222,10 @@ def _recover_queue(directory: Path, topic: str, queue_id: int, file_size: int, l
             valid = (e["commitlog_offset"] >= 0) & (e["size"] > 0)
         n = len(e) if valid.all() else int(np.argmin(valid))
         parts.append(e[:n])
+        if not batch:
+            ext = np.flatnonzero(e["tags_code"][:n] <= EXT_MAX_ADDR)
+            if len(ext):
+                q.max_ext_addr = int(e["tags_code"][ext[-1]])
         if n:
             last = e[n - 1]
             q.max_physic_offset = int(last["commitlog_offset"]) + (0 if batch else int(last["size"]))
@@ -352,6 +360,8 @@ class RecoveryPlan:
     #: record's INNER_MULTI_DISPATCH names (ConsumeQueue.multiDispatchLmqQueue)
     multi_dispatch: bool = False
     enable_lmq: bool = False
+    #: enableConsumeQueueExt: every consume queue has ext files, written before each entry
+    consume_queue_ext: bool = False
     #: queues in the directory of the other queue type than the topic table's: RocketMQ
     #: does not load the store, and no recovery of it is RocketMQ's (apply refuses)
     type_conflicts: list = field(default_factory=list)
@@ -732,6 +742,42 @@ def _multi_dispatch_settings(cfg: MessageStoreConfig, lay, rep: RecoveryReport) 
     return (bool(lay.lmq_topics) if multi is None else multi), (bool(lay.lmq_topics) if lmq is None else lmq)
 
 
+def _ext_setting(cfg: MessageStoreConfig, root: Path, rep: RecoveryReport) -> bool:
+    """``enableConsumeQueueExt``: the config's, else on when the store has ext files
+    (noted in the report)."""
+    v = cfg.extra.get("enableConsumeQueueExt")
+    if v is not None:
+        return str(v).strip().lower() == "true"
+    there = (root / CONSUMEQUEUE_EXT_DIR).is_dir()
+    if there:
+        rep.notes.append(f"{CONSUMEQUEUE_EXT_DIR}/ and no enableConsumeQueueExt in the config: taken to be on, as the broker that wrote it had it")
+    return there
+
+
+def _plan_ext(plan: RecoveryPlan, ext_size: int) -> None:
+    """Java ``ConsumeQueue.recover`` with ext files: ``ConsumeQueueExt.recover`` (no file
+    deleted), then ``truncateByMaxAddress`` of the queue's last valid entry's ext address:
+    the ext files after its unit are deleted (only for a queue with files: Java's recover
+    does nothing for one without)."""
+    for q in plan.queues.values():
+        if q.batch or not q.files or q.max_ext_addr > EXT_MAX_ADDR:
+            continue
+        d = plan.root / CONSUMEQUEUE_EXT_DIR / q.topic / str(q.queue_id)
+        files = sorted((int(p.name), p) for p in d.iterdir() if p.is_file() and p.name.isdigit() and len(p.name) == 20) if d.is_dir() else []
+        real = ext_offset(q.max_ext_addr)
+        holder = next((p for start, p in files if start <= real < start + ext_size), None)
+        if holder is None:
+            continue  # "[BUG] address ... of consume queue extend not found!": nothing truncated
+        at = real - int(holder.name)
+        with open(holder, "rb") as fh:
+            fh.seek(at)
+            head = fh.read(2)
+        size = int.from_bytes(head, "big", signed=True) if len(head) == 2 else 0
+        if size < EXT_UNIT_MIN_SIZE:
+            continue
+        q.ext_deleted = [p for start, p in files if start > real + size]
+
+
 def _records_to_dispatch(rep: RecoveryReport, plan: RecoveryPlan, cfg: MessageStoreConfig):
     """Records re-dispatch must look at, in commitlog order: Java ``DispatchRequest`` s
     as :class:`~rmqlab.scan.dispatch_request.DispatchColumns`, or as a list of
@@ -760,7 +806,8 @@ def _records_to_dispatch(rep: RecoveryReport, plan: RecoveryPlan, cfg: MessageSt
     # with multi-dispatch, a record already in its own queue is still dispatched to the
     # LMQ queues it names (Java multi-dispatches after a put that skips as a repeat):
     # every record goes to the dispatcher, whose guards skip what is there
-    if len(pos) and not plan.multi_dispatch:
+    # (and with ext files, every record dispatched writes an ext unit, repeats included)
+    if len(pos) and not plan.multi_dispatch and not plan.consume_queue_ext:
         in_cq = np.zeros(len(pos), dtype=bool)
         present = plan.hints  # every queue entry's commitlog offset, sorted
         if len(present):
@@ -912,7 +959,7 @@ def _simulate_queues(rep: RecoveryReport, plan: RecoveryPlan, records, delay_lev
     last_offset: dict[tuple[str, int], int] = {}  # a batch queue's max offset after what dispatch adds
     first_offset: dict[tuple[str, int], int] = {}  # a created consume queue's first queue offset
     for k, q in queues.items():
-        changes[k] = QueueChange(q.name, q.count, q.max_offset_in_queue, q.max_physic_offset, [p.name for p in q.deleted])
+        changes[k] = QueueChange(q.name, q.count, q.max_offset_in_queue, q.max_physic_offset, [p.name for p in q.deleted] + [f"{CONSUMEQUEUE_EXT_DIR}/{p.name}" for p in q.ext_deleted])
     topics, topic_code, queue_id, offset, size, sys_flag, bases, batch_sizes = _queue_columns(records)
     rows = np.flatnonzero(goes_to_consume_queue(sys_flag))
     cq_offsets = records.consume_queue_offset if not isinstance(records, list) else np.asarray([r.consume_queue_offset for r in records], np.int64)
@@ -1270,11 +1317,15 @@ def _apply(rep: RecoveryReport, plan: RecoveryPlan, target: Path, cfg: MessageSt
         q = t(p)
         sidecar.save_file(q, "index file newer than checkpoint indexMsgTimestamp (abnormal recovery deletes it)")
         q.unlink()
-    # 3. consume-queue files past the first invalid entry
+    # 3. consume-queue files past the first invalid entry, ext files past the last entry's unit
     for q in plan.queues.values():
         for p in q.deleted:
             tp = t(p)
             sidecar.save_file(tp, "consume-queue file past the first invalid entry")
+            tp.unlink()
+        for p in q.ext_deleted:
+            tp = t(p)
+            sidecar.save_file(tp, "ext file past the unit of the queue's last valid entry (ConsumeQueueExt.truncateByMaxAddress)")
             tp.unlink()
     # 4. consume-queue entries that truncation will cut (saved before the dispatcher runs)
     if plan.truncate_cq:
@@ -1283,7 +1334,7 @@ def _apply(rep: RecoveryReport, plan: RecoveryPlan, target: Path, cfg: MessageSt
             for p, off, length in ranges:
                 sidecar.save(t(p), off, length, f"consume-queue entries pointing at or past the new end of the log {plan.process}")
     if plan.wipe_queues:  # ConsumeQueueStore.destroy: both kinds
-        for d in (target / CONSUMEQUEUE_DIR, target / BATCH_CONSUMEQUEUE_DIR):
+        for d in (target / CONSUMEQUEUE_DIR, target / BATCH_CONSUMEQUEUE_DIR) + ((target / CONSUMEQUEUE_EXT_DIR,) if plan.consume_queue_ext else ()):
             if d.is_dir():
                 for p in sorted(d.rglob("*")):
                     if p.is_file():
@@ -1309,7 +1360,8 @@ def _apply(rep: RecoveryReport, plan: RecoveryPlan, target: Path, cfg: MessageSt
     logics_ts = 0
     index_end_ts = None
     if records or cut_any:
-        d = CommitLogDispatcher(target, cfg, clock=clock, batch_topics=plan.batch_topics, multi_dispatch=plan.multi_dispatch, enable_lmq=plan.enable_lmq)
+        d = CommitLogDispatcher(target, cfg, clock=clock, batch_topics=plan.batch_topics, multi_dispatch=plan.multi_dispatch, enable_lmq=plan.enable_lmq,
+                                consume_queue_ext=plan.consume_queue_ext)
         t_dispatch = time.perf_counter()
         if isinstance(records, list):
             d.dispatch_batch(records)
@@ -1447,6 +1499,11 @@ def plan(
 
     t1 = time.perf_counter()
     p.multi_dispatch, p.enable_lmq = _multi_dispatch_settings(cfg, lay, rep)
+    p.consume_queue_ext = _ext_setting(cfg, root, rep)
+    if p.consume_queue_ext:
+        from ..writers.dispatch import ext_file_size
+
+        _plan_ext(p, ext_file_size(cfg, root / CONSUMEQUEUE_EXT_DIR))
     p.dispatch_records = _records_to_dispatch(rep, p, cfg) if p.files else []
     rep.records_redispatched = len(p.dispatch_records)
     rep.log_lines = planner.log

@@ -313,7 +313,7 @@ def recognise(root: str | os.PathLike, config: MessageStoreConfig | None = None)
         elif name == CONSUMEQUEUE_EXT_DIR and p.is_dir():
             parts.append(Part(name + "/", "consume queue ext (tag bitmaps; enableConsumeQueueExt)", DECODED,
                               "a queue unit's tagsCode that is an ext address is read from here (size, tagsCode, store time, bitmap) and compared as the tagsCode",
-                              "ConsumeQueueExt", "RocketMQ truncates the ext files with their queues; not modelled"))
+                              "ConsumeQueueExt"))
         elif name == BATCH_CONSUMEQUEUE_DIR and p.is_dir():
             lay.batch_topics = sorted(x.name for x in p.iterdir() if x.is_dir())
             n = sum(1 for t in lay.batch_topics for q in (p / t).iterdir() if q.is_dir() and q.name.isdigit())

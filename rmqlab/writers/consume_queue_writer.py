@@ -25,7 +25,7 @@ import numpy as np
 
 from ..errors import StoreLayoutError
 from ..files.mapped_file_queue import file_name_for_offset
-from ..format.consumequeue import CQ_STORE_UNIT_SIZE, PRE_BLANK_SIZE, ConsumeQueueEntry
+from ..format.consumequeue import CQ_STORE_UNIT_SIZE, EXT_MAX_ADDR, PRE_BLANK_SIZE, ConsumeQueueEntry
 from ..store.consume_queue import CQ_DTYPE
 from .mapped_file import WritableMappedFile, fsync_directory
 
@@ -155,16 +155,40 @@ class ConsumeQueueWriter(QueueFilesWriter):
     invalid entry (``offset < 0 or size <= 0``); files wholly past it are deleted
     (Java ``MappedFileQueue.truncateDirtyFiles``).  ``max_physic_offset`` is Java's
     maxPhysicOffset: ``offset + size`` of the last entry.
+
+    ``ext`` (``enableConsumeQueueExt``): the queue's ext files; dispatch then writes an
+    ext unit for every request before the entry, whose tagsCode is the unit's address
+    (``putMessagePositionInfoWrapper``; the unit is written even when the entry is then
+    skipped as a repeat, as Java writes it), and recovery positions them
+    (``ConsumeQueueExt.recover``, ``truncateByMaxAddress`` with the last valid entry's address).
     """
+
+    def __init__(self, directory: str | os.PathLike, topic: str, queue_id: int, mapped_file_size: int, *, ext=None):
+        self.ext = ext
+        super().__init__(directory, topic, queue_id, mapped_file_size)
+
+    def flush(self) -> None:
+        super().flush()
+        if self.ext is not None:
+            self.ext.flush()
+
+    def close(self) -> None:
+        super().close()
+        if self.ext is not None:
+            self.ext.close()
 
     def _recover(self) -> None:
         """Java ``ConsumeQueue.recover`` (scan from the third-to-last file)."""
         index = max(0, len(self.files) - 3)
         process = self.files[index].file_from_offset
+        max_ext = 1  # Java maxExtAddr: the last valid entry's tagsCode that is an ext address
         for f in self.files[index:]:
             e = np.frombuffer(f.mm, dtype=CQ_DTYPE)
             valid = (e["commitlog_offset"] >= 0) & (e["size"] > 0)
             n = int(np.argmin(valid)) if not valid.all() else len(e)
+            ext = np.flatnonzero(e["tags_code"][:n] <= EXT_MAX_ADDR) if self.ext is not None else ()
+            if len(ext):
+                max_ext = int(e["tags_code"][ext[-1]])
             del e
             if n:
                 last = CQ_ENTRY.unpack_from(f.mm, (n - 1) * CQ_STORE_UNIT_SIZE)
@@ -173,6 +197,9 @@ class ConsumeQueueWriter(QueueFilesWriter):
             if n < len(valid):
                 break
         self._truncate_files(process)
+        if self.ext is not None:
+            self.ext.recover()
+            self.ext.truncate_by_max_address(max_ext)
 
     # -- positions ----------------------------------------------------------------------------
     @property
@@ -307,15 +334,29 @@ class ConsumeQueueWriter(QueueFilesWriter):
     # -- what dispatch hands over -----------------------------------------------------------
     def put_request(self, req) -> None:
         """Java ``putMessagePositionInfoWrapper`` for one dispatch request of this queue."""
-        self.put(req[2], req[3], req[4], req[6])
+        self.put(req[2], req[3], self._ext_tags(req[4], req[5]), req[6])
+
+    def _ext_tags(self, tags_code: int, store_timestamp: int) -> int:
+        """With ext files: the address of a new ext unit (the tagsCode when it cannot be written)."""
+        if self.ext is None:
+            return tags_code
+        addr = self.ext.put(tags_code, store_timestamp)
+        return addr if addr <= EXT_MAX_ADDR else tags_code
 
     def put_requests(self, reqs) -> None:
         """The same for many, in order."""
+        if self.ext is not None:
+            for r in reqs:
+                self.put_request(r)
+            return
         self.put_many(reqs)
 
     def put_rows(self, cols, rows: np.ndarray) -> None:
         """The same for rows ``rows`` of a :class:`~rmqlab.scan.dispatch_request.DispatchColumns`."""
-        self.put_columns(cols.commitlog_offset[rows], cols.msg_size[rows], cols.tags_code[rows], cols.consume_queue_offset[rows])
+        tags = cols.tags_code[rows]
+        if self.ext is not None:  # a unit per row, in order, before its entry
+            tags = np.asarray([self._ext_tags(t, s) for t, s in zip(tags.tolist(), cols.store_timestamp[rows].tolist())], np.int64)
+        self.put_columns(cols.commitlog_offset[rows], cols.msg_size[rows], tags, cols.consume_queue_offset[rows])
 
     def truncate_dirty(self, phy_offset: int, *, zero_tail: bool = True) -> int:
         """Java ``ConsumeQueue.truncateDirtyLogicFiles``: cut entries pointing at or past

@@ -53,9 +53,10 @@ import numpy as np
 from ..config import MessageStoreConfig
 from ..format.record import Record
 from .. import rules
-from ..rules import BATCH_CONSUMEQUEUE_DIR, CONSUMEQUEUE_DIR, INDEX_DIR, parse_delay_levels
+from ..rules import BATCH_CONSUMEQUEUE_DIR, CONSUMEQUEUE_DIR, CONSUMEQUEUE_EXT_DIR, INDEX_DIR, parse_delay_levels
 from .batch_consume_queue_writer import BatchConsumeQueueWriter
 from .clock import SystemClock
+from .consume_queue_ext_writer import ConsumeQueueExtWriter
 from .consume_queue_writer import ConsumeQueueWriter, QueueFilesWriter
 from ..scan.dispatch_request import (
     DispatchColumns,
@@ -66,6 +67,21 @@ from ..scan.dispatch_request import (
 from ..scan.hashes import index_key_hashes
 from .index_writer import IndexServiceWriter
 
+
+
+def ext_file_size(config: MessageStoreConfig, ext_dir: Path) -> int:
+    """``mappedFileSizeConsumeQueueExt``: the config's, else the size of the first ext
+    file under ``ext_dir``, else RocketMQ's default."""
+    from ..format.consumequeue import DEFAULT_MAPPED_FILE_SIZE_CONSUME_QUEUE_EXT
+
+    given = config.extra.get("mappedFileSizeConsumeQueueExt")
+    if given is not None:
+        return int(given)
+    if ext_dir.is_dir():
+        for p in sorted(ext_dir.glob("*/*/*")):
+            if p.is_file() and p.name.isdigit() and p.stat().st_size:
+                return p.stat().st_size
+    return DEFAULT_MAPPED_FILE_SIZE_CONSUME_QUEUE_EXT
 
 
 class CommitLogDispatcher:
@@ -85,10 +101,15 @@ class CommitLogDispatcher:
     into a consume queue also gets a unit in each queue its INNER_MULTI_DISPATCH names
     (``ConsumeQueue.multiDispatchLmqQueue``, :func:`rmqlab.rules.multi_dispatch_targets`);
     None takes them from the config's ``enableMultiDispatch`` / ``enableLmq``.
+
+    ``consume_queue_ext`` (Java ``enableConsumeQueueExt``; None: the config's): every
+    consume queue keeps ext files in ``consumequeue_ext/T/Q/`` of
+    ``mappedFileSizeConsumeQueueExt`` bytes (the config's, else the size of the files
+    there, else RocketMQ's default).
     """
 
     def __init__(self, root: str | os.PathLike, config: MessageStoreConfig | None = None, *, clock=None, on_index_file_full=None,
-                 batch_topics=None, multi_dispatch: bool | None = None, enable_lmq: bool | None = None):
+                 batch_topics=None, multi_dispatch: bool | None = None, enable_lmq: bool | None = None, consume_queue_ext: bool | None = None):
         self.root = Path(root)
         self.config = config or MessageStoreConfig()
         self.clock = clock or SystemClock()
@@ -103,6 +124,9 @@ class CommitLogDispatcher:
         flag = lambda name: str(self.config.extra.get(name, "false")).strip().lower() == "true"  # noqa: E731
         self.multi_dispatch = flag("enableMultiDispatch") if multi_dispatch is None else multi_dispatch
         self.enable_lmq = flag("enableLmq") if enable_lmq is None else enable_lmq
+        self.consume_queue_ext = flag("enableConsumeQueueExt") if consume_queue_ext is None else consume_queue_ext
+        self.ext_dir = self.root / CONSUMEQUEUE_EXT_DIR
+        self.ext_file_size = ext_file_size(self.config, self.ext_dir) if self.consume_queue_ext else 0
         self.queues: dict[tuple[str, int], QueueFilesWriter] = {}
         self.index = IndexServiceWriter(
             self.root / INDEX_DIR, self.config.max_hash_slot_num, self.config.max_index_num, self.clock, on_full=on_index_file_full
@@ -112,10 +136,13 @@ class CommitLogDispatcher:
         self._load_queues()
 
     # -- consume queues ---------------------------------------------------------------------------
-    def _writer(self, topic: str, queue_id: int, batch: bool) -> QueueFilesWriter:
+    def _writer(self, topic: str, queue_id: int, batch: bool, *, loaded: bool) -> QueueFilesWriter:
+        """A queue's writer; ``loaded``: one the store's load opens (its directory is there),
+        else one dispatch creates (Java loads no ext file for it)."""
         if batch:
             return BatchConsumeQueueWriter(self.bcq_dir / topic / str(queue_id), topic, queue_id, self.config.mapper_file_size_batch_consume_queue)
-        return ConsumeQueueWriter(self.cq_dir / topic / str(queue_id), topic, queue_id, self.config.mapped_file_size_consume_queue)
+        ext = ConsumeQueueExtWriter(self.ext_dir / topic / str(queue_id), self.ext_file_size, load=loaded) if self.consume_queue_ext else None
+        return ConsumeQueueWriter(self.cq_dir / topic / str(queue_id), topic, queue_id, self.config.mapped_file_size_consume_queue, ext=ext)
 
     def _load_queues(self) -> None:
         """Java ``ConsumeQueueStore.load``: consumequeue/, then batchconsumequeue/."""
@@ -127,7 +154,7 @@ class CommitLogDispatcher:
                     continue
                 for qdir in sorted(tdir.iterdir()):
                     if qdir.is_dir() and qdir.name.isdigit():
-                        self.queues[(tdir.name, int(qdir.name))] = self._writer(tdir.name, int(qdir.name), batch)
+                        self.queues[(tdir.name, int(qdir.name))] = self._writer(tdir.name, int(qdir.name), batch, loaded=True)
 
     def consume_queue(self, topic: str, queue_id: int) -> QueueFilesWriter:
         """Java ``ConsumeQueueStore.findOrCreateConsumeQueue``: the queue's writer,
@@ -135,7 +162,7 @@ class CommitLogDispatcher:
         key = (topic, queue_id)
         q = self.queues.get(key)
         if q is None:
-            q = self.queues[key] = self._writer(topic, queue_id, topic in self.batch_topics)
+            q = self.queues[key] = self._writer(topic, queue_id, topic in self.batch_topics, loaded=False)
         return q
 
     @property

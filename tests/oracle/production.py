@@ -106,10 +106,10 @@ def write_rocksdb_store(oracle: Oracle, tmp: Path, seed: int, n: int = 300, *, d
     return _written(oracle, tmp, config, lines, crash_copy)
 
 
-def write_ext_store(oracle: Oracle, tmp: Path, seed: int, n: int = 200) -> tuple[Path, dict, list]:
+def write_ext_store(oracle: Oracle, tmp: Path, seed: int, n: int = 200, crash_copy: Path | None = None) -> tuple[Path, dict, list]:
     config, lines = random_workload(seed, n=n)
     config.update(enableConsumeQueueExt="true", mappedFileSizeConsumeQueueExt="256")
-    return _written(oracle, tmp, config, lines)
+    return _written(oracle, tmp, config, lines, crash_copy)
 
 
 #: topic attributes of the compaction stores (TopicAttributes.CLEANUP_POLICY_ATTRIBUTE)

@@ -23,7 +23,8 @@ from tests.oracle.production import loaded, write_ext_store
 
 @pytest.fixture(scope="module")
 def ext_store(oracle, tmp_path_factory):
-    return loaded(oracle, write_ext_store(oracle, tmp_path_factory.mktemp("ext"), seed=601))
+    tmp = tmp_path_factory.mktemp("ext")
+    return loaded(oracle, write_ext_store(oracle, tmp, seed=601, crash_copy=tmp / "crash"))
 
 
 def test_ext_units_hold_the_tags_codes_of_the_records(ext_store):
@@ -59,3 +60,41 @@ def test_a_damaged_ext_unit_is_a_mismatch_and_a_missing_one_is_named(ext_store, 
     f.unlink()
     kinds = {x.kind for x in verify_store(copy, cfg).findings}
     assert kinds == {"CQ_EXT_UNIT"}
+
+
+def _files(d):
+    return {p.name: p.read_bytes() for p in sorted(d.iterdir())} if d.is_dir() else {}
+
+
+@pytest.mark.parametrize("case", ["crashed", "torn", "deleted queue", "no broker.conf"])
+def test_ext_queues_recover_as_rocketmq_recovers_them(ext_store, oracle, tmp_path, case):
+    """Recovery with ext files as RocketMQ's: ConsumeQueue.recover positions them
+    (ConsumeQueueExt.recover, truncateByMaxAddress of the last valid entry's address);
+    every record re-dispatched writes an ext unit before its entry, a repeat included,
+    so the addresses the queues hold and the ext files' bytes are RocketMQ's; a queue
+    that dispatch creates writes its units from ext offset 0 again.  Without a
+    broker.conf, enableConsumeQueueExt is taken from the ext files the store holds."""
+    from rmqlab.recovery import recover
+    from rmqlab.writers.clock import ManualClock
+    from tests.oracle.compare import compare_recovery
+    from tests.oracle.differential import CLOCK_MS
+    from tests.oracle.test_batch_queue import _tear_before_last
+
+    root, config, _ = ext_store
+    store = shutil.copytree(root.parent / "crash", tmp_path / "s")
+    if case == "torn":
+        _tear_before_last(store, lambda r: r.topic == "TopicA", 5)
+    elif case == "deleted queue":
+        shutil.rmtree(store / "consumequeue" / "TopicA" / "0")
+    theirs = oracle.load(shutil.copytree(store, tmp_path / "s.rocketmq"), config)
+    given = {k: v for k, v in config.items() if k != "enableConsumeQueueExt"} if case == "no broker.conf" else config
+    cfg = MessageStoreConfig.from_mapping(given)
+    rep = recover(store, config=cfg, out=tmp_path / "out", clock=ManualClock(CLOCK_MS, tick_ms=1))
+    assert not rep.not_modelled and compare_recovery(rep, theirs) == []
+    assert ("enableConsumeQueueExt" in " ".join(rep.notes)) == (case == "no broker.conf")
+    with open_store(tmp_path / "out", cfg) as s:
+        assert compare_queues(s, theirs) == [] and compare_messages(s, theirs) == []
+    # the ext files RocketMQ's store left after its load, start (reput) and shutdown
+    for q in ("TopicA/0", "TopicA/1", "TopicB/0"):
+        mine, rocketmq = _files(tmp_path / "out" / "consumequeue_ext" / q), _files(tmp_path / "s.rocketmq" / "consumequeue_ext" / q)
+        assert mine.keys() == rocketmq.keys() and mine == rocketmq, (q, sorted(mine), sorted(rocketmq))
