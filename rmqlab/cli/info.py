@@ -75,7 +75,7 @@ def run(args) -> int:
     print("files of the root (what rmqlab does with each):")
     for part in s.layout:
         print(f"  {part['path']:<34} {part['kind']}: {part['handling']}" + (f" — {part['note']}" if part["note"] else "")
-              + (f"; recover: not modelled ({part['recovery']})" if part["recovery"] else ""))
+              + (f"; recover: not modelled ({part['recovery']})" if part["recovery"] else f"; recover: modelled ({part['recovered']})" if part.get("recovered") else ""))
     for p in s.problems:
         print(f"problem: {p}")
     return 0

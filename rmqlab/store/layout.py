@@ -62,6 +62,9 @@ class Part:
     #: None where ``rmqlab recover`` may go ahead with this part present (it models it, or
     #: RocketMQ's store recovery leaves it to its owner as rmqlab does); else why it refuses
     recovery: str | None = None
+    #: what of RocketMQ's start-up ``rmqlab recover`` models for this part (the Java
+    #: steps), "" where recovery does not touch it
+    recovered: str = ""
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
@@ -209,12 +212,14 @@ def _consumequeue_parts(d: Path, lay: StoreLayout, settings: dict | None = None)
             out.append(Part(f"{CONSUMEQUEUE_DIR}/*/", f"consume-queue files ({len(plain)} topic(s), {n} queue(s)) beside the RocksDB queues", NOT_CHECKED,
                             "storeType=defaultRocksDB: RocketMQ serves RocksDB's units, not these", "RocksDBMessageStore"))
         else:
-            out.append(Part(f"{CONSUMEQUEUE_DIR}/", f"consume queues ({len(plain)} topic(s), {n} queue(s))", DECODED, "", "ConsumeQueue"))
+            out.append(Part(f"{CONSUMEQUEUE_DIR}/", f"consume queues ({len(plain)} topic(s), {n} queue(s))", DECODED, "", "ConsumeQueue",
+                            recovered="ConsumeQueue.recover, truncateDirtyLogicFiles, re-dispatch"))
     if lmq:
         lay.lmq_topics = [t.name for t in lmq]
         out.append(Part(f"{CONSUMEQUEUE_DIR}/{LMQ_PREFIX}*/", f"LMQ consume queues ({len(lmq)} topic(s))", DECODED,
                         "multi-dispatch queues: each entry checked against the parent record whose INNER_MULTI_DISPATCH / INNER_MULTI_QUEUE_OFFSET name it",
-                        "ConsumeQueue.multiDispatchLmqQueue (enableLmq, enableMultiDispatch)"))
+                        "ConsumeQueue.multiDispatchLmqQueue (enableLmq, enableMultiDispatch)",
+                        recovered="ConsumeQueue.recover, truncateDirtyLogicFiles, re-dispatch through multiDispatchLmqQueue"))
     for p in files:
         if lay.rocksdb_consume_queue and _ROCKSDB.fullmatch(p.name):
             continue
@@ -293,7 +298,8 @@ def recognise(root: str | os.PathLike, config: MessageStoreConfig | None = None)
                 shown = os.path.relpath(d, root) if d.resolve().is_relative_to(root.resolve()) else str(d)
                 parts.append(Part(f"{shown}/", "commitlog directory (storePathCommitLog / readOnlyCommitLogStorePaths)", DECODED,
                                   f"one log with {', '.join(str(x) for x in log_dirs if x != d)}" if len(log_dirs) > 1 else "the log, outside the root",
-                                  "MultiPathMappedFileQueue.load" if len(log_dirs) > 1 else "CommitLog (storePathCommitLog)"))
+                                  "MultiPathMappedFileQueue.load" if len(log_dirs) > 1 else "CommitLog (storePathCommitLog)",
+                                  recovered="CommitLog.recoverNormally / recoverAbnormally over the whole log"))
     if commitlog.is_dir() and not in_log:
         parts.append(Part(f"{COMMITLOG_DIR}/", "commitlog directory outside the configured log", NOT_CHECKED,
                           "storePathCommitLog names other directories: RocketMQ does not read this one", "CommitLog (storePathCommitLog)"))
@@ -303,7 +309,7 @@ def recognise(root: str | os.PathLike, config: MessageStoreConfig | None = None)
         elif dledger:
             parts.append(Part(f"{COMMITLOG_DIR}/", "commitlog", DECODED, "beside a DLedger log: RocketMQ reads these only while converting to DLedger", "CommitLog"))
         else:
-            parts.append(Part(f"{COMMITLOG_DIR}/", "commitlog", DECODED, "", "CommitLog"))
+            parts.append(Part(f"{COMMITLOG_DIR}/", "commitlog", DECODED, "", "CommitLog", recovered="CommitLog.recoverNormally / recoverAbnormally"))
     for p in sorted(root.iterdir(), key=lambda p: p.name):
         name = p.name
         if name == COMMITLOG_DIR or name.startswith(DLEDGER_PREFIX):
@@ -313,19 +319,20 @@ def recognise(root: str | os.PathLike, config: MessageStoreConfig | None = None)
         elif name == CONSUMEQUEUE_EXT_DIR and p.is_dir():
             parts.append(Part(name + "/", "consume queue ext (tag bitmaps; enableConsumeQueueExt)", DECODED,
                               "a queue unit's tagsCode that is an ext address is read from here (size, tagsCode, store time, bitmap) and compared as the tagsCode",
-                              "ConsumeQueueExt"))
+                              "ConsumeQueueExt", recovered="ConsumeQueueExt.recover, truncateByMaxAddress, a unit per re-dispatched record"))
         elif name == BATCH_CONSUMEQUEUE_DIR and p.is_dir():
             lay.batch_topics = sorted(x.name for x in p.iterdir() if x.is_dir())
             n = sum(1 for t in lay.batch_topics for q in (p / t).iterdir() if q.is_dir() and q.name.isdigit())
             parts.append(Part(name + "/", f"batch consume queues (queue.type=BatchCQ; {len(lay.batch_topics)} topic(s), {n} queue(s))", DECODED,
                               "46-byte units, one per record, an inner batch's covering its INNER_NUM queue offsets; each checked against its record",
-                              "BatchConsumeQueue"))
+                              "BatchConsumeQueue", recovered="BatchConsumeQueue.recover, truncateDirtyLogicFiles, re-dispatch"))
         elif name == INDEX_DIR and p.is_dir():
-            parts.append(Part(name + "/", "index files", DECODED, "", "IndexFile"))
+            parts.append(Part(name + "/", "index files", DECODED, "", "IndexFile", recovered="IndexService.load (files newer than the checkpoint dropped), re-indexing"))
         elif name == CHECKPOINT_FILE:
-            parts.append(Part(name, "store checkpoint", DECODED, "", "StoreCheckpoint"))
+            parts.append(Part(name, "store checkpoint", DECODED, "", "StoreCheckpoint", recovered="read for the start file; written at the clean shutdown"))
         elif name == ABORT_FILE:
-            parts.append(Part(name, "abort marker (the last exit was not clean)", DECODED, "", "DefaultMessageStore.createTempFile"))
+            parts.append(Part(name, "abort marker (the last exit was not clean)", DECODED, "", "DefaultMessageStore.createTempFile",
+                              recovered="chooses abnormal recovery; removed at the clean shutdown"))
         elif name == ABORT_FILE + ".bak":
             parts.append(Part(name, "previous abort marker", READ, "MixAll.string2File's copy; RocketMQ does not read it", "MixAll.string2File"))
         elif name == LOCK_FILE:

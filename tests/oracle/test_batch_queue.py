@@ -84,6 +84,7 @@ def test_cli_on_a_batch_queue(batch_store, capsys):
     assert code == 0 and "batch queue" in out and len(out.splitlines()) == 2 + len({x["unitQueueOffset"] for x in q["cqUnits"]})
     code, out, _ = run(capsys, "info", root, "--config", conf)
     assert code == 0 and "batch consume queues (queue.type=BatchCQ; 1 topic(s), 2 queue(s)): decoded" in out
+    assert "recover: modelled (BatchConsumeQueue.recover" in out and "recover: not modelled" not in out
     code, out, _ = run(capsys, "recover", root, "--config", conf)
     assert code == 0 and "NOT APPLICABLE" not in out and "no plan" not in out
 
