@@ -24,3 +24,19 @@ def generated(store: Path, size: int, what: str, **options) -> Path:
     marker.write_text(json.dumps(res.to_dict()))
     print(f"  {res.records} records in {res.seconds:.1f} s", flush=True)
     return store
+
+
+def store_times(store: Path):
+    """(physical offsets, store timestamps) of every record of ``store``'s log, sorted,
+    from the bulk decoder: what a queue unit that carries the store time holds."""
+    import numpy as np
+
+    from rmqlab.scan.decode import scan_range
+    from rmqlab.store import open_store
+
+    with open_store(store) as s:
+        batches = [b for f in s.commitlog.queue.files for b in scan_range(f.buf, file_base=f.file_from_offset, file=str(f.path), verify_crc=False,
+                                                                          include_body=False, columns=("physical_offset", "store_timestamp"))]
+    phy = np.concatenate([b.column("physical_offset").to_numpy(zero_copy_only=False) for b in batches])
+    when = np.concatenate([b.column("store_timestamp").fill_null(0).to_numpy(zero_copy_only=False) for b in batches])
+    return phy, when

@@ -33,7 +33,7 @@ ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 
 from rmqlab.lab.generate import parse_size  # noqa: E402
-from _stores import generated  # noqa: E402
+from _stores import generated, store_times  # noqa: E402
 from bench_forensics import RMQLAB, _largest_queue, run_watched  # noqa: E402
 
 
@@ -43,7 +43,6 @@ def rocksdb_copy(store: Path) -> Path:
     from rocksdict import Options, Rdict, WriteBatch
 
     from rmqlab.format.rocksdb_queue import CHECKPOINT_KEY, CQ_VALUE_DTYPE, OFFSET_COLUMN_FAMILY, RocksDBOffsetValue, offset_key, queue_prefix
-    from rmqlab.scan.decode import scan_range
     from rmqlab.store import open_store
 
     out = store.with_name(store.name + "-rocksdb")
@@ -61,12 +60,8 @@ def rocksdb_copy(store: Path) -> Path:
     db = Rdict(str(built), options=opts, column_families={OFFSET_COLUMN_FAMILY: Options(raw_mode=True)})
     offsets = db.get_column_family(OFFSET_COLUMN_FAMILY)
     n = 0
+    phy, when = store_times(store)  # every record's store time by physical offset
     with open_store(store) as s:
-        # every record's store time by physical offset, from the bulk decoder
-        batches = [b for f in s.commitlog.queue.files for b in scan_range(f.buf, file_base=f.file_from_offset, file=str(f.path), verify_crc=False,
-                                                                          include_body=False, columns=("physical_offset", "store_timestamp"))]
-        phy = np.concatenate([b.column("physical_offset").to_numpy(zero_copy_only=False) for b in batches])
-        when = np.concatenate([b.column("store_timestamp").fill_null(0).to_numpy(zero_copy_only=False) for b in batches])
         top = 0
         for qid in s.queue_ids():
             cq = s.consume_queue(qid.topic, qid.queue_id)
