@@ -419,8 +419,11 @@ class RecoveryPlan:
 
 
 class _Planner:
-    def __init__(self, root: Path, cfg: MessageStoreConfig, *, legacy_three_files: bool, check_crc: bool | None, force_verify_prop_crc: bool):
+    def __init__(self, root: Path, cfg: MessageStoreConfig, *, legacy_three_files: bool, check_crc: bool | None, force_verify_prop_crc: bool,
+                 rocksdb=None):
         self.root = root
+        #: the consume queues' RocksDB (RocksDBMessageStore, storeType=defaultRocksDB), read-only; None: file queues
+        self.rocksdb = rocksdb
         self.cfg = cfg
         self.legacy = legacy_three_files
         self.check_crc = cfg.check_crc_on_recover if check_crc is None else check_crc
@@ -444,8 +447,13 @@ class _Planner:
         cp = self._read_checkpoint(plan)
         self._load_index(plan, abort, cp)
         log.append("message store recover mode: normal")  # Java: recoverConcurrently off
-        self._recover_queues(plan)
-        max_cq = max((q.max_physic_offset for q in plan.queues.values()), default=-1)
+        if self.rocksdb is None:
+            self._recover_queues(plan)
+            max_cq = max((q.max_physic_offset for q in plan.queues.values()), default=-1)
+        else:
+            # RocksDBConsumeQueueStore: recover() only starts RocksDB; its max physical
+            # offset is dispatch's CHECKPOINT_TOPIC progress (RocksDBConsumeQueueOffsetTable.getMaxPhyOffset)
+            max_cq = self.rocksdb.max_phy_offset()
         rep.max_phy_offset_in_cq_before = max_cq
         files = plan.files
         if not files:
@@ -608,6 +616,24 @@ class _Planner:
                 rep.rule = "normal, from the consume queues' max physical offset (RocketMQ 5.3.2+)"
                 rep.start_reason = f"the file holding maxPhyOffsetOfConsumeQueue={max_cq}"
             dispatch_from = max_cq
+        elif self.rocksdb is not None:
+            # isMappedFileMatchedRecover with enableRocksDBStore: the newest file whose first
+            # record's physicalOffset field is at or below RocksDB's max physical offset
+            index = -1
+            for i in range(len(files) - 1, -1, -1):
+                buf = _file_view(files[i], fsize)
+                if len(buf) >= 8 + layout.PHYSICAL_OFFSET_AT and struct.unpack_from(">I", buf, 4)[0] in cl.MESSAGE_MAGICS:
+                    phy = struct.unpack_from(">q", buf, layout.PHYSICAL_OFFSET_AT)[0]
+                    if phy <= max_cq:
+                        index = i
+                        rep.start_reason = f"newest file whose first record's physicalOffset {phy} ≤ RocksDB's max physical offset {max_cq}"
+                        log.append(f"recover from this mapped file {STORE}/{COMMITLOG_DIR}/{files[i].path.name}")
+                        break
+            if index < 0:
+                index = 0
+                rep.start_reason = f"no file starts with a record at or below RocksDB's max physical offset {max_cq}: first file"
+            rep.rule = "abnormal, from RocksDB's max physical offset (enableRocksDBStore)"
+            dispatch_from = -2
         else:
             index = -1
             for i in range(len(files) - 1, -1, -1):
@@ -1034,6 +1060,55 @@ def _simulate_queues(rep: RecoveryReport, plan: RecoveryPlan, records, delay_lev
         else:
             ch.max_offset_after = q.first_queue_offset + q.count + ch.added_entries - ch.cut_entries
     rep.queues = sorted(changes.values(), key=lambda c: c.queue)
+
+
+def _rocksdb_queue_changes(rep: RecoveryReport, plan: RecoveryPlan, rocksdb) -> None:
+    """The per-queue part of the report for RocksDB queues (RocksDBMessageStore), read
+    from RocksDB: ``truncateDirty`` (when RocksDB's max physical offset is at or past the
+    new end) corrects each queue's max offset to below its first unit at or past the end
+    (``RocksDBConsumeQueueOffsetTable.truncateDirtyOffset``: the keys stay, unreachable),
+    and re-dispatch puts every record handed to it (``RocksDBConsumeQueueTable``: a key
+    per unit, idempotent), so a queue gains the units past its max offset."""
+    process = plan.process
+    changes: dict[tuple[str, int], QueueChange] = {}
+    ends: dict[tuple[str, int], int] = {}
+    for topic, qid in rocksdb.queue_ids():
+        cq = rocksdb.consume_queue(topic, qid)
+        lo, hi = cq.valid_range()
+        ch = changes[(topic, qid)] = QueueChange(f"{topic}/{qid}", hi - lo, hi, cq.max_physic_offset())
+        end = hi
+        if plan.truncate_cq and hi > lo:
+            for q0, e in reversed(cq.parts(lo, hi)):
+                past = np.flatnonzero(e["commitlog_offset"] < process)
+                if len(past):
+                    end = q0 + int(past[-1]) + 1
+                    break
+                end = q0
+        ch.cut_entries = ch.cut_messages = hi - end
+        ends[(topic, qid)] = end
+    records = plan.dispatch_records
+    topics, topic_code, queue_id, offset, size, sys_flag, _, _ = _queue_columns(records) if len(records) else ([], *(np.zeros(0, np.int64),) * 7)
+    qoffs = (records.consume_queue_offset if not isinstance(records, list) else np.asarray([r.consume_queue_offset for r in records], np.int64)) if len(records) else np.zeros(0, np.int64)
+    rows = np.flatnonzero(goes_to_consume_queue(sys_flag))
+    if len(rows):
+        from ..scan.dispatch_request import queue_groups
+
+        for g in queue_groups(topic_code[rows], queue_id[rows]):
+            g = rows[g]
+            k = (topics[int(topic_code[g[0]])], int(queue_id[g[0]]))
+            if k not in changes:
+                changes[k] = QueueChange(f"{k[0]}/{k[1]}", 0, 0, -1, created=True)
+                ends[k] = 0
+            new = qoffs[g] >= ends[k]
+            changes[k].added_entries = int(new.sum())
+            if new.any():
+                ends[k] = max(ends[k], int(qoffs[g][new].max()) + 1)
+    for k, ch in changes.items():
+        ch.max_offset_after = ends[k]
+    rep.queues = sorted(changes.values(), key=lambda c: c.queue)
+    rep.notes.append(f"the consume queues are RocksDB's (storeType=defaultRocksDB): read, never written; RocketMQ's start-up truncates them "
+                     f"to the new end (RocksDBConsumeQueueStore.truncateDirty) and re-dispatches into them from RocksDB's progress "
+                     f"{plan.report.max_phy_offset_in_cq_before}, as listed; applying is refused")
 
 
 def _insert_at_offset(lines: list[str], offset: int, line: str) -> None:
@@ -1476,8 +1551,20 @@ def plan(
     t0 = time.perf_counter()
     cfg = infer_config(root, config)
     lay = recognise(root, cfg)
-    unplanned = lay.log_elsewhere or lay.recovery_unmodelled or (lay.rocksdb_consume_queue and "the consume queues are (also) in RocksDB (consumequeue/): RocketMQ's start-up truncates "
-                                      "them (RocksDBConsumeQueueStore.truncateDirty) and re-dispatches from their CHECKPOINT_TOPIC progress; rmqlab reads them but does not model that")
+    unplanned = lay.log_elsewhere or lay.recovery_unmodelled
+    rocksdb = None
+    if not unplanned and lay.rocksdb_queues:
+        # RocksDBMessageStore: the plan reads RocksDB's progress (never writes it); applying
+        # stays refused, as the RocksDB part of the layout says
+        from ..files.rocksdb import RocksDBUnavailable
+        from ..store.rocksdb_queue import RocksDBConsumeQueueStore
+
+        try:
+            rocksdb = RocksDBConsumeQueueStore(root / CONSUMEQUEUE_DIR)
+        except RocksDBUnavailable as err:
+            unplanned = f"the consume queues are RocksDB's and cannot be read here: {err.message}"
+        except StoreLayoutError as err:
+            unplanned = f"the consume queues' RocksDB cannot be opened: {err}"
     if unplanned:
         # the classic recovery's decisions would be wrong here (e.g. delete every queue of
         # a DLedger store, whose log is not in commitlog/): no plan is made
@@ -1490,8 +1577,13 @@ def plan(
         from ..store.metadata import written_by_4x
 
         legacy_three_files = "topics.json has no TopicConfig attributes: a 4.x broker wrote this store" if written_by_4x(root) else False
-    planner = _Planner(root, cfg, legacy_three_files=legacy_three_files, check_crc=check_crc, force_verify_prop_crc=force_verify_prop_crc)
-    p = planner.plan()
+    planner = _Planner(root, cfg, legacy_three_files=legacy_three_files, check_crc=check_crc, force_verify_prop_crc=force_verify_prop_crc, rocksdb=rocksdb)
+    try:
+        p = planner.plan()
+    except BaseException:
+        if rocksdb is not None:
+            rocksdb.close()
+        raise
     rep = p.report
     if reindex and cfg.message_index_enable and p.files:
         _plan_reindex(p, cfg)
@@ -1508,7 +1600,13 @@ def plan(
     rep.records_redispatched = len(p.dispatch_records)
     rep.log_lines = planner.log
     # mkdir lines and per-queue changes (read-only simulation of dispatch + truncation)
-    _simulate_queues(rep, p, p.dispatch_records, parse_delay_levels(cfg.message_delay_level))
+    if rocksdb is not None:
+        try:
+            _rocksdb_queue_changes(rep, p, rocksdb)
+        finally:
+            rocksdb.close()
+    else:
+        _simulate_queues(rep, p, p.dispatch_records, parse_delay_levels(cfg.message_delay_level))
     _lost_records(rep, p)
     _unfindable_keys(rep, p, cfg)
     _queues_left_short(rep, p, cfg)

@@ -203,7 +203,8 @@ def _consumequeue_parts(d: Path, lay: StoreLayout, settings: dict | None = None)
             out.append(Part(f"{CONSUMEQUEUE_DIR}/", "RocksDB consume queue (storeType=defaultRocksDB)", DECODED,
                             "read-only (rmqlab[rocksdb]): units of the default column family, min/max of the offset family, dispatch's progress",
                             "RocksDBConsumeQueueStore",
-                            "rmqlab never writes into a RocksDB directory; RocketMQ's RocksDB queue recovery (truncateDirty, re-dispatch from CHECKPOINT_TOPIC) is not modelled"))
+                            "rmqlab never writes into a RocksDB directory: the dry run says what RocketMQ's start-up does to it (truncateDirty, "
+                            "re-dispatch from its CHECKPOINT_TOPIC progress), applying is refused"))
     lmq = [t for t in topics if t.name.startswith(LMQ_PREFIX)]
     plain = [t for t in topics if not t.name.startswith(LMQ_PREFIX)]
     if plain:

@@ -86,7 +86,9 @@ def test_rocksdb_queues_are_read_as_rocketmq_reads_them(rocksdb_store, capsys):
     code, out, _ = run(capsys, "lookup", root, "--config", conf, "--queue", f"TopicA:1:{q['cqUnits'][-1]['queueOffset']}")
     assert code == 0 and str(q["cqUnits"][-1]["physicalOffset"]) in out
     code, out, _ = run(capsys, "recover", root, "--config", conf)
-    assert code == 0 and "no plan" in out and "RocksDB" in out
+    assert code == 0 and "no plan" not in out and "NOT APPLICABLE" in out and "RocksDB" in out  # a dry run; applying refused
+    code, _, err = run(capsys, "recover", root, "--config", conf, "--out", root.parent / "never")
+    assert code == 2 and "nothing was written" in err and not (root.parent / "never").exists()
     assert _tree(root) == before  # read-only: RocksDB was opened from a view, nothing written beside it
 
 
@@ -136,6 +138,10 @@ def test_double_write_copy_is_compared_with_the_file_queues(double_write_store, 
         assert compare_queues(store, dump) == []  # the files are what RocketMQ serves
         assert len(store.rocksdb.queue_ids()) == len(store.queue_ids())
     assert verify_store(root, cfg).findings == []
+    from rmqlab.recovery import recover
+
+    rep = recover(root, config=cfg)  # the file queues' recovery is planned; the copy keeps apply refused
+    assert rep.mode == "normal" and rep.commitlog_end == dump["recovery"]["commitLogMaxOffsetAfterRecovery"] and rep.not_modelled
     copy = shutil.copytree(root, tmp_path / "store")
     unit = dump["consumeQueues"]["TopicA/3"]["cqUnits"][2]
 
@@ -147,3 +153,31 @@ def test_double_write_copy_is_compared_with_the_file_queues(double_write_store, 
     _rewrite(copy / "consumequeue", damage)
     found = verify_store(copy, cfg).findings
     assert [f.kind for f in found] == ["RDB_CQ_DIFFERS"] and f"unit {unit['queueOffset']}" in found[0].message and "TopicA/3" in found[0].message
+
+
+@pytest.mark.parametrize("case", ["crashed", "torn"])
+def test_the_dry_run_of_a_rocksdb_store_is_rocketmqs_recovery(rocksdb_store, oracle, tmp_path, case):
+    """The dry run of a RocksDBMessageStore reads RocksDB's progress (CHECKPOINT_TOPIC):
+    abnormal recovery starts at the newest file whose first record's physicalOffset is
+    at or below it (isMappedFileMatchedRecover with enableRocksDBStore), the log ends
+    where RocketMQ ends it, and each queue's max offset after truncateDirty and
+    re-dispatch is RocketMQ's.  Nothing is written (RocksDB's view included)."""
+    from rmqlab.recovery import recover
+    from tests.oracle.test_batch_queue import _tear_before_last
+
+    root, config, _, crash = rocksdb_store
+    store = shutil.copytree(crash, tmp_path / "s")
+    if case == "torn":
+        _tear_before_last(store, lambda r: r.topic == "TopicA", 5)
+    before = _tree(store)
+    theirs = oracle.load(shutil.copytree(store, tmp_path / "s.rocketmq"), config)
+    rep = recover(store, config=MessageStoreConfig.from_mapping(config))
+    r = theirs["recovery"]
+    assert (rep.mode, rep.commitlog_end) == (r["mode"].split()[0], r["commitLogMaxOffsetAfterRecovery"])
+    assert rep.rule.startswith("abnormal, from RocksDB's max physical offset") and rep.records_redispatched > 100
+    got = {q.queue: q.max_offset_after for q in rep.queues}
+    want = {k: q["maxOffset"] for k, q in theirs["consumeQueues"].items() if q["cqUnits"] or q["maxOffset"]}
+    assert got == want
+    if case == "torn":
+        assert rep.cut_bytes and rep.stop is not None  # the torn record (its queues in RocksDB were not flushed: nothing there to cut)
+    assert rep.not_modelled and _tree(store) == before
