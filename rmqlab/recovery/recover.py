@@ -616,37 +616,36 @@ class _Planner:
                 rep.rule = "normal, from the consume queues' max physical offset (RocketMQ 5.3.2+)"
                 rep.start_reason = f"the file holding maxPhyOffsetOfConsumeQueue={max_cq}"
             dispatch_from = max_cq
-        elif self.rocksdb is not None:
-            # isMappedFileMatchedRecover with enableRocksDBStore: the newest file whose first
-            # record's physicalOffset field is at or below RocksDB's max physical offset
-            index = -1
-            for i in range(len(files) - 1, -1, -1):
-                buf = _file_view(files[i], fsize)
-                if len(buf) >= 8 + layout.PHYSICAL_OFFSET_AT and struct.unpack_from(">I", buf, 4)[0] in cl.MESSAGE_MAGICS:
-                    phy = struct.unpack_from(">q", buf, layout.PHYSICAL_OFFSET_AT)[0]
-                    if phy <= max_cq:
-                        index = i
-                        rep.start_reason = f"newest file whose first record's physicalOffset {phy} ≤ RocksDB's max physical offset {max_cq}"
-                        log.append(f"recover from this mapped file {STORE}/{COMMITLOG_DIR}/{files[i].path.name}")
-                        break
-            if index < 0:
-                index = 0
-                rep.start_reason = f"no file starts with a record at or below RocksDB's max physical offset {max_cq}: first file"
-            rep.rule = "abnormal, from RocksDB's max physical offset (enableRocksDBStore)"
-            dispatch_from = -2
         else:
+            # Java isMappedFileMatchedRecover: a file whose first record is a message and is
+            # old enough — by the checkpoint's minTimestamp, or with enableRocksDBStore by
+            # its physicalOffset field against RocksDB's max physical offset
+            if self.rocksdb is not None:
+                def matches(buf) -> str | None:
+                    if len(buf) < 8 + layout.PHYSICAL_OFFSET_AT or struct.unpack_from(">I", buf, 4)[0] not in cl.MESSAGE_MAGICS:
+                        return None
+                    phy = struct.unpack_from(">q", buf, layout.PHYSICAL_OFFSET_AT)[0]
+                    return f"newest file whose first record's physicalOffset {phy} ≤ RocksDB's max physical offset {max_cq}" if phy <= max_cq else None
+
+                rule, none = "abnormal, from RocksDB's max physical offset (enableRocksDBStore)", f"at or below RocksDB's max physical offset {max_cq}"
+            else:
+                def matches(buf) -> str | None:
+                    ok, ts = _first_record_matches(buf, rep.min_timestamp)
+                    return f"newest file whose first record was stored at {ts} ≤ minTimestamp {rep.min_timestamp}" if ok else None
+
+                rule, none = "abnormal, from the checkpoint's minTimestamp", f"stored at or before minTimestamp {rep.min_timestamp}"
             index = -1
             for i in range(len(files) - 1, -1, -1):
-                ok, ts = _first_record_matches(_file_view(files[i], fsize), rep.min_timestamp)  # a short file reads as Java maps it
-                if ok:
+                why = matches(_file_view(files[i], fsize))  # a short file reads as Java maps it
+                if why:
                     index = i
-                    rep.start_reason = f"newest file whose first record was stored at {ts} ≤ minTimestamp {rep.min_timestamp}"
+                    rep.start_reason = why
                     log.append(f"recover from this mapped file {STORE}/{COMMITLOG_DIR}/{files[i].path.name}")
                     break
             if index < 0:
                 index = 0
-                rep.start_reason = f"no file starts with a record stored at or before minTimestamp {rep.min_timestamp}: first file"
-            rep.rule = "abnormal, from the checkpoint's minTimestamp"
+                rep.start_reason = f"no file starts with a record {none}: first file"
+            rep.rule = rule
             dispatch_from = -2  # every record scanned is dispatched
         rep.start_file = files[index].path.name
         rep.dispatch_from = dispatch_from

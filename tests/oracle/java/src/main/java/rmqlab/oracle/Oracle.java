@@ -422,6 +422,7 @@ public final class Oracle {
             after.put("commitLogMaxOffset", store.getMaxPhyOffset());
             after.put("dispatchBehindBytes", store.dispatchBehindBytes());
             ans.put("afterStart", after);
+            Rmq.settle(store);  // RocksDB queues: read back once their writer thread has caught up
             JSONArray walk = walk(store);
             ans.put("commitLogWalk", walk);
             Rmq.touchQueues(store, walkQueues(walk));

@@ -131,6 +131,10 @@ final class Rmq {
         return s.getOffsetInQueueByTime(topic, queueId, ts);
     }
 
+    /** RocketMQ 4.9 has no RocksDB queues: nothing written behind dispatch to wait for. */
+    static void settle(DefaultMessageStore s) {
+    }
+
     static long maxPhyOffsetInQueues(DefaultMessageStore s) {
         long max = -1;
         for (Map<Integer, ConsumeQueue> m : s.getConsumeQueueTable().values()) {

@@ -192,6 +192,29 @@ final class Rmq {
         return s.getOffsetInQueueByTime(topic, queueId, ts, BoundaryType.valueOf(boundary));
     }
 
+    /** After start: RocksDB queues are written by RocksDBConsumeQueueStore's group-commit
+     *  thread, behind dispatch (putMessagePositionInfoWrapper only queues the request):
+     *  wait until RocksDB's max physical offset has not moved for 300 ms (at most 30 s),
+     *  so that what is read back does not depend on that thread's timing. */
+    static void settle(DefaultMessageStore s) throws Exception {
+        if (!(s.getQueueStore() instanceof org.apache.rocketmq.store.queue.RocksDBConsumeQueueStore)) {
+            return;
+        }
+        long deadline = System.currentTimeMillis() + 30_000;
+        long last = Long.MIN_VALUE;
+        long stableSince = System.currentTimeMillis();
+        while (System.currentTimeMillis() < deadline) {
+            long now = s.getQueueStore().getMaxPhyOffsetInConsumeQueue();
+            if (now != last) {
+                last = now;
+                stableSince = System.currentTimeMillis();
+            } else if (System.currentTimeMillis() - stableSince >= 300) {
+                return;
+            }
+            Thread.sleep(10);
+        }
+    }
+
     static long maxPhyOffsetInQueues(DefaultMessageStore s) {
         long max = -1;
         for (Map<Integer, ConsumeQueueInterface> m : s.getConsumeQueueTable().values()) {
