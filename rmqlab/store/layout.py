@@ -28,7 +28,7 @@ from pathlib import Path
 
 from ..config import MessageStoreConfig
 from ..files.rocksdb import is_rocksdb_names
-from .metadata import rocksdb_offsets_in_use
+from .metadata import rocksdb_config_in_use, rocksdb_offsets_in_use
 from ..errors import StoreLayoutError
 from ..format.dledger import DATA_DIR as DLEDGER_DATA_DIR, DLEDGER_PREFIX
 from ..rules import (ABORT_FILE, BATCH_CONSUMEQUEUE_DIR, COMPACTION_CQ_DIR, COMPACTION_DIR, COMPACTION_LOG_DIR, CHECKPOINT_FILE, COMMITLOG_DIR, CONFIG_DIR, CONSUMEQUEUE_DIR, CONSUMEQUEUE_EXT_DIR, CONSUMER_OFFSET_FILE, DELAY_OFFSET_FILE, INDEX_DIR,
@@ -163,6 +163,8 @@ def _config_parts(d: Path) -> list[Part]:
             java = _CONFIG_ROCKSDB.get(p.name)
             if java and p.name == "consumerOffsets" and rocksdb_offsets_in_use(d.parent):
                 out.append(Part(rel + "/", "consumer offsets in RocksDB", READ, "`rmqlab offsets` (read-only) where the queues are RocksDB's too (storeType=defaultRocksDB)", java))
+            elif java and p.name == "topics" and rocksdb_config_in_use(d.parent, p.name):
+                out.append(Part(rel + "/", "topic configs in RocksDB", READ, "read-only, merged with topics.json as RocketMQ merges them: each topic's queue type (queue.type)", java))
             elif java:
                 out.append(Part(rel + "/", "broker metadata in RocksDB", NOT_CHECKED, "not read here: holds no message data, or the broker's queues are files (its offsets are the JSON's)", java))
             else:

@@ -39,7 +39,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import StoreFormatError
+from ..errors import StoreFormatError, StoreLayoutError
 from ..format.fastjson import parse_fastjson
 from ..rules import CONFIG_DIR, CONSUMER_OFFSET_FILE, DELAY_OFFSET_FILE, LMQ_CONSUMER_OFFSET_FILE, SUBSCRIPTION_GROUP_FILE, TOPICS_FILE
 
@@ -47,6 +47,8 @@ from ..rules import CONFIG_DIR, CONSUMER_OFFSET_FILE, DELAY_OFFSET_FILE, LMQ_CON
 TOPIC_GROUP_SEPARATOR = "@"
 #: Java RocksDBConsumerOffsetManager.rocksdbConfigFilePath: config/consumerOffsets/
 CONSUMER_OFFSETS_ROCKSDB_DIR = "consumerOffsets"
+#: Java RocksDBTopicConfigManager's path: config/topics/
+TOPICS_ROCKSDB_DIR = "topics"
 #: Java ConfigRocksDBStorage.KV_DATA_VERSION_COLUMN_FAMILY_NAME / KV_DATA_VERSION_KEY
 KV_DATA_VERSION_FAMILY = "kvDataVersion"
 KV_DATA_VERSION_KEY = b"kvDataVersionKey"
@@ -177,15 +179,20 @@ def _rocksdb_offset_table(directory: Path) -> tuple[dict, dict | None]:
     return table, version if isinstance(version, dict) else None
 
 
-def rocksdb_offsets_in_use(root: str | os.PathLike) -> bool:
-    """Whether the broker kept its offsets in RocksDB: ``config/consumerOffsets/`` is a
-    RocksDB and so are the consume queues (``storeType=defaultRocksDB``, the setting
-    that makes ``BrokerController`` choose ``RocksDBConsumerOffsetManager``)."""
+def rocksdb_config_in_use(root: str | os.PathLike, name: str) -> bool:
+    """Whether the broker kept ``config/<name>/`` in RocksDB: it is a RocksDB and so are
+    the consume queues (``storeType=defaultRocksDB``, the setting that makes
+    ``BrokerController`` choose the RocksDB config managers)."""
     from ..files.rocksdb import is_rocksdb_dir
     from ..rules import CONSUMEQUEUE_DIR
 
     cq = Path(root) / CONSUMEQUEUE_DIR
-    return is_rocksdb_dir(Path(root) / CONFIG_DIR / CONSUMER_OFFSETS_ROCKSDB_DIR) and is_rocksdb_dir(cq) and not any(p.is_dir() for p in cq.iterdir())
+    return is_rocksdb_dir(Path(root) / CONFIG_DIR / name) and is_rocksdb_dir(cq) and not any(p.is_dir() for p in cq.iterdir())
+
+
+def rocksdb_offsets_in_use(root: str | os.PathLike) -> bool:
+    """Whether the broker kept its offsets in RocksDB (``RocksDBConsumerOffsetManager``)."""
+    return rocksdb_config_in_use(root, CONSUMER_OFFSETS_ROCKSDB_DIR)
 
 
 def _counter(version: dict | None) -> int:
@@ -265,22 +272,58 @@ QUEUE_TYPE_ATTRIBUTE = "queue.type"
 SIMPLE_CQ, BATCH_CQ = "SimpleCQ", "BatchCQ"
 
 
-def _topic_table(path: Path) -> dict[str, TopicConfig]:
-    raw = _document(path).get("topicConfigTable") or {}
-    out = {}
+def _topic_config(name: str, tc, where) -> TopicConfig:
+    """One fastjson ``TopicConfig``."""
     try:
-        for name, tc in raw.items():
-            attrs = tc.get("attributes") or {}
-            out[name] = TopicConfig(name, int(tc.get("readQueueNums", 0)), int(tc.get("writeQueueNums", 0)), int(tc.get("perm", 0)),
-                                    tuple(sorted((str(k), str(v)) for k, v in attrs.items())))
+        attrs = tc.get("attributes") or {}
+        return TopicConfig(name, int(tc.get("readQueueNums", 0)), int(tc.get("writeQueueNums", 0)), int(tc.get("perm", 0)),
+                           tuple(sorted((str(k), str(v)) for k, v in attrs.items())))
     except (TypeError, ValueError, AttributeError):
-        raise StoreFormatError(path, None, "topicConfigTable holds an entry that is not a TopicConfig") from None
-    return out
+        raise StoreFormatError(where, None, f"the entry of {name!r} is not a TopicConfig") from None
+
+
+def _topic_table(path: Path) -> tuple[dict[str, TopicConfig], dict | None]:
+    doc = _document(path)
+    raw = doc.get("topicConfigTable") or {}
+    if not isinstance(raw, dict):
+        raise StoreFormatError(path, None, "topicConfigTable is not an object")
+    return {name: _topic_config(name, tc, path) for name, tc in raw.items()}, doc.get("dataVersion")
+
+
+def _rocksdb_topic_table(directory: Path) -> tuple[dict[str, TopicConfig], dict | None]:
+    """``RocksDBTopicConfigManager.loadTopicConfig`` / ``loadDataVersion``: a key per
+    topic (its name), the value the TopicConfig as fastjson writes it (``decodeTopicConfig``)."""
+    from ..files.rocksdb import ReadOnlyRocksDB
+
+    table: dict[str, TopicConfig] = {}
+    with ReadOnlyRocksDB(directory, "topic config store") as db:
+        for k, v in db.items():
+            name = k.decode("utf-8", errors="replace")
+            table[name] = _topic_config(name, parse_fastjson(v.decode("utf-8", errors="replace"), f"{directory} [{name}]"), directory)
+        fam = db.family(KV_DATA_VERSION_FAMILY)
+        raw = fam.get(KV_DATA_VERSION_KEY) if fam is not None else None
+    version = parse_fastjson(raw.decode("utf-8", errors="replace"), f"{directory} [kvDataVersion]") if raw else None
+    return table, version if isinstance(version, dict) else None
 
 
 def read_topics(root: str | os.PathLike) -> tuple[dict[str, TopicConfig] | None, str | None, list[str]]:
-    """``topics.json`` (Java ``TopicConfigManager``): ``(topic -> TopicConfig, source, notes)``."""
-    return load_config_file(root, TOPICS_FILE, _topic_table)
+    """The broker's topic table as it loads it: ``topics.json`` (Java
+    ``TopicConfigManager``; the file, else its ``.bak``), or, on a broker with RocksDB
+    queues, ``config/topics/`` (``RocksDBTopicConfigManager.load``) with the JSON file's
+    topics put over it when its dataVersion counter is higher (``merge``):
+    ``(topic -> TopicConfig, source, notes)``."""
+    loaded, source, notes = load_config_file(root, TOPICS_FILE, _topic_table, lambda v: v[0])
+    if rocksdb_config_in_use(root, TOPICS_ROCKSDB_DIR):
+        directory = Path(root) / CONFIG_DIR / TOPICS_ROCKSDB_DIR
+        kv = _rocksdb_topic_table(directory)
+        if loaded is not None and _counter(loaded[1]) > _counter(kv[1]):
+            notes.append(f"{Path(source).name}'s dataVersion {_counter(loaded[1])} is above RocksDB's {_counter(kv[1])}: RocketMQ puts its topics over "
+                         f"{directory}/'s (RocksDBTopicConfigManager.merge), as read here")
+            return {**kv[0], **loaded[0]}, f"{directory} + {source}", notes
+        if loaded is not None:
+            notes.append(f"{Path(source).name} is not read: the RocksDB topics ({directory}/) are as new or newer (RocksDBTopicConfigManager.merge)")
+        return kv[0], str(directory), notes
+    return (loaded[0] if loaded is not None else None), source, notes
 
 
 def batch_topics(root: str | os.PathLike) -> tuple[set[str] | None, str | None]:
@@ -291,7 +334,7 @@ def batch_topics(root: str | os.PathLike) -> tuple[set[str] | None, str | None]:
     readable topics.json (the broker's topic table is not known)."""
     try:
         table, source, _ = read_topics(root)
-    except StoreFormatError:
+    except (StoreFormatError, StoreLayoutError):  # unreadable, or RocksDB's without the binding
         return None, None
     if table is None:
         return None, None

@@ -186,3 +186,30 @@ def test_offsets_kept_in_rocksdb_are_read_and_merged_as_rocketmq_does(tmp_path):
         lo, hi = s.consume_queue("TopicA", 0).valid_range()
     assert next(r for r in rows if r["queue_id"] == 0)["lag"] == hi - 7
     assert sorted((p.name, p.read_bytes()) for p in (config / "consumerOffsets").iterdir()) == before
+
+
+def test_topics_kept_in_rocksdb_are_read_and_merged_as_rocketmq_does(tmp_path):
+    """RocksDBTopicConfigManager: config/topics/ holds a key per topic and its TopicConfig
+    as fastjson writes it; topics.json's topics are put over them when its dataVersion
+    counter is higher (merge).  The queue type recovery asks comes from there."""
+    pytest.importorskip("rocksdict")
+    from rmqlab.store.layout import recognise
+    from rmqlab.store.metadata import batch_topics, read_topics
+    from tests.layouts import rocksdb_consume_queue
+
+    store = rocksdb_consume_queue(tmp_path)
+    config = store / "config"
+    config.mkdir(exist_ok=True)
+    tc = lambda name, attrs: json.dumps({"topicName": name, "readQueueNums": 4, "writeQueueNums": 4, "perm": 6, "attributes": attrs})  # noqa: E731
+    _rocksdb_offsets(config / "topics", {"TopicA": tc("TopicA", {"queue.type": "BatchCQ"}), "TopicB": tc("TopicB", {})}, counter=5)
+    table, source, notes = read_topics(store)
+    assert source == str(config / "topics") and table["TopicA"].queue_type == "BatchCQ" and table["TopicB"].queue_type == "SimpleCQ"
+    assert batch_topics(store) == ({"TopicA"}, str(config / "topics"))
+    json_doc = {"topicConfigTable": {"TopicB": json.loads(tc("TopicB", {"queue.type": "BatchCQ"}))}, "dataVersion": {"counter": 7}}
+    (config / "topics.json").write_text(json.dumps(json_doc))  # counter 7 > 5: its topics go over RocksDB's
+    table, source, notes = read_topics(store)
+    assert {t for t, c in table.items() if c.queue_type == "BatchCQ"} == {"TopicA", "TopicB"} and any("merge" in n for n in notes)
+    json_doc["dataVersion"]["counter"] = 3
+    (config / "topics.json").write_text(json.dumps(json_doc))
+    assert batch_topics(store)[0] == {"TopicA"}
+    assert any(p.path == "config/topics/" and p.handling == "read" for p in recognise(store).parts)
