@@ -362,9 +362,12 @@ class RecoveryPlan:
     enable_lmq: bool = False
     #: enableConsumeQueueExt: every consume queue has ext files, written before each entry
     consume_queue_ext: bool = False
-    #: queues in the directory of the other queue type than the topic table's: RocketMQ
-    #: does not load the store, and no recovery of it is RocketMQ's (apply refuses)
-    type_conflicts: list = field(default_factory=list)
+    #: why RocketMQ's load fails in a way no recovery follows (a queue in the directory of
+    #: the other queue type than the topic table's, a compaction log whose files do not
+    #: pair with its queue's): the broker does not start, and apply refuses
+    fails_load: list = field(default_factory=list)
+    #: compaction log files CompactionLog's load deletes (past its queue's last unit)
+    compaction_deleted: list[Path] = field(default_factory=list)
     #: every queue entry's commitlog offset, sorted, and which queue each is an entry of
     #: (an index into ``queues.values()``): where records are known to start
     hints: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
@@ -410,7 +413,7 @@ class RecoveryPlan:
     def changes_store(self) -> bool:
         """Whether applying it would change any file (else a start needs no recovery)."""
         r = self.report
-        return bool(r.cut_bytes or r.deleted_commitlog_files or r.changed_queues or r.index or r.records_redispatched)
+        return bool(r.cut_bytes or r.deleted_commitlog_files or r.changed_queues or r.index or r.records_redispatched or self.compaction_deleted)
 
     def close(self) -> None:
         """Unmap the commitlog files (apply does it before it changes them)."""
@@ -587,7 +590,7 @@ class _Planner:
                     want, have = ("BatchCQ", "SimpleCQ") if batch else ("SimpleCQ", "BatchCQ")
                     problem = f"{tdir}: The queue type of topic: {tdir.name} should be {want}, but is {have} ({source})"
                     rep.load_problems.append(problem)
-                    plan.type_conflicts.append(problem)
+                    plan.fails_load.append(f"{problem} (ConsumeQueueStore.queueTypeShouldBe)")
                     continue
                 for qdir in qdirs:
                     try:
@@ -765,6 +768,65 @@ def _multi_dispatch_settings(cfg: MessageStoreConfig, lay, rep: RecoveryReport) 
         rep.notes.append(f"{len(lay.lmq_topics)} LMQ queue(s) and no enableMultiDispatch/enableLmq in the config: taken to be on, as the broker "
                          "that wrote them had them (re-dispatch rebuilds LMQ units from INNER_MULTI_DISPATCH)")
     return (bool(lay.lmq_topics) if multi is None else multi), (bool(lay.lmq_topics) if lmq is None else lmq)
+
+
+def _plan_compaction(plan: RecoveryPlan, cfg: MessageStoreConfig) -> None:
+    """Java ``CompactionService.load`` (``enableCompaction``, on by default) →
+    ``CompactionStore.load``: for each ``compactionLog/T/Q/`` with its
+    ``compactionCq/T/Q/`` (a log without one is skipped), ``TopicPartitionLog.init``:
+    a file of the wrong size fails the queue's load (``IOException``, caught: the queue
+    is left as it is); ``SparseConsumeQueue.recover`` only positions; ``recover`` deletes
+    the log files that start after the end of the last queue file's last valid unit
+    (``getMaxPhyOffsetInLog``; nothing when that file has none); ``sanityCheck`` then
+    wants every log file paired with a queue file of the same name and the other way
+    round — else a RuntimeException fails the store's load.  Sub-folders of a
+    compaction under way are not loaded."""
+    from ..store.compaction import DEFAULT_COMPACTION_CQ_MAPPED_FILE_SIZE, DEFAULT_COMPACTION_MAPPED_FILE_SIZE, CompactionStore, compaction_file_sizes
+
+    rep = plan.report
+    if str(cfg.extra.get("enableCompaction", "true")).strip().lower() != "true":
+        return
+    log_size, cq_size = compaction_file_sizes(int(cfg.extra.get("compactionCqMappedFileSize", DEFAULT_COMPACTION_CQ_MAPPED_FILE_SIZE)),
+                                              int(cfg.extra.get("compactionMappedFileSize", DEFAULT_COMPACTION_MAPPED_FILE_SIZE)))
+    cs = CompactionStore(plan.root)
+    for topic, qid in cs.queue_ids():
+        q = cs.queue(topic, qid)
+        try:
+            name = f"{topic}/{qid}"
+            if q.cq is None:
+                rep.notes.append(f"compaction log {name} has no compactionCq/{name}/: RocketMQ skips it (\"compactionLog mismatch with compactionCq\")")
+                continue
+            wrong = [f"{f.name} ({f.stat().st_size} bytes, not {size})" for d, size in ((q.log.queue.directory, log_size), (q.cq.queue.directory, cq_size))
+                     for f in _listed(d)[:-1] + [x for x in _listed(d)[-1:] if x.stat().st_size]  # MappedFileQueue.load drops an empty last file
+                     if f.stat().st_size != size]
+            if wrong:
+                rep.notes.append(f"compaction queue {name}: {', '.join(wrong[:3])}: MappedFileQueue.load fails, and CompactionStore leaves the queue as it "
+                                 "is (IOException, caught); give --config when the broker set compactionMappedFileSize / compactionCqMappedFileSize")
+                continue
+            files = q.cq.queue.files
+            end = q.cq.max_phy_offset_in_log()
+            logs = q.log.queue.files
+            gone = [f.path for f in logs if end > 0 and f.file_from_offset > end]
+            plan.compaction_deleted += gone
+            if gone:
+                rep.notes.append(f"compaction log {name}: {', '.join(p.name for p in gone)} start(s) past its queue's last unit (ends at {end}): "
+                                 "RocketMQ's load deletes them (CompactionLog.TopicPartitionLog.recover)")
+            kept = {f.path.name for f in logs} - {p.name for p in gone}
+            cq_names = {f.path.name for f in files}
+            for x in sorted(kept - cq_names):
+                plan.fails_load.append(f"compaction log {name}: log file mismatch with consumeQueue file {x} (CompactionLog.sanityCheck)")
+            for x in sorted(cq_names - kept):
+                plan.fails_load.append(f"compaction log {name}: consumeQueue file mismatch with log file {x} (CompactionLog.sanityCheck)")
+        finally:
+            q.close()
+    if plan.fails_load:
+        rep.load_ok = False
+        rep.load_problems += [p for p in plan.fails_load if "sanityCheck" in p]
+
+
+def _listed(d: Path) -> list[Path]:
+    """The offset-named files of a directory, in order."""
+    return sorted(p for p in d.iterdir() if p.is_file() and p.name.isdigit() and len(p.name) == 20) if d.is_dir() else []
 
 
 def _ext_setting(cfg: MessageStoreConfig, root: Path, rep: RecoveryReport) -> bool:
@@ -1401,6 +1463,10 @@ def _apply(rep: RecoveryReport, plan: RecoveryPlan, target: Path, cfg: MessageSt
             tp = t(p)
             sidecar.save_file(tp, "ext file past the unit of the queue's last valid entry (ConsumeQueueExt.truncateByMaxAddress)")
             tp.unlink()
+    for p in plan.compaction_deleted:
+        tp = t(p)
+        sidecar.save_file(tp, "compaction log file past its queue's last unit (CompactionLog's load deletes it)")
+        tp.unlink()
     # 4. consume-queue entries that truncation will cut (saved before the dispatcher runs)
     if plan.truncate_cq:
         for q in plan.queues.values():
@@ -1590,6 +1656,7 @@ def plan(
 
     t1 = time.perf_counter()
     p.multi_dispatch, p.enable_lmq = _multi_dispatch_settings(cfg, lay, rep)
+    _plan_compaction(p, cfg)
     p.consume_queue_ext = _ext_setting(cfg, root, rep)
     if p.consume_queue_ext:
         from ..writers.dispatch import ext_file_size
@@ -1654,10 +1721,10 @@ def apply(
         plan.close()
         raise StoreLayoutError(root, None, "rmqlab does not model what RocketMQ's start-up does with "
                                + "; ".join(rep.not_modelled) + "; nothing was written (the dry run reports what it can)")
-    if plan.type_conflicts:
+    if plan.fails_load:
         plan.close()
-        raise StoreLayoutError(root, None, "RocketMQ does not load this store (ConsumeQueueStore.queueTypeShouldBe): " + "; ".join(plan.type_conflicts)
-                               + "; nothing was written (fix config/topics.json, or give --config a broker whose topic table agrees)")
+        raise StoreLayoutError(root, None, "RocketMQ does not load this store: " + "; ".join(plan.fails_load)
+                               + "; nothing was written (what RocketMQ would do with it is not a recovery)")
     if plan.index_size_unknown:
         plan.close()
         raise StoreLayoutError(root / INDEX_DIR, None, plan.index_size_unknown + "; nothing was written")

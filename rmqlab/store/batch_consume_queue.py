@@ -241,6 +241,16 @@ class SparseConsumeQueue(BatchConsumeQueue):
     ``recover`` reads every file from the third-to-last up to its first invalid unit,
     so every file is read that way here."""
 
+    def max_phy_offset_in_log(self) -> int:
+        """Java ``SparseConsumeQueue.getMaxPhyOffsetInLog`` after ``recover``: where the
+        last valid unit of the *last* file ends in the compaction log (offset + size),
+        -1 when that file has none (earlier files are not looked at)."""
+        if not self.queue.files:
+            return -1
+        u = self._units_of(self.queue.files[-1])
+        n = self._valid(u)
+        return int(u["commitlog_offset"][n - 1]) + int(u["size"][n - 1]) if n else -1
+
     def parts(self) -> list[tuple[str, np.ndarray]]:
         out = []
         for f in self.queue.files:

@@ -36,6 +36,26 @@ from .commitlog import CommitLog
 WORK_SUB_FOLDERS = ("compacting", "replicating")
 
 
+#: MessageStoreConfig.compactionMappedFileSize / compactionCqMappedFileSize defaults
+DEFAULT_COMPACTION_MAPPED_FILE_SIZE = 100 * 1024 * 1024
+DEFAULT_COMPACTION_CQ_MAPPED_FILE_SIZE = 10 * 1024 * 1024
+
+
+def compaction_file_sizes(cq_setting: int, log_setting: int) -> tuple[int, int]:
+    """``(log file size, queue file size)`` as ``CompactionLog``'s constructor derives
+    them from ``compactionMappedFileSize`` and ``compactionCqMappedFileSize``: the queue
+    size in whole 46-byte units, the log size a multiple of it (``getCompactionLogSize``:
+    at least 5, rounded down when the remainder is under half a queue file, else up —
+    an exact multiple gets one more)."""
+    from ..format.consumequeue import BCQ_STORE_UNIT_SIZE
+
+    cq = cq_setting // BCQ_STORE_UNIT_SIZE * BCQ_STORE_UNIT_SIZE
+    n, m = divmod(log_setting, cq)
+    if n < 5:
+        return cq * 5, cq
+    return (n * cq if 0 < m < (cq >> 1) else (n + 1) * cq), cq
+
+
 @dataclass
 class CompactionQueue:
     """One compacted queue: its log and its sparse queue (None when the directory is

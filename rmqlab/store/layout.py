@@ -357,7 +357,7 @@ def recognise(root: str | os.PathLike, config: MessageStoreConfig | None = None)
                                   "compactionLog/ records and compactionCq/ units checked against each other and the commitlog (`rmqlab compaction` lists them); "
                                   "compacting/ and replicating/ (a compaction or copy under way) are not",
                                   "CompactionStore / CompactionLog / SparseConsumeQueue",
-                                  "CompactionStore.load recovers its own logs against the commitlog; not modelled"))
+                                  recovered="CompactionStore.load: SparseConsumeQueue.recover, the log cut after its queue's last unit, sanityCheck"))
             else:
                 parts.append(Part(name + "/", "compaction store, no compacted topic", READ, "no compaction log or queue in it", "CompactionStore"))
         elif name == "kvStore" and p.is_dir():

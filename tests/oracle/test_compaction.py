@@ -83,3 +83,36 @@ def test_damage_to_the_compaction_log_or_queue_is_named(compaction_store, tmp_pa
     assert "store time is" in next(f for f in found if f.kind == "CQ_MISMATCH").message
     shutil.rmtree(copy / "compaction" / "compactionCq" / "TopicKV" / "1")
     assert "COMPACTION_CQ_MISSING" in {f.kind for f in verify_store(copy, cfg).findings}
+
+
+@pytest.mark.parametrize("case", ["as written", "queue file gone", "stray queue file"])
+def test_the_compaction_store_recovers_as_rocketmq_loads_it(compaction_store, oracle, tmp_path, case):
+    """CompactionStore.load, as RocketMQ 5.3.3 does it: a log file past the last unit
+    of its queue's last file is deleted (TopicPartitionLog.recover), and a queue file
+    no log file pairs with fails the store's load (sanityCheck), which rmqlab reports
+    and refuses to apply.  The files left are RocketMQ's."""
+    from rmqlab.errors import StoreLayoutError
+    from rmqlab.recovery import recover
+
+    root, config, _ = compaction_store
+    store = shutil.copytree(root, tmp_path / "s")
+    cq = store / "compaction" / "compactionCq" / "TopicKV" / "1"
+    last = sorted(cq.iterdir())[-1]
+    if case == "queue file gone":
+        last.unlink()
+    elif case == "stray queue file":
+        shutil.copy(last, cq / f"{int(last.name) + 10 ** 9:020d}")
+    theirs = oracle.load(shutil.copytree(store, tmp_path / "s.rocketmq"), config, topics=COMPACTION_TOPICS)
+    cfg = MessageStoreConfig.from_mapping(config)
+    rep = recover(store, config=cfg)
+    assert not rep.not_modelled and rep.load_ok == theirs["recovery"]["loadResult"]
+    logs = lambda r: sorted(p.name for p in (r / "compaction" / "compactionLog" / "TopicKV" / "1").iterdir())  # noqa: E731
+    if case == "stray queue file":
+        assert rep.load_ok is False and any("sanityCheck" in p for p in rep.load_problems)
+        with pytest.raises(StoreLayoutError, match="nothing was written"):
+            recover(store, config=cfg, out=tmp_path / "out")
+        return
+    recover(store, config=cfg, out=tmp_path / "out")
+    assert logs(tmp_path / "out") == logs(tmp_path / "s.rocketmq")
+    assert (len(logs(tmp_path / "out")) < len(logs(store))) == (case == "queue file gone")
+    assert [f for f in verify_store(tmp_path / "out", cfg).findings if f.severity == "error"] == []
