@@ -386,7 +386,7 @@ class RecoveryPlan:
     #: commitlog files that start after the new end (deleted)
     delete_commitlog: list = field(default_factory=list)
     #: what re-dispatch hands the dispatcher: DispatchColumns, or a list of DispatchRequests
-    dispatch_records: object = ()
+    dispatch_records: "DispatchChunks | tuple" = ()
     #: applying would build an index file whose size nothing says (why, or "")
     index_size_unknown: str = ""
     #: ``reindex``: every index file is rebuilt, from these record positions before the
@@ -877,12 +877,12 @@ def _records_to_dispatch(rep: RecoveryReport, plan: RecoveryPlan, cfg: MessageSt
     index keys when ``offset < endPhyOffset`` of the last index file.  Here the records
     whose offsets are already entries of a consume queue and lie below the index end are
     dropped in bulk first; the dispatcher applies Java's exact rule to the rest.
+    Returns them as :class:`DispatchChunks` (positions, decoded a chunk at a time).
 
     The records are read back in bulk, file by file, at the positions the scan found
     (:func:`rmqlab.scan.dispatch_request.read_dispatch_columns`, what the engine's reput uses
     too).
     """
-    from ..scan.dispatch_request import DispatchColumns
     from ..rules import parse_delay_levels
 
     pos = plan.handed_to_dispatch()
@@ -907,25 +907,73 @@ def _records_to_dispatch(rep: RecoveryReport, plan: RecoveryPlan, cfg: MessageSt
             # damaged topic or queue id sends it to another queue, which Java creates
             drop = drop[_in_their_queue(plan, views, pos[drop], plan.hint_owner[at[drop]])]
         sel[drop] = False
-    idx = np.flatnonzero(sel)
-    if len(idx) < BULK_DISPATCH_MIN:
-        # a few records: per record (Java DispatchRequests, as a list) is quicker than
-        # loading pyarrow for them
-        starts = [f.file_from_offset for f in files]
-        out = []
-        for p in pos[idx].tolist():
-            k = bisect.bisect_right(starts, p) - 1
-            out.append(_decode_one(files[k], views[k], p, delay_levels))
-        return out
-    starts = np.asarray([f.file_from_offset for f in files], dtype=np.int64)
-    chosen = pos[idx]
-    which = np.searchsorted(starts, chosen, side="right") - 1
-    parts = []
-    bounds = np.flatnonzero(np.concatenate(([True], which[1:] != which[:-1], [True])))
-    for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
-        k = int(which[a])
-        parts.append(_decode_for_dispatch(files[k], views[k], chosen[a:b], delay_levels))
-    return DispatchColumns.concat(parts)
+    return DispatchChunks(pos[np.flatnonzero(sel)], delay_levels)
+
+
+#: records decoded and dispatched together (bounds re-dispatch's memory: a chunk's
+#: columns, index keys and queue runs, not the whole log's)
+DISPATCH_CHUNK = 1 << 19
+#: up to this many records, the chunks the plan's simulation decoded are kept for
+#: applying (one decode); past it they are decoded again then, from the target's log
+DISPATCH_KEEP = 1 << 20
+
+
+class DispatchChunks:
+    """The records re-dispatch hands to the dispatcher, by position (sorted), read back
+    a chunk at a time: a list of :class:`~rmqlab.scan.dispatch_request.DispatchRequest`
+    when there are fewer than :data:`BULK_DISPATCH_MIN` in all (quicker than loading
+    pyarrow for them), else :class:`~rmqlab.scan.dispatch_request.DispatchColumns` of at
+    most :data:`DISPATCH_CHUNK` records of one file each.  Iterating needs the log's
+    files: :meth:`over` gives them (the plan's mappings, or the recovered copy's).
+    Up to :data:`DISPATCH_KEEP` records, the first pass's chunks are kept and served
+    again (a dry run then apply decode them once)."""
+
+    def __init__(self, positions: np.ndarray, delay_levels: dict):
+        self.positions = positions
+        self.delay_levels = delay_levels
+        self.files: list = []
+        self.file_size = 0
+        self._kept: list | None = None
+
+    def __len__(self) -> int:
+        return len(self.positions)
+
+    def over(self, files: list, file_size: int) -> "DispatchChunks":
+        self.files, self.file_size = files, file_size
+        return self
+
+    def __iter__(self):
+        if self._kept is not None:
+            yield from self._kept
+            return
+        keep = [] if len(self.positions) <= DISPATCH_KEEP else None
+        for chunk in self._decode():
+            if keep is not None:
+                keep.append(chunk)
+            yield chunk
+        if keep is not None:
+            self._kept = keep
+
+    def _decode(self):
+        files, pos = self.files, self.positions
+        if not len(pos):
+            return
+        if len(pos) < BULK_DISPATCH_MIN:
+            starts = [f.file_from_offset for f in files]
+            out = []
+            for p in pos.tolist():
+                k = bisect.bisect_right(starts, p) - 1
+                out.append(_decode_one(files[k], _file_view(files[k], self.file_size), p, self.delay_levels))
+            yield out
+            return
+        starts = np.asarray([f.file_from_offset for f in files], dtype=np.int64)
+        which = np.searchsorted(starts, pos, side="right") - 1
+        bounds = np.flatnonzero(np.concatenate(([True], which[1:] != which[:-1], [True])))
+        for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+            k = int(which[a])
+            view = _file_view(files[k], self.file_size)
+            for c in range(a, b, DISPATCH_CHUNK):
+                yield _decode_for_dispatch(files[k], view, pos[c : min(b, c + DISPATCH_CHUNK)], self.delay_levels)
 
 
 #: where the fixed fields a record's queue depends on sit, from the schema's dtype
@@ -1032,9 +1080,10 @@ def _queue_columns(records):
     return list(topics), codes, col(1), col(2), col(3), col(9), bases, col(12)
 
 
-def _simulate_queues(rep: RecoveryReport, plan: RecoveryPlan, records, delay_levels: dict) -> None:
+def _simulate_queues(rep: RecoveryReport, plan: RecoveryPlan, chunks, delay_levels: dict) -> None:
     """Fill the per-queue part of the report (what dispatch and truncation do), read-only.
-    ``records`` are the dispatch requests (columns or a list), in commitlog order.
+    ``chunks``: the dispatch requests (columns or lists), in commitlog order, a chunk at
+    a time (each queue's state carries over from one chunk to the next).
     Each queue by its own rules (the writers' ``put``): a consume queue adds an entry
     when ``offset + size`` passes its maxPhysicOffset; a batch queue a unit when its
     msgBaseOffset and batchSize are not negative and its offset passes the last unit's."""
@@ -1047,10 +1096,6 @@ def _simulate_queues(rep: RecoveryReport, plan: RecoveryPlan, records, delay_lev
     first_offset: dict[tuple[str, int], int] = {}  # a created consume queue's first queue offset
     for k, q in queues.items():
         changes[k] = QueueChange(q.name, q.count, q.max_offset_in_queue, q.max_physic_offset, [p.name for p in q.deleted] + [f"{CONSUMEQUEUE_EXT_DIR}/{p.name}" for p in q.ext_deleted])
-    topics, topic_code, queue_id, offset, size, sys_flag, bases, batch_sizes = _queue_columns(records)
-    rows = np.flatnonzero(goes_to_consume_queue(sys_flag))
-    cq_offsets = records.consume_queue_offset if not isinstance(records, list) else np.asarray([r.consume_queue_offset for r in records], np.int64)
-
     def created(k, at: int) -> None:
         if k not in changes:
             changes[k] = QueueChange(f"{k[0]}/{k[1]}", 0, 0, -1, created=True)
@@ -1069,43 +1114,48 @@ def _simulate_queues(rep: RecoveryReport, plan: RecoveryPlan, records, delay_lev
         changes[k].added_entries += int(added.sum())
         maxp[k] = max(maxp[k], int(ends.max()))
 
-    simple = np.zeros(len(offset), bool)  # rows put into a consume queue: multi-dispatch follows them
-    if len(rows):
-        from ..scan.dispatch_request import queue_groups
+    for records in chunks:
+        topics, topic_code, queue_id, offset, size, sys_flag, bases, batch_sizes = _queue_columns(records)
+        rows = np.flatnonzero(goes_to_consume_queue(sys_flag))
+        cq_offsets = records.consume_queue_offset if not isinstance(records, list) else np.asarray([r.consume_queue_offset for r in records], np.int64)
 
-        for g in queue_groups(topic_code[rows], queue_id[rows]):
-            g = rows[g]
-            r0 = g[0]
-            k = (topics[int(topic_code[r0])], int(queue_id[r0]))
-            created(k, int(offset[r0]))
-            simple[g] = not batch[k]
-            if batch[k]:
-                usable = (bases[g] >= 0) & (batch_sizes[g] >= 0)
-                seen = np.where(usable, offset[g], -1)
-                before = np.maximum.accumulate(np.concatenate(([maxp[k]], seen[:-1])))
-                added = np.flatnonzero(usable & (offset[g] > before))
-                if len(added):
-                    changes[k].added_entries += len(added)
-                    maxp[k] = int(offset[g][added[-1]])
-                    a = g[added[-1]]
-                    last_offset[k] = int(bases[a]) + int(batch_sizes[a])
-                continue
-            add_entries(k, g, cq_offsets[g])
-    if plan.multi_dispatch:
-        # ConsumeQueue.multiDispatchLmqQueue: after each consume-queue put, a unit in every queue its record names
-        if isinstance(records, list):
-            targets = [(i, t, q, o) for i, r in enumerate(records) if r.multi_dispatch is not None
-                       for t, q, o in multi_dispatch_targets(r.topic, r.queue_id, r.multi_dispatch, r.multi_queue_offset, enable_lmq=plan.enable_lmq)]
-        else:
-            targets = records.multi_dispatches(enable_lmq=plan.enable_lmq)
-        by_queue: dict[tuple[str, int], list[tuple[int, int]]] = {}
-        for r, t, q, o in targets:
-            if simple[r]:
-                by_queue.setdefault((t, q), []).append((r, o))
-        for k, got in by_queue.items():
-            created(k, int(offset[got[0][0]]))
-            if not batch[k]:
-                add_entries(k, np.asarray([r for r, _ in got], np.int64), np.asarray([o for _, o in got], np.int64))
+        simple = np.zeros(len(offset), bool)  # rows put into a consume queue: multi-dispatch follows them
+        if len(rows):
+            from ..scan.dispatch_request import queue_groups
+
+            for g in queue_groups(topic_code[rows], queue_id[rows]):
+                g = rows[g]
+                r0 = g[0]
+                k = (topics[int(topic_code[r0])], int(queue_id[r0]))
+                created(k, int(offset[r0]))
+                simple[g] = not batch[k]
+                if batch[k]:
+                    usable = (bases[g] >= 0) & (batch_sizes[g] >= 0)
+                    seen = np.where(usable, offset[g], -1)
+                    before = np.maximum.accumulate(np.concatenate(([maxp[k]], seen[:-1])))
+                    added = np.flatnonzero(usable & (offset[g] > before))
+                    if len(added):
+                        changes[k].added_entries += len(added)
+                        maxp[k] = int(offset[g][added[-1]])
+                        a = g[added[-1]]
+                        last_offset[k] = int(bases[a]) + int(batch_sizes[a])
+                    continue
+                add_entries(k, g, cq_offsets[g])
+        if plan.multi_dispatch:
+            # ConsumeQueue.multiDispatchLmqQueue: after each consume-queue put, a unit in every queue its record names
+            if isinstance(records, list):
+                targets = [(i, t, q, o) for i, r in enumerate(records) if r.multi_dispatch is not None
+                           for t, q, o in multi_dispatch_targets(r.topic, r.queue_id, r.multi_dispatch, r.multi_queue_offset, enable_lmq=plan.enable_lmq)]
+            else:
+                targets = records.multi_dispatches(enable_lmq=plan.enable_lmq)
+            by_queue: dict[tuple[str, int], list[tuple[int, int]]] = {}
+            for r, t, q, o in targets:
+                if simple[r]:
+                    by_queue.setdefault((t, q), []).append((r, o))
+            for k, got in by_queue.items():
+                created(k, int(offset[got[0][0]]))
+                if not batch[k]:
+                    add_entries(k, np.asarray([r for r, _ in got], np.int64), np.asarray([o for _, o in got], np.int64))
     if plan.truncate_cq:
         for k, q in queues.items():
             c = _truncate_queue_plan(q, process)
@@ -1147,21 +1197,20 @@ def _rocksdb_queue_changes(rep: RecoveryReport, plan: RecoveryPlan, rocksdb) -> 
                 end = q0
         ch.cut_entries = ch.cut_messages = hi - end
         ends[(topic, qid)] = end
-    records = plan.dispatch_records
-    topics, topic_code, queue_id, offset, size, sys_flag, _, _ = _queue_columns(records) if len(records) else ([], *(np.zeros(0, np.int64),) * 7)
-    qoffs = (records.consume_queue_offset if not isinstance(records, list) else np.asarray([r.consume_queue_offset for r in records], np.int64)) if len(records) else np.zeros(0, np.int64)
-    rows = np.flatnonzero(goes_to_consume_queue(sys_flag))
-    if len(rows):
-        from ..scan.dispatch_request import queue_groups
+    from ..scan.dispatch_request import queue_groups
 
-        for g in queue_groups(topic_code[rows], queue_id[rows]):
+    for records in plan.dispatch_records:  # a chunk at a time
+        topics, topic_code, queue_id, offset, size, sys_flag, _, _ = _queue_columns(records)
+        qoffs = records.consume_queue_offset if not isinstance(records, list) else np.asarray([r.consume_queue_offset for r in records], np.int64)
+        rows = np.flatnonzero(goes_to_consume_queue(sys_flag))
+        for g in (queue_groups(topic_code[rows], queue_id[rows]) if len(rows) else ()):
             g = rows[g]
             k = (topics[int(topic_code[g[0]])], int(queue_id[g[0]]))
             if k not in changes:
                 changes[k] = QueueChange(f"{k[0]}/{k[1]}", 0, 0, -1, created=True)
                 ends[k] = 0
             new = qoffs[g] >= ends[k]
-            changes[k].added_entries = int(new.sum())
+            changes[k].added_entries += int(new.sum())
             if new.any():
                 ends[k] = max(ends[k], int(qoffs[g][new].max()) + 1)
     for k, ch in changes.items():
@@ -1491,7 +1540,9 @@ def _apply(rep: RecoveryReport, plan: RecoveryPlan, target: Path, cfg: MessageSt
         for c in rep.cut:
             if c.file == str(f.path):
                 c.sidecar = saved
-    # close our read mappings of the original before files change under them
+    # close our read mappings of the original before files change under them; the
+    # records are read back from the target's own log (the same bytes before the end)
+    log_dirs = sorted({t(f.path).parent for f in plan.files})
     plan.close()
     # 6. re-dispatch, then cut the queues (Java order: dispatch during the scan, truncate after)
     before_files = {p.name for p in (target / INDEX_DIR).iterdir()} if (target / INDEX_DIR).is_dir() else set()
@@ -1499,14 +1550,21 @@ def _apply(rep: RecoveryReport, plan: RecoveryPlan, target: Path, cfg: MessageSt
     cut_any = any(q.cut_entries for q in rep.queues)
     logics_ts = 0
     index_end_ts = None
-    if records or cut_any:
+    if len(records) or cut_any:
         d = CommitLogDispatcher(target, cfg, clock=clock, batch_topics=plan.batch_topics, multi_dispatch=plan.multi_dispatch, enable_lmq=plan.enable_lmq,
                                 consume_queue_ext=plan.consume_queue_ext)
         t_dispatch = time.perf_counter()
-        if isinstance(records, list):
-            d.dispatch_batch(records)
-        else:
-            d.dispatch_columns(records)
+        if len(records):
+            log = MappedFileQueue(log_dirs, cfg.mapped_file_size_commit_log, strict=False)
+            try:
+                for chunk in records.over(log.files, cfg.mapped_file_size_commit_log):  # a chunk at a time: bounded memory
+                    if isinstance(chunk, list):
+                        d.dispatch_batch(chunk)
+                    else:
+                        d.dispatch_columns(chunk)
+            finally:
+                records.over([], 0)
+                log.close()
         rep.timings["dispatch_s"] = time.perf_counter() - t_dispatch
         if plan.truncate_cq and cut_any:  # (with nothing at or past the end it is a no-op)
             d.truncate_dirty(plan.process, zero_tail=True)
@@ -1662,7 +1720,7 @@ def plan(
         from ..writers.dispatch import ext_file_size
 
         _plan_ext(p, ext_file_size(cfg, root / CONSUMEQUEUE_EXT_DIR))
-    p.dispatch_records = _records_to_dispatch(rep, p, cfg) if p.files else []
+    p.dispatch_records = _records_to_dispatch(rep, p, cfg).over(p.files, cfg.mapped_file_size_commit_log) if p.files else ()
     rep.records_redispatched = len(p.dispatch_records)
     rep.log_lines = planner.log
     # mkdir lines and per-queue changes (read-only simulation of dispatch + truncation)
