@@ -4,6 +4,10 @@ Java: ``DefaultMessageStore.load`` → ``IndexService.load(lastExitOK)`` →
 ``DefaultMessageStore.recover`` → ``ConsumeQueue.recover`` for every queue, then
 ``CommitLog.recoverNormally`` or ``CommitLog.recoverAbnormally``.
 
+This module is the order of the steps, the commitlog's scan and applying; each queue
+kind's part is :mod:`rmqlab.recovery.queues`, re-dispatch :mod:`rmqlab.recovery.redispatch`,
+the plan's types :mod:`rmqlab.recovery.model`.
+
 The steps, in RocketMQ's order::
 
     abort file?  ── no ──► normal   (clean exit)
@@ -44,16 +48,12 @@ work per record.
 
 from __future__ import annotations
 
-import bisect
 import hashlib
 import json
 import os
-import re
 import shutil
 import struct
 import time
-from dataclasses import dataclass, field
-from typing import NamedTuple
 from pathlib import Path
 
 import numpy as np
@@ -64,251 +64,20 @@ from ..errors import StoreFormatError, StoreLayoutError
 from ..files import MappedFileQueue
 from ..format import commitlog as cl
 from ..format.checkpoint import CheckpointV5, min_timestamp as cp_min_timestamp, min_timestamp_index as cp_min_timestamp_index
-from ..format.consumequeue import BCQ_STORE_UNIT_SIZE, CQ_STORE_UNIT_SIZE, EXT_MAX_ADDR, EXT_UNIT_MIN_SIZE, batch_unit_is_valid, ext_offset
 from ..format.indexfile import IndexHeader, index_file_size
 from ..format import layout
-from ..format.layout import PREFIX_DTYPES, store_timestamp_at
+from ..format.layout import store_timestamp_at
 from ..format.record import decode_record
-from ..store.batch_consume_queue import BCQ_DTYPE
-from ..store.consume_queue import CQ_DTYPE
-from ..rules import ABORT_FILE, BATCH_CONSUMEQUEUE_DIR, CHECKPOINT_FILE, COMMITLOG_DIR, CONSUMEQUEUE_DIR, CONSUMEQUEUE_EXT_DIR, INDEX_DIR, LOCK_FILE, goes_to_consume_queue, goes_to_index, multi_dispatch_targets
+from ..rules import ABORT_FILE, BATCH_CONSUMEQUEUE_DIR, CHECKPOINT_FILE, COMMITLOG_DIR, CONSUMEQUEUE_DIR, CONSUMEQUEUE_EXT_DIR, INDEX_DIR, LOCK_FILE, goes_to_consume_queue, goes_to_index
 from ..files.extent import data_regions, nonzero_extent, nonzero_past, zero_runs
 from ..store.layout import commitlog_dirs, recognise
 from ..store.reader import infer_config, lock_state
-from .report import UNREADABLE, CutRange, GroupLoss, IndexChange, LostRecord, QueueChange, QueueShort, RecoveryReport, StopPoint
+from .report import UNREADABLE, CutRange, GroupLoss, IndexChange, LostRecord, QueueShort, RecoveryReport, StopPoint
 from ..scan.acceptance import FileScan, scan_file
+from .model import STORE, Queue, RecoveryPlan
+from .queues import ext_setting, plan_compaction, plan_ext, recover_queue, truncate_queue_plan
+from .redispatch import file_view, multi_dispatch_settings, records_to_dispatch, rocksdb_queue_changes, simulate_queues
 
-STORE = "<store>"
-
-
-# -- store configuration ---------------------------------------------------------------------
-# -- plan pieces -----------------------------------------------------------------------------------
-@dataclass
-class _Queue:
-    """One queue as its ``recover`` leaves it: a consume queue (20-byte entries in
-    ``consumequeue/``) or, with ``batch``, a batch queue (46-byte units in
-    ``batchconsumequeue/``, ``BatchConsumeQueue``).  Positions are in units: for a
-    consume queue a unit's index is its queue offset; a batch unit's queue offsets are
-    its msgBaseOffset and the batchSize after it."""
-
-    topic: str
-    queue_id: int
-    directory: Path
-    files: list[tuple[int, Path]]  # (start byte offset, path)
-    # the valid units of the files recover reads (from the third-to-last), as a copy
-    # (structured: CQ_DTYPE or BCQ_DTYPE); the files before them are trusted as they
-    # are and read only when asked (a queue of any length costs at most three files here)
-    entries: np.ndarray
-    first_queue_offset: int  # the unit index of the first file's first unit
-    end: int  # processOffset in bytes (unit index × unit size)
-    #: Java getMaxPhysicOffset: a consume queue's offset + size of its last entry, a
-    #: batch queue's offset of its last unit (maxMsgPhyOffsetInCommitLog)
-    max_physic_offset: int
-    deleted: list[Path] = field(default_factory=list)
-    created: bool = False
-    early: list[Path] = field(default_factory=list)  # the trusted files before ``entries``
-    early_count: int = 0  # their units
-    file_size: int = 0
-    batch: bool = False
-    #: Java maxExtAddr: the last valid entry's tagsCode that is an ext address (1: none)
-    max_ext_addr: int = 1
-    #: ext files ConsumeQueueExt.truncateByMaxAddress deletes (enableConsumeQueueExt)
-    ext_deleted: list[Path] = field(default_factory=list)
-
-    @property
-    def name(self) -> str:
-        return f"{self.topic}/{self.queue_id}"
-
-    @property
-    def unit(self) -> int:
-        return BCQ_STORE_UNIT_SIZE if self.batch else CQ_STORE_UNIT_SIZE
-
-    @property
-    def dtype(self) -> np.dtype:
-        return BCQ_DTYPE if self.batch else CQ_DTYPE
-
-    @property
-    def count(self) -> int:
-        """Units from the first file to the end of the queue."""
-        return self.early_count + len(self.entries)
-
-    @property
-    def entries_queue_offset(self) -> int:
-        """The unit index of ``entries[0]``."""
-        return self.first_queue_offset + self.early_count
-
-    def last_unit(self):
-        """The last valid unit (a row of ``dtype``), or None."""
-        if len(self.entries):
-            return self.entries[-1]
-        if self.early:
-            return _read_entries(self.early[-1], self.file_size, self.dtype)[-1]
-        return None
-
-    @property
-    def max_offset_in_queue(self) -> int:
-        """Java ``getMaxOffsetInQueue``: a consume queue's unit count from offset 0; a
-        batch queue's last msgBaseOffset + batchSize (``reviseMaxOffsetInQueue``)."""
-        if not self.batch:
-            return self.first_queue_offset + self.count
-        u = self.last_unit()
-        return 0 if u is None else int(u["msg_base_offset"]) + int(u["batch_size"])
-
-    @property
-    def physic_end(self) -> int:
-        """Where the last unit's record ends in the log (-1: no unit)."""
-        if not self.batch:
-            return self.max_physic_offset
-        u = self.last_unit()
-        return -1 if u is None else int(u["commitlog_offset"]) + int(u["size"])
-
-    def queue_offsets(self, e: np.ndarray, first: int) -> np.ndarray:
-        """The (first) queue offset of each unit of ``e``, whose first unit is unit ``first``."""
-        return e["msg_base_offset"].astype(np.int64) if self.batch else first + np.arange(len(e), dtype=np.int64)
-
-    def messages(self, e: np.ndarray) -> int:
-        """How many queue offsets the units ``e`` cover."""
-        return int(e["batch_size"].astype(np.int64).sum()) if self.batch else len(e)
-
-    def suffix_from(self, phy_offset: int) -> tuple[np.ndarray, int]:
-        """Units and the unit index of the first of them, enough to see every unit of
-        the queue's suffix pointing at or past ``phy_offset`` (Java's truncation walks
-        back from the last file): the read units alone, unless the suffix reaches into
-        the trusted files before them, which are read then."""
-        e = self.entries
-        if self.early_count and (not len(e) or int(e["commitlog_offset"][0]) >= phy_offset):
-            return np.concatenate([_read_entries(p, self.file_size, self.dtype) for p in self.early] + [e]), self.first_queue_offset
-        return e, self.entries_queue_offset
-
-    def offsets_from(self, phy_offset: int) -> np.ndarray:
-        """The commitlog offsets (int64) of every unit pointing at or past
-        ``phy_offset``, the trusted files read one at a time."""
-        parts = []
-        for p in self.early:
-            o = _read_entries(p, self.file_size, self.dtype)["commitlog_offset"].astype(np.int64)
-            parts.append(o[o >= phy_offset])
-        o = self.entries["commitlog_offset"].astype(np.int64)
-        parts.append(o[o >= phy_offset])
-        return np.concatenate(parts)
-
-
-def _recover_queue(directory: Path, topic: str, queue_id: int, file_size: int, log: list[str], *, batch: bool = False) -> _Queue:
-    """Java ``ConsumeQueue.recover`` (``BatchConsumeQueue.recover`` with ``batch``):
-    from the third-to-last file to the first invalid unit.  They differ in what is
-    valid (a batch unit needs msgBaseOffset >= 0 and batchSize > 0 too), in what
-    maxPhysicOffset is, and in what they log."""
-    files = sorted((int(p.name), p) for p in directory.iterdir() if p.is_file() and p.name.isdigit() and len(p.name) == 20)
-    if files and files[-1][1].stat().st_size == 0:
-        files = files[:-1]  # Java MappedFileQueue.load deletes an empty last file
-    q = _Queue(topic, queue_id, directory, files, np.zeros(0, BCQ_DTYPE if batch else CQ_DTYPE), 0, 0, -1, batch=batch)
-    if not files:
-        return q
-    unit, setting = (BCQ_STORE_UNIT_SIZE, "mapperFileSizeBatchConsumeQueue") if batch else (CQ_STORE_UNIT_SIZE, "mappedFileSizeConsumeQueue")
-    if file_size % unit:
-        raise StoreLayoutError(files[0][1], None, f"{setting} {file_size} is not a whole number of {unit}-byte units")
-    for start, p in files:
-        if p.stat().st_size != file_size:
-            raise StoreLayoutError(p, None, f"queue file is {p.stat().st_size} bytes, {setting} is {file_size}: RocketMQ's load fails")
-    index = max(0, len(files) - 3)
-    process = files[index][0]
-    parts = []
-    rel_dir = f"{STORE}/{BATCH_CONSUMEQUEUE_DIR if batch else CONSUMEQUEUE_DIR}/{topic}/{queue_id}"
-    for i in range(index, len(files)):
-        start, p = files[i]
-        e = _read_entries(p, file_size, q.dtype)
-        if batch:
-            valid = batch_unit_is_valid(e["commitlog_offset"], e["size"], e["msg_base_offset"], e["batch_size"])
-        else:
-            valid = (e["commitlog_offset"] >= 0) & (e["size"] > 0)
-        n = len(e) if valid.all() else int(np.argmin(valid))
-        parts.append(e[:n])
-        if not batch:
-            ext = np.flatnonzero(e["tags_code"][:n] <= EXT_MAX_ADDR)
-            if len(ext):
-                q.max_ext_addr = int(e["tags_code"][ext[-1]])
-        if n:
-            last = e[n - 1]
-            q.max_physic_offset = int(last["commitlog_offset"]) + (0 if batch else int(last["size"]))
-        process = start + n * unit
-        rel = f"{rel_dir}/{p.name}"
-        if n < len(e):
-            r = e[n]
-            if batch:
-                log.append(f"Recover current batch consume queue file over, file:{rel} offset:{int(r['commitlog_offset'])} size:{int(r['size'])} "
-                           f"msgBaseOffset:{int(r['msg_base_offset'])} batchSize:{int(r['batch_size'])} mappedFileOffset:{n * unit}")
-                log.append(f"Recover current batch consume queue file over:{rel} processOffset:{process}")
-            else:
-                log.append(f"recover current consume queue file over,  {rel} {int(r['commitlog_offset'])} {int(r['size'])} {int(r['tags_code'])}")
-                log.append(f"recover current consume queue over {rel} {process}")
-            break
-        if i + 1 < len(files):
-            log.append(f"Recover next batch consume queue file: {rel_dir}/{files[i + 1][1].name}" if batch
-                       else f"recover next consume queue file, {rel_dir}/{files[i + 1][1].name}")
-        else:
-            log.append(f"Recover last batch consume queue file over, last mapped file:{rel}" if batch
-                       else f"recover last consume queue file over, last mapped file {rel}")
-    # earlier files are trusted as they are (Java does not look at them): read on demand
-    q.early = [p for _, p in files[:index]]
-    q.early_count = sum(file_size for _ in files[:index]) // unit
-    q.file_size = file_size
-    q.entries = np.concatenate(parts) if parts else np.zeros(0, q.dtype)
-    q.first_queue_offset = files[0][0] // unit
-    q.end = process
-    # Java MappedFileQueue.truncateDirtyFiles(processOffset): files starting after it go
-    q.deleted = [p for start, p in files if start > process]
-    q.files = [(s, p) for s, p in files if s <= process]
-    return q
-
-
-def _read_entries(p: Path, file_size: int, dtype: np.dtype = CQ_DTYPE) -> np.ndarray:
-    """A queue file's units; holes of a sparse file are zeros without reading."""
-    fd = os.open(p, os.O_RDONLY)
-    try:
-        regions = data_regions(fd, 0, file_size)
-        if regions == [(0, file_size)]:
-            data = os.pread(fd, file_size, 0)
-            return np.frombuffer(data, dtype=dtype, count=file_size // dtype.itemsize).copy()
-        buf = bytearray(file_size)
-        for a, b in regions:
-            buf[a:b] = os.pread(fd, b - a, a)
-        return np.frombuffer(buf, dtype=dtype, count=file_size // dtype.itemsize)
-    finally:
-        os.close(fd)
-
-
-class _Cut(NamedTuple):
-    units: int  # units cut
-    ranges: list  # (file, offset, length) of their bytes
-    messages: int  # queue offsets they covered
-    max_offset: int  # the queue's max offset after the cut (getMaxOffsetInQueue)
-
-
-def _truncate_queue_plan(q: _Queue, phy_offset: int) -> _Cut:
-    """Java ``ConsumeQueue.truncateDirtyLogicFiles`` (``BatchConsumeQueue``'s, for a
-    batch queue: the same cut, as its units below the recovered end are all valid):
-    the units that go, and the byte ranges they occupy."""
-    ranges: list[tuple[Path, int, int]] = []
-    unit = q.unit
-    e, base = q.suffix_from(phy_offset)
-    offs = e["commitlog_offset"]
-    n = len(e)
-    # entries pointing at or past the cut; Java walks back file by file from the last
-    # and stops at the first entry below it, so this is a suffix of the queue
-    keep = n
-    while keep > 0 and int(offs[keep - 1]) >= phy_offset:
-        keep -= 1
-    cut = n - keep
-    if cut:
-        first_byte = (base + keep) * unit
-        end_byte = (base + n) * unit
-        for start, p in q.files:
-            a, b = max(first_byte, start), min(end_byte, start + q.file_size)
-            if a < b:
-                ranges.append((p, a - start, b - a))
-    if not q.batch:
-        return _Cut(cut, ranges, cut, base + keep)
-    after = int(e["msg_base_offset"][keep - 1]) + int(e["batch_size"][keep - 1]) if keep else 0
-    return _Cut(cut, ranges, q.messages(e[keep:]), after if cut else q.max_offset_in_queue)
 
 
 def _first_record_matches(buf, min_ts: int) -> tuple[bool, int]:
@@ -322,103 +91,6 @@ def _first_record_matches(buf, min_ts: int) -> tuple[bool, int]:
     if not ts:
         return False, 0
     return ts <= min_ts, ts
-
-
-# -- the plan --------------------------------------------------------------------------------------
-@dataclass
-class RecoveryPlan:
-    """What start-up recovery decides for a store, found read-only: the report (what a
-    dry run prints) and what applying it needs.  :func:`plan` makes one, :func:`apply`
-    carries it out; a plan maps the commitlog files read-only until it is applied or
-    :meth:`close` d.
-
-    Java decides all of this inside ``DefaultMessageStore.load`` and ``recover`` while
-    it changes the files; here the decisions come first, so that a dry run and an
-    applied run are the same decisions, made once.
-    """
-
-    root: Path
-    config: MessageStoreConfig
-    report: RecoveryReport
-    #: the commitlog files as ``MappedFileQueue.load`` keeps them (mapped read-only)
-    commitlog: MappedFileQueue | None = None
-    #: an empty last commitlog file: Java's load deletes it
-    empty_last: list[Path] = field(default_factory=list)
-    #: every index file of the store (``index/`` listed once), and those recovery deletes:
-    #: newer than the checkpoint's indexMsgTimestamp (abnormal), or all (``reindex``)
-    index_files: list[Path] = field(default_factory=list)
-    dropped_index: list[Path] = field(default_factory=list)
-    #: endPhyOffset of the newest index file kept (the last record it indexed; -1: no
-    #: index file kept): dispatch indexes only records at or past it
-    index_end_phy: int = -1
-    #: every consume queue as ``ConsumeQueue.recover`` leaves it (and every batch queue,
-    #: as ``BatchConsumeQueue.recover`` does)
-    queues: dict[tuple[str, int], _Queue] = field(default_factory=dict)
-    #: the topics whose queues dispatch writes as batch queues (queue.type=BatchCQ)
-    batch_topics: set = field(default_factory=set)
-    #: enableMultiDispatch / enableLmq: dispatch also puts units in the queues a
-    #: record's INNER_MULTI_DISPATCH names (ConsumeQueue.multiDispatchLmqQueue)
-    multi_dispatch: bool = False
-    enable_lmq: bool = False
-    #: enableConsumeQueueExt: every consume queue has ext files, written before each entry
-    consume_queue_ext: bool = False
-    #: why RocketMQ's load fails in a way no recovery follows (a queue in the directory of
-    #: the other queue type than the topic table's, a compaction log whose files do not
-    #: pair with its queue's): the broker does not start, and apply refuses
-    fails_load: list = field(default_factory=list)
-    #: compaction log files CompactionLog's load deletes (past its queue's last unit)
-    compaction_deleted: list[Path] = field(default_factory=list)
-    #: every queue entry's commitlog offset, sorted, and which queue each is an entry of
-    #: (an index into ``queues.values()``): where records are known to start
-    hints: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
-    hint_owner: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
-    #: the scan: (file index, FileScan) per file scanned, and the records it accepted
-    scans: list[tuple[int, FileScan]] = field(default_factory=list)
-    positions: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
-    sizes: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
-    #: the new end of the log (Java processOffset) and the file the scan started from
-    process: int = 0
-    start_index: int = 0
-    #: maxPhyOffsetOfConsumeQueue >= processOffset: truncateDirtyLogicFiles runs
-    truncate_cq: bool = False
-    #: no commitlog file at all: every consume queue is deleted
-    wipe_queues: bool = False
-    #: commitlog files that start after the new end (deleted)
-    delete_commitlog: list = field(default_factory=list)
-    #: what re-dispatch hands the dispatcher: DispatchColumns, or a list of DispatchRequests
-    dispatch_records: "DispatchChunks | tuple" = ()
-    #: applying would build an index file whose size nothing says (why, or "")
-    index_size_unknown: str = ""
-    #: ``reindex``: every index file is rebuilt, from these record positions before the
-    #: start file and every record the scan accepted
-    reindex: bool = False
-    reindex_positions: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
-
-    @property
-    def files(self) -> list:
-        return self.commitlog.files if self.commitlog is not None else []
-
-    def handed_to_dispatch(self) -> np.ndarray:
-        """The positions recovery hands to dispatch, in log order (Java: abnormal,
-        every record scanned; normal, those past the queues' max physical offset;
-        ``reindex``, every record of the log), before dispatch skips what its queue
-        and the index already hold."""
-        if self.reindex:
-            return np.concatenate([self.reindex_positions, self.positions])
-        if self.report.mode == "normal":
-            return self.positions[self.positions > self.report.dispatch_from]
-        return self.positions
-
-    @property
-    def changes_store(self) -> bool:
-        """Whether applying it would change any file (else a start needs no recovery)."""
-        r = self.report
-        return bool(r.cut_bytes or r.deleted_commitlog_files or r.changed_queues or r.index or r.records_redispatched or self.compaction_deleted)
-
-    def close(self) -> None:
-        """Unmap the commitlog files (apply does it before it changes them)."""
-        if self.commitlog is not None:
-            self.commitlog.close()
 
 
 class _Planner:
@@ -565,7 +237,7 @@ class _Planner:
         from ..store.metadata import batch_topics
 
         rep, log = plan.report, self.log
-        queues: dict[tuple[str, int], _Queue] = {}
+        queues: dict[tuple[str, int], Queue] = {}
         known, source = batch_topics(self.root)
         on_disk = sorted(p.name for p in (self.root / BATCH_CONSUMEQUEUE_DIR).iterdir() if p.is_dir()) if (self.root / BATCH_CONSUMEQUEUE_DIR).is_dir() else []
         if known is None:
@@ -594,7 +266,7 @@ class _Planner:
                     continue
                 for qdir in qdirs:
                     try:
-                        q = _recover_queue(qdir, tdir.name, int(qdir.name), size, log, batch=batch)
+                        q = recover_queue(qdir, tdir.name, int(qdir.name), size, log, batch=batch)
                     except StoreLayoutError as err:
                         rep.load_ok = False
                         rep.load_problems.append(str(err))
@@ -639,7 +311,7 @@ class _Planner:
                 rule, none = "abnormal, from the checkpoint's minTimestamp", f"stored at or before minTimestamp {rep.min_timestamp}"
             index = -1
             for i in range(len(files) - 1, -1, -1):
-                why = matches(_file_view(files[i], fsize))  # a short file reads as Java maps it
+                why = matches(file_view(files[i], fsize))  # a short file reads as Java maps it
                 if why:
                     index = i
                     rep.start_reason = why
@@ -675,7 +347,7 @@ class _Planner:
         i = index
         while True:
             f = files[i]
-            buf = _file_view(f, fsize)
+            buf = file_view(f, fsize)
             rep.files_scanned.append(f.path.name)
             _will_need(f.path)
             s = scan_file(buf, check_crc=self.check_crc, force_verify_prop_crc=self.force_prop, hints=_hints(hints, f.file_from_offset, len(buf)))
@@ -738,498 +410,6 @@ def _will_need(path: Path) -> None:
 def _hints(hints: np.ndarray, base: int, n: int) -> np.ndarray:
     lo, hi = np.searchsorted(hints, [base, base + n])
     return hints[lo:hi] - base
-
-
-def _file_view(f, size: int):
-    """A commitlog file as Java maps it: a short file's missing tail reads as zeros.
-    The scan and the re-dispatch read records through the same view, so a record the
-    scan accepted in the zeros is read back the same way."""
-    if not size or len(f.buf) >= size:
-        return f.buf
-    data = bytes(f.buf)
-    return data + bytes(size - len(data))
-
-
-# -- what the dispatcher must see --------------------------------------------------------------
-#: below this many records to re-dispatch, they are decoded one by one (no pyarrow)
-BULK_DISPATCH_MIN = 4096
-
-
-def _multi_dispatch_settings(cfg: MessageStoreConfig, lay, rep: RecoveryReport) -> tuple[bool, bool]:
-    """``enableMultiDispatch`` and ``enableLmq`` as the broker had them: the config's,
-    when it sets them; else on when the store holds LMQ queues (a capture without its
-    broker.conf: only a broker with both writes them), which the report notes."""
-    def setting(name: str) -> bool | None:
-        v = cfg.extra.get(name)
-        return None if v is None else str(v).strip().lower() == "true"
-
-    multi, lmq = setting("enableMultiDispatch"), setting("enableLmq")
-    if (multi is None or lmq is None) and lay.lmq_topics:
-        rep.notes.append(f"{len(lay.lmq_topics)} LMQ queue(s) and no enableMultiDispatch/enableLmq in the config: taken to be on, as the broker "
-                         "that wrote them had them (re-dispatch rebuilds LMQ units from INNER_MULTI_DISPATCH)")
-    return (bool(lay.lmq_topics) if multi is None else multi), (bool(lay.lmq_topics) if lmq is None else lmq)
-
-
-def _plan_compaction(plan: RecoveryPlan, cfg: MessageStoreConfig) -> None:
-    """Java ``CompactionService.load`` (``enableCompaction``, on by default) →
-    ``CompactionStore.load``: for each ``compactionLog/T/Q/`` with its
-    ``compactionCq/T/Q/`` (a log without one is skipped), ``TopicPartitionLog.init``:
-    a file of the wrong size fails the queue's load (``IOException``, caught: the queue
-    is left as it is); ``SparseConsumeQueue.recover`` only positions; ``recover`` deletes
-    the log files that start after the end of the last queue file's last valid unit
-    (``getMaxPhyOffsetInLog``; nothing when that file has none); ``sanityCheck`` then
-    wants every log file paired with a queue file of the same name and the other way
-    round — else a RuntimeException fails the store's load.  Sub-folders of a
-    compaction under way are not loaded."""
-    from ..store.compaction import DEFAULT_COMPACTION_CQ_MAPPED_FILE_SIZE, DEFAULT_COMPACTION_MAPPED_FILE_SIZE, CompactionStore, compaction_file_sizes
-
-    rep = plan.report
-    if str(cfg.extra.get("enableCompaction", "true")).strip().lower() != "true":
-        return
-    log_size, cq_size = compaction_file_sizes(int(cfg.extra.get("compactionCqMappedFileSize", DEFAULT_COMPACTION_CQ_MAPPED_FILE_SIZE)),
-                                              int(cfg.extra.get("compactionMappedFileSize", DEFAULT_COMPACTION_MAPPED_FILE_SIZE)))
-    cs = CompactionStore(plan.root)
-    for topic, qid in cs.queue_ids():
-        q = cs.queue(topic, qid)
-        try:
-            name = f"{topic}/{qid}"
-            if q.cq is None:
-                rep.notes.append(f"compaction log {name} has no compactionCq/{name}/: RocketMQ skips it (\"compactionLog mismatch with compactionCq\")")
-                continue
-            wrong = [f"{f.name} ({f.stat().st_size} bytes, not {size})" for d, size in ((q.log.queue.directory, log_size), (q.cq.queue.directory, cq_size))
-                     for f in _listed(d)[:-1] + [x for x in _listed(d)[-1:] if x.stat().st_size]  # MappedFileQueue.load drops an empty last file
-                     if f.stat().st_size != size]
-            if wrong:
-                rep.notes.append(f"compaction queue {name}: {', '.join(wrong[:3])}: MappedFileQueue.load fails, and CompactionStore leaves the queue as it "
-                                 "is (IOException, caught); give --config when the broker set compactionMappedFileSize / compactionCqMappedFileSize")
-                continue
-            files = q.cq.queue.files
-            end = q.cq.max_phy_offset_in_log()
-            logs = q.log.queue.files
-            gone = [f.path for f in logs if end > 0 and f.file_from_offset > end]
-            plan.compaction_deleted += gone
-            if gone:
-                rep.notes.append(f"compaction log {name}: {', '.join(p.name for p in gone)} start(s) past its queue's last unit (ends at {end}): "
-                                 "RocketMQ's load deletes them (CompactionLog.TopicPartitionLog.recover)")
-            kept = {f.path.name for f in logs} - {p.name for p in gone}
-            cq_names = {f.path.name for f in files}
-            for x in sorted(kept - cq_names):
-                plan.fails_load.append(f"compaction log {name}: log file mismatch with consumeQueue file {x} (CompactionLog.sanityCheck)")
-            for x in sorted(cq_names - kept):
-                plan.fails_load.append(f"compaction log {name}: consumeQueue file mismatch with log file {x} (CompactionLog.sanityCheck)")
-        finally:
-            q.close()
-    if plan.fails_load:
-        rep.load_ok = False
-        rep.load_problems += [p for p in plan.fails_load if "sanityCheck" in p]
-
-
-def _listed(d: Path) -> list[Path]:
-    """The offset-named files of a directory, in order."""
-    return sorted(p for p in d.iterdir() if p.is_file() and p.name.isdigit() and len(p.name) == 20) if d.is_dir() else []
-
-
-def _ext_setting(cfg: MessageStoreConfig, root: Path, rep: RecoveryReport) -> bool:
-    """``enableConsumeQueueExt``: the config's, else on when the store has ext files
-    (noted in the report)."""
-    v = cfg.extra.get("enableConsumeQueueExt")
-    if v is not None:
-        return str(v).strip().lower() == "true"
-    there = (root / CONSUMEQUEUE_EXT_DIR).is_dir()
-    if there:
-        rep.notes.append(f"{CONSUMEQUEUE_EXT_DIR}/ and no enableConsumeQueueExt in the config: taken to be on, as the broker that wrote it had it")
-    return there
-
-
-def _plan_ext(plan: RecoveryPlan, ext_size: int) -> None:
-    """Java ``ConsumeQueue.recover`` with ext files: ``ConsumeQueueExt.recover`` (no file
-    deleted), then ``truncateByMaxAddress`` of the queue's last valid entry's ext address:
-    the ext files after its unit are deleted (only for a queue with files: Java's recover
-    does nothing for one without)."""
-    for q in plan.queues.values():
-        if q.batch or not q.files or q.max_ext_addr > EXT_MAX_ADDR:
-            continue
-        d = plan.root / CONSUMEQUEUE_EXT_DIR / q.topic / str(q.queue_id)
-        files = sorted((int(p.name), p) for p in d.iterdir() if p.is_file() and p.name.isdigit() and len(p.name) == 20) if d.is_dir() else []
-        real = ext_offset(q.max_ext_addr)
-        holder = next((p for start, p in files if start <= real < start + ext_size), None)
-        if holder is None:
-            continue  # "[BUG] address ... of consume queue extend not found!": nothing truncated
-        at = real - int(holder.name)
-        with open(holder, "rb") as fh:
-            fh.seek(at)
-            head = fh.read(2)
-        size = int.from_bytes(head, "big", signed=True) if len(head) == 2 else 0
-        if size < EXT_UNIT_MIN_SIZE:
-            continue
-        q.ext_deleted = [p for start, p in files if start > real + size]
-
-
-def _records_to_dispatch(rep: RecoveryReport, plan: RecoveryPlan, cfg: MessageStoreConfig):
-    """Records re-dispatch must look at, in commitlog order: Java ``DispatchRequest`` s
-    as :class:`~rmqlab.scan.dispatch_request.DispatchColumns`, or as a list of
-    :class:`~rmqlab.scan.dispatch_request.DispatchRequest` when there are fewer than
-    :data:`BULK_DISPATCH_MIN`.
-
-    RocketMQ hands every scanned record (abnormal) or every record after
-    maxPhyOffsetOfConsumeQueue (normal) to dispatch, which then skips what is already
-    there: a consume-queue entry when ``offset + size <= maxPhysicOffset`` of its queue,
-    index keys when ``offset < endPhyOffset`` of the last index file.  Here the records
-    whose offsets are already entries of a consume queue and lie below the index end are
-    dropped in bulk first; the dispatcher applies Java's exact rule to the rest.
-    Returns them as :class:`DispatchChunks` (positions, decoded a chunk at a time).
-
-    The records are read back in bulk, file by file, at the positions the scan found
-    (:func:`rmqlab.scan.dispatch_request.read_dispatch_columns`, what the engine's reput uses
-    too).
-    """
-    from ..rules import parse_delay_levels
-
-    pos = plan.handed_to_dispatch()
-    delay_levels = parse_delay_levels(cfg.message_delay_level)
-    files = plan.files
-    views = [_file_view(f, cfg.mapped_file_size_commit_log) for f in files]
-    sel = np.ones(len(pos), dtype=bool)
-    # with multi-dispatch, a record already in its own queue is still dispatched to the
-    # LMQ queues it names (Java multi-dispatches after a put that skips as a repeat):
-    # every record goes to the dispatcher, whose guards skip what is there
-    # (and with ext files, every record dispatched writes an ext unit, repeats included)
-    if len(pos) and not plan.multi_dispatch and not plan.consume_queue_ext:
-        in_cq = np.zeros(len(pos), dtype=bool)
-        present = plan.hints  # every queue entry's commitlog offset, sorted
-        if len(present):
-            at = np.minimum(np.searchsorted(present, pos), len(present) - 1)
-            in_cq = present[at] == pos
-        index_skip = (pos < plan.index_end_phy) if cfg.message_index_enable else np.ones(len(pos), dtype=bool)
-        drop = np.flatnonzero(in_cq & index_skip)
-        if len(drop):
-            # a record a queue points at is already there only if it is that queue's: a
-            # damaged topic or queue id sends it to another queue, which Java creates
-            drop = drop[_in_their_queue(plan, views, pos[drop], plan.hint_owner[at[drop]])]
-        sel[drop] = False
-    return DispatchChunks(pos[np.flatnonzero(sel)], delay_levels)
-
-
-#: records decoded and dispatched together (bounds re-dispatch's memory: a chunk's
-#: columns, index keys and queue runs, not the whole log's)
-DISPATCH_CHUNK = 1 << 19
-#: up to this many records, the chunks the plan's simulation decoded are kept for
-#: applying (one decode); past it they are decoded again then, from the target's log
-DISPATCH_KEEP = 1 << 20
-
-
-class DispatchChunks:
-    """The records re-dispatch hands to the dispatcher, by position (sorted), read back
-    a chunk at a time: a list of :class:`~rmqlab.scan.dispatch_request.DispatchRequest`
-    when there are fewer than :data:`BULK_DISPATCH_MIN` in all (quicker than loading
-    pyarrow for them), else :class:`~rmqlab.scan.dispatch_request.DispatchColumns` of at
-    most :data:`DISPATCH_CHUNK` records of one file each.  Iterating needs the log's
-    files: :meth:`over` gives them (the plan's mappings, or the recovered copy's).
-    Up to :data:`DISPATCH_KEEP` records, the first pass's chunks are kept and served
-    again (a dry run then apply decode them once)."""
-
-    def __init__(self, positions: np.ndarray, delay_levels: dict):
-        self.positions = positions
-        self.delay_levels = delay_levels
-        self.files: list = []
-        self.file_size = 0
-        self._kept: list | None = None
-
-    def __len__(self) -> int:
-        return len(self.positions)
-
-    def over(self, files: list, file_size: int) -> "DispatchChunks":
-        self.files, self.file_size = files, file_size
-        return self
-
-    def __iter__(self):
-        if self._kept is not None:
-            yield from self._kept
-            return
-        keep = [] if len(self.positions) <= DISPATCH_KEEP else None
-        for chunk in self._decode():
-            if keep is not None:
-                keep.append(chunk)
-            yield chunk
-        if keep is not None:
-            self._kept = keep
-
-    def _decode(self):
-        files, pos = self.files, self.positions
-        if not len(pos):
-            return
-        if len(pos) < BULK_DISPATCH_MIN:
-            starts = [f.file_from_offset for f in files]
-            out = []
-            for p in pos.tolist():
-                k = bisect.bisect_right(starts, p) - 1
-                out.append(_decode_one(files[k], _file_view(files[k], self.file_size), p, self.delay_levels))
-            yield out
-            return
-        starts = np.asarray([f.file_from_offset for f in files], dtype=np.int64)
-        which = np.searchsorted(starts, pos, side="right") - 1
-        bounds = np.flatnonzero(np.concatenate(([True], which[1:] != which[:-1], [True])))
-        for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
-            k = int(which[a])
-            view = _file_view(files[k], self.file_size)
-            for c in range(a, b, DISPATCH_CHUNK):
-                yield _decode_for_dispatch(files[k], view, pos[c : min(b, c + DISPATCH_CHUNK)], self.delay_levels)
-
-
-#: where the fixed fields a record's queue depends on sit, from the schema's dtype
-_MAGIC_AT, _QUEUE_ID_AT, _PHYS_AT, _SYS_FLAG_AT = layout.MAGIC_AT, layout.QUEUE_ID_AT, layout.PHYSICAL_OFFSET_AT, layout.SYS_FLAG_AT
-#: the fixed part's size by host combination (born_v6 + 2*store_v6); bodyLength ends it
-_PREFIX_SIZES = np.asarray([d.itemsize for d in PREFIX_DTYPES], dtype=np.int64)
-
-
-def _be(a: np.ndarray, at: np.ndarray, width: int) -> np.ndarray:
-    """Big-endian signed integers of ``width`` bytes at positions ``at`` of the byte
-    array ``a`` (callers keep ``at + width <= len(a)``): one gather of whole rows."""
-    rows = np.lib.stride_tricks.sliding_window_view(a, width)[at]
-    return rows.view({1: "i1", 2: ">i2", 4: ">i4", 8: ">i8"}[width]).reshape(-1).astype(np.int64)
-
-
-#: topic bytes are compared this many at a time (one gather of rows per window)
-_TOPIC_WINDOW = 16
-#: records checked together (their header lines stay in cache between the gathers)
-_CHECK_CHUNK = 4096
-
-
-def _in_their_queue(plan: RecoveryPlan, views: list, positions: np.ndarray, owner: np.ndarray) -> np.ndarray:
-    """For records at ``positions`` (sorted), each the commitlog offset of an entry of
-    queue ``owner`` (an index into ``plan.queues``): True where the record's own
-    topic and queue id are that queue's and its physicalOffset field says where it is.  Read in bulk, file by file, at positions the
-    layout derives from the schema; ~0.1 µs a record."""
-    queues = list(plan.queues.values())
-    topics = [q.topic.encode() for q in queues]
-    topic_lens = np.asarray([len(t) for t in topics], dtype=np.int64)
-    queue_ids = np.asarray([q.queue_id for q in queues], dtype=np.int64)
-    width = _TOPIC_WINDOW * max(1, -(-int(topic_lens.max(initial=1)) // _TOPIC_WINDOW))
-    table = np.zeros((len(queues), width), dtype=np.uint8)  # each queue's topic, zero-padded
-    for i, t in enumerate(topics):
-        table[i, : len(t)] = np.frombuffer(t, dtype=np.uint8)
-    low_flags = (cl.FLAG_BORNHOST_V6 | cl.FLAG_STOREHOST_V6) & 0xFF  # both in sysFlag's low byte
-    ok = np.zeros(len(positions), dtype=bool)
-    starts = np.asarray([f.file_from_offset for f in plan.files], dtype=np.int64)
-    which = np.searchsorted(starts, positions, side="right") - 1
-    bounds = np.flatnonzero(np.concatenate(([True], which[1:] != which[:-1], [True])))
-    # chunks of records, so that the header's cache lines, missed once by the first
-    # gather, are still cached for the next ones (the fields are read field by field)
-    pieces = [(c, min(hi, c + _CHECK_CHUNK)) for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()) for c in range(lo, hi, _CHECK_CHUNK)]
-    for lo, hi in pieces:
-        k = int(which[lo])
-        a = np.frombuffer(views[k], dtype=np.uint8)
-        rel, w = positions[lo:hi] - starts[k], owner[lo:hi]
-        flags = a[rel + _SYS_FLAG_AT + 3] & low_flags
-        prefix = _PREFIX_SIZES[((flags & cl.FLAG_BORNHOST_V6) != 0) + 2 * ((flags & cl.FLAG_STOREHOST_V6) != 0)]
-        v2 = a[rel + _MAGIC_AT + 3] == (cl.MAGIC_V2 & 0xFF)  # V1 and V2 magics differ in their last byte
-        len_at = rel + prefix + _be(a, rel + prefix - 4, 4)  # after the body: the topic's length
-        tlen = topic_lens[w]
-        fits = (len_at >= 0) & (len_at + 2 + tlen <= len(a))
-        len_at = np.where(fits, len_at, 0)
-        topic_len = a[len_at].view(np.int8).astype(np.int64)
-        if v2.any():
-            topic_len[v2] = _be(a, len_at[v2], 2)
-        topic_at = len_at + 1 + v2
-        # and its physicalOffset field is where it sits: Java dispatches (and indexes) by the
-        # field, so a damaged one must go through dispatch as Java reads it
-        good = fits & (topic_len == tlen) & (_be(a, rel + _QUEUE_ID_AT, 4) == queue_ids[w]) & (_be(a, rel + _PHYS_AT, 8) == rel + starts[k])
-        # the topic's bytes, a window at a time, for the records whose topic reaches it
-        room = len(a) - width
-        for start in range(0, width, _TOPIC_WINDOW):
-            m = np.flatnonzero(good & (tlen > start))
-            if not len(m):
-                break
-            at = topic_at[m] + start
-            safe = np.minimum(at, room + start) if room + start >= 0 else at
-            got = np.lib.stride_tricks.sliding_window_view(a, _TOPIC_WINDOW)[np.minimum(safe, len(a) - _TOPIC_WINDOW)]
-            want = table[w[m], start : start + _TOPIC_WINDOW]
-            keep = np.clip(tlen[m] - start, 0, _TOPIC_WINDOW)  # bytes of the window inside the topic
-            mask = np.arange(_TOPIC_WINDOW) < keep[:, None]
-            good[m] = ((got == want) | ~mask).all(axis=1) & (at == np.minimum(safe, len(a) - _TOPIC_WINDOW))
-        ok[lo:hi] = good
-    return ok
-
-
-def _decode_one(f, buf, phy: int, delay_levels: dict):
-    from ..scan.dispatch_request import read_dispatch_request
-
-    return read_dispatch_request(buf, phy - f.file_from_offset, file=str(f.path), file_base=f.file_from_offset, delay_levels=delay_levels)
-
-
-def _decode_for_dispatch(f, buf, chosen: np.ndarray, delay_levels: dict):
-    """DispatchColumns of the records at physical offsets ``chosen`` (sorted) of file
-    ``f`` (read through ``buf``, its :func:`_file_view`): the scan already walked the
-    chain, so they are read at their positions."""
-    from ..scan.dispatch_request import read_dispatch_columns
-
-    return read_dispatch_columns(buf, chosen - f.file_from_offset, file_base=f.file_from_offset, file=str(f.path), delay_levels=delay_levels)
-
-
-def _queue_columns(records):
-    """(topics, topic code, queueId, offset, size, sysFlag, msgBaseOffset, batchSize) of
-    the dispatch requests, as numpy columns, from DispatchColumns or a list of
-    DispatchRequests."""
-    if not isinstance(records, list):
-        r = records
-        return r.topics, r.topic_code, r.queue_id, r.commitlog_offset, r.msg_size, r.sys_flag, r.msg_base_offsets(), r.batch_sizes()
-    topics: dict[str, int] = {}
-    codes = np.asarray([topics.setdefault(r.topic, len(topics)) for r in records], dtype=np.int64)
-    col = lambda i: np.asarray([r[i] for r in records], dtype=np.int64)  # noqa: E731
-    bases = np.asarray([r.base_offset for r in records], dtype=np.int64)
-    return list(topics), codes, col(1), col(2), col(3), col(9), bases, col(12)
-
-
-def _simulate_queues(rep: RecoveryReport, plan: RecoveryPlan, chunks, delay_levels: dict) -> None:
-    """Fill the per-queue part of the report (what dispatch and truncation do), read-only.
-    ``chunks``: the dispatch requests (columns or lists), in commitlog order, a chunk at
-    a time (each queue's state carries over from one chunk to the next).
-    Each queue by its own rules (the writers' ``put``): a consume queue adds an entry
-    when ``offset + size`` passes its maxPhysicOffset; a batch queue a unit when its
-    msgBaseOffset and batchSize are not negative and its offset passes the last unit's."""
-    queues: dict[tuple[str, int], _Queue] = plan.queues
-    process = plan.process
-    changes: dict[tuple[str, int], QueueChange] = {}
-    maxp = {k: q.max_physic_offset for k, q in queues.items()}
-    batch = {k: q.batch for k, q in queues.items()}
-    last_offset: dict[tuple[str, int], int] = {}  # a batch queue's max offset after what dispatch adds
-    first_offset: dict[tuple[str, int], int] = {}  # a created consume queue's first queue offset
-    for k, q in queues.items():
-        changes[k] = QueueChange(q.name, q.count, q.max_offset_in_queue, q.max_physic_offset, [p.name for p in q.deleted] + [f"{CONSUMEQUEUE_EXT_DIR}/{p.name}" for p in q.ext_deleted])
-    def created(k, at: int) -> None:
-        if k not in changes:
-            changes[k] = QueueChange(f"{k[0]}/{k[1]}", 0, 0, -1, created=True)
-            maxp[k] = -1
-            batch[k] = k[0] in plan.batch_topics
-            where = BATCH_CONSUMEQUEUE_DIR if batch[k] else CONSUMEQUEUE_DIR
-            _insert_at_offset(rep.log_lines, at, f"{STORE}/{where}/{k[0]}/{k[1]} mkdir OK")
-
-    def add_entries(k, g: np.ndarray, qoffs: np.ndarray) -> None:
-        # an entry is added when it ends past every end before it (Java's repeat guard)
-        ends = offset[g] + size[g]
-        before = np.maximum.accumulate(np.concatenate(([maxp[k]], ends[:-1])))
-        added = ends > before
-        if changes[k].created and k not in first_offset and added.any():
-            first_offset[k] = int(qoffs[int(np.argmax(added))])
-        changes[k].added_entries += int(added.sum())
-        maxp[k] = max(maxp[k], int(ends.max()))
-
-    for records in chunks:
-        topics, topic_code, queue_id, offset, size, sys_flag, bases, batch_sizes = _queue_columns(records)
-        rows = np.flatnonzero(goes_to_consume_queue(sys_flag))
-        cq_offsets = records.consume_queue_offset if not isinstance(records, list) else np.asarray([r.consume_queue_offset for r in records], np.int64)
-
-        simple = np.zeros(len(offset), bool)  # rows put into a consume queue: multi-dispatch follows them
-        if len(rows):
-            from ..scan.dispatch_request import queue_groups
-
-            for g in queue_groups(topic_code[rows], queue_id[rows]):
-                g = rows[g]
-                r0 = g[0]
-                k = (topics[int(topic_code[r0])], int(queue_id[r0]))
-                created(k, int(offset[r0]))
-                simple[g] = not batch[k]
-                if batch[k]:
-                    usable = (bases[g] >= 0) & (batch_sizes[g] >= 0)
-                    seen = np.where(usable, offset[g], -1)
-                    before = np.maximum.accumulate(np.concatenate(([maxp[k]], seen[:-1])))
-                    added = np.flatnonzero(usable & (offset[g] > before))
-                    if len(added):
-                        changes[k].added_entries += len(added)
-                        maxp[k] = int(offset[g][added[-1]])
-                        a = g[added[-1]]
-                        last_offset[k] = int(bases[a]) + int(batch_sizes[a])
-                    continue
-                add_entries(k, g, cq_offsets[g])
-        if plan.multi_dispatch:
-            # ConsumeQueue.multiDispatchLmqQueue: after each consume-queue put, a unit in every queue its record names
-            if isinstance(records, list):
-                targets = [(i, t, q, o) for i, r in enumerate(records) if r.multi_dispatch is not None
-                           for t, q, o in multi_dispatch_targets(r.topic, r.queue_id, r.multi_dispatch, r.multi_queue_offset, enable_lmq=plan.enable_lmq)]
-            else:
-                targets = records.multi_dispatches(enable_lmq=plan.enable_lmq)
-            by_queue: dict[tuple[str, int], list[tuple[int, int]]] = {}
-            for r, t, q, o in targets:
-                if simple[r]:
-                    by_queue.setdefault((t, q), []).append((r, o))
-            for k, got in by_queue.items():
-                created(k, int(offset[got[0][0]]))
-                if not batch[k]:
-                    add_entries(k, np.asarray([r for r, _ in got], np.int64), np.asarray([o for _, o in got], np.int64))
-    if plan.truncate_cq:
-        for k, q in queues.items():
-            c = _truncate_queue_plan(q, process)
-            changes[k].cut_entries, changes[k].cut_messages = c.units, c.messages
-            if q.batch and c.units:
-                last_offset[k] = c.max_offset
-    for k, ch in changes.items():
-        q = queues.get(k)
-        if batch.get(k):
-            ch.max_offset_after = last_offset.get(k, ch.max_offset_before)
-        elif q is None:
-            ch.max_offset_after = first_offset.get(k, 0) + ch.added_entries
-        else:
-            ch.max_offset_after = q.first_queue_offset + q.count + ch.added_entries - ch.cut_entries
-    rep.queues = sorted(changes.values(), key=lambda c: c.queue)
-
-
-def _rocksdb_queue_changes(rep: RecoveryReport, plan: RecoveryPlan, rocksdb) -> None:
-    """The per-queue part of the report for RocksDB queues (RocksDBMessageStore), read
-    from RocksDB: ``truncateDirty`` (when RocksDB's max physical offset is at or past the
-    new end) corrects each queue's max offset to below its first unit at or past the end
-    (``RocksDBConsumeQueueOffsetTable.truncateDirtyOffset``: the keys stay, unreachable),
-    and re-dispatch puts every record handed to it (``RocksDBConsumeQueueTable``: a key
-    per unit, idempotent), so a queue gains the units past its max offset."""
-    process = plan.process
-    changes: dict[tuple[str, int], QueueChange] = {}
-    ends: dict[tuple[str, int], int] = {}
-    for topic, qid in rocksdb.queue_ids():
-        cq = rocksdb.consume_queue(topic, qid)
-        lo, hi = cq.valid_range()
-        ch = changes[(topic, qid)] = QueueChange(f"{topic}/{qid}", hi - lo, hi, cq.max_physic_offset())
-        end = hi
-        if plan.truncate_cq and hi > lo:
-            for q0, e in reversed(cq.parts(lo, hi)):
-                past = np.flatnonzero(e["commitlog_offset"] < process)
-                if len(past):
-                    end = q0 + int(past[-1]) + 1
-                    break
-                end = q0
-        ch.cut_entries = ch.cut_messages = hi - end
-        ends[(topic, qid)] = end
-    from ..scan.dispatch_request import queue_groups
-
-    for records in plan.dispatch_records:  # a chunk at a time
-        topics, topic_code, queue_id, offset, size, sys_flag, _, _ = _queue_columns(records)
-        qoffs = records.consume_queue_offset if not isinstance(records, list) else np.asarray([r.consume_queue_offset for r in records], np.int64)
-        rows = np.flatnonzero(goes_to_consume_queue(sys_flag))
-        for g in (queue_groups(topic_code[rows], queue_id[rows]) if len(rows) else ()):
-            g = rows[g]
-            k = (topics[int(topic_code[g[0]])], int(queue_id[g[0]]))
-            if k not in changes:
-                changes[k] = QueueChange(f"{k[0]}/{k[1]}", 0, 0, -1, created=True)
-                ends[k] = 0
-            new = qoffs[g] >= ends[k]
-            changes[k].added_entries += int(new.sum())
-            if new.any():
-                ends[k] = max(ends[k], int(qoffs[g][new].max()) + 1)
-    for k, ch in changes.items():
-        ch.max_offset_after = ends[k]
-    rep.queues = sorted(changes.values(), key=lambda c: c.queue)
-    rep.notes.append(f"the consume queues are RocksDB's (storeType=defaultRocksDB): read, never written; RocketMQ's start-up truncates them "
-                     f"to the new end (RocksDBConsumeQueueStore.truncateDirty) and re-dispatches into them from RocksDB's progress "
-                     f"{plan.report.max_phy_offset_in_cq_before}, as listed; applying is refused")
-
-
-def _insert_at_offset(lines: list[str], offset: int, line: str) -> None:
-    """Put a dispatch-time log line where RocketMQ writes it: while the scan is in the
-    file holding ``offset`` (before the line announcing the next file or the end)."""
-    for i, l in enumerate(lines):
-        m = re.match(r"recover next physics file, .*/(\d{20})$", l)
-        if (m and int(m.group(1)) > offset) or re.match(r"(found a |CRC check failed|recover physics file|recover last 3 physics)", l):
-            lines.insert(i, line)
-            return
-    lines.append(line)
 
 
 def _timers_cut(rep: RecoveryReport, root: Path, cfg: MessageStoreConfig) -> None:
@@ -1319,7 +499,7 @@ def _plan_reindex(plan: RecoveryPlan, cfg: MessageStoreConfig) -> None:
     fsize = cfg.mapped_file_size_commit_log
     parts = []
     for f in plan.files[: plan.start_index]:
-        s = scan_file(_file_view(f, fsize), check_crc=False)
+        s = scan_file(file_view(f, fsize), check_crc=False)
         parts.append(f.file_from_offset + s.starts)
         if not s.blank:
             rep.notes.append(f"reindex: {f.path.name}, before the start file, ends its records at {s.end} ({s.stop.kind if s.stop else 'end'}): the records after it are not re-indexed")
@@ -1373,7 +553,7 @@ def _requests_between(files, lo: int, hi: int, cfg: MessageStoreConfig):
         a, b = max(lo, f.file_from_offset), min(hi, f.file_from_offset + f.file_size)
         if a >= b:
             continue
-        view = _file_view(f, fsize)
+        view = file_view(f, fsize)
         s = scan_file(view, check_crc=False)
         starts = s.starts[(s.starts + f.file_from_offset >= a) & (s.starts + f.file_from_offset < b)]
         if not len(starts):
@@ -1519,7 +699,7 @@ def _apply(rep: RecoveryReport, plan: RecoveryPlan, target: Path, cfg: MessageSt
     # 4. consume-queue entries that truncation will cut (saved before the dispatcher runs)
     if plan.truncate_cq:
         for q in plan.queues.values():
-            ranges = _truncate_queue_plan(q, plan.process).ranges
+            ranges = truncate_queue_plan(q, plan.process).ranges
             for p, off, length in ranges:
                 sidecar.save(t(p), off, length, f"consume-queue entries pointing at or past the new end of the log {plan.process}")
     if plan.wipe_queues:  # ConsumeQueueStore.destroy: both kinds
@@ -1638,7 +818,7 @@ def _last_store_timestamp(plan: RecoveryPlan, fsize: int) -> int:
     phy = int(pos[-1])
     for f in reversed(files):
         if f.file_from_offset <= phy:
-            rec = decode_record(_file_view(f, fsize), phy - f.file_from_offset, check_crc=False, read_body=False)
+            rec = decode_record(file_view(f, fsize), phy - f.file_from_offset, check_crc=False, read_body=False)
             return rec.store_timestamp if rec is not None else 0
     return 0
 
@@ -1713,24 +893,24 @@ def plan(
     from ..rules import parse_delay_levels
 
     t1 = time.perf_counter()
-    p.multi_dispatch, p.enable_lmq = _multi_dispatch_settings(cfg, lay, rep)
-    _plan_compaction(p, cfg)
-    p.consume_queue_ext = _ext_setting(cfg, root, rep)
+    p.multi_dispatch, p.enable_lmq = multi_dispatch_settings(cfg, lay, rep)
+    plan_compaction(p, cfg)
+    p.consume_queue_ext = ext_setting(cfg, root, rep)
     if p.consume_queue_ext:
         from ..writers.dispatch import ext_file_size
 
-        _plan_ext(p, ext_file_size(cfg, root / CONSUMEQUEUE_EXT_DIR))
-    p.dispatch_records = _records_to_dispatch(rep, p, cfg).over(p.files, cfg.mapped_file_size_commit_log) if p.files else ()
+        plan_ext(p, ext_file_size(cfg, root / CONSUMEQUEUE_EXT_DIR))
+    p.dispatch_records = records_to_dispatch(rep, p, cfg).over(p.files, cfg.mapped_file_size_commit_log) if p.files else ()
     rep.records_redispatched = len(p.dispatch_records)
     rep.log_lines = planner.log
     # mkdir lines and per-queue changes (read-only simulation of dispatch + truncation)
     if rocksdb is not None:
         try:
-            _rocksdb_queue_changes(rep, p, rocksdb)
+            rocksdb_queue_changes(rep, p, rocksdb)
         finally:
             rocksdb.close()
     else:
-        _simulate_queues(rep, p, p.dispatch_records, parse_delay_levels(cfg.message_delay_level))
+        simulate_queues(rep, p, p.dispatch_records, parse_delay_levels(cfg.message_delay_level))
     _lost_records(rep, p)
     _unfindable_keys(rep, p, cfg)
     _queues_left_short(rep, p, cfg)

@@ -23,7 +23,7 @@ from rmqlab.store.reader import open_store
 from tests.engine.engine_support import assert_same_as_rocketmq, reference_config, store_files
 from tests.support import REFERENCE
 
-recover_mod = importlib.import_module("rmqlab.recovery.recover")  # the module (the package exports the function)
+recover_mod = importlib.import_module("rmqlab.recovery.redispatch")  # re-dispatch: what recovery decodes and hands to dispatch
 dispatch_mod = importlib.import_module("rmqlab.scan.dispatch_request")
 CASES = ["clean", "crash", "crash-cqdeleted", "crash-torn", "v2ipv6"]
 

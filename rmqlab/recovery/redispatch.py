@@ -1,0 +1,420 @@
+"""Re-dispatch, as recovery plans it: which records RocketMQ's start-up hands to
+dispatch (:func:`records_to_dispatch`: every scanned record after a crash, those past
+the queues' max physical offset after a clean exit, less what the queues and index
+already hold), read back a chunk at a time (:class:`DispatchChunks`), and what dispatch
+then does to each queue, read-only (:func:`simulate_queues`: consume, batch and LMQ
+queues; :func:`rocksdb_queue_changes`: RocksDB's).  Applying feeds the same chunks to
+:class:`~rmqlab.writers.dispatch.CommitLogDispatcher`.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+
+import numpy as np
+
+from ..config import MessageStoreConfig
+from ..format import commitlog as cl
+from ..format import layout
+from ..format.layout import PREFIX_DTYPES
+from ..rules import BATCH_CONSUMEQUEUE_DIR, CONSUMEQUEUE_DIR, CONSUMEQUEUE_EXT_DIR, goes_to_consume_queue, multi_dispatch_targets
+from .model import STORE, Queue, RecoveryPlan
+from .queues import truncate_queue_plan
+from .report import QueueChange, RecoveryReport
+
+
+def file_view(f, size: int):
+    """A commitlog file as Java maps it: a short file's missing tail reads as zeros.
+    The scan and the re-dispatch read records through the same view, so a record the
+    scan accepted in the zeros is read back the same way."""
+    if not size or len(f.buf) >= size:
+        return f.buf
+    data = bytes(f.buf)
+    return data + bytes(size - len(data))
+
+
+#: below this many records to re-dispatch, they are decoded one by one (no pyarrow)
+BULK_DISPATCH_MIN = 4096
+
+
+def multi_dispatch_settings(cfg: MessageStoreConfig, lay, rep: RecoveryReport) -> tuple[bool, bool]:
+    """``enableMultiDispatch`` and ``enableLmq`` as the broker had them: the config's,
+    when it sets them; else on when the store holds LMQ queues (a capture without its
+    broker.conf: only a broker with both writes them), which the report notes."""
+    def setting(name: str) -> bool | None:
+        v = cfg.extra.get(name)
+        return None if v is None else str(v).strip().lower() == "true"
+
+    multi, lmq = setting("enableMultiDispatch"), setting("enableLmq")
+    if (multi is None or lmq is None) and lay.lmq_topics:
+        rep.notes.append(f"{len(lay.lmq_topics)} LMQ queue(s) and no enableMultiDispatch/enableLmq in the config: taken to be on, as the broker "
+                         "that wrote them had them (re-dispatch rebuilds LMQ units from INNER_MULTI_DISPATCH)")
+    return (bool(lay.lmq_topics) if multi is None else multi), (bool(lay.lmq_topics) if lmq is None else lmq)
+
+
+def records_to_dispatch(rep: RecoveryReport, plan: RecoveryPlan, cfg: MessageStoreConfig):
+    """Records re-dispatch must look at, in commitlog order: Java ``DispatchRequest`` s
+    as :class:`~rmqlab.scan.dispatch_request.DispatchColumns`, or as a list of
+    :class:`~rmqlab.scan.dispatch_request.DispatchRequest` when there are fewer than
+    :data:`BULK_DISPATCH_MIN`.
+
+    RocketMQ hands every scanned record (abnormal) or every record after
+    maxPhyOffsetOfConsumeQueue (normal) to dispatch, which then skips what is already
+    there: a consume-queue entry when ``offset + size <= maxPhysicOffset`` of its queue,
+    index keys when ``offset < endPhyOffset`` of the last index file.  Here the records
+    whose offsets are already entries of a consume queue and lie below the index end are
+    dropped in bulk first; the dispatcher applies Java's exact rule to the rest.
+    Returns them as :class:`DispatchChunks` (positions, decoded a chunk at a time).
+
+    The records are read back in bulk, file by file, at the positions the scan found
+    (:func:`rmqlab.scan.dispatch_request.read_dispatch_columns`, what the engine's reput uses
+    too).
+    """
+    from ..rules import parse_delay_levels
+
+    pos = plan.handed_to_dispatch()
+    delay_levels = parse_delay_levels(cfg.message_delay_level)
+    files = plan.files
+    views = [file_view(f, cfg.mapped_file_size_commit_log) for f in files]
+    sel = np.ones(len(pos), dtype=bool)
+    # with multi-dispatch, a record already in its own queue is still dispatched to the
+    # LMQ queues it names (Java multi-dispatches after a put that skips as a repeat):
+    # every record goes to the dispatcher, whose guards skip what is there
+    # (and with ext files, every record dispatched writes an ext unit, repeats included)
+    if len(pos) and not plan.multi_dispatch and not plan.consume_queue_ext:
+        in_cq = np.zeros(len(pos), dtype=bool)
+        present = plan.hints  # every queue entry's commitlog offset, sorted
+        if len(present):
+            at = np.minimum(np.searchsorted(present, pos), len(present) - 1)
+            in_cq = present[at] == pos
+        index_skip = (pos < plan.index_end_phy) if cfg.message_index_enable else np.ones(len(pos), dtype=bool)
+        drop = np.flatnonzero(in_cq & index_skip)
+        if len(drop):
+            # a record a queue points at is already there only if it is that queue's: a
+            # damaged topic or queue id sends it to another queue, which Java creates
+            drop = drop[_in_their_queue(plan, views, pos[drop], plan.hint_owner[at[drop]])]
+        sel[drop] = False
+    return DispatchChunks(pos[np.flatnonzero(sel)], delay_levels)
+
+
+#: records decoded and dispatched together (bounds re-dispatch's memory: a chunk's
+#: columns, index keys and queue runs, not the whole log's)
+DISPATCH_CHUNK = 1 << 19
+#: up to this many records, the chunks the plan's simulation decoded are kept for
+#: applying (one decode); past it they are decoded again then, from the target's log
+DISPATCH_KEEP = 1 << 20
+
+
+class DispatchChunks:
+    """The records re-dispatch hands to the dispatcher, by position (sorted), read back
+    a chunk at a time: a list of :class:`~rmqlab.scan.dispatch_request.DispatchRequest`
+    when there are fewer than :data:`BULK_DISPATCH_MIN` in all (quicker than loading
+    pyarrow for them), else :class:`~rmqlab.scan.dispatch_request.DispatchColumns` of at
+    most :data:`DISPATCH_CHUNK` records of one file each.  Iterating needs the log's
+    files: :meth:`over` gives them (the plan's mappings, or the recovered copy's).
+    Up to :data:`DISPATCH_KEEP` records, the first pass's chunks are kept and served
+    again (a dry run then apply decode them once)."""
+
+    def __init__(self, positions: np.ndarray, delay_levels: dict):
+        self.positions = positions
+        self.delay_levels = delay_levels
+        self.files: list = []
+        self.file_size = 0
+        self._kept: list | None = None
+
+    def __len__(self) -> int:
+        return len(self.positions)
+
+    def over(self, files: list, file_size: int) -> "DispatchChunks":
+        self.files, self.file_size = files, file_size
+        return self
+
+    def __iter__(self):
+        if self._kept is not None:
+            yield from self._kept
+            return
+        keep = [] if len(self.positions) <= DISPATCH_KEEP else None
+        for chunk in self._decode():
+            if keep is not None:
+                keep.append(chunk)
+            yield chunk
+        if keep is not None:
+            self._kept = keep
+
+    def _decode(self):
+        files, pos = self.files, self.positions
+        if not len(pos):
+            return
+        if len(pos) < BULK_DISPATCH_MIN:
+            starts = [f.file_from_offset for f in files]
+            out = []
+            for p in pos.tolist():
+                k = bisect.bisect_right(starts, p) - 1
+                out.append(_decode_one(files[k], file_view(files[k], self.file_size), p, self.delay_levels))
+            yield out
+            return
+        starts = np.asarray([f.file_from_offset for f in files], dtype=np.int64)
+        which = np.searchsorted(starts, pos, side="right") - 1
+        bounds = np.flatnonzero(np.concatenate(([True], which[1:] != which[:-1], [True])))
+        for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+            k = int(which[a])
+            view = file_view(files[k], self.file_size)
+            for c in range(a, b, DISPATCH_CHUNK):
+                yield _decode_for_dispatch(files[k], view, pos[c : min(b, c + DISPATCH_CHUNK)], self.delay_levels)
+
+
+#: where the fixed fields a record's queue depends on sit, from the schema's dtype
+_MAGIC_AT, _QUEUE_ID_AT, _PHYS_AT, _SYS_FLAG_AT = layout.MAGIC_AT, layout.QUEUE_ID_AT, layout.PHYSICAL_OFFSET_AT, layout.SYS_FLAG_AT
+#: the fixed part's size by host combination (born_v6 + 2*store_v6); bodyLength ends it
+_PREFIX_SIZES = np.asarray([d.itemsize for d in PREFIX_DTYPES], dtype=np.int64)
+
+
+def _be(a: np.ndarray, at: np.ndarray, width: int) -> np.ndarray:
+    """Big-endian signed integers of ``width`` bytes at positions ``at`` of the byte
+    array ``a`` (callers keep ``at + width <= len(a)``): one gather of whole rows."""
+    rows = np.lib.stride_tricks.sliding_window_view(a, width)[at]
+    return rows.view({1: "i1", 2: ">i2", 4: ">i4", 8: ">i8"}[width]).reshape(-1).astype(np.int64)
+
+
+#: topic bytes are compared this many at a time (one gather of rows per window)
+_TOPIC_WINDOW = 16
+#: records checked together (their header lines stay in cache between the gathers)
+_CHECK_CHUNK = 4096
+
+
+def _in_their_queue(plan: RecoveryPlan, views: list, positions: np.ndarray, owner: np.ndarray) -> np.ndarray:
+    """For records at ``positions`` (sorted), each the commitlog offset of an entry of
+    queue ``owner`` (an index into ``plan.queues``): True where the record's own
+    topic and queue id are that queue's and its physicalOffset field says where it is.  Read in bulk, file by file, at positions the
+    layout derives from the schema; ~0.1 µs a record."""
+    queues = list(plan.queues.values())
+    topics = [q.topic.encode() for q in queues]
+    topic_lens = np.asarray([len(t) for t in topics], dtype=np.int64)
+    queue_ids = np.asarray([q.queue_id for q in queues], dtype=np.int64)
+    width = _TOPIC_WINDOW * max(1, -(-int(topic_lens.max(initial=1)) // _TOPIC_WINDOW))
+    table = np.zeros((len(queues), width), dtype=np.uint8)  # each queue's topic, zero-padded
+    for i, t in enumerate(topics):
+        table[i, : len(t)] = np.frombuffer(t, dtype=np.uint8)
+    low_flags = (cl.FLAG_BORNHOST_V6 | cl.FLAG_STOREHOST_V6) & 0xFF  # both in sysFlag's low byte
+    ok = np.zeros(len(positions), dtype=bool)
+    starts = np.asarray([f.file_from_offset for f in plan.files], dtype=np.int64)
+    which = np.searchsorted(starts, positions, side="right") - 1
+    bounds = np.flatnonzero(np.concatenate(([True], which[1:] != which[:-1], [True])))
+    # chunks of records, so that the header's cache lines, missed once by the first
+    # gather, are still cached for the next ones (the fields are read field by field)
+    pieces = [(c, min(hi, c + _CHECK_CHUNK)) for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()) for c in range(lo, hi, _CHECK_CHUNK)]
+    for lo, hi in pieces:
+        k = int(which[lo])
+        a = np.frombuffer(views[k], dtype=np.uint8)
+        rel, w = positions[lo:hi] - starts[k], owner[lo:hi]
+        flags = a[rel + _SYS_FLAG_AT + 3] & low_flags
+        prefix = _PREFIX_SIZES[((flags & cl.FLAG_BORNHOST_V6) != 0) + 2 * ((flags & cl.FLAG_STOREHOST_V6) != 0)]
+        v2 = a[rel + _MAGIC_AT + 3] == (cl.MAGIC_V2 & 0xFF)  # V1 and V2 magics differ in their last byte
+        len_at = rel + prefix + _be(a, rel + prefix - 4, 4)  # after the body: the topic's length
+        tlen = topic_lens[w]
+        fits = (len_at >= 0) & (len_at + 2 + tlen <= len(a))
+        len_at = np.where(fits, len_at, 0)
+        topic_len = a[len_at].view(np.int8).astype(np.int64)
+        if v2.any():
+            topic_len[v2] = _be(a, len_at[v2], 2)
+        topic_at = len_at + 1 + v2
+        # and its physicalOffset field is where it sits: Java dispatches (and indexes) by the
+        # field, so a damaged one must go through dispatch as Java reads it
+        good = fits & (topic_len == tlen) & (_be(a, rel + _QUEUE_ID_AT, 4) == queue_ids[w]) & (_be(a, rel + _PHYS_AT, 8) == rel + starts[k])
+        # the topic's bytes, a window at a time, for the records whose topic reaches it
+        room = len(a) - width
+        for start in range(0, width, _TOPIC_WINDOW):
+            m = np.flatnonzero(good & (tlen > start))
+            if not len(m):
+                break
+            at = topic_at[m] + start
+            safe = np.minimum(at, room + start) if room + start >= 0 else at
+            got = np.lib.stride_tricks.sliding_window_view(a, _TOPIC_WINDOW)[np.minimum(safe, len(a) - _TOPIC_WINDOW)]
+            want = table[w[m], start : start + _TOPIC_WINDOW]
+            keep = np.clip(tlen[m] - start, 0, _TOPIC_WINDOW)  # bytes of the window inside the topic
+            mask = np.arange(_TOPIC_WINDOW) < keep[:, None]
+            good[m] = ((got == want) | ~mask).all(axis=1) & (at == np.minimum(safe, len(a) - _TOPIC_WINDOW))
+        ok[lo:hi] = good
+    return ok
+
+
+def _decode_one(f, buf, phy: int, delay_levels: dict):
+    from ..scan.dispatch_request import read_dispatch_request
+
+    return read_dispatch_request(buf, phy - f.file_from_offset, file=str(f.path), file_base=f.file_from_offset, delay_levels=delay_levels)
+
+
+def _decode_for_dispatch(f, buf, chosen: np.ndarray, delay_levels: dict):
+    """DispatchColumns of the records at physical offsets ``chosen`` (sorted) of file
+    ``f`` (read through ``buf``, its :func:`file_view`): the scan already walked the
+    chain, so they are read at their positions."""
+    from ..scan.dispatch_request import read_dispatch_columns
+
+    return read_dispatch_columns(buf, chosen - f.file_from_offset, file_base=f.file_from_offset, file=str(f.path), delay_levels=delay_levels)
+
+
+def _queue_columns(records):
+    """(topics, topic code, queueId, offset, size, sysFlag, msgBaseOffset, batchSize) of
+    the dispatch requests, as numpy columns, from DispatchColumns or a list of
+    DispatchRequests."""
+    if not isinstance(records, list):
+        r = records
+        return r.topics, r.topic_code, r.queue_id, r.commitlog_offset, r.msg_size, r.sys_flag, r.msg_base_offsets(), r.batch_sizes()
+    topics: dict[str, int] = {}
+    codes = np.asarray([topics.setdefault(r.topic, len(topics)) for r in records], dtype=np.int64)
+    col = lambda i: np.asarray([r[i] for r in records], dtype=np.int64)  # noqa: E731
+    bases = np.asarray([r.base_offset for r in records], dtype=np.int64)
+    return list(topics), codes, col(1), col(2), col(3), col(9), bases, col(12)
+
+
+def simulate_queues(rep: RecoveryReport, plan: RecoveryPlan, chunks, delay_levels: dict) -> None:
+    """Fill the per-queue part of the report (what dispatch and truncation do), read-only.
+    ``chunks``: the dispatch requests (columns or lists), in commitlog order, a chunk at
+    a time (each queue's state carries over from one chunk to the next).
+    Each queue by its own rules (the writers' ``put``): a consume queue adds an entry
+    when ``offset + size`` passes its maxPhysicOffset; a batch queue a unit when its
+    msgBaseOffset and batchSize are not negative and its offset passes the last unit's."""
+    queues: dict[tuple[str, int], Queue] = plan.queues
+    process = plan.process
+    changes: dict[tuple[str, int], QueueChange] = {}
+    maxp = {k: q.max_physic_offset for k, q in queues.items()}
+    batch = {k: q.batch for k, q in queues.items()}
+    last_offset: dict[tuple[str, int], int] = {}  # a batch queue's max offset after what dispatch adds
+    first_offset: dict[tuple[str, int], int] = {}  # a created consume queue's first queue offset
+    for k, q in queues.items():
+        changes[k] = QueueChange(q.name, q.count, q.max_offset_in_queue, q.max_physic_offset, [p.name for p in q.deleted] + [f"{CONSUMEQUEUE_EXT_DIR}/{p.name}" for p in q.ext_deleted])
+    def created(k, at: int) -> None:
+        if k not in changes:
+            changes[k] = QueueChange(f"{k[0]}/{k[1]}", 0, 0, -1, created=True)
+            maxp[k] = -1
+            batch[k] = k[0] in plan.batch_topics
+            where = BATCH_CONSUMEQUEUE_DIR if batch[k] else CONSUMEQUEUE_DIR
+            _insert_at_offset(rep.log_lines, at, f"{STORE}/{where}/{k[0]}/{k[1]} mkdir OK")
+
+    def add_entries(k, g: np.ndarray, qoffs: np.ndarray) -> None:
+        # an entry is added when it ends past every end before it (Java's repeat guard)
+        ends = offset[g] + size[g]
+        before = np.maximum.accumulate(np.concatenate(([maxp[k]], ends[:-1])))
+        added = ends > before
+        if changes[k].created and k not in first_offset and added.any():
+            first_offset[k] = int(qoffs[int(np.argmax(added))])
+        changes[k].added_entries += int(added.sum())
+        maxp[k] = max(maxp[k], int(ends.max()))
+
+    for records in chunks:
+        topics, topic_code, queue_id, offset, size, sys_flag, bases, batch_sizes = _queue_columns(records)
+        rows = np.flatnonzero(goes_to_consume_queue(sys_flag))
+        cq_offsets = records.consume_queue_offset if not isinstance(records, list) else np.asarray([r.consume_queue_offset for r in records], np.int64)
+
+        simple = np.zeros(len(offset), bool)  # rows put into a consume queue: multi-dispatch follows them
+        if len(rows):
+            from ..scan.dispatch_request import queue_groups
+
+            for g in queue_groups(topic_code[rows], queue_id[rows]):
+                g = rows[g]
+                r0 = g[0]
+                k = (topics[int(topic_code[r0])], int(queue_id[r0]))
+                created(k, int(offset[r0]))
+                simple[g] = not batch[k]
+                if batch[k]:
+                    usable = (bases[g] >= 0) & (batch_sizes[g] >= 0)
+                    seen = np.where(usable, offset[g], -1)
+                    before = np.maximum.accumulate(np.concatenate(([maxp[k]], seen[:-1])))
+                    added = np.flatnonzero(usable & (offset[g] > before))
+                    if len(added):
+                        changes[k].added_entries += len(added)
+                        maxp[k] = int(offset[g][added[-1]])
+                        a = g[added[-1]]
+                        last_offset[k] = int(bases[a]) + int(batch_sizes[a])
+                    continue
+                add_entries(k, g, cq_offsets[g])
+        if plan.multi_dispatch:
+            # ConsumeQueue.multiDispatchLmqQueue: after each consume-queue put, a unit in every queue its record names
+            if isinstance(records, list):
+                targets = [(i, t, q, o) for i, r in enumerate(records) if r.multi_dispatch is not None
+                           for t, q, o in multi_dispatch_targets(r.topic, r.queue_id, r.multi_dispatch, r.multi_queue_offset, enable_lmq=plan.enable_lmq)]
+            else:
+                targets = records.multi_dispatches(enable_lmq=plan.enable_lmq)
+            by_queue: dict[tuple[str, int], list[tuple[int, int]]] = {}
+            for r, t, q, o in targets:
+                if simple[r]:
+                    by_queue.setdefault((t, q), []).append((r, o))
+            for k, got in by_queue.items():
+                created(k, int(offset[got[0][0]]))
+                if not batch[k]:
+                    add_entries(k, np.asarray([r for r, _ in got], np.int64), np.asarray([o for _, o in got], np.int64))
+    if plan.truncate_cq:
+        for k, q in queues.items():
+            c = truncate_queue_plan(q, process)
+            changes[k].cut_entries, changes[k].cut_messages = c.units, c.messages
+            if q.batch and c.units:
+                last_offset[k] = c.max_offset
+    for k, ch in changes.items():
+        q = queues.get(k)
+        if batch.get(k):
+            ch.max_offset_after = last_offset.get(k, ch.max_offset_before)
+        elif q is None:
+            ch.max_offset_after = first_offset.get(k, 0) + ch.added_entries
+        else:
+            ch.max_offset_after = q.first_queue_offset + q.count + ch.added_entries - ch.cut_entries
+    rep.queues = sorted(changes.values(), key=lambda c: c.queue)
+
+
+def rocksdb_queue_changes(rep: RecoveryReport, plan: RecoveryPlan, rocksdb) -> None:
+    """The per-queue part of the report for RocksDB queues (RocksDBMessageStore), read
+    from RocksDB: ``truncateDirty`` (when RocksDB's max physical offset is at or past the
+    new end) corrects each queue's max offset to below its first unit at or past the end
+    (``RocksDBConsumeQueueOffsetTable.truncateDirtyOffset``: the keys stay, unreachable),
+    and re-dispatch puts every record handed to it (``RocksDBConsumeQueueTable``: a key
+    per unit, idempotent), so a queue gains the units past its max offset."""
+    process = plan.process
+    changes: dict[tuple[str, int], QueueChange] = {}
+    ends: dict[tuple[str, int], int] = {}
+    for topic, qid in rocksdb.queue_ids():
+        cq = rocksdb.consume_queue(topic, qid)
+        lo, hi = cq.valid_range()
+        ch = changes[(topic, qid)] = QueueChange(f"{topic}/{qid}", hi - lo, hi, cq.max_physic_offset())
+        end = hi
+        if plan.truncate_cq and hi > lo:
+            for q0, e in reversed(cq.parts(lo, hi)):
+                past = np.flatnonzero(e["commitlog_offset"] < process)
+                if len(past):
+                    end = q0 + int(past[-1]) + 1
+                    break
+                end = q0
+        ch.cut_entries = ch.cut_messages = hi - end
+        ends[(topic, qid)] = end
+    from ..scan.dispatch_request import queue_groups
+
+    for records in plan.dispatch_records:  # a chunk at a time
+        topics, topic_code, queue_id, offset, size, sys_flag, _, _ = _queue_columns(records)
+        qoffs = records.consume_queue_offset if not isinstance(records, list) else np.asarray([r.consume_queue_offset for r in records], np.int64)
+        rows = np.flatnonzero(goes_to_consume_queue(sys_flag))
+        for g in (queue_groups(topic_code[rows], queue_id[rows]) if len(rows) else ()):
+            g = rows[g]
+            k = (topics[int(topic_code[g[0]])], int(queue_id[g[0]]))
+            if k not in changes:
+                changes[k] = QueueChange(f"{k[0]}/{k[1]}", 0, 0, -1, created=True)
+                ends[k] = 0
+            new = qoffs[g] >= ends[k]
+            changes[k].added_entries += int(new.sum())
+            if new.any():
+                ends[k] = max(ends[k], int(qoffs[g][new].max()) + 1)
+    for k, ch in changes.items():
+        ch.max_offset_after = ends[k]
+    rep.queues = sorted(changes.values(), key=lambda c: c.queue)
+    rep.notes.append(f"the consume queues are RocksDB's (storeType=defaultRocksDB): read, never written; RocketMQ's start-up truncates them "
+                     f"to the new end (RocksDBConsumeQueueStore.truncateDirty) and re-dispatches into them from RocksDB's progress "
+                     f"{plan.report.max_phy_offset_in_cq_before}, as listed; applying is refused")
+
+
+def _insert_at_offset(lines: list[str], offset: int, line: str) -> None:
+    """Put a dispatch-time log line where RocketMQ writes it: while the scan is in the
+    file holding ``offset`` (before the line announcing the next file or the end)."""
+    for i, l in enumerate(lines):
+        m = re.match(r"recover next physics file, .*/(\d{20})$", l)
+        if (m and int(m.group(1)) > offset) or re.match(r"(found a |CRC check failed|recover physics file|recover last 3 physics)", l):
+            lines.insert(i, line)
+            return
+    lines.append(line)
