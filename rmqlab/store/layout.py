@@ -134,7 +134,7 @@ _CONFIG_FILES = {
     CONSUMER_OFFSET_FILE: ("consumer offsets", READ, "`rmqlab offsets`; recovery reports what it takes from each group", "ConsumerOffsetManager"),
     LMQ_CONSUMER_OFFSET_FILE: ("LMQ consumer offsets", READ, "`rmqlab offsets`", "LmqConsumerOffsetManager"),
     DELAY_OFFSET_FILE: ("delay-level progress", DECODED, "checked against the SCHEDULE_TOPIC_XXXX queues", "ScheduleMessageService (StorePathConfigHelper.getDelayOffsetStorePath)"),
-    TOPICS_FILE: ("topic configs", READ, "queue counts per topic", "TopicConfigManager"),
+    TOPICS_FILE: ("topic configs", READ, "queue counts and queue types (queue.type) per topic", "TopicConfigManager"),
     SUBSCRIPTION_GROUP_FILE: ("subscription groups", READ, "the consumer groups the broker knows", "SubscriptionGroupManager"),
     TIMER_CHECK_FILE: ("timer checkpoint", DECODED, "`rmqlab timers`: how far the timer wheel has fired", "TimerCheckpoint"),
     "timermetrics": ("timer metrics", NOT_CHECKED, "per-topic counters of pending timer messages, not message data", "TimerMetrics"),
