@@ -55,6 +55,9 @@ class BatchUnit:
 class BatchConsumeQueue:
     """Read-only ``batchconsumequeue/<topic>/<queueId>/`` (Java ``BatchConsumeQueue``)."""
 
+    #: what ``info`` calls this kind of queue
+    KIND = "batch queue"
+
     def __init__(self, directory: str | os.PathLike, topic: str, queue_id: int, mapped_file_size: int | None = None, *, strict: bool = True,
                  contiguous: bool = True):
         self.topic = topic

@@ -70,6 +70,9 @@ class QueueUnits:
 class ConsumeQueue(QueueUnits):
     """Read-only ``consumequeue/<topic>/<queueId>/`` (Java ``ConsumeQueue``)."""
 
+    #: what ``info`` calls this kind of queue
+    KIND = "consume queue"
+
     def __init__(self, directory: str | os.PathLike, topic: str, queue_id: int, mapped_file_size: int | None = None, *, strict: bool = True):
         self.topic = topic
         self.queue_id = queue_id

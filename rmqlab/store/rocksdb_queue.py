@@ -138,6 +138,9 @@ class RocksDBConsumeQueue(QueueUnits):
     (``RocksDBConsumeQueueTable.rangeQuery``) stop there.  ``gap`` holds
     ``(first missing offset, units found after it)``."""
 
+    #: what ``info`` calls this kind of queue
+    KIND = "RocksDB"
+
     def __init__(self, store: RocksDBConsumeQueueStore, topic: str, queue_id: int):
         self.store = store
         self.topic = topic

@@ -79,7 +79,7 @@ def summarize(store: StoreReader, *, scan: bool = True, progress=None) -> StoreS
         lo, hi = cq.valid_range(store.commitlog.min_offset)
         s.consume_queues.append(
             {"queue": str(qid), "files": cq.file_count, "min_offset": lo, "max_offset": hi, "max_physic_offset": cq.max_physic_offset(store.commitlog.min_offset),
-             "kind": QUEUE_KINDS.get(type(cq).__name__, "consume queue")}
+             "kind": getattr(cq, "KIND", "consume queue")}
         )
     for f in store.index.files:
         h = f.header
@@ -104,10 +104,6 @@ def summarize(store: StoreReader, *, scan: bool = True, progress=None) -> StoreS
     s.problems = [str(p) for p in store.problems] + unlisted
     s.load_refused = [str(p) for p in store.commitlog.queue.problems]
     return s
-
-
-#: what holds a queue's units, by its reader class (info shows it beside each queue)
-QUEUE_KINDS = {"ConsumeQueue": "consume queue", "BatchConsumeQueue": "batch queue", "RocksDBConsumeQueue": "RocksDB"}
 
 
 def _timer_summary(store: StoreReader, s: StoreSummary) -> dict | None:
