@@ -38,7 +38,9 @@ final class Rmq {
     }
 
     /** 4.9 has no topic attributes (no batch queues): {@code attributes} is not used. */
-    static DefaultMessageStore open(MessageStoreConfig c, Map<String, Map<String, String>> attributes) throws IOException {
+    /** One store made at a time: StoreStatsService's constructor fills a static TreeMap,
+     *  which two constructions at once in one JVM can corrupt (a NullPointerException). */
+    static synchronized DefaultMessageStore open(MessageStoreConfig c, Map<String, Map<String, String>> attributes) throws IOException {
         return new DefaultMessageStore(c, new BrokerStatsManager("oracle", true), null, new BrokerConfig());
     }
 

@@ -66,7 +66,10 @@ final class Rmq {
     /** The store a broker makes from these settings (BrokerController.initializeMessageStore):
      *  RocksDBMessageStore for storeType=defaultRocksDB; a DefaultMessageStore that also
      *  writes its queues into RocksDB for rocksdbCQDoubleWriteEnable. */
-    static DefaultMessageStore open(MessageStoreConfig c, Map<String, Map<String, String>> attributes) throws IOException {
+    /** Stores are made one at a time: StoreStatsService's constructor fills a static
+     *  TreeMap (PUT_MESSAGE_ENTIRE_TIME_BUCKETS), so two constructed at once in one JVM can
+     *  corrupt it (a NullPointerException in TreeMap.rotateLeft); a broker makes one store. */
+    static synchronized DefaultMessageStore open(MessageStoreConfig c, Map<String, Map<String, String>> attributes) throws IOException {
         ConcurrentMap<String, TopicConfig> topics = new ConcurrentHashMap<>();
         for (Map.Entry<String, Map<String, String>> t : attributes.entrySet()) {
             TopicConfig tc = new TopicConfig(t.getKey());
