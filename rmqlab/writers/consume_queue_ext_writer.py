@@ -18,16 +18,11 @@ start again at offset 0 of the first ext file.  Nothing is zeroed.
 from __future__ import annotations
 
 import os
-import re
 import struct
 from pathlib import Path
 
-from ..errors import StoreLayoutError
-from ..files.mapped_file_queue import file_name_for_offset
 from ..format.consumequeue import EXT_END_BLANK_DATA_LENGTH, EXT_UNIT_MIN_SIZE, ext_offset, is_ext_addr
-from .mapped_file import WritableMappedFile, fsync_directory
-
-_NAME = re.compile(r"^\d{20}$")
+from .mapped_file import MappedFilesWriter, WritableMappedFile
 _HEAD = struct.Struct(">hqqh")  # size, tagsCode, msgStoreTime, bitMapSize (CqExtUnit.write)
 assert _HEAD.size == EXT_UNIT_MIN_SIZE
 #: Java CqExtUnit.MAX_EXT_UNIT_SIZE
@@ -37,28 +32,17 @@ NO_ADDRESS = 1
 _LONG_MIN = -(1 << 63)
 
 
-class ConsumeQueueExtWriter:
+class ConsumeQueueExtWriter(MappedFilesWriter):
     """One queue's ext files, writable.  ``load``: the files on disk, every one
     positioned at its end (``MappedFileQueue.load``); without it (a queue dispatch
     creates) none is known and the first put opens file 0."""
 
+    WHAT = "mappedFileSizeConsumeQueueExt"
+
     def __init__(self, directory: str | os.PathLike, mapped_file_size: int, *, load: bool = True):
-        self.directory = Path(directory)
-        self.mapped_file_size = mapped_file_size
-        self.files: list[WritableMappedFile] = []
-        self.dirty = False
-        if load and self.directory.is_dir():
-            names = sorted(p for p in self.directory.iterdir() if p.is_file() and _NAME.match(p.name))
-            for p in names:
-                size = p.stat().st_size
-                if size == 0 and p == names[-1]:
-                    p.unlink()  # MappedFileQueue.load drops an empty last file
-                    continue
-                if size != mapped_file_size:
-                    raise StoreLayoutError(p, None, f"ext file is {size} bytes, mappedFileSizeConsumeQueueExt is {mapped_file_size}: RocketMQ's load fails")
-                f = WritableMappedFile(p, mapped_file_size, int(p.name), create=False)
-                f.wrote_position = f.flushed_position = mapped_file_size
-                self.files.append(f)
+        super().__init__(directory, mapped_file_size)
+        if load:
+            self.load()
 
     # -- recovery ------------------------------------------------------------------------------
     def recover(self) -> None:
@@ -92,22 +76,6 @@ class ConsumeQueueExtWriter:
             return []
         return self._truncate_files(real + size)
 
-    def _truncate_files(self, offset: int) -> list[Path]:
-        """Java ``MappedFileQueue.truncateDirtyFiles``."""
-        keep, gone = [], []
-        for f in self.files:
-            if f.file_from_offset + self.mapped_file_size > offset:
-                if offset >= f.file_from_offset:
-                    f.wrote_position = f.flushed_position = offset - f.file_from_offset
-                    keep.append(f)
-                else:
-                    gone.append(f.path)
-                    f.destroy()
-            else:
-                keep.append(f)
-        self.files = keep
-        return gone
-
     # -- writing -------------------------------------------------------------------------------
     def put(self, tags_code: int, store_timestamp: int, bitmap: bytes = b"") -> int:
         """Java ``ConsumeQueueExt.put``: the new unit's address, or 1 when it cannot
@@ -136,23 +104,7 @@ class ConsumeQueueExtWriter:
     def _next_file(self) -> WritableMappedFile:
         """Java ``getLastMappedFile(0)``: after the last file, or file 0 when none is known
         (an existing one is opened as it is, positioned at 0)."""
-        start = self.files[-1].file_from_offset + self.mapped_file_size if self.files else 0
-        self.directory.mkdir(parents=True, exist_ok=True)
-        f = WritableMappedFile(self.directory / file_name_for_offset(start), self.mapped_file_size, start)
-        fsync_directory(self.directory)
-        self.files.append(f)
-        return f
-
-    def flush(self) -> None:
-        self.dirty = False
-        for f in self.files:
-            if f.wrote_position > f.flushed_position and f.fd >= 0:
-                f.flush()
-
-    def close(self) -> None:
-        for f in self.files:
-            f.close()
-        self.files = []
+        return self._create_file(self.files[-1].file_from_offset + self.mapped_file_size if self.files else 0)
 
 
 __all__ = ["ConsumeQueueExtWriter", "NO_ADDRESS"]

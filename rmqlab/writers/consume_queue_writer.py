@@ -17,17 +17,14 @@ The 20-byte layout comes from :data:`rmqlab.format.consumequeue.ConsumeQueueEntr
 from __future__ import annotations
 
 import os
-import re
 import struct
-from pathlib import Path
 
 import numpy as np
 
 from ..errors import StoreLayoutError
-from ..files.mapped_file_queue import file_name_for_offset
 from ..format.consumequeue import CQ_STORE_UNIT_SIZE, EXT_MAX_ADDR, PRE_BLANK_SIZE, ConsumeQueueEntry
 from ..store.consume_queue import CQ_DTYPE
-from .mapped_file import WritableMappedFile, fsync_directory
+from .mapped_file import MappedFilesWriter, WritableMappedFile
 
 
 def _struct_from_schema(schema) -> struct.Struct:
@@ -40,15 +37,13 @@ assert CQ_ENTRY.size == CQ_STORE_UNIT_SIZE
 _PRE_BLANK = CQ_ENTRY.pack(0, PRE_BLANK_SIZE, 0)
 #: the (offset, size) every queue unit starts with
 _OFFSET_SIZE = struct.Struct(CQ_ENTRY.format[:3])
-_NAME = re.compile(r"^\d{20}$")
 
 
-class QueueFilesWriter:
+class QueueFilesWriter(MappedFilesWriter):
     """The files of one queue directory, writable: what Java's ``ConsumeQueue`` and
     ``BatchConsumeQueue`` share through their ``MappedFileQueue`` — fixed-size units,
-    files named by their first byte's logical offset, loaded as ``MappedFileQueue.load``
-    does (an empty last file dropped, a file of another size refused), positioned by
-    the subclass's ``_recover``, cut by ``truncateDirtyFiles``, forced by ``flush``.
+    loaded (:class:`~rmqlab.writers.mapped_file.MappedFilesWriter`), positioned by the
+    subclass's ``_recover``, expired by ``deleteExpiredFile``.
 
     Subclasses set ``UNIT`` (bytes), ``WHAT`` (the setting, for errors) and implement
     ``_recover``."""
@@ -59,61 +54,18 @@ class QueueFilesWriter:
     def __init__(self, directory: str | os.PathLike, topic: str, queue_id: int, mapped_file_size: int):
         if mapped_file_size <= 0 or mapped_file_size % self.UNIT:
             raise StoreLayoutError(directory, None, f"{self.WHAT} {mapped_file_size} is not a multiple of {self.UNIT}")
-        self.directory = Path(directory)
+        super().__init__(directory, mapped_file_size)
         self.topic = topic
         self.queue_id = queue_id
-        self.mapped_file_size = mapped_file_size
-        self.files: list[WritableMappedFile] = []
         self.max_physic_offset = -1
         self.min_logic_offset = 0  # Java minLogicOffset
-        self.dirty = False
-        self._load()
-
-    # -- loading ---------------------------------------------------------------------------
-    def _load(self) -> None:
-        if not self.directory.is_dir():
-            return
-        names = sorted(p for p in self.directory.iterdir() if p.is_file() and _NAME.match(p.name))
-        for p in names:
-            size = p.stat().st_size
-            if size == 0 and p == names[-1]:
-                p.unlink()  # Java MappedFileQueue.load: an empty last file is dropped
-                continue
-            if size != self.mapped_file_size:
-                raise StoreLayoutError(p, None, f"queue file is {size} bytes, expected {self.WHAT}={self.mapped_file_size}")
-            f = WritableMappedFile(p, self.mapped_file_size, int(p.name), create=False)
-            f.wrote_position = f.flushed_position = self.mapped_file_size
-            self.files.append(f)
+        self.load()
         if self.files:
             self.min_logic_offset = self.files[0].file_from_offset
             self._recover()
 
     def _recover(self) -> None:
         raise NotImplementedError
-
-    def _truncate_files(self, offset: int) -> None:
-        """Java ``MappedFileQueue.truncateDirtyFiles``: files past ``offset`` go, the one
-        holding it is positioned there."""
-        keep = []
-        for f in self.files:
-            tail = f.file_from_offset + self.mapped_file_size
-            if tail > offset:
-                if offset >= f.file_from_offset:
-                    f.wrote_position = f.flushed_position = offset - f.file_from_offset
-                    keep.append(f)
-                else:
-                    f.destroy()
-            else:
-                keep.append(f)
-        self.files = keep
-
-    def _create_file(self, create_offset: int) -> WritableMappedFile:
-        """A new last file starting at ``create_offset`` (Java ``MappedFileQueue.tryCreateMappedFile``)."""
-        self.directory.mkdir(parents=True, exist_ok=True)
-        f = WritableMappedFile(self.directory / file_name_for_offset(create_offset), self.mapped_file_size, create_offset)
-        fsync_directory(self.directory)
-        self.files.append(f)
-        return f
 
     def delete_expired(self, min_commitlog_offset: int) -> int:
         """Java ``deleteExpiredFile`` (``MappedFileQueue.deleteExpiredFileByOffset``):
@@ -131,20 +83,6 @@ class QueueFilesWriter:
         if self.files:
             self.min_logic_offset = max(self.min_logic_offset, self.files[0].file_from_offset)
         return gone
-
-    def flush(self) -> None:
-        """Force every written unit to disk (Java ``flush``).  Safe while the
-        dispatcher appends: the flag is cleared first, so a concurrent append marks the
-        queue dirty again for the next flush."""
-        self.dirty = False
-        for f in list(self.files):
-            if f.wrote_position > f.flushed_position and f.fd >= 0:
-                f.flush()
-
-    def close(self) -> None:
-        for f in self.files:
-            f.close()
-        self.files = []
 
 
 class ConsumeQueueWriter(QueueFilesWriter):

@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import mmap
 import os
+import re
 from pathlib import Path
 
-from ..errors import StoreFormatError
+from ..errors import StoreFormatError, StoreLayoutError
+from ..files.mapped_file_queue import file_name_for_offset
 
 
 def fsync_directory(directory: str | os.PathLike) -> None:
@@ -129,3 +131,76 @@ class WritableMappedFile:
 
     def __repr__(self) -> str:
         return f"WritableMappedFile({self.path.name}, from={self.file_from_offset}, wrote={self.wrote_position}, flushed={self.flushed_position})"
+
+
+_NAME = re.compile(r"^\d{20}$")
+
+
+class MappedFilesWriter:
+    """The offset-named files of one directory, writable (Java ``MappedFileQueue``, write
+    side): :meth:`load` maps them as ``MappedFileQueue.load`` does (an empty last file is
+    dropped, a file of another size refused, every file positioned at its end),
+    :meth:`_truncate_files` is ``truncateDirtyFiles``, :meth:`_create_file` adds the
+    next file.  ``WHAT`` names the size setting in errors."""
+
+    WHAT = "mappedFileSize"
+
+    def __init__(self, directory: str | os.PathLike, mapped_file_size: int):
+        self.directory = Path(directory)
+        self.mapped_file_size = mapped_file_size
+        self.files: list[WritableMappedFile] = []
+        self.dirty = False
+
+    def load(self) -> None:
+        if not self.directory.is_dir():
+            return
+        names = sorted(p for p in self.directory.iterdir() if p.is_file() and _NAME.match(p.name))
+        for p in names:
+            size = p.stat().st_size
+            if size == 0 and p == names[-1]:
+                p.unlink()  # Java MappedFileQueue.load: an empty last file is dropped
+                continue
+            if size != self.mapped_file_size:
+                raise StoreLayoutError(p, None, f"file is {size} bytes, {self.WHAT} is {self.mapped_file_size}: RocketMQ's load fails")
+            f = WritableMappedFile(p, self.mapped_file_size, int(p.name), create=False)
+            f.wrote_position = f.flushed_position = self.mapped_file_size
+            self.files.append(f)
+
+    def _truncate_files(self, offset: int) -> list[Path]:
+        """Java ``MappedFileQueue.truncateDirtyFiles``: files past ``offset`` go (their
+        paths are returned), the one holding it is positioned there."""
+        keep, gone = [], []
+        for f in self.files:
+            if f.file_from_offset + self.mapped_file_size > offset:
+                if offset >= f.file_from_offset:
+                    f.wrote_position = f.flushed_position = offset - f.file_from_offset
+                    keep.append(f)
+                else:
+                    gone.append(f.path)
+                    f.destroy()
+            else:
+                keep.append(f)
+        self.files = keep
+        return gone
+
+    def _create_file(self, create_offset: int) -> WritableMappedFile:
+        """A new last file starting at ``create_offset`` (Java ``MappedFileQueue.tryCreateMappedFile``;
+        an existing file of that name is opened as it is, positioned at 0)."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        f = WritableMappedFile(self.directory / file_name_for_offset(create_offset), self.mapped_file_size, create_offset)
+        fsync_directory(self.directory)
+        self.files.append(f)
+        return f
+
+    def flush(self) -> None:
+        """Force every written byte to disk (Java ``flush``).  Safe while another thread
+        appends: the flag is cleared first, so an append marks the files dirty again."""
+        self.dirty = False
+        for f in list(self.files):
+            if f.wrote_position > f.flushed_position and f.fd >= 0:
+                f.flush()
+
+    def close(self) -> None:
+        for f in self.files:
+            f.close()
+        self.files = []
