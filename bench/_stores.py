@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
 from pathlib import Path
 
 from rmqlab.lab.generate import generate_store
@@ -40,3 +41,21 @@ def store_times(store: Path):
     phy = np.concatenate([b.column("physical_offset").to_numpy(zero_copy_only=False) for b in batches])
     when = np.concatenate([b.column("store_timestamp").fill_null(0).to_numpy(zero_copy_only=False) for b in batches])
     return phy, when
+
+
+def derived_copy(store: Path, suffix: str, build) -> tuple[Path, dict]:
+    """``store-<suffix>``: a copy of ``store`` without its ``consumequeue/``, which
+    ``build(store, copy)`` gives queues of another kind, returning what it made
+    (``{"units": n}``); made once (``<SUFFIX>.json`` in the copy marks a finished one).
+    Returns the copy and what its build made."""
+    out = store.with_name(f"{store.name}-{suffix}")
+    marker = out / f"{suffix.upper()}.json"
+    if not marker.exists():
+        shutil.rmtree(out, ignore_errors=True)
+        print(f"  building {out} ...", flush=True)
+        t0 = time.perf_counter()
+        shutil.copytree(store, out, ignore=shutil.ignore_patterns("consumequeue"))
+        made = dict(build(store, out), seconds=time.perf_counter() - t0)
+        marker.write_text(json.dumps(made))
+        print(f"  {made['units']} units in {made['seconds']:.1f} s", flush=True)
+    return out, json.loads(marker.read_text())

@@ -24,9 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import statistics
 import sys
-import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -34,26 +32,19 @@ ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 
 from rmqlab.lab.generate import parse_size  # noqa: E402
-from _stores import generated, store_times  # noqa: E402
-from bench_forensics import RMQLAB, run_watched  # noqa: E402
+from _stores import derived_copy, generated, store_times  # noqa: E402
+from bench_forensics import RMQLAB, alternate  # noqa: E402
 
 
-def batch_copy(store: Path) -> Path:
-    """A copy of ``store`` whose every topic's queues are batch queues of the same units (made once)."""
+def batch_queues(store: Path, out: Path) -> dict:
+    """Give ``out``, a copy of ``store`` without its queues (``derived_copy``), every
+    topic's queues as batch queues of the same units, and topics.json saying so."""
     import numpy as np
 
     from rmqlab.store import open_store
     from rmqlab.store.batch_consume_queue import BCQ_DTYPE
     from rmqlab.format.consumequeue import DEFAULT_MAPPED_FILE_SIZE_BATCH_CONSUME_QUEUE as FILE
 
-    out = store.with_name(store.name + "-batch")
-    marker = out / "BATCH.json"
-    if marker.exists():
-        return out
-    shutil.rmtree(out, ignore_errors=True)
-    print(f"  building {out} ...", flush=True)
-    t0 = time.perf_counter()
-    shutil.copytree(store, out, ignore=shutil.ignore_patterns("consumequeue"))
     phy, when = store_times(store)
     n, topics = 0, set()
     with open_store(store) as s:
@@ -81,9 +72,7 @@ def batch_copy(store: Path) -> Path:
     (out / "config").mkdir(exist_ok=True)
     table = {t: {"topicName": t, "readQueueNums": 8, "writeQueueNums": 8, "perm": 6, "attributes": {"queue.type": "BatchCQ"}} for t in sorted(topics)}
     (out / "config" / "topics.json").write_text(json.dumps({"topicConfigTable": table}))
-    marker.write_text(json.dumps({"units": n, "seconds": time.perf_counter() - t0}))
-    print(f"  {n} units in {time.perf_counter() - t0:.1f} s", flush=True)
-    return out
+    return {"units": n}
 
 
 def crashed(store: Path, queues: str) -> Path:
@@ -107,8 +96,8 @@ def main() -> int:
     args = ap.parse_args()
     size = parse_size(args.size)
     files = generated(args.workdir / f"forensics-{size}", size, "~200-byte records, queues and index", seed=1)
-    batch = batch_copy(files)
-    units = json.loads((batch / "BATCH.json").read_text())["units"]
+    batch, made = derived_copy(files, "batch", batch_queues)
+    units = made["units"]
     lost = {"files": crashed(files, "consumequeue"), "batch": crashed(batch, "batchconsumequeue")}
     scratch = args.workdir / "recovered"
 
@@ -121,19 +110,7 @@ def main() -> int:
         "recover --out": recover,
     }
     print(f"store: {files} ({units} units) and its batch-queue copy; {args.runs} run(s) each, alternating")
-    print(f"{'command':<14} {'files s':>9} {'batch s':>9} {'ratio':>7} {'files MiB':>10} {'batch MiB':>10}   (median wall, peak RssAnon)")
-    for name, cmd in commands.items():
-        got = {"files": [], "batch": []}
-        for _ in range(args.runs):
-            for which in ("files", "batch"):
-                wall, peak, code = run_watched(cmd(which))
-                if code not in (0, 1):
-                    raise SystemExit(f"{name} on {which} exited {code}")
-                got[which].append((wall, peak))
-        fw, bw = (statistics.median(w for w, _ in got[k]) for k in ("files", "batch"))
-        fm, bm = (statistics.median(m for _, m in got[k]) / 2**20 for k in ("files", "batch"))
-        print(f"{name:<14} {fw:>9.2f} {bw:>9.2f} {fw / bw:>6.2f}x {fm:>10.0f} {bm:>10.0f}")
-        print(f"{'':<14} units/s: files {units / fw:,.0f}, batch {units / bw:,.0f}")
+    alternate(commands, ("files", "batch"), args.runs, units, rates=tuple(commands))
     shutil.rmtree(scratch, ignore_errors=True)
     return 0
 

@@ -114,6 +114,29 @@ def ensure_store(workdir: Path, size: int) -> Path:
     return generated(workdir / f"forensics-{size}", size, "~200-byte records, queues and index", seed=1)
 
 
+def alternate(commands: dict, labels: tuple[str, str], runs: int, units: int, rates=("verify",)) -> None:
+    """Each of ``commands`` (name -> ``argv(label)``) run ``runs`` times on the two
+    stores ``labels`` name, in turn, each in its own process: a row per command of
+    median wall seconds, the ratio first / second and median peak anonymous memory
+    (``run_watched``), and units/s for the commands ``rates`` names.  A command that
+    exits with more than 1 (verify's "findings") stops the benchmark."""
+    a, b = labels
+    print(f"{'command':<14} {a + ' s':>11} {b + ' s':>11} {'ratio':>7} {a + ' MiB':>12} {b + ' MiB':>12}   (median wall, peak RssAnon)")
+    for name, cmd in commands.items():
+        got = {a: [], b: []}
+        for _ in range(runs):
+            for which in labels:
+                wall, peak, code = run_watched(cmd(which))
+                if code not in (0, 1):
+                    raise SystemExit(f"{name} on {which} exited {code}")
+                got[which].append((wall, peak))
+        wa, wb = (statistics.median(w for w, _ in got[k]) for k in labels)
+        ma, mb = (statistics.median(m for _, m in got[k]) / 2**20 for k in labels)
+        print(f"{name:<14} {wa:>11.2f} {wb:>11.2f} {wa / wb:>6.2f}x {ma:>12.0f} {mb:>12.0f}")
+        if name in rates:
+            print(f"{'':<14} units/s: {a} {units / wa:,.0f}, {b} {units / wb:,.0f}")
+
+
 def _largest_queue(store: Path) -> tuple[str, str]:
     best, size = None, -1
     for t in (store / "consumequeue").iterdir():

@@ -21,11 +21,7 @@ Every figure is the median of ``--runs`` runs (default 3).
 from __future__ import annotations
 
 import argparse
-import json
-import shutil
-import statistics
 import sys
-import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -33,26 +29,19 @@ ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 
 from rmqlab.lab.generate import parse_size  # noqa: E402
-from _stores import generated, store_times  # noqa: E402
-from bench_forensics import RMQLAB, _largest_queue, run_watched  # noqa: E402
+from _stores import derived_copy, generated, store_times  # noqa: E402
+from bench_forensics import RMQLAB, _largest_queue, alternate  # noqa: E402
 
 
-def rocksdb_copy(store: Path) -> Path:
-    """A copy of ``store`` whose queues are a RocksDB of the same units (made once)."""
+def rocksdb_queues(store: Path, out: Path) -> dict:
+    """Give ``out``, a copy of ``store`` without its queues (``derived_copy``), a RocksDB
+    ``consumequeue/`` of the same units."""
     import numpy as np
     from rocksdict import Options, Rdict, WriteBatch
 
     from rmqlab.format.rocksdb_queue import CHECKPOINT_KEY, CQ_VALUE_DTYPE, OFFSET_COLUMN_FAMILY, RocksDBOffsetValue, offset_key, queue_prefix
     from rmqlab.store import open_store
 
-    out = store.with_name(store.name + "-rocksdb")
-    marker = out / "ROCKSDB.json"
-    if marker.exists():
-        return out
-    shutil.rmtree(out, ignore_errors=True)
-    print(f"  building {out} ...", flush=True)
-    t0 = time.perf_counter()
-    shutil.copytree(store, out, ignore=shutil.ignore_patterns("consumequeue"))
     built = out / "consumequeue"
     opts = Options(raw_mode=True)
     opts.create_if_missing(True)
@@ -88,9 +77,7 @@ def rocksdb_copy(store: Path) -> Path:
     db.flush()
     db.close()
     (built / "rocksdict-config.json").unlink(missing_ok=True)
-    marker.write_text(json.dumps({"units": n, "seconds": time.perf_counter() - t0}))
-    print(f"  {n} units in {time.perf_counter() - t0:.1f} s", flush=True)
-    return out
+    return {"units": n}
 
 
 def main() -> int:
@@ -101,25 +88,16 @@ def main() -> int:
     args = ap.parse_args()
     size = parse_size(args.size)
     files = generated(args.workdir / f"forensics-{size}", size, "~200-byte records, queues and index", seed=1)
-    rocks = rocksdb_copy(files)
-    units = json.loads((rocks / "ROCKSDB.json").read_text())["units"]
+    rocks, made = derived_copy(files, "rocksdb", rocksdb_queues)
+    units = made["units"]
     topic, qid = _largest_queue(files)
+    stores = {"files": files, "RocksDB": rocks}
     commands = {
-        "verify": lambda s: [*RMQLAB, "verify", str(s)],
-        "queue --json": lambda s: [*RMQLAB, "queue", str(s), "--topic", topic, "--queue-id", qid, "--json"],
+        "verify": lambda which: [*RMQLAB, "verify", str(stores[which])],
+        "queue --json": lambda which: [*RMQLAB, "queue", str(stores[which]), "--topic", topic, "--queue-id", qid, "--json"],
     }
     print(f"store: {files} ({units} units) and its RocksDB copy; {args.runs} run(s) each, alternating")
-    print(f"{'command':<14} {'files s':>9} {'RocksDB s':>10} {'ratio':>7} {'files MiB':>10} {'RocksDB MiB':>12}   (median wall, peak RssAnon)")
-    for name, cmd in commands.items():
-        got = {"files": [], "rocksdb": []}
-        for _ in range(args.runs):
-            for which, store in (("files", files), ("rocksdb", rocks)):
-                got[which].append(run_watched(cmd(store)))
-        fw, rw = (statistics.median(w for w, _, _ in got[k]) for k in ("files", "rocksdb"))
-        fm, rm = (statistics.median(m for _, m, _ in got[k]) / 2**20 for k in ("files", "rocksdb"))
-        print(f"{name:<14} {fw:>9.2f} {rw:>10.2f} {fw / rw:>6.2f}x {fm:>10.0f} {rm:>12.0f}")
-        if name == "verify":
-            print(f"{'':<14} units/s: files {units / fw:,.0f}, RocksDB {units / rw:,.0f}")
+    alternate(commands, ("files", "RocksDB"), args.runs, units)
     return 0
 
 
