@@ -325,6 +325,7 @@ def infer_sizes(root: str | os.PathLike, *, index_sizes: tuple[int, int] | None 
         sources["max_hash_slot_num"] = sources["max_index_num"] = f"inferred from the length of the files in {INDEX_DIR}/ (4 entries per slot, Java's default ratio)"
     sources["mapper_file_size_batch_consume_queue"] = default
     sizes: dict[str, int] = {}
+    kinds = 1 + bool(reader.layout.batch_topics)  # the queue kinds the store has: stop once each told its size
     for qid in ([] if reader.layout.rocksdb_queues else reader.queue_ids()):
         batch = qid.topic in reader.layout.batch_topics
         # 20-byte units in consumequeue/, 46-byte ones in batchconsumequeue/: each kind its own setting
@@ -339,7 +340,7 @@ def infer_sizes(root: str | os.PathLike, *, index_sizes: tuple[int, int] | None 
         if size and size % unit == 0:  # Java rounds the consume queues' size up to whole units: a ragged one is damage
             sizes[name] = size
             sources[name] = f"inferred from {where}/{qid}/"
-        if len(sizes) == 2:
+        if len(sizes) == kinds:
             break
     reader.close()
     return cfg.replace(**sizes), sources
