@@ -121,6 +121,13 @@ class MessageStoreConfig:
             offset += len(line.encode("utf-8"))
         return values
 
+    def extra_flag(self, java_name: str, default: bool | None = None) -> bool | None:
+        """A boolean setting rmqlab keeps in ``extra`` (one it has no field for), as
+        Java's ``Boolean.parseBoolean`` reads it; ``default`` when the config does not
+        set it (None: "not said", for callers that infer it from the store)."""
+        v = self.extra.get(java_name)
+        return default if v is None else str(v).strip().lower() == "true"
+
     def to_java(self) -> dict[str, str]:
         """Every setting under its Java name, as strings (what a broker.conf holds)."""
         out = {}

@@ -136,7 +136,7 @@ def plan_compaction(plan: RecoveryPlan, cfg: MessageStoreConfig) -> None:
     from ..store.compaction import DEFAULT_COMPACTION_CQ_MAPPED_FILE_SIZE, DEFAULT_COMPACTION_MAPPED_FILE_SIZE, CompactionStore, compaction_file_sizes
 
     rep = plan.report
-    if str(cfg.extra.get("enableCompaction", "true")).strip().lower() != "true":
+    if not cfg.extra_flag("enableCompaction", True):
         return
     log_size, cq_size = compaction_file_sizes(int(cfg.extra.get("compactionCqMappedFileSize", DEFAULT_COMPACTION_CQ_MAPPED_FILE_SIZE)),
                                               int(cfg.extra.get("compactionMappedFileSize", DEFAULT_COMPACTION_MAPPED_FILE_SIZE)))
@@ -184,9 +184,9 @@ def listed_files(d: Path) -> list[Path]:
 def ext_setting(cfg: MessageStoreConfig, root: Path, rep: RecoveryReport) -> bool:
     """``enableConsumeQueueExt``: the config's, else on when the store has ext files
     (noted in the report)."""
-    v = cfg.extra.get("enableConsumeQueueExt")
-    if v is not None:
-        return str(v).strip().lower() == "true"
+    said = cfg.extra_flag("enableConsumeQueueExt")
+    if said is not None:
+        return said
     there = (root / CONSUMEQUEUE_EXT_DIR).is_dir()
     if there:
         rep.notes.append(f"{CONSUMEQUEUE_EXT_DIR}/ and no enableConsumeQueueExt in the config: taken to be on, as the broker that wrote it had it")

@@ -42,11 +42,7 @@ def multi_dispatch_settings(cfg: MessageStoreConfig, lay, rep: RecoveryReport) -
     """``enableMultiDispatch`` and ``enableLmq`` as the broker had them: the config's,
     when it sets them; else on when the store holds LMQ queues (a capture without its
     broker.conf: only a broker with both writes them), which the report notes."""
-    def setting(name: str) -> bool | None:
-        v = cfg.extra.get(name)
-        return None if v is None else str(v).strip().lower() == "true"
-
-    multi, lmq = setting("enableMultiDispatch"), setting("enableLmq")
+    multi, lmq = cfg.extra_flag("enableMultiDispatch"), cfg.extra_flag("enableLmq")
     if (multi is None or lmq is None) and lay.lmq_topics:
         rep.notes.append(f"{len(lay.lmq_topics)} LMQ queue(s) and no enableMultiDispatch/enableLmq in the config: taken to be on, as the broker "
                          "that wrote them had them (re-dispatch rebuilds LMQ units from INNER_MULTI_DISPATCH)")

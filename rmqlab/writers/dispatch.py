@@ -121,10 +121,10 @@ class CommitLogDispatcher:
 
             batch_topics = read_batch_topics(self.root)[0]
         self.batch_topics = frozenset(batch_topics or ())
-        flag = lambda name: str(self.config.extra.get(name, "false")).strip().lower() == "true"  # noqa: E731
-        self.multi_dispatch = flag("enableMultiDispatch") if multi_dispatch is None else multi_dispatch
-        self.enable_lmq = flag("enableLmq") if enable_lmq is None else enable_lmq
-        self.consume_queue_ext = flag("enableConsumeQueueExt") if consume_queue_ext is None else consume_queue_ext
+        cfg = self.config
+        self.multi_dispatch = cfg.extra_flag("enableMultiDispatch", False) if multi_dispatch is None else multi_dispatch
+        self.enable_lmq = cfg.extra_flag("enableLmq", False) if enable_lmq is None else enable_lmq
+        self.consume_queue_ext = cfg.extra_flag("enableConsumeQueueExt", False) if consume_queue_ext is None else consume_queue_ext
         self.ext_dir = self.root / CONSUMEQUEUE_EXT_DIR
         self.ext_file_size = ext_file_size(self.config, self.ext_dir) if self.consume_queue_ext else 0
         self.queues: dict[tuple[str, int], QueueFilesWriter] = {}
