@@ -19,6 +19,7 @@ from ..format import commitlog as cl
 from ..format import layout
 from ..format.layout import PREFIX_DTYPES
 from ..rules import BATCH_CONSUMEQUEUE_DIR, CONSUMEQUEUE_DIR, CONSUMEQUEUE_EXT_DIR, goes_to_consume_queue, multi_dispatch_targets
+from ..writers.batch_consume_queue_writer import kept_rows
 from .model import STORE, Queue, RecoveryPlan
 from .queues import truncate_queue_plan
 from .report import QueueChange, RecoveryReport
@@ -314,10 +315,7 @@ def simulate_queues(rep: RecoveryReport, plan: RecoveryPlan, chunks, delay_level
                 created(k, int(offset[r0]))
                 simple[g] = not batch[k]
                 if batch[k]:
-                    usable = (bases[g] >= 0) & (batch_sizes[g] >= 0)
-                    seen = np.where(usable, offset[g], -1)
-                    before = np.maximum.accumulate(np.concatenate(([maxp[k]], seen[:-1])))
-                    added = np.flatnonzero(usable & (offset[g] > before))
+                    added = kept_rows(offset[g], bases[g], batch_sizes[g], maxp[k])
                     if len(added):
                         changes[k].added_entries += len(added)
                         maxp[k] = int(offset[g][added[-1]])

@@ -31,6 +31,19 @@ assert BCQ_UNIT.size == BCQ_STORE_UNIT_SIZE
 INVALID_POS = -1
 
 
+def kept_rows(offsets: np.ndarray, msg_base_offsets: np.ndarray, batch_sizes: np.ndarray, max_physic_offset: int) -> np.ndarray:
+    """The rows of a queue's dispatch requests (int64 columns, in order) that
+    ``putMessagePositionInfoWrapper`` / ``putBatchMessagePositionInfo`` write as units
+    after ``max_physic_offset`` (the queue's last unit's offset): a non-negative base and
+    size, an offset past every kept one before it.  Recovery's dry run counts with it too."""
+    usable = (msg_base_offsets >= 0) & (batch_sizes >= 0)
+    if not len(usable):
+        return np.zeros(0, np.int64)
+    seen = np.where(usable, offsets, -1)
+    before = np.maximum.accumulate(np.concatenate(([max_physic_offset], seen[:-1])))
+    return np.flatnonzero(usable & (offsets > before))
+
+
 class BatchConsumeQueueWriter(QueueFilesWriter):
     """One batch queue's files, writable (Java ``BatchConsumeQueue``).
 
@@ -102,10 +115,7 @@ class BatchConsumeQueueWriter(QueueFilesWriter):
         """:meth:`put` for every row of these int64 columns, in order: the rows Java
         keeps (a non-negative base and size, an offset past every kept one before it)
         found at once, then written file by file as numpy blocks."""
-        usable = (msg_base_offsets >= 0) & (batch_sizes >= 0)
-        seen = np.where(usable, offsets, -1)
-        before = np.maximum.accumulate(np.concatenate(([self.max_physic_offset], seen[:-1]))) if len(seen) else seen
-        rows = np.flatnonzero(usable & (offsets > before))
+        rows = kept_rows(offsets, msg_base_offsets, batch_sizes, self.max_physic_offset)
         i = 0
         while i < len(rows):
             f = self._last_file()
@@ -173,4 +183,4 @@ class BatchConsumeQueueWriter(QueueFilesWriter):
         return f"BatchConsumeQueueWriter({self.topic}/{self.queue_id}, queue offsets<{self.max_offset_in_queue}, maxMsgPhyOffsetInCommitLog={self.max_physic_offset})"
 
 
-__all__ = ["BatchConsumeQueueWriter", "INVALID_POS"]
+__all__ = ["BatchConsumeQueueWriter", "INVALID_POS", "kept_rows"]
