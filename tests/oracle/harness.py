@@ -26,7 +26,12 @@ from typing import Any, Iterable, Mapping
 
 JAVA_DIR = Path(__file__).parent / "java"
 #: the RocketMQ releases the harness is built against: Maven profile and output folder
-RELEASES = {"5.3.3": ([], JAVA_DIR / "target"), "4.9.7": (["-P", "rocketmq4"], JAVA_DIR / "target-4.9.7")}
+#: (5.5.1: its store under 5.5.0's broker, name server and client, which it does not publish)
+RELEASES = {
+    "5.3.3": ([], JAVA_DIR / "target"),
+    "4.9.7": (["-P", "rocketmq4"], JAVA_DIR / "target-4.9.7"),
+    **{r: (["-P", f"rocketmq{r}"], JAVA_DIR / f"target-{r}") for r in ("5.4.0", "5.5.0", "5.5.1")},
+}
 
 
 class OracleUnavailable(RuntimeError):

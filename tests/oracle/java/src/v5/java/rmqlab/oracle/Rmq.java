@@ -81,7 +81,7 @@ final class Rmq {
         }
         Store s = new Store(c, new BrokerConfig(), topics);
         if (c.isRocksdbCQDoubleWriteEnable()) {
-            s.enableRocksdbCQWrite();
+            Api.doubleWrite(s);
         }
         return s;
     }
@@ -207,7 +207,7 @@ final class Rmq {
         long last = Long.MIN_VALUE;
         long stableSince = System.currentTimeMillis();
         while (System.currentTimeMillis() < deadline) {
-            long now = s.getQueueStore().getMaxPhyOffsetInConsumeQueue();
+            long now = Api.maxPhyOffsetInConsumeQueue(s);
             if (now != last) {
                 last = now;
                 stableSince = System.currentTimeMillis();

@@ -1,0 +1,19 @@
+package rmqlab.oracle;
+
+import org.apache.rocketmq.store.DefaultMessageStore;
+
+/** RocketMQ 5.3's spelling of what 5.4 moved (the rest of the v5 harness is shared). */
+final class Api {
+    private Api() {
+    }
+
+    /** rocksdbCQDoubleWriteEnable: 5.3 asks the store to start the RocksDB copy. */
+    static void doubleWrite(DefaultMessageStore s) {
+        s.enableRocksdbCQWrite();
+    }
+
+    /** ConsumeQueueStoreInterface.getMaxPhyOffsetInConsumeQueue (public in 5.3). */
+    static long maxPhyOffsetInConsumeQueue(DefaultMessageStore s) throws Exception {
+        return s.getQueueStore().getMaxPhyOffsetInConsumeQueue();
+    }
+}
