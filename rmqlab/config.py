@@ -65,6 +65,7 @@ class MessageStoreConfig:
     flush_commit_log_thorough_interval: int = 10_000  # flushCommitLogThoroughInterval (ms)
     flush_consume_queue_thorough_interval: int = 60_000  # flushConsumeQueueThoroughInterval (ms)
     clean_resource_interval: int = 10_000  # cleanResourceInterval (ms)
+    commit_log_recover_max_num: int = 10  # commitLogRecoverMaxNum (5.4+): files recovery looks back for its start (≤ 0 reads as 10)
     extra: dict[str, str] = field(default_factory=dict)  # settings rmqlab keeps but does not use
 
     # -- Java names -------------------------------------------------------------------

@@ -32,7 +32,7 @@ import re
 from .format import properties as props
 from .format.commitlog import BLANK_SIZE, TRANSACTION_COMMIT_TYPE, TRANSACTION_MASK, TRANSACTION_NOT_TYPE, TRANSACTION_ROLLBACK_TYPE
 from .format.hashing import java_string_hash
-from .format.indexfile import index_key
+from .format.indexfile import index_key, index_tag_key
 
 SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"  # Java TopicValidator.RMQ_SYS_SCHEDULE_TOPIC
 
@@ -45,6 +45,8 @@ COMPACTION_LOG_DIR = "compactionLog"  # CompactionStore.COMPACTION_LOG_DIR, unde
 COMPACTION_CQ_DIR = "compactionCq"  # CompactionStore.COMPACTION_CQ_DIR, under compaction/
 COMPACTION_POSITION_FILE = "position-checkpoint"  # CompactionPositionMgr.CHECKPOINT_FILE, under compaction/
 CONSUMEQUEUE_EXT_DIR = "consumequeue_ext"  # getStorePathConsumeQueueExt (enableConsumeQueueExt)
+CONSUMEQUEUE_ROCKSDB_DIR = "consumequeue_rocksdb"  # getStorePathRocksDBConsumeQueue (5.5+, useSeparateStorePathForRocksdbCQ)
+MESSAGE_ROCKSDB_DIR = "rocksdbstore"  # MessageRocksDBStorage.ROCKSDB_MESSAGE_DIRECTORY (5.4+: keys, timers, transactions in RocksDB)
 INDEX_DIR = "index"  # getStorePathIndex
 CHECKPOINT_FILE = "checkpoint"  # getStoreCheckpoint
 ABORT_FILE = "abort"  # getAbortFile
@@ -201,12 +203,15 @@ def goes_to_index(sys_flag):
     return (sys_flag & TRANSACTION_MASK) != TRANSACTION_ROLLBACK_TYPE
 
 
-def index_keys(topic: str, uniq_key: str | None, keys: str | None) -> list[str]:
+def index_keys(topic: str, uniq_key: str | None, keys: str | None, tags: str | None = None) -> list[str]:
     """The keys Java ``IndexService.buildIndex`` puts for one record, in its order:
     ``topic#UNIQ_KEY`` (when the property is there; Java's property parser drops empty
     values), then ``topic#k`` for each non-empty token of KEYS split on
-    ``MessageConst.KEY_SEPARATOR``."""
+    ``MessageConst.KEY_SEPARATOR``, then (5.4+, :attr:`rmqlab.releases.Release.index_tags`:
+    pass ``tags`` only for such a release) ``topic#T#TAGS`` when TAGS is not empty."""
     out = [index_key(topic, uniq_key)] if uniq_key else []
     if keys:
         out += [index_key(topic, k) for k in keys.split(props.KEY_SEPARATOR) if k]
+    if tags:
+        out.append(index_tag_key(topic, tags))
     return out

@@ -22,7 +22,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "rmqlab"
 LAYERS = (
     ("errors", "reprs", "progress"),  # the project's errors; the registry models ask for their views; how far a long pass has come
     ("format",),  # construct schemas and codecs of one record, one entry, one header
-    ("rules", "config"),  # RocketMQ's semantic rules; MessageStoreConfig
+    ("rules", "config", "releases"),  # RocketMQ's semantic rules; MessageStoreConfig; what differs by release
     ("files",),  # read-only mapped files and offset-named file queues
     ("scan",),  # passes over many records: acceptance, bulk decode, CRCs, dispatch requests
     ("store",),  # read side: CommitLog, ConsumeQueue, IndexFile, checkpoint, StoreReader

@@ -124,6 +124,25 @@ def sizes_from_args(args: argparse.Namespace) -> tuple[MessageStoreConfig, dict[
     return base.replace(**{py: given[py][0] if py in given else getattr(inferred, py) for py in SIZE_SETTINGS}, store_path_root_dir=str(args.store)), out
 
 
+def _release_name(text: str) -> str:
+    from ..releases import release
+
+    try:
+        return release(text).name
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def add_release_option(p: argparse.ArgumentParser) -> None:
+    """``--rocketmq-version``: whose start-up rules to follow when the store's bytes do
+    not say which release wrote it (rmqlab.store.release)."""
+    from ..releases import RELEASES
+
+    p.add_argument("--rocketmq-version", type=_release_name, metavar="RELEASE",
+                   help=f"the RocketMQ release of the broker that wrote the store ({', '.join(RELEASES)}; 5.4, 5.5 name a line): its recovery rules; "
+                   "default: told from the store, and where it cannot be told and releases would differ, each one's outcome is shown")
+
+
 def add_progress_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--progress", action="store_true", help="show progress on stderr also when it is not a terminal (never on stdout)")
 

@@ -70,6 +70,9 @@ def run(args) -> int:
             print(f"  {k:<24} {v}" + (f"  ({fmt_time(v)})" if k.endswith("timestamp") and v else ""))
     else:
         print("checkpoint: absent")
+    r = s.release
+    print(f"written by: RocketMQ {' or '.join(r['candidates'])}" + (f" ({'; '.join(r['evidence'])})" if r["evidence"] else " (nothing in the store tells them apart)")
+          + ("; their recoveries differ where a start file is decided differently: `rmqlab recover` shows each" if len(r["candidates"]) > 1 else ""))
     print("abort: " + ("absent (last exit was clean)" if s.abort is None else f"PRESENT (last exit was not clean; content {s.abort!r})"))
     print(f"lock: {s.lock}")
     print("files of the root (what rmqlab does with each):")

@@ -17,7 +17,7 @@ import argparse
 import sys
 
 from ..recovery import recover
-from .common import add_store_options, config_from_args, print_json
+from .common import add_release_option, add_store_options, config_from_args, print_json
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -28,7 +28,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
     g.add_argument("--out", metavar="DIR", help="recover a copy written to DIR (must not exist)")
     g.add_argument("--in-place", action="store_true", help="recover STORE itself, saving every cut byte to a sidecar directory first")
     p.add_argument("--sidecar", metavar="DIR", help="where --in-place saves cut bytes (default: STORE.rmqlab-cut-<time> next to STORE)")
-    p.add_argument("--legacy-three-files", action="store_true", help="normal recovery as RocketMQ 4.x and <= 5.3.1: scan the last three commitlog files (chosen without the flag when config/topics.json shows a 4.x broker)")
+    add_release_option(p)
+    p.add_argument("--legacy-three-files", action="store_true", help="normal recovery as RocketMQ 5.x up to 5.3.1: scan the last three commitlog files (4.x: --rocketmq-version 4.9.7, or told by config/topics.json)")
     p.add_argument("--no-crc", action="store_true", help="checkCRCOnRecover=false")
     p.add_argument("--force-verify-prop-crc", action="store_true", help="forceVerifyPropCRC=true: check the __CRC32# whole-record CRC")
     p.add_argument("--zero-tail", action="store_true", help="zero the commitlog bytes after the new end (RocketMQ leaves them)")
@@ -52,6 +53,7 @@ def run(args) -> int:
         mark_clean=not args.keep_abort,
         check_lock=True,
         reindex=args.reindex,
+        rocketmq_version=args.rocketmq_version,
     )
     if args.json:
         print_json(rep.to_dict())

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from .common import add_progress_option, add_store_options, commitlog_bytes, config_from_args, print_json, progress_bar
+from .common import add_progress_option, add_release_option, add_store_options, commitlog_bytes, config_from_args, print_json, progress_bar
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -17,6 +17,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     add_store_options(p)
     p.add_argument("--json", action="store_true", help="print one JSON object: ok, stats, findings")
     p.add_argument("--errors-only", action="store_true", help="only print findings of severity error")
+    add_release_option(p)
     add_progress_option(p)
     return p
 
@@ -27,8 +28,8 @@ def run(args) -> int:
 
     config = config_from_args(args)
     with progress_bar(args, commitlog_bytes(args.store, config), "verify") as bar:
-        rep = verify_store(args.store, config, progress=bar)
-    complete_findings(rep.findings, args.store, config)
+        rep = verify_store(args.store, config, progress=bar, rocketmq_version=args.rocketmq_version)
+    complete_findings(rep.findings, args.store, config, rocketmq_version=args.rocketmq_version)
     if args.errors_only:
         rep.findings = rep.errors
     if args.json:

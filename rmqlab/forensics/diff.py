@@ -263,13 +263,13 @@ def _index_describe(p: Path | None, s: int, e: int) -> list[str]:
 
 
 def _checkpoint_describe(p: Path | None) -> list[str]:
-    from ..format.checkpoint import CheckpointV5
+    from ..format.checkpoint import FIELDS, CheckpointV5
 
     data = _read(p, 0, CheckpointV5.sizeof())
     if len(data) < CheckpointV5.sizeof():
         return ["(absent)"] if not data else [f"{len(data)} bytes"]
     c = CheckpointV5.parse(data)
-    return [", ".join(f"{k}={c[k]}" for k in ("physic_msg_timestamp", "logics_msg_timestamp", "index_msg_timestamp", "master_flushed_offset", "confirm_phy_offset"))]
+    return [", ".join(f"{k}={c[k]}" for k in FIELDS)]
 
 
 def _describe(rel: str, pa: Path | None, pb: Path | None, s: int, e: int, cache: dict) -> tuple[list[str], list[str]]:

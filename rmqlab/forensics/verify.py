@@ -220,12 +220,19 @@ class _Window:
 
 
 class _Verifier:
-    def __init__(self, root, config: MessageStoreConfig | None, progress=None):
+    def __init__(self, root, config: MessageStoreConfig | None, progress=None, rocketmq_version: str | None = None):
         self.root = Path(root)
         self.progress = progress or Silent()
         self.report = VerifyReport(str(self.root))
         self.store = StoreReader(self.root, config, strict=False)
         self.cfg = self.store.config
+        # 5.4+ also indexes TAGS (Release.index_tags): expected where every release the
+        # store may come from does it, accepted where some do
+        from ..releases import release
+        from ..store.release import tell_release
+
+        said = [release(c).index_tags for c in tell_release(self.root, self.cfg, told=rocketmq_version).candidates]
+        self.index_tags = "all" if all(said) else "some" if any(said) else "none"
         self.delay_table = parse_delay_levels(self.cfg.message_delay_level)
         self.log_end = 0  # where RocketMQ's walk stops
         self.stopped = False
@@ -786,7 +793,7 @@ class _Verifier:
     def _join_window(self, lo, hi, end, w: "_Window") -> None:
         cat = (lambda xs: np.concatenate(xs) if xs else np.zeros(0, np.int64))
         phy, size = cat(w.phy), cat(w.size)
-        qkey, qoff, qnum, tags, sys_flag, pair_row, pair_hash = [], [], [], [], [], [], []
+        qkey, qoff, qnum, tags, sys_flag, pair_row, pair_hash, pair_opt = [], [], [], [], [], [], [], []
         rows = 0
         for batch in w.batches:
             cols = DispatchColumns.from_arrow(batch, self.delay_table)
@@ -797,12 +804,14 @@ class _Verifier:
             tags.append(cols.tags_code)
             sys_flag.append(cols.sys_flag)
             if self.cfg.message_index_enable:
-                rec, hashes = cols.index_key_hashes(np.flatnonzero(goes_to_index(cols.sys_flag)))
+                rec, hashes, is_tag = cols.index_key_hashes(np.flatnonzero(goes_to_index(cols.sys_flag)), tags=self.index_tags != "none", tag_mask=True)
                 pair_row.append(rec + rows)
                 pair_hash.append(hashes)
+                pair_opt.append(is_tag if self.index_tags == "some" else np.zeros(len(rec), bool))  # a key it need not find
             rows += len(cols)
         w.batches = []
         qkey, qoff, qnum, tags, sys_flag, pair_row, pair_hash = (cat(x) for x in (qkey, qoff, qnum, tags, sys_flag, pair_row, pair_hash))
+        pair_opt = np.concatenate(pair_opt) if pair_opt else np.zeros(len(pair_row), bool)
         # records are in log order, except where a resynchronised walk went back (a
         # stale copy): the joins need them sorted
         if len(phy) > 1 and not (phy[1:] > phy[:-1]).all():
@@ -816,7 +825,7 @@ class _Verifier:
         self._queue_offsets(end, by_queue, phy, qkey, qoff, qnum)
         self._join_queues(lo, hi, end, by_queue, phy, size, qkey, qoff, tags, sys_flag)
         if self.indexes or self.cfg.message_index_enable:
-            self._join_index(lo, hi, end, phy, pair_row, pair_hash)
+            self._join_index(lo, hi, end, phy, pair_row, pair_hash, pair_opt)
 
     def _queue_offsets(self, end, order, phy, qkey, qoff, qnum) -> None:
         """QUEUE_OFFSET_GAP (consecutive per queue, in log order: a record takes one
@@ -926,14 +935,14 @@ class _Verifier:
                         bad.append("record is a prepared/rolled-back transaction, which never has an entry")
                     self.add("CQ_MISMATCH", ERROR, file, fpos, f"{Q.qid} entry {q} → {int(off[i])}: " + "; ".join(bad))
 
-    def _join_index(self, lo, hi, end, phy, pair_row, pair_hash) -> None:
+    def _join_index(self, lo, hi, end, phy, pair_row, pair_hash, pair_opt) -> None:
         """Each index entry pointing into the window: a record there whose keys hash to
         it; and each record's keys: reached by a chain (INDEX_MISSING)."""
         slots_n = self.cfg.max_hash_slot_num
         if len(pair_row) > 1 and not (pair_row[1:] >= pair_row[:-1]).all():
             po = np.argsort(pair_row, kind="stable")
-            pair_row, pair_hash = pair_row[po], pair_hash[po]
-        findable = np.zeros(len(pair_row), bool)
+            pair_row, pair_hash, pair_opt = pair_row[po], pair_hash[po], pair_opt[po]
+        findable = pair_opt.copy()  # keys some releases put and others do not are never missing
         for ix in self.indexes:
             ents = ix.file.entries()
             path = str(ix.file.path)
@@ -966,7 +975,7 @@ class _Verifier:
                     file, fpos = self._where(o)
                     rec = decode_record(self.store.commitlog.queue.find(o).buf, fpos, file=file, file_base=o - fpos, check_crc=False, read_body=False)
                     jp = rec.java_properties
-                    keys = index_keys(rec.topic, jp.get(UNIQ_KEY), jp.get(KEYS))
+                    keys = index_keys(rec.topic, jp.get(UNIQ_KEY), jp.get(KEYS), jp.get(TAGS) if self.index_tags != "none" else None)
                     self.add("INDEX_HASH", ERROR, path, entry_position(slots_n, num), f"entry {num} hash {int(kh[i])} matches no key of the record at {o} ({rec.topic}, keys {keys})")
                 else:
                     self.add("INDEX_HASH", ERROR, path, entry_position(slots_n, num), "")
@@ -1570,7 +1579,10 @@ def index_missing_message(name: str, count: int, first: list[int], index_end: in
     return f"{count} record(s) carry a key or UNIQ_KEY that no index chain reaches (first at {', '.join(map(str, first))}), " + what.format(end=index_end)
 
 
-def verify_store(root: str | os.PathLike, config: MessageStoreConfig | None = None, *, progress: Progress | None = None) -> VerifyReport:
+def verify_store(root: str | os.PathLike, config: MessageStoreConfig | None = None, *, progress: Progress | None = None,
+                 rocketmq_version: str | None = None) -> VerifyReport:
     """Check everything in the store at ``root``; never modifies it.  ``progress``
-    (:mod:`rmqlab.progress`) hears how far the pass over the log has come."""
-    return _Verifier(root, config, progress).run()
+    (:mod:`rmqlab.progress`) hears how far the pass over the log has come;
+    ``rocketmq_version`` names the release that wrote it (default: told from the store,
+    :func:`rmqlab.store.release.tell_release`), whose index rules apply."""
+    return _Verifier(root, config, progress, rocketmq_version).run()

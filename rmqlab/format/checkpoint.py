@@ -8,8 +8,14 @@ fields sit at its start and the rest is zero::
     16 indexMsgTimestamp    int64   ... of the last flushed index file
     24 masterFlushedOffset  int64   (5.0+)
     32 confirmPhyOffset     int64   (5.1.1+)
+    40 logicsPhysicalOffset int64   (5.5+) commitlog offset of that consume-queue entry's
+                                    record, where abnormal recovery starts
 
-4.x writes only the first three; a 4.x file reads as 5.x with zeros.
+4.x writes only the first three, 5.0–5.4 the first five; an older file reads as a newer
+one with zeros (the page is zero past what was written).  5.5 sets logicsMsgTimestamp
+and logicsPhysicalOffset together, and only on a "thorough" consume-queue flush
+(``flushConsumeQueueThoroughInterval``, 60 s) and the first flush after start: 5.3
+set logicsMsgTimestamp on every dispatch (ConsumeQueue.putMessagePositionInfoWrapper).
 """
 
 from __future__ import annotations
@@ -30,7 +36,17 @@ CheckpointV5 = Struct(
     "index_msg_timestamp" / Int64sb * "Java indexMsgTimestamp",
     "master_flushed_offset" / Int64sb * "Java masterFlushedOffset: (5.0+)",
     "confirm_phy_offset" / Int64sb * "Java confirmPhyOffset: (5.1.1+)",
+    "logics_physical_offset" / Int64sb * "Java logicsPhysicalOffset: (5.5+; 0 before)",
 )
+
+#: the fields' names in file order (the writer, the readers and diff all go by it)
+FIELDS = tuple(sub.name for sub in CheckpointV5.subcons)
+
+
+def zero_checkpoint() -> dict[str, int]:
+    """What Java reads from a missing checkpoint file: every field 0."""
+    return dict.fromkeys(FIELDS, 0)
+
 
 #: Java ``StoreCheckpoint.getMinTimestamp``: 3 s of slack for clock jitter.
 MIN_TIMESTAMP_SLACK_MS = 3000

@@ -65,3 +65,12 @@ def entry_position(max_hash_slot_num: int, number: int) -> int:
 def index_key(topic: str, key: str) -> str:
     """Java ``IndexService.buildKey``: ``topic + "#" + key``."""
     return f"{topic}#{key}"
+
+
+#: Java ``MessageConst.INDEX_TAG_TYPE`` (5.4+): the kind part of a tag's index key
+INDEX_TAG_TYPE = "T"
+
+
+def index_tag_key(topic: str, tags: str) -> str:
+    """Java 5.4+ ``IndexService.buildKey(topic, tags, INDEX_TAG_TYPE)``: ``topic#T#tags``."""
+    return f"{topic}#{INDEX_TAG_TYPE}#{tags}"

@@ -36,7 +36,7 @@ from ..errors import RmqlabError
 from ..files.mapped_file_queue import file_name_for_offset
 from ..format import commitlog as cl
 from ..format import properties as props
-from ..format.checkpoint import CHECKPOINT_FILE_SIZE, CheckpointV5
+from ..format.checkpoint import CHECKPOINT_FILE_SIZE, CheckpointV5, zero_checkpoint
 from ..format.encode import encode_blank, encode_record
 from ..format.hashing import java_string_hash
 
@@ -311,7 +311,7 @@ def generate_store(
 def _write_checkpoint(root: Path, ts: int) -> None:
     """A checkpoint as a clean shutdown leaves it (Java ``StoreCheckpoint.flush``)."""
     data = CheckpointV5.build(
-        {"physic_msg_timestamp": ts, "logics_msg_timestamp": ts, "index_msg_timestamp": ts, "master_flushed_offset": 0, "confirm_phy_offset": 0}
+        zero_checkpoint() | {"physic_msg_timestamp": ts, "logics_msg_timestamp": ts, "index_msg_timestamp": ts}
     )
     (root / CHECKPOINT_FILE).write_bytes(data + b"\0" * (CHECKPOINT_FILE_SIZE - len(data)))
 

@@ -54,16 +54,20 @@ import os
 import shutil
 import struct
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 
 from ..config import MessageStoreConfig
+from ..releases import COMMIT_LOG_RECOVER_MAX_NUM, Release
+from ..releases import release as release_named
+from ..store.release import read_checkpoint_fields, tell_release
 from ..errors import StoreFormatError, StoreLayoutError
 from ..files import MappedFileQueue
 from ..format import commitlog as cl
-from ..format.checkpoint import CheckpointV5, min_timestamp as cp_min_timestamp, min_timestamp_index as cp_min_timestamp_index
+from ..format.checkpoint import CheckpointV5, zero_checkpoint, min_timestamp as cp_min_timestamp, min_timestamp_index as cp_min_timestamp_index
 from ..format.indexfile import IndexHeader, index_file_size
 from ..format import layout
 from ..format.layout import store_timestamp_at
@@ -72,35 +76,36 @@ from ..rules import ABORT_FILE, BATCH_CONSUMEQUEUE_DIR, CHECKPOINT_FILE, COMMITL
 from ..files.extent import data_regions, nonzero_extent, nonzero_past, zero_runs
 from ..store.layout import commitlog_dirs, recognise
 from ..store.reader import infer_config, lock_state
-from .report import UNREADABLE, CutRange, GroupLoss, IndexChange, LostRecord, QueueShort, RecoveryReport, StopPoint
-from ..scan.acceptance import FileScan, scan_file
+from .report import UNREADABLE, CutRange, ReleaseOutcome, GroupLoss, IndexChange, LostRecord, QueueShort, RecoveryReport, StopPoint
+from ..scan.acceptance import FileScan, check_record, scan_file
 from .model import STORE, Queue, RecoveryPlan
 from .queues import ext_setting, plan_compaction, plan_ext, recover_queue, truncate_queue_plan
 from .redispatch import file_view, multi_dispatch_settings, records_to_dispatch, rocksdb_queue_changes, simulate_queues
 
 
 
-def _first_record_matches(buf, min_ts: int) -> tuple[bool, int]:
-    """Java ``CommitLog.isMappedFileMatchedRecover`` (messageIndexSafe off)."""
-    if len(buf) < 8:
-        return False, 0
-    magic = struct.unpack_from(">I", buf, 4)[0]
-    if magic not in cl.MESSAGE_MAGICS:
-        return False, 0
-    ts = store_timestamp_at(buf, 0)
-    if not ts:
-        return False, 0
-    return ts <= min_ts, ts
+@dataclass(frozen=True)
+class StartChoice:
+    """Where one release's recovery starts its commitlog scan: the file's index, the
+    rule in words, why this file, and the offset after which records are re-dispatched
+    (-2: every record scanned)."""
+
+    index: int
+    rule: str
+    reason: str
+    dispatch_from: int
+    log: tuple[str, ...] = ()
 
 
 class _Planner:
-    def __init__(self, root: Path, cfg: MessageStoreConfig, *, legacy_three_files: bool, check_crc: bool | None, force_verify_prop_crc: bool,
+    def __init__(self, root: Path, cfg: MessageStoreConfig, *, release: Release, check_crc: bool | None, force_verify_prop_crc: bool,
                  rocksdb=None):
         self.root = root
         #: the consume queues' RocksDB (RocksDBMessageStore, storeType=defaultRocksDB), read-only; None: file queues
         self.rocksdb = rocksdb
         self.cfg = cfg
-        self.legacy = legacy_three_files
+        #: whose start-up rules the plan follows (rmqlab.releases)
+        self.release = release
         self.check_crc = cfg.check_crc_on_recover if check_crc is None else check_crc
         self.force_prop = force_verify_prop_crc
         self.log: list[str] = []
@@ -115,7 +120,7 @@ class _Planner:
         abort = (root / ABORT_FILE).exists()
         mode = "abnormal" if abort else "normal"
         reason = "abort file present: the last exit was not clean" if abort else "no abort file: the last exit was clean"
-        rep = RecoveryReport(str(root), "dry-run", None, mode, reason)
+        rep = RecoveryReport(str(root), "dry-run", None, mode, reason, release=self.release.name)
         log.append(f"last shutdown {'abnormally' if abort else 'normally'}, store path root dir: {STORE}")
         plan = RecoveryPlan(root, self.cfg, rep)
         self._load_commitlog(plan)
@@ -138,7 +143,8 @@ class _Planner:
             rep.commitlog_end = 0
             plan.wipe_queues = True
             return plan
-        index = self._choose_start(plan, abort, max_cq)
+        self.abort, self.max_cq, self.cp = abort, max_cq, cp
+        index = self._choose_start(plan, self.start_choice(plan, self.release))
         self._scan(plan, index, abort)
         process = plan.process
         # truncation of consume queues (after the scan, as Java does)
@@ -168,14 +174,12 @@ class _Planner:
         """Java ``StoreCheckpoint``: a missing file reads as zeros."""
         rep = plan.report
         cp_path = self.root / CHECKPOINT_FILE
-        cp = {"physic_msg_timestamp": 0, "logics_msg_timestamp": 0, "index_msg_timestamp": 0, "master_flushed_offset": 0, "confirm_phy_offset": 0}
+        cp = zero_checkpoint()
         if cp_path.exists():
-            data = cp_path.read_bytes()
-            if len(data) >= CheckpointV5.sizeof():
-                c = CheckpointV5.parse(data[: CheckpointV5.sizeof()])
-                cp = {k: int(c[k]) for k in cp}
-            else:
-                rep.notes.append(f"checkpoint is {len(data)} bytes: read as zeros")
+            cp = read_checkpoint_fields(self.root)
+            size = cp_path.stat().st_size
+            if size < CheckpointV5.sizeof():
+                rep.notes.append(f"checkpoint is {size} bytes: RocketMQ maps it a page long, so it reads zero-padded")
         else:
             rep.notes.append("no checkpoint file: RocketMQ creates one of zeros (minTimestamp 0)")
         rep.checkpoint = cp
@@ -274,27 +278,33 @@ class _Planner:
                     queues[(q.topic, q.queue_id)] = q
         plan.queues = queues
 
-    def _choose_start(self, plan: RecoveryPlan, abort: bool, max_cq: int) -> int:
-        """The commitlog file the scan starts from (Java ``recoverNormally`` /
-        ``recoverAbnormally``), and where re-dispatch starts; returns its index."""
-        rep, log, files = plan.report, self.log, plan.files
-        fsize = self.cfg.mapped_file_size_commit_log
-        if not abort:
-            if self.legacy:
-                index = max(0, len(files) - 3)
-                rep.rule = "normal, last three files (RocketMQ ≤ 5.3.1)"
-                rep.start_reason = "third-to-last file" + (f" ({self.legacy})" if isinstance(self.legacy, str) else "")
-            else:
-                index = len(files) - 1
-                while index > 0 and files[index].file_from_offset > max_cq:
-                    index -= 1
-                rep.rule = "normal, from the consume queues' max physical offset (RocketMQ 5.3.2+)"
-                rep.start_reason = f"the file holding maxPhyOffsetOfConsumeQueue={max_cq}"
-            dispatch_from = max_cq
-        else:
-            # Java isMappedFileMatchedRecover: a file whose first record is a message and is
-            # old enough — by the checkpoint's minTimestamp, or with enableRocksDBStore by
-            # its physicalOffset field against RocksDB's max physical offset
+    def _choose_start(self, plan: RecoveryPlan, choice: StartChoice) -> int:
+        """Put ``choice`` (the plan's release's start) in the report; returns its file index."""
+        rep = plan.report
+        rep.rule, rep.start_reason, rep.dispatch_from = choice.rule, choice.reason, choice.dispatch_from
+        rep.start_file = plan.files[choice.index].path.name
+        self.log.extend(choice.log)
+        return choice.index
+
+    def start_choice(self, plan: RecoveryPlan, release: Release) -> StartChoice:
+        """The commitlog file ``release``'s recovery scans from (Java
+        ``CommitLog.recoverNormally`` / ``recoverAbnormally``), and where its re-dispatch
+        starts.  Read-only and cheap (each file's first record at most), so that the
+        plan can ask every release the store may come from."""
+        files, abort, max_cq, cp, cfg = plan.files, self.abort, self.max_cq, self.cp, self.cfg
+        fsize = cfg.mapped_file_size_commit_log
+        index_safe = cfg.message_index_enable and cfg.message_index_safe
+        if not abort and release.normal_start == "third_to_last":
+            legacy = release.name if release.name.startswith("4.") else "RocketMQ ≤ 5.3.1"
+            return StartChoice(max(0, len(files) - 3), f"normal, last three files ({legacy})", "third-to-last file", max_cq)
+        if not abort and release.normal_start == "queue_max_file":
+            index = len(files) - 1
+            while index > 0 and files[index].file_from_offset > max_cq:
+                index -= 1
+            return StartChoice(index, "normal, from the consume queues' max physical offset (RocketMQ 5.3.2–5.3.3)",
+                               f"the file holding maxPhyOffsetOfConsumeQueue={max_cq}", max_cq)
+        if not release.full_first_record:
+            # ≤ 5.3 isMappedFileMatchedRecover: the first record's magic and storeTimestamp only
             if self.rocksdb is not None:
                 def matches(buf) -> str | None:
                     if len(buf) < 8 + layout.PHYSICAL_OFFSET_AT or struct.unpack_from(">I", buf, 4)[0] not in cl.MESSAGE_MAGICS:
@@ -304,27 +314,100 @@ class _Planner:
 
                 rule, none = "abnormal, from RocksDB's max physical offset (enableRocksDBStore)", f"at or below RocksDB's max physical offset {max_cq}"
             else:
-                def matches(buf) -> str | None:
-                    ok, ts = _first_record_matches(buf, rep.min_timestamp)
-                    return f"newest file whose first record was stored at {ts} ≤ minTimestamp {rep.min_timestamp}" if ok else None
+                min_ts = plan.report.min_timestamp
 
-                rule, none = "abnormal, from the checkpoint's minTimestamp", f"stored at or before minTimestamp {rep.min_timestamp}"
-            index = -1
-            for i in range(len(files) - 1, -1, -1):
-                why = matches(file_view(files[i], fsize))  # a short file reads as Java maps it
-                if why:
-                    index = i
-                    rep.start_reason = why
-                    log.append(f"recover from this mapped file {STORE}/{COMMITLOG_DIR}/{files[i].path.name}")
-                    break
-            if index < 0:
-                index = 0
-                rep.start_reason = f"no file starts with a record {none}: first file"
-            rep.rule = rule
-            dispatch_from = -2  # every record scanned is dispatched
-        rep.start_file = files[index].path.name
-        rep.dispatch_from = dispatch_from
-        return index
+                def matches(buf) -> str | None:
+                    if len(buf) < 8 or struct.unpack_from(">I", buf, 4)[0] not in cl.MESSAGE_MAGICS:
+                        return None
+                    ts = store_timestamp_at(buf, 0)
+                    return f"newest file whose first record was stored at {ts} ≤ minTimestamp {min_ts}" if ts and ts <= min_ts else None
+
+                rule, none = "abnormal, from the checkpoint's minTimestamp", f"stored at or before minTimestamp {min_ts}"
+            cap = None
+        else:
+            matches, rule, none = self._matched_recover(release, abort, max_cq, cp, index_safe)
+            cap = cfg.commit_log_recover_max_num if cfg.commit_log_recover_max_num > 0 else COMMIT_LOG_RECOVER_MAX_NUM
+        # the walk, newest file first: normal stops at file 0 without looking at it, abnormal
+        # looks at file 0 too; a capped walk (5.4+) takes the cap-th file it looked at
+        index, left, why, log = len(files) - 1, cap, None, []
+        lowest = 1 if not abort else 0
+        while index >= lowest:
+            if left is not None:
+                left -= 1
+            why = matches(file_view(files[index], fsize))  # a short file reads as Java maps it
+            if why or (left is not None and left <= 0):
+                if abort:
+                    log.append(f"recover from this mapped file {STORE}/{COMMITLOG_DIR}/{files[index].path.name}")
+                break
+            index -= 1
+        if index < 0 or (not abort and index < lowest):
+            index = 0
+            reason = f"no file starts with a record {none}: first file"
+        elif why:
+            reason = why
+        else:
+            reason = f"commitLogRecoverMaxNum={cap}: no newer file starts with a record {none}, the walk stops at the {cap}th file from the newest"
+        return StartChoice(index, rule, reason, max_cq if not abort else -2, tuple(log))
+
+    def _matched_recover(self, release: Release, abort: bool, max_cq: int, cp: dict, index_safe: bool):
+        """Java 5.4+ ``CommitLog.isMappedFileMatchedRecover(mappedFile, recoverNormally)``:
+        the file's first record decoded whole (``checkMessageAndReturnSize``), a message
+        with a storeTimestamp, then every registered store asked
+        (``isMappedFileMatchedRecover(phyOffset, storeTimestamp, recoverNormally)``):
+        the queue store, and the index (``messageIndexSafe``: stored at or before
+        indexMsgTimestamp).  Returns (test, rule, what no file had)."""
+        check_crc, force_prop = self.check_crc, self.force_prop
+        if self.rocksdb is not None or not abort:
+            # ConsumeQueueStore (normal) and RocksDBConsumeQueueStore (both): the record's
+            # physicalOffset at or below the queues' max physical offset
+            def queue_ok(phy: int, ts: int) -> bool:
+                return phy <= max_cq
+
+            whose = "RocksDB's" if self.rocksdb is not None else "the consume queues'"
+            rule = f"{'normal' if not abort else 'abnormal'}, walking back to a whole first record at or below {whose} max physical offset ({release.name})"
+            cond = f"its physicalOffset ≤ {whose} max physical offset {max_cq}"
+        elif release.abnormal_by_logics_offset and cp["logics_physical_offset"] > 0:
+            lp = cp["logics_physical_offset"]
+
+            def queue_ok(phy: int, ts: int) -> bool:
+                return phy <= lp
+
+            rule, cond = f"abnormal, walking back to a whole first record at or below the checkpoint's logicsPhysicalOffset ({release.name})", f"its physicalOffset ≤ logicsPhysicalOffset {lp}"
+        elif release.abnormal_by_logics_offset:
+            # ConsumeQueueStore.isMappedFileMatchedRecover "for the sake of compatibility":
+            # a checkpoint without logicsPhysicalOffset, compared by logicsMsgTimestamp, no slack
+            lt = cp["logics_msg_timestamp"]
+
+            def queue_ok(phy: int, ts: int) -> bool:
+                return ts <= lt
+
+            rule, cond = f"abnormal, walking back to a whole first record stored by the checkpoint's logicsMsgTimestamp ({release.name}; no logicsPhysicalOffset)", f"stored at or before logicsMsgTimestamp {lt}"
+        else:
+            min_ts = cp_min_timestamp(cp["physic_msg_timestamp"], cp["logics_msg_timestamp"])
+
+            def queue_ok(phy: int, ts: int) -> bool:  # ConsumeQueueStore.dispatchFromStoreTimestamp = getMinTimestamp()
+                return ts <= min_ts
+
+            rule, cond = f"abnormal, walking back to a whole first record stored by the checkpoint's minTimestamp ({release.name})", f"stored at or before minTimestamp {min_ts}"
+        index_ts = cp["index_msg_timestamp"]
+        if index_safe:
+            cond += f", and stored at or before indexMsgTimestamp {index_ts} (messageIndexSafe)"
+
+        def matches(buf) -> str | None:
+            c = check_record(buf, 0, check_crc=check_crc, force_verify_prop_crc=force_prop)
+            if not c.ok or c.size <= 0:
+                return None
+            ts = store_timestamp_at(buf, 0)
+            if not ts:
+                return None
+            phy = struct.unpack_from(">q", buf, layout.PHYSICAL_OFFSET_AT)[0]
+            if index_safe and ts > index_ts:
+                return None
+            if not queue_ok(phy, ts):
+                return None
+            return f"newest file whose first record is whole (physicalOffset {phy}, stored at {ts}), {cond}"
+
+        return matches, rule, f"that is whole, {cond}"
 
     def _scan(self, plan: RecoveryPlan, index: int, abort: bool) -> None:
         """Java's walk from the start file with ``checkMessageAndReturnSize``: a BLANK
@@ -728,11 +811,11 @@ def _apply(rep: RecoveryReport, plan: RecoveryPlan, target: Path, cfg: MessageSt
     before_files = {p.name for p in (target / INDEX_DIR).iterdir()} if (target / INDEX_DIR).is_dir() else set()
     records = plan.dispatch_records
     cut_any = any(q.cut_entries for q in rep.queues)
-    logics_ts = 0
+    logics_ts = logics_offset = 0
     index_end_ts = None
     if len(records) or cut_any:
         d = CommitLogDispatcher(target, cfg, clock=clock, batch_topics=plan.batch_topics, multi_dispatch=plan.multi_dispatch, enable_lmq=plan.enable_lmq,
-                                consume_queue_ext=plan.consume_queue_ext)
+                                consume_queue_ext=plan.consume_queue_ext, release=rep.release)
         t_dispatch = time.perf_counter()
         if len(records):
             log = MappedFileQueue(log_dirs, cfg.mapped_file_size_commit_log, strict=False)
@@ -750,7 +833,7 @@ def _apply(rep: RecoveryReport, plan: RecoveryPlan, target: Path, cfg: MessageSt
             d.truncate_dirty(plan.process, zero_tail=True)
         d.flush()
         rep.max_phy_offset_in_cq_after = d.max_physic_offset
-        logics_ts = d.logics_msg_timestamp
+        logics_ts, logics_offset = d.logics_msg_timestamp, d.logics_physical_offset
         index_last = d.index.last
         index_end_ts = index_last.end_timestamp if index_last is not None and hasattr(index_last, "end_timestamp") else None
         d.close()
@@ -783,6 +866,10 @@ def _apply(rep: RecoveryReport, plan: RecoveryPlan, target: Path, cfg: MessageSt
             cp["physic_msg_timestamp"] = last_ts
         if logics_ts:
             cp["logics_msg_timestamp"] = max(logics_ts, cp["logics_msg_timestamp"]) if rep.mode == "normal" else logics_ts
+            if release_named(rep.release).checkpoint_longs >= 6:
+                # 5.5's first consume-queue flush after start copies what re-dispatch
+                # last put (StoreCheckpoint.tmpLogicsPhysicalOffset) into the checkpoint
+                cp["logics_physical_offset"] = logics_offset
         if index_end_ts:
             cp["index_msg_timestamp"] = index_end_ts
         else:
@@ -832,16 +919,20 @@ def plan(
     check_crc: bool | None = None,
     force_verify_prop_crc: bool = False,
     reindex: bool = False,
+    rocketmq_version: str | None = None,
 ) -> RecoveryPlan:
     """Decide, read-only, what RocketMQ 5.3's start-up recovery does to the store at
     ``store``: one scan of the log, the consume queues and the index, and a read-only
     simulation of re-dispatch and truncation.  ``plan(...).report`` is the dry run's
     report; :func:`apply` carries the plan out.
 
-    ``legacy_three_files`` selects normal recovery as RocketMQ ≤ 5.3.1 and 4.x did it
-    (scan the last three files); None (the default) chooses it when the store shows a
-    4.x broker wrote it (``config/topics.json`` without 5.0's TopicConfig attributes);
-    ``check_crc`` overrides ``checkCRCOnRecover``.
+    ``rocketmq_version`` names the release whose rules to follow (``"5.5.0"``, ``"5.4"``,
+    ``"4.9.7"``: :mod:`rmqlab.releases`); None (the default) reads it from the store
+    (:func:`rmqlab.store.release.tell_release`).  When the store leaves several releases
+    open and they would start or end its recovery differently, the report lists each
+    one's outcome (``release_outcomes``) and :func:`apply` refuses until one is named.
+    ``legacy_three_files`` starts normal recovery at the third-to-last file, as 5.x up
+    to 5.3.1 did; ``check_crc`` overrides ``checkCRCOnRecover``.
 
     ``reindex`` goes beyond RocketMQ: every index file is dropped and rebuilt from every
     record of the log (those before the start file too), so that no key a crash left
@@ -874,20 +965,23 @@ def plan(
         rep = RecoveryReport(str(root), "dry-run", None, "not modelled", unplanned)
         rep.not_modelled = [f"{p.path}: {p.kind} — {p.recovery}" for p in lay.refusals()] or [unplanned]
         return RecoveryPlan(root, cfg, rep)
-    if legacy_three_files is None:
-        # RocketMQ 4.x (and 5 up to 5.3.1) starts normal recovery at the third-to-last
-        # file; which broker wrote the store, its topics.json tells (store.metadata.written_by_4x)
-        from ..store.metadata import written_by_4x
-
-        legacy_three_files = "topics.json has no TopicConfig attributes: a 4.x broker wrote this store" if written_by_4x(root) else False
-    planner = _Planner(root, cfg, legacy_three_files=legacy_three_files, check_crc=check_crc, force_verify_prop_crc=force_verify_prop_crc, rocksdb=rocksdb)
+    # whose rules: the release the user names, else what the store's bytes say
+    # (rmqlab.store.release); left open, the plan follows the oldest 5.x candidate and
+    # asks the others where they would start
+    reading = tell_release(root, cfg, told=rocketmq_version)
+    releases = [release_named(c) for c in reading.candidates]
+    if legacy_three_files:
+        releases = [r.with_legacy_start() for r in releases]
+    planner = _Planner(root, cfg, release=releases[0], check_crc=check_crc, force_verify_prop_crc=force_verify_prop_crc, rocksdb=rocksdb)
     try:
         p = planner.plan()
+        rep = p.report
+        rep.release_reading = reading.to_dict()
+        _unmodelled_release_settings(rep, cfg, releases[0])
     except BaseException:
         if rocksdb is not None:
             rocksdb.close()
         raise
-    rep = p.report
     if reindex and cfg.message_index_enable and p.files:
         _plan_reindex(p, cfg)
     from ..rules import parse_delay_levels
@@ -924,9 +1018,51 @@ def plan(
         if p.index_size_unknown:
             rep.notes.append(p.index_size_unknown)
     rep.log_lines.append(f"message store recover end, and the max phy offset = {rep.commitlog_end}")
-    rep.not_modelled = [f"{p.path}: {p.kind} — {p.recovery}" for p in lay.refusals()]
+    rep.not_modelled = [f"{p.path}: {p.kind} — {p.recovery}" for p in lay.refusals()] + rep.not_modelled
+    if p.files and len(releases) > 1:
+        _other_releases(p, planner, releases[1:], root, config, legacy_three_files=legacy_three_files, check_crc=check_crc,
+                        force_verify_prop_crc=force_verify_prop_crc, reindex=reindex)
     rep.timings["total_s"] = time.perf_counter() - t0
     return p
+
+
+def _unmodelled_release_settings(rep: RecoveryReport, cfg: MessageStoreConfig, release: Release) -> None:
+    """Settings of 5.4+ that move where recovery starts inside a file or stops, which
+    rmqlab does not model: named, and applying refuses."""
+    if not release.full_first_record:
+        return
+    for name, java in (("enableAcceleratedRecovery", "recoverAbnormally starts inside its start file, at the dispatch position"),
+                       ("checkCommitLogOffsetOnRecover", "recoverAbnormally also stops at a record whose physicalOffset is outside its file")):
+        if cfg.extra_flag(name, False):
+            rep.not_modelled.append(f"{name}=true: {java} (RocketMQ {release.name}); rmqlab does not model it")
+
+
+def _outcome(rep: RecoveryReport) -> tuple:
+    """What a recovery leaves, for telling two releases' plans apart: the end of the
+    log, each queue's change, the index, what is lost (not where the scan started)."""
+    return (rep.commitlog_end, rep.records_lost, rep.index_unfindable, len(rep.queues_short),
+            tuple((q.queue, q.cut_entries, q.added_entries, q.created, q.max_offset_after) for q in rep.queues),
+            tuple((i.file, i.action) for i in rep.index if i.action == "dropped"))
+
+
+def _other_releases(p: RecoveryPlan, planner: _Planner, others: list[Release], root: Path, cfg: MessageStoreConfig, **options) -> None:
+    """Each other release the store may come from: where it would start (cheap); when
+    that is not the plan's start, its whole plan, and its outcome in the report when
+    that differs (a different start whose re-dispatch adds nothing new agrees)."""
+    rep = p.report
+    seen = {(p.start_index, rep.dispatch_from)}
+    for r in others:
+        choice = planner.start_choice(p, r)
+        if (choice.index, choice.dispatch_from) in seen:
+            continue
+        seen.add((choice.index, choice.dispatch_from))
+        alt = plan(root, config=cfg, rocketmq_version=r.name, **options)
+        ar = alt.report
+        alt.close()
+        if _outcome(ar) != _outcome(rep):
+            rep.release_outcomes.append(ReleaseOutcome(r.name, ar.rule, ar.start_file, ar.start_reason, ar.commitlog_end, ar.records_scanned, ar.records_lost))
+        else:
+            rep.notes.append(f"RocketMQ {r.name} would start at {ar.start_file} ({ar.start_reason}) and leave the store the same")
 
 
 def apply(
@@ -959,6 +1095,11 @@ def apply(
         plan.close()
         raise StoreLayoutError(root, None, "rmqlab does not model what RocketMQ's start-up does with "
                                + "; ".join(rep.not_modelled) + "; nothing was written (the dry run reports what it can)")
+    if rep.release_outcomes:
+        plan.close()
+        others = "; ".join(f"{o.release} ends the log at {o.commitlog_end} (from {o.start_file})" for o in rep.release_outcomes)
+        raise StoreLayoutError(root, None, f"the store does not say which RocketMQ release wrote it, and their recoveries differ: {rep.release} ends the log at "
+                               f"{rep.commitlog_end} (from {rep.start_file}), {others}; name the broker's with --rocketmq-version; nothing was written")
     if plan.fails_load:
         plan.close()
         raise StoreLayoutError(root, None, "RocketMQ does not load this store: " + "; ".join(plan.fails_load)
@@ -1013,6 +1154,7 @@ def recover(
     mark_clean: bool = True,
     check_lock: bool = False,
     reindex: bool = False,
+    rocketmq_version: str | None = None,
 ) -> RecoveryReport:
     """Recover the store at ``store`` as RocketMQ 5.3 would on start-up: :func:`plan`,
     then :func:`apply` (see both for the options).
@@ -1033,7 +1175,8 @@ def recover(
 
         if lock_state(root) == "held":  # before anything is inferred: no sizes needed
             raise StoreLockedError(f"{root / LOCK_FILE}: a running broker (or rmqlab writer) holds this store; stop it before recovering in place")
-    p = plan(root, config=config, legacy_three_files=legacy_three_files, check_crc=check_crc, force_verify_prop_crc=force_verify_prop_crc, reindex=reindex)
+    p = plan(root, config=config, legacy_three_files=legacy_three_files, check_crc=check_crc, force_verify_prop_crc=force_verify_prop_crc, reindex=reindex,
+             rocketmq_version=rocketmq_version)
     return apply(p, out=out, in_place=in_place, sidecar=sidecar, clock=clock, zero_tail=zero_tail, mark_clean=mark_clean)
 
 

@@ -118,6 +118,20 @@ class IndexChange:
 
 
 @dataclass
+class ReleaseOutcome:
+    """Where another RocketMQ release the store may come from would start and end its
+    recovery, when that differs from the plan's (the store does not say which wrote it)."""
+
+    release: str
+    rule: str
+    start_file: str
+    start_reason: str
+    commitlog_end: int
+    records_scanned: int
+    records_lost: int  # message records past its end of the log (readable or known from queue units)
+
+
+@dataclass
 class RecoveryReport:
     """Everything :func:`rmqlab.recovery.recover` decided and did."""
 
@@ -126,6 +140,13 @@ class RecoveryReport:
     target: str | None  # the store that was changed (None in a dry run)
     mode: str  # "normal" or "abnormal"
     mode_reason: str
+    #: the RocketMQ release whose start-up rules the plan follows (rmqlab.releases)
+    release: str = ""
+    #: which releases the store may come from and why (rmqlab.store.release.ReleaseReading.to_dict)
+    release_reading: dict = field(default_factory=dict)
+    #: the other candidate releases whose recovery would start or end elsewhere: when not
+    #: empty, the store does not say which release to follow and applying refuses
+    release_outcomes: list[ReleaseOutcome] = field(default_factory=list)
     load_ok: bool = True
     load_problems: list[str] = field(default_factory=list)
     checkpoint: dict = field(default_factory=dict)
@@ -203,11 +224,20 @@ class RecoveryReport:
             out.append("  RocketMQ would refuse to load this store:")
             out += [f"    {p}" for p in self.load_problems]
         out.append(f"  mode           {self.mode} — {self.mode_reason}")
+        if self.release:
+            r = self.release_reading
+            said = "given" if r.get("told") else " or ".join(r.get("candidates", [])) + (f": {'; '.join(r['evidence'])}" if r.get("evidence") else "")
+            out.append(f"  release        RocketMQ {self.release}'s rules (the store: {said})")
+        for o in self.release_outcomes:
+            out.append(f"  RELEASES DIFFER RocketMQ {o.release} would start at {o.start_file} ({o.start_reason}) and end the log at {o.commitlog_end} "
+                       f"({o.records_lost} record(s) lost, {o.records_scanned} scanned); the store does not say which release wrote it: "
+                       "--rocketmq-version chooses (--out and --in-place refuse until then)")
         if self.checkpoint:
             cp = self.checkpoint
             out.append(
                 f"  checkpoint     physic={cp.get('physic_msg_timestamp')} logics={cp.get('logics_msg_timestamp')} "
-                f"index={cp.get('index_msg_timestamp')}  minTimestamp={self.min_timestamp}"
+                f"index={cp.get('index_msg_timestamp')}" + (f" logicsPhysicalOffset={cp['logics_physical_offset']}" if cp.get("logics_physical_offset") else "")
+                + f"  minTimestamp={self.min_timestamp}"
             )
         out.append(f"  start file     {self.start_file} — {self.start_reason}")
         out.append(f"  scanned        {len(self.files_scanned)} file(s), {self.records_scanned} records, body CRC checked on {self.records_checked_crc}")

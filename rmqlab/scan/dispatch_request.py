@@ -33,6 +33,7 @@ from ..format.record import Record, decode_record
 from .. import rules
 from ..rules import SCHEDULE_TOPIC
 from ..format.hashing import java_string_hash
+from ..format.indexfile import index_tag_key
 from .hashes import index_hashes_from_java, java_string_hashes_arrow, prefixed_hashes
 
 
@@ -58,6 +59,8 @@ class DispatchRequest(NamedTuple):
     #: well, :func:`rmqlab.rules.multi_dispatch_targets`), None without
     multi_dispatch: str | None = None
     multi_queue_offset: str | None = None
+    #: TAGS as Java's properties map holds it (the 5.4+ index puts ``topic#T#tags``), None without
+    tags: str | None = None
 
     @property
     def base_offset(self) -> int:
@@ -97,6 +100,7 @@ def request_from_record(record: Record, delay_levels: dict[int, int]) -> Dispatc
         size,
         jp.get(props.INNER_MULTI_DISPATCH),
         jp.get(props.INNER_MULTI_QUEUE_OFFSET),
+        jp.get(props.TAGS),
     )
 
 
@@ -143,6 +147,8 @@ class DispatchColumns:
     #: None where no record holds them
     multi_dispatch: "pa.Array | pa.ChunkedArray | None" = None
     multi_queue_offset: "pa.Array | pa.ChunkedArray | None" = None
+    #: TAGS (Arrow strings, null without; None when not read): the 5.4+ index's tag keys
+    tags: "pa.Array | pa.ChunkedArray | None" = None
 
     #: the fastdecode columns :meth:`from_arrow` needs
     ARROW_COLUMNS = ("physical_offset", "total_size", "topic", "queue_id", "queue_offset", "sys_flag", "store_timestamp", "prepared_transaction_offset")
@@ -188,6 +194,7 @@ class DispatchColumns:
             None if self.msg_base_offset is None else self.msg_base_offset[rows],
             None if self.multi_dispatch is None else self.multi_dispatch.take(idx),
             None if self.multi_queue_offset is None else self.multi_queue_offset.take(idx),
+            None if self.tags is None else self.tags.take(idx),
         )
 
     def topic_of(self, i: int) -> str:
@@ -203,9 +210,10 @@ class DispatchColumns:
         sizes = self.batch_size.tolist() if self.batch_size is not None else [1] * n
         md = self.multi_dispatch.to_pylist() if self.multi_dispatch is not None else [None] * n
         mq = self.multi_queue_offset.to_pylist() if self.multi_queue_offset is not None else [None] * n
+        tg = self.tags.to_pylist() if self.tags is not None else [None] * n
         return [
-            DispatchRequest(t[c], q, o, s, g, ts, qo, k, u, sf, pto, None if b == qo and z == 1 else b, z, d, m)
-            for c, q, o, s, g, ts, qo, k, u, sf, pto, b, z, d, m in zip(
+            DispatchRequest(t[c], q, o, s, g, ts, qo, k, u, sf, pto, None if b == qo and z == 1 else b, z, d, m, tag)
+            for c, q, o, s, g, ts, qo, k, u, sf, pto, b, z, d, m, tag in zip(
                 self.topic_code.tolist(),
                 self.queue_id.tolist(),
                 self.commitlog_offset.tolist(),
@@ -221,19 +229,23 @@ class DispatchColumns:
                 sizes,
                 md,
                 mq,
+                tg,
             )
         ]
 
-    def index_key_hashes(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def index_key_hashes(self, rows: np.ndarray, *, tags: bool = False, tag_mask: bool = False):
         """The keys Java ``IndexService.buildIndex`` puts for the records ``rows``
         (:func:`rmqlab.rules.index_keys`, vectorised: ``topic#UNIQ_KEY`` when not empty,
-        then ``topic#k`` per non-empty KEYS token), as (row of each key, its index hash
-        - the ``keyHash`` an index entry stores), in dispatch order: by row, each
-        row's UNIQ_KEY first.  Eligibility (ROLLBACK, endPhyOffset) is the caller's."""
+        then ``topic#k`` per non-empty KEYS token, then with ``tags`` (5.4+,
+        :attr:`rmqlab.releases.Release.index_tags`) ``topic#T#TAGS`` when not empty), as
+        (row of each key, its index hash - the ``keyHash`` an index entry stores), in
+        dispatch order: by row, each row's UNIQ_KEY first, its tag last.  Eligibility
+        (ROLLBACK, endPhyOffset) is the caller's.  ``tag_mask`` adds a third array: which
+        of the keys are tag keys."""
         pa, pc = _arrow()
         rows = np.asarray(rows, dtype=np.int64)
         if not len(rows):
-            return rows, np.zeros(0, np.int64)
+            return (rows, np.zeros(0, np.int64), np.zeros(0, bool)) if tag_mask else (rows, np.zeros(0, np.int64))
         ridx = pa.array(rows)
         uniq = self.uniq_key.take(ridx)
         u_ok = np.asarray(pc.fill_null(pc.not_equal(uniq, ""), False).to_numpy(zero_copy_only=False), dtype=bool)
@@ -253,11 +265,23 @@ class DispatchColumns:
         rec = np.concatenate((u_rows, t_rows))
         h = np.concatenate((uh, kh))
         ln = np.concatenate((ul, kl))
-        order = np.argsort(rec, kind="stable")
-        rec, h, ln = rec[order], h[order], ln[order]
         prefix = np.asarray([java_string_hash(f"{t}#") for t in self.topics] or [0], dtype=np.int64).astype(np.uint32)
-        full = prefixed_hashes(prefix[self.topic_code[rec]], h, ln)
-        return rec, index_hashes_from_java(full).astype(np.int64)
+        pre = prefix[self.topic_code[rec]]
+        is_tag = np.zeros(len(rec), bool)
+        if tags and self.tags is not None:
+            tg = self.tags.take(ridx)
+            g_ok = np.asarray(pc.fill_null(pc.not_equal(tg, ""), False).to_numpy(zero_copy_only=False), dtype=bool)
+            g_rows = rows[g_ok]
+            gh, gl = java_string_hashes_arrow(tg.filter(pa.array(g_ok)))
+            tag_prefix = np.asarray([java_string_hash(index_tag_key(t, "")) for t in self.topics] or [0], dtype=np.int64).astype(np.uint32)
+            rec, h, ln = np.concatenate((rec, g_rows)), np.concatenate((h, gh)), np.concatenate((ln, gl))
+            pre = np.concatenate((pre, tag_prefix[self.topic_code[g_rows]]))
+            is_tag = np.concatenate((is_tag, np.ones(len(g_rows), bool)))
+        order = np.argsort(rec, kind="stable")
+        rec, h, ln, pre, is_tag = rec[order], h[order], ln[order], pre[order], is_tag[order]
+        full = prefixed_hashes(pre, h, ln)
+        hashes = index_hashes_from_java(full).astype(np.int64)
+        return (rec, hashes, is_tag) if tag_mask else (rec, hashes)
 
     @classmethod
     def from_requests(cls, reqs: Sequence[DispatchRequest]) -> "DispatchColumns":
@@ -290,6 +314,8 @@ class DispatchColumns:
             np.array([r.base_offset for r in reqs], dtype=np.int64) if inner else None,
             pa.array(fields[13], pa.string()) if multi else None,
             pa.array(fields[14], pa.string()) if multi else None,
+            # (the engine's C put hands requests without the trailing TAGS: 5.3.3 does not index it)
+            pa.array(fields[15], pa.string()) if len(fields) > 15 and any(t is not None for t in fields[15]) else None,
         )
 
     @classmethod
@@ -333,6 +359,7 @@ class DispatchColumns:
             None if all(p.msg_base_offset is None for p in parts) else np.concatenate([p.msg_base_offsets() for p in parts]),
             _strings(parts, "multi_dispatch"),
             _strings(parts, "multi_queue_offset"),
+            _strings(parts, "tags"),
         )
 
     @classmethod
@@ -392,6 +419,7 @@ class DispatchColumns:
             ints("prepared_transaction_offset"),
             *_batch_sizes(ints("queue_offset"), inner_num, inner_base),
             *((multi_dispatch, multi_offset) if multi_dispatch.null_count < n and multi_offset.null_count < n else (None, None)),
+            tags,
         )
 
 

@@ -8,19 +8,20 @@ from pathlib import Path
 
 from .. import reprs
 from ..errors import StoreFormatError
-from ..format.checkpoint import CHECKPOINT_FILE_SIZE, CheckpointV5, min_timestamp
+from ..format.checkpoint import CHECKPOINT_FILE_SIZE, FIELDS, CheckpointV5, min_timestamp
 from ..format.parse import parse_at
 
 
 @dataclass(frozen=True, slots=True)
 class Checkpoint:
-    """The five checkpoint fields (4.x files read with the last two zero)."""
+    """The checkpoint's fields (older releases' files read with the later ones zero)."""
 
     physic_msg_timestamp: int
     logics_msg_timestamp: int
     index_msg_timestamp: int
     master_flushed_offset: int = 0
     confirm_phy_offset: int = 0
+    logics_physical_offset: int = 0  # 5.5+
 
     @property
     def min_timestamp(self) -> int:
@@ -28,13 +29,7 @@ class Checkpoint:
         return min_timestamp(self.physic_msg_timestamp, self.logics_msg_timestamp)
 
     def to_dict(self) -> dict:
-        return {
-            "physic_msg_timestamp": self.physic_msg_timestamp,
-            "logics_msg_timestamp": self.logics_msg_timestamp,
-            "index_msg_timestamp": self.index_msg_timestamp,
-            "master_flushed_offset": self.master_flushed_offset,
-            "confirm_phy_offset": self.confirm_phy_offset,
-        }
+        return {name: getattr(self, name) for name in FIELDS}
 
     def _repr_html_(self) -> str:  # notebooks
         return reprs.html("checkpoint", self)
@@ -50,4 +45,4 @@ def read_checkpoint(path: str | os.PathLike) -> Checkpoint:
     if len(data) < CheckpointV5.sizeof():
         raise StoreFormatError(path, len(data), f"checkpoint is {len(data)} bytes, needs at least {CheckpointV5.sizeof()} (normally {CHECKPOINT_FILE_SIZE})")
     c = parse_at(CheckpointV5, data, 0, file=str(path), what="checkpoint")
-    return Checkpoint(c.physic_msg_timestamp, c.logics_msg_timestamp, c.index_msg_timestamp, c.master_flushed_offset, c.confirm_phy_offset)
+    return Checkpoint(**{name: int(c[name]) for name in FIELDS})

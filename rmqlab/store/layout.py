@@ -31,8 +31,8 @@ from ..files.rocksdb import is_rocksdb_names
 from .metadata import rocksdb_config_in_use, rocksdb_offsets_in_use
 from ..errors import StoreLayoutError
 from ..format.dledger import DATA_DIR as DLEDGER_DATA_DIR, DLEDGER_PREFIX
-from ..rules import (ABORT_FILE, BATCH_CONSUMEQUEUE_DIR, COMPACTION_CQ_DIR, COMPACTION_DIR, COMPACTION_LOG_DIR, CHECKPOINT_FILE, COMMITLOG_DIR, CONFIG_DIR, CONSUMEQUEUE_DIR, CONSUMEQUEUE_EXT_DIR, CONSUMER_OFFSET_FILE, DELAY_OFFSET_FILE, INDEX_DIR,
-                     LMQ_CONSUMER_OFFSET_FILE, LMQ_PREFIX, LOCK_FILE, SUBSCRIPTION_GROUP_FILE, TIMER_CHECK_FILE, TIMER_LOG_DIR, TIMER_WHEEL_FILE, TOPICS_FILE)
+from ..rules import (ABORT_FILE, BATCH_CONSUMEQUEUE_DIR, COMPACTION_CQ_DIR, COMPACTION_DIR, COMPACTION_LOG_DIR, CHECKPOINT_FILE, COMMITLOG_DIR, CONFIG_DIR, CONSUMEQUEUE_DIR, CONSUMEQUEUE_EXT_DIR, CONSUMEQUEUE_ROCKSDB_DIR, CONSUMER_OFFSET_FILE, DELAY_OFFSET_FILE, INDEX_DIR,
+                     LMQ_CONSUMER_OFFSET_FILE, LMQ_PREFIX, LOCK_FILE, MESSAGE_ROCKSDB_DIR, SUBSCRIPTION_GROUP_FILE, TIMER_CHECK_FILE, TIMER_LOG_DIR, TIMER_WHEEL_FILE, TOPICS_FILE)
 
 DECODED = "decoded"
 READ = "read"
@@ -360,6 +360,15 @@ def recognise(root: str | os.PathLike, config: MessageStoreConfig | None = None)
                                   recovered="CompactionStore.load: SparseConsumeQueue.recover, the log cut after its queue's last unit, sanityCheck"))
             else:
                 parts.append(Part(name + "/", "compaction store, no compacted topic", READ, "no compaction log or queue in it", "CompactionStore"))
+        elif name == MESSAGE_ROCKSDB_DIR and p.is_dir():
+            parts.append(_message_rocksdb_part(p))
+        elif name == CONSUMEQUEUE_ROCKSDB_DIR and p.is_dir():
+            parts.append(Part(name + "/", "RocksDB consume queues in their own directory (5.5+, useSeparateStorePathForRocksdbCQ)", NOT_CHECKED,
+                              "not read here (rmqlab reads RocksDB queues kept in consumequeue/)", "RocksDBConsumeQueueStore (StorePathConfigHelper.getStorePathRocksDBConsumeQueue)",
+                              "RocketMQ 5.5 recovers and re-dispatches into these queues (RocksDBConsumeQueueStore, CombineConsumeQueueStore); not modelled"))
+        elif name.startswith(TIMER_WHEEL_FILE + ".") and p.is_file():
+            parts.append(Part(name, "timer-wheel snapshot (5.4+, timerWheelSnapshotFlush)", NOT_CHECKED,
+                              "a copy of the timer wheel as of the timer log offset in its name; not compared with the wheel", "TimerWheel.flush (selectSnapshotByFlag)"))
         elif name == "kvStore" and p.is_dir():
             parts.append(Part(name + "/", "pop consumer records in RocksDB", NOT_CHECKED, "RocksDB is not read here", "PopConsumerService"))
         elif name == "epochFileCheckpoint" or name == "epochFileCheckpoint.bak":
@@ -382,6 +391,24 @@ def recognise(root: str | os.PathLike, config: MessageStoreConfig | None = None)
         else:
             parts.append(Part(name + ("/" if p.is_dir() else ""), "unknown " + ("directory" if p.is_dir() else "file"), UNKNOWN, "no RocketMQ layout of this name"))
     return lay
+
+
+def _message_rocksdb_part(p: Path) -> Part:
+    """``rocksdbstore/`` (Java ``MessageRocksDBStorage``): RocketMQ 5.4+ opens it on every
+    start, so it is there, empty, in every store a 5.4+ broker ran; it holds data only
+    with keys (``indexRocksDBEnable``), timers (``timerRocksDBEnable``) or transactions
+    (``transRocksDBEnable``) in RocksDB.  Empty (no table file, an empty write-ahead
+    log), recovery does not depend on it."""
+    files = [f for f in p.iterdir() if f.is_file()]
+    holds = [f.name for f in files if f.name.endswith((".sst", ".blob")) or (f.name.endswith(".log") and f.stat().st_size > 0)]
+    owner = "MessageRocksDBStorage (IndexRocksDBStore, TimerMessageRocksDBStore, TransMessageRocksDBStore)"
+    if not holds:
+        return Part(p.name + "/", "RocksDB of keys, timers and transactions (5.4+), empty", READ,
+                    "no table file and an empty log: none of indexRocksDBEnable, timerRocksDBEnable, transRocksDBEnable wrote to it", owner)
+    return Part(p.name + "/", "RocksDB of keys, timers and transactions (5.4+: indexRocksDBEnable, timerRocksDBEnable, transRocksDBEnable)", NOT_CHECKED,
+                f"holds data ({', '.join(sorted(holds)[:4])}{' …' if len(holds) > 4 else ''}); not decoded here", owner,
+                "RocketMQ 5.4+ asks these stores where recovery starts (isMappedFileMatchedRecover, getDispatchFromPhyOffset) and re-dispatches into them; "
+                "not modelled")
 
 
 def dledger_log_dir(root: str | os.PathLike) -> Path | None:

@@ -43,6 +43,8 @@ class StoreSummary:
     #: why RocketMQ's MappedFileQueue.load would return false for the commitlog (a file
     #: of the wrong size that is not an empty last file): the broker does not start
     load_refused: list[str] = field(default_factory=list)
+    #: which RocketMQ releases may have written the store and why (rmqlab.store.release)
+    release: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
@@ -103,6 +105,9 @@ def summarize(store: StoreReader, *, scan: bool = True, progress=None) -> StoreS
     s.timer = _timer_summary(store, s)
     s.problems = [str(p) for p in store.problems] + unlisted
     s.load_refused = [str(p) for p in store.commitlog.queue.problems]
+    from .release import tell_release
+
+    s.release = tell_release(store.root, cfg).to_dict()
     return s
 
 

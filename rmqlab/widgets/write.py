@@ -75,6 +75,7 @@ UNCHANGED_WHY = {
     "index_msg_timestamp": "indexMsgTimestamp moves only when an index file is full: IndexService flushes the full file, then the checkpoint takes its endTimestamp",
     "master_flushed_offset": "masterFlushedOffset: written by a slave in a master/slave pair (HA), 0 on a master",
     "confirm_phy_offset": "confirmPhyOffset: the offset confirmed by the replicas (5.x controller mode), 0 without",
+    "logics_physical_offset": "logicsPhysicalOffset (5.5+): the log offset of that last consume-queue entry; 0 as 5.3 writes",
 }
 
 

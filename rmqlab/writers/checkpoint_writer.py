@@ -1,7 +1,9 @@
 """The checkpoint file, write side (Java ``StoreCheckpoint``).
 
-4096 bytes; the five int64 fields of :data:`rmqlab.format.checkpoint.CheckpointV5`
-at its start (offsets derived from the schema), the rest zero.  Java keeps the
+4096 bytes; the int64 fields of :data:`rmqlab.format.checkpoint.CheckpointV5` at its
+start (offsets derived from the schema), the rest zero.  The engine writes as RocketMQ
+5.3.3 does: ``logicsPhysicalOffset`` (5.5+) is kept as the file had it (0 in a store
+rmqlab made), never advanced.  Java keeps the
 values in memory and writes them all on ``flush()``, then forces the page.
 
 * ``physicMsgTimestamp`` — store time of the last record of the commitlog flushed,
@@ -21,10 +23,9 @@ import os
 import struct
 from pathlib import Path
 
-from ..format.checkpoint import CHECKPOINT_FILE_SIZE, CheckpointV5
+from ..format.checkpoint import CHECKPOINT_FILE_SIZE, FIELDS, CheckpointV5
 from .mapped_file import WritableMappedFile, fsync_directory
 
-FIELDS = [sub.name for sub in CheckpointV5.subcons]
 LAYOUT = struct.Struct(">" + "q" * len(FIELDS))
 assert LAYOUT.size == CheckpointV5.sizeof()
 

@@ -50,6 +50,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
+from ..releases import DEFAULT_RELEASE, release as release_named
 from ..config import MessageStoreConfig
 from ..format.record import Record
 from .. import rules
@@ -106,10 +107,15 @@ class CommitLogDispatcher:
     consume queue keeps ext files in ``consumequeue_ext/T/Q/`` of
     ``mappedFileSizeConsumeQueueExt`` bytes (the config's, else the size of the files
     there, else RocketMQ's default).
+
+    ``release``: whose dispatch rules (:mod:`rmqlab.releases`); 5.4+ also indexes each
+    record's TAGS (``topic#T#tags``).  The engine writes as 5.3.3 does; recovery passes
+    the release it follows.
     """
 
     def __init__(self, root: str | os.PathLike, config: MessageStoreConfig | None = None, *, clock=None, on_index_file_full=None,
-                 batch_topics=None, multi_dispatch: bool | None = None, enable_lmq: bool | None = None, consume_queue_ext: bool | None = None):
+                 batch_topics=None, multi_dispatch: bool | None = None, enable_lmq: bool | None = None, consume_queue_ext: bool | None = None,
+                 release: str = DEFAULT_RELEASE):
         self.root = Path(root)
         self.config = config or MessageStoreConfig()
         self.clock = clock or SystemClock()
@@ -132,6 +138,9 @@ class CommitLogDispatcher:
             self.root / INDEX_DIR, self.config.max_hash_slot_num, self.config.max_index_num, self.clock, on_full=on_index_file_full
         )
         self.logics_msg_timestamp = 0  # Java StoreCheckpoint.logicsMsgTimestamp (of the last entry)
+        self.logics_physical_offset = 0  # Java StoreCheckpoint.logicsPhysicalOffset (5.5+: its record's offset)
+        #: IndexService.buildIndex puts topic#T#tags too (5.4+)
+        self.index_tags = release_named(release).index_tags
         self._tags_cache: dict[str, int] = {}
         self._load_queues()
 
@@ -184,6 +193,7 @@ class CommitLogDispatcher:
             q = self.consume_queue(req.topic, req.queue_id)
             q.put_request(req)
             self.logics_msg_timestamp = req.store_timestamp
+            self.logics_physical_offset = req.commitlog_offset
             if self.multi_dispatch and req.multi_dispatch is not None and isinstance(q, ConsumeQueueWriter):
                 self._put_multi([(req, t, qid, off) for t, qid, off in rules.multi_dispatch_targets(
                     req.topic, req.queue_id, req.multi_dispatch, req.multi_queue_offset, enable_lmq=self.enable_lmq)])
@@ -196,7 +206,7 @@ class CommitLogDispatcher:
             return
         if not rules.goes_to_index(req.sys_flag):
             return
-        for key in rules.index_keys(req.topic, req.uniq_key, req.keys):
+        for key in rules.index_keys(req.topic, req.uniq_key, req.keys, req.tags if self.index_tags else None):
             self.index.put_key(key, req.commitlog_offset, req.store_timestamp)
 
     def dispatch_records(self, records: Iterable[Record]) -> int:
@@ -220,8 +230,9 @@ class CommitLogDispatcher:
         times: list[int] = []
         prev_off = -1
         ordered = True
-        last_logics = None
+        last_logics = last_logics_offset = None
         goes_to_consume_queue, goes_to_index, index_keys = rules.goes_to_consume_queue, rules.goes_to_index, rules.index_keys
+        index_tags = self.index_tags
         for req in reqs:
             sf = req[9]
             if goes_to_consume_queue(sf):
@@ -232,6 +243,7 @@ class CommitLogDispatcher:
                 else:
                     g.append(req)
                 last_logics = req[5]
+                last_logics_offset = req[2]
             if not index_on:
                 continue
             off = req[2]
@@ -240,7 +252,7 @@ class CommitLogDispatcher:
             prev_off = off
             if off < end_phy or not goes_to_index(sf):
                 continue
-            rk = index_keys(req[0], req[8], req[7])
+            rk = index_keys(req[0], req[8], req[7], req.tags if index_tags else None)
             if rk:
                 keys += rk
                 offsets += [off] * len(rk)
@@ -259,7 +271,7 @@ class CommitLogDispatcher:
             multi.sort(key=lambda m: m[0].commitlog_offset)
             self._put_multi(multi)
         if last_logics is not None:
-            self.logics_msg_timestamp = last_logics
+            self.logics_msg_timestamp, self.logics_physical_offset = last_logics, last_logics_offset
         if not index_on:
             return
         if ordered:
@@ -293,6 +305,7 @@ class CommitLogDispatcher:
                 q.put_rows(cols, rows)
                 simple[rows] = isinstance(q, ConsumeQueueWriter)
             self.logics_msg_timestamp = int(cols.store_timestamp[cq_rows[-1]])
+            self.logics_physical_offset = int(cols.commitlog_offset[cq_rows[-1]])
             if self.multi_dispatch:
                 self._put_multi_rows(cols, [m for m in cols.multi_dispatches(enable_lmq=self.enable_lmq) if simple[m[0]]])
         if not index_on:
@@ -303,7 +316,7 @@ class CommitLogDispatcher:
         rows = np.flatnonzero(eligible)
         if not len(rows):
             return
-        rec, hashes = cols.index_key_hashes(rows)
+        rec, hashes = cols.index_key_hashes(rows, tags=self.index_tags)
         if len(rec):
             self.index.put_many(hashes, off[rec], cols.store_timestamp[rec])
 

@@ -50,6 +50,10 @@ def compare_recovery(report: RecoveryReport, dump: Mapping[str, Any]) -> list[st
         out.append(f"recovery mode: rmqlab {report.mode}, RocketMQ {r['mode']}")
     if report.commitlog_end != r["commitLogMaxOffsetAfterRecovery"]:
         out.append(f"end of the log: rmqlab {report.commitlog_end}, RocketMQ {r['commitLogMaxOffsetAfterRecovery']}")
+    # abnormal recovery logs its start file (CommitLog.recoverAbnormally)
+    logged = [line.rsplit("/", 1)[1] for line in r.get("logLines", []) if "recover from this mapped file" in line]
+    if logged and logged != [report.start_file]:
+        out.append(f"start file: rmqlab {report.start_file} ({report.start_reason}), RocketMQ {logged}")
     want_cq = r["maxPhyOffsetInConsumeQueueAfterRecovery"]
     if report.max_phy_offset_in_cq_after != want_cq and not (want_cq == -1 and report.max_phy_offset_in_cq_after in (-1, 0)):
         out.append(f"max physical offset in the consume queues: rmqlab {report.max_phy_offset_in_cq_after}, RocketMQ {want_cq}")
@@ -67,6 +71,33 @@ def index_file_name_collisions(recovery: Mapping[str, Any]) -> list[str]:
     return sorted({n for n in names if names.count(n) > 1})
 
 
+def _skip_damaged_inside(recs: list, walk: list, file_size: int, out: list[str]) -> tuple[list, list]:
+    """A damaged record recovery keeps inside the log (5.4+ starts after it, so the log
+    goes on past it): the harness's walk of that file stops there (INVALID) and goes on
+    at the next file; rmqlab's walk reads the record (its CRC mismatch noted) and the
+    rest of the file.  Both are brought to the next file, the record's damage checked."""
+    by_offset = {r.physical_offset: i for i, r in enumerate(recs)}
+    keep_recs, keep_walk, skip_until = [], [], -1
+    for w in walk:
+        if w["kind"] == "INVALID" and w["physicalOffset"] in by_offset and w is not walk[-1]:
+            rec = recs[by_offset[w["physicalOffset"]]]
+            if rec.body_crc_ok:
+                out.append(f"walk @{w['physicalOffset']}: RocketMQ finds the record invalid inside the log, rmqlab reads it whole")
+            skip_until = (w["physicalOffset"] // file_size + 1) * file_size
+            continue
+        keep_walk.append(w)
+    if skip_until < 0:
+        return recs, walk
+    invalid = {(w["physicalOffset"] // file_size) for w in walk if w["kind"] == "INVALID" and w is not walk[-1] and w["physicalOffset"] in by_offset}
+    starts = {w["physicalOffset"] for w in walk if w["kind"] == "INVALID" and w is not walk[-1] and w["physicalOffset"] in by_offset}
+    for r in recs:
+        f = r.physical_offset // file_size
+        if f in invalid and r.physical_offset >= min(s for s in starts if s // file_size == f):
+            continue
+        keep_recs.append(r)
+    return keep_recs, keep_walk
+
+
 def compare_walk(store, dump: Mapping[str, Any], *, end: int | None = None) -> list[str]:
     """RocketMQ's commitlog walk (CommitLog.checkMessageAndReturnSize over every file)."""
     walk = dump["commitLogWalk"]
@@ -77,6 +108,7 @@ def compare_walk(store, dump: Mapping[str, Any], *, end: int | None = None) -> l
         return [f"walk: rmqlab stopped with {exc}"]
     delay_levels = parse_delay_levels(store.config.message_delay_level)
     out = []
+    recs, walk = _skip_damaged_inside(recs, walk, store.config.mapped_file_size_commit_log, out)
     if len(recs) != len(walk):
         out.append(f"walk: rmqlab reads {len(recs)} records and BLANKs, RocketMQ {len(walk)}")
     for rec, w in zip(recs, walk):

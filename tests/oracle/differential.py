@@ -31,7 +31,7 @@ from rmqlab.store import open_store
 
 from tests.oracle.compare import compare_all, compare_recovery, index_file_name_collisions
 from tests.oracle.harness import Oracle, load_request, write_request
-from tests.oracle.workload import damage, random_workload, rmqlab_write, write_lines
+from tests.oracle.workload import damage, random_workload, release_damage, rmqlab_write, write_lines
 
 #: new index files of a recovery are named by this clock (after every store timestamp)
 CLOCK_MS = 4_000_000_000_000
@@ -63,8 +63,8 @@ def recover_and_read(root: Path, out: Path, config: dict, dump: dict, release: s
     after the consume queues' max physical offset (a trailing PREPARED or ROLLBACK
     record, which no queue holds), and indexes their keys again."""
     cfg = MessageStoreConfig.from_mapping(config)
-    # 4.x normal recovery scans the last three files (5.3 starts at the queues' max offset)
-    rep = recover(root, config=cfg, out=out, clock=ManualClock(CLOCK_MS, tick_ms=1), legacy_three_files=release.startswith("4."))
+    # the release's start-up rules (4.x: the last three files; 5.4+: the capped walk back)
+    rep = recover(root, config=cfg, out=out, clock=ManualClock(CLOCK_MS, tick_ms=1), rocketmq_version=release)
     diffs = compare_recovery(rep, dump)
     if not dump["recovery"].get("loadResult", True) or not rep.load_ok:
         return diffs
@@ -126,14 +126,16 @@ def rmqlab_to_rocketmq(oracle: Oracle, seeds: list[int], tmp: Path) -> dict[str,
     return out
 
 
-def rocketmq_written(oracle: Oracle, seeds: list[int], tmp: Path, release: str = "5.3.3") -> list[tuple[int, Path, dict, dict]]:
+def rocketmq_written(oracle: Oracle, seeds: list[int], tmp: Path, release: str = "5.3.3", workload=random_workload) -> list[tuple[int, Path, dict, dict]]:
     """RocketMQ writes each seed's workload: ``(seed, dir, config, answer)`` with
-    ``dir/clean`` (shut down) and ``dir/crash`` (its live files copied: a SIGKILL)."""
+    ``dir/clean`` (shut down) and ``dir/crash`` (its live files copied: a SIGKILL).
+    ``workload``: :func:`~tests.oracle.workload.random_workload`, or
+    :func:`~tests.oracle.workload.long_workload` for stores of more than ten files."""
     jobs = []
     for seed in seeds:
         d = tmp / f"r{seed}"
         d.mkdir(parents=True)
-        config, lines = random_workload(seed, release=release)
+        config, lines = workload(seed, release=release)
         jobs.append((seed, d, config, write_request(d / "clean", config, write_lines(d / "in.jsonl", lines), crash_copy=d / "crash")))
     answers = oracle.map(req for *_, req in jobs)
     return [(seed, d, config, ans) for (seed, d, config, _), ans in zip(jobs, answers)]
@@ -170,9 +172,11 @@ def both_recover(oracle: Oracle, cases: list[tuple[Path, dict]], release: str = 
     ]
 
 
-def damaged(oracle: Oracle, written, damage_seeds: list[int], tmp: Path, release: str = "5.3.3") -> dict[str, list[str]]:
+def damaged(oracle: Oracle, written, damage_seeds: list[int], tmp: Path, release: str = "5.3.3", how=damage) -> dict[str, list[str]]:
     """Each damage seed damages one of RocketMQ's crashed stores: the one written from
-    the same seed when there is one, else the next in turn."""
+    the same seed when there is one, else the next in turn.  ``how``:
+    :func:`~tests.oracle.workload.damage`, or :func:`~tests.oracle.workload.release_damage`
+    (where the releases' start-up rules part)."""
     usable = [(seed, d, config) for seed, d, config, ans in written if ans.get("ok")]
     by_seed = {u[0]: u for u in usable}
     jobs = []
@@ -183,7 +187,7 @@ def damaged(oracle: Oracle, written, damage_seeds: list[int], tmp: Path, release
         seed, d, config = by_seed.get(ds) or usable[i % len(usable)]
         base = tmp / f"d{ds}"
         _copy(d / "crash", base / "store")
-        what = damage(base / "store", ds)
+        what = how(base / "store", ds)
         _copy(base / "store", base / "rocketmq")
         jobs.append((ds, base, config, what))
     results = both_recover(oracle, [(base, config) for ds, base, config, what in jobs], release)

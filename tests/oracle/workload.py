@@ -260,3 +260,80 @@ def damage(root: Path, seed: int) -> dict[str, Any]:
                 fh.write(bytes(n))
             what.update(file=str(f.relative_to(root)), offset=start, length=n)
     return what
+
+
+#: damage whose outcome the start-up rules of 5.4 and 5.5 decide (the capped walk back,
+#: the whole first record, the checkpoint's logicsPhysicalOffset), for stores of more
+#: than ten commitlog files (:func:`long_workload`)
+RELEASE_DAMAGE_KINDS = ["far_back", "logics_offset", "first_record", "queues_deleted"]
+
+
+def long_workload(seed: int, release: str = "5.3.3") -> tuple[dict[str, str], list[dict[str, Any]]]:
+    """A workload whose store spans more than ten 16 KiB commitlog files (about 30)."""
+    config, lines = random_workload(seed, n=900, release=release)
+    config["mappedFileSizeCommitLog"] = "16384"
+    return config, lines
+
+
+def _body_at(data: bytes | bytearray, pos: int) -> int | None:
+    """Where the body of the record at ``pos`` starts, when it has one of a few bytes."""
+    from rmqlab.format.record import RecordError, decode_record
+
+    try:
+        r = decode_record(data, pos, check_crc=False)
+    except RecordError:
+        return None
+    if r is None or r.is_blank or len(r.body) < 4:
+        return None
+    at = bytes(data).find(r.body, pos)
+    return at if 0 <= at < pos + r.total_size else None
+
+
+def release_damage(root: Path, seed: int) -> dict[str, Any]:
+    """Damage a crashed store of :func:`long_workload` where the releases' start-up
+    rules part; returns what was done."""
+    import struct
+
+    rng = random.Random(seed)
+    kind = RELEASE_DAMAGE_KINDS[seed % len(RELEASE_DAMAGE_KINDS)]
+    what: dict[str, Any] = {"kind": kind, "seed": seed}
+    written = [p for p in _files(root, "commitlog") if _last_data_end(p) > 0]
+    cp = root / "checkpoint"
+    if kind == "far_back" and len(written) > 3:
+        # a crash more than ten files back from the end: no checkpoint to start from, and
+        # a record's body damaged in an early file (RocketMQ ≤ 5.3 ends the log there)
+        cp.write_bytes(bytes(4096))
+        f = written[rng.randrange(1, min(4, len(written) - 1))]
+        data = bytearray(f.read_bytes())
+        pos = 0
+        for _ in range(rng.randint(1, 6)):
+            size = struct.unpack_from(">i", data, pos)[0]
+            if size <= 0 or pos + size >= len(data):
+                break
+            pos += size
+        at = _body_at(data, pos)
+        if at is not None:
+            data[at + 1] ^= 0x5A
+            f.write_bytes(bytes(data))
+            what.update(file=f.name, offset=at + 1)
+    elif kind == "logics_offset" and cp.exists():
+        # the checkpoint's logicsPhysicalOffset (5.5+) disagreeing with the queues: the
+        # start of an older or newer file
+        f = rng.choice(written)
+        with open(cp, "r+b") as fh:
+            fh.seek(40)
+            fh.write(struct.pack(">q", int(f.name) + rng.choice([0, 0, 1])))
+        what.update(logics_physical_offset=int(f.name))
+    elif kind == "first_record" and written:
+        # the first record of one of the newest files damaged: 5.4+ decodes it whole
+        # before it starts there (isMappedFileMatchedRecover)
+        f = rng.choice(written[-12:])
+        data = bytearray(f.read_bytes())
+        at = _body_at(data, 0)
+        if at is not None:
+            data[at] ^= 0xA5
+            f.write_bytes(bytes(data))
+            what.update(file=f.name, offset=at)
+    elif kind == "queues_deleted":
+        shutil.rmtree(root / "consumequeue", ignore_errors=True)
+    return what

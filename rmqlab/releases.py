@@ -1,0 +1,97 @@
+"""The RocketMQ releases rmqlab models, and what each does differently at start-up.
+
+A release is a parameter of the rules, not a copy of them: the recovery planner asks
+the :class:`Release` it was given which way to go where releases part, and each such
+difference is one field here, with the Java it comes from.  Read from each release's
+``rocketmq-store`` sources (``CommitLog.recoverNormally``, ``recoverAbnormally``,
+``isMappedFileMatchedRecover``; ``StoreCheckpoint``; ``ConsumeQueueStore``)::
+
+                     normal start file            abnormal start file                 walk cap  checkpoint
+    4.9.7            third-to-last                first record's magic, ts ≤ minTs    none      3 longs (5 read)
+    5.3.3 (5.3.2+)   last file ≤ maxPhyOffsetInCQ first record's magic, ts ≤ minTs    none      5 longs
+    5.4.0            walk back: first record whole first record whole, ts ≤ minTs     10 files  5 longs
+                     (checkMessageAndReturnSize),
+                     its offset ≤ maxPhyOffsetInCQ
+    5.5.0, 5.5.1     as 5.4                       first record whole, its offset ≤     10 files  6 longs
+                                                  logicsPhysicalOffset (0: its ts ≤
+                                                  logicsMsgTimestamp, no slack)
+
+From 5.4 the index also holds each record's TAGS (``topic#T#tags``, after its keys).
+"ts" is the record's storeTimestamp; "minTs" the checkpoint's ``getMinTimestamp``
+(``min(physic, logics) − 3 s``, or with ``messageIndexSafe`` also ``≤ indexMsgTimestamp``);
+the walk cap is ``commitLogRecoverMaxNum`` (default 10; ``≤ 0`` reads as 10).  Which
+release wrote a store, :func:`rmqlab.store.release.tell_release` reads from its bytes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+#: Java ``MessageStoreConfig.commitLogRecoverMaxNum`` (5.4+): how many commitlog files,
+#: newest first, recovery looks at for its start file before it takes the last one looked at
+COMMIT_LOG_RECOVER_MAX_NUM = 10
+
+
+@dataclass(frozen=True)
+class Release:
+    """One RocketMQ release's start-up rules (see the module's table)."""
+
+    #: the release, as Maven Central names it
+    name: str
+    #: how normal recovery picks its start file: ``"third_to_last"`` (4.x, 5 up to 5.3.1),
+    #: ``"queue_max_file"`` (5.3.2–5.3.3: the newest file starting at or before
+    #: maxPhyOffsetOfConsumeQueue) or ``"walk_back"`` (5.4+: isMappedFileMatchedRecover)
+    normal_start: str
+    #: isMappedFileMatchedRecover decodes the file's whole first record with
+    #: checkMessageAndReturnSize (CRC per checkCRCOnRecover), not only its magic (5.4+)
+    full_first_record: bool
+    #: the start-file walks stop after commitLogRecoverMaxNum files (5.4+)
+    capped_walk: bool
+    #: abnormal recovery's test is the checkpoint's logicsPhysicalOffset (or, when it is 0,
+    #: storeTimestamp ≤ logicsMsgTimestamp) instead of getMinTimestamp (5.5+:
+    #: ConsumeQueueStore.isMappedFileMatchedRecover)
+    abnormal_by_logics_offset: bool
+    #: how many checkpoint longs the release writes (StoreCheckpoint.flush)
+    checkpoint_longs: int
+    #: IndexService.buildIndex also indexes a record's TAGS, as ``topic#T#tags``
+    #: (MessageConst.INDEX_TAG_TYPE; 5.4+)
+    index_tags: bool
+
+    def with_legacy_start(self) -> "Release":
+        """The same release with normal recovery from the third-to-last file (a broker up
+        to 5.3.1 on a 5.x store)."""
+        return replace(self, normal_start="third_to_last")
+
+    @property
+    def line(self) -> str:
+        """``"4.9"``, ``"5.3"``, ``"5.4"``, ``"5.5"``: the release line the rules follow."""
+        return ".".join(self.name.split(".")[:2])
+
+
+RELEASES: dict[str, Release] = {
+    r.name: r
+    for r in (
+        Release("4.9.7", "third_to_last", False, False, False, 3, False),
+        Release("5.3.3", "queue_max_file", False, False, False, 5, False),
+        Release("5.4.0", "walk_back", True, True, False, 5, True),
+        Release("5.5.0", "walk_back", True, True, True, 6, True),
+        Release("5.5.1", "walk_back", True, True, True, 6, True),
+    )
+}
+#: what rmqlab assumed before it told releases apart, and still the default of the
+#: writers (the engine writes as 5.3.3 does)
+DEFAULT_RELEASE = "5.3.3"
+#: the releases whose start-up rules differ, oldest first: a store that cannot be told
+#: is planned under each of these (5.5.1's rules are 5.5.0's)
+DISTINCT_RELEASES = ("4.9.7", "5.3.3", "5.4.0", "5.5.0")
+
+
+def release(name: str) -> Release:
+    """The release called ``name`` (``"5.5"`` or ``"5.5.0"``; a line names its newest
+    modelled release's rules); ValueError naming the known ones otherwise."""
+    if name in RELEASES:
+        return RELEASES[name]
+    line = [r for r in RELEASES.values() if r.line == name]
+    if line:
+        return line[-1]
+    raise ValueError(f"unknown RocketMQ release {name!r}: rmqlab models {', '.join(RELEASES)}")

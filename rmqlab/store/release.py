@@ -1,0 +1,123 @@
+"""Which RocketMQ release wrote a store, as far as its bytes say.
+
+The start-up rules differ by release (:mod:`rmqlab.releases`), and nothing in a store
+names the broker's version.  What does tell, read-only and cheaply:
+
+* ``config/topics.json`` without TopicConfig ``attributes``: a 4.x broker
+  (:func:`rmqlab.store.metadata.written_by_4x`);
+* the checkpoint's sixth long (``logicsPhysicalOffset``, byte 40) set: 5.5+ — no earlier
+  release writes there (``StoreCheckpoint.flush``);
+* ``consumequeue_rocksdb/`` (``StorePathConfigHelper.getStorePathRocksDBConsumeQueue``):
+  5.5+;
+* ``rocksdbstore/`` (``MessageRocksDBStorage``, which 5.4+ opens on every start, empty
+  unless RocksDB keys, timers or transactions are on) or a timer-wheel snapshot
+  (``timerwheel.<offset>``, ``TimerWheel.selectSnapshotByFlag``): 5.4+;
+* ``logicsMsgTimestamp`` set while ``logicsPhysicalOffset`` is not: not 5.5, which sets
+  the two together (``ConsumeQueue.putMessagePositionInfoWrapper`` → the thorough flush)
+  — unless the last record dispatched was the log's first, at offset 0.
+
+What is left open is a set of candidates; the recovery plan is made under each whose
+rules would choose differently, and says so when they disagree instead of guessing.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..config import MessageStoreConfig
+from ..format.checkpoint import CheckpointV5, FIELDS as CHECKPOINT_FIELDS
+from ..format.layout import store_timestamp_at
+from ..releases import DISTINCT_RELEASES, Release, release
+from ..rules import CHECKPOINT_FILE, COMMITLOG_DIR, CONSUMEQUEUE_ROCKSDB_DIR, MESSAGE_ROCKSDB_DIR, TIMER_WHEEL_FILE
+
+_5X = tuple(r for r in DISTINCT_RELEASES if not r.startswith("4."))
+
+
+@dataclass
+class ReleaseReading:
+    """The releases a store may come from (oldest first), and why."""
+
+    candidates: tuple[str, ...]
+    #: each piece of evidence, in words ("checkpoint's logicsPhysicalOffset is set: 5.5+")
+    evidence: list[str] = field(default_factory=list)
+    #: the user said which (``--rocketmq-version``)
+    told: bool = False
+
+    @property
+    def known(self) -> Release | None:
+        """The one release, when the store or the user says which."""
+        return release(self.candidates[0]) if len(self.candidates) == 1 else None
+
+    def describe(self) -> str:
+        if self.told:
+            return f"RocketMQ {self.candidates[0]} (given)"
+        what = " or ".join(self.candidates)
+        return f"RocketMQ {what}" + (f" ({'; '.join(self.evidence)})" if self.evidence else " (nothing in the store tells them apart)")
+
+    def to_dict(self) -> dict:
+        return {"candidates": list(self.candidates), "evidence": list(self.evidence), "told": self.told}
+
+
+def read_checkpoint_fields(root: str | os.PathLike) -> dict[str, int] | None:
+    """The checkpoint's fields as Java reads them: it maps the file a page long, so a
+    short file reads zero-padded; None without a file."""
+    path = Path(root) / CHECKPOINT_FILE
+    try:
+        data = path.read_bytes()[: CheckpointV5.sizeof()]
+    except OSError:
+        return None
+    c = CheckpointV5.parse(data.ljust(CheckpointV5.sizeof(), b"\0"))
+    return {name: int(c[name]) for name in CHECKPOINT_FIELDS}
+
+
+def _first_record_time(root: Path) -> int | None:
+    """The store time of the record at offset 0, when the log still starts there."""
+    first = Path(root) / COMMITLOG_DIR / ("0" * 20)
+    try:
+        with open(first, "rb") as fh:
+            head = fh.read(128)
+    except OSError:
+        return None
+    return store_timestamp_at(head, 0)
+
+
+def tell_release(root: str | os.PathLike, config: MessageStoreConfig | None = None, told: str | None = None) -> ReleaseReading:
+    """The releases that may have written the store at ``root`` (see the module).
+    ``told``: the release the user names, which wins (an unknown name raises ValueError)."""
+    if told:
+        return ReleaseReading((release(told).name,), ["given with --rocketmq-version"], told=True)
+    from .metadata import written_by_4x
+
+    root = Path(root)
+    evidence: list[str] = []
+    by_4x = written_by_4x(root)
+    if by_4x:
+        return ReleaseReading(("4.9.7",), ["config/topics.json has no TopicConfig attributes: a 4.x broker"])
+    candidates = list(_5X)
+    if by_4x is None:
+        # as before releases were told apart: a 4.x store is known by its topics.json alone
+        evidence.append("no config/topics.json to tell 4.x: a 5.x broker taken")
+    cp = read_checkpoint_fields(root)
+
+    def keep(allowed: tuple[str, ...], why: str) -> None:
+        nonlocal candidates
+        narrowed = [c for c in candidates if c in allowed]
+        if narrowed != candidates and narrowed:
+            candidates = narrowed
+            evidence.append(why)
+
+    if cp and cp["logics_physical_offset"] > 0:
+        keep(("5.5.0",), "the checkpoint's logicsPhysicalOffset (byte 40) is set: 5.5+")
+    if (root / CONSUMEQUEUE_ROCKSDB_DIR).is_dir():
+        keep(("5.5.0",), f"{CONSUMEQUEUE_ROCKSDB_DIR}/ exists: 5.5+")
+    if (root / MESSAGE_ROCKSDB_DIR).is_dir():
+        keep(("5.4.0", "5.5.0"), f"{MESSAGE_ROCKSDB_DIR}/ exists (MessageRocksDBStorage): 5.4+")
+    if any(p.name.startswith(TIMER_WHEEL_FILE + ".") for p in root.iterdir()):
+        keep(("5.4.0", "5.5.0"), "a timer-wheel snapshot exists: 5.4+")
+    if cp and cp["logics_msg_timestamp"] > 0 and cp["logics_physical_offset"] == 0 and _first_record_time(root) != cp["logics_msg_timestamp"]:
+        keep(("5.3.3", "5.4.0"), "the checkpoint's logicsMsgTimestamp is set and its logicsPhysicalOffset is not: before 5.5")
+    if not {"5.3.3"} & set(candidates):
+        evidence = [e for e in evidence if not e.startswith("no config/topics.json")]  # 5.4+ evidence says 5.x itself
+    return ReleaseReading(tuple(candidates), evidence)
