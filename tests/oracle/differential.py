@@ -86,7 +86,7 @@ def verify_clean(root: Path, config: dict) -> list[str]:
     return [f"verify on a store RocketMQ wrote and shut down cleanly: {f}" for f in rep.errors]
 
 
-def rmqlab_to_rocketmq(oracle: Oracle, seeds: list[int], tmp: Path) -> dict[str, list[str]]:
+def rmqlab_to_rocketmq(oracle: Oracle, seeds: list[int], tmp: Path, release: str = "5.3.3") -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     jobs = []
     for seed in seeds:
@@ -110,9 +110,9 @@ def rmqlab_to_rocketmq(oracle: Oracle, seeds: list[int], tmp: Path) -> dict[str,
     second_jobs = []
     for i, (seed, d, config, more) in enumerate(jobs):
         clean_ans, crash_ans = first[2 * i], first[2 * i + 1]
-        name = f"rmqlab->rocketmq seed {seed}"
-        out[name] = _answer_error(clean_ans) or _guard(lambda: recover_and_read(d / "clean", d / "clean.rmqlab", config, clean_ans))
-        out[name + " crash"] = _answer_error(crash_ans) or _guard(lambda: recover_and_read(d / "crash", d / "crash.rmqlab", config, crash_ans))
+        name = f"rmqlab->rocketmq {release} seed {seed}" if release != "5.3.3" else f"rmqlab->rocketmq seed {seed}"
+        out[name] = _answer_error(clean_ans) or _guard(lambda: recover_and_read(d / "clean", d / "clean.rmqlab", config, clean_ans, release))
+        out[name + " crash"] = _answer_error(crash_ans) or _guard(lambda: recover_and_read(d / "crash", d / "crash.rmqlab", config, crash_ans, release))
         if clean_ans.get("ok"):
             failed = [r for r in clean_ans.get("appendResults", []) if r["status"] != "PUT_OK"]
             if failed:
@@ -121,8 +121,8 @@ def rmqlab_to_rocketmq(oracle: Oracle, seeds: list[int], tmp: Path) -> dict[str,
             second_jobs.append((seed, d, config))
     second = oracle.map(load_request(d / "appended.copy", config) for seed, d, config in second_jobs)
     for (seed, d, config), ans in zip(second_jobs, second):
-        out[f"rmqlab->rocketmq seed {seed} appended by RocketMQ"] = _answer_error(ans) or _guard(
-            lambda: recover_and_read(d / "clean.rocketmq", d / "appended.rmqlab", config, ans))
+        out[f"rmqlab->rocketmq{'' if release == '5.3.3' else ' ' + release} seed {seed} appended by RocketMQ"] = _answer_error(ans) or _guard(
+            lambda: recover_and_read(d / "clean.rocketmq", d / "appended.rmqlab", config, ans, release))
     return out
 
 
