@@ -1050,18 +1050,24 @@ def _other_releases(p: RecoveryPlan, planner: _Planner, others: list[Release], r
     that is not the plan's start, its whole plan, and its outcome in the report when
     that differs (a different start whose re-dispatch adds nothing new agrees)."""
     rep = p.report
-    seen = {(p.start_index, rep.dispatch_from)}
+    # releases whose start is the plan's agree with it; others are planned once per start
+    seen: dict[tuple[int, int], ReleaseOutcome | str | None] = {(p.start_index, rep.dispatch_from): None}
     for r in others:
         choice = planner.start_choice(p, r)
-        if (choice.index, choice.dispatch_from) in seen:
+        key = (choice.index, choice.dispatch_from)
+        if key in seen:
+            known = seen[key]
+            if isinstance(known, ReleaseOutcome):
+                known.release += f" and {r.name}"  # the same start: the same outcome
             continue
-        seen.add((choice.index, choice.dispatch_from))
         alt = plan(root, config=cfg, rocketmq_version=r.name, **options)
         ar = alt.report
         alt.close()
         if _outcome(ar) != _outcome(rep):
-            rep.release_outcomes.append(ReleaseOutcome(r.name, ar.rule, ar.start_file, ar.start_reason, ar.commitlog_end, ar.records_scanned, ar.records_lost))
+            seen[key] = ReleaseOutcome(r.name, ar.rule, ar.start_file, ar.start_reason, ar.commitlog_end, ar.records_scanned, ar.records_lost)
+            rep.release_outcomes.append(seen[key])
         else:
+            seen[key] = r.name
             rep.notes.append(f"RocketMQ {r.name} would start at {ar.start_file} ({ar.start_reason}) and leave the store the same")
 
 

@@ -122,7 +122,7 @@ class ReleaseOutcome:
     """Where another RocketMQ release the store may come from would start and end its
     recovery, when that differs from the plan's (the store does not say which wrote it)."""
 
-    release: str
+    release: str  # "5.4.0", or "5.4.0 and 5.5.0" where they start alike
     rule: str
     start_file: str
     start_reason: str

@@ -39,6 +39,8 @@ def refused(proc, *needles):
         (["lookup", CLEAN, "--offset", "-1"], ["--offset", "at least 0"]),
         (["lookup", CLEAN, "--key", "k", "--topic", "T", "--max", "0"], ["--max", "at least 1"]),
         (["generate", "{tmp}/new", "--size", "-1"], ["--size must be a positive number"]),
+        (["recover", CLEAN, "--rocketmq-version", "6.0"], ["--rocketmq-version", "unknown RocketMQ release '6.0'", "5.5.0"]),
+        (["verify", CLEAN, "--rocketmq-version", "five"], ["--rocketmq-version", "unknown RocketMQ release"]),
         (["info", CLEAN, "--no-such-option"], ["unrecognized arguments: --no-such-option", "rmqlab info --help"]),
         (["no-such-command"], ["invalid choice", "rmqlab --help"]),
     ],

@@ -76,3 +76,20 @@ def test_rocketmq_writes_and_rmqlab_reads_and_recovers(release_oracle, tmp_path)
     assert len(result) == 2 * len(SEEDS) + len(DAMAGE_SEEDS)
     if any(result.values()):
         pytest.fail(_failures(result), pytrace=False)
+
+
+def test_a_broker_of_the_release_killed_recovers_and_reads_as_the_release_does(release_oracle, tmp_path):
+    """A real broker of the release (its NamesrvStartup, BrokerStartup and Java client,
+    tests/oracle/broker.py), killed with SIGKILL: rmqlab tells the release from the store
+    (5.4+ leaves rocksdbstore/; 5.5 writes the checkpoint's sixth long), recovers it as
+    that release's own store does and reads what it reads; the read commands answer."""
+    from tests.oracle.broker import capture
+    from tests.oracle.test_broker_capture import _read_commands_answer, _recovers_and_reads_as_rocketmq
+    from rmqlab.store.release import tell_release
+
+    release, rmq = release_oracle
+    cap = capture(tmp_path / "capture", build_or_skip(release))
+    said = tell_release(cap.store, MessageStoreConfig.from_mapping(cap.config)).candidates
+    assert release in said and "5.3.3" not in said, said
+    _recovers_and_reads_as_rocketmq(rmq, cap, tmp_path, release)
+    _read_commands_answer(cap.store)
