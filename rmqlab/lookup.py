@@ -121,6 +121,10 @@ def get_messages(store: StoreReader, topic: str, queue_id: int, start: int = 0, 
             continue  # a zeroed unit in an older file: Java's getMessage serves no bytes for it
         if tags_code is not None and e.tags_code != tags_code:
             continue
+        if store.commitlog.queue.find(e.commitlog_offset) is None:
+            # Java getMessage: no file holds it (one missing from the log's middle):
+            # rollNextFile, and the units pointing before the next file are skipped
+            continue
         yield e, store.commitlog.read(e.commitlog_offset)
         n += 1
 

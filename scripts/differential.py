@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.oracle import differential as D  # noqa: E402
 from tests.oracle.harness import Oracle  # noqa: E402
-from tests.oracle.workload import DAMAGE_KINDS, RELEASE_DAMAGE_KINDS, long_workload, random_workload, release_damage  # noqa: E402
+from tests.oracle.workload import DAMAGE_KINDS, OLDER_DAMAGE_KINDS, RELEASE_DAMAGE_KINDS, long_workload, older_damage, random_workload, release_damage  # noqa: E402
 
 
 def main(argv=None) -> int:
@@ -39,6 +39,8 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default="bench/out/differential", help="where the table and reproducers go")
     ap.add_argument("--release", default="5.3.3", choices=["5.3.3", "4.9.7", "5.4.0", "5.5.0", "5.5.1"],
                     help="RocketMQ release of the oracle (4.9.7: RocketMQ writes and damaged stores only, with 4.x's recovery rule)")
+    ap.add_argument("--older-damaged", type=int, default=None,
+                    help="stores damaged away from their tail (tests.oracle.workload.OLDER_DAMAGE_KINDS; default: as many as --damaged)")
     ap.add_argument("--release-damaged", type=int, default=None,
                     help="stores of more than ten commitlog files damaged where the releases' start-up rules part "
                          "(tests.oracle.workload.RELEASE_DAMAGE_KINDS; default: as many as --damaged for 5.4+, none before)")
@@ -50,6 +52,8 @@ def main(argv=None) -> int:
     damage_seeds = args.seeds if args.seeds else list(range(args.first_seed, args.first_seed + args.damaged))
     n_release = args.release_damaged if args.release_damaged is not None else (args.damaged if args.release >= "5.4" else 0)
     release_seeds = args.seeds if args.seeds else list(range(args.first_seed, args.first_seed + n_release))
+    n_older = args.older_damaged if args.older_damaged is not None else args.damaged
+    older_seeds = args.seeds if args.seeds else list(range(args.first_seed, args.first_seed + n_older))
     table: dict[str, list[int]] = {}  # direction -> [cases, equal, different]
     kinds: dict[str, list[int]] = {}
     t0 = time.time()
@@ -58,10 +62,12 @@ def main(argv=None) -> int:
         per_round = max(1, args.round)
         dmg_per_round = max(1, (len(damage_seeds) + len(seeds) - 1) // max(1, len(seeds)) * per_round)
         rel_per_round = max(1, (len(release_seeds) + len(seeds) - 1) // max(1, len(seeds)) * per_round)
+        old_per_round = max(1, (len(older_seeds) + len(seeds) - 1) // max(1, len(seeds)) * per_round)
         for r in range(0, max(len(seeds), 1), per_round):
             chunk = seeds[r : r + per_round]
             dchunk = damage_seeds[r // per_round * dmg_per_round : (r // per_round + 1) * dmg_per_round]
             rchunk = release_seeds[r // per_round * rel_per_round : (r // per_round + 1) * rel_per_round]
+            ochunk = older_seeds[r // per_round * old_per_round : (r // per_round + 1) * old_per_round]
             tmp = Path(tempfile.mkdtemp(prefix="rmqlab-diff-"))
             try:
                 results = {}
@@ -71,6 +77,8 @@ def main(argv=None) -> int:
                 results["RocketMQ writes, rmqlab reads"] = D.rocketmq_to_rmqlab(oracle, chunk, tmp, written=written, release=args.release)
                 if dchunk:
                     results["damaged, both recover"] = D.damaged(oracle, written, dchunk, tmp, release=args.release)
+                if ochunk:
+                    results["damaged older files, both recover"] = D.damaged(oracle, written, ochunk, tmp / "older", release=args.release, how=older_damage)
                 if rchunk:
                     # two stores of ~30 files a round, each damaged many ways
                     long_written = D.rocketmq_written(oracle, chunk[:2], tmp / "long", release=args.release, workload=long_workload)
@@ -99,7 +107,7 @@ def main(argv=None) -> int:
     lines = ["| direction | cases | equal | different |", "|---|---|---|---|"]
     lines += [f"| {d} | {c} | {e} | {x} |" for d, (c, e, x) in table.items()]
     lines += ["", "| damage | cases | equal | different |", "|---|---|---|---|"]
-    every = DAMAGE_KINDS + RELEASE_DAMAGE_KINDS
+    every = DAMAGE_KINDS + OLDER_DAMAGE_KINDS + RELEASE_DAMAGE_KINDS
     lines += [f"| {k} | {c} | {e} | {x} |" for k, (c, e, x) in sorted(kinds.items(), key=lambda kv: every.index(kv[0]))]
     lines += ["", f"Index answers not compared (RocketMQ named two index files alike within one millisecond, so its answers "
               f"depend on timing): {len(D.INDEX_NOT_COMPARED)} stores; everything else of them was compared.",

@@ -51,6 +51,8 @@ class MappedFileQueue:
         self.directories = dirs
         self.directory = dirs[0]
         self.problems: list[StoreLayoutError] = []
+        #: those of ``problems`` that are a gap between two names (a file missing), not a length
+        self.gaps: list[StoreLayoutError] = []
         self.ignored: list[Path] = []
         self.files: list[MappedFile] = []
         entries = []
@@ -82,17 +84,30 @@ class MappedFileQueue:
             if contiguous and self.files and start != self.files[-1].file_from_offset + self.mapped_file_size:
                 prev = self.files[-1].file_from_offset
                 self._problem(path, None, f"name says offset {start}, but the previous file starts at {prev} and holds {self.mapped_file_size} bytes", strict)
+                # a gap is no load failure in Java (MappedFileQueue.load checks lengths only;
+                # checkSelf logs it): its problems are listed apart too
+                self.gaps.append(self.problems[-1])
             self.files.append(MappedFile(path, start))
         self._starts = [f.file_from_offset for f in self.files]
 
     @staticmethod
     def _infer_size(entries: list[tuple[int, Path]]) -> int | None:
-        if len(entries) >= 2 and entries[1][0] > entries[0][0]:
-            return entries[1][0] - entries[0][0]
-        for _, p in entries:
-            if p.stat().st_size:
-                return p.stat().st_size
-        return None
+        """The files' own length where they agree with the names (every gap between two
+        names a whole number of them: a larger gap is a missing file, not a larger
+        size); else the gap between the first two names; else a single file's length."""
+        from collections import Counter
+
+        gaps = [b - a for (a, _), (b, _) in zip(entries, entries[1:]) if b > a]
+        lengths = Counter(n for n in (p.stat().st_size for _, p in entries) if n)
+        for n, _ in lengths.most_common():
+            if gaps and gaps[0] == n:
+                return n
+        for n, _ in lengths.most_common():
+            if gaps and all(g % n == 0 for g in gaps):
+                return n
+        if gaps:
+            return gaps[0]
+        return next(iter(lengths), None)
 
     def _problem(self, path: Path, offset: int | None, message: str, strict: bool) -> None:
         err = StoreLayoutError(path, offset, message)

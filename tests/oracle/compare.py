@@ -203,9 +203,11 @@ def compare_messages(store, dump: Mapping[str, Any], *, end: int | None = None) 
                 out.append(f"{where}: RocketMQ answers {m.get('status')} without a message; rmqlab returns one")
                 continue
             try:
-                entry, rec = lookup.get_message(store, cq["topic"], cq["queueId"], m["queueOffset"])
-            except (RmqlabError, LookupError, KeyError) as exc:
-                out.append(f"{where}: rmqlab fails ({exc}); RocketMQ returns the record @{m['physicalOffset']}")
+                # getMessage(maxMsgNums=1): the first message from this queue offset on
+                # (units into a missing commitlog file skipped, as Java's rollNextFile does)
+                entry, rec = next(lookup.get_messages(store, cq["topic"], cq["queueId"], m["queueOffset"], max_count=1))
+            except (RmqlabError, LookupError, KeyError, StopIteration) as exc:
+                out.append(f"{where}: rmqlab fails ({exc!r}); RocketMQ returns the record @{m['physicalOffset']}")
                 continue
             mine = {
                 # MessageExt.commitLogOffset is the record's physicalOffset field

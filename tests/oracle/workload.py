@@ -337,3 +337,53 @@ def release_damage(root: Path, seed: int) -> dict[str, Any]:
     elif kind == "queues_deleted":
         shutil.rmtree(root / "consumequeue", ignore_errors=True)
     return what
+
+
+#: damage to a log's or a queue's older files, not their tail (what made RocketMQ 5.3.3
+#: and rmqlab part on hand-picked stores): a commitlog file missing from the middle, an
+#: early unit of a queue zeroed, a queue's first file deleted, units pointing past the
+#: end of the log appended to a queue
+OLDER_DAMAGE_KINDS = ["missing_file", "zero_old_unit", "first_cq_file_deleted", "units_past_end"]
+
+
+def older_damage(root: Path, seed: int) -> dict[str, Any]:
+    """Damage a crashed store's older files (:data:`OLDER_DAMAGE_KINDS`); returns what was done."""
+    import struct
+
+    rng = random.Random(seed)
+    kind = OLDER_DAMAGE_KINDS[seed % len(OLDER_DAMAGE_KINDS)]
+    what: dict[str, Any] = {"kind": kind, "seed": seed}
+    logs = [p for p in _files(root, "commitlog") if _last_data_end(p) > 0]
+    queues = sorted(q for q in (root / "consumequeue").glob("*/*") if q.is_dir())
+    several = [q for q in queues if len([f for f in q.iterdir() if f.is_file()]) >= 2]
+    if kind == "missing_file" and len(logs) >= 3:
+        f = logs[rng.randrange(1, len(logs) - 1)]
+        f.unlink()
+        what["file"] = f.name
+    elif kind == "zero_old_unit" and several:
+        q = rng.choice(several)
+        f = sorted(q.iterdir())[0]
+        n = _last_data_end(f) // 20
+        if n:
+            at = 20 * rng.randrange(n)
+            with open(f, "r+b") as fh:
+                fh.seek(at)
+                fh.write(bytes(20))
+            what.update(file=str(f.relative_to(root)), offset=at)
+    elif kind == "first_cq_file_deleted" and several:
+        q = rng.choice(several)
+        f = sorted(q.iterdir())[0]
+        f.unlink()
+        what["file"] = str(f.relative_to(root))
+    elif kind == "units_past_end" and queues and logs:
+        q = rng.choice(queues)
+        f = sorted(q.iterdir())[-1]
+        end = (_last_data_end(f) + 19) // 20 * 20
+        log_end = int(logs[-1].name) + _last_data_end(logs[-1])
+        units = b"".join(struct.pack(">qiq", log_end + 1000 * (i + 1), 100, 0) for i in range(3))
+        if end + len(units) <= f.stat().st_size:
+            with open(f, "r+b") as fh:
+                fh.seek(end)
+                fh.write(units)
+            what.update(file=str(f.relative_to(root)), offset=end)
+    return what

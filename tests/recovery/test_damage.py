@@ -624,3 +624,23 @@ def test_dump_of_the_recovered_copy_lists_what_rocketmq_serves_and_marks_the_dea
     code = main(["dump", str(out), "--dead"])
     text = capsys.readouterr().out.splitlines()
     assert sum(line.startswith("DEAD ") for line in text) == len(marked)
+
+
+def test_a_commitlog_file_missing_from_the_middle_is_a_gap_not_a_larger_file_size(tmp_path):
+    """With file 65536 deleted, the names 0 and 131072 are 131072 apart, but every file
+    is 65536 bytes long: the lengths tell the size (a gap is a missing file).  RocketMQ
+    loads such a log (MappedFileQueue.load checks lengths; checkSelf only logs the gap)
+    and its walk goes from the BLANK of file 0 to file 131072; tested against RocketMQ
+    itself in tests/oracle/test_differential.py (damage to older files)."""
+    from rmqlab.store.reader import infer_sizes
+
+    root = copy_store("clean", tmp_path)
+    (root / "commitlog" / f"{FILE:020d}").unlink()
+    cfg_inferred, sources = infer_sizes(root)
+    assert cfg_inferred.mapped_file_size_commit_log == FILE, sources
+    rep = recover(root)
+    assert rep.load_ok and not rep.load_problems
+    assert any("a commitlog file is missing" in n for n in rep.notes)
+    # normal recovery ends where the data ends, in the last file, past the gap
+    last = max(m["physicalOffset"] + m["size"] for m in manifest("clean"))
+    assert rep.commitlog_end == last
