@@ -529,3 +529,43 @@ def _why(p: Acked, rep: RecoveryReport, flushed: int, tear_at: int | None, image
         what = "end of the written data" if stop.zero_tail else f"{stop.kind} at {stop.physical_offset}"
         return f"intact on disk, but after the point where recovery stopped ({what}): cut"
     return "not kept by recovery"
+
+
+@dataclass
+class FarBackCrash:
+    """A crashed store whose recovery depends on the RocketMQ release (see
+    :func:`far_back_crash`): where it is, its settings, each put's ``(offset, size)``
+    and the offset of the damaged record."""
+
+    root: Path
+    config: MessageStoreConfig
+    puts: list[tuple[int, int]]
+    damaged_at: int
+
+
+def far_back_crash(root: str | os.PathLike, *, messages: int = 300, file_size: int = 4096) -> FarBackCrash:
+    """A store of ~``messages * 520 / file_size`` small commitlog files, crashed before
+    any flush (so its checkpoint is zeros), with one body byte flipped in the first
+    record of the second file.  RocketMQ up to 5.3.3 walks back to file 0 (nothing is
+    old enough by a zero checkpoint) and ends the log at the damage; 5.4+ looks back
+    at most ``commitLogRecoverMaxNum`` (10) files and keeps everything after them, the
+    damaged record included (rmqlab.releases)."""
+    from ..engine import Message, MessageStore
+    from ..format import properties as props
+    from ..writers.clock import ManualClock
+
+    root = Path(root)
+    cfg = MessageStoreConfig(mapped_file_size_commit_log=file_size, mapped_file_size_consume_queue=CQ_STORE_UNIT_SIZE * 50)
+    store = MessageStore.open(root, cfg, clock=ManualClock(1_700_000_000_000, tick_ms=1))
+    puts = []
+    for i in range(messages):
+        r = store.put(Message("T", b"body-%04d-" % i + b"x" * 400, queue_id=i % 2, properties={props.TAGS: f"tag{i % 3}", props.KEYS: f"k{i}"}))
+        puts.append((r.wrote_offset, r.wrote_bytes))
+    store.crash()
+    (root / CHECKPOINT_FILE).write_bytes(bytes(PAGE))
+    bad = next(o for o, _ in puts if o >= file_size)
+    path = root / COMMITLOG_DIR / f"{bad - bad % file_size:020d}"
+    data = bytearray(path.read_bytes())
+    data[bad % file_size + 200] ^= 0xFF  # inside the body ("body-…xxxx")
+    path.write_bytes(bytes(data))
+    return FarBackCrash(root, cfg, puts, bad)

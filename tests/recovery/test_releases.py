@@ -17,10 +17,8 @@ import struct
 
 import pytest
 
-from rmqlab.config import MessageStoreConfig
-from rmqlab.engine import Message, MessageStore
+from rmqlab.lab.crashlab import far_back_crash
 from rmqlab.errors import StoreLayoutError
-from rmqlab.format import properties as props
 from rmqlab.format.indexfile import index_tag_key
 from rmqlab.forensics.verify import verify_store
 from rmqlab.recovery import recover
@@ -34,16 +32,10 @@ N = 300
 
 @pytest.fixture(scope="module")
 def crashed(tmp_path_factory):
-    """A crashed store of ~40 4 KiB commitlog files; every record's (offset, size)."""
-    root = tmp_path_factory.mktemp("rel") / "store"
-    cfg = MessageStoreConfig(mapped_file_size_commit_log=FILE, mapped_file_size_consume_queue=20 * 50)
-    st = MessageStore.open(root, cfg, clock=ManualClock(1_700_000_000_000, tick_ms=1))
-    put = []
-    for i in range(N):
-        r = st.put(Message("T", b"body-%04d-" % i + b"x" * 400, queue_id=i % 2, properties={props.TAGS: f"tag{i % 3}", props.KEYS: f"k{i}"}))
-        put.append((r.wrote_offset, r.wrote_bytes))
-    st.crash()
-    return root, cfg, put
+    """A crashed store of ~40 4 KiB commitlog files (checkpoint zeros), undamaged; every
+    record's (offset, size)."""
+    lab = far_back_crash(tmp_path_factory.mktemp("rel") / "store", messages=N, file_size=FILE)
+    return lab.root, lab.config, lab.puts
 
 
 def _copy(src, dst):
@@ -54,14 +46,10 @@ def _copy(src, dst):
 
 
 def _far_back_damage(root, put) -> int:
-    """Zero the checkpoint, flip a body byte of the first record of the second file:
-    returns that record's offset."""
-    (root / "checkpoint").write_bytes(bytes(4096))
+    """The lab store comes damaged already (a body byte of the second file's first
+    record): returns that record's offset, checking the flip is there."""
     off = next(o for o, _ in put if o >= FILE)
-    path = root / "commitlog" / f"{off - off % FILE:020d}"
-    data = bytearray(path.read_bytes())
-    data[off % FILE + 200] ^= 0xFF  # inside "body-…xxxx"
-    path.write_bytes(bytes(data))
+    assert (root / "checkpoint").read_bytes() == bytes(4096)
     return off
 
 
