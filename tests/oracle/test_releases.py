@@ -5,7 +5,9 @@ files, a damaged first record, a checkpoint's logicsPhysicalOffset that disagree
 the queues, deleted queues), and RocketMQ's own recovery of one copy must equal
 rmqlab's of the other, the release told from the store's bytes or, where they do not
 tell, named as the user would.  The seeded differential directions and damage of
-tests/oracle/test_differential.py run against each release too, fewer seeds.
+tests/oracle/test_differential.py run against each release too, fewer seeds.  5.5.1
+publishes its store but no client or name server: its harness runs 5.5.1's store under
+5.5.0's broker classes, for the damage where the rules part only.
 """
 
 from __future__ import annotations
@@ -68,12 +70,16 @@ def test_a_crash_further_back_than_ten_files_ends_where_the_release_ends_it(rele
     assert int(old.start_file) == 0 and int(told.start_file) > 0
 
 
-def test_rocketmq_writes_and_rmqlab_reads_and_recovers(release_oracle, tmp_path):
+def test_both_directions_and_the_classic_damage(release_oracle, tmp_path):
+    """RocketMQ writes, rmqlab reads, recovers and verifies; rmqlab writes, the release
+    loads, recovers, reads back and appends; RocketMQ's crashed stores damaged the nine
+    classic ways."""
     release, rmq = release_oracle
     written = D.rocketmq_written(rmq, SEEDS, tmp_path / "w", release=release)
     result = D.rocketmq_to_rmqlab(rmq, SEEDS, tmp_path / "w", written=written, release=release)
     result |= D.damaged(rmq, written, DAMAGE_SEEDS, tmp_path / "d", release=release)
-    assert len(result) == 2 * len(SEEDS) + len(DAMAGE_SEEDS)
+    result |= D.rmqlab_to_rocketmq(rmq, SEEDS[:1], tmp_path / "m", release=release)
+    assert len(result) == 2 * len(SEEDS) + len(DAMAGE_SEEDS) + 3
     if any(result.values()):
         pytest.fail(_failures(result), pytrace=False)
 
@@ -93,3 +99,14 @@ def test_a_broker_of_the_release_killed_recovers_and_reads_as_the_release_does(r
     assert release in said and "5.3.3" not in said, said
     _recovers_and_reads_as_rocketmq(rmq, cap, tmp_path, release)
     _read_commands_answer(cap.store)
+
+
+def test_5_5_1s_store_recovers_as_5_5_0s_rules_say(tmp_path):
+    """5.5.1's CommitLog differs from 5.5.0's in a scratch buffer only: rmqlab models
+    both with one rule set (rmqlab.releases), which 5.5.1's own store confirms."""
+    with Oracle(build_or_skip("5.5.1"), threads=4) as rmq:
+        assert rmq.rocketmq_version == "5.5.1"
+        written = D.rocketmq_written(rmq, LONG_SEEDS[:1], tmp_path / "w", release="5.5.1", workload=long_workload)
+        result = D.damaged(rmq, written, RELEASE_DAMAGE_SEEDS[: len(RELEASE_DAMAGE_KINDS)], tmp_path / "d", release="5.5.1", how=D.release_damage)
+    if any(result.values()):
+        pytest.fail(_failures(result), pytrace=False)
