@@ -1,9 +1,12 @@
 """The long differential run against a live Apache RocketMQ (the oracle of tests/oracle).
 
     .venv/bin/python scripts/differential.py --workloads 1000 --damaged 1000 --out bench/out/differential
+    .venv/bin/python scripts/differential.py --release 5.5.0 --workloads 1000 --damaged 1000 --out bench/out/differential-5.5.0
 
 Writes random workloads with rmqlab and with RocketMQ, damages RocketMQ's crashed
-stores, and compares every answer (see tests/oracle/differential.py).  Prints a table
+stores (the classic kinds, and their older files: ``--older-damaged``), and for 5.4+
+stores of ~30 files where the releases' start-up rules part (``--release-damaged``),
+and compares every answer (see tests/oracle/differential.py).  Prints a table
 of cases / equal / different per direction; every difference is saved as a reproducer
 (``OUT/differences/<case>.json``: the seed, the workload and the differences) and
 ``--seeds`` runs chosen seeds again.  Runs in rounds of ``--round`` seeds so that the

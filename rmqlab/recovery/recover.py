@@ -959,7 +959,7 @@ def plan(
         from ..store.rocksdb_queue import RocksDBConsumeQueueStore
 
         try:
-            rocksdb = RocksDBConsumeQueueStore(root / CONSUMEQUEUE_DIR)
+            rocksdb = RocksDBConsumeQueueStore(Path(lay.rocksdb_dir))
         except RocksDBUnavailable as err:
             unplanned = f"the consume queues are RocksDB's and cannot be read here: {err.message}"
         except StoreLayoutError as err:

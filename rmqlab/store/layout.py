@@ -97,6 +97,9 @@ class StoreLayout:
     #: or, with ``rocksdb_double_write``, a copy of the file queues' units
     rocksdb_consume_queue: bool = False
     rocksdb_double_write: bool = False
+    #: where that RocksDB is: ``consumequeue/``, or ``consumequeue_rocksdb/`` (5.5+,
+    #: useSeparateStorePathForRocksdbCQ; RocksDBConsumeQueueStore's storePath)
+    rocksdb_dir: str | None = None
 
     @property
     def rocksdb_queues(self) -> bool:
@@ -118,7 +121,7 @@ class StoreLayout:
 
     def to_dict(self) -> dict:
         return {"root": self.root, "parts": [p.to_dict() for p in self.parts], "unchecked_topics": self.unchecked_topics, "lmq_topics": self.lmq_topics, "batch_topics": self.batch_topics,
-                "log_elsewhere": self.log_elsewhere, "dledger_dir": self.dledger_dir, "recovery_unmodelled": self.recovery_unmodelled, "commitlog_dirs": self.commitlog_dirs, "rocksdb_consume_queue": self.rocksdb_consume_queue, "rocksdb_double_write": self.rocksdb_double_write}
+                "log_elsewhere": self.log_elsewhere, "dledger_dir": self.dledger_dir, "recovery_unmodelled": self.recovery_unmodelled, "commitlog_dirs": self.commitlog_dirs, "rocksdb_consume_queue": self.rocksdb_consume_queue, "rocksdb_double_write": self.rocksdb_double_write, "rocksdb_dir": self.rocksdb_dir}
 
 
 def _side(name: str) -> tuple[str, str]:
@@ -192,6 +195,7 @@ def _consumequeue_parts(d: Path, lay: StoreLayout, settings: dict | None = None)
     topics = [p for p in entries if p.is_dir()]
     if is_rocksdb_names(p.name for p in files):
         lay.rocksdb_consume_queue = True
+        lay.rocksdb_dir = str(d)
         store_type = (settings or {}).get("storeType")
         # a RocksDB beside topic directories is the copy rocksdbCQDoubleWriteEnable keeps
         # (DefaultMessageStore.enableRocksdbCQWrite: same directory); storeType decides when given
@@ -363,9 +367,7 @@ def recognise(root: str | os.PathLike, config: MessageStoreConfig | None = None)
         elif name == MESSAGE_ROCKSDB_DIR and p.is_dir():
             parts.append(_message_rocksdb_part(p))
         elif name == CONSUMEQUEUE_ROCKSDB_DIR and p.is_dir():
-            parts.append(Part(name + "/", "RocksDB consume queues in their own directory (5.5+, useSeparateStorePathForRocksdbCQ)", NOT_CHECKED,
-                              "not read here (rmqlab reads RocksDB queues kept in consumequeue/)", "RocksDBConsumeQueueStore (StorePathConfigHelper.getStorePathRocksDBConsumeQueue)",
-                              "RocketMQ 5.5 recovers and re-dispatches into these queues (RocksDBConsumeQueueStore, CombineConsumeQueueStore); not modelled"))
+            parts.append(_separate_rocksdb_part(p, root, lay, settings))
         elif name.startswith(TIMER_WHEEL_FILE + ".") and p.is_file():
             parts.append(Part(name, "timer-wheel snapshot (5.4+, timerWheelSnapshotFlush)", NOT_CHECKED,
                               "a copy of the timer wheel as of the timer log offset in its name; not compared with the wheel", "TimerWheel.flush (selectSnapshotByFlag)"))
@@ -391,6 +393,34 @@ def recognise(root: str | os.PathLike, config: MessageStoreConfig | None = None)
         else:
             parts.append(Part(name + ("/" if p.is_dir() else ""), "unknown " + ("directory" if p.is_dir() else "file"), UNKNOWN, "no RocketMQ layout of this name"))
     return lay
+
+
+def _separate_rocksdb_part(p: Path, root: Path, lay: StoreLayout, settings: dict) -> Part:
+    """``consumequeue_rocksdb/`` (5.5+, ``useSeparateStorePathForRocksdbCQ``): the RocksDB
+    queue store's own directory (``RocksDBConsumeQueueStore``: the same families and
+    keys as in ``consumequeue/``).  With file queues in ``consumequeue/`` it is the
+    RocksDB half of a ``CombineConsumeQueueStore`` (``rocksdbCQDoubleWriteEnable``);
+    without, the store's queues (``storeType=defaultRocksDB``)."""
+    java = "RocksDBConsumeQueueStore (StorePathConfigHelper.getStorePathRocksDBConsumeQueue)"
+    if not is_rocksdb_names(f.name for f in p.iterdir() if f.is_file()):
+        return Part(p.name + "/", "RocksDB consume-queue directory (5.5+) without a RocksDB in it", NOT_CHECKED, "no CURRENT and MANIFEST", java)
+    if lay.rocksdb_consume_queue:  # consumequeue/ holds one too: RocketMQ refuses such a store
+        return Part(p.name + "/", "a second RocksDB of consume queues (5.5+)", NOT_CHECKED,
+                    "consumequeue/ holds one already: RocketMQ refuses to start (\"find RocksDBConsumeQueue in original/separate path\")", java,
+                    "RocketMQ does not start with RocksDB queues in both directories")
+    lay.rocksdb_consume_queue, lay.rocksdb_dir = True, str(p)
+    cq = root / CONSUMEQUEUE_DIR
+    files_too = cq.is_dir() and any(q.is_dir() for q in cq.iterdir())
+    store_type = (settings or {}).get("storeType")
+    lay.rocksdb_double_write = files_too if store_type is None else store_type != "defaultRocksDB"
+    if lay.rocksdb_double_write:
+        return Part(p.name + "/", "RocksDB copy of the consume queues in its own directory (5.5+: CombineConsumeQueueStore, useSeparateStorePathForRocksdbCQ)",
+                    DECODED, "read-only; verify compares every unit with the file queues' (as checkRocksdbCqWriteProgress)", java,
+                    "RocketMQ's start-up also recovers the RocksDB copy (truncateDirty); not modelled")
+    return Part(p.name + "/", "RocksDB consume queue in its own directory (5.5+: storeType=defaultRocksDB, useSeparateStorePathForRocksdbCQ)", DECODED,
+                "read-only (rmqlab[rocksdb]): units of the default column family, min/max of the offset family, dispatch's progress", java,
+                "rmqlab never writes into a RocksDB directory: the dry run says what RocketMQ's start-up does to it (truncateDirty, "
+                "re-dispatch from its CHECKPOINT_TOPIC progress), applying is refused")
 
 
 def _message_rocksdb_part(p: Path) -> Part:

@@ -153,7 +153,7 @@ class StoreReader:
         if self._rocksdb is None and self.layout.rocksdb_consume_queue:
             from .rocksdb_queue import RocksDBConsumeQueueStore
 
-            self._rocksdb = RocksDBConsumeQueueStore(self.root / CONSUMEQUEUE_DIR)
+            self._rocksdb = RocksDBConsumeQueueStore(Path(self.layout.rocksdb_dir))
             if self.layout.rocksdb_queues:  # LMQ queues are keys there, not directories the layout saw
                 lmq = {t for t, _ in self._rocksdb.queue_ids() if t.startswith(LMQ_PREFIX)}
                 self.layout.lmq_topics = sorted(set(self.layout.lmq_topics) | lmq)
