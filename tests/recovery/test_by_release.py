@@ -7,7 +7,7 @@ So a crash with a zeroed checkpoint and a damaged record in the second file ends
 at that record under 5.3.3 and keeps every record under 5.4+ (their start file is the
 tenth from the newest).  Expected values come from the records put, never from rmqlab's
 own recovery.  (The same rules against RocketMQ 5.4.0 and 5.5.0 themselves:
-tests/oracle/test_releases.py.)
+tests/oracle/release_checks.py.)
 """
 
 from __future__ import annotations
