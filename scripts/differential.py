@@ -107,6 +107,16 @@ def main(argv=None) -> int:
                             {"case": name, "seed": seed, "config": config, "workload": lines, "differences": diffs}, indent=1, ensure_ascii=False))
             done = min(r + per_round, len(seeds))
             print(f"[{time.time() - t0:7.0f} s] {done}/{len(seeds)} seeds: " + "; ".join(f"{d}: {v[2]} of {v[0]} differ" for d, v in table.items()), flush=True)
+            (out / "table.md").write_text(_table(table, kinds, time.time() - t0, oracle.rocketmq_version, f" (partial: {done} of {len(seeds)} seeds)") + "\n")
+    text = _table(table, kinds, time.time() - t0, oracle.rocketmq_version)
+    (out / "table.md").write_text(text + "\n")
+    print(text)
+    return 1 if any(v[2] for v in table.values()) else 0
+
+
+def _table(table: dict, kinds: dict, seconds: float, version: str, partial: str = "") -> str:
+    """The run's table in Markdown (written after every round too, marked partial, so
+    that a run stopped early still leaves what it compared)."""
     lines = ["| direction | cases | equal | different |", "|---|---|---|---|"]
     lines += [f"| {d} | {c} | {e} | {x} |" for d, (c, e, x) in table.items()]
     lines += ["", "| damage | cases | equal | different |", "|---|---|---|---|"]
@@ -114,11 +124,8 @@ def main(argv=None) -> int:
     lines += [f"| {k} | {c} | {e} | {x} |" for k, (c, e, x) in sorted(kinds.items(), key=lambda kv: every.index(kv[0]))]
     lines += ["", f"Index answers not compared (RocketMQ named two index files alike within one millisecond, so its answers "
               f"depend on timing): {len(D.INDEX_NOT_COMPARED)} stores; everything else of them was compared.",
-              "", f"{time.time() - t0:.0f} s, Apache RocketMQ {oracle.rocketmq_version}"]
-    text = "\n".join(lines)
-    (out / "table.md").write_text(text + "\n")
-    print(text)
-    return 1 if any(v[2] for v in table.values()) else 0
+              "", f"{seconds:.0f} s, Apache RocketMQ {version}{partial}"]
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

@@ -114,7 +114,15 @@ class ConsumeQueue(QueueUnits):
         max is one past the last entry before the first invalid one."""
         if self._range is None or self._range[0] != min_commitlog_offset:
             first = None
-            for q, e in self.parts():
+            head = self.parts(0, 1) if self.first_slot_offset == 0 else []
+            if head and int(head[0][1]["commitlog_offset"][0]) >= min_commitlog_offset and int(head[0][1]["size"][0]) != PRE_BLANK_SIZE:
+                # Java correctMinOffset: minLogicOffset starts at 0, and while the first
+                # file holds queue offset 0 it stays there when that unit's offset field
+                # is at or past the log's min ("intact"), whatever its size: a zeroed
+                # first unit is served (as no message), not skipped.  (Pre-blank fill is
+                # skipped: the queue that wrote it set its min past it, putMessagePositionInfo.)
+                first = 0
+            for q, e in ([] if first is not None else self.parts()):
                 usable = (e["commitlog_offset"] >= min_commitlog_offset) & (e["size"] > 0) & (e["size"] != PRE_BLANK_SIZE)
                 if usable.any():
                     first = q + int(np.argmax(usable))

@@ -52,7 +52,7 @@ def test_recovery_of_damaged_rocketmq_stores_ends_where_rocketmq_ends(oracle, ro
         pytest.fail(_failures(result), pytrace=False)
 
 
-def test_damage_to_older_files_recovers_as_rocketmq_does(oracle, tmp_path):
+def test_damage_to_older_files_recovers_as_rocketmq_does(oracle, rocketmq_stores, tmp_path):
     """Damage away from the tail (tests.oracle.workload.OLDER_DAMAGE_KINDS) of stores
     RocketMQ 5.3.3 wrote with several files in every directory (the reference stores): a
     commitlog file missing from the middle (RocketMQ loads the log; its getMessage skips
@@ -75,6 +75,22 @@ def test_damage_to_older_files_recovers_as_rocketmq_does(oracle, tmp_path):
             D._copy(base / "store", base / "rocketmq")
             cases.append((base, config))
             names.append(f"{case} seed {ds} ({what})")
+    # and the first unit of a queue of more than three files zeroed (recovery scans from
+    # the third-to-last file, so it stays; Java correctMinOffset keeps min offset 0 there:
+    # "intact"), in the RocketMQ-written stores that have such a queue
+    for seed, d, config, ans in rocketmq_stores:
+        long_queues = [q for q in sorted((d / "crash" / "consumequeue").glob("*/*")) if len([f for f in q.iterdir() if f.is_file()]) > 3
+                       and (q / ("0" * 20)).is_file()] if ans.get("ok") else []
+        if long_queues:
+            base = tmp_path / f"first-unit-{seed}"
+            D._copy(d / "crash", base / "store")
+            q = long_queues[0].relative_to(d / "crash")
+            with open(base / "store" / q / ("0" * 20), "r+b") as fh:
+                fh.write(bytes(20))
+            D._copy(base / "store", base / "rocketmq")
+            cases.append((base, config))
+            names.append(f"seed {seed}, {q}'s unit 0 zeroed")
+    assert any("unit 0 zeroed" in n for n in names), "no store has a queue of more than three files: the rule is not seen"
     failures = {name: diffs for name, (_, diffs) in zip(names, D.both_recover(oracle, cases))}
     if any(failures.values()):
         pytest.fail(_failures(failures), pytrace=False)
