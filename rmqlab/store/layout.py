@@ -29,6 +29,7 @@ from pathlib import Path
 from ..config import MessageStoreConfig
 from ..files.rocksdb import is_rocksdb_names
 from .metadata import rocksdb_config_in_use, rocksdb_offsets_in_use
+from .release import is_timer_wheel_snapshot
 from ..errors import StoreLayoutError
 from ..format.dledger import DATA_DIR as DLEDGER_DATA_DIR, DLEDGER_PREFIX
 from ..rules import (ABORT_FILE, BATCH_CONSUMEQUEUE_DIR, COMPACTION_CQ_DIR, COMPACTION_DIR, COMPACTION_LOG_DIR, CHECKPOINT_FILE, COMMITLOG_DIR, CONFIG_DIR, CONSUMEQUEUE_DIR, CONSUMEQUEUE_EXT_DIR, CONSUMEQUEUE_ROCKSDB_DIR, CONSUMER_OFFSET_FILE, DELAY_OFFSET_FILE, INDEX_DIR,
@@ -368,7 +369,7 @@ def recognise(root: str | os.PathLike, config: MessageStoreConfig | None = None)
             parts.append(_message_rocksdb_part(p))
         elif name == CONSUMEQUEUE_ROCKSDB_DIR and p.is_dir():
             parts.append(_separate_rocksdb_part(p, root, lay, settings))
-        elif name.startswith(TIMER_WHEEL_FILE + ".") and p.is_file():
+        elif is_timer_wheel_snapshot(name) and p.is_file():
             parts.append(Part(name, "timer-wheel snapshot (5.4+, timerWheelSnapshotFlush)", NOT_CHECKED,
                               "a copy of the timer wheel as of the timer log offset in its name; not compared with the wheel", "TimerWheel.flush (selectSnapshotByFlag)"))
         elif name == "kvStore" and p.is_dir():

@@ -83,6 +83,12 @@ def _first_record_time(root: Path) -> int | None:
     return store_timestamp_at(head, 0)
 
 
+def is_timer_wheel_snapshot(name: str) -> bool:
+    """``timerwheel.<timer log offset>``: a 5.4+ snapshot of the wheel (TimerWheel.selectSnapshotByFlag)."""
+    head, _, flag = name.partition(".")
+    return head == TIMER_WHEEL_FILE and flag.isdigit()
+
+
 def tell_release(root: str | os.PathLike, config: MessageStoreConfig | None = None, told: str | None = None) -> ReleaseReading:
     """The releases that may have written the store at ``root`` (see the module).
     ``told``: the release the user names, which wins (an unknown name raises ValueError)."""
@@ -114,7 +120,7 @@ def tell_release(root: str | os.PathLike, config: MessageStoreConfig | None = No
         keep(("5.5.0",), f"{CONSUMEQUEUE_ROCKSDB_DIR}/ exists: 5.5+")
     if (root / MESSAGE_ROCKSDB_DIR).is_dir():
         keep(("5.4.0", "5.5.0"), f"{MESSAGE_ROCKSDB_DIR}/ exists (MessageRocksDBStorage): 5.4+")
-    if any(p.name.startswith(TIMER_WHEEL_FILE + ".") for p in root.iterdir()):
+    if any(is_timer_wheel_snapshot(p.name) for p in root.iterdir()):
         keep(("5.4.0", "5.5.0"), "a timer-wheel snapshot exists: 5.4+")
     if cp and cp["logics_msg_timestamp"] > 0 and cp["logics_physical_offset"] == 0 and _first_record_time(root) != cp["logics_msg_timestamp"]:
         keep(("5.3.3", "5.4.0"), "the checkpoint's logicsMsgTimestamp is set and its logicsPhysicalOffset is not: before 5.5")
