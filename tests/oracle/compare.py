@@ -14,12 +14,13 @@ does), else the end of the log as rmqlab reads it.
 from __future__ import annotations
 
 import base64
-from typing import Any, Mapping
+from typing import Any, Mapping, NamedTuple
 
 from rmqlab import lookup
 from rmqlab.rules import parse_delay_levels
 from rmqlab.scan.dispatch_request import request_from_record
 from rmqlab.errors import RmqlabError
+from rmqlab.format.record import RecordError, decode_record
 from rmqlab.format.msgid import format_host
 from rmqlab.recovery.report import RecoveryReport
 
@@ -71,31 +72,41 @@ def index_file_name_collisions(recovery: Mapping[str, Any]) -> list[str]:
     return sorted({n for n in names if names.count(n) > 1})
 
 
-def _skip_damaged_inside(recs: list, walk: list, file_size: int, out: list[str]) -> tuple[list, list]:
-    """A damaged record recovery keeps inside the log (5.4+ starts after it, so the log
-    goes on past it): the harness's walk of that file stops there (INVALID) and goes on
-    at the next file; rmqlab's walk reads the record (its CRC mismatch noted) and the
-    rest of the file.  Both are brought to the next file, the record's damage checked."""
-    by_offset = {r.physical_offset: i for i, r in enumerate(recs)}
-    keep_recs, keep_walk, skip_until = [], [], -1
-    for w in walk:
-        if w["kind"] == "INVALID" and w["physicalOffset"] in by_offset and w is not walk[-1]:
-            rec = recs[by_offset[w["physicalOffset"]]]
-            if rec.body_crc_ok:
-                out.append(f"walk @{w['physicalOffset']}: RocketMQ finds the record invalid inside the log, rmqlab reads it whole")
-            skip_until = (w["physicalOffset"] // file_size + 1) * file_size
-            continue
-        keep_walk.append(w)
-    if skip_until < 0:
-        return recs, walk
-    invalid = {(w["physicalOffset"] // file_size) for w in walk if w["kind"] == "INVALID" and w is not walk[-1] and w["physicalOffset"] in by_offset}
-    starts = {w["physicalOffset"] for w in walk if w["kind"] == "INVALID" and w is not walk[-1] and w["physicalOffset"] in by_offset}
-    for r in recs:
-        f = r.physical_offset // file_size
-        if f in invalid and r.physical_offset >= min(s for s in starts if s // file_size == f):
-            continue
-        keep_recs.append(r)
-    return keep_recs, keep_walk
+class _Invalid(NamedTuple):
+    """Where a file's walk fails (the harness's INVALID)."""
+
+    physical_offset: int
+    kind: str = "INVALID"
+    is_blank: bool = False
+
+
+def _walk_by_file(store, end: int) -> list:
+    """The harness's walk of the loaded store (Oracle.walk): each file from its start,
+    checkMessageAndReturnSize record by record up to its write position (the file's
+    size; the end of the log in the last), stopping at a BLANK or at the first record
+    that fails (a bad magic or size, zeros, a body CRC mismatch): INVALID, then the next
+    file.  Damage inside the log — which 5.4+ keeps when it starts recovery after it —
+    so ends one file's walk, not the whole."""
+    out: list = []
+    crc = store.config.check_crc_on_recover  # the harness's walk checks as recovery does
+    for f in store.commitlog.queue.files:
+        if f.file_from_offset >= end:
+            break
+        limit = min(len(f.buf), end - f.file_from_offset)
+        pos = 0
+        while pos < limit:
+            try:
+                rec = decode_record(f.buf, pos, file=str(f.path), file_base=f.file_from_offset, check_crc=True)
+            except RecordError:
+                rec = None
+            if rec is None or (crc and not rec.is_blank and not rec.body_crc_ok):
+                out.append(_Invalid(f.file_from_offset + pos))
+                break
+            out.append(rec)
+            if rec.is_blank:
+                break
+            pos += rec.total_size
+    return out
 
 
 def compare_walk(store, dump: Mapping[str, Any], *, end: int | None = None) -> list[str]:
@@ -103,12 +114,11 @@ def compare_walk(store, dump: Mapping[str, Any], *, end: int | None = None) -> l
     walk = dump["commitLogWalk"]
     end = store.commitlog.max_offset() if end is None else end
     try:
-        recs = list(store.commitlog.walk(end=end))
+        recs = _walk_by_file(store, end)
     except RmqlabError as exc:
         return [f"walk: rmqlab stopped with {exc}"]
     delay_levels = parse_delay_levels(store.config.message_delay_level)
     out = []
-    recs, walk = _skip_damaged_inside(recs, walk, store.config.mapped_file_size_commit_log, out)
     if len(recs) != len(walk):
         out.append(f"walk: rmqlab reads {len(recs)} records and BLANKs, RocketMQ {len(walk)}")
     for rec, w in zip(recs, walk):
@@ -116,6 +126,8 @@ def compare_walk(store, dump: Mapping[str, Any], *, end: int | None = None) -> l
         if rec.physical_offset != w["physicalOffset"] or rec.kind != w["kind"]:
             out.append(f"{where}: rmqlab {rec.kind} @{rec.physical_offset}, RocketMQ {w['kind']}")
             break
+        if isinstance(rec, _Invalid):
+            continue
         if rec.is_blank:
             if rec.total_size != w["bytesToFileEnd"]:
                 out.append(f"{where}: BLANK of {rec.total_size} bytes, RocketMQ {w['bytesToFileEnd']} to the file's end")
