@@ -351,7 +351,7 @@ class _Planner:
         elif why:
             reason = why
         else:
-            reason = f"commitLogRecoverMaxNum={cap}: no newer file starts with a record {none}, the walk stops at the {cap}th file from the newest"
+            reason = f"commitLogRecoverMaxNum={cap}: no newer file starts with a record {none}; the walk stops at the last file it may look at ({cap} counting the newest)"
         return StartChoice(index, rule, reason, max_cq if not abort else -2, tuple(log))
 
     def _matched_recover(self, release: Release, abort: bool, max_cq: int, cp: dict, index_safe: bool):
