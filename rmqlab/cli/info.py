@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ..render.text import fmt_time, short
+from ..store.release import ReleaseReading
 from ..store.summary import summarize
 from ..store.reader import StoreReader
 from .common import add_progress_option, add_store_options, commitlog_bytes, print_json, progress_bar, sizes_from_args
@@ -70,9 +71,9 @@ def run(args) -> int:
             print(f"  {k:<24} {v}" + (f"  ({fmt_time(v)})" if k.endswith("timestamp") and v else ""))
     else:
         print("checkpoint: absent")
-    r = s.release
-    print(f"written by: RocketMQ {' or '.join(r['candidates'])}" + (f" ({'; '.join(r['evidence'])})" if r["evidence"] else " (nothing in the store tells them apart)")
-          + ("; their recoveries differ where a start file is decided differently: `rmqlab recover` shows each" if len(r["candidates"]) > 1 else ""))
+    reading = ReleaseReading.from_dict(s.release)
+    print(f"written by: {reading.describe()}"
+          + ("; their recoveries differ where a start file is decided differently: `rmqlab recover` shows each" if len(reading.candidates) > 1 else ""))
     print("abort: " + ("absent (last exit was clean)" if s.abort is None else f"PRESENT (last exit was not clean; content {s.abort!r})"))
     print(f"lock: {s.lock}")
     print("files of the root (what rmqlab does with each):")

@@ -99,9 +99,8 @@ class MappedFileQueue:
 
         gaps = [b - a for (a, _), (b, _) in zip(entries, entries[1:]) if b > a]
         lengths = Counter(n for n in (p.stat().st_size for _, p in entries) if n)
-        for n, _ in lengths.most_common():
-            if gaps and gaps[0] == n:
-                return n
+        if gaps and gaps[0] in lengths:
+            return gaps[0]
         for n, _ in lengths.most_common():
             if gaps and all(g % n == 0 for g in gaps):
                 return n

@@ -63,7 +63,8 @@ import numpy as np
 from ..config import MessageStoreConfig
 from ..releases import COMMIT_LOG_RECOVER_MAX_NUM, Release
 from ..releases import release as release_named
-from ..store.release import read_checkpoint_fields, tell_release
+from ..store.checkpoint import read_checkpoint_fields
+from ..store.release import tell_release
 from ..errors import StoreFormatError, StoreLayoutError
 from ..files import MappedFileQueue
 from ..format import commitlog as cl
@@ -328,9 +329,10 @@ class _Planner:
                     return f"newest file whose first record was stored at {ts} ≤ minTimestamp {min_ts}" if ts and ts <= min_ts else None
 
                 rule, none = "abnormal, from the checkpoint's minTimestamp", f"stored at or before minTimestamp {min_ts}"
-            cap = None
         else:
             matches, rule, none = self._matched_recover(release, abort, max_cq, cp, index_safe)
+        cap = None
+        if release.capped_walk:
             cap = cfg.commit_log_recover_max_num if cfg.commit_log_recover_max_num > 0 else COMMIT_LOG_RECOVER_MAX_NUM
         # the walk, newest file first: normal stops at file 0 without looking at it, abnormal
         # looks at file 0 too; a capped walk (5.4+) takes the cap-th file it looked at

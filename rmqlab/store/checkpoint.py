@@ -10,6 +10,7 @@ from .. import reprs
 from ..errors import StoreFormatError
 from ..format.checkpoint import CHECKPOINT_FILE_SIZE, FIELDS, CheckpointV5, min_timestamp
 from ..format.parse import parse_at
+from ..rules import CHECKPOINT_FILE
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,3 +47,16 @@ def read_checkpoint(path: str | os.PathLike) -> Checkpoint:
         raise StoreFormatError(path, len(data), f"checkpoint is {len(data)} bytes, needs at least {CheckpointV5.sizeof()} (normally {CHECKPOINT_FILE_SIZE})")
     c = parse_at(CheckpointV5, data, 0, file=str(path), what="checkpoint")
     return Checkpoint(**{name: int(c[name]) for name in FIELDS})
+
+
+def read_checkpoint_fields(root: str | os.PathLike) -> dict[str, int] | None:
+    """The checkpoint's fields of the store at ``root`` as Java reads them: it maps the
+    file a page long, so a short file reads zero-padded (where :func:`read_checkpoint`,
+    for a reader, refuses it); None without a file."""
+    path = Path(root) / CHECKPOINT_FILE
+    try:
+        data = path.read_bytes()[: CheckpointV5.sizeof()]
+    except OSError:
+        return None
+    c = CheckpointV5.parse(data.ljust(CheckpointV5.sizeof(), b"\0"))
+    return {name: int(c[name]) for name in FIELDS}

@@ -122,7 +122,7 @@ class ConsumeQueue(QueueUnits):
                 # first unit is served (as no message), not skipped.  (Pre-blank fill is
                 # skipped: the queue that wrote it set its min past it, putMessagePositionInfo.)
                 first = 0
-            for q, e in ([] if first is not None else self.parts()):
+            for q, e in self.parts() if first is None else ():
                 usable = (e["commitlog_offset"] >= min_commitlog_offset) & (e["size"] > 0) & (e["size"] != PRE_BLANK_SIZE)
                 if usable.any():
                     first = q + int(np.argmax(usable))

@@ -27,10 +27,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..config import MessageStoreConfig
-from ..format.checkpoint import CheckpointV5, FIELDS as CHECKPOINT_FIELDS
 from ..format.layout import store_timestamp_at
 from ..releases import DISTINCT_RELEASES, Release, release
-from ..rules import CHECKPOINT_FILE, COMMITLOG_DIR, CONSUMEQUEUE_ROCKSDB_DIR, MESSAGE_ROCKSDB_DIR, TIMER_WHEEL_FILE
+from .checkpoint import read_checkpoint_fields
+from ..rules import COMMITLOG_DIR, CONSUMEQUEUE_ROCKSDB_DIR, MESSAGE_ROCKSDB_DIR, TIMER_WHEEL_FILE
 
 _5X = tuple(r for r in DISTINCT_RELEASES if not r.startswith("4."))
 
@@ -59,17 +59,9 @@ class ReleaseReading:
     def to_dict(self) -> dict:
         return {"candidates": list(self.candidates), "evidence": list(self.evidence), "told": self.told}
 
-
-def read_checkpoint_fields(root: str | os.PathLike) -> dict[str, int] | None:
-    """The checkpoint's fields as Java reads them: it maps the file a page long, so a
-    short file reads zero-padded; None without a file."""
-    path = Path(root) / CHECKPOINT_FILE
-    try:
-        data = path.read_bytes()[: CheckpointV5.sizeof()]
-    except OSError:
-        return None
-    c = CheckpointV5.parse(data.ljust(CheckpointV5.sizeof(), b"\0"))
-    return {name: int(c[name]) for name in CHECKPOINT_FIELDS}
+    @classmethod
+    def from_dict(cls, d: dict) -> "ReleaseReading":
+        return cls(tuple(d["candidates"]), list(d["evidence"]), d["told"])
 
 
 def _first_record_time(root: Path) -> int | None:
