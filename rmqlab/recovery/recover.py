@@ -183,6 +183,8 @@ class _Planner:
         cp = zero_checkpoint()
         if cp_path.exists():
             cp = read_checkpoint_fields(self.root)
+            if cp is None:
+                raise StoreFormatError(cp_path, None, "the checkpoint cannot be read (not a file?); RocketMQ would not start either")
             size = cp_path.stat().st_size
             if size < CheckpointV5.sizeof():
                 rep.notes.append(f"checkpoint is {size} bytes: RocketMQ maps it a page long, so it reads zero-padded")

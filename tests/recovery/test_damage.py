@@ -644,3 +644,16 @@ def test_a_commitlog_file_missing_from_the_middle_is_a_gap_not_a_larger_file_siz
     # normal recovery ends where the data ends, in the last file, past the gap
     last = max(m["physicalOffset"] + m["size"] for m in manifest("clean"))
     assert rep.commitlog_end == last
+
+
+def test_a_checkpoint_that_cannot_be_read_is_a_clear_error_naming_it(tmp_path):
+    """A directory where the checkpoint file should be: the plan refuses, naming the
+    path, and changes nothing."""
+    from rmqlab.errors import StoreFormatError
+
+    root = copy_store("crash", tmp_path)
+    (root / "checkpoint").unlink()
+    (root / "checkpoint").mkdir()
+    with pytest.raises(StoreFormatError, match="checkpoint"):
+        recover(root)
+    assert (root / "checkpoint").is_dir() and (root / "abort").exists()
