@@ -1,5 +1,7 @@
 package rmqlab.oracle;
 
+import com.alibaba.fastjson.JSONArray;
+import com.alibaba.fastjson.JSONObject;
 import org.apache.rocketmq.store.DefaultMessageStore;
 
 /** RocketMQ 5.3's spelling of what 5.4 moved (the rest of the v5 harness is shared). */
@@ -15,5 +17,19 @@ final class Api {
     /** ConsumeQueueStoreInterface.getMaxPhyOffsetInConsumeQueue (public in 5.3). */
     static long maxPhyOffsetInConsumeQueue(DefaultMessageStore s) throws Exception {
         return s.getQueueStore().getMaxPhyOffsetInConsumeQueue();
+    }
+
+    /** 5.3 keeps no keys, timers or transactions in RocksDB (rocksdbstore/ is 5.4's). */
+    static void transStore(DefaultMessageStore s) {
+    }
+
+    static void beforeShutdown(DefaultMessageStore s) {
+    }
+
+    static void settleMessageRocksDB(DefaultMessageStore s) {
+    }
+
+    static JSONObject messageRocksDB(DefaultMessageStore s, JSONArray walk) {
+        return null;
     }
 }

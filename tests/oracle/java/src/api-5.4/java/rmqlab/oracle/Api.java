@@ -1,10 +1,23 @@
 package rmqlab.oracle;
 
+import com.alibaba.fastjson.JSONArray;
+import com.alibaba.fastjson.JSONObject;
+import java.net.InetSocketAddress;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import org.apache.rocketmq.common.message.MessageConst;
 import org.apache.rocketmq.store.DefaultMessageStore;
+import org.apache.rocketmq.store.config.MessageStoreConfig;
+import org.apache.rocketmq.store.index.QueryOffsetResult;
 import org.apache.rocketmq.store.queue.AbstractConsumeQueueStore;
+import org.apache.rocketmq.store.rocksdb.MessageRocksDBStorage;
+import org.apache.rocketmq.store.transaction.TransMessageRocksDBStore;
+import org.apache.rocketmq.store.transaction.TransRocksDBRecord;
+import org.rocksdb.RocksDB;
 
 /** RocketMQ 5.4's and 5.5's spelling of what moved after 5.3 (the rest of the v5 harness
- *  is shared). */
+ *  is shared), and what only they have: keys and transactions in RocksDB
+ *  (MessageRocksDBStorage in rocksdbstore/). */
 final class Api {
     private Api() {
     }
@@ -17,5 +30,118 @@ final class Api {
     /** AbstractConsumeQueueStore.getMaxPhyOffsetInConsumeQueue (off the interface from 5.4). */
     static long maxPhyOffsetInConsumeQueue(DefaultMessageStore s) throws Exception {
         return ((AbstractConsumeQueueStore) s.getQueueStore()).getMaxPhyOffsetInConsumeQueue();
+    }
+
+    /** transRocksDBEnable: the broker gives the store its TransMessageRocksDBStore before
+     *  load (BrokerController.initializeMessageStore), which registers it for dispatch and
+     *  recovery (5.5: DefaultMessageStore.setTransMessageRocksDBStore). */
+    static void transStore(DefaultMessageStore s) {
+        if (s.getMessageStoreConfig().isTransRocksDBEnable()) {
+            s.setTransMessageRocksDBStore(new TransMessageRocksDBStore(s, null, new InetSocketAddress("127.0.0.1", 10911)));
+        }
+    }
+
+    /** The broker shuts its TransMessageRocksDBStore down before the store (whose shutdown
+     *  closes the RocksDB the transaction writer still drains into). */
+    static void beforeShutdown(DefaultMessageStore s) {
+        TransMessageRocksDBStore t = s.getTransMessageRocksDBStore();
+        if (t != null) {
+            t.shutdown();
+        }
+    }
+
+    /** Keys and transactions in RocksDB are written by their own threads, behind dispatch
+     *  (IndexRocksDBStore.IndexBuildService, TransMessageRocksDBStore.TransIndexBuildService):
+     *  wait until both lastOffsetPy have not moved for 300 ms (at most 30 s). */
+    static void settleMessageRocksDB(DefaultMessageStore s) throws Exception {
+        MessageStoreConfig c = s.getMessageStoreConfig();
+        if (!c.isIndexRocksDBEnable() && !c.isTransRocksDBEnable()) {
+            return;
+        }
+        MessageRocksDBStorage db = s.getMessageRocksDBStorage();
+        long deadline = System.currentTimeMillis() + 30_000;
+        String last = null;
+        long stableSince = System.currentTimeMillis();
+        while (System.currentTimeMillis() < deadline) {
+            String now = db.getLastOffsetPy(RocksDB.DEFAULT_COLUMN_FAMILY) + "/" + db.getLastOffsetPy(MessageRocksDBStorage.TRANS_COLUMN_FAMILY);
+            if (!now.equals(last)) {
+                last = now;
+                stableSince = System.currentTimeMillis();
+            } else if (System.currentTimeMillis() - stableSince >= 300) {
+                return;
+            }
+            Thread.sleep(10);
+        }
+    }
+
+    /** What MessageRocksDBStorage answers (null when no RocksDB key or transaction store is
+     *  on): each family's lastOffsetPy, the index's lastStoreTimeStamp, every transaction
+     *  record (scanRecordsForTrans), and IndexRocksDBStore.queryOffset for every
+     *  (topic, KEYS token), (topic, UNIQ_KEY) and (topic, TAGS) of the walk, by index type. */
+    static JSONObject messageRocksDB(DefaultMessageStore s, JSONArray walk) {
+        MessageStoreConfig c = s.getMessageStoreConfig();
+        if (!c.isIndexRocksDBEnable() && !c.isTransRocksDBEnable()) {
+            return null;
+        }
+        MessageRocksDBStorage db = s.getMessageRocksDBStorage();
+        JSONObject o = new JSONObject(true);
+        o.put("indexLastOffsetPy", db.getLastOffsetPy(RocksDB.DEFAULT_COLUMN_FAMILY));
+        o.put("indexLastStoreTimestamp", db.getLastStoreTimeStampForIndex(RocksDB.DEFAULT_COLUMN_FAMILY));
+        o.put("transLastOffsetPy", db.getLastOffsetPy(MessageRocksDBStorage.TRANS_COLUMN_FAMILY));
+        JSONArray trans = new JSONArray();
+        List<TransRocksDBRecord> records = db.scanRecordsForTrans(MessageRocksDBStorage.TRANS_COLUMN_FAMILY, 1_000_000, null);
+        if (records != null) {
+            for (TransRocksDBRecord r : records) {
+                JSONObject t = new JSONObject(true);
+                t.put("offsetPy", r.getOffsetPy());
+                t.put("topic", r.getTopic());
+                t.put("uniqKey", r.getUniqKey());
+                t.put("checkTimes", r.getCheckTimes());
+                t.put("sizePy", r.getSizePy());
+                trans.add(t);
+            }
+        }
+        o.put("trans", trans);
+        JSONArray queries = new JSONArray();
+        if (c.isIndexRocksDBEnable()) {
+            // queryOffset refuses a window wider than maxRocksDBIndexQueryDays: the widest it takes
+            long end = System.currentTimeMillis();
+            long begin = end - TimeUnit.DAYS.toMillis(c.getMaxRocksDBIndexQueryDays()) + 1;
+            int max = c.getMaxMsgsNumBatch();
+            java.util.LinkedHashSet<List<String>> asked = new java.util.LinkedHashSet<>();
+            for (int i = 0; i < walk.size(); i++) {
+                JSONObject w = walk.getJSONObject(i);
+                if (!"MESSAGE".equals(w.getString("kind"))) {
+                    continue;
+                }
+                String topic = w.getString("topic");
+                String keys = w.getString("keys");
+                if (keys != null) {
+                    for (String k : keys.split(MessageConst.KEY_SEPARATOR)) {
+                        if (!k.isEmpty()) {
+                            asked.add(List.of(topic, MessageConst.INDEX_KEY_TYPE, k));
+                        }
+                    }
+                }
+                if (w.getString("uniqKey") != null) {
+                    asked.add(List.of(topic, MessageConst.INDEX_UNIQUE_TYPE, w.getString("uniqKey")));
+                }
+                org.apache.rocketmq.common.message.MessageExt m = s.lookMessageByOffset(w.getLongValue("physicalOffset"));
+                if (m != null && m.getTags() != null && !m.getTags().isEmpty()) {
+                    asked.add(List.of(topic, MessageConst.INDEX_TAG_TYPE, m.getTags()));
+                }
+            }
+            for (List<String> q : asked) {
+                QueryOffsetResult r = s.getIndexRocksDBStore().queryOffset(q.get(0), q.get(2), max, begin, end, q.get(1), null);
+                JSONObject a = new JSONObject(true);
+                a.put("topic", q.get(0));
+                a.put("type", q.get(1));
+                a.put("key", q.get(2));
+                a.put("phyOffsets", r == null ? null : r.getPhyOffsets());
+                queries.add(a);
+            }
+        }
+        o.put("indexQueries", queries);
+        return o;
     }
 }

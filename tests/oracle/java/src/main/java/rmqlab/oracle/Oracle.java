@@ -227,6 +227,7 @@ public final class Oracle {
         try {
             ans.put("results", putAll(store, req.getString("input")));
             waitDispatched(store);
+            Rmq.settleWriters(store);
             String crash = req.getString("crashCopy");
             if (crash != null) {
                 copyTree(Paths.get(dir), Paths.get(crash));
@@ -428,9 +429,11 @@ public final class Oracle {
             Rmq.touchQueues(store, walkQueues(walk));
             ans.put("consumeQueues", queues(store));
             ans.put("indexQueries", indexQueries(store, walk));
+            ans.put("messageRocksDB", Rmq.messageRocksDB(store, walk));
             if (req.getString("append") != null) {
                 ans.put("appendResults", putAll(store, req.getString("append")));
                 waitDispatched(store);
+                Rmq.settleWriters(store);
             }
         } finally {
             store.shutdown();

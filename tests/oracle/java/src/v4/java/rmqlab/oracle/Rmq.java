@@ -137,6 +137,15 @@ final class Rmq {
     static void settle(DefaultMessageStore s) {
     }
 
+    /** RocketMQ 4.9 has no writer behind dispatch but the queues and the index. */
+    static void settleWriters(DefaultMessageStore s) {
+    }
+
+    /** RocketMQ 4.9 keeps nothing in RocksDB. */
+    static com.alibaba.fastjson.JSONObject messageRocksDB(DefaultMessageStore s, com.alibaba.fastjson.JSONArray walk) {
+        return null;
+    }
+
     static long maxPhyOffsetInQueues(DefaultMessageStore s) {
         long max = -1;
         for (Map<Integer, ConsumeQueue> m : s.getConsumeQueueTable().values()) {

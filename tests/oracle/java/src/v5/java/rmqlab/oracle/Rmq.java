@@ -49,6 +49,12 @@ final class Rmq {
         IndexService index() {
             return indexService;
         }
+
+        @Override
+        public void shutdown() {
+            Api.beforeShutdown(this);
+            super.shutdown();
+        }
     }
 
     /** RocksDBMessageStore (storeType=defaultRocksDB: consume queues in RocksDB), with
@@ -83,6 +89,7 @@ final class Rmq {
         if (c.isRocksdbCQDoubleWriteEnable()) {
             Api.doubleWrite(s);
         }
+        Api.transStore(s);
         return s;
     }
 
@@ -216,6 +223,17 @@ final class Rmq {
             }
             Thread.sleep(10);
         }
+    }
+
+    /** Writers behind dispatch that are not queues (5.4+: keys and transactions in
+     *  RocksDB): what is copied or read back must not depend on their threads' timing. */
+    static void settleWriters(DefaultMessageStore s) throws Exception {
+        Api.settleMessageRocksDB(s);
+    }
+
+    /** What 5.4+'s MessageRocksDBStorage holds (Api.messageRocksDB); null before 5.4. */
+    static JSONObject messageRocksDB(DefaultMessageStore s, com.alibaba.fastjson.JSONArray walk) {
+        return Api.messageRocksDB(s, walk);
     }
 
     static long maxPhyOffsetInQueues(DefaultMessageStore s) {
