@@ -10,11 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
-from .errors import StoreFormatError
+from .errors import StoreFormatError, StoreLayoutError
 from .format.consumequeue import CQ_STORE_UNIT_SIZE
 from .format.layout import store_timestamp_at
 from .format.msgid import decode_message_id
 from . import reprs, rules
+from .rules import LONG_MAX
 from .format import properties as props
 from .format.indexfile import index_key
 from .format.record import Record
@@ -22,8 +23,7 @@ from .store.batch_consume_queue import BatchConsumeQueue
 from .store.consume_queue import CqEntry
 from .store.index_file import ChainStep, IndexFile
 from .store.reader import StoreReader
-
-LONG_MAX = 2**63 - 1
+from .store.rocksdb_message import INDEX_FILES, ROCKSDB_KEYS, key_index_source
 
 
 class BoundaryType(str, Enum):
@@ -149,6 +149,8 @@ class KeyQueryResult:
     collisions: list[int]
     walk: list[tuple[IndexFile, list[ChainStep]]] = field(default_factory=list, repr=False)
     past_end: list[int] = field(default_factory=list)
+    #: where the answer came from: "index files" (IndexService) or "RocksDB keys" (IndexRocksDBStore)
+    source: str = "index files"
 
     def _repr_html_(self) -> str:  # notebooks: the chain walk, step by step
         return reprs.html("key_query", self)
@@ -162,12 +164,24 @@ def record_has_key(record: Record, topic: str, key: str) -> bool:
     return index_key(topic, key) in rules.index_keys(topic, jp.get(props.UNIQ_KEY), jp.get(props.KEYS))
 
 
-def query_by_key(store: StoreReader, topic: str, key: str, max_num: int = 2**31 - 1, begin: int = 0, end: int = LONG_MAX) -> KeyQueryResult:
-    """Look ``topic#key`` up in the index files, newest first, then verify the real key."""
-    walk = store.index.query_steps(topic, key, max_num, begin, end)
+def query_by_key(store: StoreReader, topic: str, key: str, max_num: int = 2**31 - 1, begin: int = 0, end: int = LONG_MAX, source: str | None = None) -> KeyQueryResult:
+    """Look ``topic#key`` up where ``source`` says (default :func:`key_index_source`),
+    then verify the real key.  The index files answer newest first (``IndexService``);
+    the RocksDB keys answer by hour, KEYS entries first and UNIQ_KEY ones when there are
+    none (``IndexRocksDBStore.queryOffset``; an unbounded window takes every hour the
+    store holds, not the broker's last ``maxRocksDBIndexQueryDays`` by its clock)."""
+    source = source or key_index_source(store)
+    walk: list = []
     raw: list[int] = []
-    for _, steps in walk:
-        raw += [s.phy_offset for s in steps if s.hash_matches and s.time_matches][: max(0, max_num - len(raw))]
+    if source == ROCKSDB_KEYS:
+        db = store.message_rocksdb
+        if db is None:
+            raise StoreLayoutError(store.root / rules.MESSAGE_ROCKSDB_DIR, None, "no RocksDB of keys (rocksdbstore/, RocketMQ 5.4+ with indexRocksDBEnable) to look the key up in")
+        raw = db.query_offset(topic, key, max_num, begin, end)
+    else:
+        walk = store.index.query_steps(topic, key, max_num, begin, end)
+        for _, steps in walk:
+            raw += [s.phy_offset for s in steps if s.hash_matches and s.time_matches][: max(0, max_num - len(raw))]
     records, collisions, past_end = [], [], []
     end = store.commitlog.served_end() if raw else 0
     for off in sorted(set(raw)):
@@ -183,7 +197,7 @@ def query_by_key(store: StoreReader, topic: str, key: str, max_num: int = 2**31 
             records.append(rec)
         else:
             collisions.append(off)
-    return KeyQueryResult(topic, key, raw, records, collisions, walk, past_end)
+    return KeyQueryResult(topic, key, raw, records, collisions, walk, past_end, source)
 
 
 # -- by msgId --------------------------------------------------------------------------------

@@ -46,6 +46,8 @@ COMPACTION_CQ_DIR = "compactionCq"  # CompactionStore.COMPACTION_CQ_DIR, under c
 COMPACTION_POSITION_FILE = "position-checkpoint"  # CompactionPositionMgr.CHECKPOINT_FILE, under compaction/
 CONSUMEQUEUE_EXT_DIR = "consumequeue_ext"  # getStorePathConsumeQueueExt (enableConsumeQueueExt)
 CONSUMEQUEUE_ROCKSDB_DIR = "consumequeue_rocksdb"  # getStorePathRocksDBConsumeQueue (5.5+, useSeparateStorePathForRocksdbCQ)
+#: Java Long.MAX_VALUE: the open end of a time window (queryMessage's default end)
+LONG_MAX = 2**63 - 1
 MESSAGE_ROCKSDB_DIR = "rocksdbstore"  # MessageRocksDBStorage.ROCKSDB_MESSAGE_DIRECTORY (5.4+: keys, timers, transactions in RocksDB)
 INDEX_DIR = "index"  # getStorePathIndex
 CHECKPOINT_FILE = "checkpoint"  # getStoreCheckpoint

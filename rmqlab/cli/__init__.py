@@ -23,6 +23,7 @@ COMMANDS = [
     "queue",
     "offsets",
     "timers",
+    "transactions",
     "compaction",
     "hexdump",
     "write",

@@ -64,6 +64,16 @@ def run(args) -> int:
             f"  {f['file']}  entries {f['index_count'] - 1:>8}  slots used {f['hash_slot_count']:>8}  "
             f"phy [{f['begin_phy_offset']}, {f['end_phy_offset']}]  {fmt_time(f['begin_timestamp'])} .. {fmt_time(f['end_timestamp'])}"
         )
+    if s.message_rocksdb:
+        m = s.message_rocksdb
+        kinds = {"K": "KEYS", "T": "TAGS", "U": "UNIQ_KEY"}
+        entries = ", ".join(f"{n} {kinds.get(t, t)}" for t, n in sorted(m["index_entries"].items())) or "none"
+        print(f"rocksdbstore/ (5.4+): key entries {entries}, written up to offset {m['index_last_offset_py']}"
+              + (f" (last stored {fmt_time(m['index_last_store_timestamp'])})" if m["index_last_store_timestamp"] else ""))
+        print(f"  {m['pending_transactions']} transaction half message(s) not ended (`rmqlab transactions`), written up to offset {m['trans_last_offset_py']}; "
+              f"{m['timers']} timer message(s) waiting (`rmqlab timers`)")
+        for bad in m["malformed"]:
+            print(f"  malformed: {bad}")
     if s.checkpoint:
         cp = s.checkpoint
         print("checkpoint:")

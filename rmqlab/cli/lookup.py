@@ -22,6 +22,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
     how.add_argument("--key", help="a KEYS token or UNIQ_KEY (needs --topic)")
     how.add_argument("--msg-id", help="an offset message id (store host + physical offset)")
     p.add_argument("--max", type=number(1, what="a count"), metavar="N", help="--key: answer at most N index hits (default RocketMQ's maxMsgsNumBatch, 64)")
+    p.add_argument("--index", choices=["files", "rocksdb"], help="--key: look in the index files or in 5.4+'s RocksDB keys (rocksdbstore/); "
+                   "default where the broker looks: the index files unless indexFileReadEnable=false and indexRocksDBEnable=true, "
+                   "or, settings not given, the RocksDB keys when there are no index files")
     how.add_argument("--offset", type=OFFSET, help="a physical commitlog offset")
     how.add_argument("--queue", metavar="TOPIC:QID:OFFSET", help="a consume-queue position")
     how.add_argument("--time", type=int, metavar="MS", help="store time in ms: the queue offset stored then (needs --topic, --queue-id)")
@@ -54,18 +57,20 @@ def run(args) -> int:
             if not args.topic:
                 raise RmqlabError("--key needs --topic (the index key is topic#key)")
             cap = args.max if args.max is not None else store.config.max_msgs_num_batch
-            res = lk.query_by_key(store, args.topic, args.key, cap)
+            source = {"files": lk.INDEX_FILES, "rocksdb": lk.ROCKSDB_KEYS}.get(args.index)
+            res = lk.query_by_key(store, args.topic, args.key, cap, source=source)
             records = res.records
-            for p in store.index.problems:
+            for p in store.index.problems if res.source == lk.INDEX_FILES else []:
                 print(f"warning: {p} (this file is left out of the key lookup)", file=sys.stderr)
             if len(res.raw_offsets) >= cap:
                 print(f"note: the answer is capped at {cap} index hit(s) (RocketMQ's maxMsgsNumBatch caps queryMessage so; --max N to see more)", file=sys.stderr)
             if not args.json:
-                print(f"{args.topic}#{args.key}: {len(res.raw_offsets)} index hit(s), {len(res.records)} record(s) carry the key, {len(res.collisions)} hash collision(s)")
+                what = "hash collision(s)" if res.source == lk.INDEX_FILES else "entry(ies) of another key sharing its prefix"
+                print(f"{args.topic}#{args.key} ({res.source}): {len(res.raw_offsets)} index hit(s), {len(res.records)} record(s) carry the key, {len(res.collisions)} {what}")
                 if res.past_end:
                     print(f"  {len(res.past_end)} hit(s) point past the end of the log (bytes a recovery cut; RocketMQ serves none): {res.past_end}")
                 if args.raw:
-                    print(f"  raw index answer (newest first): {res.raw_offsets}")
+                    print(f"  raw index answer ({'newest first' if res.source == lk.INDEX_FILES else 'by hour, then key'}): {res.raw_offsets}")
         elif args.msg_id is not None:
             records = [lk.look_by_msg_id(store, args.msg_id)]
         elif args.offset is not None:

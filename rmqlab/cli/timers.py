@@ -4,8 +4,9 @@ Reads the timer topic's queue (``rmq_sys_wheel_timer``), the timer log and wheel
 ``config/timercheck`` as ``TimerMessageStore`` would at its next start: a message is
 pending when the timer log does not hold it yet or its slot lies at or after the
 checkpoint's ``lastReadTimeMs``; fired when its slot lies before it.  Lists the pending
-ones (``--all``: every timer message, with its state).  Exit status: 0; 1 when the
-store has no timer store.
+ones (``--all``: every timer message, with its state).  A 5.4+ store keeping its
+timers in RocksDB (``timerRocksDBEnable``, ``TimerMessageRocksDBStore``) lists those
+instead.  Exit status: 0; 1 when the store has no timer store.
 """
 
 from __future__ import annotations
@@ -31,6 +32,9 @@ def run(args) -> int:
     with open_from_args(args, strict=False) as store:
         timer = TimerStore.of(store.root, store.config)
         if timer is None:
+            db = store.message_rocksdb
+            if db is not None and db.has_timers():
+                return _rocksdb_timers(args, store, db)
             print(f"rmqlab timers: {args.store}: no timerwheel or timerlog/: this store has no timer store (timerWheelEnable=false, or a 4.x broker)", file=sys.stderr)
             return 1
         try:
@@ -58,4 +62,26 @@ def run(args) -> int:
             when = fmt_time(m.deliver_ms) if m.deliver_ms is not None else "-"
             pos = "-" if m.timerlog_position is None else m.timerlog_position
             print(f"{m.state:<9} {when:<25} {f'{m.real_topic}/{m.real_queue_id}':<32} {m.physical_offset:>12}  {pos:>10}  {m.keys or ''}")
+    return 0
+
+
+def _rocksdb_timers(args, store, db) -> int:
+    """5.4+ ``timerRocksDBEnable``: the timer messages ``TimerMessageRocksDBStore`` keeps
+    in ``rocksdbstore/``'s ``timer`` family, by delivery time (every one listed: the
+    family holds only those not delivered yet)."""
+    from ..render.text import fmt_time
+    from ..store.rocksdb_message import rocksdb_timer_messages
+
+    pending, cps = rocksdb_timer_messages(store), db.timer_checkpoints()
+    if args.json:
+        for p in pending:
+            print_json(p.to_dict())
+        return 0
+    print(f"timers in RocksDB (timerRocksDBEnable), {args.store}: {len(pending)} timer message(s) waiting; "
+          f"timer topic scanned up to queue offset {cps.get('sys_topic_scan_offset_checkpoint')}, timeline at {cps.get('timeline_checkpoint')}")
+    if pending:
+        print(f"{'deliver at':<25} {'physical':>12}  {'size':>6}  UNIQ_KEY")
+        for p in pending:
+            e = p.entry
+            print(f"{fmt_time(e.delay_time):<25} {e.offset_py:>12}  {e.size_py:>6}  {e.uniq_key}" + (f"  warning: {p.problem}" if p.problem else ""))
     return 0

@@ -436,10 +436,11 @@ def _message_rocksdb_part(p: Path) -> Part:
     if not holds:
         return Part(p.name + "/", "RocksDB of keys, timers and transactions (5.4+), empty", READ,
                     "no table file and an empty log: none of indexRocksDBEnable, timerRocksDBEnable, transRocksDBEnable wrote to it", owner)
-    return Part(p.name + "/", "RocksDB of keys, timers and transactions (5.4+: indexRocksDBEnable, timerRocksDBEnable, transRocksDBEnable)", NOT_CHECKED,
-                f"holds data ({', '.join(sorted(holds)[:4])}{' …' if len(holds) > 4 else ''}); not decoded here", owner,
-                "RocketMQ 5.4+ asks these stores where recovery starts (isMappedFileMatchedRecover, getDispatchFromPhyOffset) and re-dispatches into them; "
-                "not modelled")
+    return Part(p.name + "/", "RocksDB of keys, timers and transactions (5.4+: indexRocksDBEnable, timerRocksDBEnable, transRocksDBEnable)", DECODED,
+                "read-only (rmqlab[rocksdb]): `lookup --key` answers from its keys as IndexRocksDBStore does, `transactions` lists its half "
+                "messages, `timers` its timer messages; verify checks every entry against the record it names", owner,
+                "RocketMQ's start-up asks these stores where recovery starts (their lastOffsetPy: the dry run does too) and re-dispatches "
+                "the records after it into them; rmqlab never writes into a RocksDB directory, so applying is refused")
 
 
 def dledger_log_dir(root: str | os.PathLike) -> Path | None:

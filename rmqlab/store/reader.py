@@ -116,6 +116,7 @@ class StoreReader:
         self._index: IndexService | None = None
         self._layout = None
         self._rocksdb = None
+        self._message_rocksdb = False  # not opened yet (None: the store has none)
 
     @property
     def layout(self):
@@ -158,6 +159,16 @@ class StoreReader:
                 lmq = {t for t, _ in self._rocksdb.queue_ids() if t.startswith(LMQ_PREFIX)}
                 self.layout.lmq_topics = sorted(set(self.layout.lmq_topics) | lmq)
         return self._rocksdb
+
+    @property
+    def message_rocksdb(self):
+        """``rocksdbstore/``'s keys, timers and transactions (5.4+; :class:`~rmqlab.store
+        .rocksdb_message.MessageRocksDBStore`), opened read-only on first use; None without one."""
+        if self._message_rocksdb is False:
+            from .rocksdb_message import MessageRocksDBStore
+
+            self._message_rocksdb = MessageRocksDBStore.of(self.root)
+        return self._message_rocksdb
 
     def queue_ids(self) -> list[QueueId]:
         """Every consume queue, sorted: the ``consumequeue/<topic>/<queueId>`` and
@@ -263,6 +274,9 @@ class StoreReader:
             cq.close()
         if self._rocksdb is not None:
             self._rocksdb.close()
+        if self._message_rocksdb:
+            self._message_rocksdb.close()
+            self._message_rocksdb = False
         if self._index is not None:
             self._index.close()
 

@@ -45,6 +45,9 @@ class StoreSummary:
     load_refused: list[str] = field(default_factory=list)
     #: which RocketMQ releases may have written the store and why (rmqlab.store.release)
     release: dict = field(default_factory=dict)
+    #: what rocksdbstore/ holds (5.4+: keys, transactions, timers in RocksDB); None when it
+    #: is absent or empty
+    message_rocksdb: dict | None = None
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
@@ -103,12 +106,39 @@ def summarize(store: StoreReader, *, scan: bool = True, progress=None) -> StoreS
     s.config_files = [p.name for p in store.config_files()]
     s.layout = [p.to_dict() for p in store.layout.parts]
     s.timer = _timer_summary(store, s)
+    s.message_rocksdb = _message_rocksdb_summary(store, s)
     s.problems = [str(p) for p in store.problems] + unlisted
     s.load_refused = [str(p) for p in store.commitlog.queue.problems]
     from .release import tell_release
 
     s.release = tell_release(store.root, cfg).to_dict()
     return s
+
+
+def _message_rocksdb_summary(store: StoreReader, s: StoreSummary) -> dict | None:
+    """Counts of what ``rocksdbstore/`` holds (:mod:`rmqlab.store.rocksdb_message`): key
+    entries by type, each writer's progress, pending half messages and timers."""
+    from ..errors import StoreLayoutError
+    from ..rules import MESSAGE_ROCKSDB_DIR
+
+    part = next((p for p in store.layout.parts if p.path == MESSAGE_ROCKSDB_DIR + "/"), None)
+    if part is None or part.handling != "decoded":
+        return None
+    try:
+        db = store.message_rocksdb
+        if db is None:
+            return None
+        by_type: dict[str, int] = {}
+        for e in db.index_entries():
+            by_type[e.index_type] = by_type.get(e.index_type, 0) + 1
+        out = {"index_entries": by_type, "index_last_offset_py": db.last_offset_py(), "index_last_store_timestamp": db.index_last_store_timestamp(),
+               "pending_transactions": len(db.transactions()), "trans_last_offset_py": db.last_offset_py("trans"),
+               "timers": len(db.timers()), "timer_checkpoints": db.timer_checkpoints(),
+               "malformed": [f"{m.family}: {m.key[:40]!r}: {m.why}" for m in db.malformed[:20]]}
+        return out
+    except StoreLayoutError as err:  # the binding missing, or RocksDB refusing the copy: the rest is still summarised
+        s.problems.append(str(err))
+        return None
 
 
 def _timer_summary(store: StoreReader, s: StoreSummary) -> dict | None:
