@@ -234,6 +234,10 @@ class _Verifier:
         said = [release(c).index_tags for c in tell_release(self.root, self.cfg, told=rocketmq_version).candidates]
         self.index_tags = "all" if all(said) else "some" if any(said) else "none"
         self.delay_table = parse_delay_levels(self.cfg.message_delay_level)
+        from ..store.rocksdb_message import index_files_written
+
+        #: dispatch writes index files (not with 5.4+'s indexFileWriteEnable=false: keys only in RocksDB)
+        self.index_written = index_files_written(self.store)
         self.log_end = 0  # where RocketMQ's walk stops
         self.stopped = False
         self.max_store_ts = 0
@@ -803,7 +807,7 @@ class _Verifier:
             qnum.append(cols.batch_sizes())
             tags.append(cols.tags_code)
             sys_flag.append(cols.sys_flag)
-            if self.cfg.message_index_enable:
+            if self.index_written:
                 rec, hashes, is_tag = cols.index_key_hashes(np.flatnonzero(goes_to_index(cols.sys_flag)), tags=self.index_tags != "none", tag_mask=True)
                 pair_row.append(rec + rows)
                 pair_hash.append(hashes)
@@ -824,7 +828,7 @@ class _Verifier:
         by_queue = in_cq[np.argsort(qkey[in_cq], kind="stable")]  # by queue, log order within
         self._queue_offsets(end, by_queue, phy, qkey, qoff, qnum)
         self._join_queues(lo, hi, end, by_queue, phy, size, qkey, qoff, tags, sys_flag)
-        if self.indexes or self.cfg.message_index_enable:
+        if self.indexes or self.index_written:
             self._join_index(lo, hi, end, phy, pair_row, pair_hash, pair_opt)
 
     def _queue_offsets(self, end, order, phy, qkey, qoff, qnum) -> None:
@@ -980,7 +984,7 @@ class _Verifier:
                 else:
                     self.add("INDEX_HASH", ERROR, path, entry_position(slots_n, num), "")
         # INDEX_MISSING: records RocketMQ indexes whose keys no chain reaches
-        if not self.cfg.message_index_enable or not len(pair_row):
+        if not self.index_written or not len(pair_row):
             return
         rows = np.unique(pair_row[~findable])
         if end is not None:
@@ -1028,7 +1032,7 @@ class _Verifier:
                 self.add("CQ_MISSING_QUEUE", ERROR, str(self.root / CONSUMEQUEUE_DIR / topic / str(qid)), None, f"the log holds records of {topic}/{qid} (up to queue offset {qoff}) but there is no consume queue; abnormal recovery rebuilds it")
         self.report.stats.update(consume_queues=len(self.queues), cq_entries=self.n_cq_entries)
         self.report.stats.update(index_files=len(self.indexes), index_entries=self.n_index_entries)
-        if self.cfg.message_index_enable:
+        if self.index_written:
             self._index_missing()
 
     def check_rocksdb(self) -> None:
@@ -1125,6 +1129,91 @@ class _Verifier:
                 except RecordError as err:  # no record at one position: the rest still read
                     P = P[P > err.offset] if err.offset is not None else P[1:]
         return found, (pa.Table.from_batches(batches) if batches else None)
+
+    def check_message_rocksdb(self) -> None:
+        """``rocksdbstore/`` (5.4+, :mod:`rmqlab.store.rocksdb_message`): every key entry
+        names a record that carries it (topic, the KEYS token / TAGS / UNIQ_KEY, the
+        store time and its hour: ``IndexRocksDBStore.buildIndex``), every pending half
+        message a record of ``RMQ_SYS_ROCKSDB_TRANS_HALF_TOPIC`` with its real topic,
+        transaction id and size (``TransMessageRocksDBStore.buildTransIndex``), every
+        timer one a record with its UNIQ_KEY and size; a writer's ``lastOffsetPy`` past
+        the end of the log (after a cut, ``buildIndex`` skips every record written again
+        below it).  Entries past the end of the log are dead: lookups skip them."""
+        from ..format.rocksdb_message import deal_time_to_hour_stamps
+        from ..rules import MESSAGE_ROCKSDB_DIR
+
+        part = next((p for p in self.store.layout.parts if p.path == MESSAGE_ROCKSDB_DIR + "/"), None)
+        if part is None or part.handling != "decoded":
+            return
+        where = str(self.root / MESSAGE_ROCKSDB_DIR)
+        try:
+            db = self.store.message_rocksdb
+            if db is None:
+                return
+            entries = list(db.index_entries())
+            trans, timers = db.transactions(), db.timers()
+            lasts = {"keys": db.last_offset_py(), "transactions": db.last_offset_py("trans")}
+        except RocksDBUnavailable as err:
+            self.add("NOT_CHECKED", INFO, err.file, None, f"{err.message}; the keys, timers and transactions kept in RocksDB are not checked")
+            return
+        except StoreFormatError as err:
+            self.add("LAYOUT", ERROR, err.file, err.offset, err.message)
+            return
+        for m in db.malformed[: LISTED_PER_FILE + 1]:
+            self.add("RDB_MESSAGE_KEY", WARNING, where, None, f"{m.family} family, key {m.key.hex()}: {m.why}")
+        end = self.log_end
+        for what, last in lasts.items():
+            if last > end:
+                self.add("RDB_PROGRESS_PAST_END", WARNING, where, None,
+                         f"the RocksDB {what} are written up to offset {last}, past the end of the log {end} (a recovery cut the log after they were written): "
+                         f"records written again below {last} are not added to them (buildIndex / buildTransIndex skip what lies below lastOffsetPy)")
+        phys = np.unique(np.array([e.offset_py for e in entries] + [t.offset_py for t in trans] + [t.offset_py for t in timers], np.int64))
+        phys = phys[(phys >= self.store.commitlog.min_offset) & (phys < end)]
+        jp = (TAGS, KEYS, UNIQ_KEY, "REAL_TOPIC", "__transactionId__")
+        found, table = self._records_at(phys, java_properties=jp, columns=("physical_offset", "total_size", "topic", "store_timestamp"))
+        rows: dict[int, dict] = {}
+        if table is not None:
+            for r in table.to_pylist():
+                rows[r["physical_offset"]] = r
+
+        def record(off: int, kind: str, name: str) -> dict | None:
+            if off >= end or off < self.store.commitlog.min_offset:
+                return None  # dead: past the end of the log (or deleted), lookups skip it
+            r = rows.get(off)
+            if r is None:
+                self.add(kind, ERROR, where, None, f"{name}: no record starts at offset {off}")
+            return r
+
+        for e in entries:
+            name = f"key entry {e.topic}@{e.index_type}@{e.key + '@' if e.key is not None else ''}{e.uniq_key} → {e.offset_py}"
+            r = record(e.offset_py, "RDB_KEY_ENTRY", name)
+            if r is None:
+                continue
+            keys = (r.get(JAVA_PROPERTY_PREFIX + KEYS) or "").split(" ")
+            carried = {"K": e.key in keys, "T": e.key == r.get(JAVA_PROPERTY_PREFIX + TAGS), "U": True}[e.index_type]
+            wrong = [w for w, bad in (("topic " + r["topic"], r["topic"] != e.topic), ("UNIQ_KEY " + str(r.get(JAVA_PROPERTY_PREFIX + UNIQ_KEY)), r.get(JAVA_PROPERTY_PREFIX + UNIQ_KEY) != e.uniq_key),
+                                      ({"K": "KEYS", "T": "TAGS"}.get(e.index_type, "") + " without it", not carried),
+                                      (f"store time {r['store_timestamp']} (the entry says {e.store_time})", r["store_timestamp"] != e.store_time),
+                                      (f"hour {e.store_time_hour} not its store time's", e.store_time_hour != deal_time_to_hour_stamps(e.store_time))) if bad]
+            if wrong:
+                self.add("RDB_KEY_ENTRY", ERROR, where, None, f"{name}: the record there has {', '.join(wrong)}")
+        for t in trans:
+            name = f"pending transaction {t.topic}@{t.transaction_id} → {t.offset_py}"
+            r = record(t.offset_py, "RDB_TRANS_ENTRY", name)
+            if r is None:
+                continue
+            wrong = [w for w, bad in ((f"topic {r['topic']}", r["topic"] != "RMQ_SYS_ROCKSDB_TRANS_HALF_TOPIC"), (f"REAL_TOPIC {r.get(JAVA_PROPERTY_PREFIX + 'REAL_TOPIC')}", r.get(JAVA_PROPERTY_PREFIX + "REAL_TOPIC") != t.topic),
+                                      (f"transaction id {r.get(JAVA_PROPERTY_PREFIX + '__transactionId__')}", r.get(JAVA_PROPERTY_PREFIX + "__transactionId__") != t.transaction_id),
+                                      (f"size {r['total_size']} (the entry says {t.size_py})", r["total_size"] != t.size_py)) if bad]
+            if wrong:
+                self.add("RDB_TRANS_ENTRY", ERROR, where, None, f"{name}: the record there has {', '.join(wrong)}")
+        for t in timers:
+            name = f"timer {t.uniq_key} at {t.delay_time} → {t.offset_py}"
+            r = record(t.offset_py, "RDB_TIMER_ENTRY", name)
+            if r is None:
+                continue
+            if r.get(JAVA_PROPERTY_PREFIX + UNIQ_KEY) != t.uniq_key or r["total_size"] != t.size_py:
+                self.add("RDB_TIMER_ENTRY", ERROR, where, None, f"{name}: the record there has UNIQ_KEY {r.get(JAVA_PROPERTY_PREFIX + UNIQ_KEY)} and size {r['total_size']} (the entry says {t.size_py})")
 
     def check_batch_queues(self) -> None:
         """Batch consume queues (``queue.type=BatchCQ``, Java ``BatchConsumeQueue``): each
@@ -1548,6 +1637,7 @@ class _Verifier:
             self.check_dledger()
         self.finish_queues()
         self.check_rocksdb()
+        self.check_message_rocksdb()
         self.check_batch_queues()
         self.check_compaction()
         self.check_lmq_queues()
