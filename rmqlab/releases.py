@@ -16,7 +16,9 @@ difference is one field here, with the Java it comes from.  Read from each relea
                                                   logicsPhysicalOffset (0: its ts ≤
                                                   logicsMsgTimestamp, no slack)
 
-From 5.4 the index also holds each record's TAGS (``topic#T#tags``, after its keys).
+From 5.4 the index also holds each record's TAGS (``topic#T#tags``, after its keys), and
+with keys or transactions in RocksDB (``indexRocksDBEnable``, ``transRocksDBEnable``) a
+start file must also begin at or before their writers' ``lastOffsetPy``.
 "ts" is the record's storeTimestamp; "minTs" the checkpoint's ``getMinTimestamp``
 (``min(physic, logics) − 3 s``, or with ``messageIndexSafe`` also ``≤ indexMsgTimestamp``);
 the walk cap is ``commitLogRecoverMaxNum`` (default 10; ``≤ 0`` reads as 10).  Which
@@ -56,6 +58,13 @@ class Release:
     #: IndexService.buildIndex also indexes a record's TAGS, as ``topic#T#tags``
     #: (MessageConst.INDEX_TAG_TYPE; 5.4+)
     index_tags: bool
+    #: re-dispatch after recovery starts at the lowest progress of every
+    #: CommitLogDispatchStore, the RocksDB keys' and transactions' lastOffsetPy included,
+    #: and the transaction store is asked for the start file whenever transRocksDBEnable
+    #: (5.5+: DefaultMessageStore.recover, registerCommitLogDispatchStore).  5.4 asks
+    #: the RocksDB stores for the start file only, the transactions' only with
+    #: transWriteOriginTransHalfEnable=false (CommitLog.isMappedFileMatchedRecover)
+    dispatch_from_all_stores: bool = False
 
     def with_legacy_start(self) -> "Release":
         """The same release with normal recovery from the third-to-last file (a broker up
@@ -74,8 +83,8 @@ RELEASES: dict[str, Release] = {
         Release("4.9.7", "third_to_last", False, False, False, 3, False),
         Release("5.3.3", "queue_max_file", False, False, False, 5, False),
         Release("5.4.0", "walk_back", True, True, False, 5, True),
-        Release("5.5.0", "walk_back", True, True, True, 6, True),
-        Release("5.5.1", "walk_back", True, True, True, 6, True),
+        Release("5.5.0", "walk_back", True, True, True, 6, True, True),
+        Release("5.5.1", "walk_back", True, True, True, 6, True, True),
     )
 }
 #: what rmqlab assumed before it told releases apart, and still the default of the

@@ -332,7 +332,12 @@ class _Planner:
 
                 rule, none = "abnormal, from the checkpoint's minTimestamp", f"stored at or before minTimestamp {min_ts}"
         else:
-            matches, rule, none = self._matched_recover(release, abort, max_cq, cp, index_safe)
+            stores = self._dispatch_stores(release)
+            matches, rule, none = self._matched_recover(release, abort, max_cq, cp, index_safe, stores)
+            if not abort and release.dispatch_from_all_stores:
+                # DefaultMessageStore.recover: re-dispatch from the lowest progress of the
+                # queue store and every registered CommitLogDispatchStore that has one (> 0)
+                max_cq = min([max_cq] + [v for v in stores.last_offsets.values() if v > 0])
         cap = None
         if release.capped_walk:
             cap = cfg.commit_log_recover_max_num if cfg.commit_log_recover_max_num > 0 else COMMIT_LOG_RECOVER_MAX_NUM
@@ -358,13 +363,26 @@ class _Planner:
             reason = f"commitLogRecoverMaxNum={cap}: no newer file starts with a record {none}; the walk stops at the last file it may look at ({cap} counting the newest)"
         return StartChoice(index, rule, reason, max_cq if not abort else -2, tuple(log))
 
-    def _matched_recover(self, release: Release, abort: bool, max_cq: int, cp: dict, index_safe: bool):
+    def _dispatch_stores(self, release: Release):
+        """The RocksDB key and transaction stores ``release``'s start-up asks (cached per
+        release: opening the RocksDB copies its small files)."""
+        from ..store.rocksdb_message import dispatch_stores
+
+        cache = self.__dict__.setdefault("_stores_by_release", {})
+        if release.name not in cache:
+            cache[release.name] = dispatch_stores(self.root, self.cfg, release)
+        return cache[release.name]
+
+    def _matched_recover(self, release: Release, abort: bool, max_cq: int, cp: dict, index_safe: bool, stores=None):
         """Java 5.4+ ``CommitLog.isMappedFileMatchedRecover(mappedFile, recoverNormally)``:
         the file's first record decoded whole (``checkMessageAndReturnSize``), a message
         with a storeTimestamp, then every registered store asked
         (``isMappedFileMatchedRecover(phyOffset, storeTimestamp, recoverNormally)``):
-        the queue store, and the index (``messageIndexSafe``: stored at or before
-        indexMsgTimestamp).  Returns (test, rule, what no file had)."""
+        the queue store, the index (``messageIndexSafe``: stored at or before
+        indexMsgTimestamp), and the RocksDB key and transaction stores (``stores``: the
+        record's physicalOffset at or below each one's ``lastOffsetPy``,
+        ``IndexRocksDBStore`` / ``TransMessageRocksDBStore.isMappedFileMatchedRecover``).
+        Returns (test, rule, what no file had)."""
         check_crc, force_prop = self.check_crc, self.force_prop
         if self.rocksdb is not None or not abort:
             # ConsumeQueueStore (normal) and RocksDBConsumeQueueStore (both): the record's
@@ -401,6 +419,9 @@ class _Planner:
         index_ts = cp["index_msg_timestamp"]
         if index_safe:
             cond += f", and stored at or before indexMsgTimestamp {index_ts} (messageIndexSafe)"
+        last_offsets = dict(stores.last_offsets) if stores is not None else {}
+        for name, last in last_offsets.items():
+            cond += f", and ≤ {name}'s lastOffsetPy {last} ({stores.reasons[name]})"
 
         def matches(buf) -> str | None:
             c = check_record(buf, 0, check_crc=check_crc, force_verify_prop_crc=force_prop)
@@ -412,7 +433,7 @@ class _Planner:
             phy = struct.unpack_from(">q", buf, layout.PHYSICAL_OFFSET_AT)[0]
             if index_safe and ts > index_ts:
                 return None
-            if not queue_ok(phy, ts):
+            if not queue_ok(phy, ts) or any(phy > last for last in last_offsets.values()):
                 return None
             return f"newest file whose first record is whole (physicalOffset {phy}, stored at {ts}), {cond}"
 
