@@ -77,8 +77,10 @@ def _rocksdb_timers(args, store, db) -> int:
         for p in pending:
             print_json(p.to_dict())
         return 0
+    scan, timeline = cps.get("sys_topic_scan_offset_checkpoint"), cps.get("timeline_checkpoint")
     print(f"timers in RocksDB (timerRocksDBEnable), {args.store}: {len(pending)} timer message(s) waiting; "
-          f"timer topic scanned up to queue offset {cps.get('sys_topic_scan_offset_checkpoint')}, timeline at {cps.get('timeline_checkpoint')}")
+          f"the timer topic scanned up to queue offset {scan if scan is not None else '-'}, "
+          f"the timeline delivered up to {fmt_time(timeline) if timeline else '- (not checkpointed yet)'}")
     if pending:
         print(f"{'deliver at':<25} {'physical':>12}  {'size':>6}  UNIQ_KEY")
         for p in pending:

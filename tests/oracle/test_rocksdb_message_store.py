@@ -1,12 +1,14 @@
-"""Keys and transactions kept in RocksDB (``rocksdbstore/``, RocketMQ 5.4+), against
-RocketMQ 5.4.0 and 5.5.0 themselves.
+"""Keys, transactions and timers kept in RocksDB (``rocksdbstore/``, RocketMQ 5.4+),
+against RocketMQ 5.4.0 and 5.5.0 themselves.
 
 Each release writes a store with ``indexRocksDBEnable`` (keys only in RocksDB:
-``indexFileWriteEnable=false``, ``indexFileReadEnable=false``) and ``transRocksDBEnable``,
-transaction half messages and the op messages that end two of them; then RocketMQ reads
-it back (``MessageRocksDBStorage``'s own answers: every key, tag and UNIQ_KEY query,
-each family's ``lastOffsetPy``, the pending half messages) and rmqlab must read the
-same.  A second copy gets records without a UNIQ_KEY, which RocksDB's key writer does not
+``indexFileWriteEnable=false``, ``indexFileReadEnable=false``), ``transRocksDBEnable``
+and ``timerRocksDBEnable``: transaction half messages and the op messages that end two
+of them, timer messages on the timer topic (``TimerMessageRocksDBStore`` scans them into
+its timeline) and one that deletes a timer; then RocketMQ reads it back
+(``MessageRocksDBStorage``'s own answers: every key, tag and UNIQ_KEY query, each
+family's ``lastOffsetPy``, the pending half messages, the timers and the timer scan's
+checkpoint) and rmqlab must read the same.  A second copy gets records without a UNIQ_KEY, which RocksDB's key writer does not
 index, so its ``lastOffsetPy`` stays files behind the end of the log, and a damaged
 record between the two: RocketMQ's start-up walks back to a file starting at or before
 ``lastOffsetPy`` (``IndexRocksDBStore.isMappedFileMatchedRecover``), meets the damage and
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import base64
 import shutil
+import time
 
 import pytest
 
@@ -31,6 +34,7 @@ from tests.oracle.workload import random_workload, write_lines
 pytest.importorskip("rocksdict")
 
 HALF, OP = "RMQ_SYS_ROCKSDB_TRANS_HALF_TOPIC", "RMQ_SYS_ROCKSDB_TRANS_OP_HALF_TOPIC"
+TIMER_TOPIC = "rmq_sys_wheel_timer"
 ENDED = (0, 2)  # the half messages whose op message is put
 
 
@@ -46,11 +50,17 @@ def written(request, tmp_path_factory):
     release = request.param
     tmp = tmp_path_factory.mktemp(f"rocksdbstore-{release}")
     config, lines = random_workload(702, n=200)
-    config.update(indexRocksDBEnable="true", indexFileWriteEnable="false", indexFileReadEnable="false", transRocksDBEnable="true",
+    config.update(indexRocksDBEnable="true", indexFileWriteEnable="false", indexFileReadEnable="false", transRocksDBEnable="true", timerRocksDBEnable="true",
                   mappedFileSizeCommitLog="16384", checkCRCOnRecover="true")
     # half messages as the broker puts them to RocksDB's half topic (TransactionalMessageBridge)
     lines += [_line(HALF, b"half-%d" % i, {"REAL_TOPIC": "TopicTx", "REAL_QID": "0", "__transactionId__": f"TX{i:03d}", "UNIQ_KEY": f"U{i:03d}", "KEYS": f"tx{i}"})
               for i in range(6)]
+    # timer messages as the broker rewrites them to the timer topic (HookUtils.transformTimerMessage),
+    # due in half an hour (the timeline neither fires nor rolls them), and one deleting a timer (TIMER_DEL_UNIQKEY)
+    due = [int(time.time() * 1000) + 1_800_000 + i * 1000 for i in range(8)]
+    timer = dict(REAL_TOPIC="TopicT", REAL_QID="0")
+    lines += [_line(TIMER_TOPIC, b"t", {**timer, "TIMER_OUT_MS": str(d), "UNIQ_KEY": f"UT{i:03d}"}) for i, d in enumerate(due)]
+    lines.append(_line(TIMER_TOPIC, b"t", {**timer, "TIMER_OUT_MS": str(due[3]), "UNIQ_KEY": "DEL003", "TIMER_DEL_UNIQKEY": "TopicT+UT003"}))
     with Oracle(build_or_skip(release), threads=2) as rmq:
         assert rmq.rocketmq_version == release
         root, config, results = P._written(rmq, tmp, config, lines)
@@ -120,6 +130,21 @@ def test_pending_transactions_are_rocketmqs(written):
         assert store.message_rocksdb.last_offset_py("trans") == m["transLastOffsetPy"]
     rep = verify_store(root, cfg)
     assert rep.findings == [], [str(f) for f in rep.findings]
+
+
+def test_rocksdb_timers_are_rocketmqs(written):
+    """TimerMessageRocksDBStore's timeline (scanRecordsForTimer): every waiting timer, the
+    deleted one gone, each naming its record; the scan's queue-offset checkpoint."""
+    release, root, config, dump, *_ = written
+    m = dump["messageRocksDB"]
+    from rmqlab.store.rocksdb_message import rocksdb_timer_messages
+
+    with open_store(root, MessageStoreConfig.from_mapping(config)) as store:
+        timers = rocksdb_timer_messages(store)
+        got = [dict(delayTime=t.entry.delay_time, uniqKey=t.entry.uniq_key, offsetPy=t.entry.offset_py, sizePy=t.entry.size_py) for t in timers]
+        assert got == m["timers"] and len(got) == 7 and "UT003" not in {t["uniqKey"] for t in got}
+        assert all(t.problem is None and t.record.topic == TIMER_TOPIC for t in timers)
+        assert store.message_rocksdb.timer_checkpoints()["sys_topic_scan_offset_checkpoint"] == m["timerScanOffset"] == 9
 
 
 def test_recovery_starts_where_rocksdbs_keys_say(written):

@@ -23,6 +23,9 @@ final class Api {
     static void transStore(DefaultMessageStore s) {
     }
 
+    static void afterStart(DefaultMessageStore s) {
+    }
+
     static void beforeShutdown(DefaultMessageStore s) {
     }
 

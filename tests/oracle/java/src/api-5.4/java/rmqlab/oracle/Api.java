@@ -12,12 +12,15 @@ import org.apache.rocketmq.store.index.QueryOffsetResult;
 import org.apache.rocketmq.store.queue.AbstractConsumeQueueStore;
 import org.apache.rocketmq.store.rocksdb.MessageRocksDBStorage;
 import org.apache.rocketmq.store.transaction.TransMessageRocksDBStore;
+import org.apache.rocketmq.store.timer.TimerMetrics;
+import org.apache.rocketmq.store.timer.rocksdb.TimerMessageRocksDBStore;
+import org.apache.rocketmq.store.timer.rocksdb.TimerRocksDBRecord;
 import org.apache.rocketmq.store.transaction.TransRocksDBRecord;
 import org.rocksdb.RocksDB;
 
 /** RocketMQ 5.4's and 5.5's spelling of what moved after 5.3 (the rest of the v5 harness
  *  is shared), and what only they have: keys and transactions in RocksDB
- *  (MessageRocksDBStorage in rocksdbstore/). */
+ *  (MessageRocksDBStorage in rocksdbstore/), and timers there. */
 final class Api {
     private Api() {
     }
@@ -41,21 +44,40 @@ final class Api {
         }
     }
 
-    /** The broker shuts its TransMessageRocksDBStore down before the store (whose shutdown
-     *  closes the RocksDB the transaction writer still drains into). */
+    /** timerRocksDBEnable: the broker makes, loads and starts a TimerMessageRocksDBStore
+     *  beside its store (BrokerController.initializeMessageStore / start), which scans the
+     *  timer topic's queue 0 into the timer family (TimerSysTopicScanService, Timeline). */
+    static void afterStart(DefaultMessageStore s) throws Exception {
+        if (!s.getMessageStoreConfig().isTimerRocksDBEnable()) {
+            return;
+        }
+        String metrics = java.nio.file.Paths.get(s.getMessageStoreConfig().getStorePathRootDir(), "config", "timermetrics").toString();
+        TimerMessageRocksDBStore t = new TimerMessageRocksDBStore(s, new TimerMetrics(metrics), null);
+        s.setTimerMessageRocksDBStore(t);
+        t.load();
+        t.start();
+    }
+
+    /** The broker shuts its RocksDB transaction and timer stores down before the store
+     *  (whose shutdown closes the RocksDB their writers still drain into). */
     static void beforeShutdown(DefaultMessageStore s) {
         TransMessageRocksDBStore t = s.getTransMessageRocksDBStore();
         if (t != null) {
             t.shutdown();
         }
+        TimerMessageRocksDBStore timer = s.getTimerMessageRocksDBStore();
+        if (timer != null) {
+            timer.shutdown();
+        }
     }
 
     /** Keys and transactions in RocksDB are written by their own threads, behind dispatch
-     *  (IndexRocksDBStore.IndexBuildService, TransMessageRocksDBStore.TransIndexBuildService):
-     *  wait until both lastOffsetPy have not moved for 300 ms (at most 30 s). */
+     *  (IndexRocksDBStore.IndexBuildService, TransMessageRocksDBStore.TransIndexBuildService),
+     *  timers by the timer store's scan and Timeline: wait until both lastOffsetPy and the
+     *  timer scan's checkpoint have not moved for 300 ms (at most 30 s). */
     static void settleMessageRocksDB(DefaultMessageStore s) throws Exception {
         MessageStoreConfig c = s.getMessageStoreConfig();
-        if (!c.isIndexRocksDBEnable() && !c.isTransRocksDBEnable()) {
+        if (!c.isIndexRocksDBEnable() && !c.isTransRocksDBEnable() && !c.isTimerRocksDBEnable()) {
             return;
         }
         MessageRocksDBStorage db = s.getMessageRocksDBStorage();
@@ -63,7 +85,8 @@ final class Api {
         String last = null;
         long stableSince = System.currentTimeMillis();
         while (System.currentTimeMillis() < deadline) {
-            String now = db.getLastOffsetPy(RocksDB.DEFAULT_COLUMN_FAMILY) + "/" + db.getLastOffsetPy(MessageRocksDBStorage.TRANS_COLUMN_FAMILY);
+            String now = db.getLastOffsetPy(RocksDB.DEFAULT_COLUMN_FAMILY) + "/" + db.getLastOffsetPy(MessageRocksDBStorage.TRANS_COLUMN_FAMILY)
+                + "/" + db.getCheckpointForTimer(MessageRocksDBStorage.TIMER_COLUMN_FAMILY, MessageRocksDBStorage.SYS_TOPIC_SCAN_OFFSET_CHECK_POINT);
             if (!now.equals(last)) {
                 last = now;
                 stableSince = System.currentTimeMillis();
@@ -80,7 +103,7 @@ final class Api {
      *  (topic, KEYS token), (topic, UNIQ_KEY) and (topic, TAGS) of the walk, by index type. */
     static JSONObject messageRocksDB(DefaultMessageStore s, JSONArray walk) {
         MessageStoreConfig c = s.getMessageStoreConfig();
-        if (!c.isIndexRocksDBEnable() && !c.isTransRocksDBEnable()) {
+        if (!c.isIndexRocksDBEnable() && !c.isTransRocksDBEnable() && !c.isTimerRocksDBEnable()) {
             return null;
         }
         MessageRocksDBStorage db = s.getMessageRocksDBStorage();
@@ -102,6 +125,20 @@ final class Api {
             }
         }
         o.put("trans", trans);
+        JSONArray timers = new JSONArray();
+        List<TimerRocksDBRecord> tr = db.scanRecordsForTimer(MessageRocksDBStorage.TIMER_COLUMN_FAMILY, 1L, Long.MAX_VALUE, 1_000_000, null);
+        if (tr != null) {
+            for (TimerRocksDBRecord r : tr) {
+                JSONObject t = new JSONObject(true);
+                t.put("delayTime", r.getDelayTime());
+                t.put("uniqKey", r.getUniqKey());
+                t.put("offsetPy", r.getOffsetPy());
+                t.put("sizePy", r.getSizePy());
+                timers.add(t);
+            }
+        }
+        o.put("timers", timers);
+        o.put("timerScanOffset", db.getCheckpointForTimer(MessageRocksDBStorage.TIMER_COLUMN_FAMILY, MessageRocksDBStorage.SYS_TOPIC_SCAN_OFFSET_CHECK_POINT));
         JSONArray queries = new JSONArray();
         if (c.isIndexRocksDBEnable()) {
             // queryOffset refuses a window wider than maxRocksDBIndexQueryDays: the widest it takes

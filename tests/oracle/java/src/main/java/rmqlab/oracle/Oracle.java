@@ -206,6 +206,7 @@ public final class Oracle {
             throw new IllegalStateException("load() failed for " + dir);
         }
         store.start();
+        Rmq.afterStart(store);
         if (store.getCommitLog() instanceof org.apache.rocketmq.store.dledger.DLedgerCommitLog) {
             // a DLedger log takes puts once its one-member group elected it leader
             io.openmessaging.storage.dledger.DLedgerServer server =
@@ -418,6 +419,7 @@ public final class Oracle {
         ans.put("recovery", rec);
         try {
             store.start();
+            Rmq.afterStart(store);
             JSONObject after = new JSONObject(true);
             after.put("commitLogMinOffset", store.getMinPhyOffset());
             after.put("commitLogMaxOffset", store.getMaxPhyOffset());

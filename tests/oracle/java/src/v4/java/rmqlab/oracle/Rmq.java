@@ -137,6 +137,10 @@ final class Rmq {
     static void settle(DefaultMessageStore s) {
     }
 
+    /** RocketMQ 4.9's broker starts nothing beside its store that the harness models. */
+    static void afterStart(DefaultMessageStore s) {
+    }
+
     /** RocketMQ 4.9 has no writer behind dispatch but the queues and the index. */
     static void settleWriters(DefaultMessageStore s) {
     }

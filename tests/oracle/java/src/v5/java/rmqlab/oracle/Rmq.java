@@ -225,6 +225,11 @@ final class Rmq {
         }
     }
 
+    /** Services a broker starts beside its store (5.4+: the RocksDB timer store). */
+    static void afterStart(DefaultMessageStore s) throws Exception {
+        Api.afterStart(s);
+    }
+
     /** Writers behind dispatch that are not queues (5.4+: keys and transactions in
      *  RocksDB): what is copied or read back must not depend on their threads' timing. */
     static void settleWriters(DefaultMessageStore s) throws Exception {
