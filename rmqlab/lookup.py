@@ -18,7 +18,7 @@ from . import reprs, rules
 from .rules import LONG_MAX
 from .format import properties as props
 from .format.indexfile import index_key
-from .format.record import Record
+from .format.record import BAD_SIZE, BODY_CRC, SIZE_MISMATCH, Record, RecordError, decode_record
 from .store.batch_consume_queue import BatchConsumeQueue
 from .store.consume_queue import CqEntry
 from .store.index_file import ChainStep, IndexFile
@@ -47,7 +47,61 @@ def get_message(store: StoreReader, topic: str, queue_id: int, queue_offset: int
         # in an older file (ConsumeQueue.recover does not look there, so the queue goes on)
         raise StoreFormatError(*_unit_at(cq, queue_offset),
                                f"entry {queue_offset} of {topic}/{queue_id} is invalid (offset {entry.commitlog_offset}, size {entry.size}): RocketMQ serves no message there")
-    return entry, store.commitlog.read(entry.commitlog_offset)
+    return entry, served_record(store, entry)
+
+
+def served_record(store: StoreReader, entry: CqEntry) -> Record:
+    """The record a unit serves, as RocketMQ serves it: ``getMessage`` hands out the
+    unit's ``size`` bytes at its offset (``CommitLog.getMessage(offset, size)``) and
+    ``MessageDecoder`` reads their fields one after the other, never bounding anything
+    by the record's totalSize field nor asking that the fields fill it.  So a record
+    whose totalSize is damaged, or whose propertiesLength leaves bytes unread (a zeroed
+    page across its end), is still served: decoded from the unit's bytes as
+    MessageDecoder reads them, its ``total_size`` the field as stored.  What Java cannot
+    decode either (a length running past the unit) raises as :meth:`CommitLog.read` does."""
+    return _as_served(store, entry.commitlog_offset, entry.size)
+
+
+def _as_served(store: StoreReader, offset: int, size: int | None) -> Record:
+    """The record at ``offset`` as Java decodes the ``size`` bytes served there (None:
+    as many as its totalSize field says, ``lookMessageByOffset``)."""
+    try:
+        return store.commitlog.read(offset)
+    except RecordError as err:
+        if err.kind not in (BAD_SIZE, SIZE_MISMATCH, BODY_CRC):
+            raise
+        f = store.commitlog.queue.find(offset)
+        fpos = offset - f.file_from_offset
+        want = size if size is not None else err.total_size
+        if want is None or want < 8:
+            raise
+        raw = bytearray(f.buf[fpos : fpos + want])
+        if len(raw) < want:  # Java: selectMappedBuffer past the file's end is null
+            raise
+        field_size = int.from_bytes(raw[:4], "big", signed=True)
+        raw[:4] = len(raw).to_bytes(4, "big", signed=True)
+        try:
+            rec = decode_record(raw, 0, file=str(f.path), file_base=offset, message_decoder=True)
+        except RecordError:
+            raise err from None
+        if rec is None or rec.is_blank:
+            raise err from None
+        rec.total_size, rec.file_offset = field_size, fpos
+        return rec
+
+
+def served_note(entry: CqEntry, rec: Record) -> str | None:
+    """What a reader of a served record should know that the record alone does not say:
+    a totalSize field that disagrees with the unit (served from the unit's bytes), or a
+    record Java's MessageDecoder cannot decode."""
+    notes = []
+    if rec.total_size != entry.size:
+        notes.append(f"its totalSize field says {rec.total_size} but the unit {entry.size}: RocketMQ serves the unit's {entry.size} bytes as they are")
+    if rec.unread_tail:
+        notes.append(f"its fields end {rec.unread_tail} byte(s) before the record does (a length field damaged): RocketMQ's MessageDecoder reads them as they are")
+    if rec.java_decode_problem:
+        notes.append(rec.java_decode_problem)
+    return "; ".join(notes) or None
 
 
 def _unit_at(cq, queue_offset: int):
@@ -125,7 +179,7 @@ def get_messages(store: StoreReader, topic: str, queue_id: int, start: int = 0, 
             # Java getMessage: no file holds it (one missing from the log's middle):
             # rollNextFile, and the units pointing before the next file are skipped
             continue
-        yield e, store.commitlog.read(e.commitlog_offset)
+        yield e, served_record(store, e)
         n += 1
 
 
@@ -202,10 +256,10 @@ def query_by_key(store: StoreReader, topic: str, key: str, max_num: int = 2**31 
 
 # -- by msgId --------------------------------------------------------------------------------
 def look_by_msg_id(store: StoreReader, msg_id: str) -> Record:
-    """Java ``viewMessageById``: decode host and offset, read the record there."""
+    """Java ``viewMessageById``: decode host and offset, read the record there as
+    ``lookMessageByOffset`` does (its totalSize field's bytes, decoded by MessageDecoder)."""
     host, port, offset = decode_message_id(msg_id)
-    rec = store.commitlog.read(offset)
-    return rec
+    return _as_served(store, offset, None)
 
 
 # -- by time ---------------------------------------------------------------------------------

@@ -40,10 +40,13 @@ def add_parser(sub) -> argparse.ArgumentParser:
 def _served(store, topic: str, queue_id: int, queue_offset: int):
     """The record a queue unit serves (RocketMQ's getMessage), with a warning on stderr
     when it is another queue's."""
-    _, rec = lk.get_message(store, topic, queue_id, queue_offset)
+    entry, rec = lk.get_message(store, topic, queue_id, queue_offset)
     note = lk.foreign_record_note(store, topic, queue_id, queue_offset, rec)
     if note:
         print(f"warning: {note}", file=sys.stderr)
+    served = lk.served_note(entry, rec)
+    if served:
+        print(f"warning: {rec.file} @ {rec.file_offset}: {served}", file=sys.stderr)
     inner = lk.batch_note(store, topic, queue_id, queue_offset)
     if inner:
         print(f"note: {inner}", file=sys.stderr)

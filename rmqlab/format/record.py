@@ -102,6 +102,9 @@ class Record:
     body_crc_computed: int | None = None
     property_crc: int | None = None  # value of __CRC32#, if present
     property_crc_computed: int | None = None
+    #: read as Java's MessageDecoder reads served bytes (decode_record's ``message_decoder``):
+    #: the bytes of the record after its properties, which Java never reads (0 otherwise)
+    unread_tail: int = 0
     _pairs: list | None = field(default=None, repr=False)
 
     # -- what kind of record ----------------------------------------------------------
@@ -176,6 +179,18 @@ class Record:
         return self.is_blank or (self.body_crc_ok and self.property_crc_ok is not False)
 
     @property
+    def java_decode_problem(self) -> str | None:
+        """Why Java's ``MessageDecoder.decode`` (the broker's queryMessage and every
+        client's pull) returns null for this record although the store accepts it: a
+        host port outside 0–65535 (``new InetSocketAddress`` throws; no CRC covers the
+        hosts).  None when it decodes."""
+        for name, (_, port) in (("bornHost", self.born_host), ("storeHost", self.store_host)):
+            if not 0 <= port <= 0xFFFF:
+                return (f"its {name} port {port} lies outside 0–65535: Java's MessageDecoder.decode fails (InetSocketAddress), "
+                        "so a consumer or queryMessage gets nothing for this record")
+        return None
+
+    @property
     def msg_id(self) -> str:
         """Offset msgId (Java ``MessageDecoder.createMessageId`` of the store host and the
         record's own physicalOffset field, as ``MessageDecoder.decode`` builds it: a
@@ -225,6 +240,7 @@ def decode_record(
     file_base: int = 0,
     check_crc: bool = True,
     read_body: bool = True,
+    message_decoder: bool = False,
 ) -> Record | None:
     """Decode the record at ``buf[pos:]`` (``buf`` is one whole file or mapping).
 
@@ -232,6 +248,12 @@ def decode_record(
     are all zero).  Raises :class:`RecordError` for anything else that is not a
     valid MESSAGE or BLANK.  CRCs are computed when ``check_crc``; a CRC mismatch is
     *not* raised here (the record is still a record) — callers decide.
+
+    ``message_decoder``: read as Java's ``MessageDecoder.decode`` reads the bytes
+    ``getMessage`` serves — each field after the other, ``propertiesLength`` bytes of
+    properties and the rest of the record ignored (:attr:`Record.unread_tail`) — where
+    the store's own check (``checkMessageAndReturnSize``) wants the fields to fill
+    totalSize exactly.
     """
     end = len(buf)
     left = end - pos
@@ -311,9 +333,9 @@ def decode_record(
     (props_len,) = _I16.unpack_from(buf, p)
     p += 2
     props_len = max(props_len, 0)
-    if p + props_len != rec_end:
+    if p + props_len != rec_end and not (message_decoder and p + props_len < rec_end):
         raise mismatch(p - 2, f"propertiesLength {props_len} makes the record {p + props_len - pos} bytes, totalSize says {total_size}")
-    properties_raw = bytes(buf[p:rec_end])
+    properties_raw = bytes(buf[p : p + props_len])
     body = bytes(buf[body_start : body_start + body_len]) if read_body else b""
     rec = Record(
         physical_offset=file_base + pos,
@@ -336,6 +358,7 @@ def decode_record(
         properties_raw=properties_raw,
         file=file,
         file_offset=pos,
+        unread_tail=rec_end - p - props_len,
     )
     if check_crc:
         if body_len > 0:  # Java checks the body CRC only where there is a body
