@@ -63,6 +63,16 @@ SUBSCRIPTION_GROUP_FILE = "subscriptionGroup.json"  # SubscriptionGroupManager
 TIMER_CHECK_FILE = "timercheck"  # TimerCheckpoint (BrokerPathConfigHelper.getTimerCheckPath)
 # the timer store (TimerMessageStore.getTimerWheelPath / getTimerLogPath)
 TIMER_WHEEL_FILE = "timerwheel"
+
+
+def timer_wheel_snapshot_flag(name: str) -> int | None:
+    """The timer-log offset a ``timerwheel.<offset>`` snapshot (5.4+,
+    ``timerWheelSnapshotFlush``) was taken at, or None for any other name (Java
+    ``TimerWheel.getMaxSnapshotFlag``: the name after ``timerwheel.`` as a long, ≥ 0)."""
+    head, dot, flag = name.partition(".")
+    return int(flag) if head == TIMER_WHEEL_FILE and dot and flag.isdigit() else None
+
+
 TIMER_LOG_DIR = "timerlog"
 LMQ_PREFIX = "%LMQ%"  # MixAll.LMQ_PREFIX: a light message queue's topic (multi-dispatch)
 

@@ -1574,7 +1574,14 @@ class _Verifier:
             if problem:
                 self.add("TIMER_SLOT", WARNING, str(timer.wheel_path), int(s["index"]) * slot_size, f"the slot of {int(s['time_ms'])}: {problem}; "
                          "TimerMessageStore.recover revises slots only from the timer log's last flush position on")
-        lost = np.flatnonzero(pending & ~chained)
+        revised = timer.revised_from(cp)
+        if revised is not None:
+            # a snapshot wheel (timerWheelSnapshotFlush): recovery chains the units from the
+            # snapshot's offset on into the wheel again, so only older ones can be lost
+            pending_old = pending & (units["position"].astype(np.int64) < revised)
+        else:
+            pending_old = pending
+        lost = np.flatnonzero(pending_old & ~chained)
         if len(lost):
             file, fpos = where(int(units["position"][lost[0]]))
             self.add("TIMER_UNCHAINED", WARNING, file, fpos, f"{len(lost)} pending timer-log unit(s) no wheel slot chains (first at {int(units['position'][lost[0]])}): "

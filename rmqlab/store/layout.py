@@ -32,7 +32,7 @@ from .metadata import rocksdb_config_in_use, rocksdb_offsets_in_use
 from .release import is_timer_wheel_snapshot
 from ..errors import StoreLayoutError
 from ..format.dledger import DATA_DIR as DLEDGER_DATA_DIR, DLEDGER_PREFIX
-from ..rules import (ABORT_FILE, BATCH_CONSUMEQUEUE_DIR, COMPACTION_CQ_DIR, COMPACTION_DIR, COMPACTION_LOG_DIR, CHECKPOINT_FILE, COMMITLOG_DIR, CONFIG_DIR, CONSUMEQUEUE_DIR, CONSUMEQUEUE_EXT_DIR, CONSUMEQUEUE_ROCKSDB_DIR, CONSUMER_OFFSET_FILE, DELAY_OFFSET_FILE, INDEX_DIR,
+from ..rules import (timer_wheel_snapshot_flag, ABORT_FILE, BATCH_CONSUMEQUEUE_DIR, COMPACTION_CQ_DIR, COMPACTION_DIR, COMPACTION_LOG_DIR, CHECKPOINT_FILE, COMMITLOG_DIR, CONFIG_DIR, CONSUMEQUEUE_DIR, CONSUMEQUEUE_EXT_DIR, CONSUMEQUEUE_ROCKSDB_DIR, CONSUMER_OFFSET_FILE, DELAY_OFFSET_FILE, INDEX_DIR,
                      LMQ_CONSUMER_OFFSET_FILE, LMQ_PREFIX, LOCK_FILE, MESSAGE_ROCKSDB_DIR, SUBSCRIPTION_GROUP_FILE, TIMER_CHECK_FILE, TIMER_LOG_DIR, TIMER_WHEEL_FILE, TOPICS_FILE)
 
 DECODED = "decoded"
@@ -370,8 +370,14 @@ def recognise(root: str | os.PathLike, config: MessageStoreConfig | None = None)
         elif name == CONSUMEQUEUE_ROCKSDB_DIR and p.is_dir():
             parts.append(_separate_rocksdb_part(p, root, lay, settings))
         elif is_timer_wheel_snapshot(name) and p.is_file():
-            parts.append(Part(name, "timer-wheel snapshot (5.4+, timerWheelSnapshotFlush)", NOT_CHECKED,
-                              "a copy of the timer wheel as of the timer log offset in its name; not compared with the wheel", "TimerWheel.flush (selectSnapshotByFlag)"))
+            flags = [timer_wheel_snapshot_flag(q.name) for q in root.iterdir() if q.is_file() and is_timer_wheel_snapshot(q.name)]
+            if timer_wheel_snapshot_flag(name) == max(flags) and (settings or {}).get("timerWheelSnapshotFlush", "true") != "false":
+                parts.append(Part(name, "timer-wheel snapshot (5.4+, timerWheelSnapshotFlush), the newest", DECODED,
+                                  "the wheel TimerMessageStore loads at start (TimerWheel.getMaxSnapshotFlag); `rmqlab timers` and verify read it, "
+                                  "the timer-log units after its offset as re-chained at start", "TimerWheel.backup / TimerMessageStore (snapOffset)"))
+            else:
+                parts.append(Part(name, "timer-wheel snapshot (5.4+, timerWheelSnapshotFlush), an older one", READ,
+                                  "TimerWheel.cleanExpiredSnapshot keeps the two newest; the broker loads only the newest", "TimerWheel.backup"))
         elif name == "kvStore" and p.is_dir():
             parts.append(Part(name + "/", "pop consumer records in RocksDB", NOT_CHECKED, "RocksDB is not read here", "PopConsumerService"))
         elif name == "epochFileCheckpoint" or name == "epochFileCheckpoint.bak":

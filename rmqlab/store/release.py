@@ -30,7 +30,7 @@ from ..config import MessageStoreConfig
 from ..format.layout import store_timestamp_at
 from ..releases import DISTINCT_RELEASES, Release, release
 from .checkpoint import read_checkpoint_fields
-from ..rules import COMMITLOG_DIR, CONSUMEQUEUE_ROCKSDB_DIR, MESSAGE_ROCKSDB_DIR, TIMER_WHEEL_FILE
+from ..rules import COMMITLOG_DIR, CONSUMEQUEUE_ROCKSDB_DIR, MESSAGE_ROCKSDB_DIR, TIMER_WHEEL_FILE, timer_wheel_snapshot_flag
 
 _5X = tuple(r for r in DISTINCT_RELEASES if not r.startswith("4."))
 
@@ -77,8 +77,7 @@ def _first_record_time(root: Path) -> int | None:
 
 def is_timer_wheel_snapshot(name: str) -> bool:
     """``timerwheel.<timer log offset>``: a 5.4+ snapshot of the wheel (TimerWheel.selectSnapshotByFlag)."""
-    head, _, flag = name.partition(".")
-    return head == TIMER_WHEEL_FILE and flag.isdigit()
+    return timer_wheel_snapshot_flag(name) is not None
 
 
 def tell_release(root: str | os.PathLike, config: MessageStoreConfig | None = None, told: str | None = None) -> ReleaseReading:

@@ -37,7 +37,7 @@ from ..format.timer import (
     BLANK_MAGIC_CODE, DEFAULT_PRECISION_MS, MAGIC_ROLL, SLOTS_TOTAL, SLOT_SIZE, TIMER_DEL_UNIQKEY, TIMER_OUT_MS,
     TIMER_ROLL_TIMES, TIMER_TOPIC, UNIT_SIZE, WHEEL_LENGTH, TimerCheck, TimerLogUnit, TimerWheelSlot, delete_key, magic_ok, slot_time,
 )
-from ..rules import CONFIG_DIR, TIMER_CHECK_FILE, TIMER_LOG_DIR, TIMER_WHEEL_FILE
+from ..rules import CONFIG_DIR, TIMER_CHECK_FILE, TIMER_LOG_DIR, TIMER_WHEEL_FILE, timer_wheel_snapshot_flag
 
 SLOT_DTYPE = fixed_dtype(TimerWheelSlot)
 UNIT_DTYPE = fixed_dtype(TimerLogUnit)
@@ -89,14 +89,37 @@ class TimerStore:
     ``precision_ms``: ``timerPrecisionMs`` (default 1000); ``log_file_size``:
     ``mappedFileSizeTimerLog`` (default: inferred from the files)."""
 
-    def __init__(self, root: str | os.PathLike, *, precision_ms: int = DEFAULT_PRECISION_MS, log_file_size: int | None = None):
+    def __init__(self, root: str | os.PathLike, *, precision_ms: int = DEFAULT_PRECISION_MS, log_file_size: int | None = None,
+                 snapshot_flush: bool | None = None):
         self.root = Path(root)
         self.precision_ms = precision_ms
-        self.wheel_path = self.root / TIMER_WHEEL_FILE
+        #: the newest ``timerwheel.<offset>`` snapshot's offset when the broker loads the wheel
+        #: from it (``timerWheelSnapshotFlush``, 5.4+), else None; and why
+        self.snapshot_offset, self.snapshot_reason = self._snapshot(snapshot_flush)
+        self.wheel_path = self.root / (TIMER_WHEEL_FILE if self.snapshot_offset is None else f"{TIMER_WHEEL_FILE}.{self.snapshot_offset}")
         self.check_path = self.root / CONFIG_DIR / TIMER_CHECK_FILE
         d = self.root / TIMER_LOG_DIR
         self.log = MappedFileQueue(d, log_file_size, strict=False) if d.is_dir() else None
         self._units = None
+
+    def _snapshot(self, flush: bool | None) -> tuple[int | None, str | None]:
+        """Java ``TimerMessageStore``'s constructor: with ``timerWheelSnapshotFlush`` the
+        wheel is loaded from the snapshot of the highest offset
+        (``TimerWheel.getMaxSnapshotFlag``), and the timer log is revised from that
+        offset on (``setLastTimerLogFlushPos``: recovery chains every unit after it into
+        the wheel again).  The setting not given: on when snapshots are there (only a
+        broker with it on writes them)."""
+        flags = [f for f in (timer_wheel_snapshot_flag(p.name) for p in self.root.iterdir() if p.is_file()) if f is not None] if self.root.is_dir() else []
+        if flush is False or not flags:
+            return None, None
+        why = "timerWheelSnapshotFlush=true" if flush else "timerwheel.<offset> snapshots are there (timerWheelSnapshotFlush, not given, taken as on)"
+        return max(flags), why
+
+    def revised_from(self, checkpoint: dict | None) -> int | None:
+        """The timer-log position ``TimerMessageStore.recover`` chains units into the
+        wheel again from: the snapshot's offset when the wheel is a snapshot (the
+        checkpoint's ``lastTimerLogFlushPos`` otherwise, not modelled here: None)."""
+        return self.snapshot_offset if self.snapshot_offset is not None and self.snapshot_offset > 0 else None
 
     @classmethod
     def of(cls, root: str | os.PathLike, config=None) -> "TimerStore | None":
@@ -111,7 +134,8 @@ class TimerStore:
             size = int(extra["mappedFileSizeTimerLog"]) if "mappedFileSizeTimerLog" in extra else None
         except ValueError as exc:
             raise StoreLayoutError(root, None, f"timerPrecisionMs / mappedFileSizeTimerLog: {exc}") from None
-        return cls(root, precision_ms=precision or DEFAULT_PRECISION_MS, log_file_size=size)
+        flush = config.extra_flag("timerWheelSnapshotFlush") if config is not None else None
+        return cls(root, precision_ms=precision or DEFAULT_PRECISION_MS, log_file_size=size, snapshot_flush=flush)
 
     # -- the checkpoint -------------------------------------------------------------------------------
     def checkpoint(self) -> dict | None:

@@ -104,23 +104,24 @@ def _tail(log: Path, n: int = 60) -> str:
 _BIND_TRIES = 3
 
 
-def capture(workdir: Path, command: list[str], messages: int = 60, timeout: float = 180) -> Capture:
+def capture(workdir: Path, command: list[str], messages: int = 60, timeout: float = 180, settings: dict[str, str] | None = None) -> Capture:
+    """``settings``: broker settings beside :data:`BROKER_SETTINGS`."""
     for attempt in range(_BIND_TRIES):
         try:
-            return _capture(workdir if attempt == 0 else workdir.with_name(f"{workdir.name}-{attempt + 1}"), command, messages, timeout)
+            return _capture(workdir if attempt == 0 else workdir.with_name(f"{workdir.name}-{attempt + 1}"), command, messages, timeout, settings or {})
         except CaptureError as err:
             if "Address already in use" not in str(err) or attempt == _BIND_TRIES - 1:
                 raise
     raise AssertionError("unreachable")
 
 
-def _capture(workdir: Path, command: list[str], messages: int, timeout: float) -> Capture:
+def _capture(workdir: Path, command: list[str], messages: int, timeout: float, extra: dict[str, str]) -> Capture:
     workdir.mkdir(parents=True, exist_ok=True)
     store = workdir / "store"
     log = workdir / "broker.log"
     namesrv_port = _free_port(set())
     broker_port = _free_port({namesrv_port})
-    settings = dict(BROKER_SETTINGS)
+    settings = {**BROKER_SETTINGS, **extra}
     settings.update({
         "namesrvAddr": f"127.0.0.1:{namesrv_port}", "listenPort": str(broker_port), "haListenPort": str(broker_port + 1),
         "storePathRootDir": str(store), "storePathCommitLog": str(store / "commitlog"),

@@ -153,3 +153,38 @@ def test_damaged_timer_files_are_clean_errors(tmp_path, damage):
     assert rep.by_kind("TIMER_WHEEL" if damage == "wheel-size" else "TIMER_CHECK")
     done = cli("timers", tmp_path / "s")
     assert "Traceback" not in done.stderr and done.returncode in (0, 2)
+
+
+def _snapshot_without_slot(root, when: int, offset: int) -> None:
+    """A wheel snapshot taken before the units of ``when``'s slot were written: the wheel
+    as it is, that slot empty, named for the timer-log ``offset`` (TimerWheel.backup)."""
+    wheel = bytearray((root / "timerwheel").read_bytes())
+    at = slot_index(when) * SLOT_SIZE
+    wheel[at : at + SLOT_SIZE] = bytes(SLOT_SIZE)
+    (root / f"timerwheel.{offset}").write_bytes(bytes(wheel))
+
+
+def test_a_wheel_snapshot_is_the_wheel_the_broker_loads(tmp_path):
+    """timerWheelSnapshotFlush (5.4+): the newest timerwheel.<offset> is the wheel loaded
+    at start, and the timer-log units from its offset on are chained into it again
+    (TimerMessageStore: setLastTimerLogFlushPos(snapOffset)) — not lost."""
+    build(tmp_path / "s")
+    root = tmp_path / "s"
+    _snapshot_without_slot(root, 10_000_000, 1 * UNIT_SIZE)  # the cancelled/cancel slot: units 1 and 3, both after 52
+    (root / "timerwheel.0").write_bytes((root / "timerwheel").read_bytes())  # an older snapshot
+    t = TimerStore.of(root)
+    assert (t.snapshot_offset, t.wheel_path.name) == (UNIT_SIZE, f"timerwheel.{UNIT_SIZE}") and "taken as on" in t.snapshot_reason
+    t.close()
+    assert not [f for f in verify_store(root).findings if f.kind.startswith("TIMER")]
+    # a snapshot taken before the first unit: unit 1 lies before it, no slot chains it — lost
+    (root / f"timerwheel.{UNIT_SIZE}").unlink()
+    _snapshot_without_slot(root, 10_000_000, 4 * UNIT_SIZE)
+    assert [f.kind for f in verify_store(root).findings if f.kind.startswith("TIMER")] == ["TIMER_UNCHAINED"]
+    # the setting off: the broker loads timerwheel itself
+    off = MessageStoreConfig.from_mapping({"timerWheelSnapshotFlush": "false"})
+    t = TimerStore.of(root, off)
+    assert (t.snapshot_offset, t.wheel_path.name) == (None, "timerwheel")
+    t.close()
+    with open_store(root) as store:
+        parts = {p.path: p.handling for p in store.layout.parts}
+    assert parts[f"timerwheel.{4 * UNIT_SIZE}"] == "decoded" and parts["timerwheel.0"] == "read"
