@@ -106,10 +106,17 @@ SOURCES = {
 
 
 def register(spark) -> list[str]:
-    """Register the formats of :data:`SOURCES` with ``spark`` (a SparkSession); returns
-    their names."""
+    """Register the formats of :data:`SOURCES` with ``spark`` (a SparkSession) and turn on
+    ``spark.sql.python.filterPushdown.enabled`` (a query's WHERE clause then reaches the
+    sources, which read only what can match); returns their names."""
     import importlib
 
+    # the sources take the filters of a query that can cut their work (pushFilters,
+    # Spark ≥ 4.1): off by default in Spark
+    try:
+        spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
+    except Exception:  # Spark Connect sessions refusing a static conf, older Sparks: the sources still work
+        pass
     names = []
     for name, target in SOURCES.items():
         module, cls = target.split(":")

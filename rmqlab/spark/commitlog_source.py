@@ -8,7 +8,7 @@ Java counterpart: ``CommitLog`` read by ``checkMessageAndReturnSize`` /
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import (
@@ -65,6 +65,77 @@ SCHEMA = StructType(
 )
 
 
+#: columns pushFilters takes: equality / IN on these ...
+_PUSH_EQUAL = ("physical_offset", "topic", "queue_id", "kind", "msg_id", "store_timestamp", "born_timestamp")
+#: ... and ranges (>, >=, <, <=) on these (whole numbers)
+_PUSH_RANGE = ("physical_offset", "store_timestamp", "born_timestamp", "queue_id")
+
+
+@dataclass(frozen=True)
+class Pushed:
+    """What :meth:`CommitLogReader.pushFilters` took from a query's WHERE clause (Spark's
+    filters, ANDed): per column a set of values (``=``, ``IN``) and an inclusive range
+    (``>``, ``>=``, ``<``, ``<=``).  Splits that cannot hold a match are not read
+    (``physical_offset``); topics and store times are filtered inside the decoder,
+    before the heavy columns are built; the rest on each decoded batch.  Every filter
+    is also left to Spark, which checks it again: pushing one can only save work,
+    never change the rows."""
+
+    values: tuple = ()  # ((column, frozenset of values), ...)
+    ranges: tuple = ()  # ((column, lo or None, hi or None), ...), inclusive
+
+    def value_set(self, column: str):
+        sets = [v for c, v in self.values if c == column]
+        if not sets:
+            return None
+        out = sets[0]
+        for v in sets[1:]:
+            out = out & v
+        return out
+
+    def bounds(self, column: str) -> tuple[int | None, int | None]:
+        lo = hi = None
+        for c, a, b in self.ranges:
+            if c == column:
+                lo = a if lo is None or (a is not None and a > lo) else lo
+                hi = b if hi is None or (b is not None and b < hi) else hi
+        vals = self.value_set(column)
+        if vals is not None and vals and all(isinstance(v, int) for v in vals):
+            lo = min(vals) if lo is None else max(lo, min(vals))
+            hi = max(vals) if hi is None else min(hi, max(vals))
+        return lo, hi
+
+    def __bool__(self) -> bool:
+        return bool(self.values or self.ranges)
+
+    def describe(self) -> str:
+        parts = [f"{c} IN {sorted(v, key=str)[:5]}{'…' if len(v) > 5 else ''}" for c, v in self.values]
+        parts += [f"{c} in [{'-∞' if a is None else a}, {'∞' if b is None else b}]" for c, a, b in self.ranges]
+        return " AND ".join(parts) or "nothing"
+
+
+def push_filters(filters) -> tuple[Pushed, list]:
+    """Spark's pushed filters → (:class:`Pushed`, the filters it took).  Only whole-number
+    bounds on whole-number columns and plain values are taken; anything else is left."""
+    from pyspark.sql.datasource import EqualTo, GreaterThan, GreaterThanOrEqual, In, LessThan, LessThanOrEqual
+
+    values, ranges, taken = [], [], []
+    for f in filters:
+        col = f.attribute[0] if len(getattr(f, "attribute", ())) == 1 else None
+        if isinstance(f, EqualTo) and col in _PUSH_EQUAL and f.value is not None:
+            values.append((col, frozenset([f.value])))
+        elif isinstance(f, In) and col in _PUSH_EQUAL and all(v is not None for v in f.value):
+            values.append((col, frozenset(f.value)))
+        elif isinstance(f, (GreaterThan, GreaterThanOrEqual, LessThan, LessThanOrEqual)) and col in _PUSH_RANGE and isinstance(f.value, int) and not isinstance(f.value, bool):
+            v = f.value
+            lo, hi = {GreaterThan: (v + 1, None), GreaterThanOrEqual: (v, None), LessThan: (None, v - 1), LessThanOrEqual: (None, v)}[type(f)]
+            ranges.append((col, lo, hi))
+        else:
+            continue
+        taken.append(f)
+    return Pushed(tuple(values), tuple(ranges)), taken
+
+
 @dataclass(frozen=True)
 class CommitLogSplit(InputPartition):
     """One byte range of one commitlog file (small and picklable: it travels to workers)."""
@@ -78,6 +149,11 @@ class CommitLogSplit(InputPartition):
     fs: tuple = field(default=(), repr=False)  # filesystem settings resolved where the read was planned (_paths.fs_settings): may hold credentials
     #: a DLedger data file: entries (a 48-byte header, then the record); the split owns the entries that start in it
     dledger: bool = False
+    #: the query's filters this split is read with (pushFilters).  They travel with the
+    #: split, not with the reader: Spark 4.1's Python scans may hand a later query the
+    #: reader a former query's pushFilters set up (seen here: a count after a filtered
+    #: count got the filtered rows), while each query's partitions are its own
+    pushed: Pushed = field(default_factory=lambda: Pushed())
 
 
 class CommitLogDataSource(DataSource):
@@ -145,6 +221,19 @@ class CommitLogDataSource(DataSource):
         ``.option("columns", "topic,total_size,body,kind")``.  A schema does the same:
         ``spark.read.format("rocketmq").schema("topic string, total_size int")``
         (any of the columns, in any order, with the types above; nullable).
+    ``pushdown``
+        ``false`` (default) or ``true``: a query's filters on ``physical_offset``,
+        ``topic``, ``queue_id``, ``kind``, ``msg_id``, ``store_timestamp`` and
+        ``born_timestamp`` (``=``, ``IN``, ranges; ANDed) are pushed into the scan:
+        splits outside an offset range are not read, topics and store times are
+        filtered inside the decoder, the rest before the rows reach Spark (which checks
+        every filter again).  Needs ``spark.sql.python.filterPushdown.enabled=true``
+        (``rmqlab.spark.register`` sets it).  Off by default because of Spark 4.3.0
+        itself: it keeps the read a query's filters planned on the data source, and a
+        later query of the *same DataFrame* without filters reads with it (a ``count()``
+        after a filtered ``count()`` gives the filtered count; Spark's current source
+        keeps that read per scan).  Safe use on 4.3.0: a fresh
+        ``spark.read...load()`` for each filtered query.
     ``batchRows``
         rows per Arrow batch handed to Spark (default 8192; wide rows in big batches
         cost the JVM more than the decoding saves).
@@ -175,7 +264,12 @@ class CommitLogDataSource(DataSource):
         return project(SCHEMA, _paths.opt_list(_paths.lower_keys(self.options), "columns"))
 
     def reader(self, schema):
-        return CommitLogReader(_paths.lower_keys(self.options), _paths.requested_columns(self.name(), SCHEMA, schema))
+        options = _paths.lower_keys(self.options)
+        # opt-in (see the option): Spark 4.3.0 lets one query's pushed read leak into another
+        # query of the same DataFrame; and Spark refuses a reader implementing pushFilters
+        # while the session has filter pushdown off
+        cls = PushdownCommitLogReader if _paths.opt_bool(options, "pushdown", False) else CommitLogReader
+        return cls(options, _paths.requested_columns(self.name(), SCHEMA, schema))
 
 
 def project(schema: StructType, names: list[str] | None) -> StructType:
@@ -207,9 +301,18 @@ class CommitLogReader(DataSourceReader):
         self.fs = _paths.fs_settings(options, self.path)
         #: more directories of a log spread over several (storePathCommitLog; --commitlog-dir)
         self.commitlog_dirs = _paths.opt_list(options, "commitlogDirs") or []
+        #: what pushFilters took from the query (PushdownCommitLogReader); read() takes it
+        #: from each split (CommitLogSplit.pushed)
+        self.pushed = Pushed()
 
     def partitions(self):
-        return plan_splits(self.path, self.split_size, self.fs, self.commitlog_dirs)
+        splits = plan_splits(self.path, self.split_size, self.fs, self.commitlog_dirs)
+        if not self.pushed:
+            return splits
+        lo, hi = self.pushed.bounds("physical_offset")
+        # a split owns the records that start in it: one past the range holds none of it
+        kept = [s for s in splits if (lo is None or s.file_base + s.stop > lo) and (hi is None or s.file_base + s.start <= hi)] or splits[:1]
+        return [replace(s, pushed=self.pushed) for s in kept]
 
     def read(self, partition: CommitLogSplit):
         from ..scan import kernels
@@ -217,17 +320,54 @@ class CommitLogReader(DataSourceReader):
         # Spark runs a task per core already: one thread per task (the decoder's own
         # second thread made two workers on two cores ~30% slower)
         kernels.set_threads(1)
-        yield from read_split(
-            partition,
-            mode=self.mode,
-            verify_crc=self.verify_crc,
-            include_body=self.include_body,
-            topics=self.topics,
-            start_time=self.start_time,
-            end_time=self.end_time,
-            columns=self.columns,
-            batch_rows=self.batch_rows,
-        )
+        topics, start_time, end_time, pushed = self.topics, self.start_time, self.end_time, partition.pushed
+        pushed_topics = pushed.value_set("topic")
+        if pushed_topics is not None:
+            topics = [t for t in (topics if topics is not None else sorted(pushed_topics)) if t in pushed_topics]
+        lo, hi = pushed.bounds("store_timestamp")
+        if lo is not None:
+            start_time = lo if start_time is None else max(start_time, lo)
+        if hi is not None:
+            end_time = hi + 1 if end_time is None else min(end_time, hi + 1)
+        batches = read_split(partition, mode=self.mode, verify_crc=self.verify_crc, include_body=self.include_body, topics=topics,
+                             start_time=start_time, end_time=end_time, columns=self.columns, batch_rows=self.batch_rows)
+        if not pushed:
+            yield from batches
+            return
+        for b in batches:
+            b = filter_batch(b, pushed)
+            if b.num_rows:
+                yield b
+
+
+class PushdownCommitLogReader(CommitLogReader):
+    """The reader with ``pushFilters`` (Spark ≥ 4.1, ``spark.sql.python.filterPushdown.enabled``,
+    which :func:`rmqlab.spark.register` turns on)."""
+
+    def pushFilters(self, filters):
+        """Take what can cut the work (:class:`Pushed`) and hand every filter back: Spark
+        evaluates them all again, so the rows are the same with pushdown on or off."""
+        self.pushed, _ = push_filters(filters)
+        return filters
+
+
+def filter_batch(batch, pushed: Pushed):
+    """The rows of ``batch`` that can match ``pushed`` (columns it lacks are not judged)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    names = batch.schema.names
+    mask = None
+    for col, vals in pushed.values:
+        if col in names:
+            m = pc.is_in(batch.column(col), value_set=pa.array(sorted(vals), batch.schema.field(col).type))
+            mask = m if mask is None else pc.and_kleene(mask, m)
+    for col, lo, hi in pushed.ranges:
+        if col in names:
+            c = batch.column(col)
+            for m in ([pc.greater_equal(c, lo)] if lo is not None else []) + ([pc.less_equal(c, hi)] if hi is not None else []):
+                mask = m if mask is None else pc.and_kleene(mask, m)
+    return batch if mask is None else batch.filter(mask)
 
 
 def commitlog_files(path: str, fs_settings: tuple = (), more_dirs: list[str] | tuple = ()) -> list[tuple[str, str, int, int, bool]]:
