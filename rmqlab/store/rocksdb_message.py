@@ -108,38 +108,32 @@ class MessageRocksDBStore:
     def has_index(self) -> bool:
         return next(self.index_entries(), None) is not None or self.last_offset_py() > 0
 
-    def transactions(self) -> list[TransRecord]:
-        """Every half message not yet ended, by offset (Java ``scanRecordsForTrans``)."""
+    def _family_records(self, family, family_name: str, skip, parse) -> list:
+        """Every key of a family but ``skip`` (its writer's bookkeeping keys) parsed;
+        keys its writer would not write go to :attr:`malformed`."""
         out = []
-        if self._trans is None:
+        if family is None:
             return out
-        for k, v in self.rocksdb.items(self._trans):
-            if k == LAST_OFFSET_PY:
+        for k, v in self.rocksdb.items(family):
+            if k in skip:
                 continue
-            r = parse_trans_record(k, v)
+            r = parse(k, v)
             if isinstance(r, str):
-                self.malformed.append(Malformed(TRANS_COLUMN_FAMILY, k, r))
+                self.malformed.append(Malformed(family_name, k, r))
             else:
                 out.append(r)
         return out
+
+    def transactions(self) -> list[TransRecord]:
+        """Every half message not yet ended, by offset (Java ``scanRecordsForTrans``)."""
+        return self._family_records(self._trans, TRANS_COLUMN_FAMILY, (LAST_OFFSET_PY,), parse_trans_record)
 
     def has_transactions(self) -> bool:
         return self._trans is not None and next(iter(self.rocksdb.items(self._trans)), None) is not None
 
     def timers(self) -> list[TimerRecord]:
         """Every timer message waiting, by delivery time (Java ``scanRecordsForTimer``)."""
-        out = []
-        if self._timer is None:
-            return out
-        for k, v in self.rocksdb.items(self._timer):
-            if k in _TIMER_CHECKPOINTS:
-                continue
-            r = parse_timer_record(k, v)
-            if isinstance(r, str):
-                self.malformed.append(Malformed(TIMER_COLUMN_FAMILY, k, r))
-            else:
-                out.append(r)
-        return out
+        return self._family_records(self._timer, TIMER_COLUMN_FAMILY, _TIMER_CHECKPOINTS, parse_timer_record)
 
     def has_timers(self) -> bool:
         return self._timer is not None and next(iter(self.rocksdb.items(self._timer)), None) is not None

@@ -146,26 +146,17 @@ final class Api {
             long begin = end - TimeUnit.DAYS.toMillis(c.getMaxRocksDBIndexQueryDays()) + 1;
             int max = c.getMaxMsgsNumBatch();
             java.util.LinkedHashSet<List<String>> asked = new java.util.LinkedHashSet<>();
+            for (List<String> tk : Oracle.walkKeys(walk)) {
+                asked.add(tk);
+            }
             for (int i = 0; i < walk.size(); i++) {
                 JSONObject w = walk.getJSONObject(i);
                 if (!"MESSAGE".equals(w.getString("kind"))) {
                     continue;
                 }
-                String topic = w.getString("topic");
-                String keys = w.getString("keys");
-                if (keys != null) {
-                    for (String k : keys.split(MessageConst.KEY_SEPARATOR)) {
-                        if (!k.isEmpty()) {
-                            asked.add(List.of(topic, MessageConst.INDEX_KEY_TYPE, k));
-                        }
-                    }
-                }
-                if (w.getString("uniqKey") != null) {
-                    asked.add(List.of(topic, MessageConst.INDEX_UNIQUE_TYPE, w.getString("uniqKey")));
-                }
                 org.apache.rocketmq.common.message.MessageExt m = s.lookMessageByOffset(w.getLongValue("physicalOffset"));
                 if (m != null && m.getTags() != null && !m.getTags().isEmpty()) {
-                    asked.add(List.of(topic, MessageConst.INDEX_TAG_TYPE, m.getTags()));
+                    asked.add(List.of(w.getString("topic"), MessageConst.INDEX_TAG_TYPE, m.getTags()));
                 }
             }
             for (List<String> q : asked) {

@@ -647,9 +647,9 @@ public final class Oracle {
         return o;
     }
 
-    /** For every (topic, key) and (topic, UNIQ_KEY) of the walk: the raw index answer
-     *  (IndexService.queryOffset: hash matches, newest first) and queryMessage's. */
-    static JSONArray indexQueries(DefaultMessageStore store, JSONArray walk) {
+    /** (topic, index type, key) of every MESSAGE of the walk, in walk order, once each:
+     *  its KEYS tokens (MessageConst.INDEX_KEY_TYPE) and its UNIQ_KEY (INDEX_UNIQUE_TYPE). */
+    static LinkedHashSet<List<String>> walkKeys(JSONArray walk) {
         LinkedHashSet<List<String>> asked = new LinkedHashSet<>();
         for (int i = 0; i < walk.size(); i++) {
             JSONObject w = walk.getJSONObject(i);
@@ -661,13 +661,23 @@ public final class Oracle {
             if (keys != null) {
                 for (String k : keys.split(MessageConst.KEY_SEPARATOR)) {
                     if (!k.isEmpty()) {
-                        asked.add(List.of(topic, k));
+                        asked.add(List.of(topic, "K", k));
                     }
                 }
             }
             if (w.getString("uniqKey") != null) {
-                asked.add(List.of(topic, w.getString("uniqKey")));
+                asked.add(List.of(topic, "U", w.getString("uniqKey")));
             }
+        }
+        return asked;
+    }
+
+    /** For every (topic, key) and (topic, UNIQ_KEY) of the walk: the raw index answer
+     *  (IndexService.queryOffset: hash matches, newest first) and queryMessage's. */
+    static JSONArray indexQueries(DefaultMessageStore store, JSONArray walk) {
+        LinkedHashSet<List<String>> asked = new LinkedHashSet<>();
+        for (List<String> tk : walkKeys(walk)) {
+            asked.add(List.of(tk.get(0), tk.get(2)));
         }
         JSONArray out = new JSONArray();
         int max = store.getMessageStoreConfig().getMaxMsgsNumBatch();
