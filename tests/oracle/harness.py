@@ -111,17 +111,26 @@ class Oracle:
         self._pending: dict[int, Future] = {}
         self._lock = threading.Lock()
         self._stderr = []
-        self.proc = subprocess.Popen(
-            [*command, f"-Doracle.threads={threads}", "rmqlab.oracle.Oracle"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, encoding="utf-8", bufsize=1,
-        )
-        first = self.proc.stdout.readline()
+        # answers come on a pipe of their own (the JVM's stdout also gets what native code
+        # prints, which once split an answer); stdout and stderr are only drained
+        r, w = os.pipe()
+        try:
+            self.proc = subprocess.Popen(
+                [*command, f"-Doracle.threads={threads}", f"-Doracle.answers=/dev/fd/{w}", "rmqlab.oracle.Oracle"],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, encoding="utf-8", bufsize=1, pass_fds=(w,),
+            )
+        finally:
+            os.close(w)
+        self.answers = os.fdopen(r, "r", encoding="utf-8")
+        threading.Thread(target=self._drain_stderr, daemon=True).start()
+        threading.Thread(target=self._drain, args=(self.proc.stdout,), daemon=True).start()
+        first = self.answers.readline()
         if not first:
-            raise OracleUnavailable(f"the oracle JVM exited at start: {self.proc.stderr.read()[-2000:]}")
+            self.proc.wait(30)
+            raise OracleUnavailable(f"the oracle JVM exited at start: {''.join(self._stderr)[-2000:]}")
         hello = json.loads(first)
         self.rocketmq_version = hello.get("rocketmqVersion")
         threading.Thread(target=self._read, daemon=True).start()
-        threading.Thread(target=self._drain_stderr, daemon=True).start()
 
     @classmethod
     def start(cls, threads: int = 6, release: str = "5.3.3") -> "Oracle":
@@ -129,7 +138,7 @@ class Oracle:
 
     # -- plumbing ------------------------------------------------------------------------
     def _read(self) -> None:
-        for line in self.proc.stdout:
+        for line in self.answers:
             ans = json.loads(line)
             with self._lock:
                 fut = self._pending.pop(ans.get("id"), None)
@@ -139,6 +148,12 @@ class Oracle:
             pending, self._pending = self._pending, {}
         for fut in pending.values():
             fut.set_exception(OracleUnavailable(f"the oracle JVM exited: {''.join(self._stderr)[-2000:]}"))
+
+    def _drain(self, stream) -> None:
+        """What the JVM prints on stdout that is not an answer (native code's output),
+        kept with stderr's for error messages."""
+        for line in stream:
+            self._stderr.append(line)
 
     def _drain_stderr(self) -> None:
         for line in self.proc.stderr:
