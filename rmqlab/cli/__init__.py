@@ -30,6 +30,7 @@ COMMANDS = [
     "recover",
     "verify",
     "salvage",
+    "export",
     "diff",
     "generate",
     "samples",

@@ -73,7 +73,8 @@ by every split to the executors (see :mod:`rmqlab.spark._paths`), so executors n
 no credentials of their own; without any setting, pyarrow reads each executor's own
 environment (``spark.executorEnv.AWS_ACCESS_KEY_ID`` and so on, or an instance role).
 
-:func:`verify` runs ``rmqlab verify``'s checks as a Spark job (a DataFrame of findings).
+:func:`verify` runs ``rmqlab verify``'s checks as a Spark job (a DataFrame of findings);
+:func:`export` writes the records as a Parquet dataset from the workers (``rmqlab export``).
 
 Java 17
 -------
@@ -94,7 +95,7 @@ except in CI (``CI`` or ``RMQLAB_REQUIRE_SPARK`` set), where they fail instead.
 
 from __future__ import annotations
 
-__all__ = ["register", "verify", "SOURCES"]
+__all__ = ["register", "verify", "export", "SOURCES"]
 
 #: format name → "module:class"
 SOURCES = {
@@ -132,3 +133,11 @@ def verify(spark, path, **options):
     from .verify_job import verify as run
 
     return run(spark, path, **options)
+
+
+def export(spark, store, out, **options):
+    """``rmqlab export`` as a Spark job: the store's records as a Parquet dataset in
+    ``out``, written by the workers (see :func:`rmqlab.spark.export_job.export`)."""
+    from .export_job import export as run
+
+    return run(spark, store, out, **options)

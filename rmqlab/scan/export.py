@@ -1,0 +1,237 @@
+"""A store's records as a Parquet dataset, written in runs that each append what the
+log gained since the last (``rmqlab export``, :func:`rmqlab.spark.export`).
+
+Layout of the output directory::
+
+    OUT/_rmqlab_export.json                  the manifest: the store, the settings, the
+                                             offset exported up to, every run and its files
+    OUT/topic_dir=<t>/date=<YYYY-MM-DD>/hour=<HH>/part-<run>-<n>.parquet
+
+Each file holds every column of the decoder (:data:`rmqlab.scan.decode.ARROW_SCHEMA`,
+``topic`` included); the directories partition by topic and by the store time's UTC
+date and hour (``topic_dir`` is the topic, or for a name a file system would not take —
+longer than 100 bytes, or holding ``/`` — its first 60 characters and a hash: the
+``topic`` column is always the real name).  BLANK rows are not exported; damaged rows
+are, in lenient mode (their ``kind`` says the damage; without a store time they go to
+``date=unknown/hour=unknown``).
+
+A run covers ``[start, end)`` of the log: ``start`` the last run's ``end``, ``end`` where
+RocketMQ serves the log up to now.  Files are written under names starting with ``_``
+(which Parquet readers, Spark's and pyarrow's, skip), renamed into place once every one
+is written, and then the manifest is replaced; so a run killed before its commit leaves
+the previous dataset exactly as it was, and the next run removes what it left.  Read the
+dataset with ``spark.read.parquet(OUT)`` or ``pyarrow.dataset.dataset(OUT, partitioning="hive")``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from ..errors import RmqlabError
+
+MANIFEST = "_rmqlab_export.json"
+STAGING_PREFIX = "_"
+PARTITIONS = ("topic_dir", "date", "hour")
+#: a topic longer than this (bytes), or holding "/", is shortened for its directory name
+MAX_TOPIC_DIR = 100
+
+
+class ExportError(RmqlabError):
+    """The output directory holds something an export cannot continue (another store's
+    export, other settings), said with what to do."""
+
+
+@dataclass
+class ExportRun:
+    """One run: the offsets it covered, when, and the files it added (relative paths,
+    rows each)."""
+
+    run: int
+    start: int
+    end: int
+    finished_at: float
+    files: list = field(default_factory=list)  # [[relative path, rows], ...]
+
+
+@dataclass
+class Manifest:
+    store: str
+    settings: dict
+    end_offset: int = 0
+    runs: list = field(default_factory=list)
+
+    @classmethod
+    def read(cls, out: str | os.PathLike) -> "Manifest | None":
+        p = Path(out) / MANIFEST
+        if not p.exists():
+            return None
+        try:
+            d = json.loads(p.read_text(encoding="utf-8"))
+            return cls(d["store"], d["settings"], int(d["end_offset"]), [ExportRun(**r) for r in d["runs"]])
+        except (OSError, ValueError, KeyError, TypeError) as err:
+            raise ExportError(f"{p}: not an export manifest rmqlab can read ({err}); move it away to export anew") from None
+
+    def write(self, out: str | os.PathLike) -> None:
+        """Replace the manifest in one step (write beside it, then rename over it)."""
+        p = Path(out) / MANIFEST
+        tmp = p.with_name(STAGING_PREFIX + MANIFEST + ".tmp")
+        tmp.write_text(json.dumps({"store": self.store, "settings": self.settings, "end_offset": self.end_offset,
+                                   "runs": [asdict(r) for r in self.runs]}, indent=1), encoding="utf-8")
+        os.replace(tmp, p)
+
+    def files(self) -> set[str]:
+        return {f for r in self.runs for f, _ in r.files}
+
+    @property
+    def rows(self) -> int:
+        return sum(n for r in self.runs for _, n in r.files)
+
+
+def begin(out: str | os.PathLike, store: str, settings: dict) -> tuple[Manifest, int]:
+    """Open (or start) the export in ``out`` for ``store`` with ``settings``: the manifest
+    and this run's number.  Files a killed run left (staged ``_part-`` files, and any
+    ``part-`` file no run committed) are removed first."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    m = Manifest.read(out)
+    if m is None:
+        m = Manifest(store, dict(settings))
+    else:
+        if os.path.realpath(m.store) != os.path.realpath(store):
+            raise ExportError(f"{out}: holds an export of {m.store}, not of {store}; export into another directory")
+        if m.settings != settings:
+            changed = ", ".join(f"{k}: {m.settings.get(k)!r} → {settings.get(k)!r}" for k in sorted(set(m.settings) | set(settings)) if m.settings.get(k) != settings.get(k))
+            raise ExportError(f"{out}: was exported with other settings ({changed}); use the same, or another directory")
+    committed = m.files()
+    for p in out.glob("topic_dir=*/date=*/hour=*/*.parquet"):  # only what an export writes
+        rel = p.relative_to(out).as_posix()
+        if _PART.fullmatch(p.name) and (p.name.startswith(STAGING_PREFIX) or rel not in committed):
+            p.unlink()
+    return m, len(m.runs) + 1
+
+
+_PART = re.compile(r"_?part-\d{5}-\d{5}\.parquet")
+
+
+def topic_dir(topic: str | None) -> str:
+    """The directory name of a topic's partition (see the module)."""
+    if topic is None:
+        return "unknown"
+    raw = topic.encode("utf-8")
+    if len(raw) <= MAX_TOPIC_DIR and "/" not in topic and topic not in (".", "..") and not topic.startswith(STAGING_PREFIX):
+        return topic
+    safe = topic.replace("/", "%2F")[:60]
+    return f"{safe}~{hashlib.sha1(raw).hexdigest()[:16]}"
+
+
+def _partition_keys(batch: pa.RecordBatch) -> tuple[list, list, list]:
+    topics = batch.column("topic").to_pylist()
+    ts = batch.column("store_timestamp")
+    valid = np.asarray(pc.is_valid(ts).to_numpy(zero_copy_only=False), bool)
+    ms = np.nan_to_num(ts.to_numpy(zero_copy_only=False).astype("float64"), nan=0).astype(np.int64)
+    days = ms // 86_400_000
+    hours = (ms // 3_600_000) % 24
+    dates = np.datetime_as_string(days.astype("datetime64[D]"), unit="D")
+    d = [str(x) if ok else "unknown" for x, ok in zip(dates, valid)]
+    h = [f"{int(x):02d}" if ok else "unknown" for x, ok in zip(hours, valid)]
+    return [topic_dir(t) for t in topics], d, h
+
+
+def write_batches(out: str | os.PathLike, run: int, part: int, batches, *, start: int, end: int) -> list[list]:
+    """Write the rows of ``batches`` with ``start <= physical_offset < end`` (BLANK rows
+    left out) into staged files under ``out``'s partition directories, one per partition
+    this piece of work touched; returns ``[[relative final path, rows], ...]``."""
+    out = Path(out)
+    groups: dict[tuple, list] = {}
+    for b in batches:
+        po = b.column("physical_offset")
+        mask = pc.and_(pc.and_(pc.greater_equal(po, start), pc.less(po, end)), pc.not_equal(pc.fill_null(b.column("kind"), ""), "BLANK"))
+        b = b.filter(mask)
+        if not b.num_rows:
+            continue
+        t, d, h = _partition_keys(b)
+        keys = list(zip(t, d, h))
+        order: dict[tuple, list] = {}
+        for i, k in enumerate(keys):
+            order.setdefault(k, []).append(i)
+        for k, idx in order.items():
+            groups.setdefault(k, []).append(b.take(pa.array(idx, pa.int64())))
+    written = []
+    for (t, d, h), parts in sorted(groups.items()):
+        rel = Path(f"topic_dir={t}") / f"date={d}" / f"hour={h}" / f"part-{run:05d}-{part:05d}.parquet"
+        final = out / rel
+        final.parent.mkdir(parents=True, exist_ok=True)
+        table = pa.Table.from_batches(parts)
+        pq.write_table(table, final.with_name(STAGING_PREFIX + final.name), compression="zstd")
+        written.append([rel.as_posix(), table.num_rows])
+    return written
+
+
+def commit(out: str | os.PathLike, manifest: Manifest, run: int, start: int, end: int, files: list[list]) -> ExportRun:
+    """Make a run's staged files part of the dataset and record the run: every file
+    renamed into place, then the manifest replaced (its ``end_offset`` is where the next
+    run starts)."""
+    out = Path(out)
+    for rel, _ in files:
+        final = out / rel
+        os.replace(final.with_name(STAGING_PREFIX + final.name), final)
+    r = ExportRun(run, start, end, time.time(), sorted(files))
+    manifest.runs.append(r)
+    manifest.end_offset = end
+    manifest.write(out)
+    return r
+
+
+def settings_of(mode: str, include_body: bool, verify_crc: bool) -> dict:
+    """What a dataset's rows depend on; every run of one export must use the same."""
+    return {"mode": mode, "include_body": include_body, "verify_crc": verify_crc, "schema": "rmqlab.scan.decode.ARROW_SCHEMA"}
+
+
+def plan_run(manifest: Manifest, log_min: int, log_end: int, out) -> tuple[int, list[str]]:
+    """Where a run starts, and what the user should know about it: records deleted by
+    the broker's clean-up before they were exported; a log that now ends before the last
+    run did (a recovery cut it) is refused."""
+    start = manifest.end_offset
+    notes = []
+    if log_end < start:
+        raise ExportError(f"{out}: the last run exported the log up to offset {start}, but it now ends at {log_end} "
+                          "(a recovery cut it, or the log was replaced): export into a new directory")
+    if log_min > start:
+        notes.append(f"records at offsets [{start}, {log_min}) were deleted from the log (clean-up) before they were exported")
+        start = log_min
+    return start, notes
+
+
+def export_files(out, store: str, files, log_min: int, log_end: int, *, mode: str = "strict", include_body: bool = True, verify_crc: bool = True,
+                 progress=None) -> tuple[ExportRun, list[str]]:
+    """One run over a local log: ``files`` the commitlog files in log order (objects with
+    ``buf``, ``file_from_offset``, ``file_size`` and ``path``), ``[log_min, log_end)``
+    where the log's records are now.  Returns the run and its notes."""
+    from .decode import scan_range
+
+    manifest, run = begin(out, store, settings_of(mode, include_body, verify_crc))
+    start, notes = plan_run(manifest, log_min, log_end, out)
+    written, done = [], 0
+    for n, f in enumerate(files):
+        base = f.file_from_offset
+        lo, hi = max(start - base, 0), min(f.file_size, log_end - base)
+        if lo >= hi:
+            continue
+        batches = scan_range(f.buf, file_base=base, file_size=f.file_size, file=str(f.path), start=lo, stop=hi, mode=mode,
+                             verify_crc=verify_crc, include_body=include_body)
+        written += write_batches(out, run, n, batches, start=start, end=log_end)
+        done += hi - lo
+        if progress is not None:
+            progress.update(done, sum(rows for _, rows in written))
+    return commit(out, manifest, run, start, log_end, written), notes

@@ -1,0 +1,121 @@
+"""The records as a Parquet dataset (rmqlab.scan.export): ``rmqlab export`` and
+``rmqlab.spark.export`` write the rows the decoder reads — every column, damaged rows
+too in lenient mode —, a second run appends only what the log gained, and a run killed
+before its commit leaves the dataset as it was."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+
+import pyarrow as pa
+import pyarrow.dataset as ds
+import pytest
+
+from rmqlab.config import MessageStoreConfig
+from rmqlab.engine import Message, MessageStore
+from rmqlab.scan import export as ex
+from rmqlab.scan.decode import ARROW_SCHEMA, decode_file
+from rmqlab.store import open_store
+from tests.spark.conftest import store_root
+
+
+def cli(*argv):
+    return subprocess.run([sys.executable, "-m", "rmqlab", *map(str, argv)], capture_output=True, text=True, timeout=300)
+
+
+def _dataset_rows(out) -> list[dict]:
+    t = ds.dataset(str(out), format="parquet", partitioning="hive", exclude_invalid_files=True).to_table()
+    t = t.select(ARROW_SCHEMA.names).sort_by("physical_offset")
+    return t.to_pylist()
+
+
+def _decoder_rows(root, mode="strict") -> list[dict]:
+    with open_store(root, strict=False) as st:
+        end = st.commitlog.served_end()
+        rows = []
+        for f in st.commitlog.queue.files:
+            for b in decode_file(f.buf, f.file_from_offset, file=str(f.path), mode=mode):
+                rows += [r for r in b.to_pylist() if r["kind"] != "BLANK" and r["physical_offset"] < end]
+    return sorted(rows, key=lambda r: r["physical_offset"])
+
+
+@pytest.mark.parametrize("case,mode", [("clean", "strict"), ("crash-torn", "lenient")])
+def test_the_export_holds_the_decoders_rows(tmp_path, case, mode):
+    done = cli("export", store_root(case), tmp_path / "out", "--mode", mode, "--json")
+    assert done.returncode == 0, done.stderr
+    run = json.loads(done.stdout)
+    got = _dataset_rows(tmp_path / "out")
+    assert got == _decoder_rows(store_root(case), mode) and run["rows"] == len(got) > 0
+    # partitioned by topic and store hour: each file's rows share them
+    for rel, _ in run["files"]:
+        t = ds.dataset(str(tmp_path / "out" / rel), format="parquet").to_table()
+        assert len(set(t.column("topic").to_pylist())) == 1 and f"topic_dir={ex.topic_dir(t.column('topic')[0].as_py())}/" in rel
+
+
+def test_a_second_run_appends_only_what_the_log_gained(tmp_path):
+    root = tmp_path / "s"
+    cfg = MessageStoreConfig.from_mapping({"mappedFileSizeCommitLog": "65536"})
+    with MessageStore.open(root, cfg) as st:
+        for i in range(50):
+            st.put(Message("A" if i % 2 else "B", b"x%d" % i, {"KEYS": f"k{i}"}))
+    first = json.loads(cli("export", root, tmp_path / "out", "--json").stdout)
+    with MessageStore.open(root, cfg) as st:
+        for i in range(30):
+            st.put(Message("C", b"y%d" % i, {}))
+    second = json.loads(cli("export", root, tmp_path / "out", "--json").stdout)
+    assert (first["rows"], second["rows"], second["start"]) == (50, 30, first["end"])
+    assert _dataset_rows(tmp_path / "out") == _decoder_rows(root)
+    assert [t for t in (json.loads((tmp_path / "out" / ex.MANIFEST).read_text())["runs"])][-1]["end"] == second["end"]
+
+
+def test_a_killed_run_leaves_the_dataset_as_it_was(tmp_path, monkeypatch):
+    root = tmp_path / "s"
+    shutil.copytree(store_root("clean"), root)
+    out = tmp_path / "out"
+    with open_store(root, strict=False) as st:
+        files, lo, end = st.commitlog.queue.files, st.commitlog.min_offset, st.commitlog.served_end()
+        half = files[len(files) // 2].file_from_offset
+        ex.export_files(out, str(root), files, lo, half)  # a first run up to a file boundary
+        before = _dataset_rows(out)
+
+        def killed(*a, **k):
+            raise KeyboardInterrupt  # the process dies after writing, before committing
+
+        monkeypatch.setattr(ex, "commit", killed)
+        with pytest.raises(KeyboardInterrupt):
+            ex.export_files(out, str(root), files, lo, end)
+        assert any(p.name.startswith("_part-") for p in out.rglob("*.parquet"))  # its files are there, staged
+        assert _dataset_rows(out) == before  # and invisible
+        monkeypatch.undo()
+        r, _ = ex.export_files(out, str(root), files, lo, end)
+    assert r.start == half and not any(p.name.startswith("_") for p in out.rglob("*.parquet"))
+    assert _dataset_rows(out) == _decoder_rows(root)
+
+
+def test_another_store_or_other_settings_are_refused(tmp_path):
+    assert cli("export", store_root("clean"), tmp_path / "out").returncode == 0
+    other = cli("export", store_root("crash"), tmp_path / "out")
+    assert other.returncode == 2 and "holds an export of" in other.stderr
+    lenient = cli("export", store_root("clean"), tmp_path / "out", "--mode", "lenient")
+    assert lenient.returncode == 2 and "other settings" in lenient.stderr and "mode" in lenient.stderr
+
+
+def test_topic_directories_a_file_system_takes():
+    assert ex.topic_dir("TopicA") == "TopicA"
+    long = ex.topic_dir("T" * 300)
+    assert len(long.encode()) < 100 and long != ex.topic_dir("T" * 299)
+    assert "/" not in ex.topic_dir("a/b") and ex.topic_dir(None) == "unknown"
+
+
+@pytest.mark.spark
+def test_spark_export_writes_the_same_dataset_from_the_workers(spark, tmp_path):
+    import rmqlab.spark
+
+    run, notes = rmqlab.spark.export(spark, str(store_root("crash-torn")), str(tmp_path / "out"), mode="lenient", split_size=64 << 10)
+    assert not notes and run.files
+    assert _dataset_rows(tmp_path / "out") == _decoder_rows(store_root("crash-torn"), "lenient")
+    # and Spark's own Parquet reader reads it
+    assert spark.read.parquet(str(tmp_path / "out")).count() == sum(n for _, n in run.files)
