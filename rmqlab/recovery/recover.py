@@ -333,6 +333,8 @@ class _Planner:
                 rule, none = "abnormal, from the checkpoint's minTimestamp", f"stored at or before minTimestamp {min_ts}"
         else:
             stores = self._dispatch_stores(release)
+            if stores.unread and stores.unread not in plan.report.not_modelled:
+                plan.report.not_modelled.append(stores.unread)
             matches, rule, none = self._matched_recover(release, abort, max_cq, cp, index_safe, stores)
             if not abort and release.dispatch_from_all_stores:
                 # DefaultMessageStore.recover: re-dispatch from the lowest progress of the

@@ -436,8 +436,9 @@ def _message_rocksdb_part(p: Path) -> Part:
     with keys (``indexRocksDBEnable``), timers (``timerRocksDBEnable``) or transactions
     (``transRocksDBEnable``) in RocksDB.  Empty (no table file, an empty write-ahead
     log), recovery does not depend on it."""
-    files = [f for f in p.iterdir() if f.is_file()]
-    holds = [f.name for f in files if f.name.endswith((".sst", ".blob")) or (f.name.endswith(".log") and f.stat().st_size > 0)]
+    from .rocksdb_message import holds_data
+
+    holds = holds_data(p)
     owner = "MessageRocksDBStorage (IndexRocksDBStore, TimerMessageRocksDBStore, TransMessageRocksDBStore)"
     if not holds:
         return Part(p.name + "/", "RocksDB of keys, timers and transactions (5.4+), empty", READ,

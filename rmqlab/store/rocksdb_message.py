@@ -30,6 +30,16 @@ _SPECIAL_INDEX_KEYS = (LAST_OFFSET_PY, LAST_STORE_TIMESTAMP)
 _TIMER_CHECKPOINTS = (SYS_TOPIC_SCAN_OFFSET_CHECK_POINT, TIMELINE_CHECK_POINT)
 
 
+def holds_data(directory: str | os.PathLike) -> list[str]:
+    """The files that say ``rocksdbstore/`` holds data: table files, or a non-empty
+    write-ahead log (a 5.4+ broker opens it on every start, so an empty one is in every
+    5.4+ store).  Empty: none of its writers ever wrote."""
+    d = Path(directory)
+    if not d.is_dir():
+        return []
+    return sorted(f.name for f in d.iterdir() if f.is_file() and (f.name.endswith((".sst", ".blob")) or (f.name.endswith(".log") and f.stat().st_size > 0)))
+
+
 def _long(value: bytes | None) -> int | None:
     return None if value is None or len(value) != 8 else int.from_bytes(value, "big", signed=True)
 
@@ -198,6 +208,9 @@ class DispatchStores:
 
     last_offsets: dict[str, int] = field(default_factory=dict)  # "IndexRocksDBStore" -> lastOffsetPy
     reasons: dict[str, str] = field(default_factory=dict)
+    #: why the stores could not be read (the RocksDB binding missing): the start is then
+    #: planned without them, and the plan says so
+    unread: str | None = None
 
 
 def dispatch_stores(root: str | os.PathLike, cfg, release) -> DispatchStores:
@@ -206,10 +219,16 @@ def dispatch_stores(root: str | os.PathLike, cfg, release) -> DispatchStores:
     5.4 asks it only with ``transWriteOriginTransHalfEnable=false``,
     ``CommitLog.isMappedFileMatchedRecover``).  A setting not given is read from the
     store: a family holding keys says its writer ran."""
+    from ..files.rocksdb import RocksDBUnavailable
+
     out = DispatchStores()
-    if not release.capped_walk:
+    if not release.capped_walk or not holds_data(Path(root) / MESSAGE_ROCKSDB_DIR):
+        return out  # empty (every 5.4+ store has it): no writer to ask
+    try:
+        db = MessageRocksDBStore.of(root)
+    except RocksDBUnavailable as err:
+        out.unread = f"{err.message}: the keys' and transactions' progress in rocksdbstore/ is not read, so RocketMQ {release.name}'s start may lie further back"
         return out
-    db = MessageRocksDBStore.of(root)
     if db is None:
         return out
     with db:

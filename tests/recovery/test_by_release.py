@@ -139,3 +139,21 @@ def test_the_5_4_index_holds_tags_and_verify_follows_the_release(crashed, tmp_pa
     assert not [f for f in verify_store(out, cfg).errors if f.kind.startswith("INDEX")]
     wrong = [f for f in verify_store(out, cfg, rocketmq_version="5.3.3").errors if f.kind == "INDEX_HASH"]
     assert wrong, "5.3.3's rules should not account for the tag entries"
+
+
+def test_rocksdb_stores_that_cannot_be_read_are_said_not_guessed(crashed, tmp_path, monkeypatch):
+    """Without the RocksDB binding: an empty rocksdbstore/ (every 5.4+ store) is no
+    obstacle; one holding data makes the dry run say that its writers' progress, which
+    5.4+ asks for the start file, was not read, and applying wait."""
+    import sys
+
+    root, cfg, _ = crashed
+    store = _copy(root, tmp_path / "store")
+    (store / "rocksdbstore").mkdir()
+    for name in ("CURRENT", "MANIFEST-000001", "000001.log"):
+        (store / "rocksdbstore" / name).write_bytes(b"")
+    monkeypatch.setitem(sys.modules, "rocksdict", None)  # import rocksdict fails
+    assert not recover(store, config=cfg, rocketmq_version="5.5.0").not_modelled
+    (store / "rocksdbstore" / "000002.sst").write_bytes(b"x")
+    rep = recover(store, config=cfg, rocketmq_version="5.5.0")
+    assert any("rocksdbstore/ is not read" in n and "rmqlab[rocksdb]" in n for n in rep.not_modelled), rep.not_modelled
