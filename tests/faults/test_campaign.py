@@ -1,6 +1,6 @@
 """The bounded fault campaign of every ``make test`` (the long one:
-``scripts/faults.py``, 100,000 inputs and 1,000 kill points): 1,000 damaged inputs
-through the read commands and 14 writers killed with SIGKILL.  Every damaged input gets an answer or a one-line error, no
+``scripts/faults.py``, 100,000 inputs and 1,000 kill points): 600 damaged inputs
+through the read commands and 10 writers killed with SIGKILL.  Every damaged input gets an answer or a one-line error, no
 command hangs, crashes, answers a key with a record that lacks it or changes a byte;
 no acknowledged message is lost, corrupted or unfindable by key."""
 
@@ -10,8 +10,8 @@ import pytest
 
 from tests.faults import campaign as C
 
-INPUT_SEEDS = range(1000)
-KILL_SEEDS = range(14)
+INPUT_SEEDS = range(600)
+KILL_SEEDS = range(10)
 
 
 def test_damaged_inputs_get_an_answer_or_a_clean_error():
