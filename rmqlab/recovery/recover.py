@@ -110,6 +110,8 @@ class _Planner:
         self.check_crc = cfg.check_crc_on_recover if check_crc is None else check_crc
         self.force_prop = force_verify_prop_crc
         self.log: list[str] = []
+        #: release name -> the RocksDB stores its start-up asks (rmqlab.store.rocksdb_message.DispatchStores)
+        self._stores_by_release: dict = {}
 
     def plan(self) -> RecoveryPlan:
         """Java ``DefaultMessageStore.load`` then ``recover``, read-only, step by step."""
@@ -370,10 +372,9 @@ class _Planner:
         release: opening the RocksDB copies its small files)."""
         from ..store.rocksdb_message import dispatch_stores
 
-        cache = self.__dict__.setdefault("_stores_by_release", {})
-        if release.name not in cache:
-            cache[release.name] = dispatch_stores(self.root, self.cfg, release)
-        return cache[release.name]
+        if release.name not in self._stores_by_release:
+            self._stores_by_release[release.name] = dispatch_stores(self.root, self.cfg, release)
+        return self._stores_by_release[release.name]
 
     def _matched_recover(self, release: Release, abort: bool, max_cq: int, cp: dict, index_safe: bool, stores=None):
         """Java 5.4+ ``CommitLog.isMappedFileMatchedRecover(mappedFile, recoverNormally)``:
