@@ -39,6 +39,8 @@ def main(argv=None) -> int:
     ap.add_argument("--seeds", type=int, nargs="*", help="run exactly these seeds (every direction)")
     ap.add_argument("--round", type=int, default=24, help="seeds per round")
     ap.add_argument("--threads", type=int, default=8, help="oracle JVM threads")
+    ap.add_argument("--restart-every", type=int, default=4, help="rounds one oracle JVM serves before a fresh one takes over "
+                    "(RocketMQ 5.4+ leaves threads behind with every store it opens: a JVM serving thousands dies of it)")
     ap.add_argument("--out", default="bench/out/differential", help="where the table and reproducers go")
     ap.add_argument("--release", default="5.3.3", choices=["5.3.3", "4.9.7", "5.4.0", "5.5.0", "5.5.1"],
                     help="RocketMQ release of the oracle (4.9.7: RocketMQ writes and damaged stores only, with 4.x's recovery rule)")
@@ -60,13 +62,17 @@ def main(argv=None) -> int:
     table: dict[str, list[int]] = {}  # direction -> [cases, equal, different]
     kinds: dict[str, list[int]] = {}
     t0 = time.time()
-    with Oracle.start(threads=args.threads, release=args.release) as oracle:
+    oracle = Oracle.start(threads=args.threads, release=args.release)
+    try:
         print(f"oracle: Apache RocketMQ {oracle.rocketmq_version}", flush=True)
         per_round = max(1, args.round)
         dmg_per_round = max(1, (len(damage_seeds) + len(seeds) - 1) // max(1, len(seeds)) * per_round)
         rel_per_round = max(1, (len(release_seeds) + len(seeds) - 1) // max(1, len(seeds)) * per_round)
         old_per_round = max(1, (len(older_seeds) + len(seeds) - 1) // max(1, len(seeds)) * per_round)
         for r in range(0, max(len(seeds), 1), per_round):
+            if r and (r // per_round) % max(1, args.restart_every) == 0:
+                oracle.close()
+                oracle = Oracle.start(threads=args.threads, release=args.release)
             chunk = seeds[r : r + per_round]
             dchunk = damage_seeds[r // per_round * dmg_per_round : (r // per_round + 1) * dmg_per_round]
             rchunk = release_seeds[r // per_round * rel_per_round : (r // per_round + 1) * rel_per_round]
@@ -108,6 +114,8 @@ def main(argv=None) -> int:
             done = min(r + per_round, len(seeds))
             print(f"[{time.time() - t0:7.0f} s] {done}/{len(seeds)} seeds: " + "; ".join(f"{d}: {v[2]} of {v[0]} differ" for d, v in table.items()), flush=True)
             (out / "table.md").write_text(_table(table, kinds, time.time() - t0, oracle.rocketmq_version, f" (partial: {done} of {len(seeds)} seeds)") + "\n")
+    finally:
+        oracle.close()
     text = _table(table, kinds, time.time() - t0, oracle.rocketmq_version)
     (out / "table.md").write_text(text + "\n")
     print(text)
