@@ -135,47 +135,56 @@ def topic_dir(topic: str | None) -> str:
     return f"{safe}~{hashlib.sha1(raw).hexdigest()[:16]}"
 
 
-def _partition_keys(batch: pa.RecordBatch) -> tuple[list, list, list]:
-    topics = batch.column("topic").to_pylist()
+def _partitions(batch: pa.RecordBatch):
+    """``((topic_dir, date, hour), rows)`` of a batch, each partition's rows in batch
+    order: vectorised (one Python string per distinct topic, none per record)."""
+    enc = pc.dictionary_encode(batch.column("topic"))
+    codes = np.asarray(pc.fill_null(enc.indices, -1).to_numpy(zero_copy_only=False), np.int64)
+    names = [topic_dir(t) for t in enc.dictionary.to_pylist()]
     ts = batch.column("store_timestamp")
     valid = np.asarray(pc.is_valid(ts).to_numpy(zero_copy_only=False), bool)
-    ms = np.nan_to_num(ts.to_numpy(zero_copy_only=False).astype("float64"), nan=0).astype(np.int64)
-    days = ms // 86_400_000
-    hours = (ms // 3_600_000) % 24
-    dates = np.datetime_as_string(days.astype("datetime64[D]"), unit="D")
-    d = [str(x) if ok else "unknown" for x, ok in zip(dates, valid)]
-    h = [f"{int(x):02d}" if ok else "unknown" for x, ok in zip(hours, valid)]
-    return [topic_dir(t) for t in topics], d, h
+    hours = np.where(valid, np.nan_to_num(ts.to_numpy(zero_copy_only=False).astype("float64"), nan=0).astype(np.int64) // 3_600_000, np.iinfo(np.int64).min)
+    keys, inverse = np.unique(np.stack([codes, hours]), axis=1, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    order = np.argsort(inverse, kind="stable")
+    bounds = np.cumsum(np.bincount(inverse, minlength=keys.shape[1]))
+    for g in range(keys.shape[1]):
+        code, hour = int(keys[0, g]), int(keys[1, g])
+        if hour == np.iinfo(np.int64).min:
+            date, hh = "unknown", "unknown"
+        else:
+            date, hh = str(np.datetime64(hour, "h").astype("datetime64[D]")), f"{hour % 24:02d}"
+        rows = order[(bounds[g - 1] if g else 0) : bounds[g]]
+        yield (names[code] if code >= 0 else "unknown", date, hh), batch.take(pa.array(rows, pa.int64()))
 
 
 def write_batches(out: str | os.PathLike, run: int, part: int, batches, *, start: int, end: int) -> list[list]:
     """Write the rows of ``batches`` with ``start <= physical_offset < end`` (BLANK rows
     left out) into staged files under ``out``'s partition directories, one per partition
-    this piece of work touched; returns ``[[relative final path, rows], ...]``."""
+    this piece of work touched, each written as its batches come (memory stays that of a
+    batch and the open files' buffers); returns ``[[relative final path, rows], ...]``."""
     out = Path(out)
-    groups: dict[tuple, list] = {}
-    for b in batches:
-        po = b.column("physical_offset")
-        mask = pc.and_(pc.and_(pc.greater_equal(po, start), pc.less(po, end)), pc.not_equal(pc.fill_null(b.column("kind"), ""), "BLANK"))
-        b = b.filter(mask)
-        if not b.num_rows:
-            continue
-        t, d, h = _partition_keys(b)
-        keys = list(zip(t, d, h))
-        order: dict[tuple, list] = {}
-        for i, k in enumerate(keys):
-            order.setdefault(k, []).append(i)
-        for k, idx in order.items():
-            groups.setdefault(k, []).append(b.take(pa.array(idx, pa.int64())))
-    written = []
-    for (t, d, h), parts in sorted(groups.items()):
-        rel = Path(f"topic_dir={t}") / f"date={d}" / f"hour={h}" / f"part-{run:05d}-{part:05d}.parquet"
-        final = out / rel
-        final.parent.mkdir(parents=True, exist_ok=True)
-        table = pa.Table.from_batches(parts)
-        pq.write_table(table, final.with_name(STAGING_PREFIX + final.name), compression="zstd")
-        written.append([rel.as_posix(), table.num_rows])
-    return written
+    writers: dict[tuple, list] = {}  # partition -> [ParquetWriter, relative path, rows]
+    try:
+        for b in batches:
+            po = b.column("physical_offset")
+            mask = pc.and_(pc.and_(pc.greater_equal(po, start), pc.less(po, end)), pc.not_equal(pc.fill_null(b.column("kind"), ""), "BLANK"))
+            b = b.filter(mask)
+            if not b.num_rows:
+                continue
+            for (t, d, h), rows in _partitions(b):
+                w = writers.get((t, d, h))
+                if w is None:
+                    rel = Path(f"topic_dir={t}") / f"date={d}" / f"hour={h}" / f"part-{run:05d}-{part:05d}.parquet"
+                    final = out / rel
+                    final.parent.mkdir(parents=True, exist_ok=True)
+                    w = writers[(t, d, h)] = [pq.ParquetWriter(final.with_name(STAGING_PREFIX + final.name), rows.schema, compression="zstd"), rel.as_posix(), 0]
+                w[0].write_batch(rows)
+                w[2] += rows.num_rows
+    finally:
+        for w in writers.values():
+            w[0].close()
+    return sorted([rel, n] for _, rel, n in writers.values())
 
 
 def commit(out: str | os.PathLike, manifest: Manifest, run: int, start: int, end: int, files: list[list]) -> ExportRun:
