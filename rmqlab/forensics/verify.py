@@ -1176,44 +1176,39 @@ class _Verifier:
             for r in table.to_pylist():
                 rows[r["physical_offset"]] = r
 
-        def record(off: int, kind: str, name: str) -> dict | None:
+        def judge(kind: str, name: str, off: int, checks) -> None:
+            """One entry against the record at ``off``: ``checks(r)`` gives (what the
+            record has, whether that disagrees with the entry)."""
             if off >= end or off < self.store.commitlog.min_offset:
-                return None  # dead: past the end of the log (or deleted), lookups skip it
+                return  # dead: past the end of the log (or deleted), lookups skip it
             r = rows.get(off)
             if r is None:
                 self.add(kind, ERROR, where, None, f"{name}: no record starts at offset {off}")
-            return r
+                return
+            wrong = [what for what, bad in checks(r) if bad]
+            if wrong:
+                self.add(kind, ERROR, where, None, f"{name}: the record there has {', '.join(wrong)}")
+
+        def prop(r, name):
+            return r.get(JAVA_PROPERTY_PREFIX + name)
 
         for e in entries:
-            name = f"key entry {e.topic}@{e.index_type}@{e.key + '@' if e.key is not None else ''}{e.uniq_key} → {e.offset_py}"
-            r = record(e.offset_py, "RDB_KEY_ENTRY", name)
-            if r is None:
-                continue
-            keys = (r.get(JAVA_PROPERTY_PREFIX + KEYS) or "").split(" ")
-            carried = {"K": e.key in keys, "T": e.key == r.get(JAVA_PROPERTY_PREFIX + TAGS), "U": True}[e.index_type]
-            wrong = [w for w, bad in (("topic " + r["topic"], r["topic"] != e.topic), ("UNIQ_KEY " + str(r.get(JAVA_PROPERTY_PREFIX + UNIQ_KEY)), r.get(JAVA_PROPERTY_PREFIX + UNIQ_KEY) != e.uniq_key),
-                                      ({"K": "KEYS", "T": "TAGS"}.get(e.index_type, "") + " without it", not carried),
-                                      (f"store time {r['store_timestamp']} (the entry says {e.store_time})", r["store_timestamp"] != e.store_time),
-                                      (f"hour {e.store_time_hour} not its store time's", e.store_time_hour != deal_time_to_hour_stamps(e.store_time))) if bad]
-            if wrong:
-                self.add("RDB_KEY_ENTRY", ERROR, where, None, f"{name}: the record there has {', '.join(wrong)}")
+            def key_checks(r, e=e):
+                carried = {"K": e.key in (prop(r, KEYS) or "").split(" "), "T": e.key == prop(r, TAGS), "U": True}[e.index_type]
+                return (("topic " + r["topic"], r["topic"] != e.topic), (f"UNIQ_KEY {prop(r, UNIQ_KEY)}", prop(r, UNIQ_KEY) != e.uniq_key),
+                        ({"K": "KEYS", "T": "TAGS"}.get(e.index_type, "") + " without it", not carried),
+                        (f"store time {r['store_timestamp']} (the entry says {e.store_time})", r["store_timestamp"] != e.store_time),
+                        (f"hour {e.store_time_hour} not its store time's", e.store_time_hour != deal_time_to_hour_stamps(e.store_time)))
+
+            judge("RDB_KEY_ENTRY", f"key entry {e.topic}@{e.index_type}@{e.key + '@' if e.key is not None else ''}{e.uniq_key} → {e.offset_py}", e.offset_py, key_checks)
         for t in trans:
-            name = f"pending transaction {t.topic}@{t.transaction_id} → {t.offset_py}"
-            r = record(t.offset_py, "RDB_TRANS_ENTRY", name)
-            if r is None:
-                continue
-            wrong = [w for w, bad in ((f"topic {r['topic']}", r["topic"] != "RMQ_SYS_ROCKSDB_TRANS_HALF_TOPIC"), (f"REAL_TOPIC {r.get(JAVA_PROPERTY_PREFIX + 'REAL_TOPIC')}", r.get(JAVA_PROPERTY_PREFIX + "REAL_TOPIC") != t.topic),
-                                      (f"transaction id {r.get(JAVA_PROPERTY_PREFIX + '__transactionId__')}", r.get(JAVA_PROPERTY_PREFIX + "__transactionId__") != t.transaction_id),
-                                      (f"size {r['total_size']} (the entry says {t.size_py})", r["total_size"] != t.size_py)) if bad]
-            if wrong:
-                self.add("RDB_TRANS_ENTRY", ERROR, where, None, f"{name}: the record there has {', '.join(wrong)}")
+            judge("RDB_TRANS_ENTRY", f"pending transaction {t.topic}@{t.transaction_id} → {t.offset_py}", t.offset_py, lambda r, t=t: (
+                (f"topic {r['topic']}", r["topic"] != "RMQ_SYS_ROCKSDB_TRANS_HALF_TOPIC"), (f"REAL_TOPIC {prop(r, 'REAL_TOPIC')}", prop(r, "REAL_TOPIC") != t.topic),
+                (f"transaction id {prop(r, '__transactionId__')}", prop(r, "__transactionId__") != t.transaction_id),
+                (f"size {r['total_size']} (the entry says {t.size_py})", r["total_size"] != t.size_py)))
         for t in timers:
-            name = f"timer {t.uniq_key} at {t.delay_time} → {t.offset_py}"
-            r = record(t.offset_py, "RDB_TIMER_ENTRY", name)
-            if r is None:
-                continue
-            if r.get(JAVA_PROPERTY_PREFIX + UNIQ_KEY) != t.uniq_key or r["total_size"] != t.size_py:
-                self.add("RDB_TIMER_ENTRY", ERROR, where, None, f"{name}: the record there has UNIQ_KEY {r.get(JAVA_PROPERTY_PREFIX + UNIQ_KEY)} and size {r['total_size']} (the entry says {t.size_py})")
+            judge("RDB_TIMER_ENTRY", f"timer {t.uniq_key} at {t.delay_time} → {t.offset_py}", t.offset_py, lambda r, t=t: (
+                (f"UNIQ_KEY {prop(r, UNIQ_KEY)}", prop(r, UNIQ_KEY) != t.uniq_key), (f"size {r['total_size']} (the entry says {t.size_py})", r["total_size"] != t.size_py)))
 
     def check_batch_queues(self) -> None:
         """Batch consume queues (``queue.type=BatchCQ``, Java ``BatchConsumeQueue``): each
