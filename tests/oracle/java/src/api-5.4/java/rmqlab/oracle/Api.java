@@ -81,20 +81,8 @@ final class Api {
             return;
         }
         MessageRocksDBStorage db = s.getMessageRocksDBStorage();
-        long deadline = System.currentTimeMillis() + 30_000;
-        String last = null;
-        long stableSince = System.currentTimeMillis();
-        while (System.currentTimeMillis() < deadline) {
-            String now = db.getLastOffsetPy(RocksDB.DEFAULT_COLUMN_FAMILY) + "/" + db.getLastOffsetPy(MessageRocksDBStorage.TRANS_COLUMN_FAMILY)
-                + "/" + db.getCheckpointForTimer(MessageRocksDBStorage.TIMER_COLUMN_FAMILY, MessageRocksDBStorage.SYS_TOPIC_SCAN_OFFSET_CHECK_POINT);
-            if (!now.equals(last)) {
-                last = now;
-                stableSince = System.currentTimeMillis();
-            } else if (System.currentTimeMillis() - stableSince >= 300) {
-                return;
-            }
-            Thread.sleep(10);
-        }
+        Rmq.untilStable(() -> db.getLastOffsetPy(RocksDB.DEFAULT_COLUMN_FAMILY) + "/" + db.getLastOffsetPy(MessageRocksDBStorage.TRANS_COLUMN_FAMILY)
+            + "/" + db.getCheckpointForTimer(MessageRocksDBStorage.TIMER_COLUMN_FAMILY, MessageRocksDBStorage.SYS_TOPIC_SCAN_OFFSET_CHECK_POINT));
     }
 
     /** What MessageRocksDBStorage answers (null when no RocksDB key or transaction store is

@@ -210,12 +210,18 @@ final class Rmq {
         if (!(s.getQueueStore() instanceof org.apache.rocketmq.store.queue.RocksDBConsumeQueueStore)) {
             return;
         }
+        untilStable(() -> String.valueOf(Api.maxPhyOffsetInConsumeQueue(s)));
+    }
+
+    /** Wait until {@code probe} has answered the same for 300 ms (at most 30 s): a writer
+     *  behind dispatch has caught up. */
+    static void untilStable(java.util.concurrent.Callable<String> probe) throws Exception {
         long deadline = System.currentTimeMillis() + 30_000;
-        long last = Long.MIN_VALUE;
+        String last = null;
         long stableSince = System.currentTimeMillis();
         while (System.currentTimeMillis() < deadline) {
-            long now = Api.maxPhyOffsetInConsumeQueue(s);
-            if (now != last) {
+            String now = probe.call();
+            if (!now.equals(last)) {
                 last = now;
                 stableSince = System.currentTimeMillis();
             } else if (System.currentTimeMillis() - stableSince >= 300) {
