@@ -65,6 +65,12 @@ class Release:
     #: the RocksDB stores for the start file only, the transactions' only with
     #: transWriteOriginTransHalfEnable=false (CommitLog.isMappedFileMatchedRecover)
     dispatch_from_all_stores: bool = False
+    #: after recovery, ConsumeQueueStore.recoverOffsetTable's ConsumeQueue.correctMinOffset
+    #: sets a consume queue left with no file (truncateDirtyLogicFiles deleted them all)
+    #: to minLogicOffset 0 and maxPhysicOffset -1; before 5.5.1 it returns first
+    #: (``minLogicOffset >= maxOffset``) and the queue keeps the end of the log it was cut
+    #: at as its maxPhysicOffset (5.5.1+)
+    empty_queue_resets_max: bool = False
 
     def with_legacy_start(self) -> "Release":
         """The same release with normal recovery from the third-to-last file (a broker up
@@ -84,14 +90,15 @@ RELEASES: dict[str, Release] = {
         Release("5.3.3", "queue_max_file", False, False, False, 5, False),
         Release("5.4.0", "walk_back", True, True, False, 5, True),
         Release("5.5.0", "walk_back", True, True, True, 6, True, True),
-        Release("5.5.1", "walk_back", True, True, True, 6, True, True),
+        Release("5.5.1", "walk_back", True, True, True, 6, True, True, True),
     )
 }
 #: what rmqlab assumed before it told releases apart, and still the default of the
 #: writers (the engine writes as 5.3.3 does)
 DEFAULT_RELEASE = "5.3.3"
 #: the releases whose start-up rules differ, oldest first: a store that cannot be told
-#: is planned under each of these (5.5.1's rules are 5.5.0's)
+#: is planned under each of these (5.5.1's start-up rules are 5.5.0's; it differs after
+#: the log's end is found: Release.empty_queue_resets_max)
 DISTINCT_RELEASES = ("4.9.7", "5.3.3", "5.4.0", "5.5.0")
 
 

@@ -864,6 +864,8 @@ def _apply(rep: RecoveryReport, plan: RecoveryPlan, target: Path, cfg: MessageSt
         rep.timings["dispatch_s"] = time.perf_counter() - t_dispatch
         if plan.truncate_cq and cut_any:  # (with nothing at or past the end it is a no-op)
             d.truncate_dirty(plan.process, zero_tail=True)
+        if release_named(rep.release).empty_queue_resets_max:
+            d.correct_min_offsets()
         d.flush()
         rep.max_phy_offset_in_cq_after = d.max_physic_offset
         logics_ts, logics_offset = d.logics_msg_timestamp, d.logics_physical_offset

@@ -353,6 +353,17 @@ class CommitLogDispatcher:
         ``phy_offset`` in every queue; returns how many entries were cut."""
         return sum(q.truncate_dirty(phy_offset, zero_tail=zero_tail) for q in self.queues.values())
 
+    def correct_min_offsets(self) -> None:
+        """Java ``ConsumeQueueStore.recoverOffsetTable`` → ``ConsumeQueue.correctMinOffset``
+        as 5.5.1 runs it after recovery (``Release.empty_queue_resets_max``): a consume
+        queue with no file left reports maxPhysicOffset -1 (and minLogicOffset 0)."""
+        from .consume_queue_writer import ConsumeQueueWriter
+
+        for q in self.queues.values():
+            if isinstance(q, ConsumeQueueWriter) and not q.files:
+                q.max_physic_offset = -1
+                q.min_logic_offset = 0
+
     def flush_queues(self) -> None:
         """Force the consume queues written since the last flush (Java
         ``FlushConsumeQueueService``)."""
