@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 
-
 from rmqlab.config import MessageStoreConfig
 from rmqlab.recovery.recover import recover
 from rmqlab.writers.clock import ManualClock
