@@ -121,7 +121,7 @@ def measure_verify(store: str) -> dict:
 
     spark = local_spark(2, "bench-verify", shuffle_partitions=4, driver_memory="2g")
     t = time.perf_counter()
-    findings = rmqlab.spark.verify(spark, store, splitSize="64MiB")
+    findings = rmqlab.spark.verify(spark, store)
     n = findings.count()
     dt = time.perf_counter() - t
     spark.stop()

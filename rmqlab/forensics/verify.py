@@ -246,6 +246,7 @@ class _Verifier:
         self.topic_names: list[str] = []
         self.queue_prev: dict[int, tuple[int, int]] = {}  # queue key -> (queue offset, phy) of its last record
         self.queue_last: dict[int, tuple[int, int]] = {}  # the same, records before the end of the log only
+        self.queue_first: dict[int, tuple[int, int]] = {}  # queue key -> (queue offset, phy) of its first record read here
         #: the consume queues could not be listed (a RocksDB RocksDB cannot open): nothing judged of them
         self.queues_unreadable = False
         self.queues: list[_Queue] = []
@@ -259,6 +260,7 @@ class _Verifier:
         self._unlisted: dict[tuple[str, str], list] = {}
         self.window = _Window()
         self.window_lo = -_NO_END
+        self.window_hi = _NO_END  # the last window joins the entries pointing up to here (a part of the log checked alone: where the next part starts)
         self._lock = threading.Lock()
         self.stopped_by_damage = False
         self._past: set[int] = set()  # findings about the walk past the end of the log (their indices)
@@ -783,7 +785,7 @@ class _Verifier:
         lo = self.window_lo
         if not w.rows and not final:
             return
-        hi = _NO_END if final else int(w.phy[-1][-1] + w.size[-1][-1])
+        hi = self.window_hi if final else int(w.phy[-1][-1] + w.size[-1][-1])
         self.window_lo = hi
         end = self.log_end if self.stopped else None  # the end of the log as known now
         self._wait()
@@ -848,6 +850,8 @@ class _Verifier:
             prev = self.queue_prev.get(key)
             if prev is not None and int(q[s]) != prev[0] + 1:
                 gap[s] = True
+            elif prev is None:
+                self.queue_first[key] = (int(q[s]), int(p[s]))
             for i in np.flatnonzero(gap[s:e]).tolist():
                 i += s
                 before = (int(last[i - 1]), int(p[i - 1])) if i > s else prev

@@ -127,12 +127,12 @@ def register(spark) -> list[str]:
     return names
 
 
-def verify(spark, path, **options):
+def verify(spark, path, *, config=None):
     """``rmqlab verify`` as a Spark job: a DataFrame of findings (see
     :func:`rmqlab.spark.verify_job.verify`)."""
     from .verify_job import verify as run
 
-    return run(spark, path, **options)
+    return run(spark, path, config=config)
 
 
 def export(spark, store, out, **options):

@@ -1,38 +1,45 @@
 """``rmqlab.spark.verify(spark, store)`` — :func:`rmqlab.forensics.verify.verify_store`
 as a distributed job: the same findings, for stores too big for one process.
 
-``rmqlab verify`` reads a store in one pass; here the work is cut three ways:
+``rmqlab verify`` reads the log once, in order, joining each window of records with the
+queue and index entries that point into it.  Here the log is cut at its files, and each
+task runs that same code on one part (the ``rocketmq.checks`` source below), so a rule
+has one owner.  Two Spark stages, a third only where damage ends the log early:
 
-* **one file at a time** (one Spark task each, the ``rocketmq.checks`` source below):
-  each commitlog file walked as RocketMQ's recovery walks it and on past damage
-  (:meth:`~rmqlab.forensics.verify._Verifier.walk_file`), each index file's header,
-  slots and chains (``check_index_file``), each consume queue's valid range and stale
-  entries (``prepare_queue``) — the very code ``rmqlab verify`` runs, so a rule has one
-  owner;
-* **joins** over the records (``rocketmq.dispatch`` below: what dispatch reads of each
-  record, Java ``DispatchRequest``) and the ``rocketmq.consumequeue`` and
-  ``rocketmq.index`` sources: queue entries ↔ records (``CQ_DANGLING``,
-  ``CQ_BEYOND_END``, ``CQ_MISMATCH``), queue offsets in log order
-  (``QUEUE_OFFSET_GAP``), each queue's last record (``CQ_BEHIND``,
-  ``CQ_MISSING_QUEUE``), index entries ↔ keyed records (``INDEX_DANGLING``,
-  ``INDEX_BEYOND_END``, ``INDEX_HASH``, ``INDEX_MISSING``);
-* **on the driver**, what is small and store-wide: the layout, the checkpoint, abort and
-  lock, ``delayOffset.json``, the timer store, where the log ends (from one summary row
-  per commitlog file), dead bytes, and the cap of findings listed per kind and file.
+1. **prepare**: one task per index file (header, slots, chains: which entries a
+   lookup reaches, ``check_index_file``) and per group of consume queues (valid range,
+   stale entries, ``prepare_queue``).  Their summaries — each queue's range and each
+   index file's reached entries, packed — go to every task of stage 2.
+2. **the log**: one task per commitlog file: the walk as RocketMQ's recovery walks it
+   and on past damage (``walk_file``), each window of its records joined with the queue
+   and index entries pointing into the file (``_join_window``: ``CQ_DANGLING``,
+   ``CQ_MISMATCH``, ``QUEUE_OFFSET_GAP``, ``INDEX_DANGLING``, ``INDEX_HASH``, the keys no
+   chain reaches).  Each task returns its findings (at most ``LISTED_PER_FILE`` per kind
+   and file, and how many more) and, per queue, its first and last record.
+3. **files after the end** (only when a file before the last ends the log): walked
+   again knowing where the log ends, as ``rmqlab verify`` walks them
+   (``CQ_BEYOND_END``, ``INDEX_BEYOND_END``, no torn record, nothing counted live).
 
-What reaches the driver is per file, per queue or per finding kind, never the store's
-records or entries.  The store must be a path every worker can read (local disk on
-``local[N]``, a shared mount on a cluster): the per-file checks memory-map its files.
+On the driver, what is small and store-wide: where the log ends (from each file's
+summary), queue offsets that jump between files, each queue's end against its records
+(``finish_queues``: ``CQ_BEHIND``, ``CQ_MISSING_QUEUE``, ``INDEX_MISSING``), the
+checkpoint, abort and lock, ``delayOffset.json``, the timer store, dead bytes and the cap
+of findings listed per kind and file.  What reaches the driver is bounded by files,
+queues and finding kinds, never the store's records or entries.  The store must be a
+path every worker can read (local disk on ``local[N]``, a shared mount on a cluster):
+the tasks memory-map its files.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import os
+import zlib
 from dataclasses import asdict, dataclass
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
-from pyspark.sql.types import ArrayType, BooleanType, IntegerType, LongType, StringType, StructField, StructType
+from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 from . import _paths
 
@@ -47,31 +54,13 @@ FINDINGS_SCHEMA = StructType(
         StructField("message", StringType()),
     ]
 )
-#: what the per-file tasks give: findings (``part`` = ``finding``, ``phy`` the log
-#: position one is about), one summary per file or queue (``info``: JSON), and the
-#: index entries no slot chain reaches (``unreached``: file, entry number in ``offset``)
+#: what the tasks give: findings (``part`` = ``finding``, ``phy`` the log position one
+#: is about; ``more``: how many of a kind in a file were left out, in ``offset``) and one
+#: summary per file or queue (``info``: JSON)
 CHECKS_SCHEMA = StructType(
     [StructField("part", StringType())]
     + FINDINGS_SCHEMA.fields
     + [StructField("phy", LongType()), StructField("info", StringType())]
-)
-#: one row per record of the log (every record the walk finds, past damage too)
-DISPATCH_SCHEMA = StructType(
-    [
-        StructField("physical_offset", LongType()),
-        StructField("total_size", IntegerType()),
-        StructField("topic", StringType()),
-        StructField("queue_id", IntegerType()),
-        StructField("queue_offset", LongType()),
-        StructField("tags_code", LongType()),
-        StructField("sys_flag", IntegerType()),
-        StructField("in_cq", BooleanType()),
-        StructField("store_timestamp", LongType()),
-        StructField("key_hashes", ArrayType(LongType())),
-        StructField("file", StringType()),
-        StructField("file_offset", LongType()),
-        StructField("last_queue_offset", LongType()),  # the last queue offset the record takes (an inner batch: INNER_NUM of them)
-    ]
 )
 QUEUES_PER_TASK = 256
 
@@ -99,7 +88,18 @@ def _verifier(options):
     return _Verifier(options["path"], config_from_option(options.get("storeconfig")))
 
 
-# -- per-file checks -----------------------------------------------------------------------
+
+
+def pack(obj) -> str:
+    """What stage 1 hands every task of stage 2, as an option string (JSON, deflated)."""
+    return base64.b64encode(zlib.compress(json.dumps(obj).encode(), 6)).decode()
+
+
+def unpack(text: str):
+    return json.loads(zlib.decompress(base64.b64decode(text)))
+
+
+# -- the tasks ------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Unit(InputPartition):
     """One commitlog file (``log``), one index file (``index``) or some consume queues
@@ -111,9 +111,11 @@ class Unit(InputPartition):
 
 
 class ChecksDataSource(DataSource):
-    """``rocketmq.checks``: verify's checks of single files, one task per file (see the
+    """``rocketmq.checks``: verify's checks of one part of the store per task (see the
     module docstring).  Options: ``path`` (a store root), ``storeConfig`` (JSON, from
-    :func:`config_option`)."""
+    :func:`config_option`), ``stage`` (``prepare``: index files and queues; ``log``:
+    commitlog files, with ``prepared`` from :func:`pack`, and optionally ``files``,
+    their numbers, and ``end``, where the log ends)."""
 
     @classmethod
     def name(cls) -> str:
@@ -134,167 +136,182 @@ class ChecksReader(DataSourceReader):
         v = _verifier(self.options)
         try:
             store = v.store
-            units = [Unit("log", i) for i in range(len(store.commitlog.queue.files))]
-            units += [Unit("index", i) for i in range(len(store.index.files))]
-            lay = store.layout
-            qids = [(q.topic, q.queue_id) for q in store.queue_ids() if not lay.apart_from_join(q.topic)]
-            units += [Unit("queues", queues=tuple(qids[i : i + QUEUES_PER_TASK])) for i in range(0, len(qids), QUEUES_PER_TASK)]
+            if self.options.get("stage") == "log":
+                chosen = self.options.get("files")
+                numbers = [int(i) for i in chosen.split(",")] if chosen else range(len(store.commitlog.queue.files))
+                units = [Unit("log", i) for i in numbers]
+            else:
+                units = [Unit("index", i) for i in range(len(store.index.files))]
+                lay = store.layout
+                qids = [(q.topic, q.queue_id) for q in store.queue_ids() if not lay.apart_from_join(q.topic)]
+                units += [Unit("queues", queues=tuple(qids[i : i + QUEUES_PER_TASK])) for i in range(0, len(qids), QUEUES_PER_TASK)]
         finally:
+            v._worker.shutdown(wait=False)
             v.store.close()
         return units or [Unit("none")]
 
     def read(self, unit: Unit):
-        import numpy as np
-
-        from ..files.extent import nonzero_extent
-        from ..store.reader import QueueId
-
-        v = _verifier(self.options).unit()
-        rows = []
+        v = _verifier(self.options)
+        stop = None
         try:
             if unit.part == "log":
-                files = v.store.commitlog.queue.files
-                f = files[unit.index]
-                all_zero = nonzero_extent(f.path, 0) is None
-                v.walk_file(f, unit.index == len(files) - 1)
-                rows.append(_summary("log", str(f.path), index=unit.index, base=f.file_from_offset, stopped=v.stopped,
-                                     stop_at=v.log_end if v.stopped else None, by_damage=v.stopped_by_damage,
-                                     end=v.log_end if not v.stopped and v.n_records else None, all_zero=all_zero))
+                end = self.options.get("end")
+                rows = _check_log_file(v, unit.index, unpack(self.options["prepared"]), int(end) if end else None)
+                stop = v.log_end if v.stopped else None
             elif unit.part == "index":
-                f = v.store.index.files[unit.index]
-                ix = v.check_index_file(f)
-                reached = np.unpackbits(ix.reached)[: ix.count].astype(bool)
-                for e in (np.flatnonzero(~reached[1:]) + 1).tolist():
-                    rows.append(("unreached", None, None, str(f.path), e, None, None, None))
-                rows.append(_summary("index", str(f.path), index=unit.index, end_phy=int(f.header.end_phy_offset)))
+                rows = _check_index_file(v.unit(), unit.index)
             elif unit.part == "queues":
-                min_off = v.store.commitlog.min_offset
-                for topic, qid in unit.queues:
-                    Q = v.prepare_queue(QueueId(topic, qid), min_off)
-                    if Q is None:
-                        continue
-                    files = [(f.file_from_offset, len(f.buf), str(f.path)) for f in Q.cq.queue.files]
-                    rows.append(_summary("queue", str(Q.cq.directory), topic=topic, queue_id=qid, lo=Q.lo, hi=Q.hi, files=files))
+                rows = _prepare_queues(v.unit(), unit.queues)
+            else:
+                rows = []
         finally:
+            v._worker.shutdown(wait=True)
             v.store.close()
-        for finding, phy in v.raw:
-            rows.append(("finding", finding.kind, finding.severity, finding.file, finding.offset, finding.message, phy, None))
         yield from rows
+        yield from _capped(v.raw or [], stop, f"{unit.part}:{unit.index}")
 
 
 def _summary(part: str, file: str, **info) -> tuple:
     return (part, None, None, file, None, None, None, json.dumps(info))
 
 
-# -- the records, as dispatch reads them ---------------------------------------------------------
-class DispatchDataSource(DataSource):
-    """``rocketmq.dispatch``: one row per record of the log with what RocketMQ's
-    dispatch takes from it (Java ``DispatchRequest``: queue, queue offset, tagsCode,
-    sysFlag) and the hashes its keys have in the index (``IndexService.buildIndex``):
-    every record the walk finds, past damage too, in byte-range splits.  Options:
-    ``path``, ``storeConfig``, ``splitSize``."""
-
-    @classmethod
-    def name(cls) -> str:
-        return "rocketmq.dispatch"
-
-    def schema(self):
-        return DISPATCH_SCHEMA
-
-    def reader(self, schema):
-        return DispatchReader(_paths.lower_keys(self.options))
+def _rank(item) -> tuple:
+    """The order findings of one kind and file are listed in: by offset, then by the
+    log position they are about (none first)."""
+    f, phy = item
+    return (f.offset is not None, f.offset or 0, phy is not None, phy or 0)
 
 
-class DispatchReader(DataSourceReader):
-    def __init__(self, options: dict):
-        from .commitlog_source import DEFAULT_SPLIT_SIZE
+def _capped(raw: list, stop: int | None, task: str):
+    """A task's findings, at most ``LISTED_PER_FILE`` per kind and file (the first by
+    :func:`_rank`: the first over all tasks are among them) and a ``more`` row with how
+    many were left; ``info`` names the task.  Those about log positions at or past
+    where this task's walk stopped are kept apart (``info`` ends in `` past``): if that
+    is the end of the log and what follows is dead bytes, they are dropped, counted
+    ones included."""
+    from collections import defaultdict
 
-        self.options = options
-        self.split_size = _paths.opt_size(options, "splitSize", DEFAULT_SPLIT_SIZE)
+    from ..forensics.verify import LISTED_PER_FILE
 
-    def partitions(self):
-        from ..store.layout import commitlog_dirs
-        from .commitlog_source import plan_splits
-
-        cfg = config_from_option(self.options.get("storeconfig"))
-        # the log's directories, as the driver's verifier reads them (storePathCommitLog)
-        dirs = [str(d) for d in commitlog_dirs(self.options["path"], cfg)]
-        if len(dirs) == 1:  # the root: its commitlog/ or its DLedger log
-            return plan_splits(self.options["path"], self.split_size)
-        return plan_splits(dirs[0], self.split_size, (), dirs[1:])
-
-    def read(self, split):
-        from ..config import MessageStoreConfig
-        from ..rules import parse_delay_levels
-        from ..scan import kernels
-
-        kernels.set_threads(1)
-        cfg = config_from_option(self.options.get("storeconfig")) or MessageStoreConfig()
-        delay = parse_delay_levels(cfg.message_delay_level)
-        for batch in _records(split):
-            yield _dispatch_batch(batch, split, delay, cfg.message_index_enable)
+    groups = defaultdict(list)
+    for f, phy in raw:
+        groups[(f.kind, f.file, phy is not None and stop is not None and phy >= stop)].append((f, phy))
+    for (kind, file, past), items in groups.items():
+        items.sort(key=_rank)
+        tag = f"{task} past" if past else task
+        for f, phy in items[:LISTED_PER_FILE]:
+            yield ("finding", f.kind, f.severity, f.file, f.offset, f.message, phy, tag)
+        if len(items) > LISTED_PER_FILE:
+            yield ("more", kind, items[0][0].severity, file, len(items) - LISTED_PER_FILE, None, None, tag)
 
 
-def _records(split):
-    """The decoder's rows of one split that verify's walk hands to its joins: records,
-    not BLANKs or damage (a CRC mismatch is still a record)."""
-    import pyarrow.compute as pc
-
-    from ..forensics.verify import _COLUMNS
-    from ..scan.decode import JAVA_PROPERTY_PREFIX, KIND_BLANK
-    from ..scan.dispatch_request import DispatchColumns
-    from .commitlog_source import _read_split
-
-    batches = _read_split(split, mode="lenient", include_body=False, columns=_COLUMNS, java_properties=DispatchColumns.JAVA_PROPERTIES)
-    for batch in batches:
-        if JAVA_PROPERTY_PREFIX + DispatchColumns.JAVA_PROPERTIES[0] not in batch.schema.names:
-            continue  # BLANK and damage rows only
-        keep = pc.and_(pc.not_equal(batch.column("kind"), KIND_BLANK), batch.column("error").is_null())
-        batch = batch.filter(keep)
-        if batch.num_rows:
-            yield batch
+def _check_index_file(v, index: int) -> list:
+    """Stage 1: an index file on its own; which entries a lookup reaches, packed."""
+    f = v.store.index.files[index]
+    ix = v.check_index_file(f)
+    reached = base64.b64encode(zlib.compress(ix.reached.tobytes(), 6)).decode()
+    return [_summary("index", str(f.path), index=index, count=ix.count, sorted=ix.order is None, reached=reached, end_phy=int(f.header.end_phy_offset))]
 
 
-def _dispatch_batch(batch, split, delay, index_enable: bool):
+def _prepare_queues(v, queues) -> list:
+    """Stage 1: consume queues on their own; each one's valid range and, per file,
+    whether its commitlog offsets ascend (what the joins need to find the entries
+    pointing into a part of the log without reading the rest)."""
+    from ..format.consumequeue import EXT_MAX_ADDR
+    from ..store.consume_queue import ConsumeQueue
+    from ..store.reader import QueueId
+
+    rows = []
+    min_off = v.store.commitlog.min_offset
+    for topic, qid in queues:
+        Q = v.prepare_queue(QueueId(topic, qid), min_off)
+        if Q is None:
+            continue
+        # the entries as the files hold them (no ext address to resolve): stage 2 maps them again
+        plain = type(Q.cq) is ConsumeQueue and not any(bool((e["tags_code"] <= EXT_MAX_ADDR).any()) for _, e in Q.cq.parts(Q.lo, Q.hi))
+        files = [(f.file_from_offset, len(f.buf), str(f.path)) for f in Q.cq.queue.files]
+        rows.append(_summary("queue", str(Q.cq.directory), topic=topic, queue_id=qid, lo=Q.lo, hi=Q.hi, files=files, empty=not Q.parts and Q.hi == 0,
+                             plain=plain, parts=[(q0, asc) for q0, _, asc in Q.parts]))
+    return rows
+
+
+def _check_log_file(v, index: int, prepared: dict, end: int | None) -> list:
+    """Stage 2 (and 3): one commitlog file walked, its records joined with the entries
+    of every queue and index file that point into it — ``rmqlab verify``'s own walk and
+    window joins, on the part of the log from this file's first byte to the next's
+    (the first part from the start, the last to the end).  ``end``: where the log
+    ends, when the file comes after it.  Returns the file's summary; findings stay in
+    ``v.raw``."""
     import numpy as np
-    import pyarrow as pa
 
-    from ..rules import goes_to_consume_queue, goes_to_index
-    from ..scan.dispatch_request import DispatchColumns
+    from ..files.extent import nonzero_extent
+    from ..forensics.verify import _NO_END, _Index, _Queue
+    from ..scan import kernels
+    from ..store.reader import QueueId
 
-    cols = DispatchColumns.from_arrow(batch, delay)
-    n = len(cols)
-    counts = np.zeros(n, np.int64)
-    hashes = np.zeros(0, np.int64)
-    if index_enable:
-        rec, hashes = cols.index_key_hashes(np.flatnonzero(goes_to_index(cols.sys_flag)))
-        counts = np.bincount(rec, minlength=n)
-    offsets = np.concatenate(([0], np.cumsum(counts))).astype(np.int32)
-    topics = pa.array(cols.topics, pa.string())
-    types = [pa.int64(), pa.int32(), pa.string(), pa.int32(), pa.int64(), pa.int64(), pa.int32(), pa.bool_(), pa.int64(), pa.list_(pa.int64()), pa.string(), pa.int64(), pa.int64()]
-    return pa.RecordBatch.from_arrays(
-        [
-            pa.array(cols.commitlog_offset, pa.int64()),
-            pa.array(cols.msg_size.astype(np.int32)),
-            topics.take(pa.array(cols.topic_code)),
-            pa.array(cols.queue_id.astype(np.int32)),
-            pa.array(cols.consume_queue_offset, pa.int64()),
-            pa.array(cols.tags_code, pa.int64()),
-            pa.array(cols.sys_flag.astype(np.int32)),
-            pa.array(np.asarray(goes_to_consume_queue(cols.sys_flag), bool)),
-            pa.array(cols.store_timestamp, pa.int64()),
-            pa.ListArray.from_arrays(pa.array(offsets), pa.array(hashes, pa.int64())),
-            pa.array([split.file] * n, pa.string()),
-            pa.array(cols.commitlog_offset - split.file_base, pa.int64()),
-            pa.array(cols.consume_queue_offset + cols.batch_sizes() - 1, pa.int64()),
-        ],
-        schema=pa.schema([(f.name, t) for f, t in zip(DISPATCH_SCHEMA.fields, types)]),
-    )
+    kernels.set_threads(1)
+    v.raw = []  # findings kept whole, capped when the task ends
+    files = v.store.commitlog.queue.files
+    f = files[index]
+    v.window_lo = f.file_from_offset if index else -_NO_END
+    v.window_hi = files[index + 1].file_from_offset if index + 1 < len(files) else _NO_END
+    min_off = v.store.commitlog.min_offset
+    for q in prepared["queues"]:
+        qid = QueueId(q["topic"], q["queue_id"])
+        if not q["plain"]:  # ext addresses resolved as stage 1 resolved them (its findings are stage 1's)
+            n = len(v.raw)
+            v.prepare_queue(qid, min_off)
+            del v.raw[n:]
+            continue
+        cq = v.store.consume_queue(qid.topic, qid.queue_id)
+        key = int(v._queue_key(np.zeros(1, np.int64), [qid.topic], np.array([qid.queue_id], np.int64))[0])
+        parts = [(q0, e, asc) for (q0, e), (_, asc) in zip(cq.parts(q["lo"], q["hi"]), q["parts"])] if q["parts"] else []
+        v.queues.append(_Queue(qid, cq, key, q["lo"], q["hi"], parts))
+        if not q["empty"]:
+            v.queue_end[key] = q["hi"]
+    for ix in prepared["indexes"]:
+        fi = v.store.index.files[ix["index"]]
+        reached = np.frombuffer(zlib.decompress(base64.b64decode(ix["reached"])), np.uint8)
+        order = None
+        if not ix["sorted"]:
+            order = np.argsort(fi.entries()["phy_offset"][1 : ix["count"]].astype(np.int64), kind="stable") + 1
+        v.indexes.append(_Index(fi, ix["count"], reached, order))
+    v.index_end = prepared["index_end"]
+    if end is not None:  # a file after the end of the log: walked as rmqlab verify walks it once the log has ended
+        v.stopped, v.log_end = True, end
+    all_zero = nonzero_extent(f.path, 0) is None
+    v.walk_file(f, index == len(files) - 1)
+    v._flush_window(final=True)
+    v._wait()
+    queues = []
+    for key, (last_q, last_p) in v.queue_prev.items():
+        topic, qid = v._queue_of(key)
+        first = v.queue_first.get(key, (None, None))
+        live = v.queue_last.get(key, (None, None))
+        queues.append((topic, qid, *first, last_q, last_p, *live, v.first_missing.get(key)))
+    for key in v.first_missing.keys() - v.queue_prev.keys():
+        queues.append((*v._queue_of(key), None, None, None, None, None, None, v.first_missing[key]))
+    return [_summary("log", str(f.path), index=index, base=f.file_from_offset, stopped=v.stopped, stop_at=v.log_end if v.stopped else None,
+                     by_damage=v.stopped_by_damage, end=v.log_end if not v.stopped and v.n_records else None, all_zero=all_zero,
+                     queues=queues, missing=v.missing, max_store_ts=v.max_store_ts)]
 
+
+class _QueueFiles:
+    """A consume queue the driver names findings in (``where``) without reading it:
+    opened when first asked."""
+
+    def __init__(self, store, topic: str, queue_id: int):
+        self._open = lambda: store.consume_queue(topic, queue_id)
+        self._cq = None
+
+    def __getattr__(self, name):
+        if self._cq is None:
+            self._cq = self._open()
+        return getattr(self._cq, name)
 
 
 # -- the job --------------------------------------------------------------------------------------
-def verify(spark, path, *, config=None, **options):
+def verify(spark, path, *, config=None):
     """The findings of ``rmqlab verify --json PATH`` as a DataFrame (columns ``kind``,
     ``severity``, ``file``, ``offset``, ``message``), computed by Spark::
 
@@ -303,35 +320,32 @@ def verify(spark, path, *, config=None, **options):
         findings.where("severity = 'error'").show(truncate=False)
         findings.write.parquet("/mnt/reports/broker-a-verify")
 
-    ``path``: a store root every worker can read (local, or a shared mount: the per-file
-    checks memory-map files, so not ``s3://``).  ``config``: a
+    ``path``: a store root every worker can read (local, or a shared mount: the tasks
+    memory-map files, so not ``s3://``).  ``config``: a
     :class:`~rmqlab.config.MessageStoreConfig` when the broker's settings differ from
-    what the files say (as ``rmqlab verify --config``).  Options: ``splitSize`` (bytes
-    of log per task for the record joins, default 128MiB).  Nothing is modified.
+    what the files say (as ``rmqlab verify --config``).  One task per commitlog file,
+    index file and group of queues (see the module docstring).  Nothing is modified.
 
     The findings are those of :func:`rmqlab.forensics.verify.verify_store`, completed
-    as the ``verify`` command completes them (:mod:`rmqlab.recovery.consequences`); the
-    result is materialised (a local checkpoint) before it is returned, so using it
-    twice does not walk the store twice.
+    as the ``verify`` command completes them (:mod:`rmqlab.recovery.consequences`); they
+    are bounded (at most ``LISTED_PER_FILE`` per kind and file, then how many more) and
+    the DataFrame holds them, so using it twice does not walk the store twice.
     """
     from ..forensics.verify import _Verifier
-    from .consumequeue_source import ConsumeQueueDataSource
-    from .index_source import IndexDataSource
 
     path = str(path)
     if "://" in path and not path.startswith("file://"):
         raise _paths.OptionError(f"spark.verify: {path}: the per-file checks memory-map the store's files; give a path every worker can read "
                                  "(a local disk or a shared mount), not a URI")
     root = os.path.abspath(path[len("file://") :] if path.startswith("file://") else path)
-    for source in (ChecksDataSource, DispatchDataSource, ConsumeQueueDataSource, IndexDataSource):
-        spark.dataSource.register(source)
-    options = {"path": root, "storeConfig": config_option(config), **{k: str(v) for k, v in options.items()}}
+    spark.dataSource.register(ChecksDataSource)
+    opts = {"path": root, "storeConfig": config_option(config)}
     drv = _Verifier(root, config).unit()
     try:
         if drv.store.layout.rocksdb_consume_queue:
             raise _paths.OptionError(f"spark.verify: {root}: the consume queues are (also) in RocksDB (storeType=defaultRocksDB or rocksdbCQDoubleWriteEnable); "
                                      "the distributed checks read consume-queue files only: run rmqlab verify (one process), which reads RocksDB")
-        return _Job(spark, drv, options, config).run()
+        return _Job(spark, drv, opts, config).run()
     finally:
         drv.store.close()
 
@@ -341,51 +355,40 @@ class _Job:
     its findings are collected whole in ``drv.raw``) holds what is store-wide."""
 
     def __init__(self, spark, drv, options: dict, config):
-        from pyspark.sql import functions as F
-
         self.spark, self.drv, self.options, self.config = spark, drv, options, config
-        self.F = F
         self.root = options["path"]
-        self.cached = []
+        self.found: list[tuple] = []  # the tasks' finding and more rows
 
-    def load(self, fmt: str, **extra):
-        return self.spark.read.format(fmt).options(**{**self.options, **{k: str(v) for k, v in extra.items()}}).load()
-
-    def persist(self, df):
-        from pyspark import StorageLevel
-
-        df = df.persist(StorageLevel.MEMORY_AND_DISK)
-        self.cached.append(df)
-        return df
+    def stage(self, **extra) -> list[tuple]:
+        """One Spark stage of ``rocketmq.checks``: its findings kept, its summaries returned."""
+        rows = self.spark.read.format("rocketmq.checks").options(**self.options, **{k: str(v) for k, v in extra.items()}).load().collect()
+        out = []
+        for r in rows:
+            (self.found if r.part in ("finding", "more") else out).append(tuple(r))
+        return out
 
     def run(self):
-        try:
-            return self._run()
-        finally:
-            for df in self.cached:
-                df.unpersist()
-
-    def _run(self):
-        F, drv = self.F, self.drv
+        drv = self.drv
         if not drv.check_recognised():
-            return self.finish(None)
+            return self.finish()
         drv.check_layout()
         drv.index_problems()
-        checks = self.persist(self.load("rocketmq.checks"))
-        summaries = [(r.part, r.file, json.loads(r.info)) for r in checks.where("part IN ('log', 'index', 'queue')").select("part", "file", "info").collect()]
-        logs = sorted((i for p, _, i in summaries if p == "log"), key=lambda i: i["index"])
-        self.indexes = sorted(((f, i) for p, f, i in summaries if p == "index"), key=lambda x: x[1]["index"])
-        self.queues = [(f, i) for p, f, i in summaries if p == "queue"]
-        late = self.end_of_log(logs)
-        found = checks.where("part = 'finding'").select(*FINDINGS_SCHEMA.fieldNames(), "phy")
-        if late:  # walked after the log ended: RocketMQ's walk is over, no torn last record there
-            found = found.where(~((F.col("kind") == "TORN_RECORD") & F.col("file").isin(late)))
-        records = self.persist(self.load("rocketmq.dispatch"))
-        drv.max_store_ts = records.agg(F.max("store_timestamp")).first()[0] or 0
-        parts = [found, self.queue_entries(records), self.queue_offsets(records)]
-        if self.indexes or drv.cfg.message_index_enable:
-            parts.append(self.index_entries(records, checks))
-        self.queue_ends(records)
+        # stage 1: index files and queues on their own
+        summaries = [(r[0], r[3], json.loads(r[7])) for r in self.stage(stage="prepare")]
+        indexes = sorted((i for p, _, i in summaries if p == "index"), key=lambda i: i["index"])
+        queues = sorted((i for p, _, i in summaries if p == "queue"), key=lambda i: (i["topic"], i["queue_id"]))
+        index_end = indexes[-1]["end_phy"] if indexes else 0
+        prepared = pack({"queues": queues, "indexes": indexes, "index_end": index_end})
+        # stage 2: the log, a file per task
+        logs = {i["index"]: i for _, _, i in (self.parse(s) for s in self.stage(stage="log", prepared=prepared))}
+        late = self.end_of_log([logs[k] for k in sorted(logs)])
+        if late:  # stage 3: files after the end of the log, walked again knowing it
+            tasks = {f"log:{i}" for i in late}
+            self.found = [r for r in self.found if r[7].split()[0] not in tasks]
+            for _, _, i in (self.parse(s) for s in self.stage(stage="log", prepared=prepared, files=",".join(map(str, late)), end=drv.log_end)):
+                logs[i["index"]] = i
+        self.merge([logs[k] for k in sorted(logs)], queues, index_end)
+        drv.finish_queues()
         drv.check_state()
         drv.check_batch_queues()  # batch queue units against their records: reads by position, on the driver
         drv.check_lmq_queues()  # LMQ entries against their parent records: random reads, on the driver
@@ -397,26 +400,28 @@ class _Job:
             for f, w in drv.store.commitlog.entry_walks():
                 drv.check_dledger_file(f.file_from_offset, w)
             drv.check_dledger()
-        self.delay_offsets()
+        drv.check_delay_offsets()
         drv.check_timers()
-        out = parts[0]
-        for p in parts[1:]:
-            out = out.unionByName(p)
-        return self.finish(out)
+        return self.finish()
+
+    @staticmethod
+    def parse(row: tuple) -> tuple:
+        return row[0], row[3], json.loads(row[7])
 
     # -- where the log ends ---------------------------------------------------------------------
-    def end_of_log(self, logs: list[dict]) -> list[str]:
+    def end_of_log(self, logs: list[dict]) -> list[int]:
         """Where RocketMQ's walk stops, from each file's summary in offset order (the
         first file whose walk stopped, else the end of the last record); the files
-        after it (pre-allocated ones noted as the walk notes them)."""
+        after it that hold anything (pre-allocated ones noted as the walk notes them)."""
         drv = self.drv
         files = drv.store.commitlog.queue.files
         late = []
         for s in logs:
             if drv.stopped:
-                late.append(str(files[s["index"]].path))
                 if s["all_zero"]:
                     drv.preallocated(files[s["index"]])
+                else:
+                    late.append(s["index"])
                 continue
             if s["end"] is not None:
                 drv.log_end = s["end"]
@@ -425,196 +430,97 @@ class _Job:
         drv._stop(drv.log_end)
         return late
 
-    # -- consume queues against the log -------------------------------------------------------------
-    def queue_table(self):
-        rows = [(i["topic"], i["queue_id"], i["lo"], i["hi"]) for _, i in self.queues]
-        return self.spark.createDataFrame(rows, "q_topic string, q_queue_id int, lo long, hi long")
-
-    def cq_files(self):
-        rows = [(i["topic"], i["queue_id"], start, size, path) for _, i in self.queues for start, size, path in i["files"]]
-        return self.spark.createDataFrame(rows, "f_topic string, f_queue_id int, f_start long, f_size long, f_path string")
-
-    def queue_entries(self, records):
-        """Each entry of each queue's valid range against the record it points at."""
-        from ..format.consumequeue import CQ_STORE_UNIT_SIZE, EXT_MAX_ADDR, PRE_BLANK_SIZE
-
-        F, end = self.F, self.drv.log_end
-        q = self.queue_table()
-        cq = self.load("rocketmq.consumequeue")
-        cq = cq.withColumn("tags_code", F.coalesce("ext_tags_code", "tags_code"))  # an ext address: the tagsCode its unit holds
-        e = (cq.join(F.broadcast(q), (cq.topic == q.q_topic) & (cq.queue_id == q.q_queue_id))
-             .where((F.col("queue_offset") >= F.col("lo")) & (F.col("queue_offset") < F.col("hi")) & (F.col("size") != PRE_BLANK_SIZE)))
-        r = records.select(*(F.col(c).alias("r_" + c) for c in ("physical_offset", "topic", "queue_id", "queue_offset", "total_size", "tags_code", "in_cq")))
-        j = e.join(r, e.commitlog_offset == r.r_physical_offset, "left")
-        name = F.concat_ws("/", "topic", F.col("queue_id").cast("string"))
-        point = F.format_string("%s entry %d points at %d", name, F.col("queue_offset"), F.col("commitlog_offset"))
-        why = F.concat_ws("; ",
-            F.when((F.col("r_topic") != F.col("topic")) | (F.col("r_queue_id") != F.col("queue_id")),
-                   F.format_string("record is %s/%d", F.col("r_topic"), F.col("r_queue_id"))),
-            F.when(F.col("r_queue_offset") != F.col("queue_offset"), F.format_string("record's queue offset is %d", F.col("r_queue_offset"))),
-            F.when(F.col("r_total_size") != F.col("size"), F.format_string("size %d != record's %d", F.col("size"), F.col("r_total_size"))),
-            F.when((F.col("r_tags_code") != F.col("tags_code")) & (F.col("tags_code") > F.lit(EXT_MAX_ADDR)), F.format_string("tagsCode %d != expected %d", F.col("tags_code"), F.col("r_tags_code"))),
-            F.when(~F.col("r_in_cq"), F.lit("record is a prepared/rolled-back transaction, which never has an entry")))
-        missing = F.col("r_physical_offset").isNull()
-        beyond = F.col("commitlog_offset") >= F.lit(end)
-        found = j.select(
-            F.when(missing & beyond, "CQ_BEYOND_END").when(missing, "CQ_DANGLING").when(why != "", "CQ_MISMATCH").alias("kind"),
-            F.lit("error").alias("severity"),
-            "topic", "queue_id", "queue_offset",
-            F.when(missing & beyond, F.concat(point, F.lit(f", at or past the end of the log ({end}); recovery cuts it")))
-             .when(missing, F.concat(point, F.lit(", where no record starts")))
-             .otherwise(F.format_string("%s entry %d → %d: %s", name, F.col("queue_offset"), F.col("commitlog_offset"), why)).alias("message"),
-        ).where(F.col("kind").isNotNull())
-        # where the entry is: the queue's file holding byte queue_offset * 20
-        fs = self.cq_files()
-        byte = F.col("queue_offset") * CQ_STORE_UNIT_SIZE
-        placed = found.join(F.broadcast(fs), (found.topic == fs.f_topic) & (found.queue_id == fs.f_queue_id)
-                            & (byte >= fs.f_start) & (byte < fs.f_start + fs.f_size), "left")
-        return placed.select("kind", "severity", F.col("f_path").alias("file"), (byte - F.col("f_start")).alias("offset"), "message",
-                             F.lit(None).cast("long").alias("phy"))
-
-    def queue_offsets(self, records):
-        """QUEUE_OFFSET_GAP: queue offsets consecutive per queue, in log order (an inner
-        batch takes INNER_NUM of them: DispatchColumns.batch_sizes)."""
-        from pyspark.sql import Window
-
-        F = self.F
-        w = Window.partitionBy("topic", "queue_id").orderBy("physical_offset")
-        r = (records.where("in_cq").select("topic", "queue_id", "queue_offset", "last_queue_offset", "physical_offset", "file", "file_offset")
-             .withColumn("prev_q", F.lag("last_queue_offset").over(w)).withColumn("prev_p", F.lag("physical_offset").over(w))
-             .where(F.col("prev_q").isNotNull() & (F.col("queue_offset") != F.col("prev_q") + 1)))
-        return r.select(F.lit("QUEUE_OFFSET_GAP").alias("kind"), F.lit("error").alias("severity"), "file", F.col("file_offset").alias("offset"),
-                        F.format_string("%s/%d queue offset %d follows %d (record at %d)", "topic", "queue_id", "queue_offset", "prev_q", "prev_p").alias("message"),
-                        F.col("physical_offset").alias("phy"))
-
-    def queue_ends(self, records) -> None:
-        """CQ_BEHIND and CQ_MISSING_QUEUE from each queue's last record before the end
-        of the log (one row per queue reaches the driver)."""
+    # -- the parts put together --------------------------------------------------------------------
+    def merge(self, logs: list[dict], queues: list[dict], index_end: int) -> None:
+        """The driver's verifier given what one pass over the whole log would have left
+        it: each queue's range, last record before the end of the log and first record
+        past its end; the keys no chain reaches; and the queue offsets that jump where
+        one file's records of a queue meet the next's (QUEUE_OFFSET_GAP, as
+        ``_queue_offsets`` says it within a file)."""
         import numpy as np
 
-        from ..store.reader import QueueId
-        from ..rules import CONSUMEQUEUE_DIR
-        from ..forensics.verify import ERROR, WARNING, cq_behind_message
-
-        F, drv, end = self.F, self.drv, self.drv.log_end
-        q = self.queue_table()
-        r = records.where("in_cq").join(F.broadcast(q), (F.col("topic") == q.q_topic) & (F.col("queue_id") == q.q_queue_id), "left")
-        ends = {(t, i): (last, first) for t, i, last, first in r.groupBy("topic", "queue_id").agg(
-            F.max(F.when(F.col("physical_offset") < end, F.col("last_queue_offset"))),
-            F.min(F.when((F.col("queue_offset") <= F.col("hi")) & (F.col("last_queue_offset") >= F.col("hi")), F.col("physical_offset")))).collect()}
-        lay = drv.store.layout
-        for (topic, qid), (last, first) in ends.items():  # batch queues: checked unit by unit on the driver (check_batch_queues)
-            if topic in lay.batch_topics and last is not None:
-                key = int(drv._queue_key(np.zeros(1, np.int64), [topic], np.array([qid], np.int64))[0])
-                drv.queue_last[key] = (int(last), None)
-                if first is not None:
-                    drv.first_missing[key] = int(first)
-        for directory, i in self.queues:
-            last, first = ends.get((i["topic"], i["queue_id"]), (None, None))
-            if last is not None and last >= i["hi"]:
-                file, fpos = _cq_position(directory, i["files"], i["hi"]) if i["files"] else (directory, None)
-                drv.add("CQ_BEHIND", WARNING, file, fpos, cq_behind_message(QueueId(i["topic"], i["queue_id"]), i["hi"], last, first))
-        seen = {(i["topic"], i["queue_id"]) for _, i in self.queues}
-        for (topic, qid), (last, _) in sorted(ends.items()):
-            if last is None or (topic, qid) in seen or lay.rocksdb_consume_queue or lay.apart_from_join(topic):
-                continue
-            drv.add("CQ_MISSING_QUEUE", ERROR, str(drv.root / CONSUMEQUEUE_DIR / topic / str(qid)), None,
-                    f"the log holds records of {topic}/{qid} (up to queue offset {last}) but there is no consume queue; abnormal recovery rebuilds it")
-
-    def delay_offsets(self) -> None:
-        from types import SimpleNamespace
-
-        from ..rules import SCHEDULE_TOPIC
+        from ..forensics.verify import ERROR, _Queue
         from ..store.reader import QueueId
 
-        self.drv.queues = [SimpleNamespace(qid=QueueId(i["topic"], i["queue_id"]), lo=i["lo"], hi=i["hi"]) for _, i in self.queues if i["topic"] == SCHEDULE_TOPIC]
-        self.drv.check_delay_offsets()
+        drv = self.drv
 
-    # -- index files against the log ------------------------------------------------------------------
-    def index_entries(self, records, checks):
-        """Each index entry against the record it points at and that record's key
-        hashes; INDEX_MISSING from the keys no reached entry holds."""
-        from ..format.indexfile import HASH_SLOT_SIZE, INDEX_ENTRY_SIZE, INDEX_HEADER_SIZE
-        from ..forensics.verify import WARNING, index_missing_message
+        def key_of(topic: str, qid: int) -> int:
+            return int(drv._queue_key(np.zeros(1, np.int64), [topic], np.array([qid], np.int64))[0])
 
-        F, drv, cfg, end = self.F, self.drv, self.drv.cfg, self.drv.log_end
-        slots = cfg.max_hash_slot_num
-        pairs = records.select(F.col("physical_offset").alias("k_phy"), F.explode("key_hashes").alias("k_hash")).distinct()
-        empty = self.spark.createDataFrame([], "kind string, severity string, file string, offset long, message string, phy long")
-        found = empty
-        reached = None
-        if self.indexes:
-            names = ",".join(os.path.basename(f) for f, _ in self.indexes)
-            ix = self.load("rocketmq.index", maxHashSlotNum=slots, maxIndexNum=cfg.max_index_num, files=names).select("file", "entry", "key_hash", "phy_offset")
-            unreached = checks.where("part = 'unreached'").select(F.col("file").alias("u_file"), F.col("offset").cast("int").alias("u_entry"))
-            ix = (ix.join(unreached, (ix.file == unreached.u_file) & (ix.entry == unreached.u_entry), "left")
-                  .withColumn("reached", F.col("u_file").isNull()).withColumn("key_hash", F.col("key_hash").cast("long")))
-            rec = records.select(F.col("physical_offset").alias("r_phy"))
-            j = (ix.join(rec, ix.phy_offset == rec.r_phy, "left")
-                 .join(pairs, (F.col("phy_offset") == F.col("k_phy")) & (F.col("key_hash") == F.col("k_hash")), "left"))
-            missing, beyond = F.col("r_phy").isNull(), F.col("phy_offset") >= F.lit(end)
-            point = F.format_string("entry %d points at %d", F.col("entry"), F.col("phy_offset"))
-            found = j.select(
-                F.when(missing & beyond, "INDEX_BEYOND_END").when(missing, "INDEX_DANGLING").when(F.col("k_phy").isNull(), "INDEX_HASH").alias("kind"),
-                F.when(missing & beyond, "warning").otherwise("error").alias("severity"),
-                "file",
-                (F.lit(INDEX_HEADER_SIZE + slots * HASH_SLOT_SIZE) + F.col("entry").cast("long") * INDEX_ENTRY_SIZE).alias("offset"),
-                F.when(missing & beyond, F.concat(point, F.lit(f", at or past the end of the log ({end}); lookups skip it")))
-                 .when(missing, F.concat(point, F.lit(", where no record starts")))
-                 .otherwise(F.format_string("entry %d hash %d matches no key of the record at %d", F.col("entry"), F.col("key_hash"), F.col("phy_offset"))).alias("message"),
-                F.lit(None).cast("long").alias("phy"),
-            ).where(F.col("kind").isNotNull())
-            reached = ix.where("reached").select(F.col("phy_offset").alias("k_phy"), F.col("key_hash").alias("k_hash"))
-        if cfg.message_index_enable:
-            lost = pairs if reached is None else pairs.join(reached, ["k_phy", "k_hash"], "left_anti")
-            rows = lost.select("k_phy").distinct().where(F.col("k_phy") < end)
-            index_end = self.indexes[-1][1]["end_phy"] if self.indexes else 0
-            for name, cond in (("lost", F.col("k_phy") < index_end), ("pending", F.col("k_phy") >= index_end)):
-                part = rows.where(cond)
-                first = [r.k_phy for r in part.orderBy("k_phy").limit(5).collect()]
-                if first:
-                    file, fpos = drv._where(first[0])
-                    drv.add("INDEX_MISSING", WARNING, file, fpos, index_missing_message(name, part.count(), first, index_end))
-        return found
+        for q in queues:
+            key = key_of(q["topic"], q["queue_id"])
+            drv.queues.append(_Queue(QueueId(q["topic"], q["queue_id"]), _QueueFiles(drv.store, q["topic"], q["queue_id"]), key, q["lo"], q["hi"], []))
+            if not q["empty"]:
+                drv.queue_end[key] = q["hi"]
+        drv.index_end = index_end
+        prev: dict[int, tuple[int, int]] = {}
+        for s in logs:
+            for topic, qid, first_q, first_p, last_q, last_p, live_q, live_p, missing_at in s["queues"]:
+                key = key_of(topic, qid)
+                before = prev.get(key)
+                if first_q is not None and before is not None and first_q != before[0] + 1:
+                    file, fpos = drv._where(first_p)
+                    drv.add("QUEUE_OFFSET_GAP", ERROR, file, fpos, f"{topic}/{qid} queue offset {first_q} follows {before[0]} (record at {before[1]})", phy=first_p)
+                if last_q is not None:
+                    prev[key] = (last_q, last_p)
+                cur = drv.queue_last.get(key)
+                if live_q is not None and (cur is None or live_q > cur[0]):
+                    drv.queue_last[key] = (live_q, live_p)
+                if missing_at is not None and key not in drv.first_missing:
+                    drv.first_missing[key] = missing_at
+            for name, (count, first) in s["missing"].items():
+                slot = drv.missing[name]
+                slot[0] += count
+                slot[1].extend(first[: 5 - len(slot[1])])
+            drv.max_store_ts = max(drv.max_store_ts, s["max_store_ts"])
 
     # -- the findings --------------------------------------------------------------------------------
-    def finish(self, found):
+    def finish(self):
         """Everything found, as ``rmqlab verify --json`` lists it: dead bytes, the cap
-        per kind and file, what recovery makes of CQ_BEHIND and INDEX_MISSING."""
-        from pyspark.sql import Window
+        per kind and file, what recovery makes of CQ_BEHIND and INDEX_MISSING; a
+        DataFrame of them (small: bounded by files and kinds)."""
+        from collections import defaultdict
 
         from ..forensics.verify import LISTED_PER_FILE, Finding
         from ..recovery.consequences import complete_findings
 
-        F, drv = self.F, self.drv
-        later, now = [], []
+        drv = self.drv
+        later = []
+        rows = []  # (finding row, phy, past, more)
         for f, phy in drv.raw:  # what recovery completes is finished here, on the driver
-            (later if f.kind in ("CQ_BEHIND", "INDEX_MISSING") else now).append((f.kind, f.severity, f.file, f.offset, f.message, phy))
-        local = self.spark.createDataFrame(now, "kind string, severity string, file string, offset long, message string, phy long")
-        found = local if found is None else found.unionByName(local)
-        if drv.stopped_by_damage and found.where(F.col("phy") >= drv.log_end).limit(1).count() and drv.store.dead_past(drv.log_end):
+            if f.kind in ("CQ_BEHIND", "INDEX_MISSING"):
+                later.append(f)
+            else:
+                rows.append(((f.kind, f.severity, f.file, f.offset, f.message), phy, False, 0))
+        for part, kind, severity, file, offset, message, phy, tag in self.found:
+            past = tag.endswith(" past")
+            if part == "more":
+                rows.append(((kind, severity, file, None, None), None, past, offset))
+            else:
+                rows.append(((kind, severity, file, offset, message), phy, past, 0))
+        end = drv.log_end
+        if drv.stopped_by_damage and any(past or (phy is not None and phy >= end) for _, phy, past, _ in rows) and drv.store.dead_past(end):
             dead = drv.dead_bytes_finding()
-            found = found.where(F.col("phy").isNull() | (F.col("phy") < drv.log_end)).unionByName(
-                self.spark.createDataFrame([(dead.kind, dead.severity, dead.file, dead.offset, dead.message, None)], found.schema))
-        w = Window.partitionBy("kind", "file").orderBy(F.col("offset").asc_nulls_first(), F.col("phy").asc_nulls_first())
-        ranked = found.withColumn("n", F.row_number().over(w))
-        listed = ranked.where(F.col("n") <= LISTED_PER_FILE).select(*FINDINGS_SCHEMA.fieldNames())
-        more = (ranked.where(F.col("n") > LISTED_PER_FILE).groupBy("kind", "file").agg(F.first("severity").alias("severity"), F.count(F.lit(1)).alias("n"))
-                .select("kind", "severity", "file", F.lit(None).cast("long").alias("offset"),
-                        F.format_string(f"and %d more %s finding(s) in this file (the first {LISTED_PER_FILE} are listed)", "n", "kind").alias("message")))
-        completed = [Finding(*row[:5]) for row in later]
+            rows = [r for r in rows if not r[2] and (r[1] is None or r[1] < end)]
+            rows.append(((dead.kind, dead.severity, dead.file, dead.offset, dead.message), None, False, 0))
+        groups = defaultdict(lambda: ([], [0, None]))
+        for row, phy, _, more in rows:
+            kept, extra = groups[(row[0], row[2])]
+            if more:
+                extra[0] += more
+                extra[1] = extra[1] or row[1]
+            else:
+                kept.append((row, phy))
+        out = []
+        for (kind, file), (kept, (more, severity)) in groups.items():
+            kept.sort(key=lambda x: (x[0][3] is not None, x[0][3] or 0, x[1] is not None, x[1] or 0))
+            out.extend(row for row, _ in kept[:LISTED_PER_FILE])
+            more += max(0, len(kept) - LISTED_PER_FILE)
+            if more:
+                severity = kept[LISTED_PER_FILE][0][1] if len(kept) > LISTED_PER_FILE else severity
+                out.append((kind, severity, file, None, f"and {more} more {kind} finding(s) in this file (the first {LISTED_PER_FILE} are listed)"))
+        completed = [Finding(f.kind, f.severity, f.file, f.offset, f.message) for f in later]
         complete_findings(completed, self.root, self.config)
-        extra = self.spark.createDataFrame([(f.kind, f.severity, f.file, f.offset, f.message) for f in completed], FINDINGS_SCHEMA)
-        result = listed.unionByName(more).unionByName(extra).orderBy("file", F.col("offset").asc_nulls_first(), "kind").localCheckpoint(eager=True)
-        return result
-
-
-def _cq_position(directory: str, files: list, q: int) -> tuple[str, int]:
-    """File and byte of queue offset ``q`` (verify's ``_cq_pos``)."""
-    from ..format.consumequeue import CQ_STORE_UNIT_SIZE
-
-    byte = q * CQ_STORE_UNIT_SIZE
-    for start, size, path in files:
-        if start <= byte < start + size:
-            return path, byte - start
-    return directory, byte
+        out.extend((f.kind, f.severity, f.file, f.offset, f.message) for f in completed)
+        out.sort(key=lambda r: (r[2], r[3] is not None, r[3] or 0, r[0]))
+        return self.spark.createDataFrame(out, FINDINGS_SCHEMA)

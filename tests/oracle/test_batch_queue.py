@@ -123,7 +123,7 @@ def test_spark_verify_equals_verify_on_batch_queues(batch_store, spark, tmp_path
         fh.write(struct.pack(">i", 7))
     want = Counter((x.kind, x.severity, x.file, x.offset) for x in verify_store(copy, cfg).findings)
     assert list(want) == [("CQ_MISMATCH", "error", str(f), 46 * 2)]
-    got = Counter((r.kind, r.severity, r.file, r.offset) for r in rmqlab.spark.verify(spark, copy, config=cfg, splitSize="64KiB").collect())
+    got = Counter((r.kind, r.severity, r.file, r.offset) for r in rmqlab.spark.verify(spark, copy, config=cfg).collect())
     assert got == want
 
 

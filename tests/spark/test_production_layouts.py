@@ -37,7 +37,7 @@ def test_a_log_over_two_directories_reads_as_one(spark, tmp_path, capsys):
         assert_commitlog_rows([r.asDict() for r in df.collect()], store, where=f"{case} split {split}", config=cfg)
     want = _cli_findings(capsys, store, "--config", conf)
     assert want  # the torn record, the abort file, ...
-    got = Counter((r.kind, r.severity, r.file, r.offset) for r in rmqlab.spark.verify(spark, store, config=cfg, splitSize="7KiB").collect())
+    got = Counter((r.kind, r.severity, r.file, r.offset) for r in rmqlab.spark.verify(spark, store, config=cfg).collect())
     assert got == want
 
 
@@ -99,7 +99,7 @@ def test_a_dledger_log_reads_as_the_reader_reads_it(spark, dledger, capsys):
     bad = [r for r in lenient if r.kind == "DLEDGER_ENTRY"]
     assert len(bad) == 1 and "says pos 7" in bad[0].error
     want = _cli_findings(capsys, damaged, "--config", conf)
-    got = Counter((r.kind, r.severity, r.file, r.offset) for r in rmqlab.spark.verify(spark, damaged, config=cfg, splitSize="5KiB").collect())
+    got = Counter((r.kind, r.severity, r.file, r.offset) for r in rmqlab.spark.verify(spark, damaged, config=cfg).collect())
     assert got == want and any(k[0] == "DLEDGER_ENTRY" for k in want) and any(k[0] == "RESYNC" for k in want)
 
 
@@ -120,7 +120,7 @@ def test_lmq_queues_are_checked_by_spark_verify_as_by_verify(spark, rocketmq, tm
     # a rolled-back transaction named LMQs: it took their offsets and got no unit, and
     # RocketMQ appended the next units where the queues ended (a note, not damage)
     assert {k[0] for k in want if k[1] != "error"} == {"LMQ_OFFSET_SHIFT"}
-    got = Counter((r.kind, r.severity, r.file, r.offset) for r in rmqlab.spark.verify(spark, root, config=cfg, splitSize="32KiB").collect())
+    got = Counter((r.kind, r.severity, r.file, r.offset) for r in rmqlab.spark.verify(spark, root, config=cfg).collect())
     assert got == want
 
 
@@ -141,7 +141,7 @@ def test_ext_addresses_are_read_by_the_consumequeue_source_and_spark_verify(spar
         fh.write(struct.pack(">q", 4242))  # the first unit's tagsCode
     want = _cli_findings(capsys, root, "--config", tmp_path / "broker.conf")
     assert [k[0] for k in want] == ["CQ_MISMATCH"]
-    got = Counter((r.kind, r.severity, r.file, r.offset) for r in rmqlab.spark.verify(spark, root, config=cfg, splitSize="32KiB").collect())
+    got = Counter((r.kind, r.severity, r.file, r.offset) for r in rmqlab.spark.verify(spark, root, config=cfg).collect())
     assert got == want
 
 

@@ -55,7 +55,7 @@ def main() -> None:
             counts[f"{name}/{fmt}"] = df.count()
     for item in a.verify:
         name, path = item.split("=", 1)
-        findings = rmqlab.spark.verify(spark, path, splitSize=(a.split or ["128MiB"])[-1])
+        findings = rmqlab.spark.verify(spark, path)
         findings.write.mode("overwrite").parquet(os.path.join(a.out, name, "verify"))
 
     where = F.udf(lambda _: __import__("rmqlab").__file__, T.StringType())
