@@ -5,7 +5,10 @@ is a half-written one and is made again)."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -25,6 +28,16 @@ def generated(store: Path, size: int, what: str, **options) -> Path:
     marker.write_text(json.dumps(res.to_dict()))
     print(f"  {res.records} records in {res.seconds:.1f} s", flush=True)
     return store
+
+
+def child(script: str, args: list[str]) -> dict:
+    """One measurement in a process of its own (``script --child ARGS``, which prints
+    its result as JSON on its last line), so that each has a fresh interpreter and
+    SparkContext; the workers' Python is this one."""
+    done = subprocess.run([sys.executable, script, "--child", *args], capture_output=True, text=True, env={**os.environ, "PYSPARK_PYTHON": sys.executable})
+    if done.returncode:
+        raise SystemExit(f"measurement {args} failed:\n{done.stderr[-4000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def store_times(store: Path):

@@ -1,4 +1,4 @@
-"""Spark scaling benchmark: what more cores buy, and what ``spark.verify`` costs.
+"""Spark scaling benchmark: what more cores buy (``spark.verify``: bench_spark_verify.py).
 
 On one generated store (default 1 GiB, 256 MiB commitlog files, ~400-byte records,
 consume queues and index), measured in one run:
@@ -9,7 +9,6 @@ consume queues and index), measured in one run:
    cluster of two one-core workers (started here from the pyspark package, as the
    tests start it), for a narrow query (``columns=topic,total_size``, count and sum
    per topic) and an all-column one (every column decoded, bodies summed);
-3. ``rmqlab.spark.verify`` on ``local[2]`` against ``rmqlab verify`` (one process).
 
 Each Spark measurement runs in its own process (one SparkContext per process), best
 of ``--repeat`` timings after a warm-up; peak RSS is the driver process's.  It prints
@@ -27,7 +26,6 @@ import argparse
 import json
 import os
 import resource
-import subprocess
 import sys
 import tempfile
 import time
@@ -38,6 +36,7 @@ ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(HERE))
 
+from _stores import child  # noqa: E402
 from rmqlab.lab.generate import parse_size  # noqa: E402
 
 QUERIES = ("narrow", "all")
@@ -115,34 +114,6 @@ def measure_spark(store: str, master: str, repeat: int) -> dict:
     return out
 
 
-def measure_verify(store: str) -> dict:
-    import rmqlab.spark
-    from rmqlab.spark.session import local_spark
-
-    spark = local_spark(2, "bench-verify", shuffle_partitions=4, driver_memory="2g")
-    t = time.perf_counter()
-    findings = rmqlab.spark.verify(spark, store)
-    n = findings.count()
-    dt = time.perf_counter() - t
-    spark.stop()
-    return {"seconds": dt, "findings": n, "peak_rss_mib": _peak_rss_mib()}
-
-
-def measure_cli_verify(store: str) -> dict:
-    t = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "rmqlab", "verify", "--json", store], capture_output=True, text=True)
-    dt = time.perf_counter() - t
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-    return {"seconds": dt, "findings": len(json.loads(done.stdout)["findings"]), "peak_rss_mib": peak}
-
-
-def _child(args: list[str]) -> dict:
-    done = subprocess.run([sys.executable, __file__, "--child", *args], capture_output=True, text=True, env={**os.environ, "PYSPARK_PYTHON": sys.executable})
-    if done.returncode:
-        raise SystemExit(f"measurement {args} failed:\n{done.stderr[-4000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--size", default="1GiB", help="store size (default 1GiB)")
@@ -153,17 +124,16 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     if a.child:
         what, store, *rest = a.child
-        fn = {"decoder": lambda: measure_decoder(store, a.repeat), "spark": lambda: measure_spark(store, rest[0], a.repeat),
-              "verify": lambda: measure_verify(store), "cli-verify": lambda: measure_cli_verify(store)}[what]
+        fn = {"decoder": lambda: measure_decoder(store, a.repeat), "spark": lambda: measure_spark(store, rest[0], a.repeat)}[what]
         print(json.dumps(fn()))
         return 0
 
     size = parse_size(a.size)
     store = str(ensure_store(Path(a.workdir), size))
     print(f"\nSpark scaling benchmark  (cpus: {os.cpu_count()}, store {store}, {size >> 20} MiB)", flush=True)
-    res = {"decoder": _child(["decoder", store])}
+    res = {"decoder": child(__file__, ["decoder", store])}
     for master in ("local[1]", "local[2]"):
-        res[master] = _child(["spark", store, master])
+        res[master] = child(__file__, ["spark", store, master])
     if not a.no_cluster:
         sys.path.insert(0, str(ROOT))
         from tests.spark.cluster import StandaloneCluster
@@ -171,11 +141,9 @@ def main(argv=None) -> int:
         with tempfile.TemporaryDirectory(prefix="rmqlab-bench-cluster-") as d:
             cluster = StandaloneCluster(Path(d))
             try:
-                res["cluster"] = _child(["spark", store, cluster.url])
+                res["cluster"] = child(__file__, ["spark", store, cluster.url])
             finally:
                 cluster.stop()
-    res["verify"] = _child(["verify", store])
-    res["cli-verify"] = _child(["cli-verify", store])
 
     rate = lambda m, q: res[m][q]["records"] / res[m][q]["seconds"]  # noqa: E731
     print(f"\n{'':24}{'narrow (topic,total_size)':>28}{'all columns':>22}")
@@ -191,9 +159,6 @@ def main(argv=None) -> int:
             line += f"   cluster/local[2] {rate('cluster', q) / rate('local[2]', q):.2f}x"
         print(line)
         print(f"        a 16-core worker at this per-core rate: ~{rate('local[2]', q) / 2 * 16:,.0f} rec/s")
-    v, c = res["verify"], res["cli-verify"]
-    print(f"\nverify: rmqlab verify {c['seconds']:.1f} s (peak RSS {c['peak_rss_mib']:.0f} MiB), spark.verify local[2] {v['seconds']:.1f} s "
-          f"(driver peak RSS {v['peak_rss_mib']:.0f} MiB): {c['seconds'] / v['seconds']:.2f}x; findings {c['findings']} and {v['findings']}")
     print(f"Spark driver peak RSS: local[1] {res['local[1]']['peak_rss_mib']:.0f} MiB, local[2] {res['local[2]']['peak_rss_mib']:.0f} MiB")
     out = HERE / "out"
     out.mkdir(exist_ok=True)

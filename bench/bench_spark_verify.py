@@ -32,6 +32,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
+from _stores import child  # noqa: E402
 from rmqlab.lab.generate import parse_size  # noqa: E402
 
 
@@ -65,13 +66,6 @@ def measure_cli(store: str) -> dict:
             "peak_rss_mib": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024}
 
 
-def _child(args: list[str]) -> dict:
-    done = subprocess.run([sys.executable, __file__, "--child", *args], capture_output=True, text=True, env={**os.environ, "PYSPARK_PYTHON": sys.executable})
-    if done.returncode:
-        raise SystemExit(f"measurement {args} failed:\n{done.stderr[-4000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--size", default="1GiB", help="store size (default 1GiB)")
@@ -91,8 +85,8 @@ def main(argv=None) -> int:
     print(f"\nspark.verify benchmark  (cpus: {os.cpu_count()}, store {store}, {size >> 20} MiB)", flush=True)
     results = []
     for run in range(1, a.runs + 1):
-        cli = _child(["cli", store])
-        one, two = _child(["spark", store, "1"]), _child(["spark", store, "2"])
+        cli = child(__file__, ["cli", store])
+        one, two = child(__file__, ["spark", store, "1"]), child(__file__, ["spark", store, "2"])
         n = cli["records"]
         rate = lambda s: n / s  # noqa: E731
         same = cli["findings"] == one["findings"] == two["findings"]
