@@ -84,9 +84,18 @@ def recover_and_read(root: Path, out: Path, config: dict, dump: dict, release: s
         return diffs + compare_all(store, dump, end=rep.commitlog_end, index=index)
 
 
-def verify_clean(root: Path, config: dict) -> list[str]:
+def verify_clean(root: Path, config: dict, written: dict) -> list[str]:
+    """``verify`` finds nothing wrong in a store RocketMQ wrote and shut down.  Where
+    RocketMQ named two index files alike while writing (``written``: its write answer,
+    see :func:`tests.oracle.compare.index_file_name_collisions`), the second reopened the
+    first's file and wrote its own header over slots the first filled: those index
+    findings are RocketMQ's timing (the store is counted in INDEX_NOT_COMPARED)."""
+    alike = set(index_file_name_collisions(written))
     rep = verify_store(root, MessageStoreConfig.from_mapping(config))
-    return [f"verify on a store RocketMQ wrote and shut down cleanly: {f}" for f in rep.errors]
+    errors = [f for f in rep.errors if not (f.kind.startswith("INDEX_") and Path(f.file).name in alike)]
+    if len(errors) < len(rep.errors):
+        INDEX_NOT_COMPARED.append(str(root))
+    return [f"verify on a store RocketMQ wrote and shut down cleanly: {f}" for f in errors]
 
 
 def rmqlab_to_rocketmq(oracle: Oracle, seeds: list[int], tmp: Path, release: str = "5.3.3") -> dict[str, list[str]]:
@@ -154,12 +163,12 @@ def rocketmq_to_rmqlab(oracle: Oracle, seeds: list[int], tmp: Path, written=None
             continue
         _copy(d / "clean", d / "clean.rocketmq")
         _copy(d / "crash", d / "crash.rocketmq")
-        ok.append((seed, d, config))
-    answers = oracle.map(r for seed, d, config in ok for r in (load_request(d / "clean.rocketmq", config), load_request(d / "crash.rocketmq", config)))
-    for i, (seed, d, config) in enumerate(ok):
+        ok.append((seed, d, config, ans))
+    answers = oracle.map(r for seed, d, config, _ in ok for r in (load_request(d / "clean.rocketmq", config), load_request(d / "crash.rocketmq", config)))
+    for i, (seed, d, config, written_ans) in enumerate(ok):
         clean_ans, crash_ans = answers[2 * i], answers[2 * i + 1]
         name = f"rocketmq {release}->rmqlab seed {seed}" if release != "5.3.3" else f"rocketmq->rmqlab seed {seed}"
-        out[name] = _answer_error(clean_ans) or _guard(lambda: recover_and_read(d / "clean", d / "clean.rmqlab", config, clean_ans, release) + verify_clean(d / "clean", config))
+        out[name] = _answer_error(clean_ans) or _guard(lambda: recover_and_read(d / "clean", d / "clean.rmqlab", config, clean_ans, release) + verify_clean(d / "clean", config, written_ans))
         out[name + " crash"] = _answer_error(crash_ans) or _guard(lambda: recover_and_read(d / "crash", d / "crash.rmqlab", config, crash_ans, release))
     return out
 

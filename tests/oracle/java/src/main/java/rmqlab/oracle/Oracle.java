@@ -245,6 +245,9 @@ public final class Oracle {
             ans.put("results", putAll(store, req.getString("input")));
             waitDispatched(store);
             Rmq.settleWriters(store);
+            // the index files as named while writing: two named alike in one millisecond
+            // share a path, and the second's header then governs the first's slots
+            ans.put("indexFiles", Rmq.indexFileNames(store));
             String crash = req.getString("crashCopy");
             if (crash != null) {
                 copyTree(Paths.get(dir), Paths.get(crash));
