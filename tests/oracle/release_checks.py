@@ -8,7 +8,9 @@ tell, named as the user would.  The seeded differential directions and damage of
 tests/oracle/test_differential.py run against each release too, fewer seeds.
 
 Each release's test file (test_release_5_4.py, test_release_5_5.py) names its release
-(``RELEASE``) and imports these tests, so that the two run on both test workers.
+(``RELEASE``) and imports these tests, so that the two run on both test workers;
+test_release_5_5_1.py imports those its store alone can run (5.5.1 publishes no broker
+or client).
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""RocketMQ 5.5.1's store, judged live where it parts from 5.5.0 (its broker and client
-are not on Maven Central; the store alone is enough here).
+"""RocketMQ 5.5.1's store, judged live (its broker and client are not on Maven Central;
+the store alone is enough here): both directions and the classic damage
+(tests/oracle/release_checks.py), and the rule where it parts from 5.5.0.
 
 After recovery, ``ConsumeQueueStore.recoverOffsetTable`` runs ``ConsumeQueue
 .correctMinOffset`` on every queue; from 5.5.1 it first resets a queue left with no file
@@ -16,16 +17,16 @@ from rmqlab.config import MessageStoreConfig
 from rmqlab.recovery.recover import recover
 from rmqlab.writers.clock import ManualClock
 from tests.oracle import differential as D
-from tests.oracle.harness import Oracle, build_or_skip
+from tests.oracle.release_checks import release_oracle, test_both_directions_and_the_classic_damage  # noqa: F401 (run here for 5.5.1)
 
-
+RELEASE = "5.5.1"
 SEED = 10261  # zero_page in commitlog file 0: the log ends at 20511 and queues lose every file
 
 
-def test_a_queue_recovery_empties_reports_no_max_physical_offset(tmp_path):
-    with Oracle(build_or_skip("5.5.1"), threads=2) as oracle:
-        written = D.rocketmq_written(oracle, [SEED], tmp_path, "5.5.1")
-        diffs = D.damaged(oracle, written, [SEED], tmp_path, "5.5.1")
+def test_a_queue_recovery_empties_reports_no_max_physical_offset(release_oracle, tmp_path):
+    release, oracle = release_oracle
+    written = D.rocketmq_written(oracle, [SEED], tmp_path, release)
+    diffs = D.damaged(oracle, written, [SEED], tmp_path, release)
     assert list(diffs.values()) == [[]], diffs
     # the rule decides this store: under 5.5.0's it would end with another max
     config = MessageStoreConfig.from_mapping(written[0][2])
