@@ -40,6 +40,15 @@ def child(script: str, args: list[str]) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def save_results(name: str, results) -> Path:
+    """A benchmark's results as JSON in ``bench/out/`` (``name`` without ``.json``)."""
+    out = Path(__file__).resolve().parent / "out"
+    out.mkdir(exist_ok=True)
+    path = out / f"{name}.json"
+    path.write_text(json.dumps(results, indent=1))
+    return path
+
+
 def store_times(store: Path):
     """(physical offsets, store timestamps) of every record of ``store``'s log, sorted,
     from the bulk decoder: what a queue unit that carries the store time holds."""

@@ -41,7 +41,7 @@ ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(HERE))
 
-from _stores import child  # noqa: E402
+from _stores import child, save_results  # noqa: E402
 from rmqlab.lab.generate import parse_size  # noqa: E402
 
 QUERIES = ("narrow", "all")
@@ -228,9 +228,7 @@ def main(argv=None) -> int:
         src, flo = us(rate(m, "narrow") / cores), us(rate(m, "floor") / cores)
         print(f"{m:24}{us(rate('decoder', 'narrow')):>10.3f}{src:>10.3f}{flo:>10.3f}{src - flo:>14.3f}{src / flo:>18.2f}x (goal <= 1.3x)")
     print(f"Spark driver peak RSS: local[1] {res['local[1]']['peak_rss_mib']:.0f} MiB, local[2] {res['local[2]']['peak_rss_mib']:.0f} MiB")
-    out = HERE / "out"
-    out.mkdir(exist_ok=True)
-    (out / "bench_spark_scaling.json").write_text(json.dumps(res, indent=1))
+    save_results("bench_spark_scaling", res)
     return 0
 
 

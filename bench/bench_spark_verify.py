@@ -32,7 +32,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
-from _stores import child  # noqa: E402
+from _stores import child, save_results  # noqa: E402
 from rmqlab.lab.generate import parse_size  # noqa: E402
 
 
@@ -99,9 +99,7 @@ def main(argv=None) -> int:
               f"   warm: {cli['seconds'] / two['warm']:.2f}x, {one['warm'] / two['warm']:.2f}x")
         results.append({"cli": {k: v for k, v in cli.items() if k != "findings"}, "local[1]": {k: v for k, v in one.items() if k != "findings"},
                         "local[2]": {k: v for k, v in two.items() if k != "findings"}, "same_findings": same})
-    out = HERE / "out"
-    out.mkdir(exist_ok=True)
-    (out / "bench_spark_verify.json").write_text(json.dumps(results, indent=1))
+    save_results("bench_spark_verify", results)
     return 0
 
 
