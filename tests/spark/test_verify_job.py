@@ -28,8 +28,8 @@ def _cli(root, capsys, *flags) -> Counter:
 
 
 def _key(kind, severity, file, offset, message) -> tuple:
-    """A finding as compared: where it is, and for "and N more" how many."""
-    return (kind, severity, file, offset, message if message.startswith("and ") else None)
+    """A finding as compared: where it is and what it says ("and N more": how many)."""
+    return (kind, severity, file, offset, message)
 
 
 def _spark(spark, root) -> Counter:
@@ -128,6 +128,13 @@ def _gap_across_files(src):
     assert hit == 3
 
 
+def _queue_emptied(src):
+    """A queue whose first unit is zeroed: its files are there but its valid range is
+    empty, so it ends at queue offset 0 and the log holds all its records (CQ_BEHIND
+    names the first of them)."""
+    patch(_cq(src, "TopicB/0") / "00000000000000000000", 0, bytes(20))
+
+
 def _property_crc(src):
     from rmqlab.store import open_store
 
@@ -148,6 +155,7 @@ def _property_crc(src):
         ("crash", _crash_index),
         ("v2ipv6", _property_crc),
         ("clean", _gap_across_files),
+        ("clean", _queue_emptied),
     ],
     ids=lambda x: getattr(x, "__name__", x),
 )
