@@ -230,7 +230,8 @@ def _prepare_queues(v, queues) -> list:
         # the entries as the files hold them (no ext address to resolve): stage 2 maps them again
         plain = type(Q.cq) is ConsumeQueue and not any(bool((e["tags_code"] <= EXT_MAX_ADDR).any()) for _, e in Q.cq.parts(Q.lo, Q.hi))
         files = [(f.file_from_offset, len(f.buf), str(f.path)) for f in Q.cq.queue.files]
-        rows.append(_summary("queue", str(Q.cq.directory), topic=topic, queue_id=qid, lo=Q.lo, hi=Q.hi, files=files, empty=Q.key not in v.queue_end,  # no unit at all (prepare_queue sets no end for it)
+        # empty: no unit at all, so prepare_queue gave it no end (files with an empty valid range have one)
+        rows.append(_summary("queue", str(Q.cq.directory), topic=topic, queue_id=qid, lo=Q.lo, hi=Q.hi, files=files, empty=Q.key not in v.queue_end,
                              plain=plain, parts=[(q0, asc) for q0, _, asc in Q.parts]))
     return rows
 
