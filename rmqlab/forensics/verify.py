@@ -345,6 +345,10 @@ class _Verifier:
         remap = np.asarray([self._topic(t) for t in topics] or [0], np.int64)
         return (remap[topic_codes] << 32) | (queue_id & 0xFFFFFFFF)
 
+    def _key_of(self, topic: str, queue_id: int) -> int:
+        """The key of one queue, as :meth:`_queue_key` makes the records' keys."""
+        return int(self._queue_key(np.zeros(1, np.int64), [topic], np.array([queue_id], np.int64))[0])
+
     def _topic(self, t: str) -> int:
         code = self.topics.get(t)
         if code is None:
@@ -397,7 +401,7 @@ class _Verifier:
         except StoreFormatError as err:
             self.add("LAYOUT", ERROR, err.file, err.offset, err.message)
             return None
-        key = int(self._queue_key(np.zeros(1, np.int64), [qid.topic], np.array([qid.queue_id], np.int64))[0])  # as the records' keys are made
+        key = self._key_of(qid.topic, qid.queue_id)
         if cq.slot_end <= cq.first_slot_offset:  # no unit (no file, or an empty RocksDB range)
             Q = _Queue(qid, cq, key, 0, 0, [])
             self.queues.append(Q)
@@ -1235,7 +1239,7 @@ class _Verifier:
             cq = self.store.consume_queue(qid.topic, qid.queue_id)
             if not isinstance(cq, BatchConsumeQueue):
                 continue
-            key = int(self._queue_key(np.zeros(1, np.int64), [qid.topic], np.array([qid.queue_id], np.int64))[0])
+            key = self._key_of(qid.topic, qid.queue_id)
             present.add(key)
             prev = None  # (base + batch of the unit before, file, position)
             for path, units in cq.parts():

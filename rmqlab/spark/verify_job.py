@@ -265,7 +265,7 @@ def _check_log_file(v, index: int, prepared: dict, end: int | None) -> list:
             del v.raw[n:]
             continue
         cq = v.store.consume_queue(qid.topic, qid.queue_id)
-        key = int(v._queue_key(np.zeros(1, np.int64), [qid.topic], np.array([qid.queue_id], np.int64))[0])
+        key = v._key_of(qid.topic, qid.queue_id)
         parts = [(q0, e, asc) for (q0, e), (_, asc) in zip(cq.parts(q["lo"], q["hi"]), q["parts"])] if q["parts"] else []
         v.queues.append(_Queue(qid, cq, key, q["lo"], q["hi"], parts))
         if not q["empty"]:
@@ -438,18 +438,12 @@ class _Job:
         past its end; the keys no chain reaches; and the queue offsets that jump where
         one file's records of a queue meet the next's (QUEUE_OFFSET_GAP, as
         ``_queue_offsets`` says it within a file)."""
-        import numpy as np
-
         from ..forensics.verify import ERROR, _Queue
         from ..store.reader import QueueId
 
         drv = self.drv
-
-        def key_of(topic: str, qid: int) -> int:
-            return int(drv._queue_key(np.zeros(1, np.int64), [topic], np.array([qid], np.int64))[0])
-
         for q in queues:
-            key = key_of(q["topic"], q["queue_id"])
+            key = drv._key_of(q["topic"], q["queue_id"])
             drv.queues.append(_Queue(QueueId(q["topic"], q["queue_id"]), _QueueFiles(drv.store, q["topic"], q["queue_id"]), key, q["lo"], q["hi"], []))
             if not q["empty"]:
                 drv.queue_end[key] = q["hi"]
@@ -457,7 +451,7 @@ class _Job:
         prev: dict[int, tuple[int, int]] = {}
         for s in logs:
             for topic, qid, first_q, first_p, last_q, last_p, live_q, live_p, missing_at in s["queues"]:
-                key = key_of(topic, qid)
+                key = drv._key_of(topic, qid)
                 before = prev.get(key)
                 if first_q is not None and before is not None and first_q != before[0] + 1:
                     file, fpos = drv._where(first_p)
