@@ -332,7 +332,8 @@ class ConsumeQueueWriter(QueueFilesWriter):
             self.dirty = True
             break
         # no file left: Java keeps the phy_offset it set first (0 included), as the queue's
-        # maxPhysicOffset in memory and in getMaxPhyOffsetInConsumeQueue
+        # maxPhysicOffset in memory and in getMaxPhyOffsetInConsumeQueue — until 5.5.1's
+        # correctMinOffset resets it after recovery (CommitLogDispatcher.correct_min_offsets)
         return cut
 
     def __repr__(self) -> str:
