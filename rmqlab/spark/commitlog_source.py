@@ -24,6 +24,7 @@ from pyspark.sql.types import (
 
 from ..rules import COMMITLOG_DIR
 from . import _paths
+from .pushdown import KEY_COLUMNS
 
 DEFAULT_SPLIT_SIZE = 128 << 20  # like Spark's spark.sql.files.maxPartitionBytes
 #: rows per Arrow batch handed to the JVM (big batches of wide rows cost it dearly)
@@ -61,12 +62,14 @@ SCHEMA = StructType(
         StructField("file", StringType()),
         StructField("kind", StringType()),
         StructField("error", StringType()),
+        # the two properties RocketMQ indexes, as its map holds them (pushdown.KEY_COLUMNS)
+        *(StructField(c, StringType()) for c in KEY_COLUMNS),
     ]
 )
 
 
 #: columns pushFilters takes: equality / IN on these ...
-_PUSH_EQUAL = ("physical_offset", "topic", "queue_id", "kind", "msg_id", "store_timestamp", "born_timestamp")
+_PUSH_EQUAL = ("physical_offset", "topic", "queue_id", "kind", "msg_id", "store_timestamp", "born_timestamp", "keys", "uniq_key")
 #: ... and ranges (>, >=, <, <=) on these (whole numbers)
 _PUSH_RANGE = ("physical_offset", "store_timestamp", "born_timestamp", "queue_id")
 
@@ -154,6 +157,9 @@ class CommitLogSplit(InputPartition):
     #: reader a former query's pushFilters set up (seen here: a count after a filtered
     #: count got the filtered rows), while each query's partitions are its own
     pushed: Pushed = field(default_factory=lambda: Pushed())
+    #: in-file positions (int64, ascending) of the only records this split reads, found
+    #: by the store's indexes (:mod:`rmqlab.spark.pushdown`); None: the byte range is scanned
+    positions: bytes | None = None
 
 
 class CommitLogDataSource(DataSource):
@@ -195,7 +201,9 @@ class CommitLogDataSource(DataSource):
     as stored), ``msg_id`` (offset msgId); plus ``file`` (the commitlog file),
     ``kind`` (``MESSAGE``, ``BLANK``, or in lenient mode a damage kind:
     ``BAD_MAGIC``, ``BAD_SIZE``, ``SIZE_MISMATCH``, ``TRUNCATED``, ``BODY_CRC``,
-    ``PROPERTY_CRC``) and ``error`` (the damage, with file and offset; else null).
+    ``PROPERTY_CRC``) and ``error`` (the damage, with file and offset; else null); and
+    ``keys`` and ``uniq_key``, the ``KEYS`` and ``UNIQ_KEY`` properties as RocketMQ's own
+    map holds them (what it indexes; what key queries filter on).
 
     **Options** (strings):
 
@@ -223,17 +231,25 @@ class CommitLogDataSource(DataSource):
         (any of the columns, in any order, with the types above; nullable).
     ``pushdown``
         ``false`` (default) or ``true``: a query's filters on ``physical_offset``,
-        ``topic``, ``queue_id``, ``kind``, ``msg_id``, ``store_timestamp`` and
-        ``born_timestamp`` (``=``, ``IN``, ranges; ANDed) are pushed into the scan:
-        splits outside an offset range are not read, topics and store times are
-        filtered inside the decoder, the rest before the rows reach Spark (which checks
-        every filter again).  Needs ``spark.sql.python.filterPushdown.enabled=true``
-        (``rmqlab.spark.register`` sets it).  Off by default because of Spark 4.3.0
-        itself: it keeps the read a query's filters planned on the data source, and a
-        later query of the *same DataFrame* without filters reads with it (a ``count()``
-        after a filtered ``count()`` gives the filtered count; Spark's current source
-        keeps that read per scan).  Safe use on 4.3.0: a fresh
-        ``spark.read...load()`` for each filtered query.
+        ``topic``, ``queue_id``, ``kind``, ``msg_id``, ``keys``, ``uniq_key``,
+        ``store_timestamp`` and ``born_timestamp`` (``=``, ``IN``, ranges; ANDed) are
+        pushed into the scan, and the store's own indexes say which bytes can hold a
+        match (:mod:`rmqlab.spark.pushdown`): a ``msg_id`` reads the one record at the
+        offset it holds; ``uniq_key``/``keys`` with ``topic`` read the records the index
+        files name and scan only what they do not cover; a ``store_timestamp`` window
+        leaves out the files whose records all lie outside it; an offset range, the
+        splits outside it.  Topics and store times are also filtered inside the decoder,
+        the rest before the rows reach Spark (which checks every filter again).  Where an
+        index is damaged or cannot answer, the plan scans and says so:
+        ``CommitLogReader.plan().describe()``.  Needs
+        ``spark.sql.python.filterPushdown.enabled=true`` (``rmqlab.spark.register``
+        sets it).  Off by default because of Spark 4.3.0 itself: it keeps the read a
+        query's filters planned on the data source, and a later query of the *same
+        DataFrame* without filters reads with it (a ``count()`` after a filtered
+        ``count()`` gives the filtered count; Spark's current source keeps that read
+        per scan).  Safe use on 4.3.0: a fresh ``spark.read...load()`` for each
+        filtered query.  In strict mode a pushed read fails only on damage in the bytes
+        it reads.
     ``batchRows``
         rows per Arrow batch handed to Spark (default 8192; wide rows in big batches
         cost the JVM more than the decoding saves).
@@ -309,10 +325,21 @@ class CommitLogReader(DataSourceReader):
         splits = plan_splits(self.path, self.split_size, self.fs, self.commitlog_dirs)
         if not self.pushed:
             return splits
-        lo, hi = self.pushed.bounds("physical_offset")
-        # a split owns the records that start in it: one past the range holds none of it
-        kept = [s for s in splits if (lo is None or s.file_base + s.stop > lo) and (hi is None or s.file_base + s.start <= hi)] or splits[:1]
-        return [replace(s, pushed=self.pushed) for s in kept]
+        plan = self.plan(splits)
+        # Spark wants a partition: an empty list of positions reads nothing
+        return [replace(s, pushed=self.pushed) for s in plan.splits] or [replace(splits[0], pushed=self.pushed, positions=b"")]
+
+    def plan(self, splits: list | None = None):
+        """What the pushed filters leave to read (:func:`rmqlab.spark.pushdown.plan`); its
+        ``describe()`` says how much, what narrowed it and where it fell back."""
+        from . import pushdown
+
+        splits = plan_splits(self.path, self.split_size, self.fs, self.commitlog_dirs) if splits is None else splits
+        if not splits:
+            return pushdown.ReadPlan([])
+        fs, _ = _paths.filesystem(splits[0].uri, self.fs)
+        # several directories of one log: positions and offsets hold, the index files are the root's
+        return pushdown.plan(splits, self.pushed, self.path, local=_paths.is_local(fs) and not self.commitlog_dirs, dledger=splits[0].dledger)
 
     def read(self, partition: CommitLogSplit):
         from ..scan import kernels
@@ -330,7 +357,7 @@ class CommitLogReader(DataSourceReader):
         if hi is not None:
             end_time = hi + 1 if end_time is None else min(end_time, hi + 1)
         batches = read_split(partition, mode=self.mode, verify_crc=self.verify_crc, include_body=self.include_body, topics=topics,
-                             start_time=start_time, end_time=end_time, columns=self.columns, batch_rows=self.batch_rows)
+                             start_time=start_time, end_time=end_time, columns=self.columns or SCHEMA.fieldNames(), batch_rows=self.batch_rows)
         if not pushed:
             yield from batches
             return
@@ -438,12 +465,34 @@ def plan_splits(path: str, split_size: int, fs_settings: tuple = (), more_dirs: 
 
 
 def read_split(split: CommitLogSplit, columns: list[str] | None = None, **kw):
-    """Arrow batches of one split (runs on a worker; heavy imports happen here)."""
+    """Arrow batches of one split (runs on a worker; heavy imports happen here): the
+    decoder's (:data:`rmqlab.scan.decode.ARROW_SCHEMA`) when ``columns`` is None, else
+    exactly ``columns`` of :data:`SCHEMA` (the key columns built from the properties)."""
     if columns is None:
         yield from _read_split(split, **kw)
         return
-    for batch in _read_split(split, columns=columns, **kw):
-        yield batch.select(columns)
+    props = tuple(KEY_COLUMNS[c] for c in KEY_COLUMNS if c in columns)
+    decoded = [c for c in columns if c not in KEY_COLUMNS]
+    for batch in _read_split(split, columns=decoded, java_properties=props, **kw):
+        yield _spark_batch(batch, columns)
+
+
+def _spark_batch(batch, columns: list[str]):
+    """``batch`` (the decoder's, with ``java_property:`` columns on message batches) as
+    the source's ``columns``."""
+    import pyarrow as pa
+
+    from ..scan.decode import JAVA_PROPERTY_PREFIX
+
+    names = batch.schema.names
+    arrays = []
+    for c in columns:
+        if c in KEY_COLUMNS:
+            at = JAVA_PROPERTY_PREFIX + KEY_COLUMNS[c]
+            arrays.append(batch.column(at) if at in names else pa.nulls(batch.num_rows, pa.string()))
+        else:
+            arrays.append(batch.column(c))
+    return pa.RecordBatch.from_arrays(arrays, names=columns)
 
 
 def _read_split(split: CommitLogSplit, **kw):
@@ -454,6 +503,9 @@ def _read_split(split: CommitLogSplit, **kw):
     fs, inner = _paths.filesystem(split.uri, split.fs)
     if split.dledger:
         yield from _read_dledger_split(split, fs, inner, **kw)
+        return
+    if split.positions is not None:
+        yield from _read_positions(split, fs, inner, **kw)
         return
     common = dict(file_base=split.file_base, file_size=split.file_size, file=split.file, stop=split.stop, **kw)
     if _paths.is_local(fs):
@@ -475,6 +527,59 @@ def _read_split(split: CommitLogSplit, **kw):
             except fd.NeedMoreBytes as more:
                 pos, resync = more.position, more.resync
                 end = min(split.file_size, pos + max(more.needed, MAX_RECORD))  # a rare big record
+
+
+def _read_positions(split: CommitLogSplit, fs, inner: str, *, mode: str = "strict", verify_crc: bool = True, include_body: bool = True, topics=None,
+                    start_time=None, end_time=None, columns=None, batch_rows: int = DEFAULT_BATCH_ROWS, java_properties=()):
+    """The message records at the split's positions (an index named them: the planner
+    reads them only from a local file).  A position where no message record starts (an
+    index entry whose hash collided, dead bytes past a recovery's cut that no scan
+    would have read as a record either) gives no row; strict mode still fails on a
+    record whose CRC does not match, as the scan does."""
+    import numpy as np
+    import pyarrow as pa
+
+    from ..format.commitlog import MESSAGE_MAGICS
+    from ..scan import decode as fd
+
+    P = np.frombuffer(split.positions, np.int64)
+    if not len(P):
+        return
+    if not _paths.is_local(fs):
+        raise _paths.OptionError(f"{split.file}: records at positions are read from local files only")
+    with pa.memory_map(inner, "r") as mm:
+        buf = mm.read_buffer()
+        mv = memoryview(buf)
+        keep = []
+        for p in P.tolist():
+            try:
+                if (p + 8 <= split.file_size and struct.unpack_from(">I", mv, p + 4)[0] in MESSAGE_MAGICS
+                        and fd.is_valid_position(mv, p, file_base=split.file_base, file_size=split.file_size)):
+                    keep.append(p)
+            except fd.NeedMoreBytes:
+                pass  # runs past the file: no record here
+        batches = fd.decode_positions(buf, keep, file_base=split.file_base, file=split.file, verify_crc=verify_crc, include_body=include_body,
+                                      columns=columns, batch_rows=batch_rows, java_properties=java_properties,
+                                      crc_mismatch="flag" if mode == "lenient" else "raise")
+        for batch in batches:
+            batch = _option_filters(batch, topics, start_time, end_time)
+            if batch.num_rows:
+                yield batch
+
+
+def _option_filters(batch, topics, start_time, end_time):
+    """The options ``topics``, ``startTime``, ``endTime`` on a decoded batch (the scan
+    applies them inside the decoder)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if topics:
+        batch = batch.filter(pc.is_in(batch.column("topic"), pa.array(list(topics))))
+    if start_time is not None:
+        batch = batch.filter(pc.greater_equal(batch.column("store_timestamp"), start_time))
+    if end_time is not None:
+        batch = batch.filter(pc.less(batch.column("store_timestamp"), end_time))
+    return batch
 
 
 def _read_dledger_split(split: CommitLogSplit, fs, inner: str, *, mode: str = "strict", verify_crc: bool = True, include_body: bool = True, topics=None,
@@ -523,12 +628,7 @@ def _read_dledger_split(split: CommitLogSplit, fs, inner: str, *, mode: str = "s
                                               columns=columns, batch_rows=batch_rows, java_properties=java_properties,
                                               crc_mismatch="flag" if mode == "lenient" else "raise")
                 for batch in batches:
-                    if topics:
-                        batch = batch.filter(pc.is_in(batch.column("topic"), pa.array(list(topics))))
-                    if start_time is not None:
-                        batch = batch.filter(pc.greater_equal(batch.column("store_timestamp"), start_time))
-                    if end_time is not None:
-                        batch = batch.filter(pc.less(batch.column("store_timestamp"), end_time))
+                    batch = _option_filters(batch, topics, start_time, end_time)
                     if batch.num_rows:
                         yield batch
             if w.problem is not None and off + w.problem[0] < split.stop:

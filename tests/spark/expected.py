@@ -21,6 +21,8 @@ def commitlog_rows(root, config=None) -> list[dict]:
                 continue
             d = item.to_dict()
             d.update(kind=item.kind, file=item.file)
+            if not item.is_blank:  # the source's key columns: the properties RocketMQ's map holds
+                d.update(keys=item.java_properties.get("KEYS"), uniq_key=item.java_properties.get("UNIQ_KEY"))
             out.append(d)
     return out
 

@@ -14,7 +14,7 @@ from tests.spark.conftest import store_root
 
 pytestmark = pytest.mark.spark
 
-COLUMNS = "physical_offset,total_size,topic,queue_id,kind,store_timestamp,born_timestamp,msg_id"
+COLUMNS = "physical_offset,total_size,topic,queue_id,kind,store_timestamp,born_timestamp,msg_id,keys,uniq_key"
 
 
 def _read(spark, case: str, pushdown: bool, mode: str, split: str = "64KiB"):
@@ -26,6 +26,7 @@ def _queries(rows: list[dict]) -> list[str]:
     """A probe of every filter kind the source takes, around a message in the middle."""
     msgs = [r for r in rows if r["kind"] == "MESSAGE"]
     m = msgs[len(msgs) // 2]
+    k = next(r for r in msgs[len(msgs) // 2 :] if r["keys"] and r["uniq_key"])
     topics = sorted({r["topic"] for r in msgs})[:2]
     return [
         f"topic IN ({', '.join(repr(t) for t in topics)}) AND queue_id >= 1 AND queue_id < 3 AND kind = 'MESSAGE'",
@@ -34,6 +35,9 @@ def _queries(rows: list[dict]) -> list[str]:
         f"physical_offset IN ({m['physical_offset']}, 0, 999999999) OR msg_id = '{m['msg_id']}'",  # an OR: not pushed, the same rows
         f"store_timestamp >= {m['store_timestamp']} AND store_timestamp < {m['store_timestamp'] + 2000} AND born_timestamp <= {m['born_timestamp']}",
         f"topic = '{m['topic']}' AND msg_id = '{m['msg_id']}' AND physical_offset IN ({m['physical_offset']}, 0)",
+        # through the index files (the plan's own tests: test_pushdown_plan.py)
+        f"topic = '{k['topic']}' AND uniq_key = '{k['uniq_key']}'",
+        f"topic IN ({', '.join(repr(t) for t in sorted({*topics, k['topic']}))}) AND keys IN ('{k['keys']}', 'no such key')",
     ]
 
 
@@ -48,12 +52,12 @@ def test_every_pushed_filter_gives_the_rows_of_the_full_scan(spark, case, mode):
     try:
         queries = _queries([r.asDict() for r in full.collect()])
         if case != "clean":
-            queries = queries[:3]  # the damaged store: the filters near damage (the rest ran on the clean one)
+            queries = queries[:3] + queries[-2:]  # the damaged store: the filters near damage (the rest ran on the clean one)
         for q in queries:
             on = sorted(tuple(r) for r in _read(spark, case, True, mode).where(q).collect())
             off = sorted(tuple(r) for r in full.where(q).collect())
             assert on == off, q
-            if "msg_id" in q:
+            if "msg_id" in q or "uniq_key" in q or "keys" in q:
                 assert on  # the probes do find rows
     finally:
         full.unpersist()

@@ -19,11 +19,17 @@ def test_arrow_schema_is_exactly_what_spark_expects():
     pytest.importorskip("pyspark")
     from pyspark.sql.pandas.types import to_arrow_schema
 
-    from rmqlab.scan.decode import ARROW_SCHEMA
-    from rmqlab.spark.commitlog_source import SCHEMA
+    import pyarrow as pa
 
-    # Spark refuses batches whose Arrow schema differs in any way
-    assert to_arrow_schema(SCHEMA, timezone="UTC").equals(ARROW_SCHEMA)
+    from rmqlab.scan.decode import ARROW_SCHEMA
+    from rmqlab.spark.commitlog_source import KEY_COLUMNS, SCHEMA, read_split, plan_splits
+
+    # Spark refuses batches whose Arrow schema differs in any way: the decoder's columns,
+    # then the indexed properties as strings
+    want = pa.schema(list(ARROW_SCHEMA) + [pa.field(c, pa.string()) for c in KEY_COLUMNS])
+    assert to_arrow_schema(SCHEMA, timezone="UTC").equals(want)
+    batches = [b for s in plan_splits(str(store_root("clean")), 1 << 20) for b in read_split(s, columns=SCHEMA.fieldNames())]
+    assert batches and all(b.schema.equals(want) for b in batches)
 
 
 def _expected(case):
