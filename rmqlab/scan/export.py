@@ -135,56 +135,94 @@ def topic_dir(topic: str | None) -> str:
     return f"{safe}~{hashlib.sha1(raw).hexdigest()[:16]}"
 
 
+#: rows a partition's file gathers before writing them as one row group, and the bytes
+#: all partitions may hold gathered (then every partition writes what it holds): big
+#: row groups write and read faster than one per decoded batch and partition
+ROW_GROUP_ROWS = 1 << 17
+GATHERED_BYTES = 128 << 20
+
+
 def _partitions(batch: pa.RecordBatch):
     """``((topic_dir, date, hour), rows)`` of a batch, each partition's rows in batch
-    order: vectorised (one Python string per distinct topic, none per record)."""
+    order: vectorised (one Python string per distinct topic, none per record; one sort
+    and one ``take`` per batch, each partition a slice of it)."""
     enc = pc.dictionary_encode(batch.column("topic"))
     codes = np.asarray(pc.fill_null(enc.indices, -1).to_numpy(zero_copy_only=False), np.int64)
     names = [topic_dir(t) for t in enc.dictionary.to_pylist()]
     ts = batch.column("store_timestamp")
     valid = np.asarray(pc.is_valid(ts).to_numpy(zero_copy_only=False), bool)
     hours = np.where(valid, np.nan_to_num(ts.to_numpy(zero_copy_only=False).astype("float64"), nan=0).astype(np.int64) // 3_600_000, np.iinfo(np.int64).min)
-    keys, inverse = np.unique(np.stack([codes, hours]), axis=1, return_inverse=True)
-    inverse = inverse.reshape(-1)
-    order = np.argsort(inverse, kind="stable")
-    bounds = np.cumsum(np.bincount(inverse, minlength=keys.shape[1]))
-    for g in range(keys.shape[1]):
-        code, hour = int(keys[0, g]), int(keys[1, g])
+    order = np.lexsort((hours, codes))  # stable: each partition keeps the batch's order
+    c, h = codes[order], hours[order]
+    cuts = np.flatnonzero((c[1:] != c[:-1]) | (h[1:] != h[:-1])) + 1
+    grouped = batch.take(pa.array(order, pa.int64()))
+    for lo, hi in zip([0, *cuts.tolist()], [*cuts.tolist(), len(order)]):
+        code, hour = int(c[lo]), int(h[lo])
         if hour == np.iinfo(np.int64).min:
             date, hh = "unknown", "unknown"
         else:
             date, hh = str(np.datetime64(hour, "h").astype("datetime64[D]")), f"{hour % 24:02d}"
-        rows = order[(bounds[g - 1] if g else 0) : bounds[g]]
-        yield (names[code] if code >= 0 else "unknown", date, hh), batch.take(pa.array(rows, pa.int64()))
+        yield (names[code] if code >= 0 else "unknown", date, hh), grouped.slice(lo, hi - lo)
+
+
+class _PartFile:
+    """One partition's staged file of a piece of work: rows gathered, then written as
+    row groups of :data:`ROW_GROUP_ROWS`."""
+
+    def __init__(self, final: Path, rel: str, schema: pa.Schema):
+        final.parent.mkdir(parents=True, exist_ok=True)
+        self.writer = pq.ParquetWriter(final.with_name(STAGING_PREFIX + final.name), schema, compression="zstd")
+        self.rel, self.rows, self.gathered, self.gathered_rows, self.gathered_bytes = rel, 0, [], 0, 0
+
+    def add(self, rows: pa.RecordBatch, nbytes: int) -> None:
+        self.gathered.append(rows)
+        self.gathered_rows += rows.num_rows
+        self.gathered_bytes += nbytes
+        self.rows += rows.num_rows
+        if self.gathered_rows >= ROW_GROUP_ROWS:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.gathered:
+            self.writer.write_table(pa.Table.from_batches(self.gathered), row_group_size=max(ROW_GROUP_ROWS, self.gathered_rows))
+        self.gathered, self.gathered_rows, self.gathered_bytes = [], 0, 0
+
+    def close(self) -> None:
+        try:
+            self.flush()
+        finally:
+            self.writer.close()
 
 
 def write_batches(out: str | os.PathLike, run: int, part: int, batches, *, start: int, end: int) -> list[list]:
     """Write the rows of ``batches`` with ``start <= physical_offset < end`` (BLANK rows
     left out) into staged files under ``out``'s partition directories, one per partition
-    this piece of work touched, each written as its batches come (memory stays that of a
-    batch and the open files' buffers); returns ``[[relative final path, rows], ...]``."""
+    this piece of work touched (memory stays that of :data:`GATHERED_BYTES` of rows and
+    the open files' buffers); returns ``[[relative final path, rows], ...]``."""
     out = Path(out)
-    writers: dict[tuple, list] = {}  # partition -> [ParquetWriter, relative path, rows]
+    files: dict[tuple, _PartFile] = {}
     try:
         for b in batches:
             po = b.column("physical_offset")
             mask = pc.and_(pc.and_(pc.greater_equal(po, start), pc.less(po, end)), pc.not_equal(pc.fill_null(b.column("kind"), ""), "BLANK"))
-            b = b.filter(mask)
+            if not pc.all(mask).as_py():  # most batches keep every row: no copy then
+                b = b.filter(mask)
             if not b.num_rows:
                 continue
+            per_row = b.nbytes / b.num_rows
             for (t, d, h), rows in _partitions(b):
-                w = writers.get((t, d, h))
-                if w is None:
+                f = files.get((t, d, h))
+                if f is None:
                     rel = Path(f"topic_dir={t}") / f"date={d}" / f"hour={h}" / f"part-{run:05d}-{part:05d}.parquet"
-                    final = out / rel
-                    final.parent.mkdir(parents=True, exist_ok=True)
-                    w = writers[(t, d, h)] = [pq.ParquetWriter(final.with_name(STAGING_PREFIX + final.name), rows.schema, compression="zstd"), rel.as_posix(), 0]
-                w[0].write_batch(rows)
-                w[2] += rows.num_rows
+                    f = files[(t, d, h)] = _PartFile(out / rel, rel.as_posix(), rows.schema)
+                f.add(rows, int(per_row * rows.num_rows))
+            if sum(f.gathered_bytes for f in files.values()) > GATHERED_BYTES:
+                for f in files.values():
+                    f.flush()
     finally:
-        for w in writers.values():
-            w[0].close()
-    return sorted([rel, n] for _, rel, n in writers.values())
+        for f in files.values():
+            f.close()
+    return sorted([f.rel, f.rows] for f in files.values())
 
 
 def commit(out: str | os.PathLike, manifest: Manifest, run: int, start: int, end: int, files: list[list]) -> ExportRun:
