@@ -10,7 +10,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field, replace
 
-from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+from pyspark.sql.datasource import InputPartition
 from pyspark.sql.types import (
     BinaryType,
     BooleanType,
@@ -24,6 +24,7 @@ from pyspark.sql.types import (
 
 from ..rules import COMMITLOG_DIR
 from . import _paths
+from ._source import StoreDataSource, StoreSourceReader
 from .pushdown import KEY_COLUMNS
 
 DEFAULT_SPLIT_SIZE = 128 << 20  # like Spark's spark.sql.files.maxPartitionBytes
@@ -162,7 +163,7 @@ class CommitLogSplit(InputPartition):
     positions: bytes | None = None
 
 
-class CommitLogDataSource(DataSource):
+class CommitLogDataSource(StoreDataSource):
     """Read RocketMQ CommitLog files: one row per record, decoded in bulk.
 
     Register once per session, then read a store root (or its ``commitlog/``
@@ -272,9 +273,7 @@ class CommitLogDataSource(DataSource):
     whose files all follow each other — which RocketMQ's are.
     """
 
-    @classmethod
-    def name(cls) -> str:
-        return "rocketmq"
+    SCHEMA = SCHEMA
 
     def schema(self):
         return project(SCHEMA, _paths.opt_list(_paths.lower_keys(self.options), "columns"))
@@ -299,13 +298,11 @@ def project(schema: StructType, names: list[str] | None) -> StructType:
     return StructType([by_name[n] for n in names])
 
 
-class CommitLogReader(DataSourceReader):
+class CommitLogReader(StoreSourceReader):
+    FORMAT, LOADS = "rocketmq", "STORE_OR_COMMITLOG_DIR"
+
     def __init__(self, options: dict, columns: list[str] | None = None):
-        self.options = options
-        self.columns = None if columns is None or list(columns) == SCHEMA.fieldNames() else list(columns)
-        self.path = options.get("path")
-        if not self.path:
-            raise _paths.OptionError('no path: use spark.read.format("rocketmq").load(STORE_OR_COMMITLOG_DIR)')
+        super().__init__(options, None if columns is None or list(columns) == SCHEMA.fieldNames() else list(columns))
         self.split_size = _paths.opt_size(options, "splitSize", DEFAULT_SPLIT_SIZE)
         self.mode = _paths.opt_choice(options, "mode", ("strict", "lenient"), "strict")
         self.verify_crc = _paths.opt_bool(options, "verifyCrc", True)
@@ -314,7 +311,6 @@ class CommitLogReader(DataSourceReader):
         self.start_time = _paths.opt_time(options, "startTime")
         self.end_time = _paths.opt_time(options, "endTime")
         self.batch_rows = _paths.opt_int(options, "batchRows", DEFAULT_BATCH_ROWS)
-        self.fs = _paths.fs_settings(options, self.path)
         #: more directories of a log spread over several (storePathCommitLog; --commitlog-dir)
         self.commitlog_dirs = _paths.opt_list(options, "commitlogDirs") or []
         #: what pushFilters took from the query (PushdownCommitLogReader); read() takes it
@@ -376,6 +372,9 @@ class PushdownCommitLogReader(CommitLogReader):
         evaluates them all again, so the rows are the same with pushdown on or off."""
         self.pushed, _ = push_filters(filters)
         return filters
+
+
+CommitLogDataSource.READER = CommitLogReader
 
 
 def filter_batch(batch, pushed: Pushed):

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+from pyspark.sql.datasource import InputPartition
 from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
 from ..files.rocksdb import is_rocksdb_names
 from ..rules import CONSUMEQUEUE_DIR, CONSUMEQUEUE_EXT_DIR
 from . import _paths
+from ._source import StoreDataSource, StoreSourceReader
 
 SCHEMA = StructType(
     [
@@ -41,7 +42,7 @@ class QueueSplit(InputPartition):
     ext: tuple = ()
 
 
-class ConsumeQueueDataSource(DataSource):
+class ConsumeQueueDataSource(StoreDataSource):
     """Read RocketMQ consume queues: one row per valid entry, queue by queue.
 
     ::
@@ -71,25 +72,16 @@ class ConsumeQueueDataSource(DataSource):
     ``pyarrow.fs`` URI.
     """
 
-    @classmethod
-    def name(cls) -> str:
-        return "rocketmq.consumequeue"
-
-    def schema(self):
-        return SCHEMA
-
-    def reader(self, schema):
-        return ConsumeQueueReader(_paths.lower_keys(self.options), _paths.requested_columns(self.name(), SCHEMA, schema))
+    SCHEMA = SCHEMA
 
 
-class ConsumeQueueReader(DataSourceReader):
+
+class ConsumeQueueReader(StoreSourceReader):
+    FORMAT, LOADS = "rocketmq.consumequeue", "STORE_OR_CONSUMEQUEUE_DIR"
+
     def __init__(self, options: dict, columns: list[str] | None = None):
-        self.columns = columns  # a user's schema chose these (None: all)
-        self.path = options.get("path")
-        if not self.path:
-            raise _paths.OptionError('no path: use spark.read.format("rocketmq.consumequeue").load(STORE_OR_CONSUMEQUEUE_DIR)')
+        super().__init__(options, columns)
         self.topics = _paths.opt_list(options, "topics")
-        self.fs = _paths.fs_settings(options, self.path)
 
     def partitions(self):
         return plan_queues(self.path, self.topics, self.fs)
@@ -97,7 +89,10 @@ class ConsumeQueueReader(DataSourceReader):
     def read(self, partition: QueueSplit):
         batch = read_queue(partition)
         if batch.num_rows:
-            yield batch if self.columns is None else batch.select(self.columns)
+            yield self.project(batch)
+
+
+ConsumeQueueDataSource.READER = ConsumeQueueReader
 
 
 def plan_queues(path: str, topics: list[str] | None = None, fs_settings: tuple = ()) -> list[QueueSplit]:

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+from pyspark.sql.datasource import InputPartition
 from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
 from ..rules import INDEX_DIR
 from . import _paths
+from ._source import StoreDataSource, StoreSourceReader
 
 SCHEMA = StructType(
     [
@@ -50,7 +51,7 @@ class IndexSplit(InputPartition):
     fs: tuple = field(default=(), repr=False)  # filesystem settings resolved where the read was planned (_paths.fs_settings): may hold credentials
 
 
-class IndexDataSource(DataSource):
+class IndexDataSource(StoreDataSource):
     """Read RocketMQ index files: one row per used entry (entry 0 is never used).
 
     ::
@@ -78,28 +79,19 @@ class IndexDataSource(DataSource):
     ``index/`` directory; local or any ``pyarrow.fs`` URI.
     """
 
-    @classmethod
-    def name(cls) -> str:
-        return "rocketmq.index"
-
-    def schema(self):
-        return SCHEMA
-
-    def reader(self, schema):
-        return IndexReader(_paths.lower_keys(self.options), _paths.requested_columns(self.name(), SCHEMA, schema))
+    SCHEMA = SCHEMA
 
 
-class IndexReader(DataSourceReader):
+
+class IndexReader(StoreSourceReader):
+    FORMAT, LOADS = "rocketmq.index", "STORE_OR_INDEX_DIR"
+
     def __init__(self, options: dict, columns: list[str] | None = None):
-        self.columns = columns  # a user's schema chose these (None: all)
-        self.path = options.get("path")
-        if not self.path:
-            raise _paths.OptionError('no path: use spark.read.format("rocketmq.index").load(STORE_OR_INDEX_DIR)')
+        super().__init__(options, columns)
         self.slots = _paths.opt_int(options, "maxHashSlotNum", None)
         self.entries = _paths.opt_int(options, "maxIndexNum", None)
         self.split_entries = _paths.opt_int(options, "splitEntries", DEFAULT_SPLIT_ENTRIES)
         self.files = _paths.opt_list(options, "files")
-        self.fs = _paths.fs_settings(options, self.path)
 
     def partitions(self):
         return plan_index(self.path, self.slots, self.entries, self.split_entries, self.files, self.fs)
@@ -107,7 +99,10 @@ class IndexReader(DataSourceReader):
     def read(self, partition: IndexSplit):
         batch = read_index_split(partition)
         if batch.num_rows:
-            yield batch if self.columns is None else batch.select(self.columns)
+            yield self.project(batch)
+
+
+IndexDataSource.READER = IndexReader
 
 
 def plan_index(path: str, slots: int | None, entries: int | None, split_entries: int = DEFAULT_SPLIT_ENTRIES, names: list[str] | None = None,

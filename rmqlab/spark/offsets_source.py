@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+from pyspark.sql.datasource import InputPartition
 from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
 from . import _paths
+from ._source import StoreDataSource, StoreSourceReader
 
 SCHEMA = StructType(
     [
@@ -39,7 +40,7 @@ class OffsetsSplit(InputPartition):
     group: str | None
 
 
-class OffsetsDataSource(DataSource):
+class OffsetsDataSource(StoreDataSource):
     """Read the committed offsets of a store's consumer groups, with the lag per queue.
 
     ::
@@ -59,23 +60,16 @@ class OffsetsDataSource(DataSource):
     NFS) path: the offsets live in ``config/``, beside the consume queues.
     """
 
-    @classmethod
-    def name(cls) -> str:
-        return "rocketmq.offsets"
-
-    def schema(self):
-        return SCHEMA
-
-    def reader(self, schema):
-        return OffsetsReader(_paths.lower_keys(self.options), _paths.requested_columns(self.name(), SCHEMA, schema))
+    SCHEMA = SCHEMA
 
 
-class OffsetsReader(DataSourceReader):
+
+class OffsetsReader(StoreSourceReader):
+    FORMAT = "rocketmq.offsets"
+
     def __init__(self, options: dict, columns: list[str] | None = None):
-        self.columns = columns
-        path = options.get("path")
-        if not path:
-            raise _paths.OptionError('no path: use spark.read.format("rocketmq.offsets").load(STORE)')
+        super().__init__(options, columns)
+        path = self.path
         if "://" in path and not path.startswith("file://"):
             raise _paths.OptionError(f"{path}: the offsets source reads a store on a local or mounted path (config/ and the consume queues are read as files)")
         self.path = path[len("file://") :] if path.startswith("file://") else path
@@ -87,7 +81,10 @@ class OffsetsReader(DataSourceReader):
     def read(self, partition: OffsetsSplit):
         batch = read_offsets(partition)
         if batch.num_rows:
-            yield batch if self.columns is None else batch.select(self.columns)
+            yield self.project(batch)
+
+
+OffsetsDataSource.READER = OffsetsReader
 
 
 def read_offsets(split: OffsetsSplit):
