@@ -341,3 +341,27 @@ def test_index_missing_names_records_a_crash_left_undispatched(tmp_path):
     store.crash()
     f = one(verify_store(root, cfg), "INDEX_MISSING")
     assert f.message.startswith("7 record(s)") and "not dispatched yet" in f.message
+
+
+def test_any_window_gives_the_same_findings(tmp_path, monkeypatch):
+    """Records are joined with the queues and the index a window at a time (memory stays
+    that of two windows): windows of a few records, whose queues, chains and offsets run
+    across many windows, find exactly what one window finds — on the damaged reference
+    store and on stores damaged for each join."""
+    from rmqlab.forensics import verify as v
+    from tests.spark.test_verify_job import _dead_bytes, _gap_across_files, _index_damage, _queue_damage, _walk_damage
+
+    def findings(root):
+        return sorted(((f.kind, f.severity, f.file, f.offset, f.message) for f in verify_store(root).findings), key=repr)
+
+    roots = [REFERENCE / "crash-torn" / "store"]
+    for i, damage in enumerate((_walk_damage, _queue_damage, _index_damage, _dead_bytes, _gap_across_files)):
+        roots.append(copy_store("clean", tmp_path / str(i)))
+        damage(roots[-1])
+    for root in roots:
+        whole = findings(root)
+        assert whole
+        for rows in (7, 64):
+            monkeypatch.setattr(v, "WINDOW_ROWS", rows)
+            assert findings(root) == whole, (root, rows)
+        monkeypatch.undo()
