@@ -11,7 +11,9 @@ baseline: every byte decoded, Spark filters) and on, best of ``--repeat`` after 
   the commitlog's bytes read; the rows are those ``rmqlab lookup --key`` returns);
 * one msgId: ``msg_id = M``;
 * one topic, one hour: ``topic = T AND store_timestamp in [h, h + 1 h)`` (goal: no
-  commitlog file read whose records all lie outside that hour).
+  commitlog file read whose records all lie outside that hour), and the same with
+  ``pushdownQueues=true`` (the topic's records read through its consume queues), and
+  one topic alone with it.
 
 Bytes read are the plan's (:meth:`CommitLogReader.plan`: ranges whole, records at
 positions by their size); the baseline reads every byte.  Each pair must give the same
@@ -78,6 +80,8 @@ def probes(store: Path) -> tuple[list[tuple[str, str]], dict]:
         ("one key (KEYS)", f"topic = '{t}' AND keys = '{keys}'"),
         ("one msgId", f"msg_id = '{mid.msg_id}'"),
         ("one topic, one hour", f"topic = '{t}' AND store_timestamp >= {h} AND store_timestamp < {h + HOUR}"),
+        ("one topic, one hour, pushdownQueues", f"topic = '{t}' AND store_timestamp >= {h} AND store_timestamp < {h + HOUR}"),
+        ("one topic, pushdownQueues", f"topic = '{t}'"),
     ], info
 
 
@@ -103,9 +107,10 @@ def main(argv=None) -> int:
     log_bytes = sum(e - b for b, e in info["files"])
     print(f"\npushdown benchmark  (cpus: {os.cpu_count()}, store {store}, {size >> 20} MiB, {info['records']:,} records, local[2])", flush=True)
 
-    def read(pushdown: bool, where: str):
+    def read(pushdown: bool, where: str, queues: bool = False):
         # a fresh DataFrame per query (Spark 4.3.0 keeps a pushed read on a DataFrame)
-        df = (spark.read.format("rocketmq").option("columns", COLUMNS).option("pushdown", str(pushdown).lower()).load(str(store)).where(where))
+        df = (spark.read.format("rocketmq").option("columns", COLUMNS).option("pushdown", str(pushdown).lower())
+              .option("pushdownQueues", str(queues).lower()).load(str(store)).where(where))
         t0 = time.perf_counter()
         rows = sorted(r.physical_offset for r in df.select("physical_offset").collect())
         return time.perf_counter() - t0, rows
@@ -113,13 +118,14 @@ def main(argv=None) -> int:
     results = []
     for label, where in queries:
         # the plan Spark's partitions() makes, for its byte count and what narrowed it
-        r = CommitLogReader({"path": str(store), "columns": COLUMNS})
+        queues = "pushdownQueues" in label
+        r = CommitLogReader({"path": str(store), "columns": COLUMNS, "pushdownqueues": str(queues).lower()})
         r.pushed, _ = push_filters(_filters(where))
         plan = r.plan()
         timings = {}
         for on in (False, True):
-            read(on, where)  # warm-up
-            got = [read(on, where) for _ in range(a.repeat)]
+            read(on, where, queues)  # warm-up
+            got = [read(on, where, queues) for _ in range(a.repeat)]
             timings[on] = (statistics.median(t for t, _ in got), min(t for t, _ in got), got[0][1])
         same = timings[False][2] == timings[True][2]
         files_read = sorted({s.file_base for s in plan.splits})
@@ -135,7 +141,7 @@ def main(argv=None) -> int:
         if label.startswith("one key (UNIQ"):
             line["lookup_equal"] = timings[True][2] == info["lookup"]
             print(f"  the rows rmqlab lookup returns: {line['lookup_equal']}   goal <= 1% of the bytes: {plan.read_bytes <= log_bytes / 100}")
-        if label.startswith("one topic"):
+        if label.startswith("one topic, one hour"):
             line["hour_files"] = info["hour_files"]
             outside = [b for b in files_read if b not in info["hour_files"]]
             print(f"  files read {files_read}; files with records in the hour {info['hour_files']}; read outside the hour: {outside or 'none'}")

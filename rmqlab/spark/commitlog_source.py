@@ -251,6 +251,12 @@ class CommitLogDataSource(StoreDataSource):
         per scan).  Safe use on 4.3.0: a fresh ``spark.read...load()`` for each
         filtered query.  In strict mode a pushed read fails only on damage in the bytes
         it reads.
+    ``pushdownQueues``
+        ``false`` (default) or ``true`` (with ``pushdown``): a ``topic`` filter (and
+        ``queue_id``) is answered from the topic's consume queues, reading only its
+        records — the rows RocketMQ serves, which are the full scan's but for PREPARED
+        and ROLLBACK transaction records under that topic (no queue holds them; brokers
+        since 4.x do not write them there).
     ``batchRows``
         rows per Arrow batch handed to Spark (default 8192; wide rows in big batches
         cost the JVM more than the decoding saves).
@@ -335,7 +341,8 @@ class CommitLogReader(StoreSourceReader):
             return pushdown.ReadPlan([])
         fs, _ = _paths.filesystem(splits[0].uri, self.fs)
         # several directories of one log: positions and offsets hold, the index files are the root's
-        return pushdown.plan(splits, self.pushed, self.path, local=_paths.is_local(fs) and not self.commitlog_dirs, dledger=splits[0].dledger)
+        return pushdown.plan(splits, self.pushed, self.path, local=_paths.is_local(fs) and not self.commitlog_dirs, dledger=splits[0].dledger,
+                             queues=_paths.opt_bool(self.options, "pushdownQueues", False))
 
     def read(self, partition: CommitLogSplit):
         from ..scan import kernels
@@ -530,15 +537,15 @@ def _read_split(split: CommitLogSplit, **kw):
 
 def _read_positions(split: CommitLogSplit, fs, inner: str, *, mode: str = "strict", verify_crc: bool = True, include_body: bool = True, topics=None,
                     start_time=None, end_time=None, columns=None, batch_rows: int = DEFAULT_BATCH_ROWS, java_properties=()):
-    """The message records at the split's positions (an index named them: the planner
-    reads them only from a local file).  A position where no message record starts (an
-    index entry whose hash collided, dead bytes past a recovery's cut that no scan
-    would have read as a record either) gives no row; strict mode still fails on a
-    record whose CRC does not match, as the scan does."""
+    """The message records at the split's positions (the store's indexes named them; the
+    planner reads them only from a local file).  A position where no message record
+    starts (an index entry whose hash collided, dead bytes past a recovery's cut that
+    no scan would have read as a record either) gives no row; strict mode still fails on
+    a record whose CRC does not match, as the scan does."""
     import numpy as np
     import pyarrow as pa
 
-    from ..format.commitlog import MESSAGE_MAGICS
+    from ..format.record import BODY_CRC, PROPERTY_CRC, RecordError
     from ..scan import decode as fd
 
     P = np.frombuffer(split.positions, np.int64)
@@ -548,22 +555,48 @@ def _read_positions(split: CommitLogSplit, fs, inner: str, *, mode: str = "stric
         raise _paths.OptionError(f"{split.file}: records at positions are read from local files only")
     with pa.memory_map(inner, "r") as mm:
         buf = mm.read_buffer()
-        mv = memoryview(buf)
-        keep = []
-        for p in P.tolist():
-            try:
-                if (p + 8 <= split.file_size and struct.unpack_from(">I", mv, p + 4)[0] in MESSAGE_MAGICS
-                        and fd.is_valid_position(mv, p, file_base=split.file_base, file_size=split.file_size)):
-                    keep.append(p)
-            except fd.NeedMoreBytes:
-                pass  # runs past the file: no record here
-        batches = fd.decode_positions(buf, keep, file_base=split.file_base, file=split.file, verify_crc=verify_crc, include_body=include_body,
-                                      columns=columns, batch_rows=batch_rows, java_properties=java_properties,
-                                      crc_mismatch="flag" if mode == "lenient" else "raise")
+        a = np.frombuffer(buf, np.uint8)
+        keep = _message_positions(a, P, split.file_base)
+        decode = dict(file_base=split.file_base, file=split.file, verify_crc=verify_crc, include_body=include_body, columns=columns,
+                      batch_rows=batch_rows, java_properties=java_properties, crc_mismatch="flag" if mode == "lenient" else "raise")
+        try:
+            batches = list(fd.decode_positions(buf, keep, **decode))
+        except RecordError as err:
+            if err.kind in (BODY_CRC, PROPERTY_CRC):
+                raise
+            # a position the quick test took that is no record: judged one by one
+            keep = [p for p in keep.tolist() if fd.is_valid_position(memoryview(buf), p, file_base=split.file_base, file_size=split.file_size)]
+            batches = fd.decode_positions(buf, keep, **decode)
         for batch in batches:
             batch = _option_filters(batch, topics, start_time, end_time)
             if batch.num_rows:
                 yield batch
+
+
+def _message_positions(a, P, file_base: int):
+    """The positions of ``P`` (ascending) where a message record can start in the file
+    ``a``: a message magic, a size that fits, and the record's own physicalOffset field
+    naming where it is (what resynchronisation also asks, :func:`rmqlab.scan.decode.is_valid_position`)."""
+    import numpy as np
+
+    from ..format.commitlog import FIXED_SIZE_V1_IPV4, MESSAGE_MAGICS
+    from ..format.layout import PHYSICAL_OFFSET_AT
+
+    n = len(a)
+    P = P[(P >= 0) & (P + PHYSICAL_OFFSET_AT + 8 <= n)]
+
+    def field(at, width):
+        idx = P[:, None] + (at + np.arange(width))
+        v = np.zeros(len(P), np.uint64)
+        for k in range(width):
+            v = (v << np.uint64(8)) | a[idx[:, k]].astype(np.uint64)
+        return v
+
+    size = field(0, 4).astype(np.int64)
+    magic = field(4, 4)
+    stored = field(PHYSICAL_OFFSET_AT, 8).view(np.int64)
+    ok = np.isin(magic, np.array(MESSAGE_MAGICS, np.uint64)) & (size >= FIXED_SIZE_V1_IPV4) & (P + size <= n) & (stored == file_base + P)
+    return P[ok]
 
 
 def _option_filters(batch, topics, start_time, end_time):

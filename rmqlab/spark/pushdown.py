@@ -18,6 +18,19 @@ these ways, each safe on its own and combined by intersection:
     damage makes (a ``prevIndex`` out of range or looping, a negative ``timeDiff``), and
     the log between an index file that is not full and the next one (what an abnormal
     shutdown's ``IndexService.load`` deleted and dispatch never indexed again).
+``topic`` equality / ``IN`` (and ``queue_id``), with ``pushdownQueues=true``
+    the rows RocketMQ's consume queues serve, which are the full scan's but for the
+    transaction records no queue holds (PREPARED and ROLLBACK types get no unit,
+    ``CommitLog.DefaultAppendMessageCallback``; brokers since 4.x write neither under a
+    user's topic, but a store written through ``DefaultMessageStore`` may hold them): the topic's consume queues (Java ``ConsumeQueue``: each unit a record's offset and
+    size) give its records' positions; the log past the end of the queue that ends
+    first is scanned (dispatch may not have reached it), and so is the log before a
+    queue's first unit when earlier ones are gone (queue offset > 0).  A queue with a
+    unit no dispatch writes (size ≤ 0, offsets not rising), a queue directory missing
+    below the highest one or below ``topics.json``'s queue count, RocksDB or batch
+    queues: the topic is scanned, and the plan says so.  Where a file is more than half
+    the topic's records, the file's range is scanned with the topic filtered in the
+    decoder (no faster to read record by record).
 ``store_timestamp`` ranges
     each commitlog file's first record's store time (Java
     ``CommitLog.pickupStoreTimestamp``, 8 bytes read per file): RocketMQ stamps records
@@ -28,10 +41,13 @@ these ways, each safe on its own and combined by intersection:
 
 What the indexes cannot answer is read by scanning, and the plan's ``notes`` say where
 it fell back and why; a pushed read returns the rows the full scan returns (Spark also
-checks every filter again).  Two limits, as RocketMQ's own ``queryMessage`` has them:
-records RocketMQ does not index (a ROLLBACK transaction record,
-``IndexService.buildIndex``) are not found through the index files, and an index file
-removed by hand from the middle of a store hides what it held.  Keys are looked up only
+checks every filter again).  Limits, as RocketMQ's own lookups have them: records
+RocketMQ does not index or queue (a ROLLBACK transaction record,
+``IndexService.buildIndex``; PREPARED and ROLLBACK ones get no queue unit,
+``CommitLog.DefaultAppendMessageCallback``; brokers since 4.x write neither under a
+user's topic) are not found through the indexes, an index file removed by hand from the
+middle of a store hides what it held, and (``pushdownQueues``) so does a topic's highest
+queue directory removed from a store without ``config/topics.json``.  Keys are looked up only
 with the topic given (the index is on ``topic#key``).
 """
 
@@ -71,11 +87,13 @@ class ReadPlan:
         return "; ".join([f"read {share} in {len(self.splits)} split(s) using {', '.join(self.used) or 'nothing'}", *self.notes])
 
 
-def plan(splits: list, pushed, path: str, *, local: bool, dledger: bool) -> ReadPlan:
+def plan(splits: list, pushed, path: str, *, local: bool, dledger: bool, queues: bool = False) -> ReadPlan:
     """The splits of ``splits`` (a whole-log plan, :func:`plan_splits`) a query with
     ``pushed`` filters needs, narrowed as the module docs say.  ``local``: the store is
     on a local filesystem (index files and records at positions are read only there);
-    ``dledger``: the log is DLedger's (offsets alone narrow it)."""
+    ``dledger``: the log is DLedger's (offsets alone narrow it); ``queues``: a topic's
+    consume queues may narrow its read (the option ``pushdownQueues``: what they cannot
+    give is said in the module docs)."""
     files = _files(splits)
     log_bytes = sum(size for _, _, size in files.values())
     used, notes = [], []
@@ -106,6 +124,8 @@ def plan(splits: list, pushed, path: str, *, local: bool, dledger: bool) -> Read
         targets, how = (_msg_id_offsets(msg_ids), []), "msgId"
     elif local and not dledger:
         targets, how, said = _key_targets(pushed, path, files)
+        if targets is None and not said and queues and pushed.value_set("topic"):
+            targets, how, said = _topic_targets(pushed, path, files)
     elif pushed.value_set("uniq_key") is not None or pushed.value_set("keys") is not None:
         said = ["keys: the index files are read only on a local store; scanning"]
     notes += said
@@ -302,38 +322,117 @@ def _chain(f, full_key: str) -> tuple[bool, set]:
     return last.prev_index == INVALID_INDEX and last.time_diff >= 0, found
 
 
-# -- splits ------------------------------------------------------------------------------
-def _narrow(kept: list, files: dict, offsets: set, ranges: list, positions_ok: bool) -> list:
-    """``kept`` cut to ``ranges`` (physical, half-open), plus a positions split per file
-    and chunk for the ``offsets`` outside them."""
+# -- topics ------------------------------------------------------------------------------
+#: a file more than this share of whose data bytes are the topic's is scanned, not read by position
+DENSE = 0.5
+
+
+def _topic_targets(pushed, path: str, files: dict):
+    """(offsets, scan ranges), "consume queues", notes — from the topic's queues (see the
+    module docs), or None and why not."""
     import numpy as np
 
+    root = _store_root(path)
+    if root is None:
+        return None, None, ["topic: no consume queues beside the log: scanning"]
+    from ..errors import RmqlabError
+    from ..store.consume_queue import ConsumeQueue
+    from ..store.metadata import read_topics
+    from ..store.reader import StoreReader
+
+    topics = sorted(str(t) for t in pushed.value_set("topic"))
+    qlo, qhi = pushed.bounds("queue_id")
+    qset = pushed.value_set("queue_id")
+    try:
+        store = StoreReader(root, strict=False)
+    except (RmqlabError, OSError) as err:
+        return None, None, [f"topic: the store does not open ({err}): scanning"]
+    with store:
+        try:
+            table, _, _ = read_topics(root)
+        except (RmqlabError, OSError, ValueError):
+            table = None
+        log_min = store.commitlog.min_offset
+        by_topic: dict[str, list[int]] = {}
+        for q in store.queue_ids():
+            by_topic.setdefault(q.topic, []).append(q.queue_id)
+        offsets, sizes, ranges = [], [], []
+        for t in topics:
+            have = sorted(by_topic.get(t, []))
+            want = max([*have, -1]) + 1
+            if table and t in table:
+                want = max(want, table[t].read_queue_nums, table[t].write_queue_nums)
+            missing = sorted(set(range(want)) - set(have))
+            if missing:
+                return None, None, [f"topic: {t} has no consume queue {missing[0]} of {want}: scanning"]
+            for qid in have:
+                if (qset is not None and qid not in qset) or (qlo is not None and qid < qlo) or (qhi is not None and qid > qhi):
+                    continue
+                try:
+                    cq = store.consume_queue(t, qid)
+                except (RmqlabError, OSError) as err:
+                    return None, None, [f"topic: {t}/{qid}: {err}: scanning"]
+                if type(cq) is not ConsumeQueue:
+                    return None, None, [f"topic: {t}/{qid} is not a consume-queue file queue (RocksDB or batch queues): scanning"]
+                lo, hi = cq.valid_range(log_min)
+                parts = cq.parts(lo, hi)
+                phy = np.concatenate([e["commitlog_offset"] for _, e in parts]).astype(np.int64) if parts else np.zeros(0, np.int64)
+                size = np.concatenate([e["size"] for _, e in parts]).astype(np.int64) if parts else np.zeros(0, np.int64)
+                if len(phy) and ((size <= 0).any() or (len(phy) > 1 and not (phy[1:] > phy[:-1]).all())):
+                    return None, None, [f"topic: {t}/{qid} holds units no dispatch writes (a size of 0 or less, offsets not rising): scanning"]
+                offsets.append(phy)
+                sizes.append(size)
+                # the log past this queue's last unit: dispatch may not have reached it
+                ranges.append((int(phy[-1] + size[-1]) if len(phy) else log_min, 1 << 62))
+                prev = cq.get(lo - 1) if lo > 0 and len(phy) else None
+                if lo > 0 and len(phy) and (prev is None or not (0 <= prev.commitlog_offset < log_min and prev.size > 0)):
+                    # the unit before the first is gone (its file deleted) or no dispatch's:
+                    # what it pointed at may still be in the log
+                    ranges.append((log_min, int(phy[0])))
+        tail = min(r[0] for r in ranges if r[1] == 1 << 62) if ranges else None
+        ranges = [r for r in ranges if r[1] != 1 << 62] + ([(tail, max(b + sz for b, (_, _, sz) in files.items()) + 1)] if tail is not None else [])
+        phy = np.concatenate(offsets) if offsets else np.zeros(0, np.int64)
+        size = np.concatenate(sizes) if sizes else np.zeros(0, np.int64)
+    # a file mostly the topic's: scanned (with the topic filtered in the decoder)
+    for base, (_, _, fsize) in files.items():
+        inside = (phy >= base) & (phy < base + fsize)
+        if int(size[inside].sum()) > DENSE * fsize:
+            ranges.append((base, base + fsize))
+    return (phy, ranges), "consume queues", []
+
+
+# -- splits ------------------------------------------------------------------------------
+def _narrow(kept: list, files: dict, offsets, ranges: list, positions_ok: bool) -> list:
+    """``kept`` cut to ``ranges`` (physical, half-open), plus a positions split per file
+    and chunk for the ``offsets`` outside them (and inside what ``kept`` reads)."""
+    import numpy as np
+
+    merged = _merge(ranges)
     out = []
     for s in kept:
         a, b = s.file_base + s.start, s.file_base + s.stop
-        for lo, hi in _merge(ranges):
+        for lo, hi in merged:
             lo, hi = max(a, lo), min(b, hi)
             if lo < hi:
                 out.append(replace(s, start=lo - s.file_base, stop=hi - s.file_base))
-    inside = lambda o: any(lo <= o < hi for lo, hi in ranges)  # noqa: E731 (read by the scan already)
-    kept_at = {}
-    for s in kept:
-        kept_at.setdefault(s.file_base, []).append((s.start, s.stop))
-    by_file: dict[int, list[int]] = {}
-    for o in sorted(offsets):
-        base = next((b for b in files if b <= o < b + files[b][2]), None)
-        if base is None or inside(o) or not any(a <= o - base < b for a, b in kept_at.get(base, ())):
-            continue
-        by_file.setdefault(base, []).append(o - base)
-    proto = {s.file_base: s for s in kept}
-    for base, pos in sorted(by_file.items()):
+    P = np.sort(offsets.astype(np.int64) if isinstance(offsets, np.ndarray) else np.fromiter(offsets, np.int64))
+    P = P[np.concatenate(([True], P[1:] != P[:-1]))] if len(P) else P
+    if merged and len(P):  # read by the scan already
+        starts = np.array([lo for lo, _ in merged], np.int64)
+        ends = np.array([hi for _, hi in merged], np.int64)
+        i = np.searchsorted(starts, P, side="right") - 1
+        P = P[~((i >= 0) & (P < ends[np.maximum(i, 0)]))]
+    for s in sorted(kept, key=lambda s: (s.file_base, s.start)):
+        lo, hi = np.searchsorted(P, [s.file_base + s.start, s.file_base + s.stop])
+        pos = P[lo:hi] - s.file_base
         for i in range(0, len(pos), POSITIONS_PER_SPLIT):
             chunk = pos[i : i + POSITIONS_PER_SPLIT]
+            first, last = int(chunk[0]), int(chunk[-1])
             if positions_ok:
-                out.append(replace(proto[base], start=chunk[0], stop=chunk[-1] + 1, positions=np.asarray(chunk, np.int64).tobytes()))
+                out.append(replace(s, start=first, stop=last + 1, positions=chunk.astype(np.int64).tobytes()))
             else:  # not readable by position here: the smallest scan that holds them
-                out.append(replace(proto[base], start=chunk[0], stop=chunk[-1] + 1))
-    return out or kept[:0]
+                out.append(replace(s, start=first, stop=last + 1))
+    return out
 
 
 def _merge(ranges):
@@ -349,6 +448,7 @@ def _merge(ranges):
 def _bytes_read(splits) -> int:
     """Bytes the splits read: a range whole, a record at a position by its size field."""
     import numpy as np
+    import pyarrow as pa
 
     from . import _paths
 
@@ -357,10 +457,15 @@ def _bytes_read(splits) -> int:
         if s.positions is None:
             total += s.stop - s.start
             continue
-        fs, inner = _paths.filesystem(s.uri, s.fs)
-        with fs.open_input_file(inner) as fh:
-            for p in np.frombuffer(s.positions, np.int64).tolist():
-                head = bytes(fh.read_at(_HEADER, p))
-                size = int.from_bytes(head[:4], "big", signed=True) if len(head) >= 4 else 0
-                total += size if 0 < size <= s.file_size - p else _HEADER
+        P = np.frombuffer(s.positions, np.int64)
+        if not len(P):
+            continue
+        _, inner = _paths.filesystem(s.uri, s.fs)
+        with pa.memory_map(inner, "r") as mm:  # positions are planned on local files only
+            a = np.frombuffer(mm.read_buffer(), np.uint8)
+            ok = P + 4 <= len(a)
+            b = a[P[ok][:, None] + np.arange(4)].astype(np.int64)
+        size = (b[:, 0] << 24 | b[:, 1] << 16 | b[:, 2] << 8 | b[:, 3]).astype(np.int32).astype(np.int64)
+        fits = (size > 0) & (size <= s.file_size - P[ok])
+        total += int(size[fits].sum()) + _HEADER * int((~fits).sum() + (~ok).sum())
     return total

@@ -63,6 +63,19 @@ def test_every_pushed_filter_gives_the_rows_of_the_full_scan(spark, case, mode):
         full.unpersist()
 
 
+def test_a_topic_through_its_consume_queues_in_spark(spark):
+    """pushdownQueues: a topic's rows read through its queues are the full scan's (TopicA
+    holds no PREPARED/ROLLBACK record; the plan's tests cover the rest); fewer bytes."""
+    import rmqlab.spark
+
+    rmqlab.spark.register(spark)
+    q = "topic = 'TopicA' AND queue_id IN (0, 2)"
+    on = (spark.read.format("rocketmq").option("columns", COLUMNS).option("pushdown", "true").option("pushdownQueues", "true")
+          .load(str(store_root("clean"))).where(q))
+    off = _read(spark, "clean", False, "strict").where(q)
+    assert sorted(map(tuple, on.collect())) == sorted(map(tuple, off.collect())) != []
+
+
 def test_an_offset_range_reads_only_the_splits_that_can_hold_it(spark):
     """physical_offset bounds prune the splits: fewer partitions, the same rows."""
     import rmqlab.spark

@@ -21,8 +21,8 @@ from tests.spark.conftest import ALL_CASES, store_root  # noqa: E402
 from tests.support import copy_store  # noqa: E402
 
 
-def _reader(root, pushed=None):
-    r = CommitLogReader({"path": str(root), "splitsize": "64KiB", "mode": "lenient"})
+def _reader(root, pushed=None, queues=False):
+    r = CommitLogReader({"path": str(root), "splitsize": "64KiB", "mode": "lenient", "pushdownqueues": str(queues).lower()})
     if pushed is not None:
         r.pushed = pushed
     return r
@@ -40,9 +40,14 @@ def _matching(rows, pushed: Pushed) -> list[int]:
     return sorted(x["physical_offset"] for x in rows if keep(x))
 
 
-def _check(root, pushed: Pushed, everything: list[dict]):
-    """The plan's rows, filtered as Spark filters them, are the full scan's; the plan."""
-    plan = _reader(root, pushed).plan()
+def _check(root, pushed: Pushed, everything: list[dict], queues: bool = False):
+    """The plan's rows, filtered as Spark filters them, are the full scan's (with
+    ``queues``: but for the transaction records no consume queue holds); the plan."""
+    from rmqlab.rules import goes_to_consume_queue
+
+    plan = _reader(root, pushed, queues).plan()
+    if queues:
+        everything = [r for r in everything if r["kind"] != "MESSAGE" or goes_to_consume_queue(r["sys_flag"])]
     assert _matching(_rows(plan.splits), pushed) == _matching(everything, pushed), (pushed.describe(), plan.describe())
     return plan
 
@@ -200,3 +205,69 @@ def test_never_written_bytes_at_a_file_end_are_not_read(tmp_path):
         fh.seek((4 << 20) - 1)
         fh.write(b"\x01")
     assert data_end(str(f), 4 << 20) == 4 << 20
+
+
+# -- a topic through its consume queues (pushdownQueues) ---------------------------------
+def _topic(t, *more) -> Pushed:
+    return Pushed(values=(("topic", frozenset([t])),) + more)
+
+
+@pytest.mark.parametrize("case", ALL_CASES)
+def test_topics_through_their_consume_queues_give_the_rows_rocketmq_serves(case):
+    """Every topic, a topic's queue, a topic in a time window: the rows of the full scan
+    but the PREPARED/ROLLBACK transaction records (the reference stores hold both under
+    TopicC; no queue holds them) — and without pushdownQueues, those too."""
+    root = store_root(case)
+    everything = _rows(_reader(root).partitions())
+    msgs = [r for r in everything if r["kind"] == "MESSAGE"]
+    topics = sorted({r["topic"] for r in msgs})
+    narrowed = 0
+    for t in topics:
+        plan = _check(root, _topic(t), everything, queues=True)
+        narrowed += "consume queues" in plan.used and plan.read_bytes < plan.log_bytes
+        _check(root, _topic(t, ("queue_id", frozenset([1]))), everything, queues=True)
+        assert "consume queues" not in _check(root, _topic(t), everything).used
+    m = msgs[len(msgs) // 2]
+    _check(root, Pushed(values=(("topic", frozenset([m["topic"]])),), ranges=(("store_timestamp", m["store_timestamp"] - 100, m["store_timestamp"] + 100),)),
+           everything, queues=True)
+    assert narrowed >= 3
+
+
+def test_a_queue_deleted_or_holding_a_unit_no_dispatch_writes_is_scanned(tmp_path):
+    """crash-cqdeleted lost TopicB/1: its records are found by scanning, and said.  A
+    unit pointing back: the same.  A queue ended by a zeroed unit, or cut short (its
+    files shorter, as an unflushed queue is after a crash): the log past its end is
+    scanned."""
+    from rmqlab.format.consumequeue import CQ_STORE_UNIT_SIZE
+
+    root = store_root("crash-cqdeleted")
+    plan = _check(root, _topic("TopicB"), _rows(_reader(root).partitions()), queues=True)
+    assert "consume queues" not in plan.used and any("TopicB has no consume queue 1" in n for n in plan.notes)
+
+    # a zeroed unit ends the queue, as RocketMQ's recovery ends it: the log past is scanned
+    root = copy_store("clean", tmp_path / "zeroed")
+    q = sorted((root / "consumequeue" / "TopicA" / "0").iterdir())[0]
+    with open(q, "r+b") as fh:
+        fh.seek(3 * CQ_STORE_UNIT_SIZE)
+        fh.write(bytes(CQ_STORE_UNIT_SIZE))
+    plan = _check(root, _topic("TopicA"), _rows(_reader(root).partitions()), queues=True)
+    assert "consume queues" in plan.used
+    # a unit pointing back: no dispatch writes that, the topic is scanned
+    root = copy_store("clean", tmp_path / "back")
+    q = sorted((root / "consumequeue" / "TopicA" / "0").iterdir())[0]
+    data = q.read_bytes()
+    with open(q, "r+b") as fh:
+        fh.seek(3 * CQ_STORE_UNIT_SIZE)
+        fh.write(data[CQ_STORE_UNIT_SIZE : 2 * CQ_STORE_UNIT_SIZE])
+    plan = _check(root, _topic("TopicA"), _rows(_reader(root).partitions()), queues=True)
+    assert "consume queues" not in plan.used and any("TopicA/0" in n for n in plan.notes)
+
+    root = copy_store("clean", tmp_path / "short")
+    everything = _rows(_reader(root).partitions())
+    files = sorted((root / "consumequeue" / "TopicA" / "1").iterdir())
+    for f in files[1:]:
+        f.unlink()
+    with open(files[0], "r+b") as fh:
+        fh.truncate(5 * CQ_STORE_UNIT_SIZE)
+    plan = _check(root, _topic("TopicA"), everything, queues=True)
+    assert "consume queues" in plan.used
