@@ -19,6 +19,7 @@ from ..errors import RmqlabError
 COMMANDS = [
     "info",
     "dump",
+    "tail",
     "lookup",
     "queue",
     "offsets",

@@ -21,6 +21,7 @@ from ..errors import RmqlabError
 from ..format.record import Record, RecordError
 from ..render.text import record_line
 from ..progress import Silent
+from .tail import add_follow_options, follow
 from .common import OFFSET, add_progress_option, add_store_options, commitlog_bytes, open_from_args, progress_bar, write_bytes
 
 
@@ -34,6 +35,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--from", dest="start", type=OFFSET, metavar="OFFSET", help="first physical offset (a record boundary)")
     p.add_argument("--to", dest="end", type=OFFSET, metavar="OFFSET", help="stop before this physical offset")
     p.add_argument("--dead", action="store_true", help="also list the readable records after the end of the log, marked DEAD")
+    p.add_argument("--follow", action="store_true", help="then print records as the broker appends them (as `rmqlab tail --from` the end)")
+    add_follow_options(p, "--follow-progress")
     add_progress_option(p)
     return p
 
@@ -49,6 +52,17 @@ def selected(rec: Record, args) -> bool:
 def run(args) -> int:
     if args.start is not None and args.end is not None and args.end <= args.start:
         raise RmqlabError(f"--to {args.end} is not after --from {args.start}: nothing to dump")
+    if args.follow and (args.end is not None or args.dead):
+        raise RmqlabError("--follow prints what is appended after the end of the log: it does not go with --to or --dead")
+    status = _dump(args)
+    if not args.follow or status == 2:
+        return status
+    with open_from_args(args, strict=False) as store:
+        end = store.commitlog.served_end()
+    return follow(args.store, end, args)
+
+
+def _dump(args) -> int:
     with open_from_args(args) as store, progress_bar(args, commitlog_bytes(args.store, store.config), "dump") as bar:
         progress = bar or Silent()
         # RocketMQ serves the log up to where its recovery ends it (the last file's chain,
