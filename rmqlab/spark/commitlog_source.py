@@ -161,6 +161,9 @@ class CommitLogSplit(InputPartition):
     #: in-file positions (int64, ascending) of the only records this split reads, found
     #: by the store's indexes (:mod:`rmqlab.spark.pushdown`); None: the byte range is scanned
     positions: bytes | None = None
+    #: the range holds whole records only, the last ending at ``stop`` (a stream's
+    #: micro-batch of a live log): walked from ``start``, nothing past ``stop`` looked at
+    whole: bool = False
 
 
 class CommitLogDataSource(StoreDataSource):
@@ -284,6 +287,12 @@ class CommitLogDataSource(StoreDataSource):
     def schema(self):
         return project(SCHEMA, _paths.opt_list(_paths.lower_keys(self.options), "columns"))
 
+    def streamReader(self, schema):
+        """``spark.readStream.format("rocketmq")``: :class:`rmqlab.spark.stream_source.CommitLogStreamReader`."""
+        from .stream_source import CommitLogStreamReader
+
+        return CommitLogStreamReader(CommitLogReader(_paths.lower_keys(self.options), _paths.requested_columns(self.name(), SCHEMA, schema)))
+
     def reader(self, schema):
         options = _paths.lower_keys(self.options)
         # opt-in (see the option): Spark 4.3.0 lets one query's pushed read leak into another
@@ -330,6 +339,10 @@ class CommitLogReader(StoreSourceReader):
         plan = self.plan(splits)
         # Spark wants a partition: an empty list of positions reads nothing
         return [replace(s, pushed=self.pushed) for s in plan.splits] or [replace(splits[0], pushed=self.pushed, positions=b"")]
+
+    def file_splits(self) -> list:
+        """A split per file of the log, whole (what a stream's micro-batch cuts down)."""
+        return plan_splits(self.path, 1 << 62, self.fs, self.commitlog_dirs)
 
     def plan(self, splits: list | None = None):
         """What the pushed filters leave to read (:func:`rmqlab.spark.pushdown.plan`); its
@@ -510,6 +523,8 @@ def _read_split(split: CommitLogSplit, **kw):
     if split.dledger:
         yield from _read_dledger_split(split, fs, inner, **kw)
         return
+    if split.whole:
+        split = replace(split, positions=_whole_positions(split, inner))
     if split.positions is not None:
         yield from _read_positions(split, fs, inner, **kw)
         return
@@ -571,6 +586,32 @@ def _read_positions(split: CommitLogSplit, fs, inner: str, *, mode: str = "stric
             batch = _option_filters(batch, topics, start_time, end_time)
             if batch.num_rows:
                 yield batch
+
+
+def _whole_positions(split: CommitLogSplit, inner: str) -> bytes:
+    """The positions of the records of a range of whole records (:attr:`CommitLogSplit.whole`)."""
+    import pyarrow as pa
+
+    from ..store.follow import LogFollower
+
+    with pa.memory_map(inner, "r") as mm:
+        positions, end = LogFollower.walk_records(mm.read_buffer(), split.start, split.stop)
+    blank_to_end = end < split.stop == split.file_size and _blank_at(inner, end, split.file_size)
+    if end != split.stop and not blank_to_end:
+        from ..format.record import RecordError
+
+        raise RecordError(split.file, end, "BAD_SIZE", f"the records from {split.start} end at {end}, not at {split.stop} where the stream's planning found them end")
+    return positions.tobytes()
+
+
+def _blank_at(inner: str, at: int, file_size: int) -> bool:
+    """Whether a BLANK filling the file to its end is at ``at``."""
+    from ..format.commitlog import MAGIC_BLANK
+
+    with open(inner, "rb") as fh:
+        fh.seek(at)
+        head = fh.read(8)
+    return len(head) == 8 and struct.unpack(">iI", head) == (file_size - at, MAGIC_BLANK)
 
 
 def _message_positions(a, P, file_base: int):

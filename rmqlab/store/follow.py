@@ -43,6 +43,8 @@ from ..rules import COMMITLOG_DIR
 
 #: records remembered to find where a recovery's cut starts (offset, size, CRC of bytes)
 REMEMBERED = 4096
+#: the same for a stream's micro-batch, kept in its offsets (Spark's checkpoint)
+RECENT = 64
 
 
 @dataclass(frozen=True)
@@ -83,6 +85,25 @@ class Stalled:
 
     def __str__(self) -> str:
         return f"waiting at {self.offset} for {self.seconds:.0f} s: {self.why}"
+
+
+@dataclass(frozen=True)
+class Extent:
+    """Whole records from ``start`` to ``end`` (a record boundary: what a micro-batch of a
+    stream reads), ``records`` of them; ``last`` (offset, size, CRC of its bytes) the
+    last one, to tell later whether the log still holds it; ``skipped`` bytes deleted
+    before ``start`` could be read (the requested start moved to the oldest file)."""
+
+    start: int
+    end: int
+    records: int
+    #: (offset, size, CRC of its bytes) of the last records (at most :data:`RECENT`), oldest first
+    recent: tuple = ()
+    skipped: Skipped | None = None
+
+    @property
+    def last(self) -> tuple | None:
+        return self.recent[-1] if self.recent else None
 
 
 class LogFollower:
@@ -308,6 +329,124 @@ class LogFollower:
     def _written_past(self, pos: int, files: dict[int, str]) -> bool:
         """Whether the log holds bytes past ``pos`` (a later file with data)."""
         return any(b > pos and (self._map(b, p)[0] or b"\0" * 8)[:8] != bytes(8) for b, p in files.items())
+
+    def extent(self, start: int, *, max_records: int | None = None, max_bytes: int | None = None) -> Extent:
+        """How far the whole records from ``start`` go now, within ``max_records`` and
+        ``max_bytes`` (at least one record when there is one): headers are walked (sizes,
+        magics, files rolled at their BLANK), and the last record's CRCs checked — a
+        single writer appends under a lock, so the records before a whole one are whole.
+        The position is not moved."""
+        import numpy as np
+
+        files = self._files()
+        self._forget(files)
+        if not files:
+            return Extent(start, start, 0)
+        skipped = None
+        pos = start
+        if pos < min(files):
+            skipped, pos = Skipped(pos, min(files)), min(files)
+        begin, n = pos, 0
+        tail: deque[int] = deque(maxlen=RECENT + 1)
+        while (max_records is None or n < max_records) and (max_bytes is None or pos - begin < max_bytes):
+            base = self._base_of(files, pos)
+            mm, size = self._map(base, files[base])
+            at = pos - base
+            if mm is None or at + 8 > size:
+                if at >= size and (base + size) in files:
+                    pos = base + size
+                    continue
+                break
+            total, magic = int.from_bytes(mm[at : at + 4], "big", signed=True), int.from_bytes(mm[at + 4 : at + 8], "big")
+            if magic == cl.MAGIC_BLANK and total == size - at:
+                if base + size not in files:
+                    break
+                pos = base + size
+                continue
+            positions, stop_at = self.walk_records(mm, at, size)
+            if not len(positions):
+                break
+            ends = np.append(positions[1:], stop_at)
+            keep = len(positions)
+            if max_records is not None:
+                keep = min(keep, max_records - n)
+            if max_bytes is not None:
+                over = np.flatnonzero(base + ends - begin > max_bytes)
+                if len(over):
+                    keep = min(keep, max(int(over[0]), 1 if n == 0 and int(over[0]) == 0 else int(over[0])))
+            keep = max(keep, 0)
+            if not keep:
+                break
+            n += keep
+            tail.extend((base + positions[max(0, keep - RECENT - 1) : keep]).tolist())
+            pos = base + int(ends[keep - 1])
+            if keep < len(positions) or stop_at < size and not (stop_at + 8 <= size and int.from_bytes(mm[stop_at + 4 : stop_at + 8], "big") == cl.MAGIC_BLANK):
+                break  # a limit, or the end of what is written
+        if tail:
+            at = tail[-1]
+            base = self._base_of(files, at)
+            mm, size = self._map(base, files[base])
+            rec, _ = self._record(mm, size, base, at - base, *self._header(mm, at - base))
+            if rec is None:  # still being copied in: the batch ends before it
+                pos, n = tail.pop(), n - 1
+        recent = []
+        for at in list(tail)[-RECENT:]:
+            base = self._base_of(files, at)
+            mm, size = self._map(base, files[base])
+            total = self._header(mm, at - base)[0]
+            recent.append((at, total, zlib.crc32(mm[at - base : at - base + total])))
+        return Extent(begin, pos, n, tuple(recent), skipped)
+
+    @staticmethod
+    def _header(mm, at: int) -> tuple[int, int]:
+        return int.from_bytes(mm[at : at + 4], "big", signed=True), int.from_bytes(mm[at + 4 : at + 8], "big")
+
+    @staticmethod
+    def walk_records(buf, at: int, stop: int):
+        """(positions, where the walk stopped) of the message records of the file
+        ``buf`` from ``at`` while ``< stop`` (sizes and magics: Java's record loop;
+        compiled where it can be)."""
+        import numpy as np
+
+        from ..scan import kernels
+
+        a = np.frombuffer(buf, np.uint8)
+        got = kernels.walk(a, at, stop, len(a), 0, cl.FIXED_SIZE_V1_IPV4, (cl.MAGIC_V1, cl.MAGIC_V2))
+        if got is not None:
+            return got
+        out, size = [], len(a)
+        while at + 8 <= size and at < stop:
+            total, magic = int.from_bytes(a[at : at + 4].tobytes(), "big", signed=True), int.from_bytes(a[at + 4 : at + 8].tobytes(), "big")
+            if magic not in cl.MESSAGE_MAGICS or total < cl.FIXED_SIZE_V1_IPV4 or at + total > size:
+                break
+            out.append(at)
+            at += total
+        return np.asarray(out, np.int64), at
+
+    def first_changed(self, recent) -> int | None:
+        """Of ``recent`` records (an :class:`Extent`'s, oldest first), the index of the
+        first whose bytes the log no longer holds (the changes are a suffix: a cut and
+        what was written after it), or None when the last one is as it was."""
+        if not recent:
+            return None
+        files = self._files()
+        self._forget(files)
+        if self._bytes_crc(files, *recent[-1][:2]) == recent[-1][2]:
+            return None
+        lo, hi = 0, len(recent) - 1
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if self._bytes_crc(files, *recent[mid][:2]) == recent[mid][2]:
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo
+
+    def file_start(self, offset: int) -> int:
+        """The first offset of the file that holds ``offset`` (a record boundary)."""
+        files = self._files()
+        base = self._base_of(files, offset)
+        return offset if base is None else base
 
     def follow(self, interval: float = 0.2, *, stop=None, idle_exit: float | None = None):
         """Poll every ``interval`` seconds, yielding what each poll finds; ``stop()``
