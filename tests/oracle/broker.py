@@ -115,7 +115,9 @@ def capture(workdir: Path, command: list[str], messages: int = 60, timeout: floa
     raise AssertionError("unreachable")
 
 
-def _capture(workdir: Path, command: list[str], messages: int, timeout: float, extra: dict[str, str]) -> Capture:
+def _prepare(workdir: Path, command: list[str], extra: dict[str, str]):
+    """The files a name server and a broker on loopback start from (ports picked free):
+    ``(store, settings, broker.conf, namesrv.conf, jvm command, environment, log)``."""
     workdir.mkdir(parents=True, exist_ok=True)
     store = workdir / "store"
     log = workdir / "broker.log"
@@ -140,26 +142,44 @@ def _capture(workdir: Path, command: list[str], messages: int, timeout: float, e
     java, *opts = command
     jvm = [java, f"-Drmq.logback.configurationFile={logback}", f"-Duser.home={workdir}", *opts[1:]]
     env = dict(os.environ, ROCKETMQ_HOME=str(workdir))  # NamesrvStartup and BrokerStartup insist on it
+    return store, settings, conf, nsconf, jvm, env, log
+
+
+def _start(workdir: Path, jvm: list[str], env: dict, log: Path, name: str, main: str, conf_file: Path, heap: str, booted: str = "boot success") -> subprocess.Popen:
+    """One of RocketMQ's servers, started and booted (its output in ``workdir/name.out``)."""
+    out = open(workdir / f"{name}.out", "w+")
+    p = subprocess.Popen([jvm[0], heap, *jvm[1:], main, "-c", str(conf_file)], stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env)
+    deadline = time.time() + 90
+    text = ""
+    while time.time() < deadline:
+        out.seek(0)
+        text = out.read()
+        if booted in text:
+            return p
+        if p.poll() is not None:
+            break
+        time.sleep(0.2)
+    if p.poll() is None:
+        p.send_signal(signal.SIGKILL)
+        p.wait(30)
+    raise CaptureError(f"the {name} did not start:\n{text[-3000:]}\nlog:\n{_tail(log)}")
+
+
+NAMESRV_MAIN = "org.apache.rocketmq.namesrv.NamesrvStartup"
+BROKER_MAIN = "org.apache.rocketmq.broker.BrokerStartup"
+
+
+def _capture(workdir: Path, command: list[str], messages: int, timeout: float, extra: dict[str, str]) -> Capture:
+    store, settings, conf, nsconf, jvm, env, log = _prepare(workdir, command, extra)
+    namesrv_port = int(settings["namesrvAddr"].rsplit(":", 1)[1])
     procs = []
 
     def start(name: str, main: str, conf_file: Path, heap: str, booted: str) -> None:
-        out = open(workdir / f"{name}.out", "w+")
-        p = subprocess.Popen([jvm[0], heap, *jvm[1:], main, "-c", str(conf_file)], stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env)
-        procs.append(p)
-        deadline = time.time() + 90
-        while time.time() < deadline:
-            out.seek(0)
-            text = out.read()
-            if booted in text:
-                return
-            if p.poll() is not None:
-                break
-            time.sleep(0.2)
-        raise CaptureError(f"the {name} did not start:\n{text[-3000:]}\nlog:\n{_tail(log)}")
+        procs.append(_start(workdir, jvm, env, log, name, main, conf_file, heap, booted))
 
     try:
-        start("namesrv", "org.apache.rocketmq.namesrv.NamesrvStartup", nsconf, "-Xmx256m", "boot success")
-        start("broker", "org.apache.rocketmq.broker.BrokerStartup", conf, "-Xmx512m", "boot success")
+        start("namesrv", NAMESRV_MAIN, nsconf, "-Xmx256m", "boot success")
+        start("broker", BROKER_MAIN, conf, "-Xmx512m", "boot success")
         broker = procs[-1]
         try:
             client = subprocess.run(
@@ -189,3 +209,53 @@ def _capture(workdir: Path, command: list[str], messages: int, timeout: float, e
                 p.send_signal(signal.SIGKILL)
             p.wait(30)
     return Capture(store, settings, result["sent"], {"all": result["consumed"], "half": result["consumedHalf"]}, log)
+
+
+class LiveBroker:
+    """A name server and a broker on loopback that keep running: what ``rmqlab tail``
+    and the streaming source follow in the tests.  :meth:`kill` is SIGKILL (a crash),
+    :meth:`restart` starts the broker again on the same store (its recovery runs);
+    :meth:`stream` starts RocketMQ's Java client sending a steady stream
+    (``rmqlab.oracle.Stream``: one JSON line per acknowledgement).  Everything started
+    is stopped on exit."""
+
+    def __init__(self, workdir: Path, command: list[str], settings: dict[str, str] | None = None):
+        self.workdir = workdir
+        self.store, self.settings, self.conf, nsconf, self.jvm, self.env, self.log = _prepare(workdir, command, settings or {})
+        self.namesrv_addr = self.settings["namesrvAddr"]
+        self.procs: list[subprocess.Popen] = []
+        self.procs.append(_start(workdir, self.jvm, self.env, self.log, "namesrv", NAMESRV_MAIN, nsconf, "-Xmx256m"))
+        self.broker = None
+        try:
+            self.restart()
+        except BaseException:
+            self.close()
+            raise
+
+    def restart(self) -> None:
+        self.broker = _start(self.workdir, self.jvm, self.env, self.log, f"broker-{len(self.procs)}", BROKER_MAIN, self.conf, "-Xmx512m")
+        self.procs.append(self.broker)
+
+    def kill(self) -> None:
+        self.broker.send_signal(signal.SIGKILL)
+        self.broker.wait(30)
+
+    def stream(self, topic: str, messages: int, pause_ms: int = 0, body: int = 200) -> subprocess.Popen:
+        out = open(self.workdir / f"stream-{topic}.jsonl", "w")
+        p = subprocess.Popen([self.jvm[0], "-Xmx256m", *self.jvm[1:], "rmqlab.oracle.Stream", self.namesrv_addr, topic, str(messages), str(pause_ms), str(body)],
+                             stdout=out, stderr=open(self.workdir / f"stream-{topic}.err", "w"), env=self.env)
+        p.acks_path = self.workdir / f"stream-{topic}.jsonl"
+        self.procs.append(p)
+        return p
+
+    def close(self) -> None:
+        for p in self.procs:
+            if p.poll() is None:
+                p.send_signal(signal.SIGKILL)
+            p.wait(30)
+
+    def __enter__(self) -> "LiveBroker":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
