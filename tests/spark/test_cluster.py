@@ -60,7 +60,7 @@ def _splits(splits=SPLITS) -> list[str]:
 
 def test_sources_on_a_standalone_cluster(cluster, tmp_path):
     """The damaged store at both splits, and rmqlab.spark.verify of it (the clean store
-    goes through the cluster in the packed-environment and S3-with-options jobs)."""
+    goes through the cluster in the packed-environment job)."""
     _run([sys.executable, str(JOB), "--master", cluster.url, "--out", str(tmp_path), "--store", f"crash-torn={store_root('crash-torn').resolve()}",
           *_splits(), "--verify", f"crash-torn={store_root('crash-torn').resolve()}"], tmp_path)
     _check(tmp_path, "crash-torn")
@@ -108,15 +108,11 @@ def test_spark_connect_on_the_cluster(cluster, tmp_path):
 
 def test_s3_on_the_cluster_with_the_drivers_aws_variables(cluster, s3, tmp_path):
     """The executors have no AWS variables (the cluster was started without them); the
-    driver's reach them inside the splits."""
+    driver's reach them inside the splits.  (Settings given as options are resolved on
+    the driver into the same split field: tests/spark/test_object_storage.py reads with
+    them; one cluster job shows the field reaches the executors.)"""
     job = _run([sys.executable, str(JOB), "--master", cluster.url, "--out", str(tmp_path), "--store", f"crash-torn={s3.uri('crash-torn')}", *_splits(("64KiB",))],
                tmp_path, env=s3.env())
     _check(tmp_path, "crash-torn", ("64KiB",))
     assert job["counts"]["crash-torn/rocketmq-64KiB"] == len(pq.read_table(tmp_path / "crash-torn" / "rocketmq-64KiB"))
 
-
-def test_s3_on_the_cluster_with_options(cluster, s3, tmp_path):
-    opts = [a for k, v in s3.options().items() for a in ("--opt", f"{k}={v}")]
-    _run([sys.executable, str(JOB), "--master", cluster.url, "--out", str(tmp_path), "--store", f"clean={s3.uri('clean')}", "--split", "16KiB", *opts],
-         tmp_path)
-    _check(tmp_path, "clean", ("16KiB",))
