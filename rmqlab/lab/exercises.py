@@ -280,3 +280,20 @@ def _cq_entries():
     with _open(default_dir() / "clean") as s:
         ranges = [s.consume_queue(q.topic, q.queue_id).valid_range() for q in s.queue_ids()]
         return sum(hi - lo for lo, hi in ranges)
+
+
+@exercise(
+    "11.behind",
+    "Into a new LiveStore put 25 messages, then dispatch only the first 10 of them: how many records is dispatch behind the log?",
+    ["LiveStore.scratch() gives a new store; put(25) and dispatch(10) return the store, so they chain.", "positions().dispatch_behind counts the records appended but not dispatched yet."],
+    "LiveStore.scratch().put(25).dispatch(10).positions().dispatch_behind",
+)
+def _behind():
+    from .live import LiveStore
+
+    with tempfile.TemporaryDirectory() as d:
+        live = LiveStore(d).put(25).dispatch(10)
+        try:
+            return live.positions().dispatch_behind
+        finally:
+            live.close()

@@ -435,3 +435,23 @@ def key_query_html(result) -> str:
     slots = result.walk[0][0].max_hash_slot_num if result.walk else 1
     kh = index_key_hash(index_key(result.topic, result.key))
     return chain_html(result, slot_count=slots, key_hash=kh) + records_html(result.records, caption="records returned")
+
+
+# -- a live store --------------------------------------------------------------------------------
+def positions_html(p, *, caption: str | None = None) -> str:
+    """A live store's positions (:class:`rmqlab.lab.live.Positions`) as bars along the
+    log, each as far as it reached, and the queues and the index beside them."""
+    end = max(1, p.written)
+    bars = []
+    for label, at in p.rows():
+        pct = 100 * at / end
+        bars.append(
+            f"<div style='display:flex;align-items:center;gap:8px;margin:2px 0'><span style='width:190px;white-space:nowrap'>{esc(label)}</span>"
+            f"<div role='meter' aria-label='{esc(label)}' aria-valuenow='{at}' aria-valuemax='{end}' style='flex:1;min-width:120px;background:#eee;height:14px'>"
+            f"<div style='width:{pct:.1f}%;background:#1565c0;height:14px'></div></div><code style='width:90px;text-align:right'>{at:,}</code></div>"
+        )
+    queues = ", ".join(f"{esc(q)}: {n}" for q, n in p.queue_units.items()) or "none yet"
+    facts = (f"<div>records appended, not dispatched: <b>{p.dispatch_behind}</b> · consume-queue units: {queues} · "
+             f"index entries: {p.index_entries} · commitlog files: {p.files}</div>")
+    head = f"<div><b>{esc(caption)}</b></div>" if caption else ""
+    return f"<div>{head}{''.join(bars)}{facts}</div>"

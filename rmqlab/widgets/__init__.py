@@ -12,6 +12,7 @@ lookups, engine, recovery); what they show comes from :mod:`rmqlab.render.notebo
 :class:`ChainExplorer` walk a key's hash chain across index files
 :class:`WriteForm`   put a message into a scratch store, dispatch it by hand
 :class:`CrashLab`    write, crash, recover; see what survived and why
+:class:`LiveStoreWatcher` a store being written: records landing, queues, index and flush catching up
 ==================  ============================================================
 """
 
@@ -23,7 +24,7 @@ from .chain import ChainExplorer
 from .hexview import HexViewer
 from .queues import QueueExplorer
 
-__all__ = ["HexViewer", "StoreBrowser", "QueueExplorer", "ChainExplorer", "scratch_dir"]  # + WriteForm, CrashLab (lazy)
+__all__ = ["HexViewer", "StoreBrowser", "QueueExplorer", "ChainExplorer", "scratch_dir"]  # + WriteForm, CrashLab, LiveStoreWatcher (lazy)
 
 
 def __getattr__(name):
@@ -37,4 +38,8 @@ def __getattr__(name):
         from .crashlab import CrashLab
 
         return CrashLab
+    if name == "LiveStoreWatcher":
+        from .live import LiveStoreWatcher
+
+        return LiveStoreWatcher
     raise AttributeError(name)

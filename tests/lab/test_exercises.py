@@ -21,11 +21,12 @@ def _namespace():
     from rmqlab.lookup import get_messages, query_by_key
     from rmqlab.recovery import recover
     from rmqlab.store import open_store
+    from rmqlab.lab.live import LiveStore
     from rmqlab.widgets import CrashLab
 
     return dict(
         MessageStoreConfig=MessageStoreConfig, tags_code=tags_code, decode_message_id=decode_message_id, get_messages=get_messages,
-        query_by_key=query_by_key, recover=recover, open_store=open_store, CrashLab=CrashLab, given=ex.given, question=ex.question,
+        query_by_key=query_by_key, recover=recover, open_store=open_store, CrashLab=CrashLab, LiveStore=LiveStore, given=ex.given, question=ex.question,
     )
 
 

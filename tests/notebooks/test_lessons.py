@@ -13,8 +13,8 @@ NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 LESSONS = sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
 
 
-def test_ten_numbered_lessons_listed_in_the_readme():
-    assert [p.name[:2] for p in LESSONS] == [f"{i:02d}" for i in range(1, 11)]
+def test_eleven_numbered_lessons_listed_in_the_readme():
+    assert [p.name[:2] for p in LESSONS] == [f"{i:02d}" for i in range(1, 12)]
     readme = (NOTEBOOKS / "README.md").read_text()
     for p in LESSONS:
         assert f"({p.name})" in readme, f"notebooks/README.md does not list {p.name}"
