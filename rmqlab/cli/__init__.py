@@ -33,6 +33,7 @@ COMMANDS = [
     "salvage",
     "export",
     "diff",
+    "map",
     "generate",
     "samples",
     "demo",

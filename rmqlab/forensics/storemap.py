@@ -1,0 +1,205 @@
+"""A whole store at a glance (``rmqlab map``): the log as a strip of pixels along its
+physical offsets, each pixel's bytes by topic, BLANK ends, damage, unwritten and dead
+bytes; the ends that matter (where RocketMQ serves the log to, where its recovery would
+end it, the checkpoint's offsets); under it each consume queue and index file as the
+range of the log it covers, consumer groups' committed positions, and ``verify``'s
+findings where they are.
+
+One pass over the log with the bulk decoder (lenient: damage is a row), aggregated per
+pixel as it goes: memory is ``width`` × topics shown, whatever the store's size.  The
+recovery plan and the findings are the caller's (``rmqlab recover``'s dry run and
+``rmqlab verify``: a layer above this one runs them); :mod:`rmqlab.render.storemap`
+draws it.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .. import reprs
+from ..store.reader import StoreReader
+
+#: topics drawn in their own colour; the rest are "other"
+TOPICS_SHOWN = 8
+#: distinct topics counted on their own while the pass runs (more go to "other" at once:
+#: memory stays bounded on a store of many topics, LMQ's)
+TOPICS_COUNTED = 256
+OTHER = "(other topics)"
+#: findings kept on the map (the rest counted)
+FINDINGS_SHOWN = 500
+
+
+@dataclass
+class StoreMap:
+    """What ``rmqlab map`` draws (see the module).  Arrays are per pixel of the strip."""
+
+    root: str
+    width: int
+    lo: int  # the first physical offset drawn (the first file's)
+    hi: int  # one past the last (the last file's end)
+    files: list = field(default_factory=list)  # {name, base, size, data_end, kind}
+    topics: list = field(default_factory=list)  # the topics shown, then OTHER
+    topic_bytes: np.ndarray | None = None  # (len(topics), width): message bytes by topic
+    records: np.ndarray | None = None  # (width,) records starting there
+    blank_bytes: np.ndarray | None = None
+    damage_bytes: np.ndarray | None = None  # bytes of records lenient decoding calls damaged
+    served_end: int = 0  # where RocketMQ serves the log up to
+    recovery: dict = field(default_factory=dict)  # {mode, end, end_before} of recovery's dry run
+    checkpoint: dict = field(default_factory=dict)
+    queues: list = field(default_factory=list)  # {name, lo, hi, units}
+    index_files: list = field(default_factory=list)  # {name, lo, hi, entries}
+    groups: list = field(default_factory=list)  # {group, queue, committed, phy}
+    findings: list = field(default_factory=list)  # {kind, severity, file, offset, phy, message}
+    findings_left_out: int = 0
+
+    def _repr_html_(self) -> str:  # notebooks: the picture
+        return reprs.html("storemap", self)
+
+    def pixel(self, phy: int) -> int:
+        return int(min(self.width - 1, max(0, (phy - self.lo) * self.width // max(1, self.hi - self.lo))))
+
+    def to_dict(self) -> dict:
+        d = {k: v for k, v in self.__dict__.items() if not isinstance(v, np.ndarray) and v is not None}
+        d["pixels"] = {"topic_bytes": {t: self.topic_bytes[i].tolist() for i, t in enumerate(self.topics)} if self.topic_bytes is not None else {},
+                       "records": self.records.tolist() if self.records is not None else [],
+                       "blank_bytes": self.blank_bytes.tolist() if self.blank_bytes is not None else [],
+                       "damage_bytes": self.damage_bytes.tolist() if self.damage_bytes is not None else []}
+        return d
+
+
+def build_map(root: str | os.PathLike, *, width: int = 1200, findings=(), recovery=None, progress=None) -> StoreMap:
+    """The map of the store at ``root`` (read-only).  ``findings``: verify's
+    (:class:`~rmqlab.forensics.verify.Finding`); ``recovery``: recovery's dry-run report
+    (``mode``, ``commitlog_end``, ``commitlog_end_before``), or None."""
+    import pyarrow.compute as pc
+
+    from ..scan import decode as fd
+    from ..scan.decode import KIND_BLANK
+
+    with StoreReader(root, strict=False) as store:
+        qfiles = list(store.commitlog.queue.files)
+        if not qfiles:
+            return StoreMap(str(root), width, 0, 0)
+        lo, hi = qfiles[0].file_from_offset, qfiles[-1].file_from_offset + qfiles[-1].file_size
+        m = StoreMap(str(store.root), width, lo, hi)
+        span = max(1, hi - lo)
+        counts: dict[str, np.ndarray] = {}
+        records = np.zeros(width, np.int64)
+        blank = np.zeros(width, np.int64)
+        damage = np.zeros(width, np.int64)
+
+        def spread(into: np.ndarray, start: np.ndarray, size: np.ndarray) -> None:
+            """Each record's bytes to the pixels it covers (pixel i holds the log's bytes
+            [lo + i*span/width, lo + (i+1)*span/width))."""
+            end = start + size
+            first = np.minimum(width - 1, (start - lo) * width // span)
+            last = np.minimum(width - 1, np.maximum(end - 1 - lo, start - lo) * width // span)
+            one = first == last
+            np.add.at(into, first[one], size[one])
+            for a, b, p0, p1 in zip(start[~one].tolist(), end[~one].tolist(), first[~one].tolist(), last[~one].tolist()):
+                edges = lo + (np.arange(p0, p1 + 2) * span + width - 1) // width  # pixel boundaries, rounded up
+                edges[0], edges[-1] = a, b
+                into[p0 : p1 + 1] += np.maximum(np.diff(edges), 0)
+
+        for f in qfiles:
+            base = f.file_from_offset
+            data_end = base
+            for batch in fd.scan_range(f.buf, file_base=base, file=str(f.path), mode="lenient", verify_crc=False, include_body=False,
+                                       columns=("physical_offset", "total_size", "topic", "kind")):
+                phy = np.asarray(batch.column("physical_offset").to_numpy(zero_copy_only=False), np.int64)
+                size = np.asarray(batch.column("total_size").fill_null(8).to_numpy(zero_copy_only=False), np.int64).clip(min=0)
+                kind = batch.column("kind")
+                is_blank = np.asarray(pc.equal(kind, KIND_BLANK).fill_null(False).to_numpy(zero_copy_only=False), bool)
+                is_msg = np.asarray(pc.equal(kind, fd.KIND_MESSAGE).fill_null(False).to_numpy(zero_copy_only=False), bool)
+                is_bad = ~is_blank & ~is_msg
+                np.add.at(records, np.minimum(width - 1, (phy[is_msg] - lo) * width // span), 1)
+                spread(blank, phy[is_blank], size[is_blank])
+                spread(damage, phy[is_bad], np.minimum(size[is_bad], base + f.file_size - phy[is_bad]))
+                if is_msg.any():
+                    enc = pc.dictionary_encode(batch.column("topic").filter(is_msg))
+                    codes = np.asarray(enc.indices.to_numpy(zero_copy_only=False), np.int64)
+                    for c, t in enumerate(enc.dictionary.to_pylist()):
+                        sel = codes == c
+                        if t not in counts and len(counts) >= TOPICS_COUNTED:
+                            t = OTHER
+                        arr = counts.get(t)
+                        if arr is None:
+                            arr = counts[t] = np.zeros(width, np.int64)
+                        spread(arr, phy[is_msg][sel], size[is_msg][sel])
+                if len(phy):
+                    data_end = max(data_end, int((phy + size).max()))
+                if progress is not None:
+                    progress.update(data_end - lo, int(records.sum()))
+            kind = "empty" if data_end == base else ("full" if data_end >= base + f.file_size - 8 else "partly written")
+            m.files.append({"name": f.path.name, "base": base, "size": f.file_size, "data_end": min(data_end, base + f.file_size), "kind": kind})
+        order = sorted((t for t in counts if t != OTHER), key=lambda t: -int(counts[t].sum()))
+        shown, rest = order[:TOPICS_SHOWN], order[TOPICS_SHOWN:] + ([OTHER] if OTHER in counts else [])
+        m.topics = shown + ([OTHER] if rest else [])
+        rows = [counts[t] for t in shown] + ([np.sum([counts[t] for t in rest], axis=0)] if rest else [])
+        m.topic_bytes = np.array(rows, np.int64) if rows else np.zeros((0, width), np.int64)
+        m.records, m.blank_bytes, m.damage_bytes = records, blank, damage
+        m.served_end = store.commitlog.served_end()
+        cp = store.checkpoint()
+        if cp is not None:
+            m.checkpoint = {k: v for k, v in cp.to_dict().items() if isinstance(v, int)}
+        _queues(store, m)
+        _index_files(store, m)
+        _groups(store, m)
+    if recovery is not None:
+        m.recovery = {"mode": getattr(recovery, "mode", None), "end": recovery.commitlog_end, "end_before": recovery.commitlog_end_before}
+    _findings(m, findings)
+    return m
+
+
+def _queues(store: StoreReader, m: StoreMap) -> None:
+    from ..errors import RmqlabError
+
+    for q in store.queue_ids():
+        try:
+            cq = store.consume_queue(q.topic, q.queue_id)
+            lo, hi = cq.valid_range(store.commitlog.min_offset)
+            first, last = (cq.get(lo), cq.get(hi - 1)) if hi > lo else (None, None)
+        except (RmqlabError, OSError):
+            continue
+        m.queues.append({"name": f"{q.topic}/{q.queue_id}", "units": hi - lo, "lo": first.commitlog_offset if first else None,
+                         "hi": last.commitlog_offset + last.size if last else None})
+
+
+def _index_files(store: StoreReader, m: StoreMap) -> None:
+    for f in store.index.files:
+        h = f.header
+        m.index_files.append({"name": f.name, "lo": h.begin_phy_offset, "hi": h.end_phy_offset, "entries": max(0, h.index_count - 1)})
+
+
+def _groups(store: StoreReader, m: StoreMap) -> None:
+    from ..errors import RmqlabError
+    from ..lookup import consumer_progress
+    from ..store.metadata import read_consumer_offsets
+
+    try:
+        rows = consumer_progress(store, read_consumer_offsets(store.root))
+    except (RmqlabError, OSError, ValueError):
+        return
+    for r in rows:
+        phy = None
+        try:
+            e = store.consume_queue(r.topic, r.queue_id).get(r.committed_offset)
+            phy = e.commitlog_offset if e is not None and e.size > 0 else None
+        except (RmqlabError, OSError):
+            pass
+        m.groups.append({"group": r.group, "queue": f"{r.topic}/{r.queue_id}", "committed": r.committed_offset, "lag": r.lag, "phy": phy})
+
+
+def _findings(m: StoreMap, findings) -> None:
+    names = {f["name"]: f["base"] for f in m.files}
+    for f in findings:
+        if len(m.findings) >= FINDINGS_SHOWN:
+            m.findings_left_out += 1
+            continue
+        name = Path(f.file).name if f.file else ""
+        phy = names[name] + (f.offset or 0) if name in names and f.offset is not None else None
+        m.findings.append({"kind": f.kind, "severity": f.severity, "file": f.file, "offset": f.offset, "phy": phy, "message": f.message})

@@ -1,0 +1,102 @@
+"""The store map (rmqlab map): its per-pixel aggregates add up to what the log holds
+(bytes per topic, records, BLANK bytes) at any width; queues, index files, consumer
+groups and findings sit where the store says; memory is bounded by width × topics; the
+SVG is well-formed and says what each mark is."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import xml.dom.minidom
+from collections import Counter
+
+import pytest
+
+from rmqlab.forensics import storemap as sm
+from rmqlab.forensics.verify import verify_store
+from rmqlab.render.storemap import storemap_svg
+from rmqlab.store import open_store
+from tests.support import REFERENCE
+
+SAMPLES = REFERENCE.parents[2] / "sample_stores"
+
+
+def _truth(root):
+    topics, blank, n = Counter(), 0, 0
+    with open_store(root, strict=False) as s:
+        for f in s.commitlog.queue.files:
+            from rmqlab.scan.decode import decode_table
+
+            t = decode_table(f.buf, f.file_from_offset, mode="lenient", verify_crc=False, include_body=False).to_pylist()
+            for r in t:
+                if r["kind"] == "MESSAGE":
+                    topics[r["topic"]] += r["total_size"]
+                    n += 1
+                elif r["kind"] == "BLANK":
+                    blank += r["total_size"]
+    return topics, blank, n
+
+
+@pytest.mark.parametrize("case", ["clean", "crash-torn", "crash-cqdeleted"])
+@pytest.mark.parametrize("width", [300, 5000])
+def test_pixels_add_up_to_the_log(case, width):
+    root = REFERENCE / case / "store"
+    m = sm.build_map(root, width=width)
+    topics, blank, n = _truth(root)
+    assert {t: int(m.topic_bytes[i].sum()) for i, t in enumerate(m.topics)} == dict(topics)
+    assert int(m.blank_bytes.sum()) == blank and int(m.records.sum()) == n
+    assert m.topic_bytes.shape == (len(m.topics), width) and m.records.shape == (width,)
+
+
+def test_topics_beyond_the_counted_ones_go_to_other(monkeypatch):
+    monkeypatch.setattr(sm, "TOPICS_COUNTED", 2)
+    monkeypatch.setattr(sm, "TOPICS_SHOWN", 1)
+    root = REFERENCE / "clean" / "store"
+    m = sm.build_map(root, width=200)
+    topics, _, _ = _truth(root)
+    assert len(m.topics) == 2 and m.topics[-1] == sm.OTHER
+    assert int(m.topic_bytes.sum()) == sum(topics.values())
+
+
+def test_queues_index_groups_and_findings_are_where_the_store_says():
+    root = SAMPLES / "damaged"
+    rep = verify_store(root)
+    m = sm.build_map(root, width=800, findings=rep.findings)
+    with open_store(root, strict=False) as s:
+        for q in m.queues:
+            topic, qid = q["name"].rsplit("/", 1)
+            cq = s.consume_queue(topic, int(qid))
+            lo, hi = cq.valid_range(s.commitlog.min_offset)
+            assert (q["units"], q["lo"]) == (hi - lo, cq.get(lo).commitlog_offset)
+        assert [(f["name"], f["lo"], f["hi"]) for f in m.index_files] == [(f.name, f.header.begin_phy_offset, f.header.end_phy_offset) for f in s.index.files]
+    assert m.groups and all(g["phy"] is None or m.lo <= g["phy"] < m.hi for g in m.groups)
+    on_log = [f for f in m.findings if f["phy"] is not None]
+    assert on_log and all(f["phy"] == int(sm.Path(f["file"]).name) + f["offset"] and m.lo <= f["phy"] < m.hi for f in on_log)
+    assert len(m.findings) + m.findings_left_out == len(rep.findings)
+    svg = storemap_svg(m)
+    xml.dom.minidom.parseString(svg)  # well-formed
+    assert svg.count("<circle") == sum(g["phy"] is not None for g in m.groups)
+    assert all(f["kind"] in svg for f in on_log)
+
+
+def test_the_command(tmp_path):
+    root = REFERENCE / "crash-torn" / "store"
+    done = subprocess.run([sys.executable, "-m", "rmqlab", "map", str(root), "-o", str(tmp_path / "m.svg")], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    svg = (tmp_path / "m.svg").read_text()
+    xml.dom.minidom.parseString(svg)
+    assert "BODY_CRC" in svg and "recovery" in svg
+    data = json.loads(subprocess.run([sys.executable, "-m", "rmqlab", "map", str(root), "--json", "--width", "400"], capture_output=True, text=True, timeout=120).stdout)
+    assert data["width"] == 400 and data["recovery"]["end"] == 366653 and data["served_end"] == 366653
+    assert any(f["kind"] == "BODY_CRC" and f["phy"] == 366653 for f in data["findings"])
+    bad = subprocess.run([sys.executable, "-m", "rmqlab", "map", str(root), "-o", str(tmp_path / "m.png")], capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and "convert the SVG" in bad.stderr
+
+
+def test_a_notebook_shows_the_picture():
+    import rmqlab.render  # noqa: F401  (registers the views)
+
+    m = sm.build_map(SAMPLES / "clean", width=200)
+    html = m._repr_html_()
+    assert "<svg" in html and xml.dom.minidom.parseString(html[html.index("<svg"): html.rindex("</svg>") + 6])
