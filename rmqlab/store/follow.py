@@ -90,9 +90,10 @@ class Stalled:
 @dataclass(frozen=True)
 class Extent:
     """Whole records from ``start`` to ``end`` (a record boundary: what a micro-batch of a
-    stream reads), ``records`` of them; ``last`` (offset, size, CRC of its bytes) the
-    last one, to tell later whether the log still holds it; ``skipped`` bytes deleted
-    before ``start`` could be read (the requested start moved to the oldest file)."""
+    stream reads), ``records`` of them; ``recent`` (offset, size, CRC of its bytes) of
+    the last ones, to tell later whether the log still holds them and where a cut
+    starts; ``skipped`` bytes deleted before ``start`` could be read (the requested
+    start moved to the oldest file)."""
 
     start: int
     end: int
@@ -277,7 +278,7 @@ class LogFollower:
                     self.position = base + size
                     continue
                 break
-            total, magic = int.from_bytes(mm[at : at + 4], "big", signed=True), int.from_bytes(mm[at + 4 : at + 8], "big")
+            total, magic = self._header(mm, at)
             if magic == cl.MAGIC_BLANK and total == size - at:
                 nxt = base + size
                 if nxt not in files:
@@ -357,7 +358,7 @@ class LogFollower:
                     pos = base + size
                     continue
                 break
-            total, magic = int.from_bytes(mm[at : at + 4], "big", signed=True), int.from_bytes(mm[at + 4 : at + 8], "big")
+            total, magic = self._header(mm, at)
             if magic == cl.MAGIC_BLANK and total == size - at:
                 if base + size not in files:
                     break
@@ -399,6 +400,7 @@ class LogFollower:
 
     @staticmethod
     def _header(mm, at: int) -> tuple[int, int]:
+        """(totalSize, magicCode) of the record at ``at``."""
         return int.from_bytes(mm[at : at + 4], "big", signed=True), int.from_bytes(mm[at + 4 : at + 8], "big")
 
     @staticmethod
