@@ -22,6 +22,8 @@ from .. import reprs
 PALETTE = ("#0072b2", "#e69f00", "#009e73", "#cc79a7", "#56b4e9", "#d55e00", "#f0e442", "#7f3c8d", "#999999")
 SEVERITY = {"error": "#c62828", "warning": "#ef6c00", "info": "#1565c0"}
 STRIP_H, TOP, LEFT, RIGHT, TRACK_H = 80, 70, 170, 20, 14
+#: the gap between the strip and the tracks under it (the file names sit in it)
+GAP = 3 * 12
 
 
 def _x(m, phy: int) -> float:
@@ -110,7 +112,7 @@ def storemap_svg(m) -> str:
     if m.findings_left_out:
         out.append(f"<text x='{LEFT + m.width}' y='{y0 - 24}' text-anchor='end'>+{m.findings_left_out} finding(s) not drawn</text>")
     # queues and index files, each over the range of the log it covers
-    y = y1 + 36
+    y = y1 + GAP
     out.append(f"<text x='{LEFT - 8}' y='{y - 10}' text-anchor='end' font-weight='bold'>covers</text>")
     groups = {}
     for g in m.groups:

@@ -220,17 +220,23 @@ class LiveBroker:
     is stopped on exit."""
 
     def __init__(self, workdir: Path, command: list[str], settings: dict[str, str] | None = None):
-        self.workdir = workdir
-        self.store, self.settings, self.conf, nsconf, self.jvm, self.env, self.log = _prepare(workdir, command, settings or {})
-        self.namesrv_addr = self.settings["namesrvAddr"]
-        self.procs: list[subprocess.Popen] = []
-        self.procs.append(_start(workdir, self.jvm, self.env, self.log, "namesrv", NAMESRV_MAIN, nsconf, "-Xmx256m"))
-        self.broker = None
-        try:
-            self.restart()
-        except BaseException:
-            self.close()
-            raise
+        for attempt in range(_BIND_TRIES):  # ports found free can be taken before the JVMs bind them
+            self.workdir = workdir if attempt == 0 else workdir.with_name(f"{workdir.name}-{attempt + 1}")
+            self.store, self.settings, self.conf, nsconf, self.jvm, self.env, self.log = _prepare(self.workdir, command, settings or {})
+            self.namesrv_addr = self.settings["namesrvAddr"]
+            self.procs: list[subprocess.Popen] = []
+            self.broker = None
+            try:
+                self.procs.append(_start(self.workdir, self.jvm, self.env, self.log, "namesrv", NAMESRV_MAIN, nsconf, "-Xmx256m"))
+                self.restart()
+                return
+            except CaptureError as err:
+                self.close()
+                if "Address already in use" not in str(err) or attempt == _BIND_TRIES - 1:
+                    raise
+            except BaseException:
+                self.close()
+                raise
 
     def restart(self) -> None:
         self.broker = _start(self.workdir, self.jvm, self.env, self.log, f"broker-{len(self.procs)}", BROKER_MAIN, self.conf, "-Xmx512m")

@@ -29,7 +29,11 @@ def test_the_capture_holds_what_a_crashed_5x_broker_leaves(broker_capture):
 def _recovers_and_reads_as_rocketmq(oracle, cap, tmp_path, release):
     shutil.copytree(cap.store, tmp_path / "rocketmq")
     shutil.copytree(cap.store, tmp_path / "rmqlab")
-    dump = oracle.load(tmp_path / "rocketmq", cap.config)
+    # the store's own HA port was free when the broker ran; another test's broker may hold
+    # it now, and RocketMQ's store binds it when it loads: give the oracle a free one
+    from tests.oracle.broker import _free_port
+
+    dump = oracle.load(tmp_path / "rocketmq", {**cap.config, "haListenPort": str(_free_port(set()))})
     assert dump["recovery"]["mode"].startswith("abnormal")
     walked = [w for w in dump["commitLogWalk"] if w["kind"] == "MESSAGE"]
     assert len(walked) >= 60

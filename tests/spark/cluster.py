@@ -176,6 +176,9 @@ def unpacked(archive: Path) -> Path:
     if not out.exists():
         tmp = archive.parent / f"unpacking-{os.getpid()}"
         with tarfile.open(archive) as tf:
-            tf.extractall(tmp, filter="tar")
+            try:
+                tf.extractall(tmp, filter="tar")
+            except TypeError:  # Python before 3.11.4 has no extraction filters (our own archive)
+                tf.extractall(tmp)
         tmp.rename(out)
     return out
