@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: demo test java lab bench clean-venv
+.PHONY: demo test java browser lab bench clean-venv
 
 # The venv is created once; a changed pyproject.toml, setup.py or C source only re-runs
 # the install, which also builds the C modules (rmqlab/engine/*.c) in place (re-running
@@ -24,12 +24,16 @@ $(STAMP): pyproject.toml setup.py rmqlab/engine/_put.c rmqlab/engine/_group_comm
 java:
 	@bash scripts/ensure-java.sh
 
+# the lessons' browser test: Debian's Chromium and its driver, installed where we can
+browser:
+	@bash scripts/ensure-browser.sh
+
 demo: $(STAMP)
 	$(BIN)/rmqlab demo
 
 # Two workers (pytest-xdist), a test file each at a time: much of the suite waits on
 # JVMs, subprocesses and a Spark cluster, so two keep both cores busy.
-test: $(STAMP) java
+test: $(STAMP) java browser
 	PYSPARK_PYTHON=$(abspath $(BIN)/python) $(BIN)/python -m pytest -n 2 --dist loadfile
 
 # JupyterLab refuses to run as root unless told; containers often are root

@@ -23,7 +23,7 @@ def _missing():
 
 @pytest.mark.skipif(bool(_missing()), reason=_missing() or "")
 def test_widget_lessons_run_all_in_a_browser(tmp_path):
-    proc = subprocess.run([sys.executable, str(SCRIPT), "--screenshots", str(tmp_path), "01", "03", "08"], capture_output=True, text=True, timeout=900)
+    proc = subprocess.run([sys.executable, str(SCRIPT), "--screenshots", str(tmp_path), "01", "03", "08", "11"], capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert proc.stdout.count("ok   ") == 3 and "0 widget(s)" not in proc.stdout
-    assert sorted(p.name for p in tmp_path.glob("*.png")) == ["01_tour.png", "03_writing.png", "08_crash_recovery.png"]
+    assert proc.stdout.count("ok   ") == 4 and "0 widget(s)" not in proc.stdout
+    assert sorted(p.name for p in tmp_path.glob("*.png")) == ["01_tour.png", "03_writing.png", "08_crash_recovery.png", "11_live.png"]
