@@ -663,7 +663,6 @@ def _read_dledger_split(split: CommitLogSplit, fs, inner: str, *, mode: str = "s
     their records decoded at their positions.  Bytes past the split are read as far as
     its last entry reaches."""
     import pyarrow as pa
-    import pyarrow.compute as pc
 
     from ..format.record import RecordError
     from ..scan import decode as fd

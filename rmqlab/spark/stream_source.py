@@ -38,12 +38,13 @@ from dataclasses import replace
 
 from pyspark.sql.datasource import DataSourceStreamReader
 
+from ..errors import RmqlabError
 from . import _paths
 
 LOG = logging.getLogger("rmqlab.spark.stream")
 
 
-class DataLossError(_paths.OptionError):
+class DataLossError(RmqlabError):
     """Records lost to the query (deleted, or rewritten), with ``failOnDataLoss=true``."""
 
 
