@@ -140,7 +140,7 @@ def storemap_svg(m) -> str:
     y += 16
     for i, t in enumerate(list(m.topics) + ["BLANK", "damaged", "not written", "dead"]):
         colour = PALETTE[min(i, len(PALETTE) - 1)] if i < len(m.topics) else {"BLANK": "#bdbdbd", "damaged": "#c62828", "not written": "#eef2f7", "dead": "#9e9e9e"}[t]
-        x = LEFT + (i % 6) * 170
+        x = LEFT + (i % 6) * min(170, m.width // 6)
         yy = y + (i // 6) * 18
         out.append(f"<rect x='{x}' y='{yy - 9}' width='10' height='10' fill='{colour}' stroke='#999'/><text x='{x + 14}' y='{yy}'>{escape(t[:24])}</text>")
     out.append("</svg>")
