@@ -32,6 +32,22 @@ def data_regions(fd: int, start: int, size: int) -> list[tuple[int, int]]:
     return out
 
 
+def data_end(path: str | os.PathLike, size: int) -> int:
+    """Where a file's written bytes end: past it, up to ``size``, only holes (bytes never
+    written read as zero — RocketMQ's pre-allocated file past its last record:
+    ``MappedFile`` maps the whole size, nothing writes the rest).  ``size`` when the file
+    cannot be opened or the file system cannot say."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return size
+    try:
+        regions = data_regions(fd, 0, size)
+    finally:
+        os.close(fd)
+    return regions[-1][1] if regions else 0
+
+
 def nonzero_extent(path: Path, start: int, chunk: int = 8 << 20) -> tuple[int, int] | None:
     """(first, last+1) non-zero byte at or after ``start``, or None.  Holes of a sparse
     file are skipped without reading; data regions are scanned in chunks from each end."""

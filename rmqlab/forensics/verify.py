@@ -53,7 +53,7 @@ from ..format.hashing import java_string_hash
 from ..format.properties import INNER_MULTI_DISPATCH as LMQ_MULTI_DISPATCH, INNER_MULTI_QUEUE_OFFSET as LMQ_MULTI_QUEUE_OFFSET, LMQ_DISPATCH_SEPARATOR
 from ..format.dledger import COMMITTED_INDEX_KEY, ENTRY_HEADER_SIZE, INDEX_UNIT_SIZE, MAGIC_1
 from ..format.indexfile import IndexHeader, entry_position, slot_position
-from ..format.layout import PHYSICAL_OFFSET_AT
+from ..format.layout import PHYSICAL_OFFSET_AT, field_at
 from ..format.parse import field_offset
 from ..format.properties import KEYS, TAGS, UNIQ_KEY
 from ..format.record import BAD_BLANK, BODY_CRC, PROPERTY_CRC, RecordError, damage_detail, decode_record
@@ -771,7 +771,7 @@ class _Verifier:
                 self.add(BODY_CRC, ERROR, path, p, f"body CRC stored {rec.body_crc}, computed {rec.body_crc_computed}", phy=int(pos[r]))
             else:
                 self.add(PROPERTY_CRC, ERROR, path, p, f"__CRC32# says {rec.property_crc}, computed {rec.property_crc_computed}", phy=int(pos[r]))
-        stored = np.lib.stride_tricks.sliding_window_view(a, 8)[pos - base + PHYSICAL_OFFSET_AT].copy().view(">i8").reshape(-1)
+        stored = field_at(a, pos - base + PHYSICAL_OFFSET_AT, ">i8")
         for r in np.flatnonzero(stored != pos).tolist():
             self.add("PHYSICAL_OFFSET", ERROR, path, int(pos[r]) - base, f"record says physicalOffset {int(stored[r])}, it is at {int(pos[r])}", phy=int(pos[r]))
         self.n_records += n

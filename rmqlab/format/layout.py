@@ -83,6 +83,13 @@ MAGIC_V2_BYTES = cl.MAGIC_V2.to_bytes(4, "big")
 assert MAGIC_V1_BYTES[:3] == MAGIC_V2_BYTES[:3]
 
 
+def field_at(a: np.ndarray, positions: np.ndarray, dtype: str) -> np.ndarray:
+    """The big-endian field of ``dtype`` (``">i4"``, ``">u4"``, ``">i8"``) at each of
+    ``positions`` of the byte array ``a`` (each field inside ``a``), as one column."""
+    width = np.dtype(dtype).itemsize
+    return np.lib.stride_tricks.sliding_window_view(a, width)[positions].copy().view(dtype).reshape(-1)
+
+
 def host_kind(sys_flag):
     """The index into :data:`PREFIX_DTYPES` / :data:`LEN_BODY_AT` of a sysFlag (an int
     or a numpy column): born_v6 + 2*store_v6."""
@@ -103,5 +110,5 @@ def store_timestamp_at(buf, pos: int) -> int | None:
 __all__ = [
     "fixed_dtype",
     "BODY_CRC_AT", "BORN_HOST_AT", "LEN_BODY_AT", "MAGIC_AT", "MAGIC_V1_BYTES", "MAGIC_V2_BYTES", "PHYSICAL_OFFSET_AT",
-    "PREFIX_DTYPES", "QUEUE_ID_AT", "STORE_TIMESTAMP_AT", "SYS_FLAG_AT", "host_kind", "prefix_dtype", "store_timestamp_at",
+    "PREFIX_DTYPES", "QUEUE_ID_AT", "STORE_TIMESTAMP_AT", "SYS_FLAG_AT", "field_at", "host_kind", "prefix_dtype", "store_timestamp_at",
 ]

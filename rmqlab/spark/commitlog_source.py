@@ -571,47 +571,42 @@ def _read_positions(split: CommitLogSplit, fs, inner: str, *, mode: str = "stric
     with pa.memory_map(inner, "r") as mm:
         buf = mm.read_buffer()
         a = np.frombuffer(buf, np.uint8)
-        keep = _message_positions(a, P, split.file_base)
+        rest = _message_positions(a, P, split.file_base)
         decode = dict(file_base=split.file_base, file=split.file, verify_crc=verify_crc, include_body=include_body, columns=columns,
                       batch_rows=batch_rows, java_properties=java_properties, crc_mismatch="flag" if mode == "lenient" else "raise")
-        try:
-            batches = list(fd.decode_positions(buf, keep, **decode))
-        except RecordError as err:
-            if err.kind in (BODY_CRC, PROPERTY_CRC):
-                raise
-            # a position the quick test took that is no record: judged one by one
-            keep = [p for p in keep.tolist() if fd.is_valid_position(memoryview(buf), p, file_base=split.file_base, file_size=split.file_size)]
-            batches = fd.decode_positions(buf, keep, **decode)
-        for batch in batches:
-            batch = _option_filters(batch, topics, start_time, end_time)
-            if batch.num_rows:
-                yield batch
+        while len(rest):
+            try:
+                for batch in fd.decode_positions(buf, rest, **decode):
+                    batch = _option_filters(batch, topics, start_time, end_time)
+                    if batch.num_rows:
+                        yield batch
+                return
+            except RecordError as err:
+                if err.kind in (BODY_CRC, PROPERTY_CRC):
+                    raise
+                # a position the quick test took that is no record: the records before it
+                # were given, go on after it (always past one position at least)
+                after = rest[rest > err.offset] if err.offset is not None else rest[1:]
+                rest = after if len(after) < len(rest) else rest[1:]
 
 
 def _whole_positions(split: CommitLogSplit, inner: str) -> bytes:
     """The positions of the records of a range of whole records (:attr:`CommitLogSplit.whole`)."""
     import pyarrow as pa
 
+    from ..format.commitlog import MAGIC_BLANK
     from ..store.follow import LogFollower
 
     with pa.memory_map(inner, "r") as mm:
-        positions, end = LogFollower.walk_records(mm.read_buffer(), split.start, split.stop)
-    blank_to_end = end < split.stop == split.file_size and _blank_at(inner, end, split.file_size)
+        buf = mm.read_buffer()
+        positions, end = LogFollower.walk_records(buf, split.start, split.stop)
+        # a BLANK filling the file to its end is where a whole file's records end
+        blank_to_end = end < split.stop == split.file_size and end + 8 <= len(buf) and struct.unpack_from(">iI", buf, end) == (split.file_size - end, MAGIC_BLANK)
     if end != split.stop and not blank_to_end:
         from ..format.record import RecordError
 
         raise RecordError(split.file, end, "BAD_SIZE", f"the records from {split.start} end at {end}, not at {split.stop} where the stream's planning found them end")
     return positions.tobytes()
-
-
-def _blank_at(inner: str, at: int, file_size: int) -> bool:
-    """Whether a BLANK filling the file to its end is at ``at``."""
-    from ..format.commitlog import MAGIC_BLANK
-
-    with open(inner, "rb") as fh:
-        fh.seek(at)
-        head = fh.read(8)
-    return len(head) == 8 and struct.unpack(">iI", head) == (file_size - at, MAGIC_BLANK)
 
 
 def _message_positions(a, P, file_base: int):
@@ -621,22 +616,14 @@ def _message_positions(a, P, file_base: int):
     import numpy as np
 
     from ..format.commitlog import FIXED_SIZE_V1_IPV4, MESSAGE_MAGICS
-    from ..format.layout import PHYSICAL_OFFSET_AT
+    from ..format.layout import MAGIC_AT, PHYSICAL_OFFSET_AT, field_at
 
     n = len(a)
     P = P[(P >= 0) & (P + PHYSICAL_OFFSET_AT + 8 <= n)]
-
-    def field(at, width):
-        idx = P[:, None] + (at + np.arange(width))
-        v = np.zeros(len(P), np.uint64)
-        for k in range(width):
-            v = (v << np.uint64(8)) | a[idx[:, k]].astype(np.uint64)
-        return v
-
-    size = field(0, 4).astype(np.int64)
-    magic = field(4, 4)
-    stored = field(PHYSICAL_OFFSET_AT, 8).view(np.int64)
-    ok = np.isin(magic, np.array(MESSAGE_MAGICS, np.uint64)) & (size >= FIXED_SIZE_V1_IPV4) & (P + size <= n) & (stored == file_base + P)
+    size = field_at(a, P, ">i4").astype(np.int64)
+    magic = field_at(a, P + MAGIC_AT, ">u4")
+    stored = field_at(a, P + PHYSICAL_OFFSET_AT, ">i8")
+    ok = np.isin(magic, MESSAGE_MAGICS) & (size >= FIXED_SIZE_V1_IPV4) & (P + size <= n) & (stored == file_base + P)
     return P[ok]
 
 

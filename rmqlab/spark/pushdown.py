@@ -56,7 +56,9 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from ..files.extent import data_end
 from ..format.indexfile import INVALID_INDEX, index_key
+from ..format.layout import field_at
 from ..rules import COMMITLOG_DIR, INDEX_DIR
 
 #: the source's columns of the properties RocketMQ indexes (``IndexService.buildIndex``),
@@ -100,7 +102,7 @@ def plan(splits: list, pushed, path: str, *, local: bool, dledger: bool, queues:
     kept = list(splits)
     if local and not dledger:
         # never-written bytes at a file's end (the pre-allocated file) hold no record
-        ends = {b: data_end(uri, size) for b, (uri, _, size) in files.items()}
+        ends = {b: data_end(uri.removeprefix("file://"), size) for b, (uri, _, size) in files.items()}
         kept = [replace(s, stop=min(s.stop, ends[s.file_base])) for s in kept if s.start < ends[s.file_base]]
 
     lo, hi = pushed.bounds("physical_offset")
@@ -126,7 +128,7 @@ def plan(splits: list, pushed, path: str, *, local: bool, dledger: bool, queues:
         targets, how, said = _key_targets(pushed, path, files)
         if targets is None and not said and queues and pushed.value_set("topic"):
             targets, how, said = _topic_targets(pushed, path, files)
-    elif pushed.value_set("uniq_key") is not None or pushed.value_set("keys") is not None:
+    elif any(pushed.value_set(c) is not None for c in KEY_COLUMNS):
         said = ["keys: the index files are read only on a local store; scanning"]
     notes += said
     if targets is None:
@@ -140,36 +142,6 @@ def plan(splits: list, pushed, path: str, *, local: bool, dledger: bool, queues:
 def _files(splits) -> dict:
     """file_base → (uri, display name, size), from a whole-log plan."""
     return {s.file_base: (s.uri, s.file, s.file_size) for s in splits}
-
-
-def data_end(uri: str, size: int) -> int:
-    """Where a local file's written bytes end: past it, to the end of the file, only a
-    hole the file system holds no data for (``SEEK_DATA``/``SEEK_HOLE``) — what
-    RocketMQ's pre-allocated file is past its last record (``MappedFile`` maps the whole
-    size; nothing writes the rest).  Bytes never written read as zero, so no record
-    starts there.  A file system that cannot say gives ``size``."""
-    import errno
-    import os
-
-    try:
-        fd = os.open(uri.removeprefix("file://"), os.O_RDONLY)
-    except OSError:
-        return size
-    try:
-        pos = end = 0
-        while pos < size:
-            try:
-                data = os.lseek(fd, pos, os.SEEK_DATA)
-            except OSError as err:
-                if err.errno == errno.ENXIO:  # no data past pos
-                    return end
-                return size
-            pos = end = os.lseek(fd, data, os.SEEK_HOLE)
-        return min(end, size)
-    except (OSError, AttributeError):
-        return size
-    finally:
-        os.close(fd)
 
 
 def _overlaps(window: tuple, lo, hi) -> bool:
@@ -464,8 +436,7 @@ def _bytes_read(splits) -> int:
         with pa.memory_map(inner, "r") as mm:  # positions are planned on local files only
             a = np.frombuffer(mm.read_buffer(), np.uint8)
             ok = P + 4 <= len(a)
-            b = a[P[ok][:, None] + np.arange(4)].astype(np.int64)
-        size = (b[:, 0] << 24 | b[:, 1] << 16 | b[:, 2] << 8 | b[:, 3]).astype(np.int32).astype(np.int64)
+            size = field_at(a, P[ok], ">i4").astype(np.int64)
         fits = (size > 0) & (size <= s.file_size - P[ok])
         total += int(size[fits].sum()) + _HEADER * int((~fits).sum() + (~ok).sum())
     return total

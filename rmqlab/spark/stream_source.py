@@ -87,11 +87,7 @@ class CommitLogStreamReader(DataSourceStreamReader):
 
     # -- offsets ------------------------------------------------------------------------
     def initialOffset(self) -> dict:
-        f = self._follower()
-        files = f._files()
-        if not files:
-            return {"offset": 0, "from": 0, "recent": None}
-        at = f._first_position(files)
+        at = self._follower().first_position() or 0
         return {"offset": at, "from": at, "recent": None}
 
     def getDefaultReadLimit(self):

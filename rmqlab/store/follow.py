@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import StoreFormatError, StoreLayoutError
+from ..files.extent import data_end
 from ..format import commitlog as cl
 from ..format.layout import PHYSICAL_OFFSET_AT
 from ..format.record import Record, RecordError, decode_record
@@ -170,6 +171,12 @@ class LogFollower:
         self.close()
 
     # -- where to start -----------------------------------------------------------------
+    def first_position(self) -> int | None:
+        """Where following starts (``start`` resolved against the files now), or None
+        while the log has no file."""
+        files = self._files()
+        return self._first_position(files) if files else None
+
     def _first_position(self, files: dict[int, str]) -> int:
         if self._start == "earliest":
             return min(files)
@@ -187,7 +194,7 @@ class LogFollower:
         at = offset - base
         if mm is None or at + 8 > size or mm[at : at + 8] == bytes(8):
             return offset  # the end of what is written: wait there
-        magic = int.from_bytes(mm[at + 4 : at + 8], "big")
+        magic = self._header(mm, at)[1]
         if magic == cl.MAGIC_BLANK or (magic in cl.MESSAGE_MAGICS and at + PHYSICAL_OFFSET_AT + 8 <= size
                                        and int.from_bytes(mm[at + PHYSICAL_OFFSET_AT : at + PHYSICAL_OFFSET_AT + 8], "big", signed=True) == offset):
             return offset
@@ -200,13 +207,7 @@ class LogFollower:
             mm, size = self._map(base, files[base])
             if mm is None or size < 8 or mm[:8] == bytes(8):
                 continue
-            pos = 0
-            while pos + 8 <= size:
-                total, magic = int.from_bytes(mm[pos : pos + 4], "big", signed=True), int.from_bytes(mm[pos + 4 : pos + 8], "big")
-                if magic == cl.MAGIC_BLANK or magic not in cl.MESSAGE_MAGICS or total <= 0 or pos + total > size:
-                    break
-                pos += total
-            return base + pos
+            return base + self.walk_records(mm, 0, size)[1]
         return min(files)
 
     # -- the log's bytes as given out ---------------------------------------------------
@@ -471,16 +472,9 @@ class LogFollower:
         if not files:
             return None
         base = max(files)
+        path = files[base].rsplit("#", 1)[0]
         try:
-            fd = os.open(files[base].rsplit("#", 1)[0], os.O_RDONLY)
+            size = os.path.getsize(path)
         except FileNotFoundError:
             return None
-        try:
-            size = os.fstat(fd).st_size
-            try:
-                hole = os.lseek(fd, 0, os.SEEK_HOLE)
-            except OSError:
-                hole = size
-        finally:
-            os.close(fd)
-        return base + min(hole, size)
+        return base + data_end(path, size)

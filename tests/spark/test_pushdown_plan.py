@@ -194,7 +194,7 @@ def test_a_clock_stepped_back_stops_time_narrowing(tmp_path):
 def test_never_written_bytes_at_a_file_end_are_not_read(tmp_path):
     """A pre-allocated file is a hole past its last record: the plan reads up to the hole
     (the file system's SEEK_HOLE), and a file written to its end is read whole."""
-    from rmqlab.spark.pushdown import data_end
+    from rmqlab.files.extent import data_end
 
     f = tmp_path / "00000000000000000000"
     with open(f, "wb") as fh:
@@ -271,3 +271,25 @@ def test_a_queue_deleted_or_holding_a_unit_no_dispatch_writes_is_scanned(tmp_pat
         fh.truncate(5 * CQ_STORE_UNIT_SIZE)
     plan = _check(root, _topic("TopicA"), everything, queues=True)
     assert "consume queues" in plan.used
+
+
+def test_a_position_that_looks_like_a_record_but_is_none_gives_no_row(tmp_path):
+    """Records read at positions: one whose header checks (size, magic, its own offset)
+    but whose lengths do not add up is left out, and the records on both sides of it are
+    each read once."""
+    import numpy as np
+    from dataclasses import replace
+
+    from rmqlab.format.layout import LEN_BODY_AT
+
+    root = copy_store("clean", tmp_path / "s")
+    split = _reader(root).partitions()[0]
+    first = [r for r in _rows([split]) if r["kind"] == "MESSAGE"][:5]
+    bad = first[2]["physical_offset"]
+    path = root / "commitlog" / f"{0:020d}"
+    with open(path, "r+b") as fh:
+        fh.seek(bad + int(LEN_BODY_AT[0]))
+        fh.write(struct.pack(">i", 1 << 20))  # bodyLength past the record
+    positions = np.array([r["physical_offset"] for r in first], np.int64)
+    got = _rows([replace(split, start=0, stop=int(positions[-1]) + 1, positions=positions.tobytes())])
+    assert [r["physical_offset"] for r in got] == [int(p) for p in positions if p != bad]
