@@ -1,6 +1,9 @@
 """Open each lesson in JupyterLab in a real headless browser, Run All, and check that
-every cell ran, no cell raised and every widget rendered; with --screenshots DIR, save
-one screenshot per lesson.
+every cell ran, no cell raised, every widget and picture rendered, no control's label is
+cut short, and that using each widget's primary control (the one marked
+``rmqlab-primary``: a click, a new choice in a list, the pointer moved over the store
+map) changes what the widget shows; with --screenshots DIR, save one screenshot per
+lesson.
 
     .venv/bin/python scripts/lesson-browser.py [--screenshots DIR] [01 02 ...]
 
@@ -79,8 +82,57 @@ const errors = [...document.querySelectorAll('.jp-Notebook .jp-OutputArea-output
 const widgetErrors = [...document.querySelectorAll('.jp-Notebook .jp-OutputArea-output')].map(e => e.textContent)
   .filter(t => /Error displaying widget|Loading widget\\.\\.\\./.test(t));
 const widgets = document.querySelectorAll('.jp-Notebook .jupyter-widgets.widget-vbox, .jp-Notebook .widget-vbox').length;
-return {prompts, errors, widgetErrors, widgets};
+const pictures = [...document.querySelectorAll('.jp-Notebook .jp-OutputArea-output svg, .jp-Notebook .jp-OutputArea-output img')];
+const broken = pictures.filter(p => p.tagName === 'IMG' ? !(p.complete && p.naturalWidth > 0) : !(p.getBoundingClientRect().width > 0)).length;
+const cut = [...document.querySelectorAll('.jp-Notebook .widget-label')]
+  .filter(l => l.offsetParent && l.textContent.trim() && l.scrollWidth > l.clientWidth + 1).map(l => l.textContent.trim());
+return {prompts, errors, widgetErrors, widgets, pictures: pictures.length, broken, cut};
 """
+
+#: the rmqlab widgets of the notebook, outermost only (a hex viewer the store map opened
+#: is the map's)
+_WIDGETS = """
+return [...document.querySelectorAll('.jp-Notebook .rmqlab-widget')].filter(e => !e.parentElement.closest('.rmqlab-widget'));
+"""
+
+
+def use_widget(driver, box) -> str | None:
+    """Use the widget's primary control as a person would; None when what the widget
+    shows changed within 30 s, else why not."""
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    marked = box.find_elements(By.CSS_SELECTOR, ".rmqlab-primary")
+    if not marked:
+        return "no control marked rmqlab-primary"
+    control = marked[0]
+    driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", control)
+    time.sleep(0.3)
+    before = box.text
+    strips = control.find_elements(By.CSS_SELECTOR, ".rmqlab-storemap svg rect.strip")
+    selects = control.find_elements(By.TAG_NAME, "select")
+    if strips:  # the pointer along the log, then a click: the record named, its bytes opened
+        ActionChains(driver).move_to_element(strips[0]).move_by_offset(strips[0].size["width"] // 5, 0).click().perform()
+    elif selects:
+        choice = Select(selects[0])
+        if len(choice.options) < 2:
+            return "its list has one choice"
+        now = next((i for i, o in enumerate(choice.options) if o.is_selected()), -1)
+        choice.select_by_index((now + 1) % len(choice.options))
+    elif control.tag_name == "button":
+        control.click()
+    else:
+        others = [b for b in control.find_elements(By.TAG_NAME, "button") if "mod-active" not in (b.get_attribute("class") or "")]
+        if not others:
+            return "nothing to click"
+        others[0].click()
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        time.sleep(0.5)
+        if box.text != before:
+            return None
+    return "what it shows did not change"
 
 
 def run_lesson(driver, port: int, token: str, name: str, timeout: float, shots: Path | None) -> dict:
@@ -104,6 +156,19 @@ def run_lesson(driver, port: int, token: str, name: str, timeout: float, shots: 
             break
     else:
         state["timeout"] = True
+    state["used"], state["unchanged"] = 0, []
+    if not state.get("timeout"):
+        for i, box in enumerate(driver.execute_script(_WIDGETS)):
+            try:
+                why = use_widget(driver, box)
+            except Exception as err:  # a widget the page redrew meanwhile, a click intercepted: said, not raised
+                why = f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"
+            state["used"] += why is None
+            if shots is not None:  # the widget as it is after its use
+                shots.mkdir(parents=True, exist_ok=True)
+                box.screenshot(str(shots / f"{Path(name).stem}-widget{i + 1}.png"))
+            if why:
+                state["unchanged"].append(f"widget {i + 1}: {why}")
     if shots is not None:
         shots.mkdir(parents=True, exist_ok=True)
         driver.save_screenshot(str(shots / f"{Path(name).stem}.png"))
@@ -138,10 +203,14 @@ def main(argv=None) -> int:
     try:
         for name in names:
             st = run_lesson(driver, port, token, name, args.timeout, args.screenshots)
-            ok = not st.get("timeout") and not st["errors"] and not st["widgetErrors"]
+            problems = st["errors"] + st["widgetErrors"] + st["unchanged"]
+            problems += [f"{st['broken']} picture(s) not drawn"] if st["broken"] else []
+            problems += [f"label cut short: {t!r}" for t in st["cut"]]
+            ok = not st.get("timeout") and not problems
             failed += not ok
-            print(f"{'ok  ' if ok else 'FAIL'} {name}: {len(st['prompts'])} code cells run, {st['widgets']} widget(s) rendered"
-                  + (", timed out" if st.get("timeout") else "") + "".join(f"\n     error: {e[:300]}" for e in st["errors"] + st["widgetErrors"]))
+            print(f"{'ok  ' if ok else 'FAIL'} {name}: {len(st['prompts'])} code cells run, {st['widgets']} widget(s) rendered, "
+                  f"{st['used']} used and changed, {st['pictures']} picture(s)"
+                  + (", timed out" if st.get("timeout") else "") + "".join(f"\n     {e[:300]}" for e in problems))
     finally:
         driver.quit()
         lab.terminate()

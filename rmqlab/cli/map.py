@@ -29,23 +29,15 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 
 def run(args) -> int:
-    from ..forensics.storemap import build_map
-    from ..forensics.verify import verify_store
-    from ..recovery import recover
-    from ..render.storemap import storemap_svg
+    from ..render.storemap import map_of_store, storemap_svg
     from .common import config_from_args
 
     out = Path(args.out) if args.out else None
     if out is not None and out.suffix.lower() not in (".svg", ".json"):
         raise RmqlabError(f"{out}: write .svg (the picture) or .json (its data); for a PNG, convert the SVG (rsvg-convert, a browser)")
     cfg = config_from_args(args)
-    findings = [] if args.no_verify else verify_store(args.store, cfg).findings
-    try:
-        plan = recover(args.store, config=cfg)
-    except RmqlabError:
-        plan = None  # a store recovery cannot plan for: the map still draws the rest
     with progress_bar(args, commitlog_bytes(args.store, cfg), "map") as bar:
-        m = build_map(args.store, width=args.width, findings=findings, recovery=plan, progress=bar)
+        m = map_of_store(args.store, config=cfg, width=args.width, verify=not args.no_verify, progress=bar)
     if args.json or (out is not None and out.suffix.lower() == ".json"):
         data = m.to_dict()
         if out is None:

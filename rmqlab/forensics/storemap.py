@@ -47,6 +47,8 @@ class StoreMap:
     records: np.ndarray | None = None  # (width,) records starting there
     blank_bytes: np.ndarray | None = None
     damage_bytes: np.ndarray | None = None  # bytes of records lenient decoding calls damaged
+    first_start: np.ndarray | None = None  # (width,) the first record (any kind) starting there, -1 for none
+    last_start: np.ndarray | None = None  # (width,) the last one, -1 for none
     served_end: int = 0  # where RocketMQ serves the log up to
     recovery: dict = field(default_factory=dict)  # {mode, end, end_before} of recovery's dry run
     checkpoint: dict = field(default_factory=dict)
@@ -62,19 +64,45 @@ class StoreMap:
     def pixel(self, phy: int) -> int:
         return int(min(self.width - 1, max(0, (phy - self.lo) * self.width // max(1, self.hi - self.lo))))
 
+    def span(self, px: int) -> tuple[int, int]:
+        """The log's bytes ``[a, b)`` pixel ``px`` stands for."""
+        n = max(1, self.hi - self.lo)
+        return self.lo + (px * n + self.width - 1) // self.width, self.lo + ((px + 1) * n + self.width - 1) // self.width
+
+    def record_at(self, px: int) -> int | None:
+        """The physical offset of the record to show for pixel ``px``: the first one
+        starting in it, else the last one starting before it in the same file (it may
+        reach into the pixel; the caller reads its size), or None."""
+        if self.first_start is None or not 0 <= px < self.width:
+            return None
+        if self.first_start[px] >= 0:
+            return int(self.first_start[px])
+        before = self.last_start[:px][self.last_start[:px] >= 0]
+        f = self.file_at(self.span(px)[0])
+        # not across a file boundary: a file's records end in it (BLANK or its end)
+        return int(before[-1]) if len(before) and f is not None and before[-1] >= f["base"] else None
+
+    def file_at(self, phy: int) -> dict | None:
+        """The commitlog file (of :attr:`files`) holding offset ``phy``."""
+        return next((f for f in self.files if f["base"] <= phy < f["base"] + f["size"]), None)
+
     def to_dict(self) -> dict:
         d = {k: v for k, v in self.__dict__.items() if not isinstance(v, np.ndarray) and v is not None}
         d["pixels"] = {"topic_bytes": {t: self.topic_bytes[i].tolist() for i, t in enumerate(self.topics)} if self.topic_bytes is not None else {},
                        "records": self.records.tolist() if self.records is not None else [],
                        "blank_bytes": self.blank_bytes.tolist() if self.blank_bytes is not None else [],
-                       "damage_bytes": self.damage_bytes.tolist() if self.damage_bytes is not None else []}
+                       "damage_bytes": self.damage_bytes.tolist() if self.damage_bytes is not None else [],
+                       "first_record": self.first_start.tolist() if self.first_start is not None else []}
         return d
 
 
-def build_map(root: str | os.PathLike, *, width: int = 1200, findings=(), recovery=None, progress=None) -> StoreMap:
+def build_map(root: str | os.PathLike, *, width: int = 1200, findings=(), recovery=None, progress=None, file: str | None = None) -> StoreMap:
     """The map of the store at ``root`` (read-only).  ``findings``: verify's
     (:class:`~rmqlab.forensics.verify.Finding`); ``recovery``: recovery's dry-run report
-    (``mode``, ``commitlog_end``, ``commitlog_end_before``), or None."""
+    (``mode``, ``commitlog_end``, ``commitlog_end_before``), or None; ``file``: one
+    commitlog file's name, to draw only its bytes (zoomed in: the rest of the map —
+    queues, index files, ends, findings — is drawn where it falls in that file)."""
+    from ..errors import RmqlabError
     import pyarrow.compute as pc
 
     from ..scan import decode as fd
@@ -82,6 +110,11 @@ def build_map(root: str | os.PathLike, *, width: int = 1200, findings=(), recove
 
     with StoreReader(root, strict=False) as store:
         qfiles = list(store.commitlog.queue.files)
+        if file is not None:
+            names = [f.path.name for f in qfiles]
+            qfiles = [f for f in qfiles if f.path.name == file]
+            if not qfiles:
+                raise RmqlabError(f"{store.root / 'commitlog' / file}: no such commitlog file (the log's files: {', '.join(names) or 'none'})")
         if not qfiles:
             return StoreMap(str(root), width, 0, 0)
         lo, hi = qfiles[0].file_from_offset, qfiles[-1].file_from_offset + qfiles[-1].file_size
@@ -91,6 +124,8 @@ def build_map(root: str | os.PathLike, *, width: int = 1200, findings=(), recove
         records = np.zeros(width, np.int64)
         blank = np.zeros(width, np.int64)
         damage = np.zeros(width, np.int64)
+        none = np.iinfo(np.int64).max
+        first_start, last_start = np.full(width, none, np.int64), np.full(width, -1, np.int64)
 
         def spread(into: np.ndarray, start: np.ndarray, size: np.ndarray) -> None:
             """Each record's bytes to the pixels it covers (pixel i holds the log's bytes
@@ -116,7 +151,10 @@ def build_map(root: str | os.PathLike, *, width: int = 1200, findings=(), recove
                 is_blank = np.asarray(pc.equal(kind, KIND_BLANK).fill_null(False).to_numpy(zero_copy_only=False), bool)
                 is_msg = np.asarray(pc.equal(kind, fd.KIND_MESSAGE).fill_null(False).to_numpy(zero_copy_only=False), bool)
                 is_bad = ~is_blank & ~is_msg
-                np.add.at(records, np.minimum(width - 1, (phy[is_msg] - lo) * width // span), 1)
+                px = np.minimum(width - 1, (phy - lo) * width // span)
+                np.minimum.at(first_start, px, phy)
+                np.maximum.at(last_start, px, phy)
+                np.add.at(records, px[is_msg], 1)
                 spread(blank, phy[is_blank], size[is_blank])
                 spread(damage, phy[is_bad], np.minimum(size[is_bad], base + f.file_size - phy[is_bad]))
                 if is_msg.any():
@@ -142,6 +180,7 @@ def build_map(root: str | os.PathLike, *, width: int = 1200, findings=(), recove
         rows = [counts[t] for t in shown] + ([np.sum([counts[t] for t in rest], axis=0)] if rest else [])
         m.topic_bytes = np.array(rows, np.int64) if rows else np.zeros((0, width), np.int64)
         m.records, m.blank_bytes, m.damage_bytes = records, blank, damage
+        m.first_start, m.last_start = np.where(first_start == none, -1, first_start), last_start
         m.served_end = store.commitlog.served_end()
         cp = store.checkpoint()
         if cp is not None:

@@ -17,6 +17,7 @@ from pathlib import Path
 from .. import reprs
 from ..format import commitlog as cl
 from ..format.msgid import format_host
+from .storemap import inline_map
 from .text import body_preview, fmt_time, short
 
 _TABLE = "border-collapse:collapse;font-size:12px"
@@ -111,8 +112,9 @@ def records_html(records: Iterable, *, caption: str | None = None) -> str:
 
 # -- store -------------------------------------------------------------------------------------
 @reprs.view("summary")
-def summary_html(s) -> str:
-    """A :class:`~rmqlab.store.summary.StoreSummary` as HTML (``rmqlab info``)."""
+def summary_html(s, with_map: bool = True) -> str:
+    """A :class:`~rmqlab.store.summary.StoreSummary` as HTML (``rmqlab info``), the store
+    map (with recovery's dry run) under it when ``with_map``."""
     parts = [f"<div><b>store</b> {esc(Path(s.root).name)}: " + ", ".join(f"{esc(k)}={esc(v)}" for k, v in s.config.items()) + "</div>"]
     line = f"commitlog: {len(s.commitlog_files)} file(s), min offset {s.commitlog_min_offset}"
     if s.commitlog_end_offset is not None:
@@ -147,6 +149,8 @@ def summary_html(s) -> str:
     parts.append(f"<div>abort: {badge(abort, s.abort is None)}</div>")
     for p in s.problems:
         parts.append(f"<div>{badge('problem', False)} {esc(p)}</div>")
+    if with_map:
+        parts.append(inline_map(s.root, title="the store map", verify=False))
     return "<div>" + "".join(parts) + "</div>"
 
 
@@ -399,7 +403,23 @@ def recovery_report_html(rep) -> str:
     lost = len(rep.lost_records)
     head = badge(f"{rep.mode} recovery", rep.mode == "normal") + f" — end of log {rep.commitlog_end}; "
     head += badge(f"{lost} readable record(s) in the cut bytes", lost == 0) if lost else badge("nothing readable cut", True)
-    return f"<div>{head}</div>" + pre(rep.to_text())
+    return f"<div>{head}</div>" + pre(rep.to_text()) + recovery_maps_html(rep)
+
+
+def recovery_maps_html(rep) -> str:
+    """Before and after on the store map: the store as recovery found it, its end and
+    what it cuts marked (a dry run, or a recovered copy: the original is unchanged), and
+    the recovered store (a copy or in place)."""
+    out = []
+    if rep.applied in ("dry-run", "copy"):
+        out.append(inline_map(rep.root, title="before: where recovery ends the log and what it cuts", verify=False, recovery=rep))
+    else:
+        out.append("<div><i>before: recovered in place, the store as it was is gone (recover to a copy to see both)</i></div>")
+    if rep.applied == "dry-run":
+        out.append("<div><i>after: a dry run changed nothing (recover to a copy to see the recovered store)</i></div>")
+    elif rep.target:
+        out.append(inline_map(rep.target, title="after: the recovered store", verify=False))
+    return "".join(out)
 
 
 @reprs.view("verify_report")
@@ -409,7 +429,8 @@ def verify_report_html(report, limit: int = 200) -> str:
     styles = [f"color:{BAD}" if r[0] == "error" else "" for r in rows]
     more = f"<div>… {len(report.findings) - limit} more</div>" if len(report.findings) > limit else ""
     head = report.to_text().splitlines()[0]
-    return f"<div>{badge(head, report.ok)}</div>" + table(["severity", "kind", "file", "offset", "finding"], rows, row_styles=styles) + more
+    return (f"<div>{badge(head, report.ok)}</div>" + table(["severity", "kind", "file", "offset", "finding"], rows, row_styles=styles) + more
+            + inline_map(report.root, title="the findings on the store map", findings=report.findings))
 
 
 @reprs.view("diff_report")
@@ -423,7 +444,7 @@ def store_html(reader) -> str:
     """A store's summary from its files' metadata (no scan of the log)."""
     from ..store.summary import summarize
 
-    return summary_html(summarize(reader, scan=False))
+    return summary_html(summarize(reader, scan=False), with_map=False)
 
 
 @reprs.view("key_query")

@@ -27,27 +27,90 @@ GAP = 3 * 12
 
 
 def _x(m, phy: int) -> float:
-    return LEFT + (phy - m.lo) * m.width / max(1, m.hi - m.lo)
+    """The x of offset ``phy``, held to the strip (a zoomed map draws what reaches past
+    its file at the edge)."""
+    return LEFT + min(max(phy - m.lo, 0), m.hi - m.lo) * m.width / max(1, m.hi - m.lo)
+
+
+def _shows(m, a: int, b: int | None = None) -> bool:
+    """Whether ``[a, b]`` (or offset ``a``) falls in the drawn part of the log."""
+    return a <= m.hi and (a if b is None else b) >= m.lo
+
+
+def strip_box(m) -> tuple[int, int, int, int]:
+    """(x, y, width, height) of the log's strip in the picture: pixel ``i`` of the map
+    is the column ``x + i`` (the widget turns the pointer's place into a pixel)."""
+    return LEFT, TOP, m.width, STRIP_H
+
+
+#: a notebook view (info's, verify's, the recovery report's) draws the store inline up to
+#: this many commitlog bytes: past it the map is one more pass over a capture, asked for
+#: by name (``rmqlab map``, ``StoreMapViewer``)
+INLINE_MAP_BYTES = 2 << 30
+
+
+def map_of_store(root, *, config=None, width: int = 1200, verify: bool = True, findings=None, recovery=None, file: str | None = None, progress=None):
+    """The map ``rmqlab map`` draws: ``verify``'s findings (unless ``verify=False`` or
+    ``findings`` are given), recovery's dry run (a store recovery cannot plan for is
+    still drawn, without recovery's end), then the one pass of
+    :func:`~rmqlab.forensics.storemap.build_map`.  Read-only."""
+    from ..errors import RmqlabError
+    from ..forensics.storemap import build_map
+    from ..forensics.verify import verify_store
+    from ..recovery import recover
+
+    if findings is None:
+        findings = verify_store(root, config).findings if verify else []
+    if recovery is None:
+        try:
+            recovery = recover(root, config=config)
+        except RmqlabError:
+            recovery = None
+    return build_map(root, width=width, findings=findings, recovery=recovery, progress=progress, file=file)
+
+
+def inline_map(root, *, title: str, width: int = 900, **kwargs) -> str:
+    """The map of ``root`` inside another view (a heading, then the picture), or a line
+    saying how to draw it when the log is larger than :data:`INLINE_MAP_BYTES` or the
+    store has no log."""
+    from ..errors import RmqlabError
+    from ..store.reader import StoreReader
+
+    try:
+        with StoreReader(root, strict=False) as store:
+            size = sum(f.file_size for f in store.commitlog.queue.files)
+    except (RmqlabError, OSError) as err:
+        return f"<div><i>{escape(title)}: not drawn ({escape(str(err))})</i></div>"
+    if size == 0:
+        return ""
+    if size > INLINE_MAP_BYTES:
+        return (f"<div><i>{escape(title)}: not drawn inline ({size:,} commitlog bytes is one more pass); "
+                f"<code>StoreMapViewer({escape(repr(str(root)))})</code> or <code>rmqlab map</code> draws it</i></div>")
+    try:
+        m = map_of_store(root, width=width, **kwargs)
+    except (RmqlabError, OSError) as err:
+        return f"<div><i>{escape(title)}: not drawn ({escape(str(err))})</i></div>"
+    return f"<details open><summary><b>{escape(title)}</b></summary>{storemap_html(m)}</details>"
 
 
 @reprs.view("storemap")
 def storemap_html(m) -> str:
     """The picture inline (notebooks: ``StoreMap._repr_html_``), scaled to the cell's width."""
-    return f"<div style='max-width:100%;overflow-x:auto'>{storemap_svg(m)}</div>"
+    return f"<div style='max-width:100%'>{storemap_svg(m)}</div>"
 
 
 def storemap_svg(m) -> str:
     w = LEFT + m.width + RIGHT
     tracks = len(m.queues) + len(m.index_files)
     h = TOP + STRIP_H + 60 + (tracks + 2) * TRACK_H + 30 + 20 * ((len(m.topics) + 9) // 6)
-    out = [f"<svg xmlns='http://www.w3.org/2000/svg' width='{w}' height='{h}' viewBox='0 0 {w} {h}' font-family='sans-serif' font-size='11'>",
+    out = [f"<svg xmlns='http://www.w3.org/2000/svg' width='{w}' height='{h}' viewBox='0 0 {w} {h}' font-family='sans-serif' font-size='11' style='max-width:100%;height:auto'>",
            f"<title>{escape(m.root)}: the log from {m.lo:,} to {m.hi:,}</title>",
            f"<text x='{LEFT}' y='16' font-size='13' font-weight='bold'>{escape(m.root)}</text>",
            f"<text x='{LEFT}' y='32'>{len(m.files)} commitlog file(s), {m.hi - m.lo:,} bytes; RocketMQ serves the log up to {m.served_end:,}"
            + (f"; recovery ({escape(str(m.recovery.get('mode')))}) would end it at {m.recovery['end']:,}" if m.recovery else "") + "</text>"]
     y0, y1 = TOP, TOP + STRIP_H
     out.append(f"<text x='{LEFT - 8}' y='{y0 + STRIP_H / 2}' text-anchor='end'>CommitLog</text>")
-    out.append(f"<rect x='{LEFT}' y='{y0}' width='{m.width}' height='{STRIP_H}' fill='#fafafa' stroke='#bbb'/>")
+    out.append(f"<rect class='strip' x='{LEFT}' y='{y0}' width='{m.width}' height='{STRIP_H}' fill='#fafafa' stroke='#bbb'/>")
     per_px = (m.hi - m.lo) / max(1, m.width)
     # never-written bytes of each file
     for f in m.files:
@@ -76,7 +139,7 @@ def storemap_svg(m) -> str:
                 out.append(f"<path d='{''.join(parts)}' fill='{colour}'><title>{escape(name)}: {int(row.sum()):,} bytes</title></path>")
     # dead bytes: past where RocketMQ serves the log, up to the furthest written byte
     written = max((f["data_end"] for f in m.files), default=m.lo)
-    if written > m.served_end:
+    if written > m.served_end and _shows(m, m.served_end, written):
         a, b = _x(m, m.served_end), _x(m, written)
         out.append(f"<rect x='{a:.1f}' y='{y0}' width='{max(b - a, 1):.1f}' height='{STRIP_H}' fill='#000' fill-opacity='0.25'>"
                    f"<title>dead bytes: {written - m.served_end:,} bytes from {m.served_end:,}, not served by RocketMQ</title></rect>")
@@ -90,7 +153,7 @@ def storemap_svg(m) -> str:
     ends = [("served end", m.served_end, "#2e7d32", "")]
     if m.recovery:
         ends.append(("recovery's end", m.recovery["end"], "#ef6c00", "4,3"))
-        if m.recovery.get("end_before", 0) > m.recovery["end"]:
+        if m.recovery.get("end_before", 0) > m.recovery["end"] and _shows(m, m.recovery["end"], m.recovery["end_before"]):
             a, b = _x(m, m.recovery["end"]), _x(m, m.recovery["end_before"])
             out.append(f"<rect x='{a:.1f}' y='{y0}' width='{max(b - a, 1):.1f}' height='{STRIP_H}' fill='none' stroke='#c62828' stroke-dasharray='3,2'>"
                        f"<title>recovery cuts {m.recovery['end_before'] - m.recovery['end']:,} bytes: {m.recovery['end']:,} to {m.recovery['end_before']:,}</title></rect>")
@@ -98,12 +161,14 @@ def storemap_svg(m) -> str:
         if m.checkpoint.get(name, 0) > 0:
             ends.append((f"checkpoint {name}", m.checkpoint[name], "#6a1b9a", "1,2"))
     for name, at, colour, dash in ends:
+        if not _shows(m, at):
+            continue
         x = _x(m, at)
         out.append(f"<line x1='{x:.1f}' y1='{y0 - 8}' x2='{x:.1f}' y2='{y1 + 8}' stroke='{colour}' stroke-width='2'"
                    + (f" stroke-dasharray='{dash}'" if dash else "") + f"><title>{escape(name)}: {at:,}</title></line>")
     # findings
     for f in m.findings:
-        if f["phy"] is None:
+        if f["phy"] is None or not _shows(m, f["phy"]):
             continue
         x = _x(m, f["phy"])
         colour = SEVERITY.get(f["severity"], "#333")
@@ -124,14 +189,14 @@ def storemap_svg(m) -> str:
         for it in items:
             label = it["name"]
             out.append(f"<text x='{LEFT - 8}' y='{y + 4}' text-anchor='end'>{escape(label)}</text>")
-            if it["lo"] is not None and it["hi"] is not None:
+            if it["lo"] is not None and it["hi"] is not None and _shows(m, it["lo"], it["hi"]):
                 a, b = _x(m, it["lo"]), _x(m, it["hi"])
                 what = f"{it['units']} unit(s)" if kind == "queue" else f"{it['entries']} entr(ies)"
                 colour = "#455a64" if kind == "queue" else "#8d6e63"
                 out.append(f"<line x1='{a:.1f}' y1='{y}' x2='{max(b, a + 1):.1f}' y2='{y}' stroke='{colour}' stroke-width='5'>"
                            f"<title>{escape(label)}: {what}, the log from {it['lo']:,} to {it['hi']:,}</title></line>")
             for g in groups.get(it["name"], []) if kind == "queue" else ():
-                if g["phy"] is not None:
+                if g["phy"] is not None and _shows(m, g["phy"]):
                     x = _x(m, g["phy"])
                     out.append(f"<circle cx='{x:.1f}' cy='{y}' r='4' fill='#fff' stroke='#000'><title>group {escape(g['group'])} has consumed "
                                f"{escape(g['queue'])} up to offset {g['committed']} (lag {g['lag']})</title></circle>")

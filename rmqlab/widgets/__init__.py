@@ -13,6 +13,7 @@ lookups, engine, recovery); what they show comes from :mod:`rmqlab.render.notebo
 :class:`WriteForm`   put a message into a scratch store, dispatch it by hand
 :class:`CrashLab`    write, crash, recover; see what survived and why
 :class:`LiveStoreWatcher` a store being written: records landing, queues, index and flush catching up
+:class:`StoreMapViewer` the store map to point at: a pixel's record, its bytes, one file zoomed
 ==================  ============================================================
 """
 
@@ -23,8 +24,9 @@ from .browser import StoreBrowser
 from .chain import ChainExplorer
 from .hexview import HexViewer
 from .queues import QueueExplorer
+from .storemap import StoreMapViewer
 
-__all__ = ["HexViewer", "StoreBrowser", "QueueExplorer", "ChainExplorer", "scratch_dir"]  # + WriteForm, CrashLab, LiveStoreWatcher (lazy)
+__all__ = ["HexViewer", "StoreBrowser", "QueueExplorer", "ChainExplorer", "StoreMapViewer", "scratch_dir"]  # + WriteForm, CrashLab, LiveStoreWatcher (lazy)
 
 
 def __getattr__(name):

@@ -15,18 +15,40 @@ from ..errors import RmqlabError
 from ..store.reader import StoreReader, open_store
 
 
+#: the CSS class of every rmqlab widget's box, and of the one control whose use shows
+#: what the widget is for (the browser test moves or clicks it and expects the widget to
+#: show something else)
+WIDGET_CLASS, PRIMARY_CLASS = "rmqlab-widget", "rmqlab-primary"
+
+
+def _controls(children):
+    for w in children:
+        yield w
+        yield from _controls(getattr(w, "children", ()))
+
+
 class Panel(widgets.VBox):
     """A ``VBox`` of controls above one ``HTML`` output (:attr:`output`).
 
     A store error (damaged bytes, a missing file) becomes a red line in the output
     naming the file and offset: in a lesson the reader should see what is wrong with
     the store, not a traceback from the widget.
+
+    Every control's label is given the width its text needs (ipywidgets cuts a label
+    at a fixed width with an ellipsis: "crash at p…"); ``primary`` is the control a
+    first-time user would try, marked with :data:`PRIMARY_CLASS`.
     """
 
-    def __init__(self, controls: list, **kwargs):
+    def __init__(self, controls: list, primary=None, **kwargs):
         self.output = widgets.HTML()
         self.error: str | None = None
         super().__init__(children=[*controls, self.output], **kwargs)
+        self.add_class(WIDGET_CLASS)
+        for w in _controls(controls):
+            if getattr(w, "description", "") and hasattr(getattr(w, "style", None), "description_width"):
+                w.style.description_width = "initial"
+        if primary is not None:
+            primary.add_class(PRIMARY_CLASS)
 
     def __repr__(self) -> str:
         # the text a notebook shows where the live widget is not (a saved lesson opened

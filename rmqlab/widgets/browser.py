@@ -29,7 +29,7 @@ class StoreBrowser(Panel):
         self.start = widgets.BoundedIntText(value=0, min=0, max=10**9, step=page_size, description="from #")
         self.pick = widgets.Dropdown(options=[], description="record")
         self.records_box = widgets.HBox([self.topic, self.start, self.pick])
-        super().__init__([self.view, self.records_box])
+        super().__init__([self.view, self.records_box], primary=self.view)
         self.page: list = []
         self._summary = None
         self._updating = False

@@ -43,7 +43,7 @@ class ChainExplorer(Panel):
         self.topic = widgets.Dropdown(options=topics, value=topic if topic in topics else (topics[0] if topics else None), description="topic")
         self.key = widgets.Text(value=key, description="key", placeholder="a KEYS token or UNIQ_KEY", continuous_update=False)
         self.lookup = widgets.Button(description="look up", button_style="primary")
-        super().__init__([widgets.HBox([self.topic, self.key, self.lookup])])
+        super().__init__([widgets.HBox([self.topic, self.key, self.lookup])], primary=self.topic)
         self.result: KeyQueryResult | None = None
         self.lookup.on_click(lambda _: self.run())
         self.key.observe(lambda _: self.run(), "value")

@@ -61,7 +61,7 @@ class HexViewer(Panel):
         self.offset = widgets.BoundedIntText(value=offset, min=0, max=2**40, step=16, description="offset")
         self.length = widgets.IntSlider(value=length, min=16, max=4096, step=16, description="length")
         self.record = widgets.Dropdown(options=[], description="record")
-        super().__init__([self.file, self.record, widgets.HBox([self.offset, self.length])])
+        super().__init__([self.file, self.record, widgets.HBox([self.offset, self.length])], primary=self.record)
         self.view: HexView | None = None
         # observers first: choosing the record below must move the offset as a click would
         self.file.observe(self._on_file, "value")
@@ -103,6 +103,15 @@ class HexViewer(Panel):
         self._updating = True
         self.offset.value = pos
         self.length.value = max(16, min(4096, size + (-size % 16)))
+        self._updating = False
+        self.refresh()
+
+    def goto(self, file: str, offset: int, length: int) -> None:
+        """Show ``length`` bytes of ``file`` (a path relative to the root) from ``offset``."""
+        if self.file.value != file:
+            self.file.value = file  # its records fill the record list
+        self._updating = True
+        self.offset.value, self.length.value = offset, max(16, min(4096, length))
         self._updating = False
         self.refresh()
 

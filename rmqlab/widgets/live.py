@@ -42,7 +42,7 @@ class LiveStoreWatcher(Panel):
             self.buttons[key] = b
         self.run = widgets.ToggleButton(description="run", icon="play", tooltip="put, follow, dispatch and flush on their own", layout=widgets.Layout(width="auto"))
         self.run.observe(self._on_run, "value")
-        super().__init__([widgets.HBox([*self.buttons.values(), self.run], layout=widgets.Layout(flex_flow="row wrap"))])
+        super().__init__([widgets.HBox([*self.buttons.values(), self.run], layout=widgets.Layout(flex_flow="row wrap"))], primary=self.buttons["put"])
         self._timer = None
         self._lock = threading.Lock()
         self.refresh()

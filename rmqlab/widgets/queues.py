@@ -32,7 +32,7 @@ class QueueExplorer(Panel):
         self.time = widgets.IntText(value=0, description="time (ms)")
         self.boundary = widgets.ToggleButtons(options=[b.value for b in BoundaryType], value="LOWER", description="boundary")
         self.search = widgets.Button(description="search by time")
-        super().__init__([widgets.HBox([self.queue, self.start, self.count]), self.tag, widgets.HBox([self.time, self.boundary, self.search])])
+        super().__init__([widgets.HBox([self.queue, self.start, self.count]), self.tag, widgets.HBox([self.time, self.boundary, self.search])], primary=self.queue)
         self.pairs: list = []
         self.found_offset: int | None = None
         for w in (self.queue, self.start, self.count, self.tag):

@@ -106,7 +106,7 @@ class WriteForm(Panel):
         self.dispatch = widgets.Button(description="dispatch one")
         self.flush = widgets.Button(description="flush")
         self.status = widgets.HTML()
-        super().__init__([widgets.HBox([self.topic, self.queue_id]), widgets.HBox([self.tags, self.message_keys]), self.body, widgets.HBox([self.put, self.dispatch, self.flush]), self.status])
+        super().__init__([widgets.HBox([self.topic, self.queue_id]), widgets.HBox([self.tags, self.message_keys]), self.body, widgets.HBox([self.put, self.dispatch, self.flush]), self.status], primary=self.put)
         self.sent = 0
         self.last_result = None
         self.changes: dict = {}

@@ -71,3 +71,33 @@ def test_files_table_has_one_row_per_consume_queue_and_chains_summarise_skips():
         skipped = sum(1 for _, steps in res.walk for st in steps if not st.hash_matches)
     assert skipped > 1 and "entries of other keys sharing the slot, skipped" in html
     assert html.count("another key sharing the slot") + html.count("other keys sharing the slot") < skipped
+
+
+def _maps(html):
+    """The store maps drawn in a view: each one's header line (its served end, recovery's end)."""
+    import re
+
+    return re.findall(r"RocketMQ serves the log up to ([\d,]+)(?:; recovery \((\w+)\) would end it at ([\d,]+))?", html)
+
+
+def test_info_verify_and_recovery_views_draw_the_store_map(tmp_path, monkeypatch):
+    from rmqlab.render import storemap
+
+    with open_store(SAMPLES / "crashed") as s:
+        assert len(_maps(summarize(s)._repr_html_())) == 1  # info's view: the map under the tables
+        assert _maps(s._repr_html_()) == []  # the reader's view reads metadata only: no pass over the log
+    v = verify_store(SAMPLES / "damaged")
+    html = v._repr_html_()
+    on_log = [f for f in v.findings if f.offset is not None and "/commitlog/" in f.file]
+    assert len(_maps(html)) == 1 and on_log and html.count("h8l-4,8z") == len(on_log)  # each finding on the log, marked
+    dry = recover(SAMPLES / "crashed")
+    (before,) = _maps(dry._repr_html_())
+    assert before[1] == "abnormal" and int(before[2].replace(",", "")) == dry.commitlog_end
+    assert "a dry run changed nothing" in dry._repr_html_()
+    copy = recover(SAMPLES / "crashed", out=tmp_path / "copy")
+    before, after = _maps(copy._repr_html_())
+    # the copy's map: RocketMQ now serves the log up to recovery's end
+    assert int(before[2].replace(",", "")) == copy.commitlog_end == int(after[0].replace(",", ""))
+    monkeypatch.setattr(storemap, "INLINE_MAP_BYTES", 1000)  # a capture too large to draw inline: said, not drawn
+    html = verify_store(SAMPLES / "damaged")._repr_html_()
+    assert _maps(html) == [] and "not drawn inline" in html and "rmqlab map" in html
