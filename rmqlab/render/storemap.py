@@ -14,9 +14,11 @@ group's committed position on its queue.  Hovering anything shows what it is (SV
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from html import escape
 
 from .. import reprs
+from ..errors import RmqlabError
 
 #: topic colours (colour-blind-safe, then greys for "other")
 PALETTE = ("#0072b2", "#e69f00", "#009e73", "#cc79a7", "#56b4e9", "#d55e00", "#f0e442", "#7f3c8d", "#999999")
@@ -54,7 +56,6 @@ def map_of_store(root, *, config=None, width: int = 1200, verify: bool = True, f
     ``findings`` are given), recovery's dry run (a store recovery cannot plan for is
     still drawn, without recovery's end), then the one pass of
     :func:`~rmqlab.forensics.storemap.build_map`.  Read-only."""
-    from ..errors import RmqlabError
     from ..forensics.storemap import build_map
     from ..forensics.verify import verify_store
     from ..recovery import recover
@@ -73,7 +74,6 @@ def inline_map(root, *, title: str, width: int = 900, **kwargs) -> str:
     """The map of ``root`` inside another view (a heading, then the picture), or a line
     saying how to draw it when the log is larger than :data:`INLINE_MAP_BYTES` or the
     store has no log."""
-    from ..errors import RmqlabError
     from ..store.reader import StoreReader
 
     try:
@@ -99,114 +99,211 @@ def storemap_html(m) -> str:
     return f"<div style='max-width:100%'>{storemap_svg(m)}</div>"
 
 
-def storemap_svg(m) -> str:
-    w = LEFT + m.width + RIGHT
+# -- what is drawn, once: shapes in the picture's pixels, then SVG or PNG -----------------------
+@dataclass
+class Shape:
+    """One mark of the picture.  ``kind``: ``rect`` (x, y, w, h), ``columns`` (many
+    rects of one colour: ``boxes``), ``line`` (x, y to x2, y2), ``triangle`` (pointing
+    down, its tip at x, y), ``circle`` (centre x, y), ``text`` (at x, y: ``text``,
+    ``anchor``).  ``title`` is what hovering it says (SVG only)."""
+
+    kind: str
+    x: float = 0
+    y: float = 0
+    w: float = 0
+    h: float = 0
+    x2: float = 0
+    y2: float = 0
+    fill: str | None = None
+    stroke: str | None = None
+    width: float = 1
+    dash: str = ""
+    opacity: float = 1
+    text: str = ""
+    anchor: str = "start"
+    size: int = 11
+    weight: str = "normal"
+    style: str = "normal"
+    title: str = ""
+    cls: str = ""
+    boxes: list = field(default_factory=list)
+
+
+def size_of(m) -> tuple[int, int]:
     tracks = len(m.queues) + len(m.index_files)
-    h = TOP + STRIP_H + 60 + (tracks + 2) * TRACK_H + 30 + 20 * ((len(m.topics) + 9) // 6)
-    out = [f"<svg xmlns='http://www.w3.org/2000/svg' width='{w}' height='{h}' viewBox='0 0 {w} {h}' font-family='sans-serif' font-size='11' style='max-width:100%;height:auto'>",
-           f"<title>{escape(m.root)}: the log from {m.lo:,} to {m.hi:,}</title>",
-           f"<text x='{LEFT}' y='16' font-size='13' font-weight='bold'>{escape(m.root)}</text>",
-           f"<text x='{LEFT}' y='32'>{len(m.files)} commitlog file(s), {m.hi - m.lo:,} bytes; RocketMQ serves the log up to {m.served_end:,}"
-           + (f"; recovery ({escape(str(m.recovery.get('mode')))}) would end it at {m.recovery['end']:,}" if m.recovery else "") + "</text>"]
+    return LEFT + m.width + RIGHT, TOP + STRIP_H + 60 + (tracks + 2) * TRACK_H + 30 + 20 * ((len(m.topics) + 9) // 6)
+
+
+def shapes(m) -> list[Shape]:
+    """Everything the map shows, top to bottom (see the module)."""
+    out = [Shape("text", LEFT, 16, text=m.root, size=13, weight="bold"),
+           Shape("text", LEFT, 32, text=f"{len(m.files)} commitlog file(s), {m.hi - m.lo:,} bytes; RocketMQ serves the log up to {m.served_end:,}"
+                 + (f"; recovery ({m.recovery.get('mode')}) would end it at {m.recovery['end']:,}" if m.recovery else ""))]
     y0, y1 = TOP, TOP + STRIP_H
-    out.append(f"<text x='{LEFT - 8}' y='{y0 + STRIP_H / 2}' text-anchor='end'>CommitLog</text>")
-    out.append(f"<rect class='strip' x='{LEFT}' y='{y0}' width='{m.width}' height='{STRIP_H}' fill='#fafafa' stroke='#bbb'/>")
+    out.append(Shape("text", LEFT - 8, y0 + STRIP_H / 2, text="CommitLog", anchor="end"))
+    out.append(Shape("rect", LEFT, y0, m.width, STRIP_H, fill="#fafafa", stroke="#bbb", cls="strip"))
     per_px = (m.hi - m.lo) / max(1, m.width)
     # never-written bytes of each file
     for f in m.files:
         if f["data_end"] < f["base"] + f["size"]:
             a, b = _x(m, f["data_end"]), _x(m, f["base"] + f["size"])
-            out.append(f"<rect x='{a:.1f}' y='{y0}' width='{max(b - a, 0.5):.1f}' height='{STRIP_H}' fill='#eef2f7'>"
-                       f"<title>{escape(f['name'])}: not written from {f['data_end']:,} ({f['kind']})</title></rect>")
+            out.append(Shape("rect", a, y0, max(b - a, 0.5), STRIP_H, fill=UNWRITTEN, title=f"{f['name']}: not written from {f['data_end']:,} ({f['kind']})"))
     # bytes by topic, stacked from the bottom of each pixel column
     if m.topic_bytes is not None and len(m.topic_bytes):
         stack = [0.0] * m.width
-        rows = list(m.topic_bytes) + [m.blank_bytes, m.damage_bytes]
-        colours = [PALETTE[min(i, len(PALETTE) - 1)] for i in range(len(m.topics))] + ["#bdbdbd", "#c62828"]
-        names = list(m.topics) + ["BLANK", "damaged"]
-        for row, colour, name in zip(rows, colours, names):
-            parts = []
+        for row, colour, name in zip(list(m.topic_bytes) + [m.blank_bytes, m.damage_bytes], _colours(m)[: len(m.topics) + 2], list(m.topics) + ["BLANK", "damaged"]):
+            boxes = []
             for x in range(m.width):
                 v = int(row[x])
-                if v <= 0:
-                    continue
-                hpx = min(STRIP_H - stack[x], STRIP_H * v / per_px)
-                if hpx <= 0:
-                    continue
-                parts.append(f"M{LEFT + x},{y1 - stack[x] - hpx:.2f}h1v{hpx:.2f}h-1z")
-                stack[x] += hpx
-            if parts:
-                out.append(f"<path d='{''.join(parts)}' fill='{colour}'><title>{escape(name)}: {int(row.sum()):,} bytes</title></path>")
+                hpx = min(STRIP_H - stack[x], STRIP_H * v / per_px) if v > 0 else 0
+                if hpx > 0:
+                    boxes.append((LEFT + x, y1 - stack[x] - hpx, 1, hpx))
+                    stack[x] += hpx
+            if boxes:
+                out.append(Shape("columns", fill=colour, boxes=boxes, title=f"{name}: {int(row.sum()):,} bytes"))
     # dead bytes: past where RocketMQ serves the log, up to the furthest written byte
     written = max((f["data_end"] for f in m.files), default=m.lo)
     if written > m.served_end and _shows(m, m.served_end, written):
         a, b = _x(m, m.served_end), _x(m, written)
-        out.append(f"<rect x='{a:.1f}' y='{y0}' width='{max(b - a, 1):.1f}' height='{STRIP_H}' fill='#000' fill-opacity='0.25'>"
-                   f"<title>dead bytes: {written - m.served_end:,} bytes from {m.served_end:,}, not served by RocketMQ</title></rect>")
-    # file boundaries
-    for i, f in enumerate(m.files):
+        out.append(Shape("rect", a, y0, max(b - a, 1), STRIP_H, fill="#000", opacity=0.25,
+                         title=f"dead bytes: {written - m.served_end:,} bytes from {m.served_end:,}, not served by RocketMQ"))
+    # file boundaries, named where the name fits after the last one named (~7 px a digit)
+    named_to = float("-inf")
+    for f in m.files:
         x = _x(m, f["base"])
-        out.append(f"<line x1='{x:.1f}' y1='{y0 - 4}' x2='{x:.1f}' y2='{y1 + 4}' stroke='#555'/>")
-        if i == 0 or x - _x(m, m.files[i - 1]["base"]) > 120:
-            out.append(f"<text x='{x + 2:.1f}' y='{y1 + 14}' fill='#555'>{escape(f['name'].lstrip('0') or '0')}</text>")
+        out.append(Shape("line", x, y0 - 4, x2=x, y2=y1 + 4, stroke="#555"))
+        name = f["name"].lstrip("0") or "0"
+        if x >= named_to:
+            out.append(Shape("text", x + 2, y1 + 14, text=name, fill="#555"))
+            named_to = x + 7 * len(name) + 12
     # the ends
     ends = [("served end", m.served_end, "#2e7d32", "")]
     if m.recovery:
         ends.append(("recovery's end", m.recovery["end"], "#ef6c00", "4,3"))
         if m.recovery.get("end_before", 0) > m.recovery["end"] and _shows(m, m.recovery["end"], m.recovery["end_before"]):
             a, b = _x(m, m.recovery["end"]), _x(m, m.recovery["end_before"])
-            out.append(f"<rect x='{a:.1f}' y='{y0}' width='{max(b - a, 1):.1f}' height='{STRIP_H}' fill='none' stroke='#c62828' stroke-dasharray='3,2'>"
-                       f"<title>recovery cuts {m.recovery['end_before'] - m.recovery['end']:,} bytes: {m.recovery['end']:,} to {m.recovery['end_before']:,}</title></rect>")
+            out.append(Shape("rect", a, y0, max(b - a, 1), STRIP_H, stroke="#c62828", dash="3,2",
+                             title=f"recovery cuts {m.recovery['end_before'] - m.recovery['end']:,} bytes: {m.recovery['end']:,} to {m.recovery['end_before']:,}"))
     for name in ("confirm_phy_offset", "master_flushed_offset", "logics_physical_offset"):
         if m.checkpoint.get(name, 0) > 0:
             ends.append((f"checkpoint {name}", m.checkpoint[name], "#6a1b9a", "1,2"))
     for name, at, colour, dash in ends:
-        if not _shows(m, at):
-            continue
-        x = _x(m, at)
-        out.append(f"<line x1='{x:.1f}' y1='{y0 - 8}' x2='{x:.1f}' y2='{y1 + 8}' stroke='{colour}' stroke-width='2'"
-                   + (f" stroke-dasharray='{dash}'" if dash else "") + f"><title>{escape(name)}: {at:,}</title></line>")
+        if _shows(m, at):
+            x = _x(m, at)
+            out.append(Shape("line", x, y0 - 8, x2=x, y2=y1 + 8, stroke=colour, width=2, dash=dash, title=f"{name}: {at:,}"))
     # findings
     for f in m.findings:
-        if f["phy"] is None or not _shows(m, f["phy"]):
-            continue
-        x = _x(m, f["phy"])
-        colour = SEVERITY.get(f["severity"], "#333")
-        out.append(f"<path d='M{x - 4:.1f},{y0 - 18}h8l-4,8z' fill='{colour}'><title>{escape(f['kind'])} ({escape(f['severity'])}) "
-                   f"{escape(f['file'])} @ {f['offset']}: {escape(f['message'])}</title></path>")
+        if f["phy"] is not None and _shows(m, f["phy"]):
+            out.append(Shape("triangle", _x(m, f["phy"]), y0 - 10, fill=SEVERITY.get(f["severity"], "#333"),
+                             title=f"{f['kind']} ({f['severity']}) {f['file']} @ {f['offset']}: {f['message']}"))
     if m.findings_left_out:
-        out.append(f"<text x='{LEFT + m.width}' y='{y0 - 24}' text-anchor='end'>+{m.findings_left_out} finding(s) not drawn</text>")
+        out.append(Shape("text", LEFT + m.width, y0 - 24, text=f"+{m.findings_left_out} finding(s) not drawn", anchor="end"))
     # queues and index files, each over the range of the log it covers
     y = y1 + GAP
-    out.append(f"<text x='{LEFT - 8}' y='{y - 10}' text-anchor='end' font-weight='bold'>covers</text>")
+    out.append(Shape("text", LEFT - 8, y - 10, text="covers", anchor="end", weight="bold"))
     groups = {}
     for g in m.groups:
         groups.setdefault(g["queue"], []).append(g)
     for kind, items in (("queue", m.queues), ("index", m.index_files)):
         if items:
-            out.append(f"<text x='{LEFT - 8}' y='{y + 4}' text-anchor='end' font-style='italic'>{'consume queues' if kind == 'queue' else 'index files'}</text>")
+            out.append(Shape("text", LEFT - 8, y + 4, text="consume queues" if kind == "queue" else "index files", anchor="end", style="italic"))
             y += TRACK_H
         for it in items:
-            label = it["name"]
-            out.append(f"<text x='{LEFT - 8}' y='{y + 4}' text-anchor='end'>{escape(label)}</text>")
+            out.append(Shape("text", LEFT - 8, y + 4, text=it["name"], anchor="end"))
             if it["lo"] is not None and it["hi"] is not None and _shows(m, it["lo"], it["hi"]):
                 a, b = _x(m, it["lo"]), _x(m, it["hi"])
                 what = f"{it['units']} unit(s)" if kind == "queue" else f"{it['entries']} entr(ies)"
-                colour = "#455a64" if kind == "queue" else "#8d6e63"
-                out.append(f"<line x1='{a:.1f}' y1='{y}' x2='{max(b, a + 1):.1f}' y2='{y}' stroke='{colour}' stroke-width='5'>"
-                           f"<title>{escape(label)}: {what}, the log from {it['lo']:,} to {it['hi']:,}</title></line>")
+                out.append(Shape("line", a, y, x2=max(b, a + 1), y2=y, stroke="#455a64" if kind == "queue" else "#8d6e63", width=5,
+                                 title=f"{it['name']}: {what}, the log from {it['lo']:,} to {it['hi']:,}"))
             for g in groups.get(it["name"], []) if kind == "queue" else ():
                 if g["phy"] is not None and _shows(m, g["phy"]):
-                    x = _x(m, g["phy"])
-                    out.append(f"<circle cx='{x:.1f}' cy='{y}' r='4' fill='#fff' stroke='#000'><title>group {escape(g['group'])} has consumed "
-                               f"{escape(g['queue'])} up to offset {g['committed']} (lag {g['lag']})</title></circle>")
+                    out.append(Shape("circle", _x(m, g["phy"]), y, w=4, fill="#fff", stroke="#000",
+                                     title=f"group {g['group']} has consumed {g['queue']} up to offset {g['committed']} (lag {g['lag']})"))
             y += TRACK_H
     # legend
     y += 16
-    for i, t in enumerate(list(m.topics) + ["BLANK", "damaged", "not written", "dead"]):
-        colour = PALETTE[min(i, len(PALETTE) - 1)] if i < len(m.topics) else {"BLANK": "#bdbdbd", "damaged": "#c62828", "not written": "#eef2f7", "dead": "#9e9e9e"}[t]
+    for i, (t, colour) in enumerate(zip(list(m.topics) + ["BLANK", "damaged", "not written", "dead"], _colours(m))):
         x = LEFT + (i % 6) * min(170, m.width // 6)
         yy = y + (i // 6) * 18
-        out.append(f"<rect x='{x}' y='{yy - 9}' width='10' height='10' fill='{colour}' stroke='#999'/><text x='{x + 14}' y='{yy}'>{escape(t[:24])}</text>")
+        out.append(Shape("rect", x, yy - 9, 10, 10, fill=colour, stroke="#999"))
+        out.append(Shape("text", x + 14, yy, text=t[:24]))
+    return out
+
+
+UNWRITTEN = "#eef2f7"
+
+
+def _colours(m) -> list[str]:
+    """The topics', then BLANK's, damage's, never-written bytes' and dead bytes' colours."""
+    return [PALETTE[min(i, len(PALETTE) - 1)] for i in range(len(m.topics))] + ["#bdbdbd", "#c62828", UNWRITTEN, "#9e9e9e"]
+
+
+def storemap_svg(m) -> str:
+    w, h = size_of(m)
+    out = [f"<svg xmlns='http://www.w3.org/2000/svg' width='{w}' height='{h}' viewBox='0 0 {w} {h}' font-family='sans-serif' font-size='11' style='max-width:100%;height:auto'>",
+           f"<title>{escape(m.root)}: the log from {m.lo:,} to {m.hi:,}</title>"]
+    for s in shapes(m):
+        title = f"<title>{escape(s.title)}</title>" if s.title else ""
+        paint = (f" fill='{s.fill}'" if s.fill else (" fill='none'" if s.kind in ("rect", "circle") else "")) + (f" stroke='{s.stroke}'" if s.stroke else "")
+        paint += (f" stroke-width='{s.width:g}'" if s.width != 1 else "") + (f" stroke-dasharray='{s.dash}'" if s.dash else "")
+        paint += f" fill-opacity='{s.opacity:g}'" if s.opacity != 1 else ""
+        cls = f" class='{s.cls}'" if s.cls else ""
+        if s.kind == "rect":
+            out.append(f"<rect{cls} x='{s.x:.1f}' y='{s.y:g}' width='{s.w:.1f}' height='{s.h:g}'{paint}>{title}</rect>" if title
+                       else f"<rect{cls} x='{s.x:.1f}' y='{s.y:g}' width='{s.w:.1f}' height='{s.h:g}'{paint}/>")
+        elif s.kind == "columns":
+            d = "".join(f"M{x:g},{y:.2f}h{w:g}v{h:.2f}h-{w:g}z" for x, y, w, h in s.boxes)
+            out.append(f"<path d='{d}'{paint}>{title}</path>")
+        elif s.kind == "line":
+            out.append(f"<line x1='{s.x:.1f}' y1='{s.y:g}' x2='{s.x2:.1f}' y2='{s.y2:g}'{paint}>{title}</line>")
+        elif s.kind == "triangle":
+            out.append(f"<path d='M{s.x - 4:.1f},{s.y - 8:g}h8l-4,8z'{paint}>{title}</path>")
+        elif s.kind == "circle":
+            out.append(f"<circle cx='{s.x:.1f}' cy='{s.y:g}' r='{s.w:g}'{paint}>{title}</circle>")
+        elif s.kind == "text":
+            attrs = (f" text-anchor='{s.anchor}'" if s.anchor != "start" else "") + (f" font-size='{s.size}'" if s.size != 11 else "")
+            attrs += (f" font-weight='{s.weight}'" if s.weight != "normal" else "") + (f" font-style='{s.style}'" if s.style != "normal" else "")
+            attrs += f" fill='{s.fill}'" if s.fill else ""
+            out.append(f"<text x='{s.x:.1f}' y='{s.y:g}'{attrs}>{escape(s.text)}</text>")
     out.append("</svg>")
     return "\n".join(out)
+
+
+def storemap_png(m, path) -> None:
+    """The same picture as a PNG file (matplotlib's Agg, no display needed): one image
+    pixel per picture pixel, no hover titles."""
+    try:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.collections import PolyCollection
+        from matplotlib.figure import Figure
+        from matplotlib.patches import Circle, Polygon, Rectangle
+    except ImportError as err:
+        raise RmqlabError(f"{path}: a PNG needs matplotlib (pip install 'rmqlab[notebook]'); or write .svg") from err
+    w, h = size_of(m)
+    fig = Figure(figsize=(w / 100, h / 100), dpi=100)
+    FigureCanvasAgg(fig)
+    ax = fig.add_axes((0, 0, 1, 1))
+    ax.set_xlim(0, w)
+    ax.set_ylim(h, 0)  # the SVG's y: down
+    ax.axis("off")
+
+    def dashes(s):
+        return (0, tuple(float(v) for v in s.dash.split(","))) if s.dash else "solid"
+
+    for s in shapes(m):
+        if s.kind == "rect":
+            ax.add_patch(Rectangle((s.x, s.y), s.w, s.h, facecolor=s.fill or "none", edgecolor=s.stroke or "none", alpha=s.opacity if s.fill else None,
+                                   linestyle=dashes(s), linewidth=s.width * 0.75))
+        elif s.kind == "columns":
+            ax.add_collection(PolyCollection([[(x, y), (x + bw, y), (x + bw, y + bh), (x, y + bh)] for x, y, bw, bh in s.boxes],
+                                             facecolors=s.fill, edgecolors="none", antialiased=False))
+        elif s.kind == "line":
+            ax.plot([s.x, s.x2], [s.y, s.y2], color=s.stroke, linewidth=s.width * 0.75, linestyle=dashes(s), solid_capstyle="butt")
+        elif s.kind == "triangle":
+            ax.add_patch(Polygon([(s.x - 4, s.y - 8), (s.x + 4, s.y - 8), (s.x, s.y)], facecolor=s.fill, edgecolor="none"))
+        elif s.kind == "circle":
+            ax.add_patch(Circle((s.x, s.y), s.w, facecolor=s.fill, edgecolor=s.stroke, linewidth=0.75))
+        elif s.kind == "text":
+            ax.text(s.x, s.y, s.text, ha={"start": "left", "end": "right"}.get(s.anchor, "center"), va="baseline", fontsize=s.size * 0.75,
+                    fontweight=s.weight, fontstyle=s.style, color=s.fill or "#000")
+    fig.savefig(path, format="png", dpi=100)

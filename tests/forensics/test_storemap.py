@@ -90,8 +90,39 @@ def test_the_command(tmp_path):
     data = json.loads(subprocess.run([sys.executable, "-m", "rmqlab", "map", str(root), "--json", "--width", "400"], capture_output=True, text=True, timeout=120).stdout)
     assert data["width"] == 400 and data["recovery"]["end"] == 366653 and data["served_end"] == 366653
     assert any(f["kind"] == "BODY_CRC" and f["phy"] == 366653 for f in data["findings"])
-    bad = subprocess.run([sys.executable, "-m", "rmqlab", "map", str(root), "-o", str(tmp_path / "m.png")], capture_output=True, text=True, timeout=120)
-    assert bad.returncode == 2 and "convert the SVG" in bad.stderr
+    bad = subprocess.run([sys.executable, "-m", "rmqlab", "map", str(root), "-o", str(tmp_path / "m.gif")], capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and "m.gif: write .svg or .png" in bad.stderr
+
+
+def test_the_png_is_the_same_picture(tmp_path):
+    import matplotlib.image as mpimg
+    import numpy as np
+
+    from rmqlab.render import storemap as render
+
+    root = SAMPLES / "damaged"
+    done = subprocess.run([sys.executable, "-m", "rmqlab", "map", str(root), "-o", str(tmp_path / "m.png"), "--width", "400"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    m = render.map_of_store(root, width=400)
+    png = (mpimg.imread(tmp_path / "m.png")[..., :3] * 255).round().astype(int)
+    assert png.shape[:2] == render.size_of(m)[::-1]  # one image pixel per picture pixel
+    x0, y0, w, h = render.strip_box(m)
+    strip = png[y0 + 1 : y0 + h - 1, x0 : x0 + w]
+
+    def columns_with(colour):
+        rgb = np.array([int(colour[i : i + 2], 16) for i in (1, 3, 5)])
+        return set(np.nonzero((np.abs(strip - rgb).sum(axis=2) < 30).any(axis=0))[0].tolist())
+
+    per_px = (m.hi - m.lo) / m.width
+    written = max(f["data_end"] for f in m.files)
+    covered = {m.pixel(f["base"]) for f in m.files} | set(range(m.pixel(m.served_end), m.pixel(written) + 1))  # file ticks, dead bytes' shade
+    for i, colour in enumerate(render.PALETTE[:2]):  # the two largest topics: where their bytes fill a pixel's column
+        want = {x for x in range(m.width) if m.topic_bytes[i][x] * h / per_px >= 2} - covered
+        got = columns_with(colour)
+        assert len(want) > 100 and len(want & got) >= 0.98 * len(want) and len(got - want) <= 0.02 * len(got)
+    # the findings' triangles above the strip, in their severity's colour
+    above = png[y0 - 18 : y0 - 10, x0 - 4 : x0 + w + 4]
+    assert (np.abs(above - np.array([0xC6, 0x28, 0x28])).sum(axis=2) < 30).any()
 
 
 def test_a_notebook_shows_the_picture():

@@ -101,3 +101,21 @@ def test_info_verify_and_recovery_views_draw_the_store_map(tmp_path, monkeypatch
     monkeypatch.setattr(storemap, "INLINE_MAP_BYTES", 1000)  # a capture too large to draw inline: said, not drawn
     html = verify_store(SAMPLES / "damaged")._repr_html_()
     assert _maps(html) == [] and "not drawn inline" in html and "rmqlab map" in html
+
+
+def test_file_timeline_draws_each_files_life():
+    from matplotlib.collections import PolyCollection
+
+    from rmqlab.render.plots import file_timeline
+
+    a, b, c = "00000000000000000000", "00000000000000065536", "00000000000000131072"
+    steps = [(0, [a, b], a), (1, [a, b], a), (2, [a, b, c], b), (3, [a, b, c], b), ("clean-up", [b, c], None)]
+    fig = file_timeline(steps)
+    ax = fig.axes[0]
+    bars = [p for p in ax.collections if isinstance(p, PolyCollection)]
+    spans = [[(round(v[:, 0].min(), 1), round(v[:, 0].max(), 1)) for v in (path.vertices for path in p.get_paths())] for p in bars]
+    # per file: where it exists, then where it is written into (x of step i is i ± 0.5)
+    assert spans == [[(-0.5, 3.5)], [(-0.5, 1.5)], [(-0.5, 4.5)], [(1.5, 3.5)], [(1.5, 4.5)], []]
+    crosses = [line.get_xdata().tolist() for line in ax.lines if line.get_marker() == "x" and len(line.get_xdata())]
+    assert crosses == [[4]]  # file a, gone at the clean-up
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["0", "65536", "131072"]
