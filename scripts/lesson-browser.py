@@ -84,7 +84,7 @@ const widgetErrors = [...document.querySelectorAll('.jp-Notebook .jp-OutputArea-
 const widgets = document.querySelectorAll('.jp-Notebook .jupyter-widgets.widget-vbox, .jp-Notebook .widget-vbox').length;
 const pictures = [...document.querySelectorAll('.jp-Notebook .jp-OutputArea-output svg, .jp-Notebook .jp-OutputArea-output img')];
 const broken = pictures.filter(p => p.tagName === 'IMG' ? !(p.complete && p.naturalWidth > 0) : !(p.getBoundingClientRect().width > 0)).length;
-const cut = [...document.querySelectorAll('.jp-Notebook .widget-label')]
+const cut = [...document.querySelectorAll('.jp-Notebook .widget-label, .jp-Notebook .jupyter-button')]
   .filter(l => l.offsetParent && l.textContent.trim() && l.scrollWidth > l.clientWidth + 1).map(l => l.textContent.trim());
 return {prompts, errors, widgetErrors, widgets, pictures: pictures.length, broken, cut};
 """
@@ -143,14 +143,14 @@ def run_lesson(driver, port: int, token: str, name: str, timeout: float, shots: 
     driver.get(f"http://127.0.0.1:{port}/lab/tree/{name}?token={token}&reset")
     wait = WebDriverWait(driver, 60)
     wait.until(EC.presence_of_element_located((By.CSS_SELECTOR, ".jp-Notebook .jp-Cell")))
-    # the kernel must be idle before Run All (the status shows it)
-    time.sleep(3)
+    # the kernel must be idle before Run All (the status bar says so)
+    wait.until(lambda d: d.execute_script("return [...document.querySelectorAll('.jp-StatusBar-TextItem')].some(e => /\\| Idle/.test(e.textContent))"))
     wait.until(EC.element_to_be_clickable((By.XPATH, "//div[contains(@class,'lm-MenuBar-itemLabel') and text()='Run']"))).click()
     wait.until(EC.element_to_be_clickable((By.XPATH, "//div[contains(@class,'lm-Menu-itemLabel') and text()='Run All Cells']"))).click()
     deadline = time.time() + timeout
     state = driver.execute_script(_STATE)
     while time.time() < deadline:
-        time.sleep(2)
+        time.sleep(0.5)
         state = driver.execute_script(_STATE)
         if state["prompts"] and all(p not in ("[*]:", "[ ]:", "") for p in state["prompts"]):
             break
@@ -202,6 +202,7 @@ def main(argv=None) -> int:
     failed = 0
     try:
         for name in names:
+            began = time.time()
             st = run_lesson(driver, port, token, name, args.timeout, args.screenshots)
             problems = st["errors"] + st["widgetErrors"] + st["unchanged"]
             problems += [f"{st['broken']} picture(s) not drawn"] if st["broken"] else []
@@ -209,7 +210,7 @@ def main(argv=None) -> int:
             ok = not st.get("timeout") and not problems
             failed += not ok
             print(f"{'ok  ' if ok else 'FAIL'} {name}: {len(st['prompts'])} code cells run, {st['widgets']} widget(s) rendered, "
-                  f"{st['used']} used and changed, {st['pictures']} picture(s)"
+                  f"{st['used']} used and changed, {st['pictures']} picture(s), {time.time() - began:.0f} s"
                   + (", timed out" if st.get("timeout") else "") + "".join(f"\n     {e[:300]}" for e in problems))
     finally:
         driver.quit()

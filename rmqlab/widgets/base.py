@@ -34,8 +34,8 @@ class Panel(widgets.VBox):
     naming the file and offset: in a lesson the reader should see what is wrong with
     the store, not a traceback from the widget.
 
-    Every control's label is given the width its text needs (ipywidgets cuts a label
-    at a fixed width with an ellipsis: "crash at p…"); ``primary`` is the control a
+    Every control's label and every button is given the width its text needs
+    (ipywidgets cuts both at a fixed width with an ellipsis: "crash at p…"); ``primary`` is the control a
     first-time user would try, marked with :data:`PRIMARY_CLASS`.
     """
 
@@ -47,6 +47,8 @@ class Panel(widgets.VBox):
         for w in _controls(controls):
             if getattr(w, "description", "") and hasattr(getattr(w, "style", None), "description_width"):
                 w.style.description_width = "initial"
+            if isinstance(w, widgets.Button) and not w.layout.width:
+                w.layout.width = "auto"  # a button as wide as its text, not a fixed width and "crash, then rec…"
         if primary is not None:
             primary.add_class(PRIMARY_CLASS)
 

@@ -67,7 +67,7 @@ class CrashLab(Panel):
         self.crash_at = widgets.IntSlider(value=messages * 3 // 4, min=1, max=messages, description="crash at put", continuous_update=False)
         self.run = widgets.Button(description="crash, then recover", button_style="danger", icon="bolt")
         self.explain = widgets.HTML()
-        super().__init__([widgets.HBox([self.flush, self.scenario]), widgets.HBox([self.messages, self.crash_at]), self.explain, self.run], primary=self.run)
+        super().__init__([widgets.HBox([self.flush, self.scenario]), widgets.HBox([self.messages, self.crash_at]), self.explain, self.run], primary=self.scenario)
         self.result = None
         self.runs = 0  # crashes run so far (the tests count re-runs with it)
         self._holding = False
