@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import secrets
 import shutil
 import socket
@@ -101,6 +102,7 @@ def use_widget(driver, box) -> str | None:
     shows changed within 30 s, else why not."""
     from selenium.webdriver.common.action_chains import ActionChains
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
     from selenium.webdriver.support.ui import Select
 
     marked = box.find_elements(By.CSS_SELECTOR, ".rmqlab-primary")
@@ -114,6 +116,20 @@ def use_widget(driver, box) -> str | None:
     selects = control.find_elements(By.TAG_NAME, "select")
     if strips:  # the pointer along the log, then a click: the record named, its bytes opened
         ActionChains(driver).move_to_element(strips[0]).move_by_offset(strips[0].size["width"] // 5, 0).click().perform()
+        if not _changed(box, before):
+            return "the pointer over the map changed nothing"
+        # then the keys: the map has the focus after the click; → → → moves the cursor
+        # three pixels on (the description names the pixel)
+        time.sleep(1)
+        at = re.findall(r"pixel (\d+): the log's bytes", box.text)
+        if not at:
+            return "the map names no pixel"
+        ActionChains(driver).send_keys(Keys.ARROW_RIGHT * 3).perform()
+        want = f"pixel {int(at[-1]) + 3}: the log's bytes"
+        deadline = time.time() + 30
+        while want not in box.text and time.time() < deadline:
+            time.sleep(0.5)
+        return None if want in box.text else f"→ → → on the map did not move it from pixel {at[-1]} to {int(at[-1]) + 3}"
     elif selects:
         choice = Select(selects[0])
         if len(choice.options) < 2:
@@ -127,12 +143,16 @@ def use_widget(driver, box) -> str | None:
         if not others:
             return "nothing to click"
         others[0].click()
-    deadline = time.time() + 30
+    return None if _changed(box, before) else "what it shows did not change"
+
+
+def _changed(box, before: str, within: float = 30) -> bool:
+    deadline = time.time() + within
     while time.time() < deadline:
         time.sleep(0.5)
         if box.text != before:
-            return None
-    return "what it shows did not change"
+            return True
+    return False
 
 
 def run_lesson(driver, port: int, token: str, name: str, timeout: float, shots: Path | None) -> dict:
