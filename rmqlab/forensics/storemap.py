@@ -189,7 +189,15 @@ def build_map(root: str | os.PathLike, *, width: int = 1200, findings=(), recove
         _index_files(store, m)
         _groups(store, m)
     if recovery is not None:
-        m.recovery = {"mode": getattr(recovery, "mode", None), "end": recovery.commitlog_end, "end_before": recovery.commitlog_end_before}
+        m.recovery = {"mode": getattr(recovery, "mode", None), "end": recovery.commitlog_end, "end_before": recovery.commitlog_end_before,
+                      # what recovery does to each index file and queue (the report's IndexChange / QueueChange)
+                      "dropped_index": [Path(i.file).name for i in getattr(recovery, "index", ()) if i.action == "dropped"],
+                      "queues": {q.queue: {"cut": q.cut_entries, "added": q.added_entries, "created": q.created}
+                                 for q in getattr(recovery, "queues", ()) if q.cut_entries or q.added_entries or q.created}}
+        have = {q["name"] for q in m.queues}
+        for name, change in m.recovery["queues"].items():
+            if change["created"] and name not in have:  # no directory: a track for the queue recovery rebuilds
+                m.queues.append({"name": name, "units": 0, "lo": None, "hi": None})
     _findings(m, findings)
     return m
 

@@ -209,12 +209,22 @@ def shapes(m) -> list[Shape]:
             out.append(Shape("text", LEFT - 8, y + 4, text="consume queues" if kind == "queue" else "index files", anchor="end", style="italic"))
             y += TRACK_H
         for it in items:
-            out.append(Shape("text", LEFT - 8, y + 4, text=it["name"], anchor="end"))
+            # what recovery would do to it: an index file dropped is drawn dashed red; a
+            # queue it cuts or re-dispatches into says so
+            dropped = kind == "index" and it["name"] in m.recovery.get("dropped_index", ())
+            change = m.recovery.get("queues", {}).get(it["name"]) if kind == "queue" else None
+            said = "; recovery drops it (its endTimestamp is past the checkpoint's indexMsgTimestamp)" if dropped else ""
+            if change:
+                said = "; recovery " + ", ".join(w for w in (f"cuts {change['cut']} unit(s)" if change["cut"] else "",
+                                                              f"re-dispatches {change['added']}" if change["added"] else "",
+                                                              "rebuilds it" if change["created"] else "") if w)
+            out.append(Shape("text", LEFT - 8, y + 4, text=it["name"] + (" ✗" if dropped else (" *" if change else "")), anchor="end",
+                             fill="#c62828" if dropped or change else None, title=f"{it['name']}{said}" if said else ""))
             if it["lo"] is not None and it["hi"] is not None and _shows(m, it["lo"], it["hi"]):
                 a, b = _x(m, it["lo"]), _x(m, it["hi"])
                 what = f"{it['units']} unit(s)" if kind == "queue" else f"{it['entries']} entr(ies)"
-                out.append(Shape("line", a, y, x2=max(b, a + 1), y2=y, stroke="#455a64" if kind == "queue" else "#8d6e63", width=5,
-                                 title=f"{it['name']}: {what}, the log from {it['lo']:,} to {it['hi']:,}"))
+                out.append(Shape("line", a, y, x2=max(b, a + 1), y2=y, stroke="#c62828" if dropped else ("#455a64" if kind == "queue" else "#8d6e63"),
+                                 width=5, dash="4,2" if dropped else "", title=f"{it['name']}: {what}, the log from {it['lo']:,} to {it['hi']:,}{said}"))
             for g in groups.get(it["name"], []) if kind == "queue" else ():
                 if g["phy"] is not None and _shows(m, g["phy"]):
                     out.append(Shape("circle", _x(m, g["phy"]), y, w=4, fill="#fff", stroke="#000",
@@ -264,7 +274,7 @@ def storemap_svg(m) -> str:
             attrs = (f" text-anchor='{s.anchor}'" if s.anchor != "start" else "") + (f" font-size='{s.size}'" if s.size != 11 else "")
             attrs += (f" font-weight='{s.weight}'" if s.weight != "normal" else "") + (f" font-style='{s.style}'" if s.style != "normal" else "")
             attrs += f" fill='{s.fill}'" if s.fill else ""
-            out.append(f"<text x='{s.x:.1f}' y='{s.y:g}'{attrs}>{escape(s.text)}</text>")
+            out.append(f"<text x='{s.x:.1f}' y='{s.y:g}'{attrs}>{title}{escape(s.text)}</text>")
     out.append("</svg>")
     return "\n".join(out)
 

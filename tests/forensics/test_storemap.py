@@ -131,3 +131,23 @@ def test_a_notebook_shows_the_picture():
     m = sm.build_map(SAMPLES / "clean", width=200)
     html = m._repr_html_()
     assert "<svg" in html and xml.dom.minidom.parseString(html[html.index("<svg"): html.rindex("</svg>") + 6])
+
+
+def test_what_recovery_does_to_index_files_and_queues_is_on_the_map():
+    from rmqlab.recovery import recover
+
+    for case in ("crash-torn", "crash-cqdeleted"):
+        root = REFERENCE / case / "store"
+        rep = recover(root)
+        m = sm.build_map(root, width=300, recovery=rep)
+        svg = storemap_svg(m)
+        dropped = [sm.Path(i.file).name for i in rep.index if i.action == "dropped"]
+        changed = {q.queue: q for q in rep.queues if q.cut_entries or q.added_entries or q.created}
+        assert dropped and changed and m.recovery["dropped_index"] == dropped
+        assert svg.count("recovery drops it") == 2 * len([f for f in m.index_files if f["name"] in dropped])  # its name and its range
+        for name, q in changed.items():
+            if q.cut_entries:
+                assert f"{name}: " in svg and f"recovery cuts {q.cut_entries} unit(s)" in svg
+            if q.created or q.added_entries:
+                assert f"{name} *" in svg and f"<title>{name}; recovery" in svg  # a queue recovery rebuilds: its name marked and said
+    assert "recovery" not in storemap_svg(sm.build_map(root, width=300)).split("</title>", 1)[1]  # no plan, nothing said
