@@ -23,7 +23,37 @@ from ..errors import RmqlabError
 #: topic colours (colour-blind-safe, then greys for "other")
 PALETTE = ("#0072b2", "#e69f00", "#009e73", "#cc79a7", "#56b4e9", "#d55e00", "#f0e442", "#7f3c8d", "#999999")
 SEVERITY = {"error": "#c62828", "warning": "#ef6c00", "info": "#1565c0"}
-STRIP_H, TOP, LEFT, RIGHT, TRACK_H = 80, 70, 170, 20, 14
+STRIP_H, TOP, RIGHT, TRACK_H = 80, 70, 20, 14
+#: the left margin holds the tracks' names: at least this, at most MAX_LEFT (a longer
+#: name is cut there, whole in its hover title); CHAR_W is a character's width, roughly
+MIN_LEFT, MAX_LEFT, CHAR_W = 170, 420, 7.2
+
+
+def left_of(m) -> int:
+    """The strip's x: room for the longest track name (queues, index files)."""
+    names = [q["name"] for q in m.queues] + [f["name"] for f in m.index_files]
+    return int(min(MAX_LEFT, max(MIN_LEFT, CHAR_W * max(map(len, names), default=0) + 24)))
+
+
+def _fit(text: str, room: float) -> str:
+    """``text`` cut to ``room`` pixels (roughly), with an ellipsis."""
+    n = int(room // CHAR_W)
+    return text if len(text) <= n else text[: max(1, n - 1)] + "…"
+
+
+def _legend(m) -> list[tuple[float, int, str, str]]:
+    """(x, row, label, colour) of each legend entry: entries as wide as their labels,
+    wrapped at the picture's width."""
+    left = left_of(m)
+    out, x, row = [], left, 0
+    for label, colour in zip(list(m.topics) + ["BLANK", "damaged", "not written", "dead"], _colours(m)):
+        label = _fit(label, m.width - 20)
+        w = 14 + CHAR_W * len(label) + 16
+        if x > left and x + w > left + m.width:
+            x, row = left, row + 1
+        out.append((x, row, label, colour))
+        x += w
+    return out
 #: the gap between the strip and the tracks under it (the file names sit in it)
 GAP = 3 * 12
 
@@ -31,7 +61,7 @@ GAP = 3 * 12
 def _x(m, phy: int) -> float:
     """The x of offset ``phy``, held to the strip (a zoomed map draws what reaches past
     its file at the edge)."""
-    return LEFT + min(max(phy - m.lo, 0), m.hi - m.lo) * m.width / max(1, m.hi - m.lo)
+    return left_of(m) + min(max(phy - m.lo, 0), m.hi - m.lo) * m.width / max(1, m.hi - m.lo)
 
 
 def _shows(m, a: int, b: int | None = None) -> bool:
@@ -42,7 +72,7 @@ def _shows(m, a: int, b: int | None = None) -> bool:
 def strip_box(m) -> tuple[int, int, int, int]:
     """(x, y, width, height) of the log's strip in the picture: pixel ``i`` of the map
     is the column ``x + i`` (the widget turns the pointer's place into a pixel)."""
-    return LEFT, TOP, m.width, STRIP_H
+    return left_of(m), TOP, m.width, STRIP_H
 
 
 #: a notebook view (info's, verify's, the recovery report's) draws the store inline up to
@@ -131,17 +161,19 @@ class Shape:
 
 def size_of(m) -> tuple[int, int]:
     tracks = len(m.queues) + len(m.index_files)
-    return LEFT + m.width + RIGHT, TOP + STRIP_H + 60 + (tracks + 2) * TRACK_H + 30 + 20 * ((len(m.topics) + 9) // 6)
+    rows = 1 + max((row for _, row, _, _ in _legend(m)), default=0)
+    return left_of(m) + m.width + RIGHT, TOP + STRIP_H + 60 + (tracks + 2) * TRACK_H + 30 + 18 * rows + 10
 
 
 def shapes(m) -> list[Shape]:
     """Everything the map shows, top to bottom (see the module)."""
-    out = [Shape("text", LEFT, 16, text=m.root, size=13, weight="bold"),
-           Shape("text", LEFT, 32, text=f"{len(m.files)} commitlog file(s), {m.hi - m.lo:,} bytes; RocketMQ serves the log up to {m.served_end:,}"
+    left = left_of(m)
+    out = [Shape("text", left, 16, text=m.root, size=13, weight="bold"),
+           Shape("text", left, 32, text=f"{len(m.files)} commitlog file(s), {m.hi - m.lo:,} bytes; RocketMQ serves the log up to {m.served_end:,}"
                  + (f"; recovery ({m.recovery.get('mode')}) would end it at {m.recovery['end']:,}" if m.recovery else ""))]
     y0, y1 = TOP, TOP + STRIP_H
-    out.append(Shape("text", LEFT - 8, y0 + STRIP_H / 2, text="CommitLog", anchor="end"))
-    out.append(Shape("rect", LEFT, y0, m.width, STRIP_H, fill="#fafafa", stroke="#bbb", cls="strip"))
+    out.append(Shape("text", left - 8, y0 + STRIP_H / 2, text="CommitLog", anchor="end"))
+    out.append(Shape("rect", left, y0, m.width, STRIP_H, fill="#fafafa", stroke="#bbb", cls="strip"))
     per_px = (m.hi - m.lo) / max(1, m.width)
     # never-written bytes of each file
     for f in m.files:
@@ -157,7 +189,7 @@ def shapes(m) -> list[Shape]:
                 v = int(row[x])
                 hpx = min(STRIP_H - stack[x], STRIP_H * v / per_px) if v > 0 else 0
                 if hpx > 0:
-                    boxes.append((LEFT + x, y1 - stack[x] - hpx, 1, hpx))
+                    boxes.append((left + x, y1 - stack[x] - hpx, 1, hpx))
                     stack[x] += hpx
             if boxes:
                 out.append(Shape("columns", fill=colour, boxes=boxes, title=f"{name}: {int(row.sum()):,} bytes"))
@@ -197,16 +229,16 @@ def shapes(m) -> list[Shape]:
             out.append(Shape("triangle", _x(m, f["phy"]), y0 - 10, fill=SEVERITY.get(f["severity"], "#333"),
                              title=f"{f['kind']} ({f['severity']}) {f['file']} @ {f['offset']}: {f['message']}"))
     if m.findings_left_out:
-        out.append(Shape("text", LEFT + m.width, y0 - 24, text=f"+{m.findings_left_out} finding(s) not drawn", anchor="end"))
+        out.append(Shape("text", left + m.width, y0 - 24, text=f"+{m.findings_left_out} finding(s) not drawn", anchor="end"))
     # queues and index files, each over the range of the log it covers
     y = y1 + GAP
-    out.append(Shape("text", LEFT - 8, y - 10, text="covers", anchor="end", weight="bold"))
+    out.append(Shape("text", left - 8, y - 10, text="covers", anchor="end", weight="bold"))
     groups = {}
     for g in m.groups:
         groups.setdefault(g["queue"], []).append(g)
     for kind, items in (("queue", m.queues), ("index", m.index_files)):
         if items:
-            out.append(Shape("text", LEFT - 8, y + 4, text="consume queues" if kind == "queue" else "index files", anchor="end", style="italic"))
+            out.append(Shape("text", left - 8, y + 4, text="consume queues" if kind == "queue" else "index files", anchor="end", style="italic"))
             y += TRACK_H
         for it in items:
             # what recovery would do to it: an index file dropped is drawn dashed red; a
@@ -218,8 +250,8 @@ def shapes(m) -> list[Shape]:
                 said = "; recovery " + ", ".join(w for w in (f"cuts {change['cut']} unit(s)" if change["cut"] else "",
                                                               f"re-dispatches {change['added']}" if change["added"] else "",
                                                               "rebuilds it" if change["created"] else "") if w)
-            out.append(Shape("text", LEFT - 8, y + 4, text=it["name"] + (" ✗" if dropped else (" *" if change else "")), anchor="end",
-                             fill="#c62828" if dropped or change else None, title=f"{it['name']}{said}" if said else ""))
+            out.append(Shape("text", left - 8, y + 4, text=_fit(it["name"] + (" ✗" if dropped else (" *" if change else "")), left - 12), anchor="end",
+                             fill="#c62828" if dropped or change else None, title=f"{it['name']}{said}"))
             if it["lo"] is not None and it["hi"] is not None and _shows(m, it["lo"], it["hi"]):
                 a, b = _x(m, it["lo"]), _x(m, it["hi"])
                 what = f"{it['units']} unit(s)" if kind == "queue" else f"{it['entries']} entr(ies)"
@@ -232,11 +264,9 @@ def shapes(m) -> list[Shape]:
             y += TRACK_H
     # legend
     y += 16
-    for i, (t, colour) in enumerate(zip(list(m.topics) + ["BLANK", "damaged", "not written", "dead"], _colours(m))):
-        x = LEFT + (i % 6) * min(170, m.width // 6)
-        yy = y + (i // 6) * 18
-        out.append(Shape("rect", x, yy - 9, 10, 10, fill=colour, stroke="#999"))
-        out.append(Shape("text", x + 14, yy, text=t[:24]))
+    for x, row, label, colour in _legend(m):
+        out.append(Shape("rect", x, y + row * 18 - 9, 10, 10, fill=colour, stroke="#999"))
+        out.append(Shape("text", x + 14, y + row * 18, text=label))
     return out
 
 
