@@ -24,7 +24,7 @@ from pyspark.sql.types import (
 
 from ..rules import COMMITLOG_DIR
 from . import _paths
-from ._source import StoreDataSource, StoreSourceReader
+from ._source import Pushed, PushFilters, StoreDataSource, StoreSourceReader, filter_batch
 from .pushdown import KEY_COLUMNS
 
 DEFAULT_SPLIT_SIZE = 128 << 20  # like Spark's spark.sql.files.maxPartitionBytes
@@ -73,71 +73,6 @@ SCHEMA = StructType(
 _PUSH_EQUAL = ("physical_offset", "topic", "queue_id", "kind", "msg_id", "store_timestamp", "born_timestamp", "keys", "uniq_key")
 #: ... and ranges (>, >=, <, <=) on these (whole numbers)
 _PUSH_RANGE = ("physical_offset", "store_timestamp", "born_timestamp", "queue_id")
-
-
-@dataclass(frozen=True)
-class Pushed:
-    """What :meth:`CommitLogReader.pushFilters` took from a query's WHERE clause (Spark's
-    filters, ANDed): per column a set of values (``=``, ``IN``) and an inclusive range
-    (``>``, ``>=``, ``<``, ``<=``).  Splits that cannot hold a match are not read
-    (``physical_offset``); topics and store times are filtered inside the decoder,
-    before the heavy columns are built; the rest on each decoded batch.  Every filter
-    is also left to Spark, which checks it again: pushing one can only save work,
-    never change the rows."""
-
-    values: tuple = ()  # ((column, frozenset of values), ...)
-    ranges: tuple = ()  # ((column, lo or None, hi or None), ...), inclusive
-
-    def value_set(self, column: str):
-        sets = [v for c, v in self.values if c == column]
-        if not sets:
-            return None
-        out = sets[0]
-        for v in sets[1:]:
-            out = out & v
-        return out
-
-    def bounds(self, column: str) -> tuple[int | None, int | None]:
-        lo = hi = None
-        for c, a, b in self.ranges:
-            if c == column:
-                lo = a if lo is None or (a is not None and a > lo) else lo
-                hi = b if hi is None or (b is not None and b < hi) else hi
-        vals = self.value_set(column)
-        if vals is not None and vals and all(isinstance(v, int) for v in vals):
-            lo = min(vals) if lo is None else max(lo, min(vals))
-            hi = max(vals) if hi is None else min(hi, max(vals))
-        return lo, hi
-
-    def __bool__(self) -> bool:
-        return bool(self.values or self.ranges)
-
-    def describe(self) -> str:
-        parts = [f"{c} IN {sorted(v, key=str)[:5]}{'…' if len(v) > 5 else ''}" for c, v in self.values]
-        parts += [f"{c} in [{'-∞' if a is None else a}, {'∞' if b is None else b}]" for c, a, b in self.ranges]
-        return " AND ".join(parts) or "nothing"
-
-
-def push_filters(filters) -> tuple[Pushed, list]:
-    """Spark's pushed filters → (:class:`Pushed`, the filters it took).  Only whole-number
-    bounds on whole-number columns and plain values are taken; anything else is left."""
-    from pyspark.sql.datasource import EqualTo, GreaterThan, GreaterThanOrEqual, In, LessThan, LessThanOrEqual
-
-    values, ranges, taken = [], [], []
-    for f in filters:
-        col = f.attribute[0] if len(getattr(f, "attribute", ())) == 1 else None
-        if isinstance(f, EqualTo) and col in _PUSH_EQUAL and f.value is not None:
-            values.append((col, frozenset([f.value])))
-        elif isinstance(f, In) and col in _PUSH_EQUAL and all(v is not None for v in f.value):
-            values.append((col, frozenset(f.value)))
-        elif isinstance(f, (GreaterThan, GreaterThanOrEqual, LessThan, LessThanOrEqual)) and col in _PUSH_RANGE and isinstance(f.value, int) and not isinstance(f.value, bool):
-            v = f.value
-            lo, hi = {GreaterThan: (v + 1, None), GreaterThanOrEqual: (v, None), LessThan: (None, v - 1), LessThanOrEqual: (None, v)}[type(f)]
-            ranges.append((col, lo, hi))
-        else:
-            continue
-        taken.append(f)
-    return Pushed(tuple(values), tuple(ranges)), taken
 
 
 @dataclass(frozen=True)
@@ -293,13 +228,6 @@ class CommitLogDataSource(StoreDataSource):
 
         return CommitLogStreamReader(CommitLogReader(_paths.lower_keys(self.options), _paths.requested_columns(self.name(), SCHEMA, schema)))
 
-    def reader(self, schema):
-        options = _paths.lower_keys(self.options)
-        # opt-in (see the option): Spark 4.3.0 lets one query's pushed read leak into another
-        # query of the same DataFrame; and Spark refuses a reader implementing pushFilters
-        # while the session has filter pushdown off
-        cls = PushdownCommitLogReader if _paths.opt_bool(options, "pushdown", False) else CommitLogReader
-        return cls(options, _paths.requested_columns(self.name(), SCHEMA, schema))
 
 
 def project(schema: StructType, names: list[str] | None) -> StructType:
@@ -315,6 +243,7 @@ def project(schema: StructType, names: list[str] | None) -> StructType:
 
 class CommitLogReader(StoreSourceReader):
     FORMAT, LOADS = "rocketmq", "STORE_OR_COMMITLOG_DIR"
+    PUSH_EQUAL, PUSH_RANGE = _PUSH_EQUAL, _PUSH_RANGE
 
     def __init__(self, options: dict, columns: list[str] | None = None):
         super().__init__(options, None if columns is None or list(columns) == SCHEMA.fieldNames() else list(columns))
@@ -328,9 +257,8 @@ class CommitLogReader(StoreSourceReader):
         self.batch_rows = _paths.opt_int(options, "batchRows", DEFAULT_BATCH_ROWS)
         #: more directories of a log spread over several (storePathCommitLog; --commitlog-dir)
         self.commitlog_dirs = _paths.opt_list(options, "commitlogDirs") or []
-        #: what pushFilters took from the query (PushdownCommitLogReader); read() takes it
-        #: from each split (CommitLogSplit.pushed)
-        self.pushed = Pushed()
+        # self.pushed (PushdownCommitLogReader's pushFilters) reaches read() in each split
+        # (CommitLogSplit.pushed)
 
     def partitions(self):
         splits = plan_splits(self.path, self.split_size, self.fs, self.commitlog_dirs)
@@ -383,37 +311,11 @@ class CommitLogReader(StoreSourceReader):
                 yield b
 
 
-class PushdownCommitLogReader(CommitLogReader):
-    """The reader with ``pushFilters`` (Spark ≥ 4.1, ``spark.sql.python.filterPushdown.enabled``,
-    which :func:`rmqlab.spark.register` turns on)."""
-
-    def pushFilters(self, filters):
-        """Take what can cut the work (:class:`Pushed`) and hand every filter back: Spark
-        evaluates them all again, so the rows are the same with pushdown on or off."""
-        self.pushed, _ = push_filters(filters)
-        return filters
+class PushdownCommitLogReader(PushFilters, CommitLogReader):
+    """The reader with ``pushFilters`` (option ``pushdown=true``)."""
 
 
-CommitLogDataSource.READER = CommitLogReader
-
-
-def filter_batch(batch, pushed: Pushed):
-    """The rows of ``batch`` that can match ``pushed`` (columns it lacks are not judged)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    names = batch.schema.names
-    mask = None
-    for col, vals in pushed.values:
-        if col in names:
-            m = pc.is_in(batch.column(col), value_set=pa.array(sorted(vals), batch.schema.field(col).type))
-            mask = m if mask is None else pc.and_kleene(mask, m)
-    for col, lo, hi in pushed.ranges:
-        if col in names:
-            c = batch.column(col)
-            for m in ([pc.greater_equal(c, lo)] if lo is not None else []) + ([pc.less_equal(c, hi)] if hi is not None else []):
-                mask = m if mask is None else pc.and_kleene(mask, m)
-    return batch if mask is None else batch.filter(mask)
+CommitLogDataSource.READER, CommitLogDataSource.PUSHDOWN_READER = CommitLogReader, PushdownCommitLogReader
 
 
 def commitlog_files(path: str, fs_settings: tuple = (), more_dirs: list[str] | tuple = ()) -> list[tuple[str, str, int, int, bool]]:

@@ -15,7 +15,7 @@ from pyspark.sql.types import IntegerType, LongType, StringType, StructField, St
 from ..files.rocksdb import is_rocksdb_names
 from ..rules import CONSUMEQUEUE_DIR, CONSUMEQUEUE_EXT_DIR
 from . import _paths
-from ._source import StoreDataSource, StoreSourceReader
+from ._source import PushFilters, StoreDataSource, StoreSourceReader, filter_batch
 
 SCHEMA = StructType(
     [
@@ -68,7 +68,8 @@ class ConsumeQueueDataSource(StoreDataSource):
     The entries are those RocketMQ serves (``rmqlab queue``): pre-blank filler
     ``(0, 0x7FFFFFFF, 0)`` before the first real entry is skipped, and a queue ends at
     its first invalid entry (``offset < 0`` or ``size <= 0``).  One partition per
-    queue.  Path: a store root or its ``consumequeue/`` directory; local or any
+    queue.  Options: ``topics`` (comma-separated: only these), ``pushdown`` (``true``: a
+    query's ``topic`` / ``queue_id`` filters leave the other queues unread; README).  Path: a store root or its ``consumequeue/`` directory; local or any
     ``pyarrow.fs`` URI.
     """
 
@@ -78,21 +79,37 @@ class ConsumeQueueDataSource(StoreDataSource):
 
 class ConsumeQueueReader(StoreSourceReader):
     FORMAT, LOADS = "rocketmq.consumequeue", "STORE_OR_CONSUMEQUEUE_DIR"
+    # pushdown: a queue no topic / queue_id filter names is not read (its directory is
+    # not even listed); the other filters cut each queue's batch.  Never a queue's
+    # entries by offset: where a queue ends (its first invalid unit) is only known by
+    # reading it from its first file
+    PUSH_EQUAL, PUSH_RANGE = ("topic", "queue_id"), ("queue_id", "queue_offset", "commitlog_offset", "size", "tags_code")
 
     def __init__(self, options: dict, columns: list[str] | None = None):
         super().__init__(options, columns)
         self.topics = _paths.opt_list(options, "topics")
 
     def partitions(self):
-        return plan_queues(self.path, self.topics, self.fs)
+        topics = self.topics
+        wanted = self.pushed.value_set("topic")
+        if wanted is not None:
+            topics = sorted(t for t in wanted if isinstance(t, str) and (topics is None or t in topics))
+        lo, hi = self.pushed.bounds("queue_id")
+        ids = self.pushed.value_set("queue_id")
+        return [s for s in plan_queues(self.path, topics, self.fs)
+                if (lo is None or s.queue_id >= lo) and (hi is None or s.queue_id <= hi) and (ids is None or s.queue_id in ids)]
 
     def read(self, partition: QueueSplit):
-        batch = read_queue(partition)
+        batch = filter_batch(read_queue(partition), self.pushed)
         if batch.num_rows:
             yield self.project(batch)
 
 
-ConsumeQueueDataSource.READER = ConsumeQueueReader
+class PushdownConsumeQueueReader(PushFilters, ConsumeQueueReader):
+    """The reader with ``pushFilters`` (option ``pushdown=true``)."""
+
+
+ConsumeQueueDataSource.READER, ConsumeQueueDataSource.PUSHDOWN_READER = ConsumeQueueReader, PushdownConsumeQueueReader
 
 
 def plan_queues(path: str, topics: list[str] | None = None, fs_settings: tuple = ()) -> list[QueueSplit]:

@@ -14,7 +14,7 @@ from pyspark.sql.types import IntegerType, LongType, StringType, StructField, St
 
 from ..rules import INDEX_DIR
 from . import _paths
-from ._source import StoreDataSource, StoreSourceReader
+from ._source import PushFilters, StoreDataSource, StoreSourceReader, filter_batch
 
 SCHEMA = StructType(
     [
@@ -75,7 +75,8 @@ class IndexDataSource(StoreDataSource):
     length with Java's 4 entries per slot, as ``rmqlab info`` does), ``splitEntries``
     (entries per partition, default 2,000,000), ``files`` (comma-separated index file
     names: only these are read, e.g. to leave out one of the wrong size, which
-    otherwise fails the read naming it).  Path: a store root or its
+    otherwise fails the read naming it), ``pushdown`` (``true``: a query's ``file`` and
+    ``entry`` filters leave the other files and entries unread; README).  Path: a store root or its
     ``index/`` directory; local or any ``pyarrow.fs`` URI.
     """
 
@@ -85,6 +86,10 @@ class IndexDataSource(StoreDataSource):
 
 class IndexReader(StoreSourceReader):
     FORMAT, LOADS = "rocketmq.index", "STORE_OR_INDEX_DIR"
+    # pushdown: index files no ``file`` filter names and entry ranges no ``entry`` bound
+    # reaches are not read; the rest cut each split's batch.  Never by the header's
+    # offsets or times: a file whose entries stray outside them would lose rows
+    PUSH_EQUAL, PUSH_RANGE = ("file", "entry", "slot", "key_hash", "phy_offset"), ("entry", "slot", "phy_offset", "timestamp", "time_diff", "prev_index")
 
     def __init__(self, options: dict, columns: list[str] | None = None):
         super().__init__(options, columns)
@@ -94,15 +99,26 @@ class IndexReader(StoreSourceReader):
         self.files = _paths.opt_list(options, "files")
 
     def partitions(self):
-        return plan_index(self.path, self.slots, self.entries, self.split_entries, self.files, self.fs)
+        files = self.files
+        wanted = self.pushed.value_set("file")
+        if wanted is not None:  # the column shows the path as loaded: the file's name is its last part
+            names = sorted({str(f).replace("\\", "/").rsplit("/", 1)[-1] for f in wanted})
+            files = [n for n in names if files is None or n in files]
+        lo, hi = self.pushed.bounds("entry")
+        return [s for s in plan_index(self.path, self.slots, self.entries, self.split_entries, files, self.fs)
+                if (wanted is None or s.file in wanted) and (lo is None or s.last > lo) and (hi is None or s.first <= hi)]
 
     def read(self, partition: IndexSplit):
-        batch = read_index_split(partition)
+        batch = filter_batch(read_index_split(partition), self.pushed)
         if batch.num_rows:
             yield self.project(batch)
 
 
-IndexDataSource.READER = IndexReader
+class PushdownIndexReader(PushFilters, IndexReader):
+    """The reader with ``pushFilters`` (option ``pushdown=true``)."""
+
+
+IndexDataSource.READER, IndexDataSource.PUSHDOWN_READER = IndexReader, PushdownIndexReader
 
 
 def plan_index(path: str, slots: int | None, entries: int | None, split_entries: int = DEFAULT_SPLIT_ENTRIES, names: list[str] | None = None,

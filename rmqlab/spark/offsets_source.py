@@ -14,7 +14,7 @@ from pyspark.sql.datasource import InputPartition
 from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
 from . import _paths
-from ._source import StoreDataSource, StoreSourceReader
+from ._source import PushFilters, StoreDataSource, StoreSourceReader, filter_batch
 
 SCHEMA = StructType(
     [
@@ -56,7 +56,8 @@ class OffsetsDataSource(StoreDataSource):
     committed nothing for this queue), ``min_offset``, ``max_offset``, ``lag``,
     ``next_store_timestamp`` (store time of the next message to consume), ``note``.
 
-    Options: ``group`` (only that consumer group).  Path: a store root on a local (or
+    Options: ``group`` (only that consumer group), ``pushdown`` (``true``: a query's
+    ``group`` filter leaves the other groups unread).  Path: a store root on a local (or
     NFS) path: the offsets live in ``config/``, beside the consume queues.
     """
 
@@ -66,6 +67,8 @@ class OffsetsDataSource(StoreDataSource):
 
 class OffsetsReader(StoreSourceReader):
     FORMAT = "rocketmq.offsets"
+    # pushdown: only the consumer groups a ``group`` filter names are read
+    PUSH_EQUAL, PUSH_RANGE = ("group", "topic", "queue_id"), ("queue_id", "lag", "committed_offset")
 
     def __init__(self, options: dict, columns: list[str] | None = None):
         super().__init__(options, columns)
@@ -76,15 +79,23 @@ class OffsetsReader(StoreSourceReader):
         self.group = options.get("group")
 
     def partitions(self):
-        return [OffsetsSplit(self.path, self.group)]
+        groups = self.pushed.value_set("group")
+        if groups is None:
+            return [OffsetsSplit(self.path, self.group)]
+        # one split per group a filter names (and the option allows): other groups' queues are not read
+        return [OffsetsSplit(self.path, g) for g in sorted(g for g in groups if isinstance(g, str) and self.group in (None, g))]
 
     def read(self, partition: OffsetsSplit):
-        batch = read_offsets(partition)
+        batch = filter_batch(read_offsets(partition), self.pushed)
         if batch.num_rows:
             yield self.project(batch)
 
 
-OffsetsDataSource.READER = OffsetsReader
+class PushdownOffsetsReader(PushFilters, OffsetsReader):
+    """The reader with ``pushFilters`` (option ``pushdown=true``)."""
+
+
+OffsetsDataSource.READER, OffsetsDataSource.PUSHDOWN_READER = OffsetsReader, PushdownOffsetsReader
 
 
 def read_offsets(split: OffsetsSplit):

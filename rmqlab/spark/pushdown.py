@@ -1,7 +1,7 @@
 """Which bytes of the log a pushed-down query can need, found from what the store already
 knows, before any record is read (the commitlog source's ``pushdown=true``).
 
-A query's filters (:class:`~rmqlab.spark.commitlog_source.Pushed`) narrow the read in
+A query's filters (:class:`~rmqlab.spark._source.Pushed`) narrow the read in
 these ways, each safe on its own and combined by intersection:
 
 ``physical_offset`` ranges

@@ -53,6 +53,16 @@ def test_the_export_holds_the_decoders_rows(tmp_path, case, mode):
     for rel, _ in run["files"]:
         t = ds.dataset(str(tmp_path / "out" / rel), format="parquet").to_table()
         assert len(set(t.column("topic").to_pylist())) == 1 and f"topic_dir={ex.topic_dir(t.column('topic')[0].as_py())}/" in rel
+    # what readers prune row groups by has min/max statistics; bodies are not dictionary-encoded
+    import pyarrow.parquet as pq
+
+    meta = pq.ParquetFile(tmp_path / "out" / run["files"][0][0]).metadata
+    cols = {meta.row_group(0).column(i).path_in_schema: meta.row_group(0).column(i) for i in range(meta.num_columns)}
+    for name in ("physical_offset", "store_timestamp", "queue_offset", "topic"):
+        assert cols[name].statistics is not None and cols[name].statistics.has_min_max, name
+    assert cols["body"].statistics is None or not cols["body"].statistics.has_min_max
+    assert "PLAIN_DICTIONARY" in str(cols["topic"].encodings) or "RLE_DICTIONARY" in str(cols["topic"].encodings)
+    assert not any("DICTIONARY" in str(e) for e in cols["body"].encodings)
 
 
 def test_a_second_run_appends_only_what_the_log_gained(tmp_path):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from rmqlab.spark.commitlog_source import Pushed, filter_batch
+from rmqlab.spark._source import Pushed, filter_batch
 from tests.spark.conftest import store_root
 
 pytestmark = pytest.mark.spark
@@ -122,3 +122,43 @@ def test_a_batch_filter_judges_only_the_columns_it_has():
     p = Pushed(values=(("topic", frozenset({"A", "B"})), ("kind", frozenset({"MESSAGE"}))), ranges=(("physical_offset", 2, None),))
     assert filter_batch(b, p).to_pydict() == {"topic": ["B"], "physical_offset": [2]}
     assert p.bounds("physical_offset") == (2, None) and Pushed(values=(("physical_offset", frozenset({5, 9})),)).bounds("physical_offset") == (5, 9)
+
+
+#: per source: its format, the probes (WHERE clauses) and how many partitions the first
+#: probe may read at most (of how many without it)
+SOURCES = {
+    "rocketmq.consumequeue": ["topic = 'TopicA' AND queue_id IN (1, 3)", "topic IN ('TopicB', 'TopicC') AND queue_offset >= 5 AND commitlog_offset < 200000",
+                              "queue_id = 2 AND size > 300", "topic = 'TopicA' OR queue_id = 0"],
+    "rocketmq.index": ["file LIKE '%' AND slot < 1000", "entry <= 20 AND phy_offset > 1000", "key_hash IN (0, 1, 2) OR entry = 5"],
+    "rocketmq.offsets": ["group = 'groupA' AND lag > 0", "topic = 'TopicB' AND queue_id >= 1", "group IN ('groupA', 'nobody')"],
+}
+
+
+@pytest.mark.parametrize("fmt", sorted(SOURCES))
+def test_the_other_sources_give_the_same_rows_with_pushdown(spark, fmt):
+    """consume queues, index files, offsets: every probe the same rows pushed and not;
+    a topic/queue (a file, a group) filter reads fewer partitions."""
+    import rmqlab.spark
+
+    rmqlab.spark.register(spark)
+    # the reference stores hold no consumer offsets: the sample store's groups
+    root = str(store_root("clean") if fmt != "rocketmq.offsets" else store_root("clean").parents[4] / "sample_stores" / "damaged")
+
+    def read(pushdown):
+        return spark.read.format(fmt).option("pushdown", str(pushdown).lower()).load(root)
+
+    probes = list(SOURCES[fmt])
+    if fmt == "rocketmq.index":  # one named file: the others are not read
+        name = read(False).select("file").first()["file"]
+        probes.insert(0, f"file = '{name}' AND entry >= 1")
+    if fmt == "rocketmq.offsets":
+        group = read(False).select("group").first()["group"]
+        probes = [p.replace("groupA", group) for p in probes]
+    found = []
+    for q in probes:
+        on = sorted(map(tuple, read(True).where(q).collect()))
+        assert on == sorted(map(tuple, read(False).where(q).collect())), q
+        found.append(len(on))
+    assert found[0] > 0 and sum(found) > found[0]  # the probes find rows
+    if fmt != "rocketmq.offsets":  # (the offsets are one partition: a group filter cuts the queues read in it)
+        assert read(True).where(probes[0]).rdd.getNumPartitions() < read(True).rdd.getNumPartitions()
