@@ -87,6 +87,14 @@ def map_of_store(root, *, config=None, width: int = 1200, verify: bool = True, f
     still drawn, without recovery's end), then the one pass of
     :func:`~rmqlab.forensics.storemap.build_map`.  Read-only."""
     from ..forensics.storemap import build_map
+
+    findings, recovery = map_inputs(root, config=config, verify=verify, findings=findings, recovery=recovery)
+    return build_map(root, width=width, findings=findings, recovery=recovery, progress=progress, file=file)
+
+
+def map_inputs(root, *, config=None, verify: bool = True, findings=None, recovery=None) -> tuple[list, object]:
+    """(verify's findings, recovery's dry-run report or None) for the map of ``root``,
+    each run unless given (a caller drawing the map again, zoomed, passes them back)."""
     from ..forensics.verify import verify_store
     from ..recovery import recover
 
@@ -96,8 +104,8 @@ def map_of_store(root, *, config=None, width: int = 1200, verify: bool = True, f
         try:
             recovery = recover(root, config=config)
         except RmqlabError:
-            recovery = None
-    return build_map(root, width=width, findings=findings, recovery=recovery, progress=progress, file=file)
+            recovery = None  # a store recovery cannot plan for: the map still draws the rest
+    return findings, recovery
 
 
 def inline_map(root, *, title: str, width: int = 900, **kwargs) -> str:

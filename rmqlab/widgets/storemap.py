@@ -19,7 +19,7 @@ import traitlets
 
 from ..errors import RmqlabError
 from ..format.record import RecordError
-from ..render.storemap import map_of_store, storemap_svg, strip_box
+from ..render.storemap import map_inputs, map_of_store, storemap_svg, strip_box
 from .base import Panel, as_store
 from .hexview import HexViewer
 
@@ -132,7 +132,6 @@ class StoreMapViewer(Panel):
 
     def __init__(self, store, width: int = 900, verify: bool = True, findings=None, recovery=None, config=None):
         self.store = as_store(store)
-        self._kw = {"config": config, "verify": verify, "findings": findings, "recovery": recovery}
         self.width = width
         names = [f.path.name for f in self.store.commitlog.queue.files]
         self.zoom = widgets.Dropdown(options=[("the whole log", "")] + [(f"file {n}", n) for n in names], value="", description="zoom")
@@ -150,6 +149,9 @@ class StoreMapViewer(Panel):
         self.zoom.observe(lambda _: self.redraw(), "value")
         self.bytes_button.on_click(lambda _: self.pick())
         self.canvas.on_msg(self._on_msg)
+        # verify and recovery's dry run once: a zoom draws the map again with their answers
+        inputs = self.guarded(map_inputs, self.store.root, config=config, verify=verify, findings=findings, recovery=recovery) or ([], None)
+        self._kw = {"config": config, "findings": inputs[0], "recovery": inputs[1]}
         self.redraw()
 
     def _on_msg(self, _widget, content, _buffers=None) -> None:
