@@ -46,24 +46,32 @@ def _rows(path: Path) -> list[dict]:
     return rows
 
 
-def _check(out: Path, case: str, splits=SPLITS) -> None:
-    root = store_root(case)
+def _check(out: Path, case: str, splits=SPLITS, name: str | None = None) -> None:
+    """The job's rows of the store it read as ``name`` (default ``case``) are the
+    single-process reader's of reference store ``case``."""
+    root, name = store_root(case), name or case
     for split in splits:
-        assert_commitlog_rows(_rows(out / case / f"rocketmq-{split}"), root, where=f"{case} {split}")
-    assert as_queue_rows(_rows(out / case / "rocketmq.consumequeue")) == queue_rows(root)
-    assert as_index_rows(_rows(out / case / "rocketmq.index")) == index_rows(root)
+        assert_commitlog_rows(_rows(out / name / f"rocketmq-{split}"), root, where=f"{name} {split}")
+    assert as_queue_rows(_rows(out / name / "rocketmq.consumequeue")) == queue_rows(root)
+    assert as_index_rows(_rows(out / name / "rocketmq.index")) == index_rows(root)
 
 
 def _splits(splits=SPLITS) -> list[str]:
     return [a for s in splits for a in ("--split", s)]
 
 
-def test_sources_on_a_standalone_cluster(cluster, tmp_path):
-    """The damaged store at both splits, and rmqlab.spark.verify of it (the clean store
-    goes through the cluster in the packed-environment job)."""
-    _run([sys.executable, str(JOB), "--master", cluster.url, "--out", str(tmp_path), "--store", f"crash-torn={store_root('crash-torn').resolve()}",
-          *_splits(), "--verify", f"crash-torn={store_root('crash-torn').resolve()}"], tmp_path)
+def test_sources_on_a_standalone_cluster(cluster, s3, tmp_path):
+    """The damaged store at both splits, from local files and from S3, and
+    rmqlab.spark.verify of it (the clean store goes through the cluster in the
+    packed-environment job).  The executors have no AWS variables (the cluster was
+    started without them); the driver's reach them inside the splits.  (Settings given
+    as options are resolved on the driver into the same split field:
+    tests/spark/test_object_storage.py reads with them.)"""
+    job = _run([sys.executable, str(JOB), "--master", cluster.url, "--out", str(tmp_path), "--store", f"crash-torn={store_root('crash-torn').resolve()}",
+                "--store", f"s3={s3.uri('crash-torn')}", *_splits(), "--verify", f"crash-torn={store_root('crash-torn').resolve()}"], tmp_path, env=s3.env())
     _check(tmp_path, "crash-torn")
+    _check(tmp_path, "crash-torn", name="s3")
+    assert job["counts"]["s3/rocketmq-64KiB"] == len(pq.read_table(tmp_path / "s3" / "rocketmq-64KiB")) > 0
     # rmqlab.spark.verify on the cluster: the findings of rmqlab verify --json
     cli = subprocess.run([sys.executable, "-m", "rmqlab", "verify", "--json", str(store_root("crash-torn").resolve())], capture_output=True, text=True)
     want = Counter((f["kind"], f["severity"], f["file"], f["offset"]) for f in json.loads(cli.stdout)["findings"])
@@ -104,15 +112,3 @@ def test_spark_connect_on_the_cluster(cluster, tmp_path):
     finally:
         cluster.stop_one("connect")  # its application holds the workers' cores
     _check(tmp_path, "crash-torn", SPLITS[:1])
-
-
-def test_s3_on_the_cluster_with_the_drivers_aws_variables(cluster, s3, tmp_path):
-    """The executors have no AWS variables (the cluster was started without them); the
-    driver's reach them inside the splits.  (Settings given as options are resolved on
-    the driver into the same split field: tests/spark/test_object_storage.py reads with
-    them; one cluster job shows the field reaches the executors.)"""
-    job = _run([sys.executable, str(JOB), "--master", cluster.url, "--out", str(tmp_path), "--store", f"crash-torn={s3.uri('crash-torn')}", *_splits(("64KiB",))],
-               tmp_path, env=s3.env())
-    _check(tmp_path, "crash-torn", ("64KiB",))
-    assert job["counts"]["crash-torn/rocketmq-64KiB"] == len(pq.read_table(tmp_path / "crash-torn" / "rocketmq-64KiB"))
-
