@@ -160,7 +160,10 @@ def packed_environment(cache: Path) -> Path:
     pip = [str(env / "bin" / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
     subprocess.run([*pip, "setuptools>=77", "wheel"], check=True)
     # rmqlab and its dependencies; pandas because pyspark's worker imports it for Arrow
-    subprocess.run([*pip, str(ROOT), "pandas>=2.0,<3"], check=True, cwd=cache)
+    # without build isolation (setuptools and wheel are in the venv already: no second
+    # venv to build in) and without byte-compiling every installed module (the workers
+    # compile what they import): half the time of a plain install
+    subprocess.run([*pip, "--no-build-isolation", "--no-compile", str(ROOT), "pandas>=2.0,<3"], check=True, cwd=cache)
     tmp = cache / f"partial-{os.getpid()}.tar.gz"
     subprocess.run([str(Path(sys.executable).parent / "venv-pack"), "-p", str(env), "-o", str(tmp), "--compress-level", "1", "--quiet", "--force"], check=True)
     tmp.rename(out)
