@@ -109,3 +109,4 @@ def _tour(samples: Path, work: Path) -> None:
         print(kind_lines[0] + (f"   (+{len(kind_lines) - 1} more {kind})" if len(kind_lines) > 1 else ""))
     found = [r for f in sorted((damaged / COMMITLOG_DIR).iterdir()) if f.stat().st_size for r in salvage_path(f)]
     print(f"salvage: {len(found)} candidate records recognised by magic, size, self-recorded offset and CRC")
+    print(f"all of it in one picture: rmqlab map {damaged} -o damaged.svg (or .png; StoreMapViewer in a notebook)")
