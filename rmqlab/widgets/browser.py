@@ -32,6 +32,7 @@ class StoreBrowser(Panel):
         super().__init__([self.view, self.records_box], primary=self.view)
         self.page: list = []
         self._summary = None
+        self._summary_html = None  # the summary with the store map: one pass, drawn once
         self._updating = False
         for w in (self.view, self.topic, self.start):
             w.observe(lambda _: self.refresh(), "value")
@@ -64,9 +65,11 @@ class StoreBrowser(Panel):
     def refresh(self) -> None:
         self.records_box.layout.display = "" if self.view.value == "records" else "none"
         if self.view.value == "summary":
-            s = self.guarded(self.summary)
-            if s is not None:
-                self.show(summary_html(s))
+            if self._summary_html is None:
+                s = self.guarded(self.summary)
+                self._summary_html = summary_html(s) if s is not None else None
+            if self._summary_html is not None:
+                self.show(self._summary_html)
         elif self.view.value == "files":
             self.show(files_html(self.store.root))
         else:
