@@ -1,5 +1,6 @@
-"""A :class:`~rmqlab.forensics.storemap.StoreMap` as an SVG picture (``rmqlab map -o
-store.svg``; the ``StoreMap`` view in notebooks).
+"""A :class:`~rmqlab.forensics.storemap.StoreMap` as a picture: SVG (``rmqlab map -o
+store.svg``; the ``StoreMap`` view in notebooks, the ``StoreMapViewer`` widget) or PNG
+(``-o store.png``), both drawn from one list of :class:`Shape` s.
 
 Top to bottom: the log as a strip along its physical offsets — each pixel column
 stacked by topic (the share of the pixel's bytes each topic's records fill), BLANK ends
@@ -8,8 +9,9 @@ serves the log) shaded, file boundaries as ticks with their names; above it, ver
 findings as triangles by severity; through it, the ends as lines (where RocketMQ serves
 the log to, where recovery would end it, and what it would cut); below it, one line per
 consume queue and index file over the range of the log it covers, and each consumer
-group's committed position on its queue.  Hovering anything shows what it is (SVG
-``<title>``); the same picture every run for the same store.
+group's committed position on its queue (at most :data:`MAX_TRACKS` of them, what
+recovery changes first).  Hovering anything shows what it is (SVG ``<title>``); the same
+picture every run for the same store.
 """
 
 from __future__ import annotations
@@ -54,14 +56,20 @@ def _legend(m) -> list[tuple[float, int, str, str]]:
         out.append((x, row, label, colour))
         x += w
     return out
+
+
 #: the gap between the strip and the tracks under it (the file names sit in it)
 GAP = 3 * 12
+#: tracks drawn under the strip at most (a store of thousands of queues, LMQ's): those
+#: recovery changes first, the rest by name; the JSON holds every one
+MAX_TRACKS = 64
 
 
-def _x(m, phy: int) -> float:
-    """The x of offset ``phy``, held to the strip (a zoomed map draws what reaches past
-    its file at the edge)."""
-    return left_of(m) + min(max(phy - m.lo, 0), m.hi - m.lo) * m.width / max(1, m.hi - m.lo)
+def _x(m, phy: int, left: int) -> float:
+    """The x of offset ``phy`` on a strip starting at ``left`` (:func:`left_of`, found
+    once per picture), held to the strip (a zoomed map draws what reaches past its file
+    at the edge)."""
+    return left + min(max(phy - m.lo, 0), m.hi - m.lo) * m.width / max(1, m.hi - m.lo)
 
 
 def _shows(m, a: int, b: int | None = None) -> bool:
@@ -167,8 +175,24 @@ class Shape:
     boxes: list = field(default_factory=list)
 
 
+def _tracks(m) -> tuple[list, list, int]:
+    """(queues, index files) drawn, in their order, and how many are left out: at most
+    :data:`MAX_TRACKS` in all, index files first (a store has few), those recovery
+    changes before the rest."""
+    changed = set(m.recovery.get("queues", {})) | set(m.recovery.get("dropped_index", ()))
+
+    def keep(items, room):
+        chosen = sorted(range(len(items)), key=lambda i: items[i]["name"] not in changed)[: max(0, room)]
+        return [items[i] for i in sorted(chosen)]
+
+    index_files = keep(m.index_files, MAX_TRACKS // 4)
+    queues = keep(m.queues, MAX_TRACKS - len(index_files))
+    return queues, index_files, len(m.queues) + len(m.index_files) - len(queues) - len(index_files)
+
+
 def size_of(m) -> tuple[int, int]:
-    tracks = len(m.queues) + len(m.index_files)
+    queues, index_files, left_out = _tracks(m)
+    tracks = len(queues) + len(index_files) + (1 if left_out else 0)
     rows = 1 + max((row for _, row, _, _ in _legend(m)), default=0)
     return left_of(m) + m.width + RIGHT, TOP + STRIP_H + 60 + (tracks + 2) * TRACK_H + 30 + 18 * rows + 10
 
@@ -186,7 +210,7 @@ def shapes(m) -> list[Shape]:
     # never-written bytes of each file
     for f in m.files:
         if f["data_end"] < f["base"] + f["size"]:
-            a, b = _x(m, f["data_end"]), _x(m, f["base"] + f["size"])
+            a, b = _x(m, f["data_end"], left), _x(m, f["base"] + f["size"], left)
             out.append(Shape("rect", a, y0, max(b - a, 0.5), STRIP_H, fill=UNWRITTEN, title=f"{f['name']}: not written from {f['data_end']:,} ({f['kind']})"))
     # bytes by topic, stacked from the bottom of each pixel column
     if m.topic_bytes is not None and len(m.topic_bytes):
@@ -204,13 +228,13 @@ def shapes(m) -> list[Shape]:
     # dead bytes: past where RocketMQ serves the log, up to the furthest written byte
     written = max((f["data_end"] for f in m.files), default=m.lo)
     if written > m.served_end and _shows(m, m.served_end, written):
-        a, b = _x(m, m.served_end), _x(m, written)
+        a, b = _x(m, m.served_end, left), _x(m, written, left)
         out.append(Shape("rect", a, y0, max(b - a, 1), STRIP_H, fill="#000", opacity=0.25,
                          title=f"dead bytes: {written - m.served_end:,} bytes from {m.served_end:,}, not served by RocketMQ"))
     # file boundaries, named where the name fits after the last one named (~7 px a digit)
     named_to = float("-inf")
     for f in m.files:
-        x = _x(m, f["base"])
+        x = _x(m, f["base"], left)
         out.append(Shape("line", x, y0 - 4, x2=x, y2=y1 + 4, stroke="#555"))
         name = f["name"].lstrip("0") or "0"
         if x >= named_to:
@@ -221,7 +245,7 @@ def shapes(m) -> list[Shape]:
     if m.recovery:
         ends.append(("recovery's end", m.recovery["end"], "#ef6c00", "4,3"))
         if m.recovery.get("end_before", 0) > m.recovery["end"] and _shows(m, m.recovery["end"], m.recovery["end_before"]):
-            a, b = _x(m, m.recovery["end"]), _x(m, m.recovery["end_before"])
+            a, b = _x(m, m.recovery["end"], left), _x(m, m.recovery["end_before"], left)
             out.append(Shape("rect", a, y0, max(b - a, 1), STRIP_H, stroke="#c62828", dash="3,2",
                              title=f"recovery cuts {m.recovery['end_before'] - m.recovery['end']:,} bytes: {m.recovery['end']:,} to {m.recovery['end_before']:,}"))
     for name in ("confirm_phy_offset", "master_flushed_offset", "logics_physical_offset"):
@@ -229,12 +253,12 @@ def shapes(m) -> list[Shape]:
             ends.append((f"checkpoint {name}", m.checkpoint[name], "#6a1b9a", "1,2"))
     for name, at, colour, dash in ends:
         if _shows(m, at):
-            x = _x(m, at)
+            x = _x(m, at, left)
             out.append(Shape("line", x, y0 - 8, x2=x, y2=y1 + 8, stroke=colour, width=2, dash=dash, title=f"{name}: {at:,}"))
     # findings
     for f in m.findings:
         if f["phy"] is not None and _shows(m, f["phy"]):
-            out.append(Shape("triangle", _x(m, f["phy"]), y0 - 10, fill=SEVERITY.get(f["severity"], "#333"),
+            out.append(Shape("triangle", _x(m, f["phy"], left), y0 - 10, fill=SEVERITY.get(f["severity"], "#333"),
                              title=f"{f['kind']} ({f['severity']}) {f['file']} @ {f['offset']}: {f['message']}"))
     if m.findings_left_out:
         out.append(Shape("text", left + m.width, y0 - 24, text=f"+{m.findings_left_out} finding(s) not drawn", anchor="end"))
@@ -244,7 +268,8 @@ def shapes(m) -> list[Shape]:
     groups = {}
     for g in m.groups:
         groups.setdefault(g["queue"], []).append(g)
-    for kind, items in (("queue", m.queues), ("index", m.index_files)):
+    queues, index_files, left_out = _tracks(m)
+    for kind, items in (("queue", queues), ("index", index_files)):
         if items:
             out.append(Shape("text", left - 8, y + 4, text="consume queues" if kind == "queue" else "index files", anchor="end", style="italic"))
             y += TRACK_H
@@ -261,15 +286,19 @@ def shapes(m) -> list[Shape]:
             out.append(Shape("text", left - 8, y + 4, text=_fit(it["name"] + (" ✗" if dropped else (" *" if change else "")), left - 12), anchor="end",
                              fill="#c62828" if dropped or change else None, title=f"{it['name']}{said}"))
             if it["lo"] is not None and it["hi"] is not None and _shows(m, it["lo"], it["hi"]):
-                a, b = _x(m, it["lo"]), _x(m, it["hi"])
+                a, b = _x(m, it["lo"], left), _x(m, it["hi"], left)
                 what = f"{it['units']} unit(s)" if kind == "queue" else f"{it['entries']} entr(ies)"
                 out.append(Shape("line", a, y, x2=max(b, a + 1), y2=y, stroke="#c62828" if dropped else ("#455a64" if kind == "queue" else "#8d6e63"),
                                  width=5, dash="4,2" if dropped else "", title=f"{it['name']}: {what}, the log from {it['lo']:,} to {it['hi']:,}{said}"))
             for g in groups.get(it["name"], []) if kind == "queue" else ():
                 if g["phy"] is not None and _shows(m, g["phy"]):
-                    out.append(Shape("circle", _x(m, g["phy"]), y, w=4, fill="#fff", stroke="#000",
+                    out.append(Shape("circle", _x(m, g["phy"], left), y, w=4, fill="#fff", stroke="#000",
                                      title=f"group {g['group']} has consumed {g['queue']} up to offset {g['committed']} (lag {g['lag']})"))
             y += TRACK_H
+    if left_out:
+        out.append(Shape("text", left - 8, y + 4, text=f"+{left_out} more", anchor="end", style="italic",
+                         title=f"{left_out} more queue(s) and index file(s) not drawn: rmqlab map --json lists them all"))
+        y += TRACK_H
     # legend
     y += 16
     for x, row, label, colour in _legend(m):

@@ -151,3 +151,24 @@ def test_what_recovery_does_to_index_files_and_queues_is_on_the_map():
             if q.created or q.added_entries:
                 assert f"{name} *" in svg and f"<title>{name}; recovery" in svg  # a queue recovery rebuilds: its name marked and said
     assert "recovery" not in storemap_svg(sm.build_map(root, width=300)).split("</title>", 1)[1]  # no plan, nothing said
+
+
+def test_a_store_of_many_queues_draws_a_bounded_picture(monkeypatch):
+    from rmqlab.recovery import recover
+    from rmqlab.render import storemap as render
+
+    root = REFERENCE / "crash-cqdeleted" / "store"
+    rep = recover(root)
+    m = sm.build_map(root, width=300, recovery=rep)
+    height_of_all = render.size_of(m)[1]
+    monkeypatch.setattr(render, "MAX_TRACKS", 8)
+    queues, index_files, left_out = render._tracks(m)
+    assert len(queues) + len(index_files) == 8 and left_out == len(m.queues) + len(m.index_files) - 8
+    # what recovery changes is drawn first; the order of what is drawn is the store's
+    changed = [q["name"] for q in m.queues if q["name"] in m.recovery["queues"]]
+    assert changed and set(changed) <= {q["name"] for q in queues}
+    assert [q["name"] for q in queues] == [q["name"] for q in m.queues if q in queues]
+    svg = storemap_svg(m)
+    assert f"+{left_out} more" in svg and svg.count("unit(s), the log from") <= len(queues)
+    # the height follows the tracks drawn (and the "+N more" line), not the store's queues
+    assert render.size_of(m)[1] == height_of_all - (left_out - 1) * render.TRACK_H
