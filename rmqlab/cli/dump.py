@@ -54,40 +54,46 @@ def run(args) -> int:
         raise RmqlabError(f"--to {args.end} is not after --from {args.start}: nothing to dump")
     if args.follow and (args.end is not None or args.dead):
         raise RmqlabError("--follow prints what is appended after the end of the log: it does not go with --to or --dead")
-    status = _dump(args)
+    status, end = _dump(args)
     if not args.follow or status == 2:
         return status
-    with open_from_args(args, strict=False) as store:
-        end = store.commitlog.served_end()
+    # from the end the listing stopped at, not the log's end now: what a broker appended
+    # while the listing ran is followed, not skipped
     return follow(args.store, end, args)
 
 
-def _dump(args) -> int:
+def _dump(args) -> tuple[int, int]:
+    """(exit status, the end of the log the listing stopped at)."""
     with open_from_args(args) as store, progress_bar(args, commitlog_bytes(args.store, store.config), "dump") as bar:
         progress = bar or Silent()
         # RocketMQ serves the log up to where its recovery ends it (the last file's chain,
         # up to its first record that fails its CRC): what lies after is not listed
         end = store.commitlog.served_end()
-        stop = end if args.end is None else min(args.end, end)
-        try:
-            if args.json:
-                _json(store, args, stop, progress)
-                return _after_the_end(store, end, args)
-            base = store.commitlog.min_offset
-            for n, rec in enumerate(store.commitlog.iter_records(args.start, stop, include_blank=True)):
-                if selected(rec, args):
-                    print(record_line(rec))
-                if n % 4096 == 0:
-                    progress.update(rec.physical_offset - base, n)
-        except RecordError as err:
-            at = int(Path(err.file).name) + (err.offset or 0)
-            if not store.dead_past(at):
-                raise
-            # the end of the log, as RocketMQ's walk finds it: what follows is dead bytes
-            print(f"rmqlab dump: the log ends at {at} ({err.file} @ {err.offset}); the bytes after it are dead "
-                  "(a clean exit, and no queue or index entry points there: see `rmqlab verify`)", file=sys.stderr)
-            return 1
-        return _after_the_end(store, end, args)
+        return _list(store, args, end, progress), end
+
+
+def _list(store, args, end: int, progress) -> int:
+    """List the records up to ``end`` (or ``--to``); the exit status."""
+    stop = end if args.end is None else min(args.end, end)
+    try:
+        if args.json:
+            _json(store, args, stop, progress)
+            return _after_the_end(store, end, args)
+        base = store.commitlog.min_offset
+        for n, rec in enumerate(store.commitlog.iter_records(args.start, stop, include_blank=True)):
+            if selected(rec, args):
+                print(record_line(rec))
+            if n % 4096 == 0:
+                progress.update(rec.physical_offset - base, n)
+    except RecordError as err:
+        at = int(Path(err.file).name) + (err.offset or 0)
+        if not store.dead_past(at):
+            raise
+        # the end of the log, as RocketMQ's walk finds it: what follows is dead bytes
+        print(f"rmqlab dump: the log ends at {at} ({err.file} @ {err.offset}); the bytes after it are dead "
+              "(a clean exit, and no queue or index entry points there: see `rmqlab verify`)", file=sys.stderr)
+        return 1
+    return _after_the_end(store, end, args)
 
 
 def _after_the_end(store, end: int, args) -> int:

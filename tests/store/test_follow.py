@@ -170,6 +170,31 @@ def test_dump_follow_lists_then_follows(tmp_path):
     assert [dict(json.loads(line)["properties"])["seq"] for line in out.splitlines()] == [str(i) for i in range(25)]
 
 
+def test_dump_follow_follows_from_where_its_listing_ended(tmp_path, monkeypatch, capsys):
+    """Records a broker appends while the listing runs are followed, not skipped: the
+    follow starts at the end the listing stopped at, not at the log's end after it."""
+    from rmqlab.cli import dump, main
+
+    root = tmp_path / "store"
+    cfg = MessageStoreConfig(mapped_file_size_commit_log=64 * 1024)
+    with MessageStore.open(root, cfg) as st:
+        for i in range(5):
+            st.put(Message("T", b"a", {"seq": str(i)}))
+    listed = dump._list
+
+    def list_while_a_broker_appends(store, args, end, progress):
+        status = listed(store, args, end, progress)
+        with MessageStore.open(root, cfg) as st:  # appended after the listing read the log's end
+            for i in range(5, 8):
+                st.put(Message("T", b"b", {"seq": str(i)}))
+        return status
+
+    monkeypatch.setattr(dump, "_list", list_while_a_broker_appends)
+    assert main(["dump", str(root), "--follow", "--json", "--idle-exit", "1", "--interval", "0.05"]) == 0
+    seqs = [dict(json.loads(line)["properties"])["seq"] for line in capsys.readouterr().out.splitlines()]
+    assert seqs == [str(i) for i in range(8)]
+
+
 def test_a_start_that_is_no_record_boundary_is_refused():
     from tests.support import REFERENCE
 
