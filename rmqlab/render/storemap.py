@@ -190,11 +190,15 @@ def _tracks(m) -> tuple[list, list, int]:
     return queues, index_files, len(m.queues) + len(m.index_files) - len(queues) - len(index_files)
 
 
-def size_of(m) -> tuple[int, int]:
-    queues, index_files, left_out = _tracks(m)
-    tracks = len(queues) + len(index_files) + (1 if left_out else 0)
-    rows = 1 + max((row for _, row, _, _ in _legend(m)), default=0)
-    return left_of(m) + m.width + RIGHT, TOP + STRIP_H + 60 + (tracks + 2) * TRACK_H + 30 + 18 * rows + 10
+#: space under the lowest mark (a text's descenders, a margin)
+BOTTOM = 10
+
+
+def size_of(m, marks: list[Shape] | None = None) -> tuple[int, int]:
+    """(width, height) of the picture: the strip's margin, width and right edge across,
+    and down to the lowest of its ``marks`` (:func:`shapes`, drawn again when not given)."""
+    marks = shapes(m) if marks is None else marks
+    return left_of(m) + m.width + RIGHT, int(max((s.y + s.h for s in marks), default=0)) + BOTTOM
 
 
 def shapes(m) -> list[Shape]:
@@ -316,10 +320,11 @@ def _colours(m) -> list[str]:
 
 
 def storemap_svg(m) -> str:
-    w, h = size_of(m)
+    marks = shapes(m)
+    w, h = size_of(m, marks)
     out = [f"<svg xmlns='http://www.w3.org/2000/svg' width='{w}' height='{h}' viewBox='0 0 {w} {h}' font-family='sans-serif' font-size='11' style='max-width:100%;height:auto'>",
            f"<title>{escape(m.root)}: the log from {m.lo:,} to {m.hi:,}</title>"]
-    for s in shapes(m):
+    for s in marks:
         title = f"<title>{escape(s.title)}</title>" if s.title else ""
         paint = (f" fill='{s.fill}'" if s.fill else (" fill='none'" if s.kind in ("rect", "circle") else "")) + (f" stroke='{s.stroke}'" if s.stroke else "")
         paint += (f" stroke-width='{s.width:g}'" if s.width != 1 else "") + (f" stroke-dasharray='{s.dash}'" if s.dash else "")
@@ -356,7 +361,8 @@ def storemap_png(m, path) -> None:
         from matplotlib.patches import Circle, Polygon, Rectangle
     except ImportError as err:
         raise RmqlabError(f"{path}: a PNG needs matplotlib (pip install 'rmqlab[notebook]'); or write .svg") from err
-    w, h = size_of(m)
+    marks = shapes(m)
+    w, h = size_of(m, marks)
     fig = Figure(figsize=(w / 100, h / 100), dpi=100)
     FigureCanvasAgg(fig)
     ax = fig.add_axes((0, 0, 1, 1))
@@ -367,7 +373,7 @@ def storemap_png(m, path) -> None:
     def dashes(s):
         return (0, tuple(float(v) for v in s.dash.split(","))) if s.dash else "solid"
 
-    for s in shapes(m):
+    for s in marks:
         if s.kind == "rect":
             ax.add_patch(Rectangle((s.x, s.y), s.w, s.h, facecolor=s.fill or "none", edgecolor=s.stroke or "none", alpha=s.opacity if s.fill else None,
                                    linestyle=dashes(s), linewidth=s.width * 0.75))
