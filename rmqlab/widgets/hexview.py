@@ -42,6 +42,12 @@ def record_choices(store, file_name: str, limit: int | None = None) -> list[tupl
     return out
 
 
+def window_length(length: int) -> int:
+    """The viewer's length for ``length`` bytes: whole 16-byte rows (the slider's
+    step), 16 to 4096."""
+    return max(16, min(4096, length + (-length % 16)))
+
+
 class HexViewer(Panel):
     """Bytes of one store file with the field overlay.
 
@@ -100,18 +106,15 @@ class HexViewer(Panel):
         if self._updating or change["new"] is None:
             return
         pos, size = change["new"]
-        self._updating = True
-        self.offset.value = pos
-        self.length.value = max(16, min(4096, size + (-size % 16)))
-        self._updating = False
-        self.refresh()
+        self.goto(self.file.value, pos, size)
 
     def goto(self, file: str, offset: int, length: int) -> None:
-        """Show ``length`` bytes of ``file`` (a path relative to the root) from ``offset``."""
+        """Show ``file`` (a path relative to the root) from ``offset``, at least
+        ``length`` bytes (:func:`window_length`)."""
         if self.file.value != file:
             self.file.value = file  # its records fill the record list
         self._updating = True
-        self.offset.value, self.length.value = offset, max(16, min(4096, length))
+        self.offset.value, self.length.value = offset, window_length(length)
         self._updating = False
         self.refresh()
 

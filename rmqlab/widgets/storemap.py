@@ -21,7 +21,7 @@ from ..errors import RmqlabError
 from ..format.record import RecordError
 from ..render.storemap import map_inputs, map_of_store, storemap_svg, strip_box
 from .base import Panel, as_store
-from .hexview import HexViewer
+from .hexview import HexViewer, window_length
 
 try:  # the pointer needs a front-end part of its own; without anywidget the slider still works
     import anywidget
@@ -236,12 +236,12 @@ class StoreMapViewer(Panel):
         if f is None:
             return None
         at, length = (rec.physical_offset, rec.total_size) if hasattr(rec, "physical_offset") else (a, 256)
-        offset = (at - f["base"]) // 16 * 16
-        length = max(16, min(4096, at - f["base"] - offset + length + (-(at - f["base"] - offset + length) % 16)))
+        offset = (at - f["base"]) // 16 * 16  # from the start of its 16-byte row
+        span = at - f["base"] - offset + length
         name = f"commitlog/{f['name']}"
         if self.hex is None:
-            self.hex = HexViewer(self.store, file=name, offset=offset, length=length)
+            self.hex = HexViewer(self.store, file=name, offset=offset, length=window_length(span))
             self.children = [*self.children, self.hex]
         else:
-            self.hex.goto(name, offset, length)
+            self.hex.goto(name, offset, span)
         return self.hex
