@@ -69,12 +69,6 @@ SCHEMA = StructType(
 )
 
 
-#: columns pushFilters takes: equality / IN on these ...
-_PUSH_EQUAL = ("physical_offset", "topic", "queue_id", "kind", "msg_id", "store_timestamp", "born_timestamp", "keys", "uniq_key")
-#: ... and ranges (>, >=, <, <=) on these (whole numbers)
-_PUSH_RANGE = ("physical_offset", "store_timestamp", "born_timestamp", "queue_id")
-
-
 @dataclass(frozen=True)
 class CommitLogSplit(InputPartition):
     """One byte range of one commitlog file (small and picklable: it travels to workers)."""
@@ -243,7 +237,10 @@ def project(schema: StructType, names: list[str] | None) -> StructType:
 
 class CommitLogReader(StoreSourceReader):
     FORMAT, LOADS = "rocketmq", "STORE_OR_COMMITLOG_DIR"
-    PUSH_EQUAL, PUSH_RANGE = _PUSH_EQUAL, _PUSH_RANGE
+    # pushdown (rmqlab.spark.pushdown plans what is read): equality / IN on these, and
+    # whole-number ranges (>, >=, <, <=) on these
+    PUSH_EQUAL = ("physical_offset", "topic", "queue_id", "kind", "msg_id", "store_timestamp", "born_timestamp", "keys", "uniq_key")
+    PUSH_RANGE = ("physical_offset", "store_timestamp", "born_timestamp", "queue_id")
 
     def __init__(self, options: dict, columns: list[str] | None = None):
         super().__init__(options, None if columns is None or list(columns) == SCHEMA.fieldNames() else list(columns))
