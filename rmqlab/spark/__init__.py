@@ -56,8 +56,8 @@ with the job as a packed environment (what ``tests/spark/test_cluster.py`` does)
 where ``my_scan.py`` calls ``rmqlab.spark.register(spark)`` and reads with
 ``spark.read.format("rocketmq")``.  The store must be on storage every worker can
 read: the same mount everywhere, HDFS (pyarrow needs ``libhdfs``/``HADOOP_HOME``), or
-S3.  ``splitSize`` (default 128MiB) sets the partitions: a 1 GiB commitlog file
-makes 8 tasks.  A log spread over several directories (``storePathCommitLog``) is
+S3.  ``splitSize`` (default 256MiB) sets the partitions: a 1 GiB commitlog file
+makes 4 tasks.  A log spread over several directories (``storePathCommitLog``) is
 read with ``.option("commitlogDirs", "/d2/commitlog,/d3/commitlog")``; a DLedger
 store's data files are split like commitlog files (each split owns the entries that
 start in it).

@@ -27,7 +27,11 @@ from . import _paths
 from ._source import Pushed, PushFilters, StoreDataSource, StoreSourceReader, filter_batch
 from .pushdown import KEY_COLUMNS
 
-DEFAULT_SPLIT_SIZE = 128 << 20  # like Spark's spark.sql.files.maxPartitionBytes
+#: bytes per partition: each Python task costs Spark ~60-100 ms of its own on top of its
+#: reading (measured on local[1]/local[2]: 20 splits of 64 MiB of a 1 GiB log read
+#: narrow rows at half the rate of 5 splits of 256 MiB; bench/bench_spark_scaling.py),
+#: so splits twice Spark's 128 MiB for files; a 1 GiB commitlog file still makes 4 tasks
+DEFAULT_SPLIT_SIZE = 256 << 20
 #: rows per Arrow batch handed to the JVM (big batches of wide rows cost it dearly)
 DEFAULT_BATCH_ROWS = 8192
 #: bytes read past a split's end on non-local filesystems, where a record that starts in
@@ -193,7 +197,7 @@ class CommitLogDataSource(StoreDataSource):
         rows per Arrow batch handed to Spark (default 8192; wide rows in big batches
         cost the JVM more than the decoding saves).
     ``splitSize``
-        bytes per partition (default 128MiB; ``64MiB`` style accepted).  A split owns
+        bytes per partition (default 256MiB; ``64MiB`` style accepted).  A split owns
         the records that start inside it and finds its first record by
         resynchronisation; any split size gives exactly the rows of whole-file scans.
     ``fs.s3.endpoint``, ``fs.s3.region``, ``fs.s3.scheme``, ``fs.s3.accessKey``, ``fs.s3.secretKey``, ``fs.s3.sessionToken``

@@ -50,6 +50,11 @@ def local_spark(
             .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
             .config("spark.driver.memory", driver_memory)
             .config("spark.python.worker.reuse", "true")
+            # the JVM and its Python workers over Unix sockets, not loopback TCP: ~25 ms
+            # less of Spark's own cost per Python task (measured: 20 empty tasks of a
+            # Python data source, 1.62 -> 1.11 s on local[1]); a static setting, so it
+            # is here and not in rmqlab.spark.register
+            .config("spark.python.unix.domain.socket.enabled", "true")
             .config("spark.sql.session.timeZone", "UTC")
             .getOrCreate()
         )
