@@ -12,7 +12,13 @@ consume queues and index), measured in one run:
    per topic) and an all-column one (every column decoded, bodies summed);
 3. Spark's floor in the same process: the narrow query over a data source that hands
    out ready-made Arrow batches of the same columns, rows, splits and batch size (no
-   decoding): what Arrow's transfer into the JVM and Spark's operators cost alone.
+   decoding): what Arrow's transfer into the JVM and Spark's operators cost alone; and
+   the same source with one row per split: what Spark costs per task, whatever it reads;
+4. the narrow query with 64 MiB splits (the source's default is 256 MiB): what more
+   tasks cost.
+
+The sessions are set up as :func:`rmqlab.spark.session.local_spark` sets them (Python
+workers over Unix sockets).
 
 Each Spark measurement runs in its own process (one SparkContext per process), best
 of ``--repeat`` timings after a warm-up; peak RSS is the driver process's.  It prints
@@ -131,7 +137,8 @@ def measure_spark(store: str, master: str, repeat: int) -> dict:
     import rmqlab.spark
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    b = SparkSession.builder.master(master).appName("bench-scaling").config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "4")
+    b = (SparkSession.builder.master(master).appName("bench-scaling").config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "4")
+         .config("spark.python.unix.domain.socket.enabled", "true"))
     if master.startswith("spark://"):
         b = b.config("spark.executor.cores", "1").config("spark.executor.memory", "2g")
     else:
@@ -140,27 +147,29 @@ def measure_spark(store: str, master: str, repeat: int) -> dict:
     spark.sparkContext.setLogLevel("ERROR")
     rmqlab.spark.register(spark)
 
-    def narrow():
-        df = spark.read.format("rocketmq").option("columns", "topic,total_size").option("splitSize", "64MiB").load(store)
+    def narrow(split_size=None):
+        r = spark.read.format("rocketmq").option("columns", "topic,total_size")
+        df = (r.option("splitSize", split_size) if split_size else r).load(store)
         return df.groupBy("topic").agg(F.count("*").alias("n"), F.sum("total_size")).collect()
 
     def all_columns():
-        df = spark.read.format("rocketmq").option("splitSize", "64MiB").load(store)
+        df = spark.read.format("rocketmq").load(store)
         return df.groupBy("topic").agg(F.count("*").alias("n"), F.sum("total_size"), F.sum(F.length("body")), F.count("properties")).collect()
 
     # Spark's floor: the narrow query over ready-made Arrow batches of the same columns,
     # rows, splits and batch size — all that is left is Arrow's transfer into the JVM and
     # Spark's own operators
     rows = sum(r["n"] for r in narrow())
-    splits = spark.read.format("rocketmq").option("columns", "topic,total_size").option("splitSize", "64MiB").load(store).rdd.getNumPartitions()
+    splits = spark.read.format("rocketmq").option("columns", "topic,total_size").load(store).rdd.getNumPartitions()
     spark.dataSource.register(_floor_source())
 
-    def floor():
-        df = spark.read.format("rmqlab_bench_floor").option("rows", rows).option("partitions", splits).load()
+    def floor(rows=rows, parts=splits):
+        df = spark.read.format("rmqlab_bench_floor").option("rows", rows).option("partitions", parts).load()
         return df.groupBy("topic").agg(F.count("*").alias("n"), F.sum("total_size")).collect()
 
-    out = {}
-    for query, fn in (("narrow", narrow), ("all", all_columns), ("floor", floor)):
+    out = {"splits": splits}
+    queries = (("narrow", narrow), ("all", all_columns), ("floor", floor), ("tasks", lambda: floor(4 * splits, 4 * splits)), ("one_task", lambda: floor(1, 1)), ("narrow_64MiB", lambda: narrow("64MiB")))
+    for query, fn in queries:
         fn()  # warm-up: workers started, page cache warm
         best, n = None, 0
         for _ in range(repeat):
@@ -227,6 +236,14 @@ def main(argv=None) -> int:
     for m, cores in (("local[1]", 1), ("local[2]", 2)):
         src, flo = us(rate(m, "narrow") / cores), us(rate(m, "floor") / cores)
         print(f"{m:24}{us(rate('decoder', 'narrow')):>10.3f}{src:>10.3f}{flo:>10.3f}{src - flo:>14.3f}{src / flo:>18.2f}x (goal <= 1.3x)")
+    # Spark's own cost per task: the floor's source with one row per partition, 4 x the
+    # splits partitions against one (per core: local[2] runs two at a time)
+    per_task = {m: (res[m]["tasks"]["seconds"] - res[m]["one_task"]["seconds"]) / (4 * res[m]["splits"] - 1) * cores for m, cores in (("local[1]", 1), ("local[2]", 2))}
+    print(f"Spark's own cost per Python task, per core (one-row tasks): " + ", ".join(f"{m} {t * 1000:.0f} ms" for m, t in per_task.items())
+          + f"; the source's {res['local[1]']['splits']} splits of the narrow query: {per_task['local[1]'] * res['local[1]']['splits']:.2f} s of its "
+          + f"{res['local[1]']['narrow']['seconds']:.2f} s on local[1]")
+    print("narrow query, 64 MiB splits against the default's: " + ", ".join(
+        f"{m} {rate(m, 'narrow_64MiB'):,.0f} rec/s ({rate(m, 'narrow_64MiB') / rate(m, 'narrow'):.2f}x)" for m in ("local[1]", "local[2]")))
     print(f"Spark driver peak RSS: local[1] {res['local[1]']['peak_rss_mib']:.0f} MiB, local[2] {res['local[2]']['peak_rss_mib']:.0f} MiB")
     save_results("bench_spark_scaling", res)
     return 0
