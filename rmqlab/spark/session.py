@@ -55,6 +55,9 @@ def local_spark(
             # Python data source, 1.62 -> 1.11 s on local[1]); a static setting, so it
             # is here and not in rmqlab.spark.register
             .config("spark.python.unix.domain.socket.enabled", "true")
+            # the workers' daemon imports PySpark from the package, not from pyspark.zip
+            # (compiled from source in every process): rmqlab.spark.daemon
+            .config("spark.python.daemon.module", "rmqlab.spark.daemon")
             .config("spark.sql.session.timeZone", "UTC")
             .getOrCreate()
         )

@@ -75,6 +75,53 @@ def test_the_session_talks_to_its_python_workers_over_unix_sockets(spark):
     assert {r.uds for r in spark.range(0, 2, 1, 2).mapInArrow(worker_env, "uds string").collect()} == {"true"}
 
 
+def test_the_session_workers_import_pyspark_from_the_package_not_the_zip(spark):
+    """local_spark's worker daemon (rmqlab.spark.daemon) takes Spark's pyspark.zip off
+    the path: modules imported from a zip are compiled from source in every process."""
+
+    def where_from(batches):
+        import pyarrow as pa
+        import pyspark
+
+        for _ in batches:
+            pass
+        yield pa.RecordBatch.from_pydict({"file": [pyspark.__file__]})
+
+    files = {r.file for r in spark.range(0, 2, 1, 2).mapInArrow(where_from, "file string").collect()}
+    import pyspark
+
+    assert files == {pyspark.__file__} and ".zip" not in pyspark.__file__
+
+
+def _zip_with(path, version: bytes):
+    import zipfile
+
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr("pyspark/version.py", version)
+    return str(path)
+
+
+def test_the_daemon_keeps_spark_zips_unless_the_package_is_their_release(tmp_path):
+    from pathlib import Path
+
+    import pyspark
+
+    from rmqlab.spark.daemon import path_without_spark_zips
+
+    installed = str(Path(pyspark.__file__).parent.parent)
+    release = (Path(pyspark.__file__).parent / "version.py").read_bytes()
+    py4j = next(p for p in __import__("sys").path if Path(p, "py4j").is_dir())
+    same = _zip_with(tmp_path / "pyspark.zip", release)
+    (tmp_path / "other").mkdir()
+    other = _zip_with(tmp_path / "other" / "pyspark.zip", b"__version__: str = '0.0.1'\n")
+    py4j_zip = str(tmp_path / "py4j-0.10.9.9-src.zip")
+    assert path_without_spark_zips([same, py4j_zip, installed, py4j]) == [installed, py4j]
+    # another release in the zip, or no package beside it: Spark's path as it set it
+    assert path_without_spark_zips([other, installed, py4j]) == [other, installed, py4j]
+    assert path_without_spark_zips([same, str(tmp_path)]) == [same, str(tmp_path)]
+    assert path_without_spark_zips([installed, py4j]) == [installed, py4j]
+
+
 def test_strict_mode_fails_naming_file_and_offset(spark):
     with pytest.raises(Exception) as exc:
         spark.read.format("rocketmq").load(str(store_root("crash-torn"))).count()
