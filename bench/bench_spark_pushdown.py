@@ -96,13 +96,14 @@ def main(argv=None) -> int:
     from pyspark.sql import SparkSession
 
     import rmqlab.spark
-    from rmqlab.spark.commitlog_source import CommitLogReader, push_filters
+    from rmqlab.spark._source import push_filters
+    from rmqlab.spark.commitlog_source import CommitLogReader
 
     size = parse_size(a.size)
     store = ensure_store(Path(a.workdir), size)
     queries, info = probes(store)
     spark = (SparkSession.builder.master("local[2]").appName("bench-pushdown").config("spark.ui.enabled", "false")
-             .config("spark.python.worker.reuse", "true").getOrCreate())
+             .config("spark.python.worker.reuse", "true").config("spark.python.unix.domain.socket.enabled", "true").getOrCreate())
     rmqlab.spark.register(spark)
     log_bytes = sum(e - b for b, e in info["files"])
     print(f"\npushdown benchmark  (cpus: {os.cpu_count()}, store {store}, {size >> 20} MiB, {info['records']:,} records, local[2])", flush=True)
@@ -120,7 +121,7 @@ def main(argv=None) -> int:
         # the plan Spark's partitions() makes, for its byte count and what narrowed it
         queues = "pushdownQueues" in label
         r = CommitLogReader({"path": str(store), "columns": COLUMNS, "pushdownqueues": str(queues).lower()})
-        r.pushed, _ = push_filters(_filters(where))
+        r.pushed, _ = push_filters(_filters(where), r.PUSH_EQUAL, r.PUSH_RANGE)
         plan = r.plan()
         timings = {}
         for on in (False, True):
