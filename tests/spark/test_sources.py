@@ -75,22 +75,50 @@ def test_the_session_talks_to_its_python_workers_over_unix_sockets(spark):
     assert {r.uds for r in spark.range(0, 2, 1, 2).mapInArrow(worker_env, "uds string").collect()} == {"true"}
 
 
-def test_the_session_workers_import_pyspark_from_the_package_not_the_zip(spark):
-    """local_spark's worker daemon (rmqlab.spark.daemon) takes Spark's pyspark.zip off
-    the path: modules imported from a zip are compiled from source in every process."""
+def test_the_session_workers_run_rmqlabs_daemon(spark):
+    """local_spark's worker daemon (rmqlab.spark.daemon): PySpark imported from the
+    package, not Spark's pyspark.zip (modules imported from a zip are compiled from
+    source in every process), and the daemon's collection after each task freezing
+    what survives it."""
 
     def where_from(batches):
+        import sys
+
         import pyarrow as pa
         import pyspark
 
         for _ in batches:
             pass
-        yield pa.RecordBatch.from_pydict({"file": [pyspark.__file__]})
+        gc_seen = type(getattr(sys.modules.get("pyspark.daemon"), "gc", None)).__name__
+        yield pa.RecordBatch.from_pydict({"file": [pyspark.__file__], "gc": [gc_seen]})
 
-    files = {r.file for r in spark.range(0, 2, 1, 2).mapInArrow(where_from, "file string").collect()}
+    got = {(r.file, r.gc) for r in spark.range(0, 2, 1, 2).mapInArrow(where_from, "file string, gc string").collect()}
     import pyspark
 
-    assert files == {pyspark.__file__} and ".zip" not in pyspark.__file__
+    assert got == {(pyspark.__file__, "CollectThenFreeze")} and ".zip" not in pyspark.__file__
+
+
+def test_the_daemons_collection_freezes_what_survives_it():
+    import gc
+
+    from rmqlab.spark.daemon import CollectThenFreeze
+
+    shim = CollectThenFreeze()
+    try:
+        gc.unfreeze()
+        cycle = [None]
+        cycle[0] = cycle
+        del cycle
+        survivor = {"kept": [1, 2, 3]}
+        assert gc.get_freeze_count() == 0
+        assert shim.collect() >= 1  # the cycle was garbage: collected first
+        frozen = gc.get_freeze_count()
+        assert frozen > 0 and gc.is_tracked(survivor)
+        # the next collection walks only what was made since
+        assert shim.collect() == 0 and gc.get_freeze_count() >= frozen
+        assert shim.isenabled() == gc.isenabled()  # the rest is the gc module's
+    finally:
+        gc.unfreeze()
 
 
 def _zip_with(path, version: bytes):
