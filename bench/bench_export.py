@@ -54,9 +54,12 @@ def _session(master: str):
 
     import rmqlab.spark
 
-    spark = (SparkSession.builder.master(master).appName("bench-export").config("spark.ui.enabled", "false")
-             .config("spark.sql.shuffle.partitions", "4").config("spark.python.worker.reuse", "true")
-             .config("spark.python.unix.domain.socket.enabled", "true").getOrCreate())
+    from rmqlab.spark.session import WORKER_SETTINGS
+
+    b = SparkSession.builder.master(master).appName("bench-export").config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "4")
+    for key, value in WORKER_SETTINGS.items():  # the workers as local_spark runs them
+        b = b.config(key, value)
+    spark = b.getOrCreate()
     rmqlab.spark.register(spark)
     return spark
 

@@ -102,8 +102,12 @@ def main(argv=None) -> int:
     size = parse_size(a.size)
     store = ensure_store(Path(a.workdir), size)
     queries, info = probes(store)
-    spark = (SparkSession.builder.master("local[2]").appName("bench-pushdown").config("spark.ui.enabled", "false")
-             .config("spark.python.worker.reuse", "true").config("spark.python.unix.domain.socket.enabled", "true").getOrCreate())
+    from rmqlab.spark.session import WORKER_SETTINGS
+
+    b = SparkSession.builder.master("local[2]").appName("bench-pushdown").config("spark.ui.enabled", "false")
+    for key, value in WORKER_SETTINGS.items():  # the workers as local_spark runs them
+        b = b.config(key, value)
+    spark = b.getOrCreate()
     rmqlab.spark.register(spark)
     log_bytes = sum(e - b for b, e in info["files"])
     print(f"\npushdown benchmark  (cpus: {os.cpu_count()}, store {store}, {size >> 20} MiB, {info['records']:,} records, local[2])", flush=True)

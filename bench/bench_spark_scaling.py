@@ -17,8 +17,8 @@ consume queues and index), measured in one run:
 4. the narrow query with 64 MiB splits (the source's default is 256 MiB): what more
    tasks cost.
 
-The sessions are set up as :func:`rmqlab.spark.session.local_spark` sets them (Python
-workers over Unix sockets).
+The sessions run their Python workers as :func:`rmqlab.spark.session.local_spark` does
+(``WORKER_SETTINGS``: over Unix sockets, rmqlab's worker daemon).
 
 Each Spark measurement runs in its own process (one SparkContext per process), best
 of ``--repeat`` timings after a warm-up; peak RSS is the driver process's.  It prints
@@ -137,13 +137,16 @@ def measure_spark(store: str, master: str, repeat: int) -> dict:
     import rmqlab.spark
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    b = (SparkSession.builder.master(master).appName("bench-scaling").config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "4")
-         .config("spark.python.unix.domain.socket.enabled", "true"))
+    from rmqlab.spark.session import WORKER_SETTINGS
+
+    b = SparkSession.builder.master(master).appName("bench-scaling").config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "4")
+    for key, value in WORKER_SETTINGS.items():  # the workers as local_spark runs them
+        b = b.config(key, value)
     if master.startswith("spark://"):
         b = b.config("spark.executor.cores", "1").config("spark.executor.memory", "2g")
     else:
         b = b.config("spark.driver.memory", "2g")
-    spark = b.config("spark.python.worker.reuse", "true").getOrCreate()
+    spark = b.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     rmqlab.spark.register(spark)
 
@@ -230,7 +233,7 @@ def main(argv=None) -> int:
         print(f"        a 16-core worker at this per-core rate: ~{rate('local[2]', q) / 2 * 16:,.0f} rec/s")
     # where a narrow row's time goes, per core: the decoder's share, and Spark's own
     # (its floor: the same query over ready-made batches)
-    print(f"\nSpark's floor (ready-made Arrow batches, narrow query): " + ", ".join(f"{m} {rate(m, 'floor'):,.0f} rec/s" for m in ("local[1]", "local[2]")))
+    print("\nSpark's floor (ready-made Arrow batches, narrow query): " + ", ".join(f"{m} {rate(m, 'floor'):,.0f} rec/s" for m in ("local[1]", "local[2]")))
     us = lambda r: 1e6 / r  # noqa: E731
     print(f"{'per row, per core (us)':24}{'decoder':>10}{'source':>10}{'floor':>10}{'source-floor':>14}{'source/floor':>20}")
     for m, cores in (("local[1]", 1), ("local[2]", 2)):
@@ -239,7 +242,7 @@ def main(argv=None) -> int:
     # Spark's own cost per task: the floor's source with one row per partition, 4 x the
     # splits partitions against one (per core: local[2] runs two at a time)
     per_task = {m: (res[m]["tasks"]["seconds"] - res[m]["one_task"]["seconds"]) / (4 * res[m]["splits"] - 1) * cores for m, cores in (("local[1]", 1), ("local[2]", 2))}
-    print(f"Spark's own cost per Python task, per core (one-row tasks): " + ", ".join(f"{m} {t * 1000:.0f} ms" for m, t in per_task.items())
+    print("Spark's own cost per Python task, per core (one-row tasks): " + ", ".join(f"{m} {t * 1000:.0f} ms" for m, t in per_task.items())
           + f"; the source's {res['local[1]']['splits']} splits of the narrow query: {per_task['local[1]'] * res['local[1]']['splits']:.2f} s of its "
           + f"{res['local[1]']['narrow']['seconds']:.2f} s on local[1]")
     print("narrow query, 64 MiB splits against the default's: " + ", ".join(

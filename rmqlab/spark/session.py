@@ -13,6 +13,22 @@ import warnings
 from pathlib import Path
 
 
+#: how a session's executors run their Python workers: static settings (given when the
+#: session starts, so here and not in rmqlab.spark.register), which local_spark gives and
+#: the README tells other sessions to give (``--conf``).  Each Python task otherwise costs
+#: Spark ~70-100 ms on this machine whatever it reads (bench/bench_spark_scaling.py).
+WORKER_SETTINGS = {
+    "spark.python.worker.reuse": "true",
+    # the JVM and its workers over Unix sockets, not loopback TCP: ~25 ms less a task
+    # (20 empty tasks of a Python data source: 1.62 -> 1.11 s on local[1])
+    "spark.python.unix.domain.socket.enabled": "true",
+    # the workers' daemon imports PySpark from the package, not from pyspark.zip
+    # (compiled from source in every process), and freezes what survives its collection
+    # after each task (~40 ms a task otherwise): rmqlab.spark.daemon
+    "spark.python.daemon.module": "rmqlab.spark.daemon",
+}
+
+
 def local_spark(
     cores: int = 2,
     app: str = "rmqlab",
@@ -24,9 +40,9 @@ def local_spark(
     """``SparkSession`` on ``local[cores]`` with the ``rocketmq*`` formats registered.
 
     Sets ``PYSPARK_PYTHON`` / ``PYSPARK_DRIVER_PYTHON`` to this interpreter (the
-    workers must import rmqlab from the same environment), turns the web UI off and
-    keeps shuffles small.  Needs Java 17 or 21 (see :mod:`rmqlab.spark`).  With
-    ``jvm_log`` the JVM's own output goes to that file instead of this process's
+    workers must import rmqlab from the same environment), runs the workers as
+    :data:`WORKER_SETTINGS` says, turns the web UI off and keeps shuffles small.  Needs
+    Java 17 or 21 (see :mod:`rmqlab.spark`).  With ``jvm_log`` the JVM's own output goes to that file instead of this process's
     stdout/stderr (in a notebook those are the kernel's, and the JVM's lines would land
     in whichever cell runs when they arrive).
     """
@@ -42,26 +58,18 @@ def local_spark(
     # The JVM (and the Python workers it starts) inherit this process's stdout and
     # stderr: start it with both pointing at jvm_log; ours are restored right after.
     with _jvm_output_to(jvm_log) if jvm_log is not None else contextlib.nullcontext():
-        spark = (
+        builder = (
             SparkSession.builder.master(f"local[{cores}]")
             .appName(app)
             .config("spark.ui.enabled", "false")
             .config("spark.ui.showConsoleProgress", "false")  # no progress bars in cell outputs
             .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
             .config("spark.driver.memory", driver_memory)
-            .config("spark.python.worker.reuse", "true")
-            # the JVM and its Python workers over Unix sockets, not loopback TCP: ~25 ms
-            # less of Spark's own cost per Python task (measured: 20 empty tasks of a
-            # Python data source, 1.62 -> 1.11 s on local[1]); a static setting, so it
-            # is here and not in rmqlab.spark.register
-            .config("spark.python.unix.domain.socket.enabled", "true")
-            # the workers' daemon imports PySpark from the package, not from pyspark.zip
-            # (compiled from source in every process), and freezes what survives its
-            # collection after each task (~40 ms a task otherwise): rmqlab.spark.daemon
-            .config("spark.python.daemon.module", "rmqlab.spark.daemon")
             .config("spark.sql.session.timeZone", "UTC")
-            .getOrCreate()
         )
+        for key, value in WORKER_SETTINGS.items():
+            builder = builder.config(key, value)
+        spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     rmqlab.spark.register(spark)
     return spark
