@@ -86,20 +86,26 @@ def test_spark_submit_ships_rmqlab_as_a_packed_environment(cluster, tmp_path):
     the workers' Python at it, and submit from a directory where ``env`` is that
     environment too (Python data sources plan the read in a Python worker on the
     driver, with the same ``./env/bin/python``).  The executors import rmqlab from the
-    archive."""
+    archive, and run their workers with the settings local_spark gives."""
     from tests.spark.cluster import packed_environment, spark_home, unpacked
 
     cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "rmqlab-tests"
     env_tar = packed_environment(cache)
     (tmp_path / "env").symlink_to(unpacked(env_tar))
+    from rmqlab.spark.session import WORKER_SETTINGS
+
+    # the worker settings too, as the README's recipe gives them: the executors' daemon is
+    # then rmqlab.spark.daemon, imported from the archive
+    settings = [arg for key, value in WORKER_SETTINGS.items() for arg in ("--conf", f"{key}={value}")]
     argv = [str(spark_home() / "bin" / "spark-submit"), "--master", cluster.url, "--archives", f"{env_tar}#env",
             "--conf", "spark.pyspark.python=./env/bin/python", "--conf", f"spark.pyspark.driver.python={sys.executable}",
-            "--conf", "spark.executor.cores=1", "--conf", "spark.ui.enabled=false",
+            "--conf", "spark.executor.cores=1", "--conf", "spark.ui.enabled=false", *settings,
             str(JOB), "--out", str(tmp_path), "--store", f"clean={store_root('clean').resolve()}", "--split", "64KiB"]
     job = _run(argv, tmp_path, env={"PYSPARK_PYTHON": "./env/bin/python", "PYSPARK_DRIVER_PYTHON": sys.executable}, cwd=tmp_path)
     _check(tmp_path, "clean", ("64KiB",))
     assert job["rmqlab_on_executors"] and all("/env/lib/" in p and str(Path.cwd()) not in p for p in job["rmqlab_on_executors"]), job
     assert all(Path(p).parts[-5:-3] != ("main", "rmqlab") for p in job["rmqlab_on_executors"])
+    assert job["daemon_gc"] == ["CollectThenFreeze"], job
 
 
 def test_spark_connect_on_the_cluster(cluster, tmp_path):

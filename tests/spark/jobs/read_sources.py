@@ -60,8 +60,12 @@ def main() -> None:
 
     where = F.udf(lambda _: __import__("rmqlab").__file__, T.StringType())
     executors = sorted({r[0] for r in spark.range(0, 8, 1, 4).select(where("id")).collect()})
+    # which collection the executors' worker daemon runs after a task (rmqlab.spark.daemon's
+    # when the job is given rmqlab.spark.session.WORKER_SETTINGS)
+    daemon_gc = F.udf(lambda _: type(getattr(__import__("sys").modules.get("pyspark.daemon"), "gc", None)).__name__, T.StringType())
+    collections = sorted({r[0] for r in spark.range(0, 8, 1, 4).select(daemon_gc("id")).collect()})
     with open(os.path.join(a.out, "job.json"), "w") as fh:
-        json.dump({"rmqlab_on_executors": executors, "rmqlab_on_driver": rmqlab.__file__, "counts": counts}, fh)
+        json.dump({"rmqlab_on_executors": executors, "rmqlab_on_driver": rmqlab.__file__, "counts": counts, "daemon_gc": collections}, fh)
     spark.stop()
 
 
