@@ -56,10 +56,8 @@ def _session(master: str):
 
     from rmqlab.spark.session import WORKER_SETTINGS
 
-    b = SparkSession.builder.master(master).appName("bench-export").config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "4")
-    for key, value in WORKER_SETTINGS.items():  # the workers as local_spark runs them
-        b = b.config(key, value)
-    spark = b.getOrCreate()
+    spark = (SparkSession.builder.master(master).appName("bench-export").config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "4")
+             .config(map=WORKER_SETTINGS).getOrCreate())  # the workers as local_spark runs them
     rmqlab.spark.register(spark)
     return spark
 

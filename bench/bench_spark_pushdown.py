@@ -104,10 +104,8 @@ def main(argv=None) -> int:
     queries, info = probes(store)
     from rmqlab.spark.session import WORKER_SETTINGS
 
-    b = SparkSession.builder.master("local[2]").appName("bench-pushdown").config("spark.ui.enabled", "false")
-    for key, value in WORKER_SETTINGS.items():  # the workers as local_spark runs them
-        b = b.config(key, value)
-    spark = b.getOrCreate()
+    spark = (SparkSession.builder.master("local[2]").appName("bench-pushdown").config("spark.ui.enabled", "false")
+             .config(map=WORKER_SETTINGS).getOrCreate())  # the workers as local_spark runs them
     rmqlab.spark.register(spark)
     log_bytes = sum(e - b for b, e in info["files"])
     print(f"\npushdown benchmark  (cpus: {os.cpu_count()}, store {store}, {size >> 20} MiB, {info['records']:,} records, local[2])", flush=True)

@@ -139,9 +139,8 @@ def measure_spark(store: str, master: str, repeat: int) -> dict:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from rmqlab.spark.session import WORKER_SETTINGS
 
-    b = SparkSession.builder.master(master).appName("bench-scaling").config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "4")
-    for key, value in WORKER_SETTINGS.items():  # the workers as local_spark runs them
-        b = b.config(key, value)
+    b = (SparkSession.builder.master(master).appName("bench-scaling").config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "4")
+         .config(map=WORKER_SETTINGS))  # the workers as local_spark runs them
     if master.startswith("spark://"):
         b = b.config("spark.executor.cores", "1").config("spark.executor.memory", "2g")
     else:

@@ -58,7 +58,7 @@ def local_spark(
     # The JVM (and the Python workers it starts) inherit this process's stdout and
     # stderr: start it with both pointing at jvm_log; ours are restored right after.
     with _jvm_output_to(jvm_log) if jvm_log is not None else contextlib.nullcontext():
-        builder = (
+        spark = (
             SparkSession.builder.master(f"local[{cores}]")
             .appName(app)
             .config("spark.ui.enabled", "false")
@@ -66,10 +66,9 @@ def local_spark(
             .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
             .config("spark.driver.memory", driver_memory)
             .config("spark.sql.session.timeZone", "UTC")
+            .config(map=WORKER_SETTINGS)
+            .getOrCreate()
         )
-        for key, value in WORKER_SETTINGS.items():
-            builder = builder.config(key, value)
-        spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     rmqlab.spark.register(spark)
     return spark
