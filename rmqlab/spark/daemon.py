@@ -1,6 +1,8 @@
-"""PySpark's worker daemon (``pyspark.daemon``), importing PySpark from the installed
-package instead of Spark's ``pyspark.zip``: ``spark.python.daemon.module``, which
-:func:`rmqlab.spark.session.local_spark` sets.
+"""PySpark's worker daemon (``pyspark.daemon``) importing PySpark from the installed
+package instead of Spark's ``pyspark.zip``, and freezing what survives its collection
+after each task: ``spark.python.daemon.module`` in
+:data:`rmqlab.spark.session.WORKER_SETTINGS`, which
+:func:`rmqlab.spark.session.local_spark` gives.
 
 Spark puts ``pyspark.zip`` and py4j's zip first on the path of every Python process it
 starts.  Python keeps no compiled bytecode for modules imported from a zip, so each
