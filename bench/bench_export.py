@@ -53,7 +53,6 @@ def _session(master: str):
     from pyspark.sql import SparkSession
 
     import rmqlab.spark
-
     from rmqlab.spark.session import WORKER_SETTINGS
 
     spark = (SparkSession.builder.master(master).appName("bench-export").config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "4")

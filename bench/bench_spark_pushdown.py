@@ -98,12 +98,11 @@ def main(argv=None) -> int:
     import rmqlab.spark
     from rmqlab.spark._source import push_filters
     from rmqlab.spark.commitlog_source import CommitLogReader
+    from rmqlab.spark.session import WORKER_SETTINGS
 
     size = parse_size(a.size)
     store = ensure_store(Path(a.workdir), size)
     queries, info = probes(store)
-    from rmqlab.spark.session import WORKER_SETTINGS
-
     spark = (SparkSession.builder.master("local[2]").appName("bench-pushdown").config("spark.ui.enabled", "false")
              .config(map=WORKER_SETTINGS).getOrCreate())  # the workers as local_spark runs them
     rmqlab.spark.register(spark)

@@ -135,10 +135,9 @@ def measure_spark(store: str, master: str, repeat: int) -> dict:
     from pyspark.sql import SparkSession, functions as F
 
     import rmqlab.spark
-
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from rmqlab.spark.session import WORKER_SETTINGS
 
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     b = (SparkSession.builder.master(master).appName("bench-scaling").config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "4")
          .config(map=WORKER_SETTINGS))  # the workers as local_spark runs them
     if master.startswith("spark://"):

@@ -13,6 +13,8 @@ against 0.25 s from the package, measured here), paid one daemon after another a
 session's first query of a Python data source.  The pip package of PySpark ships both,
 the same release; when the installed package is the zip's release, the zips are taken
 off the path before ``pyspark.daemon`` runs, and otherwise the path stays as Spark set it.
+Only the workers' daemon is this module: Spark starts the three planning daemons with
+``pyspark.daemon`` whatever ``spark.python.daemon.module`` says.
 
 And after each task PySpark's daemon runs a full garbage collection in the worker
 (``gc.collect()`` in ``pyspark.daemon.manager``), which walks every object the worker

@@ -42,9 +42,9 @@ def local_spark(
     Sets ``PYSPARK_PYTHON`` / ``PYSPARK_DRIVER_PYTHON`` to this interpreter (the
     workers must import rmqlab from the same environment), runs the workers as
     :data:`WORKER_SETTINGS` says, turns the web UI off and keeps shuffles small.  Needs
-    Java 17 or 21 (see :mod:`rmqlab.spark`).  With ``jvm_log`` the JVM's own output goes to that file instead of this process's
-    stdout/stderr (in a notebook those are the kernel's, and the JVM's lines would land
-    in whichever cell runs when they arrive).
+    Java 17 or 21 (see :mod:`rmqlab.spark`).  With ``jvm_log`` the JVM's own output goes
+    to that file instead of this process's stdout/stderr (in a notebook those are the
+    kernel's, and the JVM's lines would land in whichever cell runs when they arrive).
     """
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable

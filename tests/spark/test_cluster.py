@@ -89,11 +89,11 @@ def test_spark_submit_ships_rmqlab_as_a_packed_environment(cluster, tmp_path):
     archive, and run their workers with the settings local_spark gives."""
     from tests.spark.cluster import packed_environment, spark_home, unpacked
 
+    from rmqlab.spark.session import WORKER_SETTINGS
+
     cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "rmqlab-tests"
     env_tar = packed_environment(cache)
     (tmp_path / "env").symlink_to(unpacked(env_tar))
-    from rmqlab.spark.session import WORKER_SETTINGS
-
     # the worker settings too, as the README's recipe gives them: the executors' daemon is
     # then rmqlab.spark.daemon, imported from the archive
     settings = [arg for key, value in WORKER_SETTINGS.items() for arg in ("--conf", f"{key}={value}")]

@@ -4,6 +4,7 @@ column equals what rmqlab's own reader returns."""
 from __future__ import annotations
 
 import base64
+import sys
 
 import numpy as np
 import pytest
@@ -59,20 +60,24 @@ def test_commitlog_rows_equal_the_reader(spark, case):
         assert row["error"] is None
 
 
-def test_the_session_talks_to_its_python_workers_over_unix_sockets(spark):
-    """rmqlab.spark.session.local_spark connects the JVM and its Python workers by Unix
-    sockets (over loopback TCP each Python task costs Spark ~25 ms more)."""
+def _on_the_workers(spark, probe) -> set[str]:
+    """What ``probe()`` (no arguments, a string) returns in the session's Python workers,
+    from two tasks."""
 
-    def worker_env(batches):
-        import os
-
+    def run(batches):
         import pyarrow as pa
 
         for _ in batches:
             pass
-        yield pa.RecordBatch.from_pydict({"uds": [os.environ.get("PYTHON_UNIX_DOMAIN_ENABLED", "").lower()]})
+        yield pa.RecordBatch.from_pydict({"seen": [probe()]})
 
-    assert {r.uds for r in spark.range(0, 2, 1, 2).mapInArrow(worker_env, "uds string").collect()} == {"true"}
+    return {r.seen for r in spark.range(0, 2, 1, 2).mapInArrow(run, "seen string").collect()}
+
+
+def test_the_session_talks_to_its_python_workers_over_unix_sockets(spark):
+    """rmqlab.spark.session.local_spark connects the JVM and its Python workers by Unix
+    sockets (over loopback TCP each Python task costs Spark ~25 ms more)."""
+    assert _on_the_workers(spark, lambda: __import__("os").environ.get("PYTHON_UNIX_DOMAIN_ENABLED", "").lower()) == {"true"}
 
 
 def test_the_session_workers_run_rmqlabs_daemon(spark):
@@ -80,22 +85,11 @@ def test_the_session_workers_run_rmqlabs_daemon(spark):
     package, not Spark's pyspark.zip (modules imported from a zip are compiled from
     source in every process), and the daemon's collection after each task freezing
     what survives it."""
-
-    def where_from(batches):
-        import sys
-
-        import pyarrow as pa
-        import pyspark
-
-        for _ in batches:
-            pass
-        gc_seen = type(getattr(sys.modules.get("pyspark.daemon"), "gc", None)).__name__
-        yield pa.RecordBatch.from_pydict({"file": [pyspark.__file__], "gc": [gc_seen]})
-
-    got = {(r.file, r.gc) for r in spark.range(0, 2, 1, 2).mapInArrow(where_from, "file string, gc string").collect()}
     import pyspark
 
-    assert got == {(pyspark.__file__, "CollectThenFreeze")} and ".zip" not in pyspark.__file__
+    assert _on_the_workers(spark, lambda: __import__("pyspark").__file__) == {pyspark.__file__} and ".zip" not in pyspark.__file__
+    daemon_gc = _on_the_workers(spark, lambda: type(getattr(__import__("sys").modules.get("pyspark.daemon"), "gc", None)).__name__)
+    assert daemon_gc == {"CollectThenFreeze"}
 
 
 def test_the_daemons_collection_freezes_what_survives_it():
@@ -138,7 +132,7 @@ def test_the_daemon_keeps_spark_zips_unless_the_package_is_their_release(tmp_pat
 
     installed = str(Path(pyspark.__file__).parent.parent)
     release = (Path(pyspark.__file__).parent / "version.py").read_bytes()
-    py4j = next(p for p in __import__("sys").path if Path(p, "py4j").is_dir())
+    py4j = next(p for p in sys.path if Path(p, "py4j").is_dir())
     same = _zip_with(tmp_path / "pyspark.zip", release)
     (tmp_path / "other").mkdir()
     other = _zip_with(tmp_path / "other" / "pyspark.zip", b"__version__: str = '0.0.1'\n")
