@@ -23,7 +23,7 @@ from .store.batch_consume_queue import BatchConsumeQueue
 from .store.consume_queue import CqEntry
 from .store.index_file import ChainStep, IndexFile
 from .store.reader import StoreReader
-from .store.rocksdb_message import INDEX_FILES, ROCKSDB_KEYS, key_index_source
+from .store.rocksdb_message import ROCKSDB_KEYS, key_index_source
 
 
 class BoundaryType(str, Enum):

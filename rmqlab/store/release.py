@@ -30,7 +30,7 @@ from ..config import MessageStoreConfig
 from ..format.layout import store_timestamp_at
 from ..releases import DISTINCT_RELEASES, Release, release
 from .checkpoint import read_checkpoint_fields
-from ..rules import COMMITLOG_DIR, CONSUMEQUEUE_ROCKSDB_DIR, MESSAGE_ROCKSDB_DIR, TIMER_WHEEL_FILE, timer_wheel_snapshot_flag
+from ..rules import COMMITLOG_DIR, CONSUMEQUEUE_ROCKSDB_DIR, MESSAGE_ROCKSDB_DIR, timer_wheel_snapshot_flag
 
 _5X = tuple(r for r in DISTINCT_RELEASES if not r.startswith("4."))
 

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from ..files.rocksdb import ReadOnlyRocksDB, is_rocksdb_dir
 from ..format.rocksdb_message import (INDEX_KEY_TYPE, INDEX_UNIQUE_TYPE, LAST_OFFSET_PY, LAST_STORE_TIMESTAMP, MILLS_FOR_HOUR, SYS_TOPIC_SCAN_OFFSET_CHECK_POINT,
-                                      TIMELINE_CHECK_POINT, TIMER_COLUMN_FAMILY, TRANS_COLUMN_FAMILY, IndexEntry, TimerRecord, TransRecord,
+                                      TIMELINE_CHECK_POINT, TIMER_COLUMN_FAMILY, TRANS_COLUMN_FAMILY, TimerRecord, TransRecord,
                                       deal_time_to_hour_stamps, index_seek_key, parse_index_entry, parse_timer_record, parse_trans_record)
 from ..rules import LONG_MAX, MESSAGE_ROCKSDB_DIR
 
