@@ -12,8 +12,10 @@ consume queues and index), measured in one run:
    per topic) and an all-column one (every column decoded, bodies summed);
 3. Spark's floor in the same process: the narrow query over a data source that hands
    out ready-made Arrow batches of the same columns, rows, splits and batch size (no
-   decoding): what Arrow's transfer into the JVM and Spark's operators cost alone; and
-   the same source with one row per split: what Spark costs per task, whatever it reads;
+   decoding): what Arrow's transfer into the JVM and Spark's operators cost alone; the
+   all-column query over the store's own first batch of every column, handed out the
+   same way; and the narrow source with one row per split: what Spark costs per task,
+   whatever it reads;
 4. the narrow query with 64 MiB splits (the source's default is 256 MiB): what more
    tasks cost.
 
@@ -24,8 +26,8 @@ Each Spark measurement runs in its own process (one SparkContext per process), b
 of ``--repeat`` timings after a warm-up; peak RSS is the driver process's.  It prints
 records/s, the ratios ``local[2]``/``local[1]`` (goal ≥ 1.8×) and Spark per core
 against the decoder on one thread (goals ≥ 0.6× narrow, ≥ 0.4× all columns), what that
-predicts for a 16-core worker, and per core where a narrow row's time goes: the
-source's time per row against the floor's (goal ≤ 1.3×).
+predicts for a 16-core worker, and per core where a row's time goes, narrow and all
+columns: the source's time per row against the floor's (goal ≤ 1.3×).
 
     python bench/bench_spark_scaling.py                 # 1 GiB store (generated once, reused)
     python bench/bench_spark_scaling.py --size 128MiB   # a quicker run
@@ -90,14 +92,17 @@ def measure_decoder(store: str, repeat: int) -> dict:
 def _floor_source():
     """``rmqlab_bench_floor``: ``rows`` rows of (topic, total_size) in ``partitions``
     splits, as Arrow batches of the commitlog source's size, built once per split and
-    handed out again and again (no decoding at all)."""
+    handed out again and again (no decoding at all).  With the option ``store``, the
+    rows are every column of the commitlog source, the batch the source's own first
+    batch of that store (real topics, bodies and properties)."""
     from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
-    from rmqlab.spark.commitlog_source import DEFAULT_BATCH_ROWS
+    from rmqlab.spark.commitlog_source import DEFAULT_BATCH_ROWS, SCHEMA, CommitLogReader
 
     class Reader(DataSourceReader):
         def __init__(self, options):
             self.rows, self.parts = int(options["rows"]), int(options["partitions"])
+            self.store = options.get("store")
 
         def partitions(self):
             share = -(-self.rows // self.parts)
@@ -107,11 +112,15 @@ def _floor_source():
             import numpy as np
             import pyarrow as pa
 
-            topics = pa.array([f"Topic{i}" for i in range(8)])
-            rng = np.random.default_rng(7)
-            batch = pa.RecordBatch.from_arrays(
-                [topics.take(pa.array(rng.integers(0, 8, DEFAULT_BATCH_ROWS))), pa.array(rng.integers(300, 420, DEFAULT_BATCH_ROWS).astype(np.int32))],
-                names=["topic", "total_size"])
+            if self.store:
+                source = CommitLogReader({"path": self.store})
+                batch = next(b for b in source.read(source.partitions()[0]) if b.num_rows == DEFAULT_BATCH_ROWS)
+            else:
+                topics = pa.array([f"Topic{i}" for i in range(8)])
+                rng = np.random.default_rng(7)
+                batch = pa.RecordBatch.from_arrays(
+                    [topics.take(pa.array(rng.integers(0, 8, DEFAULT_BATCH_ROWS))), pa.array(rng.integers(300, 420, DEFAULT_BATCH_ROWS).astype(np.int32))],
+                    names=["topic", "total_size"])
             left = part.value
             while left > 0:
                 yield batch if left >= DEFAULT_BATCH_ROWS else batch.slice(0, left)
@@ -123,7 +132,7 @@ def _floor_source():
             return "rmqlab_bench_floor"
 
         def schema(self):
-            return "topic string, total_size int"
+            return SCHEMA if "store" in self.options else "topic string, total_size int"
 
         def reader(self, schema):
             return Reader(self.options)
@@ -153,8 +162,8 @@ def measure_spark(store: str, master: str, repeat: int) -> dict:
         df = (r.option("splitSize", split_size) if split_size else r).load(store)
         return df.groupBy("topic").agg(F.count("*").alias("n"), F.sum("total_size")).collect()
 
-    def all_columns():
-        df = spark.read.format("rocketmq").load(store)
+    def all_columns(df=None):
+        df = spark.read.format("rocketmq").load(store) if df is None else df
         return df.groupBy("topic").agg(F.count("*").alias("n"), F.sum("total_size"), F.sum(F.length("body")), F.count("properties")).collect()
 
     # Spark's floor: the narrow query over ready-made Arrow batches of the same columns,
@@ -168,8 +177,11 @@ def measure_spark(store: str, master: str, repeat: int) -> dict:
         df = spark.read.format("rmqlab_bench_floor").option("rows", rows).option("partitions", parts).load()
         return df.groupBy("topic").agg(F.count("*").alias("n"), F.sum("total_size")).collect()
 
+    def floor_all():
+        return all_columns(spark.read.format("rmqlab_bench_floor").option("rows", rows).option("partitions", splits).option("store", store).load())
+
     out = {"splits": splits}
-    queries = (("narrow", narrow), ("all", all_columns), ("floor", floor), ("tasks", lambda: floor(4 * splits, 4 * splits)), ("one_task", lambda: floor(1, 1)), ("narrow_64MiB", lambda: narrow("64MiB")))
+    queries = (("narrow", narrow), ("all", all_columns), ("floor", floor), ("floor_all", floor_all), ("tasks", lambda: floor(4 * splits, 4 * splits)), ("one_task", lambda: floor(1, 1)), ("narrow_64MiB", lambda: narrow("64MiB")))
     # warm-up: every query twice before any is timed (workers started, page cache warm,
     # the JVM's code compiled for all of them: timed right after its own one warm-up, the
     # narrow query ran at 1.59 / 1.78 M rows/s on local[1] / local[2], and at 2.03 / 2.66
@@ -235,14 +247,16 @@ def main(argv=None) -> int:
             line += f"   cluster/local[2] {rate('cluster', q) / rate('local[2]', q):.2f}x"
         print(line)
         print(f"        a 16-core worker at this per-core rate: ~{rate('local[2]', q) / 2 * 16:,.0f} rec/s")
-    # where a narrow row's time goes, per core: the decoder's share, and Spark's own
-    # (its floor: the same query over ready-made batches)
-    print("\nSpark's floor (ready-made Arrow batches, narrow query): " + ", ".join(f"{m} {rate(m, 'floor'):,.0f} rec/s" for m in ("local[1]", "local[2]")))
+    # where a row's time goes, per core: the decoder's share, and Spark's own (its
+    # floor: the same query over ready-made batches)
     us = lambda r: 1e6 / r  # noqa: E731
-    print(f"{'per row, per core (us)':24}{'decoder':>10}{'source':>10}{'floor':>10}{'source-floor':>14}{'source/floor':>20}")
-    for m, cores in (("local[1]", 1), ("local[2]", 2)):
-        src, flo = us(rate(m, "narrow") / cores), us(rate(m, "floor") / cores)
-        print(f"{m:24}{us(rate('decoder', 'narrow')):>10.3f}{src:>10.3f}{flo:>10.3f}{src - flo:>14.3f}{src / flo:>18.2f}x (goal <= 1.3x)")
+    for q, fl in (("narrow", "floor"), ("all", "floor_all")):
+        print(f"\nSpark's floor (ready-made Arrow batches, {q} query): " + ", ".join(
+            f"{m} {rate(m, fl):,.0f} rec/s, per core {rate(m, fl) / cores / rate('decoder', q):.2f}x the decoder" for m, cores in (("local[1]", 1), ("local[2]", 2))))
+        print(f"{'per row, per core (us)':24}{'decoder':>10}{'source':>10}{'floor':>10}{'source-floor':>14}{'source/floor':>20}")
+        for m, cores in (("local[1]", 1), ("local[2]", 2)):
+            src, flo = us(rate(m, q) / cores), us(rate(m, fl) / cores)
+            print(f"{m:24}{us(rate('decoder', q)):>10.3f}{src:>10.3f}{flo:>10.3f}{src - flo:>14.3f}{src / flo:>18.2f}x (goal <= 1.3x)")
     # Spark's own cost per task: the floor's source with one row per partition, 4 x the
     # splits partitions against one (per core: local[2] runs two at a time)
     per_task = {m: (res[m]["tasks"]["seconds"] - res[m]["one_task"]["seconds"]) / (4 * res[m]["splits"] - 1) * cores for m, cores in (("local[1]", 1), ("local[2]", 2))}
