@@ -5,7 +5,8 @@ Java counterpart: none — RocketMQ reads one record at a time
 (``CommitLog.checkMessageAndReturnSize``).
 
 * :func:`walk` — Java's record loop (``pos += totalSize`` while the magic is a
-  message's), the positions of a whole range in one pass; :func:`walk_pieces` the
+  message's), the positions of a whole range in one pass, reading ahead of the chain
+  (:data:`WALK_AHEAD`); :func:`walk_pieces` the
   same in pieces, the next walked on a thread of its own (its page faults then run
   on the other core while the caller decodes).
 * :func:`bodies_and_crcs` — each body copied into the Arrow ``binary`` column's data
@@ -110,6 +111,11 @@ def _compile():
     return copy_and_crc, crcs_of
 
 
+#: how far past a record :func:`walk` reads ahead, a byte per cache line (512 B to
+#: 32 KiB measured the same; a page keeps it short on the last record of a range)
+WALK_AHEAD = 4096
+
+
 def _compile_walk():
     numba = _numba()
     if numba is None:
@@ -118,10 +124,21 @@ def _compile_walk():
     @numba.njit(nogil=True, cache=True)
     def walk(a, pos, stop, limit, off, min_size, magic1, magic2, out):  # pragma: no cover - compiled
         n = 0
+        # Each record's position comes from the last one's size: a chain of dependent
+        # loads, each a cache miss (~150 ns a record on ~400-byte records, measured).
+        # Reading one byte of every cache line up to WALK_AHEAD bytes past the record
+        # makes loads that depend on nothing, which the CPU runs in parallel; the chain
+        # then finds its lines cached (256 MiB file: 0.09 s -> 0.012 s).  Nothing at or
+        # past ``limit`` is read.
+        touched, touch_end, seen = pos - off, min(limit - off, len(a)), 0
         while pos < stop and n < len(out):
             if pos + 8 > limit:
                 break
             i = pos - off
+            ahead = min(i + WALK_AHEAD, touch_end)
+            while touched < ahead:
+                seen += a[touched]
+                touched += 64
             size = (np.int64(a[i]) << 24) | (np.int64(a[i + 1]) << 16) | (np.int64(a[i + 2]) << 8) | np.int64(a[i + 3])
             if size >= 1 << 31:
                 size -= 1 << 32  # int32, as Java reads it
@@ -131,7 +148,7 @@ def _compile_walk():
             out[n] = pos
             n += 1
             pos += size
-        return n, pos
+        return n, pos, seen
 
     return walk
 
@@ -491,7 +508,7 @@ def walk(a: np.ndarray, pos: int, stop: int, limit: int, off: int, min_size: int
     if _WALK is None:
         return None
     out = np.empty(max(0, (min(stop, limit) - pos)) // min_size + 1, dtype=np.int64)
-    n, end = _WALK(a, pos, stop, limit, off, min_size, magics[0], magics[1], out)
+    n, end, _ = _WALK(a, pos, stop, limit, off, min_size, magics[0], magics[1], out)
     return out[:n], int(end)
 
 

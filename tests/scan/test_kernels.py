@@ -231,3 +231,40 @@ def test_without_the_loops_a_bulk_pass_says_why(monkeypatch):
         list(fd.decode_file(b"\0" * 64, 0))
     with pytest.raises(ImportError, match="numba cannot be imported"):
         crc.compiled_kernels()
+
+
+_GUARDED_WALK = """
+import ctypes, mmap, sys
+import numpy as np
+from rmqlab.scan import kernels
+from rmqlab.scan.decode import _MIN_SIZE, cl
+
+records = open(sys.argv[1], "rb").read()
+page = mmap.PAGESIZE
+m = mmap.mmap(-1, 2 * page)
+m[:page] = records[:page]
+base = ctypes.addressof(ctypes.c_char.from_buffer(m))
+libc = ctypes.CDLL(None, use_errno=True)
+libc.mprotect.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
+assert libc.mprotect(base + page, page, 0) == 0, ctypes.get_errno()  # PROT_NONE: a read there is SIGSEGV
+a = np.frombuffer(m, np.uint8)
+positions, end = kernels.walk(a, 0, page, page, 0, _MIN_SIZE, (cl.MAGIC_V1, cl.MAGIC_V2))
+print(len(positions), end)
+"""
+
+
+def test_the_walk_reads_nothing_at_or_past_its_limit(tmp_path):
+    """The walk reads ahead of the record it is on (a byte per cache line, so that the
+    chain of positions finds its lines cached): never at or past ``limit``, even when
+    the buffer goes on.  Here the page past the limit cannot be read at all."""
+    import subprocess
+    import sys
+
+    f = REFERENCE / "clean" / "store" / "commitlog" / "00000000000000000000"
+    done = subprocess.run([sys.executable, "-c", _GUARDED_WALK, str(f)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, f"the walk read past its limit (exit {done.returncode}): {done.stderr[-2000:]}"
+    n, end = map(int, done.stdout.split())
+    import mmap
+
+    want = fd.decode_file(f.read_bytes()[: mmap.PAGESIZE], 0, mode="lenient")
+    assert n == sum(1 for b in want for k in b.column("kind").to_pylist() if k == "MESSAGE") > 1 and 0 < end <= mmap.PAGESIZE
