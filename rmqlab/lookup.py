@@ -23,7 +23,8 @@ from .store.batch_consume_queue import BatchConsumeQueue
 from .store.consume_queue import CqEntry
 from .store.index_file import ChainStep, IndexFile
 from .store.reader import StoreReader
-from .store.rocksdb_message import ROCKSDB_KEYS, key_index_source
+# INDEX_FILES / ROCKSDB_KEYS: the values of a lookup's ``source``, named here for callers
+from .store.rocksdb_message import INDEX_FILES, ROCKSDB_KEYS, key_index_source  # noqa: F401
 
 
 class BoundaryType(str, Enum):
