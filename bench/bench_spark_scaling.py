@@ -113,8 +113,16 @@ def _floor_source():
             import pyarrow as pa
 
             if self.store:
-                source = CommitLogReader({"path": self.store})
-                batch = next(b for b in source.read(source.partitions()[0]) if b.num_rows == DEFAULT_BATCH_ROWS)
+                # the source's first rows, repeated if the store has fewer than a batch
+                source, got, n = CommitLogReader({"path": self.store}), [], 0
+                for b in source.read(source.partitions()[0]):
+                    got.append(b)
+                    n += b.num_rows
+                    if n >= DEFAULT_BATCH_ROWS:
+                        break
+                rows = pa.Table.from_batches(got)
+                rows = pa.concat_tables([rows] * -(-DEFAULT_BATCH_ROWS // max(rows.num_rows, 1)))
+                batch = rows.slice(0, DEFAULT_BATCH_ROWS).combine_chunks().to_batches()[0]
             else:
                 topics = pa.array([f"Topic{i}" for i in range(8)])
                 rng = np.random.default_rng(7)
