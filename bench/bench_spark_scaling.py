@@ -17,7 +17,9 @@ consume queues and index), measured in one run:
    same way; and the narrow source with one row per split: what Spark costs per task,
    whatever it reads;
 4. the narrow query with 64 MiB splits (the source's default is 256 MiB): what more
-   tasks cost.
+   tasks cost;
+5. for every query, the CPU seconds of the JVM and of the Python workers (``/proc``,
+   as bench_scan.py reads them) against its wall seconds: how many cores it kept busy.
 
 The sessions run their Python workers as :func:`rmqlab.spark.session.local_spark` does
 (``WORKER_SETTINGS``: over Unix sockets, rmqlab's worker daemon).
@@ -149,6 +151,7 @@ def _floor_source():
 
 
 def measure_spark(store: str, master: str, repeat: int) -> dict:
+    from bench_scan import spark_cpu
     from pyspark.sql import SparkSession, functions as F
 
     import rmqlab.spark
@@ -199,12 +202,17 @@ def measure_spark(store: str, master: str, repeat: int) -> dict:
             fn()
     for query, fn in queries:
         best, n = None, 0
+        # CPU seconds of the JVM and of the Python workers over the timed runs: whether
+        # a query waits, or keeps the cores busy
+        cpu0, t0 = spark_cpu(), time.perf_counter()
         for _ in range(repeat):
             t = time.perf_counter()
             n = sum(r["n"] for r in fn())
             dt = time.perf_counter() - t
             best = dt if best is None else min(best, dt)
-        out[query] = {"records": n, "seconds": best}
+        cpu1, wall = spark_cpu(), time.perf_counter() - t0
+        out[query] = {"records": n, "seconds": best, "wall_each": wall / repeat,
+                      "cpu_jvm": (cpu1["jvm"] - cpu0["jvm"]) / repeat, "cpu_python": (cpu1["python"] - cpu0["python"]) / repeat}
     spark.stop()
     out["peak_rss_mib"] = _peak_rss_mib()
     return out
@@ -265,6 +273,12 @@ def main(argv=None) -> int:
         for m, cores in (("local[1]", 1), ("local[2]", 2)):
             src, flo = us(rate(m, q) / cores), us(rate(m, fl) / cores)
             print(f"{m:24}{us(rate('decoder', q)):>10.3f}{src:>10.3f}{flo:>10.3f}{src - flo:>14.3f}{src / flo:>18.2f}x (goal <= 1.3x)")
+    # CPU: how many of the cores each query kept busy (JVM threads and Python workers)
+    print("\nCPU seconds a query (JVM + Python workers) in its wall seconds: cores busy")
+    for m in ("local[1]", "local[2]"):
+        print(f"{m:10}" + "   ".join(f"{q} {res[m][q]['cpu_jvm']:.2f} + {res[m][q]['cpu_python']:.2f} in {res[m][q]['wall_each']:.2f} s: "
+                                    f"{(res[m][q]['cpu_jvm'] + res[m][q]['cpu_python']) / res[m][q]['wall_each']:.2f}"
+                                    for q in ("narrow", "floor", "all", "floor_all")))
     # Spark's own cost per task: the floor's source with one row per partition, 4 x the
     # splits partitions against one (per core: local[2] runs two at a time)
     per_task = {m: (res[m]["tasks"]["seconds"] - res[m]["one_task"]["seconds"]) / (4 * res[m]["splits"] - 1) * cores for m, cores in (("local[1]", 1), ("local[2]", 2))}
