@@ -1,6 +1,7 @@
 """Generated stores the benchmarks share: made once per work directory and reused
 (``GENERATED.json`` in the store marks a generation that finished; a store without it
-is a half-written one and is made again)."""
+is a half-written one and is made again); and their other shared helpers (a
+measurement in a process of its own, results as JSON, Spark's CPU from ``/proc``)."""
 
 from __future__ import annotations
 
@@ -81,3 +82,41 @@ def derived_copy(store: Path, suffix: str, build) -> tuple[Path, dict]:
         marker.write_text(json.dumps(made))
         print(f"  {made['units']} units in {made['seconds']:.1f} s", flush=True)
     return out, json.loads(marker.read_text())
+
+
+_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def _proc_table() -> dict[int, tuple[int, str, float]]:
+    """pid -> (parent pid, command, CPU seconds including reaped children), from /proc."""
+    table = {}
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            stat = (d / "stat").read_text()
+        except OSError:  # gone meanwhile
+            continue
+        comm = stat[stat.index("(") + 1 : stat.rindex(")")]
+        f = stat[stat.rindex(")") + 2 :].split()
+        # after the command: state, ppid, ... utime (12th), stime, cutime, cstime
+        table[int(d.name)] = (int(f[1]), comm, sum(int(x) for x in f[11:15]) / _TICK)
+    return table
+
+
+def spark_cpu() -> dict[str, float]:
+    """CPU seconds so far of this process's descendants: the JVM (``java``) and the
+    Python workers (with the daemon that forks them).  A worker that exits is counted
+    through its parent's reaped-children time, so nothing is counted twice or lost."""
+    table = _proc_table()
+    children: dict[int, list[int]] = {}
+    for pid, (ppid, _, _) in table.items():
+        children.setdefault(ppid, []).append(pid)
+    out = {"jvm": 0.0, "python": 0.0}
+    todo = list(children.get(os.getpid(), []))
+    while todo:
+        pid = todo.pop()
+        _, comm, cpu = table[pid]
+        out["jvm" if comm == "java" else "python"] += cpu
+        todo.extend(children.get(pid, []))
+    return out

@@ -46,7 +46,7 @@ sys.path.insert(0, str(HERE.parent))
 from rmqlab.scan import decode as fd  # noqa: E402
 from rmqlab.scan import kernels  # noqa: E402
 from rmqlab.lab.generate import parse_size  # noqa: E402
-from _stores import generated  # noqa: E402
+from _stores import generated, spark_cpu  # noqa: E402
 
 WORKLOADS = {
     # name: (body size, description)
@@ -87,45 +87,6 @@ def timed(fn, repeat=1, cpu=time.process_time):
             c2 = cpu()
             best, best_cpu = dt, ({k: c2[k] - c[k] for k in c} if isinstance(c, dict) else c2 - c)
     return best, out, best_cpu
-
-
-# -- CPU accounting: where Spark's time goes ------------------------------------------------
-_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-
-
-def _proc_table() -> dict[int, tuple[int, str, float]]:
-    """pid -> (parent pid, command, CPU seconds including reaped children), from /proc."""
-    table = {}
-    for d in Path("/proc").iterdir():
-        if not d.name.isdigit():
-            continue
-        try:
-            stat = (d / "stat").read_text()
-        except OSError:  # gone meanwhile
-            continue
-        comm = stat[stat.index("(") + 1 : stat.rindex(")")]
-        f = stat[stat.rindex(")") + 2 :].split()
-        # after the command: state, ppid, ... utime (12th), stime, cutime, cstime
-        table[int(d.name)] = (int(f[1]), comm, sum(int(x) for x in f[11:15]) / _TICK)
-    return table
-
-
-def spark_cpu() -> dict[str, float]:
-    """CPU seconds so far of this process's descendants: the JVM (``java``) and the
-    Python workers (with the daemon that forks them).  A worker that exits is counted
-    through its parent's reaped-children time, so nothing is counted twice or lost."""
-    table = _proc_table()
-    children: dict[int, list[int]] = {}
-    for pid, (ppid, _, _) in table.items():
-        children.setdefault(ppid, []).append(pid)
-    out = {"jvm": 0.0, "python": 0.0}
-    todo = list(children.get(os.getpid(), []))
-    while todo:
-        pid = todo.pop()
-        _, comm, cpu = table[pid]
-        out["jvm" if comm == "java" else "python"] += cpu
-        todo.extend(children.get(pid, []))
-    return out
 
 
 # -- 1. raw read ----------------------------------------------------------------------------

@@ -51,7 +51,7 @@ ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(HERE))
 
-from _stores import child, save_results  # noqa: E402
+from _stores import child, save_results, spark_cpu  # noqa: E402
 from rmqlab.lab.generate import parse_size  # noqa: E402
 
 QUERIES = ("narrow", "all")
@@ -151,7 +151,6 @@ def _floor_source():
 
 
 def measure_spark(store: str, master: str, repeat: int) -> dict:
-    from bench_scan import spark_cpu
     from pyspark.sql import SparkSession, functions as F
 
     import rmqlab.spark
