@@ -16,7 +16,7 @@ from rmqlab.spark.session import WORKER_SETTINGS
 
 
 def main(store: str, out: str) -> int:
-    # the workers as local_spark runs them: each Python task 12-28 ms of Spark's, not 70-110
+    # the workers as local_spark runs them (each Python task costs Spark far less: WORKER_SETTINGS)
     spark = SparkSession.builder.appName("rmqlab-verify").config(map=WORKER_SETTINGS).getOrCreate()
     findings = rmqlab.spark.verify(spark, store)
     findings.write.mode("overwrite").parquet(out)

@@ -27,11 +27,11 @@ from . import _paths
 from ._source import Pushed, PushFilters, StoreDataSource, StoreSourceReader, filter_batch
 from .pushdown import KEY_COLUMNS
 
-#: bytes per partition: each Python task costs Spark ~70-100 ms of its own on top of its
-#: reading with PySpark's settings (measured on local[1]/local[2]: 20 splits of 64 MiB of
-#: a 1 GiB log read narrow rows at half the rate of 5 splits of 256 MiB), 12-28 ms with
-#: rmqlab.spark.session.WORKER_SETTINGS (bench/bench_spark_scaling.py); so splits twice
-#: Spark's 128 MiB for files: a 1 GiB commitlog file still makes 4 tasks
+#: bytes per partition: each Python task costs Spark a fixed time of its own on top of its
+#: reading (rmqlab.spark.session.WORKER_SETTINGS says how much; with PySpark's settings,
+#: 20 splits of 64 MiB of a 1 GiB log read narrow rows at half the rate of 5 splits of
+#: 256 MiB, bench/bench_spark_scaling.py); so splits twice Spark's 128 MiB for files: a
+#: 1 GiB commitlog file still makes 4 tasks
 DEFAULT_SPLIT_SIZE = 256 << 20
 #: rows per Arrow batch handed to the JVM (big batches of wide rows cost it dearly)
 DEFAULT_BATCH_ROWS = 8192
