@@ -86,6 +86,14 @@ class CollectThenFreeze:
         return getattr(gc, name)
 
 
+def worker_collection() -> str | None:
+    """In a Python worker: the name of the collection its daemon runs after each task
+    (``CollectThenFreeze`` under this module, ``module`` under PySpark's own), None in a
+    process no daemon forked.  What a job can ask its executors to see its settings took."""
+    daemon = sys.modules.get("pyspark.daemon")
+    return None if daemon is None else type(daemon.gc).__name__
+
+
 def main() -> None:
     sys.path[:] = path_without_spark_zips(sys.path)
     import pyspark.daemon

@@ -88,7 +88,9 @@ def test_the_session_workers_run_rmqlabs_daemon(spark):
     import pyspark
 
     assert _on_the_workers(spark, lambda: __import__("pyspark").__file__) == {pyspark.__file__} and ".zip" not in pyspark.__file__
-    daemon_gc = _on_the_workers(spark, lambda: type(getattr(__import__("sys").modules.get("pyspark.daemon"), "gc", None)).__name__)
+    from rmqlab.spark.daemon import worker_collection
+
+    daemon_gc = _on_the_workers(spark, worker_collection)
     assert daemon_gc == {"CollectThenFreeze"}
 
 

@@ -39,6 +39,7 @@ def main() -> None:
                  .config("spark.executor.cores", "1").config("spark.executor.memory", "1g").getOrCreate())
         spark.sparkContext.setLogLevel("ERROR")
     import rmqlab.spark
+    from rmqlab.spark.daemon import worker_collection
 
     rmqlab.spark.register(spark)
     opts = dict(o.split("=", 1) for o in a.opt)
@@ -62,7 +63,7 @@ def main() -> None:
     executors = sorted({r[0] for r in spark.range(0, 8, 1, 4).select(where("id")).collect()})
     # which collection the executors' worker daemon runs after a task (rmqlab.spark.daemon's
     # when the job is given rmqlab.spark.session.WORKER_SETTINGS)
-    daemon_gc = F.udf(lambda _: type(getattr(__import__("sys").modules.get("pyspark.daemon"), "gc", None)).__name__, T.StringType())
+    daemon_gc = F.udf(lambda _: worker_collection(), T.StringType())
     collections = sorted({r[0] for r in spark.range(0, 8, 1, 4).select(daemon_gc("id")).collect()})
     with open(os.path.join(a.out, "job.json"), "w") as fh:
         json.dump({"rmqlab_on_executors": executors, "rmqlab_on_driver": rmqlab.__file__, "counts": counts, "daemon_gc": collections}, fh)
