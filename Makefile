@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: demo test java browser lab bench clean-venv
+.PHONY: demo test java browser lab docs bench clean-venv
 
 # The venv is created once; a changed pyproject.toml, setup.py or C source only re-runs
 # the install, which also builds the C modules (rmqlab/engine/*.c) in place (re-running
@@ -32,13 +32,19 @@ demo: $(STAMP)
 	$(BIN)/rmqlab demo
 
 # Two workers (pytest-xdist), a test file each at a time: much of the suite waits on
-# JVMs, subprocesses and a Spark cluster, so two keep both cores busy.
+# JVMs, subprocesses and a Spark cluster, so two keep both cores busy. The slowest
+# tests are listed at the end of every run.
 test: $(STAMP) java browser
-	PYSPARK_PYTHON=$(abspath $(BIN)/python) $(BIN)/python -m pytest -n 2 --dist loadfile
+	PYSPARK_PYTHON=$(abspath $(BIN)/python) $(BIN)/python -m pytest -n 2 --dist loadfile --durations=25
 
-# JupyterLab refuses to run as root unless told; containers often are root
+# The shipped lessons themselves, to edit and save (users run `rmqlab lab`, which copies
+# them); JupyterLab refuses to run as root unless told; containers often are root
 lab: $(STAMP)
-	$(BIN)/jupyter lab notebooks/ $$([ "$$(id -u)" = 0 ] && echo --allow-root)
+	$(BIN)/jupyter lab rmqlab/lessons/ $$([ "$$(id -u)" = 0 ] && echo --allow-root)
+
+# The documentation site, into docs/_build/html (the suite builds it too, warnings as errors)
+docs: $(STAMP)
+	$(BIN)/sphinx-build -W --keep-going -b html docs docs/_build/html
 
 bench: $(STAMP)
 	for b in bench/bench_*.py; do $(BIN)/python $$b || exit 1; done

@@ -29,7 +29,8 @@ import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-NOTEBOOKS = ROOT / "notebooks"
+sys.path.insert(0, str(ROOT))  # run as a script: the package from this checkout
+from rmqlab.lab.lessons import LESSONS_DIR, copy_lessons  # noqa: E402
 
 
 def missing() -> str | None:
@@ -49,13 +50,10 @@ def free_port() -> int:
 
 
 def working_copy(base: Path) -> Path:
-    """The lessons copied beside links to what they read (``../sample_stores``,
-    ``../tests``): JupyterLab saves a notebook it ran, and the saved lessons are the
-    reference outputs nbval compares with."""
-    shutil.copytree(NOTEBOOKS, base / "notebooks")
-    for name in ("sample_stores", "tests"):
-        (base / name).symlink_to(ROOT / name)
-    return base / "notebooks"
+    """The lessons copied as ``rmqlab lab`` copies them (JupyterLab saves a notebook it
+    ran, and the shipped lessons are the reference outputs nbval compares with)."""
+    copy_lessons(base / "lessons")
+    return base / "lessons"
 
 
 def start_lab(port: int, token: str, log: Path, notebooks: Path) -> subprocess.Popen:
@@ -207,7 +205,7 @@ def main(argv=None) -> int:
         return 0
     from selenium import webdriver
 
-    names = sorted(p.name for p in NOTEBOOKS.glob("[0-9][0-9]_*.ipynb") if not args.lessons or p.name[:2] in args.lessons)
+    names = sorted(p.name for p in LESSONS_DIR.glob("[0-9][0-9]_*.ipynb") if not args.lessons or p.name[:2] in args.lessons)
     port, token = free_port(), secrets.token_hex(16)
     log = Path(os.environ.get("TMPDIR", "/tmp")) / f"rmqlab-lab-{port}.log"
     work = Path(tempfile.mkdtemp(prefix="rmqlab-lessons-browser-"))

@@ -10,9 +10,16 @@ import shutil
 import stat
 from pathlib import Path
 
-FIXTURES = Path(__file__).parent / "fixtures"
-#: stores written by Apache RocketMQ 5.3.3 (copied from shared/reference-stores)
-REFERENCE = FIXTURES / "reference-stores"
+from rmqlab.lab.lessons import LESSONS_DIR
+from rmqlab.lab.samples import reference_dir, shipped_dir
+
+#: stores written by Apache RocketMQ 5.3.3 (copied from shared/reference-stores), shipped
+#: in the package for the lessons that compare with them
+REFERENCE = reference_dir()
+#: the sample stores as shipped (clean/, crashed/, damaged/)
+SAMPLES = shipped_dir()
+#: the eleven lessons, as shipped
+LESSONS = LESSONS_DIR
 UNDAMAGED = ["clean", "crash", "v2ipv6"]
 DAMAGED = ["crash-torn", "crash-cqdeleted"]
 ALL_CASES = UNDAMAGED + DAMAGED

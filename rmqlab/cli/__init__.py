@@ -37,6 +37,7 @@ COMMANDS = [
     "generate",
     "samples",
     "demo",
+    "lab",
 ]
 
 

@@ -1,7 +1,7 @@
-"""``rmqlab demo`` — a guided run over the shipped sample stores (the README's first command).
+"""``rmqlab demo`` — a guided run over the sample stores shipped with the package.
 
 It reads, writes, crashes, recovers and inspects, printing what each step shows, and
-changes nothing under ``sample_stores/``: writes and recoveries go to a temporary
+changes nothing of the stores it reads: writes and recoveries go to a temporary
 directory (or ``--workdir``).
 """
 
@@ -21,7 +21,7 @@ from ..render.text import record_line
 
 def add_parser(sub) -> argparse.ArgumentParser:
     p = sub.add_parser("demo", help="a guided tour over the sample stores", description=__doc__)
-    p.add_argument("--samples", help="the sample stores directory (default: sample_stores/ of this checkout)")
+    p.add_argument("--samples", help="a folder holding the sample stores (clean/, crashed/, damaged/ as `rmqlab samples` writes them; default: the copy shipped with the package)")
     p.add_argument("--workdir", help="where scratch stores go (default: a temporary directory, removed afterwards)")
     return p
 
@@ -31,19 +31,20 @@ def heading(n: int, text: str) -> None:
 
 
 def run(args) -> int:
-    from ..lab.samples import default_dir
+    from ..lab.samples import SAMPLES, shipped_dir
 
-    samples = Path(args.samples) if args.samples else default_dir()
-    for name in ("clean", "crashed", "damaged"):
+    samples = Path(args.samples) if args.samples else shipped_dir()
+    for name in SAMPLES:
         if not (samples / name / COMMITLOG_DIR).is_dir():
-            raise RmqlabError(f"{samples / name}: sample store missing; run `rmqlab samples` to generate it")
+            hint = f"write them with `rmqlab samples {samples}`" if args.samples else "this installation of rmqlab lacks its package data (reinstall it)"
+            raise RmqlabError(f"{samples / name}: sample store missing; {hint}")
     work = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="rmqlab-demo-"))
     try:
         _tour(samples, work)
     finally:
         if not args.workdir:
             shutil.rmtree(work, ignore_errors=True)
-    print("\nNext: `make lab` opens the lessons in notebooks/; `rmqlab --help` lists every command.")
+    print("\nNext: `rmqlab lab` opens the eleven lessons in JupyterLab; `rmqlab --help` lists every command.")
     return 0
 
 

@@ -1,8 +1,11 @@
 """``rmqlab samples [DIR]`` — write the sample stores the lessons use.
 
-    rmqlab samples                 # regenerate sample_stores/ of this checkout
-    rmqlab samples /tmp/samples    # somewhere else (DIR must not hold them yet,
-                                   # unless --force)
+    rmqlab samples ./samples       # write clean/, crashed/ and damaged/ there
+    rmqlab samples                 # into your data folder (in a source checkout:
+                                   # the shipped copy, rmqlab/lessons/stores/)
+
+DIR must not hold them yet, unless --force. The package ships the same stores (the
+lessons and ``rmqlab demo`` read those); this writes a copy you can change.
 
 The generation is deterministic (fixed clock, fixed seed, UTC index file names): the
 same command writes the same bytes on every machine.
@@ -16,7 +19,7 @@ from pathlib import Path
 
 def add_parser(sub) -> argparse.ArgumentParser:
     p = sub.add_parser("samples", help="write the sample stores the lessons use (deterministic)", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("dir", nargs="?", help="where to write them (default: sample_stores/ of this checkout)")
+    p.add_argument("dir", nargs="?", help="where to write them (default: the platform's per-user data folder, e.g. ~/.local/share/rmqlab/samples; in a source checkout the shipped copy)")
     p.add_argument("--force", action="store_true", help="replace sample stores that are already there")
     return p
 

@@ -15,7 +15,7 @@ from the sample and reference stores the lessons read, so a change to a store or
 rule that changes the answer changes what ``check`` expects, and the tests run every
 solution against it.
 
-Paths in solutions are the lessons' (run from ``notebooks/``).
+Paths in solutions are the lessons' (run from the lesson folder).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from .samples import default_dir, reference_dir
+from .samples import shipped_dir, reference_dir
 
 
 @dataclass
@@ -137,7 +137,7 @@ class _Code(str):
 
 
 def solution(id: str) -> str:
-    """One way to answer (the code a learner would run from ``notebooks/``)."""
+    """One way to answer (the code a learner would run from the lesson folder)."""
     return _Code(_get(id).solution)
 
 
@@ -150,12 +150,12 @@ def _open(path):
 
 @exercise(
     "01.payments",
-    "How many messages of topic Payments does sample_stores/clean hold?",
+    "How many messages of topic Payments does stores/clean hold?",
     ["Walk the records with store.commitlog.iter_records() and look at each record's topic.", "Count, don't list: sum(1 for r in ... if ...)."],
-    'sum(1 for r in open_store("../sample_stores/clean").commitlog.iter_records() if r.topic == "Payments")',
+    'sum(1 for r in open_store("stores/clean").commitlog.iter_records() if r.topic == "Payments")',
 )
 def _payments():
-    with _open(default_dir() / "clean") as s:
+    with _open(shipped_dir() / "clean") as s:
         return sum(1 for r in s.commitlog.iter_records() if r.topic == "Payments")
 
 
@@ -177,12 +177,12 @@ def _msgid():
 
 @exercise(
     "03.index_entries",
-    "How many index entries do the index files of sample_stores/clean hold in all? (More than there are messages: why?)",
+    "How many index entries do the index files of stores/clean hold in all? (More than there are messages: why?)",
     ["Each index file's header counts its entries in indexCount, which starts at 1.", "sum(f.index_count - 1 for f in store.index.files); every message has a UNIQ_KEY entry plus one per KEYS token."],
-    'sum(f.index_count - 1 for f in open_store("../sample_stores/clean").index.files)',
+    'sum(f.index_count - 1 for f in open_store("stores/clean").index.files)',
 )
 def _index_entries():
-    with _open(default_dir() / "clean") as s:
+    with _open(shipped_dir() / "clean") as s:
         return sum(f.index_count - 1 for f in s.index.files)
 
 
@@ -202,14 +202,14 @@ def _tag3():
 
 @exercise(
     "05.bb_collisions",
-    "How many of the index's hash matches for Orders#BB in sample_stores/clean are records of another key?",
+    "How many of the index's hash matches for Orders#BB in stores/clean are records of another key?",
     ["query_by_key keeps the hash matches in raw_offsets and the ones whose record carries another key in collisions.", "len(query_by_key(store, 'Orders', 'BB').collisions)"],
     'len(query_by_key(store, "Orders", "BB").collisions)',
 )
 def _bb():
     from ..lookup import query_by_key
 
-    with _open(default_dir() / "clean") as s:
+    with _open(shipped_dir() / "clean") as s:
         return len(query_by_key(s, "Orders", "BB").collisions)
 
 
@@ -259,25 +259,25 @@ def _lost_async():
 
 @exercise(
     "09.analytics_lost",
-    "After recovery of sample_stores/damaged, how many messages that group analytics had not consumed yet are lost to it?",
+    "After recovery of stores/damaged, how many messages that group analytics had not consumed yet are lost to it?",
     ["recover(path) (a dry run) reports group_losses: one per group and queue the cut reaches.", "Add up unconsumed_lost over the losses whose group is 'analytics'."],
-    'sum(loss.unconsumed_lost for loss in recover("../sample_stores/damaged").group_losses if loss.group == "analytics")',
+    'sum(loss.unconsumed_lost for loss in recover("stores/damaged").group_losses if loss.group == "analytics")',
 )
 def _analytics_lost():
     from ..recovery import recover
 
-    return sum(loss.unconsumed_lost for loss in recover(default_dir() / "damaged").group_losses if loss.group == "analytics")
+    return sum(loss.unconsumed_lost for loss in recover(shipped_dir() / "damaged").group_losses if loss.group == "analytics")
 
 
 @exercise(
     "10.cq_entries",
-    "How many consume-queue entries does sample_stores/clean hold, all queues together? Count them with Spark.",
-    ["spark.read.format('rocketmq.consumequeue') gives one row per entry.", "spark.read.format('rocketmq.consumequeue').load('../sample_stores/clean').count()"],
-    'spark.read.format("rocketmq.consumequeue").load("../sample_stores/clean").count()',
+    "How many consume-queue entries does stores/clean hold, all queues together? Count them with Spark.",
+    ["spark.read.format('rocketmq.consumequeue') gives one row per entry.", "spark.read.format('rocketmq.consumequeue').load('stores/clean').count()"],
+    'spark.read.format("rocketmq.consumequeue").load("stores/clean").count()',
     needs="spark",
 )
 def _cq_entries():
-    with _open(default_dir() / "clean") as s:
+    with _open(shipped_dir() / "clean") as s:
         ranges = [s.consume_queue(q.topic, q.queue_id).valid_range() for q in s.queue_ids()]
         return sum(hi - lo for lo, hi in ranges)
 

@@ -1,6 +1,7 @@
-"""The shipped sample stores (``sample_stores/``), generated deterministically.
+"""The sample stores, generated deterministically and shipped inside the package
+(``rmqlab/lessons/stores/``, beside the lessons that open them).
 
-``rmqlab samples [DIR]`` writes them again; ``tests/test_samples.py`` checks that
+``rmqlab samples [DIR]`` writes them again; ``tests/lab/test_samples.py`` checks that
 the shipped files equal a fresh generation byte for byte.  Everything that could vary
 is fixed: the clock (:class:`~rmqlab.writers.clock.ManualClock`), the store host, the
 random workload (a seeded :class:`random.Random`), and the time zone used for index
@@ -57,15 +58,37 @@ def sample_config() -> MessageStoreConfig:
     )
 
 
-def default_dir() -> Path:
-    """``sample_stores/`` next to the package (a source checkout)."""
-    return Path(__file__).resolve().parents[2] / "sample_stores"
+def shipped_dir() -> Path:
+    """The sample stores as the package ships them (read them; never write here: in an
+    installed package this is the install folder)."""
+    from .lessons import LESSONS_DIR
+
+    return LESSONS_DIR / "stores"
 
 
 def reference_dir() -> Path:
-    """The stores RocketMQ itself wrote (``tests/fixtures/reference-stores`` of a
-    source checkout), which the lessons compare with."""
-    return Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "reference-stores"
+    """The stores Apache RocketMQ itself wrote, shipped for the lessons that compare
+    with them (and the tests' fixtures): see ``PROVENANCE.md`` there."""
+    return shipped_dir() / "reference"
+
+
+def source_checkout() -> Path | None:
+    """The root of the source tree rmqlab is imported from, or None for an installed
+    package (a checkout has ``pyproject.toml`` beside the package)."""
+    root = Path(__file__).resolve().parents[2]
+    return root if (root / "pyproject.toml").is_file() and (root / "rmqlab" / "lessons").is_dir() else None
+
+
+def default_dir() -> Path:
+    """Where ``rmqlab samples`` writes by default: in a source checkout the shipped copy
+    (a maintainer regenerates it with ``--force``); in an installed package the
+    platform's per-user data folder (``platformdirs.user_data_path``, e.g.
+    ``~/.local/share/rmqlab/samples`` on Linux), never the install folder."""
+    if source_checkout() is not None:
+        return shipped_dir()
+    import platformdirs
+
+    return platformdirs.user_data_path("rmqlab") / "samples"
 
 
 # -- the workload ----------------------------------------------------------------------------
@@ -359,10 +382,10 @@ def generate_samples(target: str | os.PathLike | None = None, *, force: bool = F
 
 SAMPLES_README = """# Sample stores
 
-Small RocketMQ stores for the lessons in `notebooks/`, written by rmqlab's engine
+Small RocketMQ stores for the lessons beside this folder, written by rmqlab's engine
 (`rmqlab.engine.MessageStore`: the bytes are RocketMQ's) with a fixed clock starting
 2026-01-01T10:00:00Z. Do not edit them: `rmqlab samples --force` writes them again,
-byte for byte, and `tests/test_samples.py` checks that the shipped files equal a fresh
+byte for byte, and `tests/lab/test_samples.py` checks that the shipped files equal a fresh
 generation. How they are made: `rmqlab/lab/samples.py`.
 
 | store | what happened |

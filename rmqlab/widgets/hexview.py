@@ -51,7 +51,7 @@ def window_length(length: int) -> int:
 class HexViewer(Panel):
     """Bytes of one store file with the field overlay.
 
-    ``HexViewer("../sample_stores/clean")`` starts on the first commitlog file;
+    ``HexViewer("stores/clean")`` starts on the first commitlog file;
     ``file=`` picks another (a path relative to the root), ``record=`` jumps to the
     n-th record of a commitlog file.
     """

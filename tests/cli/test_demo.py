@@ -1,5 +1,5 @@
 """``rmqlab demo`` (the README's first command): every step runs and shows what it says,
-on the shipped sample stores, and not one byte under ``sample_stores/`` changes."""
+on the sample stores shipped in the package, and not one byte of them changes."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import re
 import subprocess
 import sys
 
-from rmqlab.lab.samples import default_dir
+from rmqlab.lab.samples import shipped_dir
 
 
 def _digest(root) -> dict[str, str]:
@@ -16,7 +16,7 @@ def _digest(root) -> dict[str, str]:
 
 
 def test_the_demo_runs_every_step_and_changes_no_sample(tmp_path):
-    samples = default_dir()
+    samples = shipped_dir()
     before = _digest(samples)
     done = subprocess.run([sys.executable, "-m", "rmqlab", "demo", "--workdir", str(tmp_path)], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr

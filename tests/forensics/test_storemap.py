@@ -17,9 +17,8 @@ from rmqlab.forensics import storemap as sm
 from rmqlab.forensics.verify import verify_store
 from rmqlab.render.storemap import storemap_svg
 from rmqlab.store import open_store
-from tests.support import REFERENCE
+from tests.support import REFERENCE, SAMPLES
 
-SAMPLES = REFERENCE.parents[2] / "sample_stores"
 
 
 def _truth(root):

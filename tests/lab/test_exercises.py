@@ -1,5 +1,5 @@
 """The lessons' exercises: every solution, run as a learner would run it from
-``notebooks/``, is right; wrong and missing answers are told apart; each lesson has one."""
+the lesson folder, is right; wrong and missing answers are told apart; each lesson has one."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 
 from rmqlab.lab import exercises as ex
 
-NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
+from tests.support import LESSONS as NOTEBOOKS
 
 
 def _namespace():
@@ -35,9 +35,9 @@ def test_every_solution_is_right(ident, monkeypatch):
     monkeypatch.chdir(NOTEBOOKS)
     ns = _namespace()
     if ident in ("04.tag3",):
-        ns["store"] = ns["open_store"]("../tests/fixtures/reference-stores/clean/store")
+        ns["store"] = ns["open_store"]("stores/reference/clean/store")
     if ident in ("05.bb_collisions",):
-        ns["store"] = ns["open_store"]("../sample_stores/clean")
+        ns["store"] = ns["open_store"]("stores/clean")
     answer = eval(ex.solution(ident), ns)
     assert ex.check(ident, answer), (ident, answer, ex.EXERCISES[ident].answer())
 

@@ -26,7 +26,7 @@ def _missing():
 
 @pytest.mark.skipif(bool(_missing()), reason=_missing() or "")
 def test_every_lesson_runs_all_and_every_widget_answers_in_a_browser(tmp_path):
-    lessons = sorted(p.stem for p in (SCRIPT.parents[1] / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    lessons = sorted(p.stem for p in (SCRIPT.parents[1] / "rmqlab" / "lessons").glob("[0-9][0-9]_*.ipynb"))
     proc = subprocess.run([sys.executable, str(SCRIPT), "--screenshots", str(tmp_path)], capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     lines = [line for line in proc.stdout.splitlines() if line.startswith(("ok", "FAIL"))]

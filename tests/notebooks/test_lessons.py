@@ -1,4 +1,4 @@
-"""The lessons' shape (the notebooks themselves run under nbval: see notebooks/README.md):
+"""The lessons' shape (the notebooks themselves run under nbval: see rmqlab/lessons/README.md):
 numbered, one topic each, no logic in cells, checked outputs, a closing "Try it"."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
+from tests.support import LESSONS as NOTEBOOKS
 LESSONS = sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
 
 
@@ -17,7 +17,7 @@ def test_eleven_numbered_lessons_listed_in_the_readme():
     assert [p.name[:2] for p in LESSONS] == [f"{i:02d}" for i in range(1, 12)]
     readme = (NOTEBOOKS / "README.md").read_text()
     for p in LESSONS:
-        assert f"({p.name})" in readme, f"notebooks/README.md does not list {p.name}"
+        assert f"({p.name})" in readme, f"rmqlab/lessons/README.md does not list {p.name}"
 
 
 def test_widget_cells_say_what_to_do_before_they_run():
@@ -54,7 +54,7 @@ def test_sanitize_file_is_valid():
     import configparser
 
     cfg = configparser.ConfigParser()
-    cfg.read(NOTEBOOKS / "nbval_sanitize.cfg")
+    cfg.read(Path(__file__).parent / "nbval_sanitize.cfg")
     assert cfg.sections()
     for s in cfg.sections():
         re.compile(cfg[s]["regex"])

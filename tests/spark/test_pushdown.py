@@ -142,7 +142,7 @@ def test_the_other_sources_give_the_same_rows_with_pushdown(spark, fmt):
 
     rmqlab.spark.register(spark)
     # the reference stores hold no consumer offsets: the sample store's groups
-    root = str(store_root("clean") if fmt != "rocketmq.offsets" else store_root("clean").parents[4] / "sample_stores" / "damaged")
+    root = str(store_root("clean") if fmt != "rocketmq.offsets" else SAMPLES / "damaged")
 
     def read(pushdown):
         return spark.read.format(fmt).option("pushdown", str(pushdown).lower()).load(root)

@@ -15,9 +15,8 @@ from rmqlab.store.reader import open_store
 from rmqlab.store.summary import summarize
 
 from tests.engine.engine_support import reference_config
-from tests.support import ALL_CASES, REFERENCE, copy_store
+from tests.support import ALL_CASES, REFERENCE, SAMPLES, copy_store
 
-SAMPLES = Path(__file__).resolve().parents[2] / "sample_stores"
 
 
 def _walked(store):

@@ -7,12 +7,12 @@ from rmqlab.forensics.hexview import HexView
 from rmqlab.forensics.verify import verify_store
 from rmqlab.lookup import query_by_key
 from rmqlab.recovery import recover
-from rmqlab.lab.samples import default_dir
+from rmqlab.lab.samples import shipped_dir
 from rmqlab.store import open_store
 from rmqlab.store.summary import summarize
 from tests.support import REFERENCE
 
-SAMPLES = default_dir()
+SAMPLES = shipped_dir()
 
 
 def test_record_summary_checkpoint_and_reader(dumps):

@@ -13,9 +13,8 @@ import pytest
 from rmqlab.scan.decode import decode_table
 from rmqlab.store import open_store
 from rmqlab.widgets import StoreMapViewer
-from tests.support import REFERENCE
+from tests.support import REFERENCE, SAMPLES
 
-SAMPLES = REFERENCE.parents[2] / "sample_stores"
 
 
 def _rows(root):
