@@ -56,7 +56,7 @@ with the job as a packed environment (what ``tests/spark/test_cluster.py`` does)
 where ``my_scan.py`` calls ``rmqlab.spark.register(spark)`` and reads with
 ``spark.read.format("rocketmq")``.  Give the job the worker settings of
 :data:`rmqlab.spark.session.WORKER_SETTINGS` as ``--conf`` too: without them each
-Python task costs Spark several times more (how much: README, *Scaling*).  The store must be on storage every worker can
+Python task costs Spark several times more (how much: docs/explanation/spark.md, *Scaling*).  The store must be on storage every worker can
 read: the same mount everywhere, HDFS (pyarrow needs ``libhdfs``/``HADOOP_HOME``), or
 S3.  ``splitSize`` (default 256MiB) sets the partitions: a 1 GiB commitlog file
 makes 4 tasks.  A log spread over several directories (``storePathCommitLog``) is

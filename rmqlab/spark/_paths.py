@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from urllib.parse import parse_qs, urlsplit
 
@@ -227,6 +228,81 @@ def lower_keys(options) -> dict:
 
 def _get(options, name: str):
     return options.get(name.lower(), options.get(name))
+
+
+@dataclass(frozen=True)
+class Option:
+    """One option of a data source, declared once: its name, the kind of value it takes,
+    its default and what it does. Readers read it with :meth:`read`; the documentation's
+    option tables are made from these declarations (a source's ``OPTIONS``)."""
+
+    name: str
+    kind: str  # bool, size, int, time, list, choice or text
+    default: object
+    doc: str
+    choices: tuple[str, ...] = ()
+
+    def read(self, options):
+        """The option's value in ``options`` (any case), else its default; a value that
+        cannot be used raises :class:`OptionError` naming the option."""
+        if self.kind == "bool":
+            return opt_bool(options, self.name, self.default)
+        if self.kind == "size":
+            return opt_size(options, self.name, self.default)
+        if self.kind == "int":
+            return opt_int(options, self.name, self.default)
+        if self.kind == "time":
+            return opt_time(options, self.name)
+        if self.kind == "list":
+            return opt_list(options, self.name)
+        if self.kind == "choice":
+            return opt_choice(options, self.name, self.choices, self.default)
+        if self.kind == "text":
+            v = _get(options, self.name)
+            return self.default if v is None else str(v)
+        raise ValueError(f"{self.name}: unknown option kind {self.kind!r}")
+
+    def default_text(self) -> str:
+        if self.kind == "choice":
+            return " | ".join(f"**{c}**" if c == self.default else c for c in self.choices)
+        if self.default is None:
+            return "none"
+        if self.kind == "bool":
+            return str(self.default).lower()
+        if self.kind == "size" and isinstance(self.default, int) and self.default >= 1 << 20 and self.default % (1 << 20) == 0:
+            return f"{self.default >> 20}MiB"
+        return str(self.default)
+
+
+#: every source's choice of reader (:class:`rmqlab.spark._source.StoreDataSource`)
+PUSHDOWN = Option("pushdown", "bool", False, (
+    "``true``: a query's filters (``=``, ``IN``, ranges; ANDed) are pushed into the scan, and the store's own indexes "
+    "say which bytes can hold a match (:mod:`rmqlab.spark.pushdown`): a ``msg_id`` reads the one record at the offset "
+    "it holds; ``uniq_key``/``keys`` with ``topic`` read the records the index files name and scan only what they do "
+    "not cover; a ``store_timestamp`` window leaves out the files whose records all lie outside it; an offset range, "
+    "the splits outside it. Where an index is damaged or cannot answer, the plan scans and says so. Needs "
+    "``spark.sql.python.filterPushdown.enabled=true`` (``rmqlab.spark.register`` sets it). Off by default because of "
+    "Spark 4.3.0 itself: it keeps the read a query's filters planned on the data source, and a later query of the "
+    "*same DataFrame* without filters reads with it; on 4.3.0 load a fresh DataFrame for each filtered query. In "
+    "strict mode a pushed read fails only on damage in the bytes it reads."))
+
+#: the object-storage settings every source takes, for an ``s3://`` path
+_S3_WHAT = {"fs.s3.endpoint": "``host:port`` of an S3-compatible server", "fs.s3.region": "the region", "fs.s3.scheme": "``http`` or ``https``",
+            "fs.s3.accessKey": "the access key (with ``fs.s3.secretKey``)", "fs.s3.secretKey": "the secret key",
+            "fs.s3.sessionToken": "a session token"}
+FS_OPTIONS = tuple(
+    Option(name, "text", None, f"for an ``s3://`` path, {_S3_WHAT[name]}" + (f"; else ``{'``, ``'.join(env)}`` of the driver's environment" if env else "")
+           + ". Resolved on the driver and carried to the workers in the splits: executors need no AWS variables.")
+    for name, env in S3_SETTINGS.items()
+)
+
+
+def with_options(doc: str | None, options: tuple[Option, ...]) -> str:
+    """A source's docstring (its manual) with its options listed from their declarations."""
+    lines = [(doc or "").rstrip(), ""]
+    for o in options:
+        lines += [f"    ``{o.name}`` ({o.kind}, default {o.default_text()})", f"        {o.doc}"]
+    return "\n".join(lines) + "\n"
 
 
 def opt_bool(options, name: str, default: bool) -> bool:

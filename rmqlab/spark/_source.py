@@ -66,6 +66,13 @@ class StoreDataSource(DataSource):
     SCHEMA = None
     READER: type = StoreSourceReader
     PUSHDOWN_READER: type | None = None
+    #: the options it reads (:class:`rmqlab.spark._paths.Option`), listed at the end of its docstring
+    OPTIONS: tuple = ()
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "OPTIONS" in cls.__dict__:  # one owner: the declarations say what the manual lists
+            cls.__doc__ = _paths.with_options(cls.__doc__, cls.OPTIONS)
 
     @classmethod
     def name(cls) -> str:
@@ -76,7 +83,7 @@ class StoreDataSource(DataSource):
 
     def reader(self, schema):
         options = _paths.lower_keys(self.options)
-        cls = self.PUSHDOWN_READER if self.PUSHDOWN_READER and _paths.opt_bool(options, "pushdown", False) else self.READER
+        cls = self.PUSHDOWN_READER if self.PUSHDOWN_READER and _paths.PUSHDOWN.read(options) else self.READER
         return cls(options, _paths.requested_columns(self.name(), self.SCHEMA, schema))
 
 

@@ -35,6 +35,42 @@ from .pushdown import KEY_COLUMNS
 DEFAULT_SPLIT_SIZE = 256 << 20
 #: rows per Arrow batch handed to the JVM (big batches of wide rows cost it dearly)
 DEFAULT_BATCH_ROWS = 8192
+
+#: the ``rocketmq`` source's options (the class docstring lists them from here)
+MODE = _paths.Option("mode", "choice", "strict", (
+    "``strict``: the job fails at the first damaged record, naming its file and offset. ``lenient``: a damaged record "
+    "becomes a row (its ``kind`` says what is wrong; header fields that could not be trusted are null) and the scan "
+    "resynchronises at the next valid record."), ("strict", "lenient"))
+VERIFY_CRC = _paths.Option("verifyCrc", "bool", True, (
+    "recompute every body CRC (and the ``__CRC32#`` property CRC where present); a mismatch is damage. ``false``: "
+    "skip it, ``crc_ok`` null."))
+INCLUDE_BODY = _paths.Option("includeBody", "bool", True, "``false`` leaves ``body`` null and skips the copy.")
+TOPICS = _paths.Option("topics", "list", None, "comma-separated topic names; other messages (and BLANK rows) are skipped.")
+START_TIME = _paths.Option("startTime", "time", None, (
+    "keep messages with ``startTime <= store_timestamp``; ms since the epoch or ISO-8601 (no zone = UTC)."))
+END_TIME = _paths.Option("endTime", "time", None, "keep messages with ``store_timestamp < endTime`` (as ``startTime``).")
+COLUMNS = _paths.Option("columns", "list", None, (
+    "comma-separated column names: the DataFrame has only these, and only these are decoded (the Python Data Source "
+    "API has no column pruning, so say it here when a scan needs a few columns: it is several times faster), e.g. "
+    "``.option(\"columns\", \"topic,total_size,body,kind\")``. A schema does the same: "
+    "``spark.read.format(\"rocketmq\").schema(\"topic string, total_size int\")`` (any of the columns, in any order, "
+    "with their types; nullable)."))
+PUSHDOWN = _paths.PUSHDOWN
+PUSHDOWN_QUEUES = _paths.Option("pushdownQueues", "bool", False, (
+    "with ``pushdown``: a ``topic`` filter (and ``queue_id``) is answered from the topic's consume queues, reading "
+    "only its records — the rows RocketMQ serves, which are the full scan's but for PREPARED and ROLLBACK transaction "
+    "records under that topic (no queue holds them; brokers since 4.x do not write them there)."))
+BATCH_ROWS = _paths.Option("batchRows", "int", DEFAULT_BATCH_ROWS, (
+    "rows per Arrow batch handed to Spark (wide rows in big batches cost the JVM more than the decoding saves)."))
+SPLIT_SIZE = _paths.Option("splitSize", "size", DEFAULT_SPLIT_SIZE, (
+    "bytes per partition (``64MiB`` style accepted). A split owns the records that start inside it and finds its "
+    "first record by resynchronisation; any split size gives exactly the rows of whole-file scans. Each Python task "
+    "costs Spark a fixed time whatever it reads (:data:`rmqlab.spark.session.WORKER_SETTINGS`), hence large splits."))
+COMMITLOG_DIRS = _paths.Option("commitlogDirs", "list", None, (
+    "the other directories of a log spread over several (``storePathCommitLog=/d1/commitlog,/d2/commitlog``), "
+    "comma-separated; ``load()`` names the store root."))
+OPTIONS = (MODE, VERIFY_CRC, INCLUDE_BODY, TOPICS, START_TIME, END_TIME, COLUMNS, PUSHDOWN, PUSHDOWN_QUEUES, BATCH_ROWS, SPLIT_SIZE,
+           COMMITLOG_DIRS, *_paths.FS_OPTIONS)
 #: bytes read past a split's end on non-local filesystems, where a record that starts in
 #: the split may end: most records are far smaller, and one that runs further asks for
 #: more (NeedMoreBytes) and gets all it needs in one more read
@@ -143,73 +179,7 @@ class CommitLogDataSource(StoreDataSource):
     ``keys`` and ``uniq_key``, the ``KEYS`` and ``UNIQ_KEY`` properties as RocketMQ's own
     map holds them (what it indexes; what key queries filter on).
 
-    **Options** (strings):
-
-    ``mode``
-        ``strict`` (default): the job fails at the first damaged record, naming its file
-        and offset. ``lenient``: a damaged record becomes a row (its ``kind`` says
-        what is wrong; header fields that could not be trusted are null) and the scan
-        resynchronises at the next valid record.
-    ``verifyCrc``
-        ``true`` (default): recompute every body CRC (and the ``__CRC32#`` property
-        CRC where present); a mismatch is damage. ``false``: skip it, ``crc_ok`` null.
-    ``includeBody``
-        ``true`` (default); ``false`` leaves ``body`` null and skips the copy.
-    ``topics``
-        comma-separated topic names; other messages (and BLANK rows) are skipped.
-    ``startTime``, ``endTime``
-        keep messages with ``startTime <= store_timestamp < endTime``; ms since the
-        epoch or ISO-8601 (no zone = UTC).
-    ``columns``
-        comma-separated column names: the DataFrame has only these, and only these
-        are decoded (the Python Data Source API has no column pruning, so say it
-        here when a scan needs a few columns: it is several times faster), e.g.
-        ``.option("columns", "topic,total_size,body,kind")``.  A schema does the same:
-        ``spark.read.format("rocketmq").schema("topic string, total_size int")``
-        (any of the columns, in any order, with the types above; nullable).
-    ``pushdown``
-        ``false`` (default) or ``true``: a query's filters on ``physical_offset``,
-        ``topic``, ``queue_id``, ``kind``, ``msg_id``, ``keys``, ``uniq_key``,
-        ``store_timestamp`` and ``born_timestamp`` (``=``, ``IN``, ranges; ANDed) are
-        pushed into the scan, and the store's own indexes say which bytes can hold a
-        match (:mod:`rmqlab.spark.pushdown`): a ``msg_id`` reads the one record at the
-        offset it holds; ``uniq_key``/``keys`` with ``topic`` read the records the index
-        files name and scan only what they do not cover; a ``store_timestamp`` window
-        leaves out the files whose records all lie outside it; an offset range, the
-        splits outside it.  Topics and store times are also filtered inside the decoder,
-        the rest before the rows reach Spark (which checks every filter again).  Where an
-        index is damaged or cannot answer, the plan scans and says so:
-        ``CommitLogReader.plan().describe()``.  Needs
-        ``spark.sql.python.filterPushdown.enabled=true`` (``rmqlab.spark.register``
-        sets it).  Off by default because of Spark 4.3.0 itself: it keeps the read a
-        query's filters planned on the data source, and a later query of the *same
-        DataFrame* without filters reads with it (a ``count()`` after a filtered
-        ``count()`` gives the filtered count; Spark's current source keeps that read
-        per scan).  Safe use on 4.3.0: a fresh ``spark.read...load()`` for each
-        filtered query.  In strict mode a pushed read fails only on damage in the bytes
-        it reads.
-    ``pushdownQueues``
-        ``false`` (default) or ``true`` (with ``pushdown``): a ``topic`` filter (and
-        ``queue_id``) is answered from the topic's consume queues, reading only its
-        records — the rows RocketMQ serves, which are the full scan's but for PREPARED
-        and ROLLBACK transaction records under that topic (no queue holds them; brokers
-        since 4.x do not write them there).
-    ``batchRows``
-        rows per Arrow batch handed to Spark (default 8192; wide rows in big batches
-        cost the JVM more than the decoding saves).
-    ``splitSize``
-        bytes per partition (default 256MiB; ``64MiB`` style accepted).  A split owns
-        the records that start inside it and finds its first record by
-        resynchronisation; any split size gives exactly the rows of whole-file scans.
-    ``fs.s3.endpoint``, ``fs.s3.region``, ``fs.s3.scheme``, ``fs.s3.accessKey``, ``fs.s3.secretKey``, ``fs.s3.sessionToken``
-        for ``s3://`` paths (the other sources take them too): ``host:port`` of an
-        S3-compatible server, its region, ``http`` or ``https``, and credentials; each
-        not given comes from the driver's ``AWS_ENDPOINT_URL_S3``/``AWS_ENDPOINT_URL``,
-        ``AWS_REGION``/``AWS_DEFAULT_REGION``, ``AWS_ACCESS_KEY_ID``,
-        ``AWS_SECRET_ACCESS_KEY``, ``AWS_SESSION_TOKEN``.  Resolved on the driver and
-        carried to the executors in the splits: executors need no AWS variables (the
-        alternative, when no setting is given here or on the driver, is to give them
-        their own: ``spark.executorEnv.AWS_ACCESS_KEY_ID`` etc., or an instance role).
+    **Options** (strings; declared once, in ``OPTIONS``):
 
     Each file is scanned on its own (a BLANK ends a file; a zero tail is skipped), so
     the rows are those of :meth:`rmqlab.store.commitlog.CommitLog.walk` on a store
@@ -217,9 +187,10 @@ class CommitLogDataSource(StoreDataSource):
     """
 
     SCHEMA = SCHEMA
+    OPTIONS = OPTIONS
 
     def schema(self):
-        return project(SCHEMA, _paths.opt_list(_paths.lower_keys(self.options), "columns"))
+        return project(SCHEMA, COLUMNS.read(_paths.lower_keys(self.options)))
 
     def streamReader(self, schema):
         """``spark.readStream.format("rocketmq")``: :class:`rmqlab.spark.stream_source.CommitLogStreamReader`."""
@@ -249,16 +220,16 @@ class CommitLogReader(StoreSourceReader):
 
     def __init__(self, options: dict, columns: list[str] | None = None):
         super().__init__(options, None if columns is None or list(columns) == SCHEMA.fieldNames() else list(columns))
-        self.split_size = _paths.opt_size(options, "splitSize", DEFAULT_SPLIT_SIZE)
-        self.mode = _paths.opt_choice(options, "mode", ("strict", "lenient"), "strict")
-        self.verify_crc = _paths.opt_bool(options, "verifyCrc", True)
-        self.include_body = _paths.opt_bool(options, "includeBody", True)
-        self.topics = _paths.opt_list(options, "topics")
-        self.start_time = _paths.opt_time(options, "startTime")
-        self.end_time = _paths.opt_time(options, "endTime")
-        self.batch_rows = _paths.opt_int(options, "batchRows", DEFAULT_BATCH_ROWS)
+        self.split_size = SPLIT_SIZE.read(options)
+        self.mode = MODE.read(options)
+        self.verify_crc = VERIFY_CRC.read(options)
+        self.include_body = INCLUDE_BODY.read(options)
+        self.topics = TOPICS.read(options)
+        self.start_time = START_TIME.read(options)
+        self.end_time = END_TIME.read(options)
+        self.batch_rows = BATCH_ROWS.read(options)
         #: more directories of a log spread over several (storePathCommitLog; --commitlog-dir)
-        self.commitlog_dirs = _paths.opt_list(options, "commitlogDirs") or []
+        self.commitlog_dirs = COMMITLOG_DIRS.read(options) or []
         # self.pushed (PushdownCommitLogReader's pushFilters) reaches read() in each split
         # (CommitLogSplit.pushed)
 
@@ -285,7 +256,7 @@ class CommitLogReader(StoreSourceReader):
         fs, _ = _paths.filesystem(splits[0].uri, self.fs)
         # several directories of one log: positions and offsets hold, the index files are the root's
         return pushdown.plan(splits, self.pushed, self.path, local=_paths.is_local(fs) and not self.commitlog_dirs, dledger=splits[0].dledger,
-                             queues=_paths.opt_bool(self.options, "pushdownQueues", False))
+                             queues=PUSHDOWN_QUEUES.read(self.options))
 
     def read(self, partition: CommitLogSplit):
         from ..scan import kernels

@@ -42,6 +42,11 @@ class QueueSplit(InputPartition):
     ext: tuple = ()
 
 
+#: the ``rocketmq.consumequeue`` source's options
+TOPICS = _paths.Option("topics", "list", None, "comma-separated topic names: only their queues are read.")
+OPTIONS = (TOPICS, _paths.PUSHDOWN, *_paths.FS_OPTIONS)
+
+
 class ConsumeQueueDataSource(StoreDataSource):
     """Read RocketMQ consume queues: one row per valid entry, queue by queue.
 
@@ -68,12 +73,15 @@ class ConsumeQueueDataSource(StoreDataSource):
     The entries are those RocketMQ serves (``rmqlab queue``): pre-blank filler
     ``(0, 0x7FFFFFFF, 0)`` before the first real entry is skipped, and a queue ends at
     its first invalid entry (``offset < 0`` or ``size <= 0``).  One partition per
-    queue.  Options: ``topics`` (comma-separated: only these), ``pushdown`` (``true``: a
-    query's ``topic`` / ``queue_id`` filters leave the other queues unread; README).  Path: a store root or its ``consumequeue/`` directory; local or any
-    ``pyarrow.fs`` URI.
+    queue.  Path: a store root or its ``consumequeue/`` directory; local or any
+    ``pyarrow.fs`` URI.  With ``pushdown``, a query's ``topic`` / ``queue_id`` filters
+    leave the other queues unread.
+
+    **Options** (strings; declared once, in ``OPTIONS``):
     """
 
     SCHEMA = SCHEMA
+    OPTIONS = OPTIONS
 
 
 
@@ -87,7 +95,7 @@ class ConsumeQueueReader(StoreSourceReader):
 
     def __init__(self, options: dict, columns: list[str] | None = None):
         super().__init__(options, columns)
-        self.topics = _paths.opt_list(options, "topics")
+        self.topics = TOPICS.read(options)
 
     def partitions(self):
         topics = self.topics

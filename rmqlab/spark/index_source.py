@@ -51,6 +51,18 @@ class IndexSplit(InputPartition):
     fs: tuple = field(default=(), repr=False)  # filesystem settings resolved where the read was planned (_paths.fs_settings): may hold credentials
 
 
+#: the ``rocketmq.index`` source's options
+MAX_HASH_SLOT_NUM = _paths.Option("maxHashSlotNum", "int", None, (
+    "the index files' slot count (Java ``maxHashSlotNum``); else inferred from the file length with Java's 4 "
+    "entries per slot, as ``rmqlab info`` does."))
+MAX_INDEX_NUM = _paths.Option("maxIndexNum", "int", None, "the index files' entry count (Java ``maxIndexNum``); else inferred as above.")
+SPLIT_ENTRIES = _paths.Option("splitEntries", "int", DEFAULT_SPLIT_ENTRIES, "entries per partition.")
+FILES = _paths.Option("files", "list", None, (
+    "comma-separated index file names: only these are read (e.g. to leave out one of the wrong size, which "
+    "otherwise fails the read naming it)."))
+OPTIONS = (MAX_HASH_SLOT_NUM, MAX_INDEX_NUM, SPLIT_ENTRIES, FILES, _paths.PUSHDOWN, *_paths.FS_OPTIONS)
+
+
 class IndexDataSource(StoreDataSource):
     """Read RocketMQ index files: one row per used entry (entry 0 is never used).
 
@@ -71,16 +83,15 @@ class IndexDataSource(StoreDataSource):
     ``begin_timestamp``, ``end_timestamp``, ``begin_phy_offset``, ``end_phy_offset``,
     ``hash_slot_count``, ``index_count``.
 
-    Options: ``maxHashSlotNum`` and ``maxIndexNum`` (else inferred from the file
-    length with Java's 4 entries per slot, as ``rmqlab info`` does), ``splitEntries``
-    (entries per partition, default 2,000,000), ``files`` (comma-separated index file
-    names: only these are read, e.g. to leave out one of the wrong size, which
-    otherwise fails the read naming it), ``pushdown`` (``true``: a query's ``file`` and
-    ``entry`` filters leave the other files and entries unread; README).  Path: a store root or its
-    ``index/`` directory; local or any ``pyarrow.fs`` URI.
+    Path: a store root or its ``index/`` directory; local or any ``pyarrow.fs`` URI.
+    With ``pushdown``, a query's ``file`` and ``entry`` filters leave the other files
+    and entries unread.
+
+    **Options** (strings; declared once, in ``OPTIONS``):
     """
 
     SCHEMA = SCHEMA
+    OPTIONS = OPTIONS
 
 
 
@@ -93,10 +104,10 @@ class IndexReader(StoreSourceReader):
 
     def __init__(self, options: dict, columns: list[str] | None = None):
         super().__init__(options, columns)
-        self.slots = _paths.opt_int(options, "maxHashSlotNum", None)
-        self.entries = _paths.opt_int(options, "maxIndexNum", None)
-        self.split_entries = _paths.opt_int(options, "splitEntries", DEFAULT_SPLIT_ENTRIES)
-        self.files = _paths.opt_list(options, "files")
+        self.slots = MAX_HASH_SLOT_NUM.read(options)
+        self.entries = MAX_INDEX_NUM.read(options)
+        self.split_entries = SPLIT_ENTRIES.read(options)
+        self.files = FILES.read(options)
 
     def partitions(self):
         files = self.files

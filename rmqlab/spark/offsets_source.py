@@ -40,6 +40,11 @@ class OffsetsSplit(InputPartition):
     group: str | None
 
 
+#: the ``rocketmq.offsets`` source's options
+GROUP = _paths.Option("group", "text", None, "only this consumer group.")
+OPTIONS = (GROUP, _paths.PUSHDOWN)
+
+
 class OffsetsDataSource(StoreDataSource):
     """Read the committed offsets of a store's consumer groups, with the lag per queue.
 
@@ -56,12 +61,15 @@ class OffsetsDataSource(StoreDataSource):
     committed nothing for this queue), ``min_offset``, ``max_offset``, ``lag``,
     ``next_store_timestamp`` (store time of the next message to consume), ``note``.
 
-    Options: ``group`` (only that consumer group), ``pushdown`` (``true``: a query's
-    ``group`` filter leaves the other groups unread).  Path: a store root on a local (or
-    NFS) path: the offsets live in ``config/``, beside the consume queues.
+    Path: a store root on a local (or NFS) path: the offsets live in ``config/``, beside
+    the consume queues.  With ``pushdown``, a query's ``group`` filter leaves the other
+    groups unread.
+
+    **Options** (strings; declared once, in ``OPTIONS``):
     """
 
     SCHEMA = SCHEMA
+    OPTIONS = OPTIONS
 
 
 
@@ -76,7 +84,7 @@ class OffsetsReader(StoreSourceReader):
         if "://" in path and not path.startswith("file://"):
             raise _paths.OptionError(f"{path}: the offsets source reads a store on a local or mounted path (config/ and the consume queues are read as files)")
         self.path = path[len("file://") :] if path.startswith("file://") else path
-        self.group = options.get("group")
+        self.group = GROUP.read(options)
 
     def partitions(self):
         groups = self.pushed.value_set("group")

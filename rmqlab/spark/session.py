@@ -15,9 +15,9 @@ from pathlib import Path
 
 #: how a session's executors run their Python workers: static settings (given when the
 #: session starts, so here and not in rmqlab.spark.register), which local_spark gives and
-#: the README tells other sessions to give (``--conf``).  Each Python task costs Spark
+#: the documentation tells other sessions to give (``--conf``; docs/howto/spark.md).  Each Python task costs Spark
 #: 12-28 ms with them on this machine whatever it reads, 70-110 ms without
-#: (bench/bench_spark_scaling.py; README, *Scaling*).
+#: (bench/bench_spark_scaling.py; docs/explanation/spark.md, *Scaling*).
 WORKER_SETTINGS = {
     "spark.python.worker.reuse": "true",
     # the JVM and its workers over Unix sockets, not loopback TCP: ~25 ms less a task

@@ -7,21 +7,7 @@ where the last one ended up to where the whole records end now
 checked — a record still being copied in waits for the next batch), within the read
 limit.  A query restarted from its checkpoint continues from the offset Spark
 committed, so each record is read exactly once.  The options, as Kafka's source names
-them:
-
-``startingOffsets``
-    ``latest`` (default: what is appended from the query's start), ``earliest`` (the
-    oldest file), or a physical offset (a record boundary).  Only for a new query; a
-    restarted one continues from its checkpoint.
-``maxRecordsPerTrigger``, ``maxBytesPerTrigger``
-    admission control: at most this many records, or bytes, a micro-batch (Spark's
-    ``ReadMaxRows`` / ``ReadMaxBytes``; ``Trigger.AvailableNow`` reads everything).
-``failOnDataLoss``
-    ``true`` (default): the query fails when records it has not read were deleted (the
-    broker's clean-up, ``CommitLog.deleteExpiredFile``), or when records it has read are
-    no longer in the log as they were (a restart's recovery cut the log before them).
-    ``false``: it goes on at the oldest file left, or re-reads from the record that
-    changed, and says so on the driver's log.
+them (declared once, in :data:`OPTIONS`).
 
 Every option of the batch source applies too (``columns``, ``topics``, ``mode``,
 ``verifyCrc``, ``includeBody`` ...), with the same columns; a stream gives message rows
@@ -44,6 +30,22 @@ from . import _paths
 LOG = logging.getLogger("rmqlab.spark.stream")
 
 
+STARTING_OFFSETS = _paths.Option("startingOffsets", "text", "latest", (
+    "``latest``: what is appended from the query's start; ``earliest``: the oldest file; or a physical offset (a record "
+    "boundary). Only for a new query; a restarted one continues from its checkpoint."))
+MAX_RECORDS_PER_TRIGGER = _paths.Option("maxRecordsPerTrigger", "int", None, (
+    "admission control: at most this many records a micro-batch (Spark's ``ReadMaxRows``; ``Trigger.AvailableNow`` "
+    "reads everything)."))
+MAX_BYTES_PER_TRIGGER = _paths.Option("maxBytesPerTrigger", "size", None, "at most this many bytes a micro-batch (Spark's ``ReadMaxBytes``).")
+FAIL_ON_DATA_LOSS = _paths.Option("failOnDataLoss", "bool", True, (
+    "``true``: the query fails when records it has not read were deleted (the broker's clean-up, "
+    "``CommitLog.deleteExpiredFile``), or when records it has read are no longer in the log as they were (a restart's "
+    "recovery cut the log before them). ``false``: it goes on at the oldest file left, or re-reads from the record "
+    "that changed, and says so on the driver's log."))
+#: ``spark.readStream.format("rocketmq")``'s own options (the batch source's apply too)
+OPTIONS = (STARTING_OFFSETS, MAX_RECORDS_PER_TRIGGER, MAX_BYTES_PER_TRIGGER, FAIL_ON_DATA_LOSS)
+
+
 class DataLossError(RmqlabError):
     """Records lost to the query (deleted, or rewritten), with ``failOnDataLoss=true``."""
 
@@ -64,13 +66,13 @@ class CommitLogStreamReader(DataSourceStreamReader):
 
         if not (Path(self.root) / COMMITLOG_DIR).is_dir() and not Path(self.root).name == COMMITLOG_DIR:
             raise _paths.OptionError(f"{self.root}: no {COMMITLOG_DIR}/ to follow (a DLedger log is not followed)")
-        start = (options.get("startingoffsets") or "latest").strip()
+        start = STARTING_OFFSETS.read(options).strip()
         if start not in ("earliest", "latest") and not start.isdigit():
             raise _paths.OptionError(f"option startingOffsets: earliest, latest or an offset, not {start!r}")
         self.starting = start if not start.isdigit() else int(start)
-        self.fail_on_data_loss = _paths.opt_bool(options, "failOnDataLoss", True)
-        self.max_records = _paths.opt_int(options, "maxRecordsPerTrigger", None)
-        self.max_bytes = _paths.opt_size(options, "maxBytesPerTrigger", 0) or None
+        self.fail_on_data_loss = FAIL_ON_DATA_LOSS.read(options)
+        self.max_records = MAX_RECORDS_PER_TRIGGER.read(options)
+        self.max_bytes = MAX_BYTES_PER_TRIGGER.read(options)
         self._f = None
 
     def __getstate__(self):  # executors get the options, not the driver's open files

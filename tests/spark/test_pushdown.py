@@ -11,6 +11,7 @@ import pytest
 
 from rmqlab.spark._source import Pushed, filter_batch
 from tests.spark.conftest import store_root
+from tests.support import SAMPLES
 
 pytestmark = pytest.mark.spark
 
