@@ -2,7 +2,7 @@
 
     spark-submit --master spark://HOST:7077 examples/spark_verify.py /shared/captures/broker-a/store /shared/reports/broker-a
 
-(on a cluster, ship rmqlab as the README's "On a cluster" says).  Prints the findings
+(on a cluster, ship rmqlab as docs/howto/spark.md, "On a cluster", says).  Prints the findings
 per kind and severity, writes them all to OUT as Parquet, and exits 1 when there is
 an error, as ``rmqlab verify`` does.
 """

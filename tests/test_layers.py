@@ -18,7 +18,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "rmqlab"
 
 #: the layer order, lowest first: each entry a layer, each layer the top-level modules
-#: and folders of ``rmqlab/`` in it (the README's "Where things live" follows it)
+#: and folders of ``rmqlab/`` in it (docs/explanation/design.md follows it)
 LAYERS = (
     ("errors", "reprs", "progress"),  # the project's errors; the registry models ask for their views; how far a long pass has come
     ("format",),  # construct schemas and codecs of one record, one entry, one header

@@ -21,8 +21,8 @@ from .common import add_store_options, open_from_args, print_json
 def add_parser(sub) -> argparse.ArgumentParser:
     p = sub.add_parser("queue", help="consume-queue entries of one queue", description=__doc__)
     add_store_options(p)
-    p.add_argument("--topic", required=True)
-    p.add_argument("--queue-id", type=int, required=True)
+    p.add_argument("--topic", required=True, help="the queue's topic")
+    p.add_argument("--queue-id", type=int, required=True, help="the queue's id (its directory under consumequeue/TOPIC/)")
     p.add_argument("--json", action="store_true", help="one JSON object per entry")
     return p
 

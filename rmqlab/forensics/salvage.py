@@ -14,11 +14,14 @@ three independent facts agree:
 
 Each accepted record says where it was found and how sure we are:
 
-``certain``  all three agree *and* the bytes right after it are another record, a
-             BLANK or the zero tail (the chain continues, so the size is right twice).
-``likely``   all three agree but what follows is not a record boundary.
-``weak``     size and position agree but the CRC fails (only with ``include_weak``):
-             the header is the record's, the body is damaged.
+``certain``
+    all three agree *and* the bytes right after it are another record, a BLANK or the
+    zero tail (the chain continues, so the size is right twice).
+``likely``
+    all three agree but what follows is not a record boundary.
+``weak``
+    size and position agree but the CRC fails (only with ``include_weak``): the header
+    is the record's, the body is damaged.
 
 and ``where`` is ``in-log`` (RocketMQ's walk reaches it), or ``after-cut`` (past the
 point where RocketMQ's walk stops: recovery would throw it away).

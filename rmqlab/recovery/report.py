@@ -184,7 +184,7 @@ class RecoveryReport:
     sidecar: str | None = None
     notes: list[str] = field(default_factory=list)
     timings: dict = field(default_factory=dict)
-    #: parts of the store whose recovery rmqlab does not model (path: kind — why): applying refuses
+    #: parts of the store whose recovery rmqlab does not model (each ``path: kind — why``): applying refuses
     not_modelled: list[str] = field(default_factory=list)
 
     # -- views ----------------------------------------------------------------------------

@@ -5,16 +5,16 @@ headlessly in tests (set ``.value``, call ``.click()``, read ``.output.value``).
 The widgets only arrange controls and call the layers below (store readers,
 lookups, engine, recovery); what they show comes from :mod:`rmqlab.render.notebook`.
 
-==================  ============================================================
-:class:`HexViewer`   a file's bytes, every field coloured and named
-:class:`StoreBrowser` summary, files, records of a store
-:class:`QueueExplorer` consume a queue by offset, filter by tag, search by time
-:class:`ChainExplorer` walk a key's hash chain across index files
-:class:`WriteForm`   put a message into a scratch store, dispatch it by hand
-:class:`CrashLab`    write, crash, recover; see what survived and why
-:class:`LiveStoreWatcher` a store being written: records landing, queues, index and flush catching up
-:class:`StoreMapViewer` the store map to point at: a pixel's record, its bytes, one file zoomed
-==================  ============================================================
+============================  ============================================================
+:class:`HexViewer`            a file's bytes, every field coloured and named
+:class:`StoreBrowser`         summary, files, records of a store
+:class:`QueueExplorer`        consume a queue by offset, filter by tag, search by time
+:class:`ChainExplorer`        walk a key's hash chain across index files
+:class:`WriteForm`            put a message into a scratch store, dispatch it by hand
+:class:`CrashLab`             write, crash, recover; see what survived and why
+:class:`LiveStoreWatcher`     a store being written: records landing, queues, index and flush catching up
+:class:`StoreMapViewer`       the store map to point at: a pixel's record, its bytes, one file zoomed
+============================  ============================================================
 """
 
 from __future__ import annotations

@@ -75,7 +75,7 @@ def recover_and_read(root: Path, out: Path, config: dict, dump: dict, release: s
         INDEX_NOT_COMPARED.append(str(root))
     elif release.startswith("4."):
         # 4.9's start() re-dispatches from the consume queues' max offset and can index a
-        # trailing record again where 5.3 does not; rmqlab models 5.3 (listed in the README)
+        # trailing record again where 5.3 does not; rmqlab models 5.3 (listed in docs/compatibility.md)
         index = "skip"
     # a log with a file missing from its middle (RocketMQ loads it, checkSelf logs the
     # gap): read without strictness, so that the gap is compared, not refused

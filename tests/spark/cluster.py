@@ -142,7 +142,7 @@ class StandaloneCluster(Processes):
 def packed_environment(cache: Path) -> Path:
     """A venv holding rmqlab as built from this checkout (not editable) and what its
     readers need on a worker, packed by venv-pack: what the
-    README tells cluster users to ship with ``--archives``.  Cached by the hash of the
+    documentation (docs/howto/spark.md) tells cluster users to ship with ``--archives``.  Cached by the hash of the
     package's sources.  gzip, not a plain tar: Spark unpacks a plain tar without the
     files' modes, and the interpreter must stay executable."""
     h = hashlib.sha256()

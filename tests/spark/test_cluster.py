@@ -82,7 +82,7 @@ def test_sources_on_a_standalone_cluster(cluster, s3, tmp_path):
 
 
 def test_spark_submit_ships_rmqlab_as_a_packed_environment(cluster, tmp_path):
-    """As the README tells cluster users: pack a venv, ship it with --archives, point
+    """As the documentation (docs/howto/spark.md) tells cluster users: pack a venv, ship it with --archives, point
     the workers' Python at it, and submit from a directory where ``env`` is that
     environment too (Python data sources plan the read in a Python worker on the
     driver, with the same ``./env/bin/python``).  The executors import rmqlab from the
@@ -94,7 +94,7 @@ def test_spark_submit_ships_rmqlab_as_a_packed_environment(cluster, tmp_path):
     cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "rmqlab-tests"
     env_tar = packed_environment(cache)
     (tmp_path / "env").symlink_to(unpacked(env_tar))
-    # the worker settings too, as the README's recipe gives them: the executors' daemon is
+    # the worker settings too, as the documentation's recipe gives them: the executors' daemon is
     # then rmqlab.spark.daemon, imported from the archive
     settings = [arg for key, value in WORKER_SETTINGS.items() for arg in ("--conf", f"{key}={value}")]
     argv = [str(spark_home() / "bin" / "spark-submit"), "--master", cluster.url, "--archives", f"{env_tar}#env",
