@@ -59,6 +59,7 @@ napoleon_google_docstring = False
 html_theme = "pydata_sphinx_theme"
 html_title = "rmqlab"
 html_static_path = ["_static"]
+html_css_files = ["rmqlab.css"]
 html_theme_options = {
     "navbar_align": "left",
     "show_toc_level": 2,

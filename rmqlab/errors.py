@@ -41,3 +41,14 @@ class StoreLayoutError(StoreFormatError):
 
 class StoreLockedError(RmqlabError):
     """The store is held by a running broker or another rmqlab writer."""
+
+
+def require_extra(modules: tuple[str, ...], extra: str, what: str) -> None:
+    """Raise :class:`ModuleNotFoundError` naming the extra to install when one of
+    ``modules`` is not installed (``what`` needs them): where an optional dependency is
+    missing, the user is told ``pip install 'rmqlab[extra]'``, not shown a traceback."""
+    import importlib.util
+
+    for name in modules:
+        if importlib.util.find_spec(name) is None:
+            raise ModuleNotFoundError(f"{what} needs {name}, which is not installed: pip install 'rmqlab[{extra}]'", name=name)

@@ -97,6 +97,10 @@ except in CI (``CI`` or ``RMQLAB_REQUIRE_SPARK`` set), where they fail instead.
 
 from __future__ import annotations
 
+from ..errors import require_extra
+
+require_extra(("pyspark", "pandas"), "spark", "rmqlab.spark")
+
 __all__ = ["register", "verify", "export", "SOURCES"]
 
 #: format name → "module:class"

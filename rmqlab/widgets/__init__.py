@@ -19,12 +19,16 @@ lookups, engine, recovery); what they show comes from :mod:`rmqlab.render.notebo
 
 from __future__ import annotations
 
-from .base import scratch_dir
-from .browser import StoreBrowser
-from .chain import ChainExplorer
-from .hexview import HexViewer
-from .queues import QueueExplorer
-from .storemap import StoreMapViewer
+from ..errors import require_extra
+
+require_extra(("ipywidgets", "anywidget"), "notebook", "rmqlab.widgets")
+
+from .base import scratch_dir  # noqa: E402
+from .browser import StoreBrowser  # noqa: E402
+from .chain import ChainExplorer  # noqa: E402
+from .hexview import HexViewer  # noqa: E402
+from .queues import QueueExplorer  # noqa: E402
+from .storemap import StoreMapViewer  # noqa: E402
 
 __all__ = ["HexViewer", "StoreBrowser", "QueueExplorer", "ChainExplorer", "StoreMapViewer", "scratch_dir"]  # + WriteForm, CrashLab, LiveStoreWatcher (lazy)
 

@@ -112,3 +112,10 @@ def test_the_lessons_copy_out_and_one_runs_under_nbval(installed):
     done = _run([bin_ / "python", "-m", "pytest", "-p", "no:cacheprovider", "--nbval-lax", "--nbval-current-env", "--nbval-sanitize-with", SANITIZE,
                  "-q", lessons / "05_hash_chains.ipynb"], cwd=lessons, env=env)
     assert re.search(r"\b\d+ passed\b", done.stdout) and "failed" not in done.stdout
+
+
+def test_a_missing_extra_is_named(installed):
+    # the environment has the notebook extra, not the spark one
+    bin_, env, work, _ = installed
+    done = subprocess.run([str(bin_ / "python"), "-c", "import rmqlab.spark"], cwd=work, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0 and "pip install 'rmqlab[spark]'" in done.stderr
