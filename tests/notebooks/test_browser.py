@@ -24,10 +24,16 @@ def _missing():
     return mod.missing()
 
 
+#: lessons the suite does not open in a browser: lesson 10 shows no widget, and its one
+#: picture is a PNG output nbval's run of it checks; opening it costs a Spark JVM (~46 s
+#: of the browser run). ``scripts/lesson-browser.py`` with no argument opens it too.
+NOT_IN_BROWSER = ("10",)
+
+
 @pytest.mark.skipif(bool(_missing()), reason=_missing() or "")
 def test_every_lesson_runs_all_and_every_widget_answers_in_a_browser(tmp_path):
-    lessons = sorted(p.stem for p in (SCRIPT.parents[1] / "rmqlab" / "lessons").glob("[0-9][0-9]_*.ipynb"))
-    proc = subprocess.run([sys.executable, str(SCRIPT), "--screenshots", str(tmp_path)], capture_output=True, text=True, timeout=900)
+    lessons = sorted(p.stem for p in (SCRIPT.parents[1] / "rmqlab" / "lessons").glob("[0-9][0-9]_*.ipynb") if p.name[:2] not in NOT_IN_BROWSER)
+    proc = subprocess.run([sys.executable, str(SCRIPT), "--screenshots", str(tmp_path), *(name[:2] for name in lessons)], capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     lines = [line for line in proc.stdout.splitlines() if line.startswith(("ok", "FAIL"))]
     assert [line.split()[1].rsplit(".", 1)[0] for line in lines] == lessons and all(line.startswith("ok") for line in lines)

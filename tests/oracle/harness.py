@@ -56,17 +56,18 @@ def _tool(name: str) -> str | None:
     return None
 
 
-def build(release: str = "5.3.3", timeout: float = 600) -> list[str]:
-    """Compile the harness against RocketMQ ``release`` (``mvn package``) and return the
-    java command line that runs it."""
+def _package(release: str, timeout: float, copy: bool = True) -> Path | None:
+    """``mvn package`` of the harness against ``release`` under that release's lock; the
+    built jar copied for this process when ``copy`` (else None)."""
     profile, target = RELEASES[release]
     mvn, javac, java = _tool("mvn"), _tool("javac"), _tool("java")
     if not (mvn and javac and java):
         missing = [n for n, p in (("mvn", mvn), ("javac", javac), ("java", java)) if not p]
         raise OracleUnavailable(f"the RocketMQ oracle needs Maven and a JDK 17+ ({', '.join(missing)} not found)")
-    # one build at a time (make test's workers each start an oracle), and each process
-    # runs its own copy of the jar: a build by another worker must not rewrite the jar
-    # under a JVM that is still loading classes from it
+    # one build at a time (make test's workers each start an oracle, and make test
+    # prefetches every release while it installs), and each process runs its own copy of
+    # the jar: a build by another worker must not rewrite the jar under a JVM that is
+    # still loading classes from it
     import fcntl
     import tempfile
 
@@ -80,13 +81,39 @@ def build(release: str = "5.3.3", timeout: float = 600) -> list[str]:
         if done.returncode != 0:
             tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-15:])
             raise OracleUnavailable(f"mvn package of {JAVA_DIR} failed:\n{tail}")
+        if not copy:
+            return None
         jar = Path(tempfile.mkdtemp(prefix=f"rmqlab-oracle-{release}-")) / "rmqlab-oracle-1.jar"
         shutil.copyfile(target / "rmqlab-oracle-1.jar", jar)
-        classpath = f"{jar}{os.pathsep}{(target / 'classpath.txt').read_text().strip()}"
+        return jar
+
+
+def build(release: str = "5.3.3", timeout: float = 600) -> list[str]:
+    """Compile the harness against RocketMQ ``release`` (``mvn package``) and return the
+    java command line that runs it."""
+    jar = _package(release, timeout)
+    classpath = f"{jar}{os.pathsep}{(RELEASES[release][1] / 'classpath.txt').read_text().strip()}"
     # RocketMQ unmaps files through JDK internals (4.9 needs them opened on Java 17)
     opens = ["--add-opens=java.base/java.nio=ALL-UNNAMED", "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED", "--add-exports=java.base/jdk.internal.ref=ALL-UNNAMED",
              "--add-opens=java.base/jdk.internal.ref=ALL-UNNAMED"]
-    return [java, "-Xmx768m", "-XX:+UseSerialGC", *opens, "-cp", classpath]
+    return [_tool("java"), "-Xmx768m", "-XX:+UseSerialGC", *opens, "-cp", classpath]
+
+
+def prefetch() -> int:
+    """Build the harness against every release, in the order the suite first needs them:
+    on a machine whose Maven repository is empty, ``make test`` runs this while it
+    installs, so that RocketMQ's jars download beside pip's instead of inside the tests.
+    Best effort: a release that cannot be built is said, and the tests say it again."""
+    import time
+
+    for release in RELEASES:
+        start = time.monotonic()
+        try:
+            _package(release, timeout=900, copy=False)
+            print(f"oracle harness for RocketMQ {release}: built in {time.monotonic() - start:.0f} s", flush=True)
+        except OracleUnavailable as exc:
+            print(f"oracle harness for RocketMQ {release}: not built ({str(exc).splitlines()[0]})", flush=True)
+    return 0
 
 
 def build_or_skip(release: str = "5.3.3") -> list[str]:
@@ -226,3 +253,7 @@ def write_request(directory, config, input_path, crash_copy=None, topics=None) -
 
 def load_request(directory, config, append=None, topics=None) -> dict:
     return {"op": "load", "dir": str(directory), "config": _strings(config), "append": None if append is None else str(append), "topics": topics}
+
+
+if __name__ == "__main__":  # python3 tests/oracle/harness.py (make test, while it installs)
+    raise SystemExit(prefetch())

@@ -60,33 +60,19 @@ def _splits(splits=SPLITS) -> list[str]:
     return [a for s in splits for a in ("--split", s)]
 
 
-def test_sources_on_a_standalone_cluster(cluster, s3, tmp_path):
-    """The damaged store at both splits, from local files and from S3, and
-    rmqlab.spark.verify of it (the clean store goes through the cluster in the
-    packed-environment job).  The executors have no AWS variables (the cluster was
+def test_a_packed_environment_job_reads_files_and_s3_and_verifies_on_a_standalone_cluster(cluster, s3, tmp_path):
+    """As the documentation (docs/howto/spark.md) tells cluster users: pack a venv, ship
+    it with --archives, point the workers' Python at it, and submit from a directory
+    where ``env`` is that environment too (Python data sources plan the read in a Python
+    worker on the driver, with the same ``./env/bin/python``).  The executors import
+    rmqlab from the archive and run their workers with the settings local_spark gives.
+
+    One job (a driver and its executors cost more than the reads): the clean and the
+    damaged store at both splits from local files, the damaged one from S3, and
+    rmqlab.spark.verify of it.  The executors have no AWS variables (the cluster was
     started without them); the driver's reach them inside the splits.  (Settings given
     as options are resolved on the driver into the same split field:
     tests/spark/test_object_storage.py reads with them.)"""
-    job = _run([sys.executable, str(JOB), "--master", cluster.url, "--out", str(tmp_path), "--store", f"crash-torn={store_root('crash-torn').resolve()}",
-                "--store", f"s3={s3.uri('crash-torn')}", *_splits(), "--verify", f"crash-torn={store_root('crash-torn').resolve()}"], tmp_path, env=s3.env())
-    _check(tmp_path, "crash-torn")
-    _check(tmp_path, "crash-torn", name="s3")
-    assert job["counts"]["s3/rocketmq-64KiB"] == len(pq.read_table(tmp_path / "s3" / "rocketmq-64KiB")) > 0
-    # rmqlab.spark.verify on the cluster: the findings of rmqlab verify --json
-    cli = subprocess.run([sys.executable, "-m", "rmqlab", "verify", "--json", str(store_root("crash-torn").resolve())], capture_output=True, text=True)
-    want = Counter((f["kind"], f["severity"], f["file"], f["offset"]) for f in json.loads(cli.stdout)["findings"])
-    got = Counter((r["kind"], r["severity"], r["file"], r["offset"]) for r in _rows(tmp_path / "crash-torn" / "verify"))
-    assert got == want
-    # the work ran on the workers (executors log under their work dirs)
-    assert all(any((cluster.workdir / f"worker-{i}").rglob("stderr")) for i in range(cluster.workers))
-
-
-def test_spark_submit_ships_rmqlab_as_a_packed_environment(cluster, tmp_path):
-    """As the documentation (docs/howto/spark.md) tells cluster users: pack a venv, ship it with --archives, point
-    the workers' Python at it, and submit from a directory where ``env`` is that
-    environment too (Python data sources plan the read in a Python worker on the
-    driver, with the same ``./env/bin/python``).  The executors import rmqlab from the
-    archive, and run their workers with the settings local_spark gives."""
     from tests.spark.cluster import packed_environment, spark_home, unpacked
 
     from rmqlab.spark.session import WORKER_SETTINGS
@@ -97,12 +83,24 @@ def test_spark_submit_ships_rmqlab_as_a_packed_environment(cluster, tmp_path):
     # the worker settings too, as the documentation's recipe gives them: the executors' daemon is
     # then rmqlab.spark.daemon, imported from the archive
     settings = [arg for key, value in WORKER_SETTINGS.items() for arg in ("--conf", f"{key}={value}")]
+    torn = store_root("crash-torn").resolve()
     argv = [str(spark_home() / "bin" / "spark-submit"), "--master", cluster.url, "--archives", f"{env_tar}#env",
             "--conf", "spark.pyspark.python=./env/bin/python", "--conf", f"spark.pyspark.driver.python={sys.executable}",
             "--conf", "spark.executor.cores=1", "--conf", "spark.ui.enabled=false", *settings,
-            str(JOB), "--out", str(tmp_path), "--store", f"clean={store_root('clean').resolve()}", "--split", "64KiB"]
-    job = _run(argv, tmp_path, env={"PYSPARK_PYTHON": "./env/bin/python", "PYSPARK_DRIVER_PYTHON": sys.executable}, cwd=tmp_path)
-    _check(tmp_path, "clean", ("64KiB",))
+            str(JOB), "--out", str(tmp_path), "--store", f"clean={store_root('clean').resolve()}", "--store", f"crash-torn={torn}",
+            "--store", f"s3={s3.uri('crash-torn')}", *_splits(), "--verify", f"crash-torn={torn}"]
+    job = _run(argv, tmp_path, env={"PYSPARK_PYTHON": "./env/bin/python", "PYSPARK_DRIVER_PYTHON": sys.executable, **s3.env()}, cwd=tmp_path)
+    _check(tmp_path, "clean")
+    _check(tmp_path, "crash-torn")
+    _check(tmp_path, "crash-torn", name="s3")
+    assert job["counts"]["s3/rocketmq-64KiB"] == len(pq.read_table(tmp_path / "s3" / "rocketmq-64KiB")) > 0
+    # rmqlab.spark.verify on the cluster: the findings of rmqlab verify --json
+    cli = subprocess.run([sys.executable, "-m", "rmqlab", "verify", "--json", str(torn)], capture_output=True, text=True)
+    want = Counter((f["kind"], f["severity"], f["file"], f["offset"]) for f in json.loads(cli.stdout)["findings"])
+    got = Counter((r["kind"], r["severity"], r["file"], r["offset"]) for r in _rows(tmp_path / "crash-torn" / "verify"))
+    assert got == want
+    # the work ran on the workers (executors log under their work dirs), with rmqlab from the archive
+    assert all(any((cluster.workdir / f"worker-{i}").rglob("stderr")) for i in range(cluster.workers))
     assert job["rmqlab_on_executors"] and all("/env/lib/" in p and str(Path.cwd()) not in p for p in job["rmqlab_on_executors"]), job
     assert all(Path(p).parts[-5:-3] != ("main", "rmqlab") for p in job["rmqlab_on_executors"])
     assert job["daemon_gc"] == ["CollectThenFreeze"], job
@@ -110,7 +108,7 @@ def test_spark_submit_ships_rmqlab_as_a_packed_environment(cluster, tmp_path):
 
 def test_spark_connect_on_the_cluster(cluster, tmp_path):
     """The damaged store at the small split (the sources' rows at both splits on both
-    stores: test_sources_on_a_standalone_cluster) through a Connect server."""
+    stores: the packed-environment job) through a Connect server."""
     url = cluster.connect_server()
     try:
         _run([sys.executable, str(JOB), "--remote", url, "--out", str(tmp_path), "--store", f"crash-torn={store_root('crash-torn').resolve()}",
