@@ -46,8 +46,8 @@ test: java
 	$(PYTHON) tests/oracle/harness.py & oracle=$$!; \
 	$(MAKE) --no-print-directory $(STAMP) || { kill $$oracle; exit 1; }; \
 	wait $$browser; \
-	echo "PYSPARK_PYTHON=$(abspath $(BIN)/python) $(BIN)/python -m pytest -n auto --dist loadfile --durations=25"; \
-	PYSPARK_PYTHON=$(abspath $(BIN)/python) $(BIN)/python -m pytest -n auto --dist loadfile --durations=25; status=$$?; \
+	echo "PYSPARK_PYTHON=$(abspath $(BIN)/python) $(BIN)/python -m pytest -n auto --dist loadfile --no-loadscope-reorder --durations=25"; \
+	PYSPARK_PYTHON=$(abspath $(BIN)/python) $(BIN)/python -m pytest -n auto --dist loadfile --no-loadscope-reorder --durations=25; status=$$?; \
 	wait $$oracle; exit $$status
 
 # The shipped lessons themselves, to edit and save (users run `rmqlab lab`, which copies

@@ -7,13 +7,15 @@ import pytest
 
 from tests.support import ALL_CASES, copy_store, load_json
 
-#: test files that take minutes (a Spark cluster, every lesson in a browser, Spark jobs,
-#: brokers of newer releases, the fault campaign), longest first: run
-#: first, so that with `make test`'s two workers (pytest-xdist, a file per worker) they
-#: overlap the rest of the suite instead of ending it alone
-_LONG_FIRST = ("tests/spark/test_cluster.py", "tests/notebooks/test_browser.py", "tests/spark/test_verify_job.py", "tests/oracle/test_release_5_5.py",
-               "tests/oracle/test_release_5_4.py", "tests/oracle/test_rocksdb_message_store.py", "tests/faults/test_campaign.py",
-               "tests/spark/test_production_layouts.py", "tests/oracle/test_live_broker.py")
+#: test files that take minutes (a Spark cluster, every lesson in a browser, the wheel
+#: installed in a new environment, Spark jobs, brokers of newer releases, the fault
+#: campaign), longest first: run first, so that with `make test`'s workers (pytest-xdist,
+#: a file per worker; `--no-loadscope-reorder`, or xdist would order the files by their
+#: number of tests and start these last) they overlap the rest of the suite instead of
+#: ending it alone
+_LONG_FIRST = ("tests/spark/test_cluster.py", "tests/notebooks/test_browser.py", "tests/packaging/test_install.py", "tests/spark/test_verify_job.py",
+               "tests/oracle/test_release_5_5.py", "tests/oracle/test_release_5_4.py", "tests/oracle/test_live_broker.py", "tests/oracle/test_rocksdb_message_store.py",
+               "tests/oracle/test_release_5_5_1.py", "tests/oracle/test_broker_capture.py", "tests/faults/test_campaign.py", "tests/spark/test_production_layouts.py")
 
 
 def pytest_collection_modifyitems(config, items):

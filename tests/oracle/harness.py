@@ -69,11 +69,12 @@ def _package(release: str, timeout: float, copy: bool = True) -> Path | None:
     # the jar: a build by another worker must not rewrite the jar under a JVM that is
     # still loading classes from it
     import fcntl
-    import tempfile
 
     target.mkdir(parents=True, exist_ok=True)
     with open(JAVA_DIR / f".build-{release}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
+        if _up_to_date(target):
+            return _copy_jar(target, release) if copy else None
         try:
             done = subprocess.run([mvn, "-q", "-B", *profile, "package"], cwd=JAVA_DIR, capture_output=True, text=True, timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -81,11 +82,29 @@ def _package(release: str, timeout: float, copy: bool = True) -> Path | None:
         if done.returncode != 0:
             tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-15:])
             raise OracleUnavailable(f"mvn package of {JAVA_DIR} failed:\n{tail}")
-        if not copy:
-            return None
-        jar = Path(tempfile.mkdtemp(prefix=f"rmqlab-oracle-{release}-")) / "rmqlab-oracle-1.jar"
-        shutil.copyfile(target / "rmqlab-oracle-1.jar", jar)
-        return jar
+        return _copy_jar(target, release) if copy else None
+
+
+def _copy_jar(target: Path, release: str) -> Path:
+    import tempfile
+
+    jar = Path(tempfile.mkdtemp(prefix=f"rmqlab-oracle-{release}-")) / "rmqlab-oracle-1.jar"
+    shutil.copyfile(target / "rmqlab-oracle-1.jar", jar)
+    return jar
+
+
+def _up_to_date(target: Path) -> bool:
+    """The jar in ``target`` is newer than the module's sources and every jar of its
+    classpath is still in Maven's repository: ``mvn package`` would change nothing, and
+    takes 7-10 s of a JVM to say so (a test file that starts an oracle would pay it)."""
+    jar, classpath = target / "rmqlab-oracle-1.jar", target / "classpath.txt"
+    if not (jar.is_file() and classpath.is_file()):
+        return False
+    built = jar.stat().st_mtime  # Maven rewrites classpath.txt only when it changes
+    sources = [JAVA_DIR / "pom.xml", *(p for p in (JAVA_DIR / "src").rglob("*") if p.is_file())]
+    if any(p.stat().st_mtime >= built for p in sources):
+        return False
+    return all(Path(entry).exists() for entry in classpath.read_text().strip().split(os.pathsep) if entry)
 
 
 def build(release: str = "5.3.3", timeout: float = 600) -> list[str]:
