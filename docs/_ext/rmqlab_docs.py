@@ -56,7 +56,7 @@ def _type_name(con) -> str:
     con = _inner(con)
     kind = type(con).__name__
     if kind == "FormatField":
-        return f"{_TYPES.get(con.fmtstr, con.fmtstr)} (big-endian)" if con.fmtstr.startswith(">") else _TYPES.get(con.fmtstr, con.fmtstr)
+        return _TYPES.get(con.fmtstr, con.fmtstr)  # all big-endian, as the page says
     if kind == "BytesInteger":
         return f"{con.length}-byte integer"
     if kind == "Bytes":
@@ -151,7 +151,8 @@ def _md_code(text: str) -> str:
     import re
 
     text = re.sub(r"(?<!`)`([^`]+)`(?!`)", r"``\1``", text)
-    return text
+    # reStructuredText ends a literal only before a space or punctuation: `Message`s
+    return re.sub(r"``(.+?)``(\w?)", lambda m: f"``{m.group(1)}``" + (f"\\ {m.group(2)}" if m.group(2) else ""), text)
 
 
 class CommandsDirective(Directive):

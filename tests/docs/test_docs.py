@@ -38,6 +38,10 @@ def test_the_site_builds_without_a_warning(tmp_path):
     assert "physical_offset" in (html / "reference" / "layouts.html").read_text()
     spark = (html / "reference" / "spark.html").read_text()
     assert "splitSize" in spark and "failOnDataLoss" in spark and "256MiB" in spark
+    # generated tables are tables, not reStructuredText shown as text
+    for page in ("reference/layouts.html", "reference/cli.html", "reference/spark.html", "performance.html"):
+        text = (html / page).read_text()
+        assert "<table" in text and ".. list-table::" not in text, page
     perf = (html / "performance.html").read_text()
     assert all(f["commit"] in perf for f in json.loads((ROOT / "bench" / "figures.json").read_text())["figures"])
 
