@@ -8,6 +8,7 @@ directory (or ``--workdir``).
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -38,13 +39,19 @@ def run(args) -> int:
         if not (samples / name / COMMITLOG_DIR).is_dir():
             hint = f"write them with `rmqlab samples {samples}`" if args.samples else "this installation of rmqlab lacks its package data (reinstall it)"
             raise RmqlabError(f"{samples / name}: sample store missing; {hint}")
-    work = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="rmqlab-demo-"))
+    work = Path(args.workdir).resolve() if args.workdir else Path(tempfile.mkdtemp(prefix="rmqlab-demo-"))
+    # the stores named as the lessons name them (stores/clean), not by the folder the
+    # package is installed in: the tour runs beside them
+    here = os.getcwd()
+    os.chdir(samples.resolve().parent)
     try:
-        _tour(samples, work)
+        _tour(Path(samples.resolve().name), work)
     finally:
+        os.chdir(here)
         if not args.workdir:
             shutil.rmtree(work, ignore_errors=True)
-    print("\nNext: `rmqlab lab` opens the eleven lessons in JupyterLab; `rmqlab --help` lists every command.")
+    print(f"\nThe stores are in {samples.resolve()}; `rmqlab samples DIR` writes a copy of your own to try the commands on.")
+    print("Next: `rmqlab lab` opens the eleven lessons in JupyterLab; `rmqlab --help` lists every command.")
     return 0
 
 
