@@ -19,7 +19,6 @@ ROOT = DOCS.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(DOCS / "_ext"))
 
-import rmqlab  # noqa: E402
 from rmqlab.lab.lessons import LESSONS_DIR  # noqa: E402
 
 project = "rmqlab"

@@ -4,7 +4,6 @@ the lesson folder, is right; wrong and missing answers are told apart; each less
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import nbformat
 import pytest
