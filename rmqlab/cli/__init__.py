@@ -95,6 +95,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"rmqlab {args.command}: {exc}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # `rmqlab dump ... | head`
+        _stdout_to_devnull()
         return 0
     except KeyboardInterrupt:
         return 130
@@ -107,7 +108,25 @@ def command() -> int:
     pandas is absent (a library caller's process is left alone)."""
     if "pandas" not in sys.modules:
         sys.meta_path.insert(0, _NoPandas())
-    return main()
+    code = main()
+    try:
+        sys.stdout.flush()  # what is still buffered, while a closed pipe can be told apart
+    except BrokenPipeError:
+        _stdout_to_devnull()
+    return code
+
+
+def _stdout_to_devnull() -> None:
+    """The reader of stdout has gone (`| head`): point stdout at /dev/null, so that the
+    interpreter's last flush at exit does not print "Exception ignored ... BrokenPipeError"
+    on stderr (Python's documented recipe, "Note on SIGPIPE")."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # stdout without a file descriptor (a test's capture)
+        pass
 
 
 class _NoPandas:
