@@ -26,6 +26,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -60,17 +62,21 @@ def commands(text: str) -> list[tuple[re.Match, list[Command]]]:
 WRITE_SAMPLES = "rmqlab samples samples"
 
 
-def workspace(text: str = "") -> Path:
-    """A new folder for a page's commands: holding ``samples/`` (the shipped sample
-    stores, as ``rmqlab samples`` writes them), unless the page writes them itself."""
+@contextmanager
+def workspace(text: str = "") -> Iterator[Path]:
+    """A new folder for a page's commands, removed afterwards: holding ``samples/`` (the
+    shipped sample stores, as ``rmqlab samples`` writes them), unless the page writes
+    them itself."""
     from rmqlab.lab.samples import SAMPLES, shipped_dir
 
     base = Path(tempfile.mkdtemp(prefix="rmqlab-docs-"))
-    if any(c.command == WRITE_SAMPLES for _, cmds in commands(text) for c in cmds):
-        return base
-    for name in SAMPLES:
-        shutil.copytree(shipped_dir() / name, base / "samples" / name)
-    return base
+    try:
+        if not any(c.command == WRITE_SAMPLES for _, cmds in commands(text) for c in cmds):
+            for name in SAMPLES:
+                shutil.copytree(shipped_dir() / name, base / "samples" / name)
+        yield base
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
 
 
 def run(command: str, cwd: Path) -> str:
@@ -84,14 +90,13 @@ def update(path: Path) -> bool:
     """Write what each command prints into the page (its commands run in order, in a
     workspace of its own); True if anything changed."""
     text = path.read_text()
-    cwd = workspace(text)
     pieces, last = [], 0
-    for m, cmds in commands(text):
-        body = "".join(f"$ {c.command}\n{run(c.command, cwd)}" for c in cmds)
-        pieces += [text[last : m.start(1)], body]
-        last = m.end(1)
+    with workspace(text) as cwd:
+        for m, cmds in commands(text):
+            body = "".join(f"$ {c.command}\n{run(c.command, cwd)}" for c in cmds)
+            pieces += [text[last : m.start(1)], body]
+            last = m.end(1)
     new = "".join(pieces) + text[last:]
-    shutil.rmtree(cwd, ignore_errors=True)
     if new != text:
         path.write_text(new)
     return new != text

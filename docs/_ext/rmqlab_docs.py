@@ -17,6 +17,9 @@ is written twice:
 from __future__ import annotations
 
 import importlib
+import json
+import re
+from pathlib import Path
 
 from docutils.parsers.rst import Directive
 from docutils.statemachine import StringList
@@ -128,10 +131,6 @@ class FiguresDirective(Directive):
     has_content = False
 
     def run(self):
-        import json
-        import re
-        from pathlib import Path
-
         env = self.state.document.settings.env
         path = Path(env.srcdir) / self.arguments[0]
         env.note_dependency(str(path))
@@ -148,8 +147,6 @@ class FiguresDirective(Directive):
 
 def _md_code(text: str) -> str:
     """Markdown's inline code and bold as reStructuredText's."""
-    import re
-
     text = re.sub(r"(?<!`)`([^`]+)`(?!`)", r"``\1``", text)
     # reStructuredText ends a literal only before a space or punctuation: `Message`s
     return re.sub(r"``(.+?)``(\w?)", lambda m: f"``{m.group(1)}``" + (f"\\ {m.group(2)}" if m.group(2) else ""), text)

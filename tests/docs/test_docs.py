@@ -49,18 +49,12 @@ def test_the_site_builds_without_a_warning(tmp_path):
 @pytest.mark.parametrize("page", WITH_COMMANDS, ids=lambda p: str(p.relative_to(DOCS)))
 def test_every_command_shown_prints_what_the_page_shows(page):
     text = page.read_text()
-    cwd = console_blocks.workspace(text)
-    try:
+    with console_blocks.workspace(text) as cwd:
         for _, cmds in console_blocks.commands(text):
             for c in cmds:
                 got = console_blocks.run(c.command, cwd)
                 assert got == c.shown, f"{page.name}:{c.line}: `{c.command}` printed\n{got}\n(the page shows)\n{c.shown}\n" \
                                        "(python docs/_ext/console_blocks.py --update writes the new output)"
-    finally:
-        import shutil
-
-        shutil.rmtree(cwd, ignore_errors=True)
-
 
 def test_the_pages_show_commands_on_the_sample_stores():
     # the how-to guides' task list, each with a command that runs
@@ -94,17 +88,11 @@ def test_every_spark_option_is_declared_and_documented():
             assert all(f"``{n}``" in cls.__doc__ for n in declared)
 
 
-def test_the_store_map_picture_is_what_rmqlab_draws_now(tmp_path):
+def test_the_store_map_picture_is_what_rmqlab_draws_now():
     # the README's and the site's picture: the damaged sample store as `rmqlab map` draws it
-    cwd = console_blocks.workspace()
-    try:
+    with console_blocks.workspace() as cwd:
         out = console_blocks.run("rmqlab map samples/damaged -o damaged.svg", cwd)
         assert (cwd / "damaged.svg").read_bytes() == (DOCS / "_static" / "damaged-map.svg").read_bytes(), out
-    finally:
-        import shutil
-
-        shutil.rmtree(cwd, ignore_errors=True)
-
 
 def test_the_figures_name_their_commit_date_machine_and_script():
     figures = json.loads((ROOT / "bench" / "figures.json").read_text())["figures"]
