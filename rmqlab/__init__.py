@@ -17,5 +17,7 @@ from .errors import RmqlabError, StoreFormatError, StoreLayoutError
 from .store.reader import StoreReader, open_store
 from . import render  # noqa: F401  (fills rmqlab.reprs: the notebook views of every model)
 
-__version__ = "0.1.0"
+from .version import version as _version
+
+__version__ = _version()
 __all__ = ["MessageStoreConfig", "RmqlabError", "StoreFormatError", "StoreLayoutError", "StoreReader", "open_store"]

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import importlib.metadata
 import re
 import sys
 
 from ..errors import RmqlabError
+from ..version import version
 
 #: command modules in the order ``--help`` lists them
 COMMANDS = [
@@ -34,6 +34,7 @@ COMMANDS = [
     "export",
     "diff",
     "map",
+    "report",
     "generate",
     "samples",
     "demo",
@@ -62,7 +63,7 @@ def plain_text(text: str) -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="rmqlab", description="Read, write, recover and investigate Apache RocketMQ store files.")
-    parser.add_argument("--version", action="version", version=f"rmqlab {_version()}")
+    parser.add_argument("--version", action="version", version=f"rmqlab {version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
     for name in COMMANDS:
@@ -77,18 +78,12 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _version() -> str:
-    try:
-        return importlib.metadata.version("rmqlab")
-    except importlib.metadata.PackageNotFoundError:  # a source tree that was never installed
-        return "unknown (not installed)"
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
     if extra:  # said by the command's parser, which names the command
         args._parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    args._argv = list(sys.argv[1:] if argv is None else argv)  # the command line, for a report to record
     try:
         return int(args._run(args) or 0)
     except RmqlabError as exc:
