@@ -96,17 +96,20 @@ class StoreMap:
         return d
 
 
-def build_map(root: str | os.PathLike, *, width: int = 1200, findings=(), recovery=None, progress=None, file: str | None = None) -> StoreMap:
+def build_map(root: str | os.PathLike, *, width: int = 1200, findings=(), recovery=None, progress=None, file: str | None = None, timeline=None) -> StoreMap:
     """The map of the store at ``root`` (read-only).  ``findings``: verify's
     (:class:`~rmqlab.forensics.verify.Finding`); ``recovery``: recovery's dry-run report
     (``mode``, ``commitlog_end``, ``commitlog_end_before``), or None; ``file``: one
     commitlog file's name, to draw only its bytes (zoomed in: the rest of the map —
-    queues, index files, ends, findings — is drawn where it falls in that file)."""
+    queues, index files, ends, findings — is drawn where it falls in that file);
+    ``timeline``: a :class:`~rmqlab.forensics.timeline.Timeline` fed the records of the
+    same pass (a report's: one pass over the log for both)."""
     from ..errors import RmqlabError
     import pyarrow.compute as pc
 
     from ..scan import decode as fd
     from ..scan.decode import KIND_BLANK
+    from .timeline import feed
 
     with StoreReader(root, strict=False) as store:
         qfiles = list(store.commitlog.queue.files)
@@ -144,13 +147,15 @@ def build_map(root: str | os.PathLike, *, width: int = 1200, findings=(), recove
             base = f.file_from_offset
             data_end = base
             for batch in fd.scan_range(f.buf, file_base=base, file=str(f.path), mode="lenient", verify_crc=False, include_body=False,
-                                       columns=("physical_offset", "total_size", "topic", "kind")):
+                                       columns=("physical_offset", "total_size", "topic", "kind") + (("store_timestamp",) if timeline is not None else ())):
                 phy = np.asarray(batch.column("physical_offset").to_numpy(zero_copy_only=False), np.int64)
                 size = np.asarray(batch.column("total_size").fill_null(8).to_numpy(zero_copy_only=False), np.int64).clip(min=0)
                 kind = batch.column("kind")
                 is_blank = np.asarray(pc.equal(kind, KIND_BLANK).fill_null(False).to_numpy(zero_copy_only=False), bool)
                 is_msg = np.asarray(pc.equal(kind, fd.KIND_MESSAGE).fill_null(False).to_numpy(zero_copy_only=False), bool)
                 is_bad = ~is_blank & ~is_msg
+                if timeline is not None:
+                    feed(timeline, batch, is_msg)
                 px = np.minimum(width - 1, (phy - lo) * width // span)
                 np.minimum.at(first_start, px, phy)
                 np.maximum.at(last_start, px, phy)
