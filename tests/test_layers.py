@@ -20,7 +20,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "rmqlab"
 #: the layer order, lowest first: each entry a layer, each layer the top-level modules
 #: and folders of ``rmqlab/`` in it (docs/explanation/design.md follows it)
 LAYERS = (
-    ("errors", "reprs", "progress"),  # the project's errors; the registry models ask for their views; how far a long pass has come
+    ("errors", "reprs", "progress", "version"),  # the project's errors; the registry models ask for their views; how far a long pass has come; the version
     ("format",),  # construct schemas and codecs of one record, one entry, one header
     ("rules", "config", "releases"),  # RocketMQ's semantic rules; MessageStoreConfig; what differs by release
     ("files",),  # read-only mapped files and offset-named file queues
@@ -32,6 +32,7 @@ LAYERS = (
     ("engine",),  # MessageStore: put, flush, clean-up, start and shutdown
     ("lab",),  # tools that drive the engine: crash lab, sample and big-store generators
     ("render",),  # text and HTML views of the models
+    ("report",),  # one report of a store: every part above put together
     ("spark",),  # PySpark data sources
     ("widgets",),  # ipywidgets
     ("cli", "__main__"),  # one module per command

@@ -13,6 +13,7 @@ from ..config import MessageStoreConfig
 from ..format.consumequeue import CQ_STORE_UNIT_SIZE
 from ..rules import COMMITLOG_DIR
 from ..errors import StoreLayoutError
+from ..store.layout import commitlog_bytes  # noqa: F401 - the commands take it from here
 from ..store.reader import StoreReader, infer_sizes
 
 
@@ -177,16 +178,6 @@ def progress_bar(args: argparse.Namespace, total: int, what: str):
         yield bar
     finally:
         bar.close()
-
-
-def commitlog_bytes(root, config: MessageStoreConfig | None = None) -> int:
-    """The bytes of a store's commitlog files (the total a pass over the log advances through)."""
-    from ..store.layout import commitlog_dirs
-
-    try:
-        return sum(p.stat().st_size for d in commitlog_dirs(root, config) for p in d.iterdir() if p.is_file() and p.name.isdigit())
-    except (OSError, StoreLayoutError):
-        return 0
 
 
 def open_from_args(args: argparse.Namespace, *, strict: bool = True) -> StoreReader:

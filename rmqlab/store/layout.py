@@ -267,6 +267,15 @@ def commitlog_dirs(root: str | os.PathLike, config: MessageStoreConfig | None = 
     return out
 
 
+def commitlog_bytes(root: str | os.PathLike, config: MessageStoreConfig | None = None) -> int:
+    """The bytes of a store's commitlog files (the total a pass over the log advances
+    through, for its progress); 0 when its directories cannot be listed."""
+    try:
+        return sum(p.stat().st_size for d in commitlog_dirs(root, config) for p in d.iterdir() if p.is_file() and p.name.isdigit())
+    except (OSError, StoreLayoutError):
+        return 0
+
+
 def recognise(root: str | os.PathLike, config: MessageStoreConfig | None = None) -> StoreLayout:
     """Every entry of the store root ``root``, recognised (see the module's docstring).
     ``config``: the broker's settings (``--config``); those rmqlab does not use itself

@@ -1,0 +1,175 @@
+"""``rmqlab report STORE`` — one self-contained file a support engineer attaches to a
+postmortem: the verdict, the store's timeline, its map with the findings on it, the
+findings by kind with what the broker does with each, what recovery would do per
+candidate release, the consumers' positions against it, and the evidence (every file's
+size and SHA-256, the command, rmqlab's version, the time).
+
+The layer above recovery and the renderings: it reads nothing the layers below do not
+already read, in at most one pass per part — verify's pass, recovery's dry run, the
+map's pass (which feeds the timeline too), one read of every file for the digests.
+Every part that fails says why ("could not be read because …") and the others stand.
+Read-only: nothing of the store is written.
+
+    >>> from rmqlab.report import build_report
+    >>> r = build_report("stores/crashed")
+    >>> r.write("report.html")            # or r.to_dict(), r.write("report.json")
+
+:func:`rmqlab.spark.report` builds the same report with the Spark jobs for the parts
+that read the whole store.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from contextlib import nullcontext
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import StoreLayoutError
+from ..version import version
+from .parts import SECTIONS, Unavailable, consumers_part, evidence_part, findings_part, guarded, recovery_part, timeline_part, verdict_part
+
+__all__ = ["StoreReport", "build_report", "SECTIONS"]
+
+@dataclass
+class StoreReport:
+    """A store's report: each section's data (plain JSON-ready dicts; a section that
+    could not be read holds ``{"unavailable": "could not be read because …"}``) and how
+    it was made."""
+
+    root: str
+    made: str  # UTC, ISO 8601
+    command: str
+    version: str
+    sections: dict = field(default_factory=dict)
+    #: the map's picture (SVG), drawn from the ``map`` section's data
+    map_svg: str | None = None
+
+    def to_dict(self) -> dict:
+        return {"root": self.root, "made": self.made, "command": self.command, "rmqlab_version": self.version,
+                **{key: self.sections.get(key) for key, _ in SECTIONS}, "store": self.sections.get("summary")}
+
+    def to_html(self) -> str:
+        from .html import report_html
+
+        return report_html(self)
+
+    def write(self, path: str | os.PathLike, format: str | None = None) -> Path:
+        """Write the report to ``path``: HTML, or JSON when ``format="json"`` or the
+        name ends in ``.json``.  Returns the path."""
+        path = Path(path)
+        fmt = format or ("json" if path.suffix.lower() == ".json" else "html")
+        text = json.dumps(self.to_dict(), ensure_ascii=False, indent=1) if fmt == "json" else self.to_html()
+        path.write_text(text, encoding="utf-8")
+        return path
+
+    def _repr_html_(self) -> str:  # notebooks: the report inline
+        from .html import report_html
+
+        return report_html(self, inline=True)
+
+
+def _stage(progress, name: str, total: int):
+    return progress(name, total) if progress is not None else nullcontext(None)
+
+
+def build_report(
+    root: str | os.PathLike,
+    *,
+    config=None,
+    rocketmq_version: str | None = None,
+    progress=None,
+    command: str | None = None,
+    verify_report=None,
+    timeline=None,
+    digests: dict | None = None,
+    draw_map: bool = True,
+    map_width: int = 1100,
+) -> StoreReport:
+    """The report of the store at ``root`` (read-only).
+
+    ``config``: a :class:`~rmqlab.config.MessageStoreConfig` (default: sizes inferred from
+    the files); ``rocketmq_version``: whose recovery rules to follow when the bytes do not
+    say; ``progress(stage, total_bytes)``: a context manager giving each pass's progress
+    sink (:class:`rmqlab.progress.Progress`) or None; ``command``: the command line to
+    record (default: this process's).  The Spark build passes what its jobs computed:
+    ``verify_report`` (a :class:`~rmqlab.forensics.verify.VerifyReport`), ``timeline``
+    (a :class:`~rmqlab.forensics.timeline.Timeline`), ``digests`` (path → SHA-256), and
+    ``draw_map=False`` where the map would be one more pass on one machine.
+    """
+    from ..forensics.timeline import Timeline
+    from ..forensics.verify import verify_store
+    from ..recovery import recover
+    from ..recovery.consequences import complete_findings
+    from ..render.storemap import map_of_store, storemap_svg
+    from ..store.layout import commitlog_bytes
+    from ..store.reader import StoreReader
+    from ..store.summary import summarize
+
+    path = Path(root)
+    if not path.is_dir():
+        raise StoreLayoutError(root, None, "not a directory: a report reads a store's root (it holds commitlog/, consumequeue/, ...)")
+    rep = StoreReport(str(path), time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), command or " ".join([Path(sys.argv[0]).name] + sys.argv[1:]), version())
+    size = commitlog_bytes(path, config)
+
+    def summary_of():
+        with StoreReader(path, config, strict=False) as store:
+            return summarize(store, scan=False).to_dict()
+
+    summary = guarded(summary_of)
+
+    def verified():
+        if verify_report is not None:
+            return verify_report
+        with _stage(progress, "verify", size) as bar:
+            v = verify_store(path, config, progress=bar, rocketmq_version=rocketmq_version)
+        complete_findings(v.findings, path, config, rocketmq_version=rocketmq_version)
+        return v
+
+    v = guarded(verified)
+    dry = guarded(recover, path, config=config, rocketmq_version=rocketmq_version)
+    recovery = dry if isinstance(dry, Unavailable) else guarded(recovery_part, path, dry)
+
+    flushed = (summary.get("checkpoint") or {}).get("physic_msg_timestamp") if "unavailable" not in summary else None
+    tl = timeline
+    if draw_map:
+        tl = tl or Timeline(flushed or None)
+        own_timeline = timeline is None
+
+        def drawn():
+            with _stage(progress, "map", size) as bar:
+                m = map_of_store(path, config=config, width=map_width, verify=False, findings=[] if isinstance(v, Unavailable) else v.findings,
+                                 recovery=None if isinstance(dry, Unavailable) else dry, progress=bar, timeline=tl if own_timeline else None)
+            rep.map_svg = storemap_svg(m)
+            return m.to_dict()
+
+        rep.sections["map"] = guarded(drawn)
+        if isinstance(rep.sections["map"], Unavailable) and own_timeline:
+            tl = None  # the pass failed part way: its timeline is partial
+    else:
+        rep.sections["map"] = Unavailable("it is not drawn in this build (one more pass over the log on one machine: `rmqlab map` draws it)")
+    if tl is None:
+        def timeline_pass():
+            from ..forensics.timeline import store_timeline
+
+            with _stage(progress, "timeline", size) as bar:
+                return store_timeline(path, flushed_ms=flushed or None, progress=bar)
+
+        tl = guarded(timeline_pass)
+    rep.sections["timeline"] = tl if isinstance(tl, Unavailable) else guarded(timeline_part, tl, {} if isinstance(summary, Unavailable) else summary)
+    rep.sections["findings"] = v if isinstance(v, Unavailable) else guarded(findings_part, path, v)
+    rep.sections["recovery"] = recovery
+    rep.sections["consumers"] = guarded(consumers_part, path, config, None if isinstance(dry, Unavailable) else dry)
+
+    def evidence():
+        total = sum(p.stat().st_size for p in path.rglob("*") if p.is_file() and not p.is_symlink())
+        with _stage(progress, "sha256", total) as bar:
+            return evidence_part(path, digests=digests, progress=bar)
+
+    rep.sections["evidence"] = guarded(evidence)
+    rep.sections["summary"] = summary
+    rep.sections["verdict"] = guarded(verdict_part, summary, rep.sections["findings"], recovery, rep.sections["consumers"])
+    return rep

@@ -1,0 +1,282 @@
+"""The parts of a store's report, each computed from what the layers below already
+know: the store's summary (``rmqlab info``), ``verify``'s findings, recovery's dry run,
+the map's pass over the log (with the timeline), the consumer offsets, the files.
+
+Each ``*_part`` function returns plain JSON-ready data.  :func:`guarded` runs one and
+turns any failure into the stated reason the part could not be read, so a store damaged
+where a part looks never costs the report its other parts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import traceback
+from collections import Counter
+from pathlib import Path
+
+from ..errors import RmqlabError
+from ..forensics.kinds import kind_of
+
+#: the report's sections in the order it shows them: (key, heading)
+SECTIONS = (
+    ("verdict", "Verdict"),
+    ("timeline", "Timeline"),
+    ("map", "The store map"),
+    ("findings", "Findings"),
+    ("recovery", "Recovery"),
+    ("consumers", "Consumers"),
+    ("evidence", "Evidence"),
+)
+
+#: findings listed per (kind, severity) group; the rest are counted
+LISTED_PER_KIND = 12
+#: bytes of the hex excerpt shown at a finding's offset
+EXCERPT_BYTES = 32
+#: rows of the consumer table listed at most (those with a loss or a lag first)
+LISTED_QUEUES = 200
+#: the bytes read at a time for a file's digest
+DIGEST_CHUNK = 1 << 20
+
+
+class Unavailable(dict):
+    """A part that could not be read: ``{"unavailable": "could not be read because …"}``."""
+
+    def __init__(self, why: str):
+        super().__init__(unavailable=f"could not be read because {why}")
+
+
+def guarded(fn, *args, **kwargs):
+    """``fn(*args, **kwargs)``, or :class:`Unavailable` with the reason it failed:
+    rmqlab's own errors and OS errors in their words, anything else with its type and
+    where it was raised (a bug of rmqlab's, which the report says rather than hides)."""
+    try:
+        return fn(*args, **kwargs)
+    except (RmqlabError, OSError, ValueError) as err:
+        return Unavailable(str(err) or type(err).__name__)
+    except Exception as err:  # noqa: BLE001 - the report must stand whatever one part meets
+        where = traceback.extract_tb(err.__traceback__)[-1]
+        return Unavailable(f"of an error in rmqlab ({type(err).__name__}: {err}, at {Path(where.filename).name}:{where.lineno}); please report it")
+
+
+def relative(root: Path, path) -> str:
+    """``path`` relative to the store's root when it is inside it."""
+    try:
+        return str(Path(path).resolve().relative_to(root.resolve()))
+    except (ValueError, OSError):
+        return str(path)
+
+
+# -- timeline -------------------------------------------------------------------------------------
+def timeline_part(timeline, summary: dict) -> dict:
+    """The records' timeline, with the checkpoint's flushed times, the crash window (what
+    was stored after the last flush the checkpoint records) and clean-up's deletions."""
+    d = timeline.to_dict()
+    cp = summary.get("checkpoint") or {}
+    d["checkpoint"] = {k: cp.get(k) for k in ("physic_msg_timestamp", "logics_msg_timestamp", "index_msg_timestamp") if cp.get(k) is not None}
+    after = sum(d["after_flush"].values())
+    #: a crash's window: what was stored after the last flush the checkpoint records (with
+    #: the abort file there; after a clean exit everything was flushed)
+    d["crash_window"] = None
+    if summary.get("abort") is not None and d["flushed_store_timestamp"]:
+        d["crash_window"] = {"from": d["flushed_store_timestamp"], "to": max(d["last_store_timestamp"] or 0, d["flushed_store_timestamp"]),
+                             "records": after, "per_topic": d["after_flush"]}
+    files = summary.get("commitlog_files") or []
+    size = summary.get("config", {}).get("mapped_file_size_commit_log") or 0
+    first = summary.get("commitlog_min_offset") or 0
+    d["cleaned_up"] = None
+    if files and first > 0:
+        d["cleaned_up"] = {"below_offset": first, "files": first // size if size else None}
+    return d
+
+
+# -- findings --------------------------------------------------------------------------------------
+def excerpt(path, offset: int | None) -> str | None:
+    """Up to :data:`EXCERPT_BYTES` bytes of ``path`` at ``offset``, as hex (None without
+    an offset or when the file cannot be read there)."""
+    if offset is None or offset < 0:
+        return None
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(offset)
+            data = fh.read(EXCERPT_BYTES)
+    except OSError:
+        return None
+    return " ".join(f"{b:02x}" for b in data) if data else None
+
+
+def findings_part(root: Path, report) -> dict:
+    """verify's findings grouped by kind and severity (errors first), each group with
+    what RocketMQ does with such bytes and its first findings with a hex excerpt."""
+    order = {"error": 0, "warning": 1, "info": 2}
+    groups: dict[tuple[str, str], list] = {}
+    for f in report.findings:
+        groups.setdefault((f.kind, f.severity), []).append(f)
+    out = []
+    for (kind, severity), items in sorted(groups.items(), key=lambda kv: (order.get(kv[0][1], 3), -len(kv[1]), kv[0][0])):
+        k = kind_of(kind)
+        out.append({
+            "kind": kind, "severity": severity, "count": len(items), "title": k.title, "broker": k.broker,
+            "listed": [{"file": relative(root, f.file), "offset": f.offset, "message": f.message, "hex": excerpt(f.file, f.offset)} for f in items[:LISTED_PER_KIND]],
+        })
+    counts = Counter(f.severity for f in report.findings)
+    return {"ok": report.ok, "counts": {s: counts.get(s, 0) for s in ("error", "warning", "info")}, "stats": report.stats, "groups": out}
+
+
+# -- recovery --------------------------------------------------------------------------------------
+def recovery_part(root: Path, rep) -> dict:
+    """What start-up recovery would do, for the release the store shows and each other
+    candidate whose recovery would differ, and the command that applies it to a copy."""
+    lost = Counter(r.topic for r in rep.lost_records)
+    copy = f"{root}.recovered"
+    base = f"rmqlab recover {root} --out {copy}"
+    candidates = [{"release": rep.release, "start_file": rep.start_file, "start_reason": rep.start_reason, "commitlog_end": rep.commitlog_end,
+                   "records_lost": rep.records_lost, "records_scanned": rep.records_scanned, "rule": rep.rule,
+                   "command": base + (f" --rocketmq-version {rep.release}" if rep.release_outcomes else "")}]
+    for o in rep.release_outcomes:
+        first = o.release.split(" and ")[0]
+        candidates.append({"release": o.release, "start_file": o.start_file, "start_reason": o.start_reason, "commitlog_end": o.commitlog_end,
+                           "records_lost": o.records_lost, "records_scanned": o.records_scanned, "rule": o.rule,
+                           "command": f"{base} --rocketmq-version {first}"})
+    changed = rep.changed_queues
+    return {
+        "mode": rep.mode, "mode_reason": rep.mode_reason, "release": rep.release, "release_reading": rep.release_reading,
+        "load_ok": rep.load_ok, "load_problems": rep.load_problems, "not_modelled": rep.not_modelled,
+        "candidates": candidates, "releases_differ": bool(rep.release_outcomes),
+        "commitlog_end": rep.commitlog_end, "commitlog_end_before": rep.commitlog_end_before,
+        "stop": None if rep.stop is None else {"file": relative(root, rep.stop.file), "file_offset": rep.stop.file_offset, "physical_offset": rep.stop.physical_offset,
+                                               "kind": rep.stop.kind, "message": rep.stop.message, "zero_tail": rep.stop.zero_tail},
+        "records_lost": rep.records_lost, "records_lost_readable": rep.records_lost_readable, "lost_per_topic": dict(lost.most_common()),
+        "cut_bytes": rep.cut_bytes, "deleted_commitlog_files": rep.deleted_commitlog_files,
+        "queues_changed": len(changed),
+        "queues": [{"queue": q.queue, "cut_entries": q.cut_entries, "added_entries": q.added_entries, "created": q.created, "deleted_files": q.deleted_files,
+                    "max_offset_before": q.max_offset_before, "max_offset_after": q.max_offset_after} for q in changed[:LISTED_QUEUES]],
+        "queues_short": [{"queue": q.queue, "missing": q.missing, "redispatch_from": q.redispatch_from} for q in rep.queues_short],
+        "index": [{"file": relative(root, i.file), "action": i.action, "entries_added": i.entries_added} for i in rep.index],
+        "index_unfindable": rep.index_unfindable, "timers_cut": len(rep.timers_cut),
+        "notes": rep.notes, "text": rep.to_text(),
+    }
+
+
+# -- consumers -------------------------------------------------------------------------------------
+def consumers_part(root: Path, config, recovery) -> dict:
+    """Each group's committed offsets and lag at the capture, and where recovery's cut
+    meets what they committed (``recovery``: the dry-run report, or None)."""
+    from ..lookup import consumer_progress
+    from ..store.metadata import read_consumer_offsets
+    from ..store.reader import StoreReader
+
+    offsets = read_consumer_offsets(root)
+    if offsets.source is None:
+        return {"source": None, "notes": offsets.notes, "groups": [], "rows": [], "rows_left_out": 0, "losses": []}
+    with StoreReader(root, config, strict=False) as store:
+        rows = consumer_progress(store, offsets)
+    losses = [] if recovery is None or isinstance(recovery, dict) else [
+        {"group": g.group, "queue": g.queue, "committed_offset": g.committed_offset, "cut_from": g.cut_from, "cut_to": g.cut_to,
+         "unconsumed_lost": g.unconsumed_lost, "new_max_offset": g.new_max_offset, "committed_past_end": g.committed_past_end}
+        for g in recovery.group_losses]
+    groups: dict[str, dict] = {}
+
+    def group(name: str) -> dict:
+        return groups.setdefault(name, {"group": name, "queues": 0, "lag": 0, "committed_past_end": 0, "past_end_after_recovery": 0, "lost_unconsumed": 0})
+
+    for r in rows:
+        g = group(r.group)
+        g["queues"] += 1
+        g["lag"] += max(r.lag, 0)
+        g["committed_past_end"] += r.lag < 0
+    for loss in losses:
+        g = group(loss["group"])
+        g["lost_unconsumed"] += loss["unconsumed_lost"]
+        g["past_end_after_recovery"] += loss["committed_past_end"]
+    touched = {(loss["group"], loss["queue"]) for loss in losses}
+    ranked = sorted(rows, key=lambda r: ((r.group, f"{r.topic}/{r.queue_id}") not in touched, r.lag >= 0 and not r.note, -abs(r.lag), r.group, r.topic, r.queue_id))
+    return {"source": relative(root, offsets.source), "notes": offsets.notes, "groups": list(groups.values()),
+            "rows": [r.to_dict() for r in ranked[:LISTED_QUEUES]], "rows_left_out": max(0, len(rows) - LISTED_QUEUES), "losses": losses}
+
+
+# -- evidence --------------------------------------------------------------------------------------
+def store_files(root: Path) -> list[Path]:
+    """Every file under ``root``, in name order (symbolic links not followed)."""
+    out = []
+    for d, dirs, files in os.walk(root):
+        dirs.sort()
+        out += [Path(d) / f for f in sorted(files)]
+    return out
+
+
+def digest(path: Path) -> str:
+    """The SHA-256 of a file, read :data:`DIGEST_CHUNK` bytes at a time."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while chunk := fh.read(DIGEST_CHUNK):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def evidence_part(root: Path, *, digests: dict | None = None, progress=None) -> dict:
+    """The store's files with their sizes and SHA-256 digests (``digests``: path
+    relative to the root → digest, computed elsewhere, as Spark's tasks do)."""
+    files, done = [], 0
+    for p in store_files(root):
+        rel = relative(root, p)
+        try:
+            size = p.lstat().st_size
+            sha = digests.get(rel) if digests is not None else (None if p.is_symlink() else digest(p))
+            files.append({"path": rel, "size": size, "sha256": sha})
+        except OSError as err:
+            files.append({"path": rel, "size": None, "sha256": None, "error": str(err)})
+        done += files[-1]["size"] or 0
+        if progress is not None:
+            progress.update(done, len(files))
+    return {"files": files, "bytes": sum(f["size"] or 0 for f in files)}
+
+
+# -- verdict ---------------------------------------------------------------------------------------
+def verdict_part(summary: dict, findings: dict, recovery: dict, consumers: dict) -> dict:
+    """The report's first paragraph and the facts it states."""
+    from ..store.release import ReleaseReading
+
+    facts: dict = {}
+    words: list[str] = []
+    ok = findings.get("ok") if "unavailable" not in findings else None
+    counts = findings.get("counts", {})
+    facts["errors"], facts["warnings"] = counts.get("error"), counts.get("warning")
+    facts["clean_exit"] = None if "unavailable" in summary else summary.get("abort") is None
+    lost = None if "unavailable" in recovery else recovery["records_lost"]
+    facts["records_cut"], facts["cut_per_topic"] = lost, ({} if lost is None else recovery["lost_per_topic"])
+    facts["writer"] = ReleaseReading.from_dict(summary["release"]).describe() if summary.get("release") else None
+    clean = ok is True and facts["clean_exit"] is True and not lost
+    facts["clean"] = clean if ok is not None and lost is not None else None
+    if facts["clean"]:
+        words.append("The store is clean: every check passed, the last exit was clean and recovery would cut nothing.")
+    elif facts["clean"] is None:
+        gone = [p for p, d in (("the checks", findings), ("recovery's plan", recovery)) if "unavailable" in d]
+        words.append(f"The store could not be judged whole: {' and '.join(gone)} could not be read (below, why).")
+    else:
+        words.append(f"The store is not clean: {counts.get('error', 0)} error(s) and {counts.get('warning', 0)} warning(s) were found." if ok is not None else "The store is not clean.")
+    if facts["writer"]:
+        words.append(f"Its bytes say it was written by {facts['writer']}.")
+    if facts["clean_exit"] is False:
+        words.append("The broker did not shut down cleanly (the abort file is there): its next start runs abnormal recovery.")
+    elif facts["clean_exit"] is True:
+        words.append("The broker's last exit was clean.")
+    if lost:
+        per = ", ".join(f"{t}: {n}" for t, n in list(recovery["lost_per_topic"].items())[:8]) + (", …" if len(recovery["lost_per_topic"]) > 8 else "")
+        words.append(f"Recovery would cut {lost} record(s) ({per}). The broker had stored them, so their producers were told they were sent, "
+                     "unless it ran SYNC_FLUSH or SYNC_MASTER and their flush or replication had not completed: acknowledged messages can be lost. "
+                     f"{recovery['records_lost_readable']} of them are still readable in the cut bytes (`rmqlab salvage`).")
+    elif lost == 0:
+        words.append("Recovery would cut no record: no acknowledged message is lost by the broker's next start.")
+    if "unavailable" not in recovery:
+        if recovery["queues_short"]:
+            words.append(f"{sum(q['missing'] for q in recovery['queues_short'])} record(s) stay missing from {len(recovery['queues_short'])} queue(s) after recovery: consumers never see them.")
+        if recovery["index_unfindable"]:
+            words.append(f"{recovery['index_unfindable']} record(s) with keys stay unfindable by key lookups after recovery.")
+        if recovery["releases_differ"]:
+            words.append("The bytes do not say which RocketMQ release wrote the store, and releases would recover it differently (Recovery, below).")
+    lost_by_groups = sum(g["lost_unconsumed"] for g in consumers.get("groups", [])) if "unavailable" not in consumers else 0
+    facts["unconsumed_lost"] = lost_by_groups
+    if lost_by_groups:
+        words.append(f"{lost_by_groups} of the cut messages had not been consumed by the groups that committed offsets on their queues.")
+    return {"text": " ".join(words), **facts}
