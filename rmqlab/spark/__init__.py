@@ -101,7 +101,7 @@ from ..errors import require_extra
 
 require_extra(("pyspark", "pandas"), "spark", "rmqlab.spark")
 
-__all__ = ["register", "verify", "export", "SOURCES"]
+__all__ = ["register", "verify", "export", "report", "SOURCES"]
 
 #: format name → "module:class"
 SOURCES = {
@@ -139,6 +139,14 @@ def verify(spark, path, *, config=None):
     from .verify_job import verify as run
 
     return run(spark, path, config=config)
+
+
+def report(spark, path, out=None, **options):
+    """``rmqlab report`` with Spark's jobs for the parts that read the whole store: the
+    same HTML (or JSON) written to ``out`` (see :func:`rmqlab.spark.report_job.report`)."""
+    from .report_job import report as run
+
+    return run(spark, path, out, **options)
 
 
 def export(spark, store, out, **options):
