@@ -12,6 +12,9 @@ is written twice:
     every ``rmqlab`` command from its argparse parser.
 ``.. rmqlab-figures:: ../bench/figures.json``
     the benchmarks' figures, each with its commit, date and machine.
+``.. rmqlab-finding-kinds::``
+    every kind of finding ``verify`` reports, with what the broker does with it, from
+    :mod:`rmqlab.forensics.kinds`.
 """
 
 from __future__ import annotations
@@ -123,6 +126,16 @@ class SparkOptionsDirective(Directive):
         return _parse(self, _list_table(["option", "kind", "default", "what it does"], rows, "18 12 14 56"))
 
 
+class FindingKindsDirective(Directive):
+    has_content = False
+
+    def run(self):
+        from rmqlab.forensics.kinds import KINDS
+
+        rows = [[f"``{name}``", k.title, k.broker] for name, k in sorted(KINDS.items())]
+        return _parse(self, _list_table(["kind", "what it is", "what the broker does with it"], rows, "20 25 55"))
+
+
 class FiguresDirective(Directive):
     """The benchmarks' figures from ``bench/figures.json``: each with the commit, date and
     machine it was measured on, the script that measures it and what it measured."""
@@ -206,5 +219,6 @@ def setup(app):
     app.add_directive("rmqlab-spark-columns", SparkColumnsDirective)
     app.add_directive("rmqlab-spark-options", SparkOptionsDirective)
     app.add_directive("rmqlab-figures", FiguresDirective)
+    app.add_directive("rmqlab-finding-kinds", FindingKindsDirective)
     app.add_directive("rmqlab-commands", CommandsDirective)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
