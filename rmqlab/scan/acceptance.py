@@ -36,6 +36,7 @@ from ..format import commitlog as cl
 from ..format import hashing, layout
 from ..format import properties as props
 from .. import rules
+from . import kernels
 from ..format.record import BAD_MAGIC, BAD_SIZE, BODY_CRC, PROPERTY_CRC, PROPERTY_CRC_TAIL, SIZE_MISMATCH, TRUNCATED, decode_crc_digits
 
 _crc32 = hashing.crc32  # ISA-L's when installed (see rmqlab.format.hashing)
@@ -367,11 +368,20 @@ def _validate_all(buf, a: np.ndarray, s: np.ndarray, size: np.ndarray, check_crc
 
 
 def _walk(buf, pos: int, until: int | None = None) -> tuple[list[int], int, str]:
-    """Follow the totalSize chain from ``pos`` (Python; the only sequential part).
-    Returns (starts, where it stopped, why: "blank", "bad", "end" or "until")."""
+    """Follow the totalSize chain from ``pos`` (the only sequential part).
+    Returns (starts, where it stopped, why: "blank", "bad", "end" or "until").
+
+    The run of message records is walked by the compiled loop when numba is there
+    (:func:`rmqlab.scan.kernels.walk`: it stops at anything but a whole message record
+    of at least the smallest size); what stopped it is judged here, in Python, by the
+    same rule as every record without it."""
     n = len(buf)
     unpack = _PREFIX.unpack_from
     starts: list[int] = []
+    if n - pos >= 8:
+        run = kernels.walk(np.frombuffer(buf, dtype=np.uint8), pos, n if until is None else until, n, 0, cl.FIXED_SIZE_V1_IPV4, (_V1, _V2))
+        if run is not None:
+            starts, pos = run[0].tolist(), run[1]
     while n - pos >= 8:
         if until is not None and pos >= until:
             return starts, pos, "until"
