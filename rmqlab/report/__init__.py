@@ -24,6 +24,7 @@ import json
 import os
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -120,56 +121,57 @@ def build_report(
             return summarize(store, scan=False).to_dict()
 
     summary = guarded(summary_of)
+    # every file's digest is read on a thread of its own while the passes below run
+    # (hashlib and the reads release the GIL): the report then takes about the time of
+    # its passes, not that plus one more read of the whole store
+    pool = ThreadPoolExecutor(1, thread_name_prefix="rmqlab-digests")
+    evidence = pool.submit(guarded, evidence_part, path, digests=digests)
+    try:
+        def verified():
+            if verify_report is not None:
+                return verify_report
+            with _stage(progress, "verify", size) as bar:
+                v = verify_store(path, config, progress=bar, rocketmq_version=rocketmq_version)
+            complete_findings(v.findings, path, config, rocketmq_version=rocketmq_version)
+            return v
 
-    def verified():
-        if verify_report is not None:
-            return verify_report
-        with _stage(progress, "verify", size) as bar:
-            v = verify_store(path, config, progress=bar, rocketmq_version=rocketmq_version)
-        complete_findings(v.findings, path, config, rocketmq_version=rocketmq_version)
-        return v
+        v = guarded(verified)
+        dry = guarded(recover, path, config=config, rocketmq_version=rocketmq_version)
+        recovery = dry if isinstance(dry, Unavailable) else guarded(recovery_part, path, dry)
 
-    v = guarded(verified)
-    dry = guarded(recover, path, config=config, rocketmq_version=rocketmq_version)
-    recovery = dry if isinstance(dry, Unavailable) else guarded(recovery_part, path, dry)
+        flushed = (summary.get("checkpoint") or {}).get("physic_msg_timestamp") if "unavailable" not in summary else None
+        tl = timeline
+        if draw_map:
+            tl = tl or Timeline(flushed or None)
+            own_timeline = timeline is None
 
-    flushed = (summary.get("checkpoint") or {}).get("physic_msg_timestamp") if "unavailable" not in summary else None
-    tl = timeline
-    if draw_map:
-        tl = tl or Timeline(flushed or None)
-        own_timeline = timeline is None
+            def drawn():
+                with _stage(progress, "map", size) as bar:
+                    m = map_of_store(path, config=config, width=map_width, verify=False, findings=[] if isinstance(v, Unavailable) else v.findings,
+                                     recovery=None if isinstance(dry, Unavailable) else dry, progress=bar, timeline=tl if own_timeline else None)
+                rep.map_svg = storemap_svg(m)
+                return m.to_dict()
 
-        def drawn():
-            with _stage(progress, "map", size) as bar:
-                m = map_of_store(path, config=config, width=map_width, verify=False, findings=[] if isinstance(v, Unavailable) else v.findings,
-                                 recovery=None if isinstance(dry, Unavailable) else dry, progress=bar, timeline=tl if own_timeline else None)
-            rep.map_svg = storemap_svg(m)
-            return m.to_dict()
+            rep.sections["map"] = guarded(drawn)
+            if isinstance(rep.sections["map"], Unavailable) and own_timeline:
+                tl = None  # the pass failed part way: its timeline is partial
+        else:
+            rep.sections["map"] = Unavailable("it is not drawn in this build (one more pass over the log on one machine: `rmqlab map` draws it)")
+        if tl is None:
+            def timeline_pass():
+                from ..forensics.timeline import store_timeline
 
-        rep.sections["map"] = guarded(drawn)
-        if isinstance(rep.sections["map"], Unavailable) and own_timeline:
-            tl = None  # the pass failed part way: its timeline is partial
-    else:
-        rep.sections["map"] = Unavailable("it is not drawn in this build (one more pass over the log on one machine: `rmqlab map` draws it)")
-    if tl is None:
-        def timeline_pass():
-            from ..forensics.timeline import store_timeline
+                with _stage(progress, "timeline", size) as bar:
+                    return store_timeline(path, flushed_ms=flushed or None, progress=bar)
 
-            with _stage(progress, "timeline", size) as bar:
-                return store_timeline(path, flushed_ms=flushed or None, progress=bar)
-
-        tl = guarded(timeline_pass)
-    rep.sections["timeline"] = tl if isinstance(tl, Unavailable) else guarded(timeline_part, tl, {} if isinstance(summary, Unavailable) else summary)
-    rep.sections["findings"] = v if isinstance(v, Unavailable) else guarded(findings_part, path, v)
-    rep.sections["recovery"] = recovery
-    rep.sections["consumers"] = guarded(consumers_part, path, config, None if isinstance(dry, Unavailable) else dry)
-
-    def evidence():
-        total = sum(p.stat().st_size for p in path.rglob("*") if p.is_file() and not p.is_symlink())
-        with _stage(progress, "sha256", total) as bar:
-            return evidence_part(path, digests=digests, progress=bar)
-
-    rep.sections["evidence"] = guarded(evidence)
+            tl = guarded(timeline_pass)
+        rep.sections["timeline"] = tl if isinstance(tl, Unavailable) else guarded(timeline_part, tl, {} if isinstance(summary, Unavailable) else summary)
+        rep.sections["findings"] = v if isinstance(v, Unavailable) else guarded(findings_part, path, v)
+        rep.sections["recovery"] = recovery
+        rep.sections["consumers"] = guarded(consumers_part, path, config, None if isinstance(dry, Unavailable) else dry)
+        rep.sections["evidence"] = evidence.result()
+    finally:
+        pool.shutdown()
     rep.sections["summary"] = summary
     rep.sections["verdict"] = guarded(verdict_part, summary, rep.sections["findings"], recovery, rep.sections["consumers"])
     return rep

@@ -44,9 +44,9 @@ def _digests(rows):
 def _timeline(spark, root: str, flushed_ms: int | None) -> Timeline:
     from pyspark.sql import functions as F
 
-    from . import register
+    from .commitlog_source import CommitLogDataSource
 
-    register(spark)
+    spark.dataSource.register(CommitLogDataSource)
     records = (spark.read.format("rocketmq").option("mode", "lenient").option("verifyCrc", "false").option("includeBody", "false")
                .option("columns", "topic,store_timestamp,kind").load(root).where(F.col("kind") == "MESSAGE").select("topic", "store_timestamp"))
     span = records.agg(F.min("store_timestamp").alias("lo"), F.max("store_timestamp").alias("hi")).collect()[0]
