@@ -136,8 +136,9 @@ def _timeline(t: dict) -> str:
             ["records", _n(t.get("records"))]]
     cp = t.get("checkpoint") or {}
     names = {"physic_msg_timestamp": "commitlog flushed up to (physicMsgTimestamp)", "logics_msg_timestamp": "consume queues flushed up to (logicsMsgTimestamp)",
-             "index_msg_timestamp": "index flushed up to (indexMsgTimestamp)"}
-    rows += [[names[k], _t(v)] for k, v in cp.items()]
+             "index_msg_timestamp": "index flushed up to (indexMsgTimestamp)", "master_flushed_offset": "master flushed offset (masterFlushedOffset)",
+             "confirm_phy_offset": "confirmed offset (confirmPhyOffset)", "logics_physical_offset": "consume queues flushed up to offset (logicsPhysicalOffset, 5.5+)"}
+    rows += [[escape(names.get(k, k)), _t(v) if k.endswith("timestamp") else f"{v:,}"] for k, v in cp.items()]
     cw = t.get("crash_window")
     if cw and not cw["records"]:
         rows.append(["the crash's window", f"empty: no record was stored after the last flush the checkpoint records ({_t(cw['from'])})"])
@@ -174,6 +175,9 @@ def _findings(f: dict) -> str:
 
 
 def _recovery(r: dict) -> str:
+    if r["mode"] == "not modelled":
+        return (f"<p>rmqlab does not model what RocketMQ's start-up does with this store: {escape(r['mode_reason'])}.</p><ul>"
+                + "".join(f"<li>{escape(p)}</li>" for p in r["not_modelled"]) + "</ul>")
     out = [f"<p>Start-up would run <b>{escape(r['mode'])}</b> recovery: {escape(r['mode_reason'])}.</p>"]
     if not r["load_ok"]:
         out.append("<p><b>RocketMQ would refuse to load this store:</b> " + escape("; ".join(r["load_problems"])) + "</p>")

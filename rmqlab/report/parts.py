@@ -73,7 +73,7 @@ def timeline_part(timeline, summary: dict) -> dict:
     was stored after the last flush the checkpoint records) and clean-up's deletions."""
     d = timeline.to_dict()
     cp = summary.get("checkpoint") or {}
-    d["checkpoint"] = {k: cp.get(k) for k in ("physic_msg_timestamp", "logics_msg_timestamp", "index_msg_timestamp") if cp.get(k) is not None}
+    d["checkpoint"] = {k: v for k, v in cp.items() if isinstance(v, int)}  # the flushed times, then the positions the release keeps
     after = sum(d["after_flush"].values())
     #: a crash's window: what was stored after the last flush the checkpoint records (with
     #: the abort file there; after a clean exit everything was flushed)
@@ -243,16 +243,25 @@ def verdict_part(summary: dict, findings: dict, recovery: dict, consumers: dict)
     counts = findings.get("counts", {})
     facts["errors"], facts["warnings"] = counts.get("error"), counts.get("warning")
     facts["clean_exit"] = None if "unavailable" in summary else summary.get("abort") is None
-    lost = None if "unavailable" in recovery else recovery["records_lost"]
+    # a store whose start-up rmqlab does not model (DLedger, RocksDB parts): no plan, so
+    # nothing is said of what recovery cuts
+    planned = "unavailable" not in recovery and recovery["mode"] != "not modelled"
+    lost = recovery["records_lost"] if planned else None
     facts["records_cut"], facts["cut_per_topic"] = lost, ({} if lost is None else recovery["lost_per_topic"])
     facts["writer"] = ReleaseReading.from_dict(summary["release"]).describe() if summary.get("release") else None
     clean = ok is True and facts["clean_exit"] is True and not lost
     facts["clean"] = clean if ok is not None and lost is not None else None
+    if "unavailable" not in recovery and not planned:
+        facts["clean"] = None
     if facts["clean"]:
         words.append("The store is clean: every check passed, the last exit was clean and recovery would cut nothing.")
     elif facts["clean"] is None:
         gone = [p for p, d in (("the checks", findings), ("recovery's plan", recovery)) if "unavailable" in d]
-        words.append(f"The store could not be judged whole: {' and '.join(gone)} could not be read (below, why).")
+        if gone:
+            words.append(f"The store could not be judged whole: {' and '.join(gone)} could not be read (below, why).")
+        else:
+            words.append(f"The store could not be judged whole: {counts.get('error', 0)} error(s) and {counts.get('warning', 0)} warning(s) were found, "
+                         "and rmqlab does not model what RocketMQ's start-up does with parts of it (Recovery, below).")
     else:
         words.append(f"The store is not clean: {counts.get('error', 0)} error(s) and {counts.get('warning', 0)} warning(s) were found." if ok is not None else "The store is not clean.")
     if facts["writer"]:
@@ -268,7 +277,9 @@ def verdict_part(summary: dict, findings: dict, recovery: dict, consumers: dict)
                      f"{recovery['records_lost_readable']} of them are still readable in the cut bytes (`rmqlab salvage`).")
     elif lost == 0:
         words.append("Recovery would cut no record: no acknowledged message is lost by the broker's next start.")
-    if "unavailable" not in recovery:
+    if "unavailable" not in recovery and recovery["not_modelled"] and planned:
+        words.append("rmqlab does not model what start-up does with some parts of the store; what is said of recovery covers the rest (Recovery, below).")
+    if planned:
         if recovery["queues_short"]:
             words.append(f"{sum(q['missing'] for q in recovery['queues_short'])} record(s) stay missing from {len(recovery['queues_short'])} queue(s) after recovery: consumers never see them.")
         if recovery["index_unfindable"]:

@@ -223,3 +223,29 @@ def test_no_bytes_stop_the_report(tmp_path, capsys):
 def test_refuses_what_is_not_a_directory(tmp_path, capsys):
     code, out, err = run_cli(capsys, "report", tmp_path / "nothing", "-o", tmp_path / "r.html")
     assert code == 2 and "not a directory" in err and not (tmp_path / "r.html").exists()
+
+
+LAYOUTS = ["dledger_converted", "batch_consume_queue", "consume_queue_ext", "lmq_unnamed", "extras", "rocksdb_consume_queue"]
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_every_production_layout_is_reported_or_says_why(layout, tmp_path):
+    """The layouts a real broker leaves beyond the classic store (tests/layouts.py): each
+    part is read or states why not, never an error of rmqlab's; where rmqlab does not
+    model the start-up, the verdict does not claim what recovery cuts."""
+    if layout == "rocksdb_consume_queue":
+        pytest.importorskip("rocksdict")
+    import tests.layouts as layouts
+
+    root = getattr(layouts, layout)(tmp_path)
+    rep = build_report(root)
+    page = rep.to_html()
+    assert "error in rmqlab" not in page
+    for key, heading in SECTIONS:
+        assert f"<section id='{key}'><h2>{heading}</h2>" in page
+    recovery = rep.sections["recovery"]
+    if recovery["mode"] == "not modelled":
+        assert rep.sections["verdict"]["records_cut"] is None and rep.sections["verdict"]["clean"] is None
+        assert "does not model" in rep.sections["verdict"]["text"] and "does not model" in page
+    elif recovery["not_modelled"]:
+        assert "does not model" in rep.sections["verdict"]["text"]
