@@ -99,7 +99,7 @@ def _timeline_svg(t: dict) -> str:
                        f"<title>{escape(tp)}: {n:,} record(s) from {_t(when)}</title></rect>")
     cw = t.get("crash_window")
     if cw and cw["records"]:
-        x0, x1 = x_of(cw["from"]), x_of(cw["to"]) + colw
+        x0, x1 = x_of(cw["from"]), x_of(cw["to"])
         out.append(f"<rect x='{x0:.1f}' y='{top}' width='{max(x1 - x0, 2):.1f}' height='{plot_h}' fill='#c62828' fill-opacity='0.12' stroke='#c62828' stroke-dasharray='4 3'>"
                    f"<title>the crash's window: {cw['records']:,} record(s) stored after the last flush the checkpoint records ({_t(cw['from'])})</title></rect>")
     for label, ms, colour in (("checkpoint: physicMsgTimestamp", (t.get("checkpoint") or {}).get("physic_msg_timestamp"), "#6a1b9a"),

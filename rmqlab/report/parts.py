@@ -263,7 +263,10 @@ def verdict_part(summary: dict, findings: dict, recovery: dict, consumers: dict)
             words.append(f"The store could not be judged whole: {counts.get('error', 0)} error(s) and {counts.get('warning', 0)} warning(s) were found, "
                          "and rmqlab does not model what RocketMQ's start-up does with parts of it (Recovery, below).")
     else:
-        words.append(f"The store is not clean: {counts.get('error', 0)} error(s) and {counts.get('warning', 0)} warning(s) were found." if ok is not None else "The store is not clean.")
+        why = [f"{counts.get('error', 0)} error(s)" + (f" and {counts.get('warning', 0)} warning(s)" if counts.get("warning") else "") + " found" if counts.get("error") else "",
+               "the broker's last exit was not clean" if facts["clean_exit"] is False else "",
+               f"recovery would cut {lost} record(s)" if lost else ""]
+        words.append(f"The store is not clean: {'; '.join(w for w in why if w)}.")
     if facts["writer"]:
         words.append(f"Its bytes say it was written by {facts['writer']}.")
     if facts["clean_exit"] is False:
