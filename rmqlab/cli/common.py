@@ -191,7 +191,20 @@ def open_from_args(args: argparse.Namespace, *, strict: bool = True) -> StoreRea
     elsewhere = Path(args.store).is_dir() and recognise(args.store, config).log_elsewhere
     if elsewhere:
         raise StoreLayoutError(args.store, None, f"{elsewhere}; rmqlab does not answer from a log it cannot read whole (`rmqlab info` lists what it recognises)")
-    return StoreReader(args.store, config, strict=strict)
+    store = StoreReader(args.store, config, strict=strict)
+    warn_gaps(args, store)
+    return store
+
+
+def warn_gaps(args: argparse.Namespace, store: StoreReader) -> None:
+    """One warning on stderr per commitlog file missing from the middle of the log: the
+    store is read as RocketMQ reads it (its ``MappedFileQueue.load`` checks lengths only,
+    ``checkSelf`` logs the gap, ``findMappedFileByOffset`` finds the file holding an
+    offset), what lay in the missing file is not there to serve."""
+    queue = store.commitlog.queue
+    for (a, b), gap in zip(queue.missing, queue.gaps):
+        print(f"rmqlab {args.command}: warning: the log has no file for offsets [{a}, {b}) (before {Path(gap.file).name}): a file was deleted; "
+              "RocketMQ loads the log all the same (MappedFileQueue.load checks lengths only) and serves what the other files hold, as here", file=sys.stderr)
 
 
 def write_bytes(data: bytes) -> None:

@@ -3,7 +3,8 @@
 CommitLog and ConsumeQueue directories hold files whose names are the 20-digit,
 zero-padded offset of their first byte.  Every file but the last must have the
 configured size; a zero-length last file is ignored (Java ``MappedFileQueue.load``
-skips it); names must be exactly one file size apart.
+skips it); names are one file size apart, and where one is missing (a file deleted) the
+queue is read as RocketMQ reads it: the gap is listed, the other files served.
 
 A log may be spread over several directories (Java ``MultiPathMappedFileQueue``, a
 broker's ``storePathCommitLog=/d1/commitlog,/d2/commitlog`` plus
@@ -53,6 +54,8 @@ class MappedFileQueue:
         self.problems: list[StoreLayoutError] = []
         #: those of ``problems`` that are a gap between two names (a file missing), not a length
         self.gaps: list[StoreLayoutError] = []
+        #: the offsets ``[start, end)`` of each gap: no file holds them
+        self.missing: list[tuple[int, int]] = []
         self.ignored: list[Path] = []
         self.files: list[MappedFile] = []
         entries = []
@@ -83,10 +86,13 @@ class MappedFileQueue:
                 self._problem(path, None, f"file is {size} bytes, expected the configured {self.mapped_file_size}", strict)
             if contiguous and self.files and start != self.files[-1].file_from_offset + self.mapped_file_size:
                 prev = self.files[-1].file_from_offset
-                self._problem(path, None, f"name says offset {start}, but the previous file starts at {prev} and holds {self.mapped_file_size} bytes", strict)
-                # a gap is no load failure in Java (MappedFileQueue.load checks lengths only;
-                # checkSelf logs it): its problems are listed apart too
+                # a gap is no load failure in Java (MappedFileQueue.load checks lengths only,
+                # checkSelf logs it, findMappedFileByOffset looks for the file that holds an
+                # offset): the queue is read as RocketMQ reads it, even in strict mode, and
+                # the gap is listed (a problem, and in ``gaps`` and ``missing``)
+                self._problem(path, None, f"name says offset {start}, but the previous file starts at {prev} and holds {self.mapped_file_size} bytes", False)
                 self.gaps.append(self.problems[-1])
+                self.missing.append((prev + self.mapped_file_size, start))
             self.files.append(MappedFile(path, start))
         self._starts = [f.file_from_offset for f in self.files]
 

@@ -77,10 +77,9 @@ def recover_and_read(root: Path, out: Path, config: dict, dump: dict, release: s
         # 4.9's start() re-dispatches from the consume queues' max offset and can index a
         # trailing record again where 5.3 does not; rmqlab models 5.3 (listed in docs/compatibility.md)
         index = "skip"
-    # a log with a file missing from its middle (RocketMQ loads it, checkSelf logs the
-    # gap): read without strictness, so that the gap is compared, not refused
-    gap = any("a commitlog file is missing" in n for n in rep.notes)
-    with open_store(out, cfg, strict=not gap) as store:
+    # a log with a file missing (RocketMQ loads it, checkSelf logs the gap) is read as
+    # RocketMQ reads it, strict or not
+    with open_store(out, cfg) as store:
         return diffs + compare_all(store, dump, end=rep.commitlog_end, index=index)
 
 

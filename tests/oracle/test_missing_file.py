@@ -1,0 +1,64 @@
+"""A commitlog file deleted from a store — the last one holding data, with the
+pre-allocated empty file after it left, or one from the middle — asked of RocketMQ
+5.3.3 itself: it loads the log (MappedFileQueue.load checks lengths only; checkSelf
+logs the gap), recovers it and serves what the other files hold.  rmqlab's recovered
+copy serves the same, and its read commands read it with one warning naming the gap."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from rmqlab.recovery import recover
+from rmqlab.store import open_store
+from tests.oracle.compare import compare_all
+from tests.support import REFERENCE, copy_store
+
+
+def _config(case):
+    return json.loads((REFERENCE / case / "dump.json").read_text())["storeConfig"]
+
+
+def _data_files(root):
+    """The commitlog files holding something but zeros, in order."""
+    return [p for p in sorted((root / "commitlog").iterdir()) if any(p.read_bytes())]
+
+
+def _cli(*argv):
+    return subprocess.run([sys.executable, "-m", "rmqlab", *map(str, argv)], capture_output=True, text=True)
+
+
+@pytest.mark.parametrize("which", ["last", "middle"])
+def test_a_deleted_commitlog_file_is_served_around_as_rocketmq_does(oracle, tmp_path, which):
+    root = copy_store("crash", tmp_path / "store")
+    data = _data_files(root)
+    gone = data[-1] if which == "last" else data[len(data) // 2]
+    files = sorted((root / "commitlog").iterdir())
+    assert gone != files[-1] or which == "middle"  # the last data file has the pre-allocated one after it
+    gone.unlink()
+    rocket = tmp_path / "rocketmq"
+    shutil.copytree(root, rocket)
+    ans = oracle.load(rocket, _config("crash"))
+    assert ans.get("ok", True) and ans["recovery"]["loadResult"], ans.get("error")
+    out = tmp_path / "recovered"
+    rep = recover(root, out=out)
+    assert rep.commitlog_end == ans["recovery"]["commitLogMaxOffsetAfterRecovery"]
+    assert any("a commitlog file is missing" in n for n in rep.notes)
+    with open_store(out) as store:  # strict: a gap is read, not refused
+        assert compare_all(store, ans, end=rep.commitlog_end) == []
+    size = files[0].stat().st_size
+    missing = f"[{int(gone.name)}, {int(gone.name) + size})"
+    queue = next(q for q, v in ans["consumeQueues"].items() if any(m.get("status") == "FOUND" for m in v["messages"]))
+    topic, qid = queue.split("/")
+    for argv in (["dump", out, "--json"], ["queue", out, "--topic", topic, "--queue-id", qid, "--json"], ["lookup", out, "--queue", f"{topic}:{qid}:0"]):
+        done = _cli(*argv)
+        assert done.returncode == 0, (argv, done.stderr)
+        warnings = [line for line in done.stderr.splitlines() if "warning" in line]
+        assert len(warnings) == 1 and f"no file for offsets {missing}" in warnings[0], (argv, done.stderr)
+    served = [json.loads(line) for line in _cli("dump", out, "--json").stdout.splitlines()]
+    walked = [r for r in ans["commitLogWalk"] if r["kind"] == "MESSAGE"]
+    assert [r["physical_offset"] for r in served] == [r["physicalOffset"] for r in walked]
