@@ -137,7 +137,11 @@ def build_report(
 
         v = guarded(verified)
         dry = guarded(recover, path, config=config, rocketmq_version=rocketmq_version)
-        recovery = dry if isinstance(dry, Unavailable) else guarded(recovery_part, path, dry)
+        # where the bytes leave releases whose start-ups differ, each one's own dry run says
+        # what it rebuilds (one more plan each: they read from their start file on)
+        others = {} if isinstance(dry, Unavailable) else {
+            first: guarded(recover, path, config=config, rocketmq_version=first) for first in (o.release.split(" and ")[0] for o in dry.release_outcomes)}
+        recovery = dry if isinstance(dry, Unavailable) else guarded(recovery_part, path, dry, {r: o for r, o in others.items() if not isinstance(o, Unavailable)})
 
         flushed = (summary.get("checkpoint") or {}).get("physic_msg_timestamp") if "unavailable" not in summary else None
         tl = timeline

@@ -183,9 +183,15 @@ def _recovery(r: dict) -> str:
         out.append("<p><b>RocketMQ would refuse to load this store:</b> " + escape("; ".join(r["load_problems"])) + "</p>")
     if r["not_modelled"]:
         out.append("<p>rmqlab does not model what start-up does with: " + escape("; ".join(r["not_modelled"])) + ".</p>")
+    def rebuilt(c: dict) -> str:
+        if c["queues_changed"] is None:
+            return "—"
+        index = ", ".join(f"{escape(i['action'])} {escape(i['file'])}" for i in c["index"]) or "none"
+        return f"{c['queues_changed']:,} queue(s); index files: {index}"
+
     rows = [[escape(c["release"]), escape(c["start_file"]) + f"<br><small>{escape(c['start_reason'])}</small>", _n(c["commitlog_end"]), _n(c["records_scanned"]),
-             _n(c["records_lost"]), f"<code>{escape(c['command'])}</code>"] for c in r["candidates"]]
-    out.append(_table(["release", "start file", "end of the log", "records scanned", "records cut", "apply it to a copy"], rows, {2, 3, 4}))
+             _n(c["records_lost"]), rebuilt(c), f"<code>{escape(c['command'])}</code>"] for c in r["candidates"]]
+    out.append(_table(["release", "start file", "end of the log", "records scanned", "records cut", "rebuilt", "apply it to a copy"], rows, {2, 3, 4}))
     if r["releases_differ"]:
         out.append("<p>The store's bytes do not say which release wrote it and the releases above would recover it differently: pick the broker's release.</p>")
     facts = [["end of the log", f"{r['commitlog_end']:,}" + (f" (data-like bytes went up to {r['commitlog_end_before']:,})" if r["commitlog_end_before"] > r["commitlog_end"] else "")]]

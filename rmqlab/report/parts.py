@@ -124,19 +124,28 @@ def findings_part(root: Path, report) -> dict:
 
 
 # -- recovery --------------------------------------------------------------------------------------
-def recovery_part(root: Path, rep) -> dict:
+def _rebuilt(rep) -> dict:
+    """What a recovery report says its start-up rebuilds: queues changed, index files."""
+    return {"queues_changed": len(rep.changed_queues), "index": [{"file": Path(i.file).name, "action": i.action} for i in rep.index],
+            "lost_per_topic": dict(Counter(r.topic for r in rep.lost_records).most_common())}
+
+
+def recovery_part(root: Path, rep, others: dict | None = None) -> dict:
     """What start-up recovery would do, for the release the store shows and each other
-    candidate whose recovery would differ, and the command that applies it to a copy."""
+    candidate whose recovery would differ (``others``: release → that release's own dry
+    run, for what it rebuilds), and the command that applies it to a copy."""
     lost = Counter(r.topic for r in rep.lost_records)
     copy = f"{root}.recovered"
     base = f"rmqlab recover {root} --out {copy}"
     candidates = [{"release": rep.release, "start_file": rep.start_file, "start_reason": rep.start_reason, "commitlog_end": rep.commitlog_end,
-                   "records_lost": rep.records_lost, "records_scanned": rep.records_scanned, "rule": rep.rule,
+                   "records_lost": rep.records_lost, "records_scanned": rep.records_scanned, "rule": rep.rule, **_rebuilt(rep),
                    "command": base + (f" --rocketmq-version {rep.release}" if rep.release_outcomes else "")}]
     for o in rep.release_outcomes:
         first = o.release.split(" and ")[0]
+        other = (others or {}).get(first)
         candidates.append({"release": o.release, "start_file": o.start_file, "start_reason": o.start_reason, "commitlog_end": o.commitlog_end,
                            "records_lost": o.records_lost, "records_scanned": o.records_scanned, "rule": o.rule,
+                           **(_rebuilt(other) if other is not None else {"queues_changed": None, "index": None, "lost_per_topic": None}),
                            "command": f"{base} --rocketmq-version {first}"})
     changed = rep.changed_queues
     return {

@@ -249,3 +249,26 @@ def test_every_production_layout_is_reported_or_says_why(layout, tmp_path):
         assert "does not model" in rep.sections["verdict"]["text"] and "does not model" in page
     elif recovery["not_modelled"]:
         assert "does not model" in rep.sections["verdict"]["text"]
+
+
+def test_releases_that_recover_differently_each_get_their_row(tmp_path):
+    """A crashed store damaged far back, whose bytes leave 5.3.3 and 5.4+ possible and
+    whose recoveries part there (tests/recovery/test_by_release.py): the report shows each
+    release's start, end, records cut and what it rebuilds, as that release's own dry
+    run says, with the command naming it."""
+    from rmqlab.lab.crashlab import far_back_crash
+    from rmqlab.recovery import recover
+    from tests.recovery.test_by_release import FILE, N, _far_back_damage
+
+    lab = far_back_crash(tmp_path / "store", messages=N, file_size=FILE)
+    store, cfg = lab.root, lab.config
+    _far_back_damage(store, lab.puts)
+    rep = build_report(store, config=cfg)
+    rows = rep.sections["recovery"]["candidates"]
+    assert [c["release"] for c in rows] == ["5.3.3", "5.4.0 and 5.5.0"] and rep.sections["recovery"]["releases_differ"]
+    for c in rows:
+        own = recover(store, config=cfg, rocketmq_version=c["release"].split(" and ")[0])
+        assert (c["start_file"], c["commitlog_end"], c["records_lost"]) == (own.start_file, own.commitlog_end, own.records_lost)
+        assert c["queues_changed"] == len(own.changed_queues) and [i["action"] for i in c["index"]] == [i.action for i in own.index]
+        assert c["command"].endswith(f"--rocketmq-version {c['release'].split(' and ')[0]}")
+    assert "do not say which RocketMQ release" in rep.sections["verdict"]["text"]
