@@ -122,12 +122,22 @@ class ConsumeQueue(QueueUnits):
                 # first unit is served (as no message), not skipped.  (Pre-blank fill is
                 # skipped: the queue that wrote it set its min past it, putMessagePositionInfo.)
                 first = 0
-            for q, e in self.parts() if first is None else ():
-                usable = (e["commitlog_offset"] >= min_commitlog_offset) & (e["size"] > 0) & (e["size"] != PRE_BLANK_SIZE)
-                if usable.any():
-                    first = q + int(np.argmax(usable))
-                    break
-            end = self._end(self.first_slot_offset if first is None else first)
+            end = None
+            if first is None and self.queue.files:
+                # Java correctMinOffset: when the queue's last unit points below the log's min,
+                # the queue holds nothing valid (min = its end); else it searches the FIRST
+                # file only ("the consume-queue deletion procedure ensures the last entry
+                # points to somewhere valid") and leaves minLogicOffset where load put it (0)
+                # when no unit there points at or past the log's min (checked live:
+                # tests/oracle/test_min_offset.py)
+                end = self._end(self.first_slot_offset)
+                last = self.get(end - 1) if end > self.first_slot_offset else None
+                if last is not None and last.commitlog_offset >= min_commitlog_offset:
+                    q, e = self.parts(self.first_slot_offset, self.first_slot_offset + len(self.queue.files[0].buf) // CQ_STORE_UNIT_SIZE)[0]
+                    usable = (e["commitlog_offset"] >= min_commitlog_offset) & (e["size"] > 0) & (e["size"] != PRE_BLANK_SIZE)
+                    first = q + int(np.argmax(usable)) if usable.any() else 0
+            if first is not None or end is None:
+                end = self._end(self.first_slot_offset if first is None else first)
             self._range = (min_commitlog_offset, (end if first is None else first, end))
         return self._range[1]
 
