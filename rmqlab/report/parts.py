@@ -279,12 +279,12 @@ def verdict_part(summary: dict, findings: dict, recovery: dict, consumers: dict)
     if facts["writer"]:
         words.append(f"Its bytes say it was written by {facts['writer']}.")
     if facts["clean_exit"] is False:
-        words.append("The broker did not shut down cleanly (the abort file is there): its next start runs abnormal recovery.")
+        words.append("The abort file is there: the broker's next start runs abnormal recovery.")
     elif facts["clean_exit"] is True:
         words.append("The broker's last exit was clean.")
     if lost:
         per = ", ".join(f"{t}: {n}" for t, n in list(recovery["lost_per_topic"].items())[:8]) + (", …" if len(recovery["lost_per_topic"]) > 8 else "")
-        words.append(f"Recovery would cut {lost} record(s) ({per}). The broker had stored them, so their producers were told they were sent, "
+        words.append(f"The {lost} record(s) recovery cuts ({per}) had been stored by the broker, so their producers were told they were sent, "
                      "unless it ran SYNC_FLUSH or SYNC_MASTER and their flush or replication had not completed: acknowledged messages can be lost. "
                      f"{recovery['records_lost_readable']} of them are still readable in the cut bytes (`rmqlab salvage`).")
     elif lost == 0:

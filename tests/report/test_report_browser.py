@@ -14,19 +14,10 @@ import pytest
 
 from rmqlab.cli import main
 from rmqlab.report import SECTIONS
+from tests.notebooks.test_browser import _missing  # Chromium, its driver and selenium, as the lessons' browser test needs
 from tests.support import SAMPLES
 
 ARTIFACTS = Path(os.environ.get("RMQLAB_TEST_ARTIFACTS", Path(__file__).resolve().parents[2] / "build" / "test-artifacts"))
-
-
-def _missing() -> str | None:
-    if not (shutil.which("chromium") and shutil.which("chromedriver")):
-        return "no Chromium/chromedriver (apt-get install chromium chromium-driver)"
-    try:
-        import selenium  # noqa: F401
-    except ImportError:
-        return "no selenium (pip install selenium)"
-    return None
 
 
 @pytest.mark.skipif(bool(_missing()), reason=_missing() or "")
