@@ -342,8 +342,9 @@ def release_damage(root: Path, seed: int) -> dict[str, Any]:
 #: damage to a log's or a queue's older files, not their tail (what made RocketMQ 5.3.3
 #: and rmqlab part on hand-picked stores): a commitlog file missing from the middle, an
 #: early unit of a queue zeroed, a queue's first file deleted, units pointing past the
-#: end of the log appended to a queue
-OLDER_DAMAGE_KINDS = ["missing_file", "zero_old_unit", "first_cq_file_deleted", "units_past_end"]
+#: end of the log appended to a queue, the last commitlog file holding data deleted with
+#: the pre-allocated empty file after it left (RocketMQ loads the log with the gap)
+OLDER_DAMAGE_KINDS = ["missing_file", "zero_old_unit", "first_cq_file_deleted", "units_past_end", "last_data_file_gone"]
 
 
 def older_damage(root: Path, seed: int) -> dict[str, Any]:
@@ -375,6 +376,9 @@ def older_damage(root: Path, seed: int) -> dict[str, Any]:
         f = sorted(q.iterdir())[0]
         f.unlink()
         what["file"] = str(f.relative_to(root))
+    elif kind == "last_data_file_gone" and len(logs) >= 2 and _files(root, "commitlog")[-1] != logs[-1]:
+        logs[-1].unlink()
+        what["file"] = logs[-1].name
     elif kind == "units_past_end" and queues and logs:
         q = rng.choice(queues)
         f = sorted(q.iterdir())[-1]
