@@ -27,8 +27,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 from rmqlab.lab.generate import parse_size  # noqa: E402
-from _stores import generated, save_results  # noqa: E402
-from bench_forensics import RMQLAB, run_watched  # noqa: E402
+from _stores import save_results  # noqa: E402
+from bench_forensics import RMQLAB, ensure_store, run_watched  # noqa: E402
 
 
 def main() -> int:
@@ -39,7 +39,7 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=3)
     args = ap.parse_args()
     size = parse_size(args.size)
-    store = args.store or generated(args.workdir / f"forensics-{size}", size, "~200-byte records, queues and index", seed=1)
+    store = args.store or ensure_store(args.workdir, size)
     out = Path(tempfile.mkdtemp(prefix="bench_report.")) / "report.html"
     commands = {"verify": RMQLAB + ["verify", str(store)], "report": RMQLAB + ["report", str(store), "-o", str(out)]}
     walls: dict[str, list[float]] = {k: [] for k in commands}

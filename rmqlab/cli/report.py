@@ -15,7 +15,6 @@ Exit status: 0 when the report was written, whatever the store holds.
 from __future__ import annotations
 
 import argparse
-import json
 import shlex
 import sys
 from pathlib import Path
@@ -36,20 +35,18 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 
 def run(args) -> int:
-    from ..report import SECTIONS, build_report
+    from ..report import SECTIONS, build_report, format_of
 
     out = Path(args.out) if args.out else None
-    fmt = args.format or ("json" if out is not None and out.suffix.lower() == ".json" else "html")
-    if out is not None and out.exists() and out.is_dir():
+    if out is not None and out.is_dir():
         raise RmqlabError(f"{out}: is a directory; -o names the report's file")
     rep = build_report(args.store, config=config_from_args(args), rocketmq_version=args.rocketmq_version,
                        progress=lambda stage, total: progress_bar(args, total, f"report: {stage}"),
                        command=shlex.join(["rmqlab", *args._argv]))
-    text = json.dumps(rep.to_dict(), ensure_ascii=False, indent=1) + "\n" if fmt == "json" else rep.to_html()
     if out is None:
-        write_bytes(text.encode("utf-8"))
+        write_bytes(rep.text(args.format or format_of(None)).encode("utf-8"))
         return 0
-    out.write_text(text, encoding="utf-8")
+    rep.write(out, args.format)
     v = rep.sections.get("verdict") or {}
     gone = [heading.lower() for key, heading in SECTIONS if "unavailable" in (rep.sections.get(key) or {})]
     print(f"{out}: {'clean' if v.get('clean') else 'not clean' if v.get('clean') is False else 'not judged whole'}"

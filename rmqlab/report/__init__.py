@@ -33,7 +33,8 @@ from ..errors import StoreLayoutError
 from ..version import version
 from .parts import SECTIONS, Unavailable, consumers_part, evidence_part, findings_part, guarded, recovery_part, timeline_part, verdict_part
 
-__all__ = ["StoreReport", "build_report", "SECTIONS"]
+__all__ = ["StoreReport", "build_report", "format_of", "SECTIONS"]
+
 
 @dataclass
 class StoreReport:
@@ -58,19 +59,27 @@ class StoreReport:
 
         return report_html(self)
 
+    def text(self, format: str = "html") -> str:
+        """The report as ``format``: "html" (the page) or "json" (:meth:`to_dict`)."""
+        return json.dumps(self.to_dict(), ensure_ascii=False, indent=1) + "\n" if format == "json" else self.to_html()
+
     def write(self, path: str | os.PathLike, format: str | None = None) -> Path:
         """Write the report to ``path``: HTML, or JSON when ``format="json"`` or the
         name ends in ``.json``.  Returns the path."""
         path = Path(path)
-        fmt = format or ("json" if path.suffix.lower() == ".json" else "html")
-        text = json.dumps(self.to_dict(), ensure_ascii=False, indent=1) if fmt == "json" else self.to_html()
-        path.write_text(text, encoding="utf-8")
+        path.write_text(self.text(format or format_of(path)), encoding="utf-8")
         return path
 
     def _repr_html_(self) -> str:  # notebooks: the report inline
         from .html import report_html
 
         return report_html(self, inline=True)
+
+
+def format_of(path: Path | None) -> str:
+    """The format a report written to ``path`` takes from its name: "json" for
+    ``*.json``, else "html" (stdout too)."""
+    return "json" if path is not None and path.suffix.lower() == ".json" else "html"
 
 
 def _stage(progress, name: str, total: int):
@@ -144,23 +153,21 @@ def build_report(
         recovery = dry if isinstance(dry, Unavailable) else guarded(recovery_part, path, dry, {r: o for r, o in others.items() if not isinstance(o, Unavailable)})
 
         flushed = (summary.get("checkpoint") or {}).get("physic_msg_timestamp") if "unavailable" not in summary else None
-        tl = timeline
+        # the map's pass feeds a timeline of its own unless one was counted elsewhere
+        fed = Timeline(flushed or None) if draw_map and timeline is None else None
         if draw_map:
-            tl = tl or Timeline(flushed or None)
-            own_timeline = timeline is None
-
             def drawn():
                 with _stage(progress, "map", size) as bar:
                     m = map_of_store(path, config=config, width=map_width, verify=False, findings=[] if isinstance(v, Unavailable) else v.findings,
-                                     recovery=None if isinstance(dry, Unavailable) else dry, progress=bar, timeline=tl if own_timeline else None)
+                                     recovery=None if isinstance(dry, Unavailable) else dry, progress=bar, timeline=fed)
                 rep.map_svg = storemap_svg(m)
                 return m.to_dict()
 
             rep.sections["map"] = guarded(drawn)
-            if isinstance(rep.sections["map"], Unavailable) and own_timeline:
-                tl = None  # the pass failed part way: its timeline is partial
         else:
             rep.sections["map"] = Unavailable("it is not drawn in this build (one more pass over the log on one machine: `rmqlab map` draws it)")
+        # a map pass that failed part way leaves its timeline partial: a pass of its own then
+        tl = timeline or (fed if fed is not None and not isinstance(rep.sections["map"], Unavailable) else None)
         if tl is None:
             def timeline_pass():
                 from ..forensics.timeline import store_timeline

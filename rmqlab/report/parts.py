@@ -134,11 +134,11 @@ def recovery_part(root: Path, rep, others: dict | None = None) -> dict:
     """What start-up recovery would do, for the release the store shows and each other
     candidate whose recovery would differ (``others``: release → that release's own dry
     run, for what it rebuilds), and the command that applies it to a copy."""
-    lost = Counter(r.topic for r in rep.lost_records)
+    own = _rebuilt(rep)
     copy = f"{root}.recovered"
     base = f"rmqlab recover {root} --out {copy}"
     candidates = [{"release": rep.release, "start_file": rep.start_file, "start_reason": rep.start_reason, "commitlog_end": rep.commitlog_end,
-                   "records_lost": rep.records_lost, "records_scanned": rep.records_scanned, "rule": rep.rule, **_rebuilt(rep),
+                   "records_lost": rep.records_lost, "records_scanned": rep.records_scanned, "rule": rep.rule, **own,
                    "command": base + (f" --rocketmq-version {rep.release}" if rep.release_outcomes else "")}]
     for o in rep.release_outcomes:
         first = o.release.split(" and ")[0]
@@ -155,7 +155,7 @@ def recovery_part(root: Path, rep, others: dict | None = None) -> dict:
         "commitlog_end": rep.commitlog_end, "commitlog_end_before": rep.commitlog_end_before,
         "stop": None if rep.stop is None else {"file": relative(root, rep.stop.file), "file_offset": rep.stop.file_offset, "physical_offset": rep.stop.physical_offset,
                                                "kind": rep.stop.kind, "message": rep.stop.message, "zero_tail": rep.stop.zero_tail},
-        "records_lost": rep.records_lost, "records_lost_readable": rep.records_lost_readable, "lost_per_topic": dict(lost.most_common()),
+        "records_lost": rep.records_lost, "records_lost_readable": rep.records_lost_readable, "lost_per_topic": own["lost_per_topic"],
         "cut_bytes": rep.cut_bytes, "deleted_commitlog_files": rep.deleted_commitlog_files,
         "queues_changed": len(changed),
         "queues": [{"queue": q.queue, "cut_entries": q.cut_entries, "added_entries": q.added_entries, "created": q.created, "deleted_files": q.deleted_files,
@@ -180,7 +180,7 @@ def consumers_part(root: Path, config, recovery) -> dict:
         return {"source": None, "notes": offsets.notes, "groups": [], "rows": [], "rows_left_out": 0, "losses": []}
     with StoreReader(root, config, strict=False) as store:
         rows = consumer_progress(store, offsets)
-    losses = [] if recovery is None or isinstance(recovery, dict) else [
+    losses = [] if recovery is None else [
         {"group": g.group, "queue": g.queue, "committed_offset": g.committed_offset, "cut_from": g.cut_from, "cut_to": g.cut_to,
          "unconsumed_lost": g.unconsumed_lost, "new_max_offset": g.new_max_offset, "committed_past_end": g.committed_past_end}
         for g in recovery.group_losses]

@@ -49,16 +49,21 @@ def _timeline(spark, root: str, flushed_ms: int | None) -> Timeline:
     spark.dataSource.register(CommitLogDataSource)
     records = (spark.read.format("rocketmq").option("mode", "lenient").option("verifyCrc", "false").option("includeBody", "false")
                .option("columns", "topic,store_timestamp,kind").load(root).where(F.col("kind") == "MESSAGE").select("topic", "store_timestamp"))
-    span = records.agg(F.min("store_timestamp").alias("lo"), F.max("store_timestamp").alias("hi")).collect()[0]
-    per_topic = {r["topic"]: r["count"] for r in records.groupBy("topic").count().collect()}
-    if span["lo"] is None:
+    # one pass for each topic's count, first and last store time and records after the
+    # flush, a second for the buckets (their width follows from the span the first found)
+    after = F.col("store_timestamp") > F.lit(flushed_ms) if flushed_ms else F.lit(False)
+    topics = records.groupBy("topic").agg(F.count("*").alias("n"), F.min("store_timestamp").alias("lo"), F.max("store_timestamp").alias("hi"),
+                                          F.sum(after.cast("long")).alias("late")).collect()
+    per_topic = {r["topic"]: r["n"] for r in topics}
+    if not topics:
         return Timeline.from_counts(WIDTHS[0], {}, {}, {}, first_ms=None, last_ms=None, flushed_ms=flushed_ms)
+    lo, hi = min(r["lo"] for r in topics), max(r["hi"] for r in topics)
     rows = min(len(per_topic), TOPICS_TRACKED + 1)
-    width = next((w for w in WIDTHS if ((span["hi"] - span["lo"]) // w + 2) * rows <= MAX_CELLS), WIDTHS[-1])
+    width = next((w for w in WIDTHS if ((hi - lo) // w + 2) * rows <= MAX_CELLS), WIDTHS[-1])
     bucket = F.col("store_timestamp") - F.col("store_timestamp") % F.lit(width)
     cells = {(r["topic"], r["b"]): r["count"] for r in records.groupBy("topic", bucket.alias("b")).count().collect()}
-    after = {} if not flushed_ms else {r["topic"]: r["count"] for r in records.where(F.col("store_timestamp") > flushed_ms).groupBy("topic").count().collect()}
-    return Timeline.from_counts(width, cells, per_topic, after, first_ms=span["lo"], last_ms=span["hi"], flushed_ms=flushed_ms)
+    late = {r["topic"]: r["late"] for r in topics if r["late"]}
+    return Timeline.from_counts(width, cells, per_topic, late, first_ms=lo, last_ms=hi, flushed_ms=flushed_ms)
 
 
 def report(spark, path, out=None, *, config=None, rocketmq_version: str | None = None, format: str | None = None) -> StoreReport:
@@ -74,13 +79,14 @@ def report(spark, path, out=None, *, config=None, rocketmq_version: str | None =
     from ..store.reader import StoreReader
     from .verify_job import verify
 
-    root = os.path.abspath(str(path)[len("file://"):] if str(path).startswith("file://") else str(path))
+    root = os.path.abspath(str(path).removeprefix("file://"))
     found = verify(spark, root, config=config).collect()
     verified = VerifyReport(root, [Finding(r["kind"], r["severity"], r["file"], r["offset"], r["message"]) for r in found])
+    # the checkpoint's flush time, as the local build takes it from the store's summary
     try:
         with StoreReader(root, config, strict=False) as store:
             cp = store.checkpoint()
-            flushed = cp.physic_msg_timestamp if cp is not None and os.path.exists(os.path.join(root, "abort")) else None
+            flushed = cp.physic_msg_timestamp if cp is not None else None
     except Exception:  # noqa: BLE001 - the report's own summary part says why the store cannot be read
         flushed = None
     timeline = _timeline(spark, root, flushed or None)
