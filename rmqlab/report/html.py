@@ -34,10 +34,6 @@ def _t(ms) -> str:
     return fmt_time(ms) if ms else "—"
 
 
-def _unavailable(part) -> str | None:
-    return part.get("unavailable") if isinstance(part, dict) else "could not be read because it was not computed"
-
-
 def _table(head: list[str], rows: list[list], numeric: set[int] = frozenset()) -> str:
     th = "".join(f"<th>{escape(h)}</th>" for h in head)
     body = "".join("<tr>" + "".join(f"<td class='n'>{c}</td>" if i in numeric else f"<td>{c}</td>" for i, c in enumerate(r)) + "</tr>" for r in rows)
@@ -254,7 +250,7 @@ def report_html(rep, *, inline: bool = False) -> str:
     render = {"verdict": _verdict, "timeline": _timeline, "findings": _findings, "recovery": _recovery, "consumers": _consumers}
     for key, heading in SECTIONS:
         part = rep.sections.get(key)
-        why = _unavailable(part) if not isinstance(part, dict) or "unavailable" in part else None
+        why = part.get("unavailable") if isinstance(part, dict) else "could not be read because it was not computed"
         if why:
             html = f"<p class='unavailable'>This part {escape(why)}.</p>"
         elif key == "map":
