@@ -16,6 +16,20 @@ difference is one field here, with the Java it comes from.  Read from each relea
                                                   logicsPhysicalOffset (0: its ts ≤
                                                   logicsMsgTimestamp, no slack)
 
+rocketmq-rust (crates.io ``rocketmq-store`` 1.0.0) writes the same files with rules of its
+own, read from its sources and modelled as one more :class:`Release` (``writer`` is not
+``"apache"``)::
+
+    rocketmq-rust    the last maxRecoveryCommitLogFiles (30) files   newest file whose first record has a magic and a
+    1.0.0            (normal_window.rs plan_normal_recovery_file_window)   storeTimestamp ≤ minTs, then 30 files further back, or
+                                                  the file of the queues' max physical offset if earlier
+                                                  (commit_log_recovery.rs find_checkpoint_recovery_start_index,
+                                                  recovery.rs plan_abnormal_recovery_window_from_ranges); none: file 0
+                     checkpoint: 6 longs, byte 40 its indexSafePhyOffset (the end of the last record indexed),
+                     where 5.5 keeps logicsPhysicalOffset (store_checkpoint.rs); the index holds a record's
+                     UNIQ_KEY as ``topic#U#uniq`` (index_service.rs build_index_admitted, INDEX_UNIQUE_TYPE),
+                     where Java's IndexService.buildIndex writes ``topic#uniq``.
+
 From 5.4 the index also holds each record's TAGS (``topic#T#tags``, after its keys), and
 with keys or transactions in RocksDB (``indexRocksDBEnable``, ``transRocksDBEnable``) a
 start file must also begin at or before their writers' ``lastOffsetPy``.
@@ -71,6 +85,18 @@ class Release:
     #: (``minLogicOffset >= maxOffset``) and the queue keeps the end of the log it was cut
     #: at as its maxPhysicOffset (5.5.1+)
     empty_queue_resets_max: bool = False
+    #: who wrote it: ``"apache"`` (Apache RocketMQ's Java store) or ``"rocketmq-rust"``
+    writer: str = "apache"
+    #: what goes between ``topic#`` and a record's UNIQ_KEY in its index key: nothing in
+    #: Java (IndexService.buildIndex), ``"U#"`` in rocketmq-rust (MessageConst.INDEX_UNIQUE_TYPE)
+    uniq_index_type: str = ""
+    #: abnormal recovery's start (rocketmq-rust): the checkpoint-matched file, then this
+    #: many files further back (maxRecoveryCommitLogFiles), or the file of the queues' max
+    #: physical offset if that is earlier; 0: Java's rule (the matched file itself)
+    abnormal_files_back: int = 0
+    #: normal recovery scans the last this many files (rocketmq-rust's
+    #: maxRecoveryCommitLogFiles); 0: the rule ``normal_start`` names
+    normal_last_files: int = 0
 
     def with_legacy_start(self) -> "Release":
         """The same release with normal recovery from the third-to-last file (a broker up
@@ -79,8 +105,14 @@ class Release:
 
     @property
     def line(self) -> str:
-        """``"4.9"``, ``"5.3"``, ``"5.4"``, ``"5.5"``: the release line the rules follow."""
-        return ".".join(self.name.split(".")[:2])
+        """``"4.9"``, ``"5.3"``, ``"5.4"``, ``"5.5"``: the release line the rules follow
+        (another writer's: its name)."""
+        return ".".join(self.name.split(".")[:2]) if self.writer == "apache" else self.writer
+
+    @property
+    def title(self) -> str:
+        """How a sentence names it: ``"RocketMQ 5.5.0"``, ``"rocketmq-rust 1.0.0"``."""
+        return f"RocketMQ {self.name}" if self.writer == "apache" else self.name.replace(":", " ")
 
 
 RELEASES: dict[str, Release] = {
@@ -91,8 +123,14 @@ RELEASES: dict[str, Release] = {
         Release("5.4.0", "walk_back", True, True, False, 5, True),
         Release("5.5.0", "walk_back", True, True, True, 6, True, True),
         Release("5.5.1", "walk_back", True, True, True, 6, True, True, True),
+        # rocketmq-rust: checkMessageAndReturnSize-free matching of the first record
+        # (probe_store_timestamp: magic and a non-zero storeTimestamp), no 10-file cap
+        Release("rocketmq-rust:1.0.0", "last_files", False, False, False, 6, True,
+                writer="rocketmq-rust", uniq_index_type="U#", abnormal_files_back=30, normal_last_files=30),
     )
 }
+#: the other writers rmqlab knows, by name (``--writer rocketmq-rust[:1.0.0]``)
+WRITERS = ("apache", "rocketmq-rust")
 #: what rmqlab assumed before it told releases apart, and still the default of the
 #: writers (the engine writes as 5.3.3 does)
 DEFAULT_RELEASE = "5.3.3"
@@ -107,6 +145,10 @@ def release(name: str) -> Release:
     modelled release's rules); ValueError naming the known ones otherwise."""
     if name in RELEASES:
         return RELEASES[name]
+    if name.startswith("apache:"):
+        name = name[len("apache:"):]
+        if name in RELEASES:
+            return RELEASES[name]
     line = [r for r in RELEASES.values() if r.line == name]
     if line:
         return line[-1]

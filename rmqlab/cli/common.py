@@ -134,14 +134,31 @@ def _release_name(text: str) -> str:
         raise argparse.ArgumentTypeError(str(err)) from None
 
 
+def _writer_name(text: str) -> str:
+    """``--writer``: ``rocketmq-rust``, ``rocketmq-rust:1.0.0``, ``apache:5.5.1`` (``apache``
+    alone: nothing more said than the default)."""
+    from ..releases import release
+
+    if text == "apache":
+        return None
+    try:
+        return release(text).name
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"unknown writer {text!r}: rocketmq-rust[:1.0.0] or apache:RELEASE") from None
+
+
 def add_release_option(p: argparse.ArgumentParser) -> None:
     """``--rocketmq-version``: whose start-up rules to follow when the store's bytes do
     not say which release wrote it (rmqlab.store.release)."""
-    from ..releases import RELEASES
+    from ..releases import RELEASES, WRITERS
 
+    java = [r for r, rel in RELEASES.items() if rel.writer == "apache"]
     p.add_argument("--rocketmq-version", type=_release_name, metavar="RELEASE",
-                   help=f"the RocketMQ release of the broker that wrote the store ({', '.join(RELEASES)}; 5.4, 5.5 name a line): its recovery rules; "
+                   help=f"the RocketMQ release of the broker that wrote the store ({', '.join(java)}; 5.4, 5.5 name a line): its recovery rules; "
                    "default: told from the store, and where it cannot be told and releases would differ, each one's outcome is shown")
+    p.add_argument("--writer", type=_writer_name, metavar="WRITER[:VERSION]", dest="rocketmq_version",
+                   help=f"the implementation that wrote the store ({', '.join(WRITERS)}; e.g. rocketmq-rust:1.0.0, apache:5.5.1): its rules "
+                   "for the index keys, the checkpoint and recovery; default: told from the store")
 
 
 def add_progress_option(p: argparse.ArgumentParser) -> None:

@@ -304,6 +304,8 @@ class _Planner:
         files, abort, max_cq, cp, cfg = plan.files, self.abort, self.max_cq, self.cp, self.cfg
         fsize = cfg.mapped_file_size_commit_log
         index_safe = cfg.message_index_enable and cfg.message_index_safe
+        if release.writer == "rocketmq-rust":
+            return self._rust_start(plan, release)
         if not abort and release.normal_start == "third_to_last":
             legacy = release.name if release.name.startswith("4.") else "RocketMQ ≤ 5.3.1"
             return StartChoice(max(0, len(files) - 3), f"normal, last three files ({legacy})", "third-to-last file", max_cq)
@@ -366,6 +368,45 @@ class _Planner:
         else:
             reason = f"commitLogRecoverMaxNum={cap}: no newer file starts with a record {none}; the walk stops at the last file it may look at ({cap} counting the newest)"
         return StartChoice(index, rule, reason, max_cq if not abort else -2, tuple(log))
+
+    def _rust_start(self, plan: RecoveryPlan, release: Release) -> StartChoice:
+        """rocketmq-rust 1.0.0's start file (crates.io ``rocketmq-store``): normal recovery
+        scans the last ``maxRecoveryCommitLogFiles`` files (``plan_normal_recovery_file_window``);
+        abnormal recovery finds the newest file whose first record has a magic and a
+        non-zero storeTimestamp at or before minTimestamp (``commit_log_recovery.rs
+        find_checkpoint_recovery_start_index`` → ``header::probe_store_timestamp``), then
+        starts that many files further back, or at the file holding the consume queues'
+        max physical offset if that is earlier (``plan_abnormal_recovery_window_from_ranges``:
+        the minimum of the three indexes; the confirm offset's file, the log's last without
+        a controller, is never lower); no file matched, or the queues' offset outside the
+        log: file 0."""
+        files, max_cq = plan.files, self.max_cq
+        if not self.abort:
+            back = release.normal_last_files
+            return StartChoice(max(0, len(files) - back), f"normal, the last {back} files (maxRecoveryCommitLogFiles; {release.title})",
+                               f"{back} files before the newest", max_cq)
+        fsize = self.cfg.mapped_file_size_commit_log
+        min_ts = plan.report.min_timestamp
+        matched = None
+        for index in range(len(files) - 1, -1, -1):
+            buf = file_view(files[index], fsize)
+            if len(buf) >= 8 and struct.unpack_from(">I", buf, 4)[0] in cl.MESSAGE_MAGICS:
+                ts = store_timestamp_at(buf, 0)
+                if ts and ts <= min_ts:
+                    matched = index
+                    break
+        rule = f"abnormal, {release.abnormal_files_back} files before the newest file whose first record was stored by minTimestamp ({release.title})"
+        if matched is None:
+            return StartChoice(0, rule, f"no file starts with a record stored at or before minTimestamp {min_ts}: first file", -2)
+        lo, hi = files[0].file_from_offset, files[-1].file_from_offset + fsize
+        if not lo <= max_cq <= hi:
+            return StartChoice(0, rule, f"the consume queues' max physical offset {max_cq} is outside the log: first file", -2)
+        dispatch = max(i for i, f in enumerate(files) if f.file_from_offset <= max_cq) if max_cq >= lo else 0
+        back = max(0, matched - release.abnormal_files_back)
+        index = min(back, dispatch)
+        why = (f"file {files[matched].path.name} starts with a record stored at or before minTimestamp {min_ts}; "
+               + (f"{release.abnormal_files_back} files before it" if index == back else f"the file holding the queues' max physical offset {max_cq} is earlier"))
+        return StartChoice(index, rule, why, -2)
 
     def _dispatch_stores(self, release: Release):
         """The RocksDB key and transaction stores ``release``'s start-up asks (cached per
@@ -901,7 +942,7 @@ def _apply(rep: RecoveryReport, plan: RecoveryPlan, target: Path, cfg: MessageSt
             cp["physic_msg_timestamp"] = last_ts
         if logics_ts:
             cp["logics_msg_timestamp"] = max(logics_ts, cp["logics_msg_timestamp"]) if rep.mode == "normal" else logics_ts
-            if release_named(rep.release).checkpoint_longs >= 6:
+            if release_named(rep.release).checkpoint_longs >= 6 and release_named(rep.release).writer == "apache":
                 # 5.5's first consume-queue flush after start copies what re-dispatch
                 # last put (StoreCheckpoint.tmpLogicsPhysicalOffset) into the checkpoint
                 cp["logics_physical_offset"] = logics_offset

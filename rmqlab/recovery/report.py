@@ -227,7 +227,9 @@ class RecoveryReport:
         if self.release:
             r = self.release_reading
             said = "given" if r.get("told") else " or ".join(r.get("candidates", [])) + (f": {'; '.join(r['evidence'])}" if r.get("evidence") else "")
-            out.append(f"  release        RocketMQ {self.release}'s rules (the store: {said})")
+            from ..releases import release as _release
+
+            out.append(f"  release        {_release(self.release).title}'s rules (the store: {said})")
         for o in self.release_outcomes:
             out.append(f"  RELEASES DIFFER RocketMQ {o.release} would start at {o.start_file} ({o.start_reason}) and end the log at {o.commitlog_end} "
                        f"({o.records_lost} record(s) lost, {o.records_scanned} scanned); the store does not say which release wrote it: "

@@ -16,6 +16,15 @@ names the broker's version.  What does tell, read-only and cheaply:
   the two together (``ConsumeQueue.putMessagePositionInfoWrapper`` → the thorough flush)
   — unless the last record dispatched was the log's first, at offset 0.
 
+Another implementation's bytes say so too.  rocketmq-rust (:data:`rmqlab.releases.WRITERS`)
+is told by what no Java release writes: ``pid=N`` in the ``lock`` file (Java writes
+``lock`` there: ``DefaultMessageStore.start``; rust's ``root_lock.rs`` its PID), its
+timer store's v2 files (``timer-v2/FORMAT``, ``timerwheel.v2/``, ``config/timer-role.meta``;
+``timer_message_store.rs``), or a checkpoint whose byte 40 is no record's start (5.5's
+``logicsPhysicalOffset`` is the start of the last record dispatched; rust's
+``indexSafePhyOffset`` there is the end of the last record indexed: the log's end on a
+clean store).
+
 What is left open is a set of candidates; the recovery plan is made under each whose
 rules would choose differently, and says so when they disagree instead of guessing.
 """
@@ -50,7 +59,15 @@ class ReleaseReading:
         """The one release, when the store or the user says which."""
         return release(self.candidates[0]) if len(self.candidates) == 1 else None
 
+    @property
+    def writer(self) -> str:
+        """Who wrote the store: ``"apache"`` or another implementation's name."""
+        return release(self.candidates[0]).writer
+
     def describe(self) -> str:
+        if self.writer != "apache":
+            what = release(self.candidates[0]).title
+            return f"{what} (given)" if self.told else f"{what} ({'; '.join(self.evidence)})"
         if self.told:
             return f"RocketMQ {self.candidates[0]} (given)"
         what = " or ".join(self.candidates)
@@ -80,14 +97,69 @@ def is_timer_wheel_snapshot(name: str) -> bool:
     return timer_wheel_snapshot_flag(name) is not None
 
 
+#: rocketmq-rust's timer store, v2 layout (timer_message_store.rs, role.rs): none of it is Java's
+RUST_TIMER_PATHS = ("timer-v2", "timerwheel.v2", os.path.join("config", "timer-role.meta"), os.path.join("timerlog", "v2"))
+
+
+def _record_starts_at(root: Path, offset: int, file_size: int) -> bool | None:
+    """Whether a record (or a file's end-of-file blank) begins at ``offset`` of the log
+    (None: the file holding it is not there)."""
+    from ..format.commitlog import MAGIC_BLANK, MESSAGE_MAGICS
+
+    base = offset - offset % file_size
+    try:
+        with open(Path(root) / COMMITLOG_DIR / f"{base:020d}", "rb") as fh:
+            fh.seek(offset - base)
+            head = fh.read(8)
+    except OSError:
+        return None
+    if len(head) < 8:
+        return False
+    return int.from_bytes(head[4:8], "big") in (*MESSAGE_MAGICS, MAGIC_BLANK)
+
+
+def rust_evidence(root: str | os.PathLike, config: MessageStoreConfig | None = None) -> list[str]:
+    """What in the store at ``root`` says rocketmq-rust wrote it (see the module); empty
+    when nothing does."""
+    root = Path(root)
+    said = []
+    try:
+        with open(root / "lock", "rb") as fh:
+            lock = fh.read(64)
+    except OSError:
+        lock = b""
+    if lock.startswith(b"pid="):
+        pid = lock.splitlines()[0].decode("ascii", "replace")
+        said.append(f"the lock file holds {pid!r} (rocketmq-rust's root_lock.rs; Java writes 'lock' there)")
+    present = [p for p in RUST_TIMER_PATHS if (root / p).exists()]
+    if present:
+        said.append(f"rocketmq-rust's v2 timer layout ({', '.join(present)})")
+    cp = read_checkpoint_fields(root)
+    if cp and cp["logics_physical_offset"] > 0:
+        if config is not None:
+            file_size = config.mapped_file_size_commit_log
+        else:  # the files' own size: every commitlog file is pre-allocated whole
+            files = sorted(p for p in (root / COMMITLOG_DIR).glob("[0-9]" * 20) if p.is_file()) if (root / COMMITLOG_DIR).is_dir() else []
+            file_size = files[0].stat().st_size if files else 0
+        if file_size > 0 and _record_starts_at(root, cp["logics_physical_offset"], file_size) is False:
+            said.append(f"the checkpoint's byte 40 ({cp['logics_physical_offset']}) is no record's start: rocketmq-rust's "
+                        "indexSafePhyOffset (the end of the last record indexed), not 5.5's logicsPhysicalOffset")
+    return said
+
+
 def tell_release(root: str | os.PathLike, config: MessageStoreConfig | None = None, told: str | None = None) -> ReleaseReading:
     """The releases that may have written the store at ``root`` (see the module).
     ``told``: the release the user names, which wins (an unknown name raises ValueError)."""
     if told:
-        return ReleaseReading((release(told).name,), ["given with --rocketmq-version"], told=True)
+        given = release(told)
+        how = "--writer" if given.writer != "apache" else "--rocketmq-version"
+        return ReleaseReading((given.name,), [f"given with {how}"], told=True)
     from .metadata import written_by_4x
 
     root = Path(root)
+    rust = rust_evidence(root, config)
+    if rust:
+        return ReleaseReading((release("rocketmq-rust").name,), rust)
     evidence: list[str] = []
     by_4x = written_by_4x(root)
     if by_4x:
