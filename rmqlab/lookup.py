@@ -211,20 +211,36 @@ class KeyQueryResult:
         return reprs.html("key_query", self)
 
 
-def record_has_key(record: Record, topic: str, key: str) -> bool:
-    """Whether ``record`` is indexed under ``topic#key`` (UNIQ_KEY or a KEYS token)."""
+#: ``queryMessage``'s index types (Java 5.4+ ``MessageConst.INDEX_UNIQUE_TYPE`` /
+#: ``INDEX_TAG_TYPE``; rocketmq-rust ``QueryMessageRequest.legacy_backend_key``): the key
+#: looked up is ``topic#U#key`` / ``topic#T#key``
+INDEX_TYPES = ("U", "T")
+
+
+def record_has_key(record: Record, topic: str, key: str, uniq_type: str = "") -> bool:
+    """Whether ``record`` is indexed under ``topic#key`` (UNIQ_KEY, a KEYS token or,
+    as ``T#tags``, its TAGS); ``uniq_type`` is the writer's form of a UNIQ_KEY
+    (:attr:`rmqlab.releases.Release.uniq_index_type`)."""
     if record.topic != topic:
         return False
     jp = record.java_properties
-    return index_key(topic, key) in rules.index_keys(topic, jp.get(props.UNIQ_KEY), jp.get(props.KEYS))
+    return index_key(topic, key) in rules.index_keys(topic, jp.get(props.UNIQ_KEY), jp.get(props.KEYS), jp.get(props.TAGS), uniq_type)
 
 
-def query_by_key(store: StoreReader, topic: str, key: str, max_num: int = 2**31 - 1, begin: int = 0, end: int = LONG_MAX, source: str | None = None) -> KeyQueryResult:
+def query_by_key(store: StoreReader, topic: str, key: str, max_num: int = 2**31 - 1, begin: int = 0, end: int = LONG_MAX, source: str | None = None,
+                 index_type: str | None = None, uniq_type: str = "") -> KeyQueryResult:
     """Look ``topic#key`` up where ``source`` says (default :func:`key_index_source`),
     then verify the real key.  The index files answer newest first (``IndexService``);
     the RocksDB keys answer by hour, KEYS entries first and UNIQ_KEY ones when there are
     none (``IndexRocksDBStore.queryOffset``; an unbounded window takes every hour the
-    store holds, not the broker's last ``maxRocksDBIndexQueryDays`` by its clock)."""
+    store holds, not the broker's last ``maxRocksDBIndexQueryDays`` by its clock).
+    ``index_type`` (:data:`INDEX_TYPES`) looks ``topic#<type>#key`` up, as a typed query
+    does; ``uniq_type`` says how the store's writer indexed UNIQ_KEYs (the records a
+    hit must carry)."""
+    if index_type:
+        if index_type not in INDEX_TYPES:
+            raise ValueError(f"unknown index type {index_type!r}: {', '.join(INDEX_TYPES)}")
+        key = f"{index_type}#{key}"
     source = source or key_index_source(store)
     walk: list = []
     raw: list[int] = []
@@ -248,7 +264,7 @@ def query_by_key(store: StoreReader, topic: str, key: str, max_num: int = 2**31 
         except StoreFormatError:
             collisions.append(off)  # points at nothing readable: not an answer
             continue
-        if record_has_key(rec, topic, key):
+        if record_has_key(rec, topic, key, uniq_type):
             records.append(rec)
         else:
             collisions.append(off)

@@ -215,13 +215,15 @@ def goes_to_index(sys_flag):
     return (sys_flag & TRANSACTION_MASK) != TRANSACTION_ROLLBACK_TYPE
 
 
-def index_keys(topic: str, uniq_key: str | None, keys: str | None, tags: str | None = None) -> list[str]:
+def index_keys(topic: str, uniq_key: str | None, keys: str | None, tags: str | None = None, uniq_type: str = "") -> list[str]:
     """The keys Java ``IndexService.buildIndex`` puts for one record, in its order:
     ``topic#UNIQ_KEY`` (when the property is there; Java's property parser drops empty
     values), then ``topic#k`` for each non-empty token of KEYS split on
     ``MessageConst.KEY_SEPARATOR``, then (5.4+, :attr:`rmqlab.releases.Release.index_tags`:
-    pass ``tags`` only for such a release) ``topic#T#TAGS`` when TAGS is not empty."""
-    out = [index_key(topic, uniq_key)] if uniq_key else []
+    pass ``tags`` only for such a release) ``topic#T#TAGS`` when TAGS is not empty.
+    ``uniq_type`` (:attr:`rmqlab.releases.Release.uniq_index_type`): rocketmq-rust's
+    ``"U#"`` before the UNIQ_KEY."""
+    out = [index_key(topic, uniq_type + uniq_key)] if uniq_key else []
     if keys:
         out += [index_key(topic, k) for k in keys.split(props.KEY_SEPARATOR) if k]
     if tags:

@@ -11,8 +11,10 @@ import sys
 
 from .. import lookup as lk
 from ..errors import RmqlabError
+from ..releases import release
+from ..store.release import tell_release
 from ..render.text import record_detail
-from .common import OFFSET, add_store_options, number, open_from_args, print_json
+from .common import OFFSET, add_release_option, add_store_options, number, open_from_args, print_json
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -28,9 +30,12 @@ def add_parser(sub) -> argparse.ArgumentParser:
     how.add_argument("--offset", type=OFFSET, help="a physical commitlog offset")
     how.add_argument("--queue", metavar="TOPIC:QID:OFFSET", help="a consume-queue position")
     how.add_argument("--time", type=int, metavar="MS", help="store time in ms: the queue offset stored then (needs --topic, --queue-id)")
+    p.add_argument("--index-type", choices=list(lk.INDEX_TYPES), help="--key: a typed query, as Java 5.4+'s and rocketmq-rust's queryMessage take one: "
+                   "U looks topic#U#key up (how rocketmq-rust indexes a UNIQ_KEY), T topic#T#key (a record's TAGS, 5.4+); default: topic#key")
     p.add_argument("--topic", help="the topic: with --key (its index entries are topic#key) and with --time")
     p.add_argument("--queue-id", type=int, help="the queue id, with --time")
     p.add_argument("--boundary", choices=["LOWER", "UPPER"], default="LOWER", help="with --time: first at/after (LOWER) or last at/before (UPPER)")
+    add_release_option(p)
     p.add_argument("--raw", action="store_true", help="the raw view: every property pair as on disk (RocketMQ's map drops empty values); with --key also the raw index answer (hash matches, collisions included)")
     p.add_argument("--decompress", action="store_true", help="show a compressed body (sysFlag COMPRESSED) inflated")
     p.add_argument("--json", action="store_true", help="print matching records as JSON lines (the keys of `dump --json`)")
@@ -61,15 +66,22 @@ def run(args) -> int:
                 raise RmqlabError("--key needs --topic (the index key is topic#key)")
             cap = args.max if args.max is not None else store.config.max_msgs_num_batch
             source = {"files": lk.INDEX_FILES, "rocksdb": lk.ROCKSDB_KEYS}.get(args.index)
-            res = lk.query_by_key(store, args.topic, args.key, cap, source=source)
+            writer = release(tell_release(store.root, store.config, told=args.rocketmq_version).candidates[0])
+            res = lk.query_by_key(store, args.topic, args.key, cap, source=source, index_type=args.index_type, uniq_type=writer.uniq_index_type)
             records = res.records
+            if writer.uniq_index_type and not args.index_type:
+                typed = lk.query_by_key(store, args.topic, args.key, cap, source=source, index_type="U", uniq_type=writer.uniq_index_type)
+                if typed.records:
+                    print(f"note: {writer.title} wrote this store and indexes a UNIQ_KEY as {args.topic}#U#{args.key}: a Java broker's queryMessage "
+                          f"(this answer, {args.topic}#{args.key}) finds {len(res.records)} record(s) by it, rocketmq-rust's query by unique key "
+                          f"(--index-type U) {len(typed.records)}", file=sys.stderr)
             for p in store.index.problems if res.source == lk.INDEX_FILES else []:
                 print(f"warning: {p} (this file is left out of the key lookup)", file=sys.stderr)
             if len(res.raw_offsets) >= cap:
                 print(f"note: the answer is capped at {cap} index hit(s) (RocketMQ's maxMsgsNumBatch caps queryMessage so; --max N to see more)", file=sys.stderr)
             if not args.json:
                 what = "hash collision(s)" if res.source == lk.INDEX_FILES else "entry(ies) of another key sharing its prefix"
-                print(f"{args.topic}#{args.key} ({res.source}): {len(res.raw_offsets)} index hit(s), {len(res.records)} record(s) carry the key, {len(res.collisions)} {what}")
+                print(f"{res.topic}#{res.key} ({res.source}): {len(res.raw_offsets)} index hit(s), {len(res.records)} record(s) carry the key, {len(res.collisions)} {what}")
                 if res.past_end:
                     print(f"  {len(res.past_end)} hit(s) point past the end of the log (bytes a recovery cut; RocketMQ serves none): {res.past_end}")
                 if args.raw:

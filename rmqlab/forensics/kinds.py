@@ -133,6 +133,9 @@ KINDS: dict[str, Kind] = {
     "INDEX_HASH": _k("index entry's hash matches no key of its record",
                      "The broker answers a lookup of the entry's hash with the record it points at; the client's query (MQAdminImpl.queryMessage) "
                      "drops it, its keys not matching: the key the entry was made for is not found through it."),
+    "INDEX_UNIQ_FORM": _k("UNIQ_KEYs indexed in another writer's form",
+                          "rocketmq-rust indexes a UNIQ_KEY as topic#U#key (index_service.rs, INDEX_UNIQUE_TYPE), Java as topic#key "
+                          "(IndexService.buildIndex): a broker of the other implementation looks the UNIQ_KEY up under its own form and finds nothing."),
     "INDEX_ORPHAN": _k("index entries no slot reaches",
                        "Never returned by a lookup: their keys are not findable through this file."),
     "INDEX_MISSING": _k("records with keys no index holds",

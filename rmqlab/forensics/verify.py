@@ -236,8 +236,11 @@ class _Verifier:
         from ..releases import release
         from ..store.release import tell_release
 
-        said = [release(c).index_tags for c in tell_release(self.root, self.cfg, told=rocketmq_version).candidates]
+        reading = tell_release(self.root, self.cfg, told=rocketmq_version)
+        said = [release(c).index_tags for c in reading.candidates]
         self.index_tags = "all" if all(said) else "some" if any(said) else "none"
+        #: how the writer indexes a UNIQ_KEY (rocketmq-rust: topic#U#uniq; Release.uniq_index_type)
+        self.uniq_type = release(reading.candidates[0]).uniq_index_type
         self.delay_table = parse_delay_levels(self.cfg.message_delay_level)
         from ..store.rocksdb_message import index_files_written
 
@@ -247,6 +250,9 @@ class _Verifier:
         self.stopped = False
         self.max_store_ts = 0
         self.n_records = 0
+        #: index entries holding a UNIQ_KEY in the other writer's form (INDEX_UNIQ_FORM)
+        self.n_uniq_form = 0
+        self.uniq_form_first: tuple[str, int, int] | None = None
         self.topics: dict[str, int] = {}
         self.topic_names: list[str] = []
         self.queue_prev: dict[int, tuple[int, int]] = {}  # queue key -> (queue offset, phy) of its last record
@@ -810,8 +816,10 @@ class _Verifier:
         phy, size = cat(w.phy), cat(w.size)
         qkey, qoff, qnum, tags, sys_flag, pair_row, pair_hash, pair_opt = [], [], [], [], [], [], [], []
         rows = 0
+        all_cols = []
         for batch in w.batches:
             cols = DispatchColumns.from_arrow(batch, self.delay_table)
+            all_cols.append(cols)
             self.max_store_ts = max(self.max_store_ts, int(cols.store_timestamp.max()))
             qkey.append(self._queue_key(cols.topic_code, cols.topics, cols.queue_id))
             qoff.append(cols.consume_queue_offset)
@@ -819,7 +827,8 @@ class _Verifier:
             tags.append(cols.tags_code)
             sys_flag.append(cols.sys_flag)
             if self.index_written:
-                rec, hashes, is_tag = cols.index_key_hashes(np.flatnonzero(goes_to_index(cols.sys_flag)), tags=self.index_tags != "none", tag_mask=True)
+                rec, hashes, is_tag = cols.index_key_hashes(np.flatnonzero(goes_to_index(cols.sys_flag)), tags=self.index_tags != "none", tag_mask=True,
+                                                            uniq_type=self.uniq_type)
                 pair_row.append(rec + rows)
                 pair_hash.append(hashes)
                 pair_opt.append(is_tag if self.index_tags == "some" else np.zeros(len(rec), bool))  # a key it need not find
@@ -835,12 +844,33 @@ class _Verifier:
             rank = np.empty_like(order)
             rank[order] = np.arange(len(order))
             pair_row = rank[pair_row]
+        else:
+            rank = None
+
+        def other_uniq_form():
+            """(row, hash) of each record's UNIQ_KEY in the form the rules here do not
+            expect (rocketmq-rust's topic#U#uniq under Java's, Java's under rust's),
+            sorted by row: asked only when entries match no key."""
+            other = "" if self.uniq_type else "U#"
+            rows_, hs, base = [], [], 0
+            for cols in all_cols:
+                eligible = np.flatnonzero(goes_to_index(cols.sys_flag))
+                r_, h_ = cols.index_key_hashes(eligible, uniq_type=other)
+                rows_.append(r_ + base)
+                hs.append(h_)
+                base += len(cols)
+            r_, h_ = cat(rows_), cat(hs)
+            if rank is not None:
+                r_ = rank[r_]
+            o = np.argsort(r_, kind="stable")
+            return r_[o], h_[o]
+
         in_cq = np.flatnonzero(goes_to_consume_queue(sys_flag))
         by_queue = in_cq[np.argsort(qkey[in_cq], kind="stable")]  # by queue, log order within
         self._queue_offsets(end, by_queue, phy, qkey, qoff, qnum)
         self._join_queues(lo, hi, end, by_queue, phy, size, qkey, qoff, tags, sys_flag)
         if self.indexes or self.index_written:
-            self._join_index(lo, hi, end, phy, pair_row, pair_hash, pair_opt)
+            self._join_index(lo, hi, end, phy, pair_row, pair_hash, pair_opt, other_uniq_form)
 
     def _queue_offsets(self, end, order, phy, qkey, qoff, qnum) -> None:
         """QUEUE_OFFSET_GAP (consecutive per queue, in log order: a record takes one
@@ -952,9 +982,13 @@ class _Verifier:
                         bad.append("record is a prepared/rolled-back transaction, which never has an entry")
                     self.add("CQ_MISMATCH", ERROR, file, fpos, f"{Q.qid} entry {q} → {int(off[i])}: " + "; ".join(bad))
 
-    def _join_index(self, lo, hi, end, phy, pair_row, pair_hash, pair_opt) -> None:
+    def _join_index(self, lo, hi, end, phy, pair_row, pair_hash, pair_opt, other_uniq_form=None) -> None:
         """Each index entry pointing into the window: a record there whose keys hash to
-        it; and each record's keys: reached by a chain (INDEX_MISSING)."""
+        it; and each record's keys: reached by a chain (INDEX_MISSING).  An entry that
+        holds the record's UNIQ_KEY in the other writer's form (``other_uniq_form``:
+        rocketmq-rust's ``topic#U#uniq`` judged by Java's rules) is INDEX_UNIQ_FORM, not
+        INDEX_HASH."""
+        other = None
         slots_n = self.cfg.max_hash_slot_num
         if len(pair_row) > 1 and not (pair_row[1:] >= pair_row[:-1]).all():
             po = np.argsort(pair_row, kind="stable")
@@ -986,13 +1020,24 @@ class _Verifier:
                     self.add("INDEX_BEYOND_END", WARNING, path, entry_position(slots_n, num), f"entry {num} points at {o}, at or past the end of the log ({end}); lookups skip it")
                 else:
                     self.add("INDEX_DANGLING", ERROR, path, entry_position(slots_n, num), f"entry {num} points at {o}, where no record starts")
-            for i in np.flatnonzero((r >= 0) & ~match).tolist():
+            unmatched = np.flatnonzero((r >= 0) & ~match)
+            if len(unmatched) and other_uniq_form is not None:
+                if other is None:
+                    other = other_uniq_form()
+                _, alt, _ = kernels.join_keys(phy, other[0], other[1], off[unmatched], kh[unmatched], reached[unmatched])
+                for i in unmatched[alt].tolist():
+                    num, o = int(nums[i]), int(off[i])
+                    self.n_uniq_form += 1
+                    if self.n_uniq_form == 1:
+                        self.uniq_form_first = (path, entry_position(slots_n, num), o)
+                unmatched = unmatched[~alt]
+            for i in unmatched.tolist():
                 num, o = int(nums[i]), int(off[i])
                 if self._room("INDEX_HASH", path):
                     file, fpos = self._where(o)
                     rec = decode_record(self.store.commitlog.queue.find(o).buf, fpos, file=file, file_base=o - fpos, check_crc=False, read_body=False)
                     jp = rec.java_properties
-                    keys = index_keys(rec.topic, jp.get(UNIQ_KEY), jp.get(KEYS), jp.get(TAGS) if self.index_tags != "none" else None)
+                    keys = index_keys(rec.topic, jp.get(UNIQ_KEY), jp.get(KEYS), jp.get(TAGS) if self.index_tags != "none" else None, self.uniq_type)
                     self.add("INDEX_HASH", ERROR, path, entry_position(slots_n, num), f"entry {num} hash {int(kh[i])} matches no key of the record at {o} ({rec.topic}, keys {keys})")
                 else:
                     self.add("INDEX_HASH", ERROR, path, entry_position(slots_n, num), "")
@@ -1047,6 +1092,17 @@ class _Verifier:
         self.report.stats.update(index_files=len(self.indexes), index_entries=self.n_index_entries)
         if self.index_written:
             self._index_missing()
+        if self.n_uniq_form:
+            self.report.stats.update(index_uniq_form=self.n_uniq_form)
+            path, pos, phy = self.uniq_form_first
+            if self.uniq_type:
+                what = ("as topic#UNIQ_KEY (Java's IndexService.buildIndex form), where rocketmq-rust writes topic#U#UNIQ_KEY: "
+                        "rocketmq-rust's query by unique key (index type U) does not find these records")
+            else:
+                what = ("as topic#U#UNIQ_KEY (rocketmq-rust's form, MessageConst::INDEX_UNIQUE_TYPE), where Java's IndexService.buildIndex writes "
+                        "topic#UNIQ_KEY: a Java broker's queryMessage by UNIQ_KEY finds none of these records (rocketmq-rust's typed query does: "
+                        "`rmqlab lookup --index-type U`, or read the store with --writer rocketmq-rust)")
+            self.add("INDEX_UNIQ_FORM", WARNING, path, pos, f"{self.n_uniq_form} index entr(ies) hold a record's UNIQ_KEY {what}; first for the record at {phy}")
 
     def check_rocksdb(self) -> None:
         """The RocksDB of ``consumequeue/`` (:mod:`rmqlab.store.rocksdb_queue`).  As the
@@ -1680,7 +1736,8 @@ def index_missing_message(name: str, count: int, first: list[int], index_end: in
     these) or at or past it (``pending``: not dispatched yet, indexed if dispatch
     reaches them)."""
     what = {"lost": "below the index's endPhyOffset {end}: RocketMQ never indexes them again, so they stay unfindable by key",
-            "pending": "at or past the newest index file's endPhyOffset {end} (no index file holds them: not dispatched yet, or their index file is gone)" + RECOVERY_DECIDES}[name]
+            "pending": "at or past the newest index file's endPhyOffset {end} (IndexService.buildIndex indexes from there on: not dispatched yet, "
+                       "or their index file is gone)" + RECOVERY_DECIDES}[name]
     return f"{count} record(s) carry a key or UNIQ_KEY that no index chain reaches (first at {', '.join(map(str, first))}), " + what.format(end=index_end)
 
 

@@ -233,7 +233,7 @@ class DispatchColumns:
             )
         ]
 
-    def index_key_hashes(self, rows: np.ndarray, *, tags: bool = False, tag_mask: bool = False):
+    def index_key_hashes(self, rows: np.ndarray, *, tags: bool = False, tag_mask: bool = False, uniq_type: str = ""):
         """The keys Java ``IndexService.buildIndex`` puts for the records ``rows``
         (:func:`rmqlab.rules.index_keys`, vectorised: ``topic#UNIQ_KEY`` when not empty,
         then ``topic#k`` per non-empty KEYS token, then with ``tags`` (5.4+,
@@ -241,7 +241,8 @@ class DispatchColumns:
         (row of each key, its index hash - the ``keyHash`` an index entry stores), in
         dispatch order: by row, each row's UNIQ_KEY first, its tag last.  Eligibility
         (ROLLBACK, endPhyOffset) is the caller's.  ``tag_mask`` adds a third array: which
-        of the keys are tag keys."""
+        of the keys are tag keys.  ``uniq_type``: the writer's form of a UNIQ_KEY's key
+        (rocketmq-rust's ``topic#U#uniq``: :attr:`rmqlab.releases.Release.uniq_index_type`)."""
         pa, pc = _arrow()
         rows = np.asarray(rows, dtype=np.int64)
         if not len(rows):
@@ -267,6 +268,9 @@ class DispatchColumns:
         ln = np.concatenate((ul, kl))
         prefix = np.asarray([java_string_hash(f"{t}#") for t in self.topics] or [0], dtype=np.int64).astype(np.uint32)
         pre = prefix[self.topic_code[rec]]
+        if uniq_type:
+            u_prefix = np.asarray([java_string_hash(f"{t}#{uniq_type}") for t in self.topics] or [0], dtype=np.int64).astype(np.uint32)
+            pre[: len(u_rows)] = u_prefix[self.topic_code[u_rows]]
         is_tag = np.zeros(len(rec), bool)
         if tags and self.tags is not None:
             tg = self.tags.take(ridx)

@@ -141,6 +141,8 @@ class CommitLogDispatcher:
         self.logics_physical_offset = 0  # Java StoreCheckpoint.logicsPhysicalOffset (5.5+: its record's offset)
         #: IndexService.buildIndex puts topic#T#tags too (5.4+)
         self.index_tags = release_named(release).index_tags
+        #: the writer's UNIQ_KEY form (rocketmq-rust: topic#U#uniq)
+        self.uniq_type = release_named(release).uniq_index_type
         self._tags_cache: dict[str, int] = {}
         self._load_queues()
 
@@ -206,7 +208,7 @@ class CommitLogDispatcher:
             return
         if not rules.goes_to_index(req.sys_flag):
             return
-        for key in rules.index_keys(req.topic, req.uniq_key, req.keys, req.tags if self.index_tags else None):
+        for key in rules.index_keys(req.topic, req.uniq_key, req.keys, req.tags if self.index_tags else None, self.uniq_type):
             self.index.put_key(key, req.commitlog_offset, req.store_timestamp)
 
     def dispatch_records(self, records: Iterable[Record]) -> int:
@@ -232,7 +234,7 @@ class CommitLogDispatcher:
         ordered = True
         last_logics = last_logics_offset = None
         goes_to_consume_queue, goes_to_index, index_keys = rules.goes_to_consume_queue, rules.goes_to_index, rules.index_keys
-        index_tags = self.index_tags
+        index_tags, uniq_type = self.index_tags, self.uniq_type
         for req in reqs:
             sf = req[9]
             if goes_to_consume_queue(sf):
@@ -252,7 +254,7 @@ class CommitLogDispatcher:
             prev_off = off
             if off < end_phy or not goes_to_index(sf):
                 continue
-            rk = index_keys(req[0], req[8], req[7], req.tags if index_tags else None)
+            rk = index_keys(req[0], req[8], req[7], req.tags if index_tags else None, uniq_type)
             if rk:
                 keys += rk
                 offsets += [off] * len(rk)
@@ -316,7 +318,7 @@ class CommitLogDispatcher:
         rows = np.flatnonzero(eligible)
         if not len(rows):
             return
-        rec, hashes = cols.index_key_hashes(rows, tags=self.index_tags)
+        rec, hashes = cols.index_key_hashes(rows, tags=self.index_tags, uniq_type=self.uniq_type)
         if len(rec):
             self.index.put_many(hashes, off[rec], cols.store_timestamp[rec])
 
