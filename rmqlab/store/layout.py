@@ -159,10 +159,34 @@ _CONFIG_ROCKSDB = {
 }
 
 
+#: rocketmq-rust's v2 timer store (crates.io rocketmq-store 1.0.0, timer_message_store.rs,
+#: role.rs, timer_checkpoint.rs): its own layout, none of it Java's
+_RUST_TIMER_DIRS = {"timer-v2": "rocketmq-rust's timer store format marker and quarantine (timer-v2/FORMAT)",
+                    "timerwheel.v2": "rocketmq-rust's timer wheel (v2 layout: pages.a|b, generations)"}
+_RUST_TIMER_CONFIG = {"timer-role.meta": "rocketmq-rust's timer role", "timercheck.a": "rocketmq-rust's timer checkpoint copy",
+                      "timercheck.b": "rocketmq-rust's timer checkpoint copy"}
+_RUST_TIMER_NOTE = "rocketmq-rust's own layout, not Java's TimerMessageStore: not decoded here (`rmqlab verify --against R` lists it)"
+#: Java's TimerCheckpoint: five longs and a data version (TimerCheckpoint.flush); rocketmq-rust's v2 one is 56 bytes
+_RUST_TIMERCHECK_SIZE = 56
+
+
+def _rust_timer_log(d: Path) -> bool:
+    """timerlog/ holding only rocketmq-rust's v2/ directory (no Java timer-log file)."""
+    names = [p.name for p in d.iterdir()]
+    return bool(names) and all(n == "v2" for n in names)
+
+
 def _config_parts(d: Path) -> list[Part]:
     out = []
+    rust_timers = (d / "timer-role.meta").exists() or (d.parent / "timer-v2").is_dir()
     for p in sorted(d.iterdir()):
         rel = f"{CONFIG_DIR}/{p.name}"
+        if p.is_file() and p.name in _RUST_TIMER_CONFIG:
+            out.append(Part(rel, _RUST_TIMER_CONFIG[p.name], NOT_CHECKED, _RUST_TIMER_NOTE, "timer_checkpoint.rs / role.rs"))
+            continue
+        if p.is_file() and p.name == TIMER_CHECK_FILE and rust_timers and p.stat().st_size == _RUST_TIMERCHECK_SIZE:
+            out.append(Part(rel, "rocketmq-rust's timer checkpoint (v2, 56 bytes)", NOT_CHECKED, _RUST_TIMER_NOTE, "timer_checkpoint.rs"))
+            continue
         if p.is_dir():
             java = _CONFIG_ROCKSDB.get(p.name)
             if java and p.name == "consumerOffsets" and rocksdb_offsets_in_use(d.parent):
@@ -356,8 +380,12 @@ def recognise(root: str | os.PathLike, config: MessageStoreConfig | None = None)
             parts.append(Part(name, "store lock", DECODED, "held while a broker runs", "DefaultMessageStore.start"))
         elif name == TIMER_WHEEL_FILE and p.is_file():
             parts.append(Part(name, "timer wheel (timerWheelEnable)", DECODED, "`rmqlab timers`; verify checks its slots against the timer log", "TimerWheel"))
+        elif name == TIMER_LOG_DIR and p.is_dir() and _rust_timer_log(p):
+            parts.append(Part(name + "/", "rocketmq-rust's timer log (v2 layout: timerlog/v2/)", NOT_CHECKED, _RUST_TIMER_NOTE, "timer_message_store.rs"))
         elif name == TIMER_LOG_DIR and p.is_dir():
             parts.append(Part(name + "/", "timer log", DECODED, "`rmqlab timers`; verify checks each unit against the commitlog", "TimerLog"))
+        elif name in _RUST_TIMER_DIRS and p.is_dir():
+            parts.append(Part(name + "/", _RUST_TIMER_DIRS[name], NOT_CHECKED, _RUST_TIMER_NOTE, "timer_message_store.rs"))
         elif name == CONFIG_DIR and p.is_dir():
             parts += _config_parts(p)
         elif p.is_dir() and any(p.resolve() == Path(d).resolve() for d in lay.commitlog_dirs):
