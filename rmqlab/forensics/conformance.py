@@ -26,7 +26,7 @@ from ..config import MessageStoreConfig
 from ..releases import release as release_named
 from ..rules import CHECKPOINT_FILE, LOCK_FILE
 from ..store.checkpoint import read_checkpoint_fields
-from ..store.release import RUST_TIMER_PATHS, _record_starts_at
+from ..store.release import byte_40_starts_no_record, rust_timer_paths
 from .kinds import kind_of
 from .verify import ERROR, verify_store
 
@@ -121,8 +121,7 @@ def _checkpoint(root: Path, rel, rep: ConformanceReport, config: MessageStoreCon
             f"StoreCheckpoint.flush ({rel.name}): five longs, the rest of the page zero",
             f"{rel.name} reads five longs and ignores byte 40; its next flush writes zeros there"))
         return
-    file_size = (config.mapped_file_size_commit_log if config else 0) or _file_size(root)
-    if file_size and _record_starts_at(root, value, file_size) is False:
+    if byte_40_starts_no_record(root, cp, config):
         rep.departures.append(Departure(
             "CHECKPOINT_BYTE_40", "the checkpoint's byte 40 is no record's start", 1, path, 40,
             f"StoreCheckpoint.flush ({rel.name}): byte 40 is logicsPhysicalOffset, the physical offset of the last record dispatched to a consume queue",
@@ -131,16 +130,8 @@ def _checkpoint(root: Path, rel, rep: ConformanceReport, config: MessageStoreCon
             "than the records the queues miss"))
 
 
-def _file_size(root: Path) -> int:
-    from ..rules import COMMITLOG_DIR
-
-    d = root / COMMITLOG_DIR
-    files = sorted(p for p in d.glob("[0-9]" * 20) if p.is_file()) if d.is_dir() else []
-    return files[0].stat().st_size if files else 0
-
-
 def _timers(root: Path, rep: ConformanceReport) -> None:
-    present = [p for p in RUST_TIMER_PATHS if (root / p).exists()]
+    present = rust_timer_paths(root)
     if present:
         rep.departures.append(Departure(
             "TIMER_LAYOUT", "timer store files of another layout", len(present), str(root / present[0]), None,

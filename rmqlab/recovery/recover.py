@@ -401,7 +401,7 @@ class _Planner:
         lo, hi = files[0].file_from_offset, files[-1].file_from_offset + fsize
         if not lo <= max_cq <= hi:
             return StartChoice(0, rule, f"the consume queues' max physical offset {max_cq} is outside the log: first file", -2)
-        dispatch = max(i for i, f in enumerate(files) if f.file_from_offset <= max_cq) if max_cq >= lo else 0
+        dispatch = max(i for i, f in enumerate(files) if f.file_from_offset <= max_cq)
         back = max(0, matched - release.abnormal_files_back)
         index = min(back, dispatch)
         why = (f"file {files[matched].path.name} starts with a record stored at or before minTimestamp {min_ts}; "

@@ -29,7 +29,7 @@ from pathlib import Path
 from ..config import MessageStoreConfig
 from ..files.rocksdb import is_rocksdb_names
 from .metadata import rocksdb_config_in_use, rocksdb_offsets_in_use
-from .release import is_timer_wheel_snapshot
+from .release import is_timer_wheel_snapshot, rust_timer_paths
 from ..errors import StoreLayoutError
 from ..format.dledger import DATA_DIR as DLEDGER_DATA_DIR, DLEDGER_PREFIX
 from ..rules import (timer_wheel_snapshot_flag, ABORT_FILE, BATCH_CONSUMEQUEUE_DIR, COMPACTION_CQ_DIR, COMPACTION_DIR, COMPACTION_LOG_DIR, CHECKPOINT_FILE, COMMITLOG_DIR, CONFIG_DIR, CONSUMEQUEUE_DIR, CONSUMEQUEUE_EXT_DIR, CONSUMEQUEUE_ROCKSDB_DIR, CONSUMER_OFFSET_FILE, DELAY_OFFSET_FILE, INDEX_DIR,
@@ -178,7 +178,7 @@ def _rust_timer_log(d: Path) -> bool:
 
 def _config_parts(d: Path) -> list[Part]:
     out = []
-    rust_timers = (d / "timer-role.meta").exists() or (d.parent / "timer-v2").is_dir()
+    rust_timers = bool(rust_timer_paths(d.parent))
     for p in sorted(d.iterdir()):
         rel = f"{CONFIG_DIR}/{p.name}"
         if p.is_file() and p.name in _RUST_TIMER_CONFIG:

@@ -101,26 +101,40 @@ def is_timer_wheel_snapshot(name: str) -> bool:
 RUST_TIMER_PATHS = ("timer-v2", "timerwheel.v2", os.path.join("config", "timer-role.meta"), os.path.join("timerlog", "v2"))
 
 
-def _record_starts_at(root: Path, offset: int, file_size: int) -> bool | None:
-    """Whether a record (or a file's end-of-file blank) begins at ``offset`` of the log
-    (None: the file holding it is not there)."""
+def rust_timer_paths(root: str | os.PathLike) -> list[str]:
+    """Which of :data:`RUST_TIMER_PATHS` the store at ``root`` holds."""
+    return [p for p in RUST_TIMER_PATHS if (Path(root) / p).exists()]
+
+
+def byte_40_starts_no_record(root: str | os.PathLike, cp: dict | None, config: MessageStoreConfig | None = None) -> bool:
+    """Whether the checkpoint's byte 40 (5.5's logicsPhysicalOffset, rocketmq-rust's
+    indexSafePhyOffset) is set and no record (nor a file's end-of-file blank) begins
+    there; False also when the commitlog file holding it is not there."""
     from ..format.commitlog import MAGIC_BLANK, MESSAGE_MAGICS
 
+    if not cp or cp["logics_physical_offset"] <= 0:
+        return False
+    root, offset = Path(root), cp["logics_physical_offset"]
+    if config is not None:
+        file_size = config.mapped_file_size_commit_log
+    else:  # the files' own size: every commitlog file is pre-allocated whole
+        files = sorted(p for p in (root / COMMITLOG_DIR).glob("[0-9]" * 20) if p.is_file()) if (root / COMMITLOG_DIR).is_dir() else []
+        file_size = files[0].stat().st_size if files else 0
+    if file_size <= 0:
+        return False
     base = offset - offset % file_size
     try:
-        with open(Path(root) / COMMITLOG_DIR / f"{base:020d}", "rb") as fh:
+        with open(root / COMMITLOG_DIR / f"{base:020d}", "rb") as fh:
             fh.seek(offset - base)
             head = fh.read(8)
     except OSError:
-        return None
-    if len(head) < 8:
         return False
-    return int.from_bytes(head[4:8], "big") in (*MESSAGE_MAGICS, MAGIC_BLANK)
+    return len(head) < 8 or int.from_bytes(head[4:8], "big") not in (*MESSAGE_MAGICS, MAGIC_BLANK)
 
 
-def rust_evidence(root: str | os.PathLike, config: MessageStoreConfig | None = None) -> list[str]:
+def rust_evidence(root: str | os.PathLike, config: MessageStoreConfig | None = None, cp: dict | None = None) -> list[str]:
     """What in the store at ``root`` says rocketmq-rust wrote it (see the module); empty
-    when nothing does."""
+    when nothing does.  ``cp``: its checkpoint's fields, when the caller has read them."""
     root = Path(root)
     said = []
     try:
@@ -131,19 +145,13 @@ def rust_evidence(root: str | os.PathLike, config: MessageStoreConfig | None = N
     if lock.startswith(b"pid="):
         pid = lock.splitlines()[0].decode("ascii", "replace")
         said.append(f"the lock file holds {pid!r} (rocketmq-rust's root_lock.rs; Java writes 'lock' there)")
-    present = [p for p in RUST_TIMER_PATHS if (root / p).exists()]
+    present = rust_timer_paths(root)
     if present:
         said.append(f"rocketmq-rust's v2 timer layout ({', '.join(present)})")
-    cp = read_checkpoint_fields(root)
-    if cp and cp["logics_physical_offset"] > 0:
-        if config is not None:
-            file_size = config.mapped_file_size_commit_log
-        else:  # the files' own size: every commitlog file is pre-allocated whole
-            files = sorted(p for p in (root / COMMITLOG_DIR).glob("[0-9]" * 20) if p.is_file()) if (root / COMMITLOG_DIR).is_dir() else []
-            file_size = files[0].stat().st_size if files else 0
-        if file_size > 0 and _record_starts_at(root, cp["logics_physical_offset"], file_size) is False:
-            said.append(f"the checkpoint's byte 40 ({cp['logics_physical_offset']}) is no record's start: rocketmq-rust's "
-                        "indexSafePhyOffset (the end of the last record indexed), not 5.5's logicsPhysicalOffset")
+    cp = cp if cp is not None else read_checkpoint_fields(root)
+    if byte_40_starts_no_record(root, cp, config):
+        said.append(f"the checkpoint's byte 40 ({cp['logics_physical_offset']}) is no record's start: rocketmq-rust's "
+                    "indexSafePhyOffset (the end of the last record indexed), not 5.5's logicsPhysicalOffset")
     return said
 
 
@@ -157,7 +165,8 @@ def tell_release(root: str | os.PathLike, config: MessageStoreConfig | None = No
     from .metadata import written_by_4x
 
     root = Path(root)
-    rust = rust_evidence(root, config)
+    cp = read_checkpoint_fields(root)
+    rust = rust_evidence(root, config, cp)
     if rust:
         return ReleaseReading((release("rocketmq-rust").name,), rust)
     evidence: list[str] = []
@@ -168,7 +177,6 @@ def tell_release(root: str | os.PathLike, config: MessageStoreConfig | None = No
     if by_4x is None:
         # as before releases were told apart: a 4.x store is known by its topics.json alone
         evidence.append("no config/topics.json to tell 4.x: a 5.x broker taken")
-    cp = read_checkpoint_fields(root)
 
     def keep(allowed: tuple[str, ...], why: str) -> None:
         nonlocal candidates
