@@ -97,6 +97,17 @@ class Release:
     #: normal recovery scans the last this many files (rocketmq-rust's
     #: maxRecoveryCommitLogFiles); 0: the rule ``normal_start`` names
     normal_last_files: int = 0
+    #: with ``enableAcceleratedRecovery=true``, abnormal recovery walks its start file from
+    #: dispatchFromPhyOffset (the checkpoint's logicsPhysicalOffset, or RocksDB's max
+    #: physical offset, lowered to a RocksDB key or transaction store's lastOffsetPy), not
+    #: from its first byte: what lies before it is neither checked nor re-dispatched
+    #: (5.5+: CommitLog.recoverAbnormally, ConsumeQueueStore.getDispatchFromPhyOffset).
+    #: 5.4.0 reads the setting only with a RocksDB consume queue (not modelled)
+    accelerated_abnormal: bool = False
+    #: with ``checkCommitLogOffsetOnRecover=true``, abnormal recovery's walk also ends at a
+    #: record whose physicalOffset field lies outside [fileFromOffset, fileFromOffset +
+    #: fileSize] of the file it is in (5.5+: CommitLog.recoverAbnormally)
+    commit_log_offset_check: bool = False
 
     def with_legacy_start(self) -> "Release":
         """The same release with normal recovery from the third-to-last file (a broker up
@@ -121,8 +132,10 @@ RELEASES: dict[str, Release] = {
         Release("4.9.7", "third_to_last", False, False, False, 3, False),
         Release("5.3.3", "queue_max_file", False, False, False, 5, False),
         Release("5.4.0", "walk_back", True, True, False, 5, True),
-        Release("5.5.0", "walk_back", True, True, True, 6, True, True),
-        Release("5.5.1", "walk_back", True, True, True, 6, True, True, True),
+        Release("5.5.0", "walk_back", True, True, True, 6, True, True,
+                accelerated_abnormal=True, commit_log_offset_check=True),
+        Release("5.5.1", "walk_back", True, True, True, 6, True, True, True,
+                accelerated_abnormal=True, commit_log_offset_check=True),
         # rocketmq-rust: checkMessageAndReturnSize-free matching of the first record
         # (probe_store_timestamp: magic and a non-zero storeTimestamp), no 10-file cap
         Release("rocketmq-rust:1.0.0", "last_files", False, False, False, 6, True,

@@ -213,6 +213,8 @@ class RecoveryPlan:
     #: the new end of the log (Java processOffset) and the file the scan started from
     process: int = 0
     start_index: int = 0
+    #: where in the start file the walk began (enableAcceleratedRecovery); -1: its first byte
+    scan_at: int = -1
     #: maxPhyOffsetOfConsumeQueue >= processOffset: truncateDirtyLogicFiles runs
     truncate_cq: bool = False
     #: no commitlog file at all: every consume queue is deleted

@@ -54,7 +54,7 @@ import os
 import shutil
 import struct
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -78,7 +78,7 @@ from ..files.extent import data_regions, nonzero_extent, nonzero_past, zero_runs
 from ..store.layout import commitlog_dirs, recognise
 from ..store.reader import infer_config, lock_state
 from .report import UNREADABLE, CutRange, ReleaseOutcome, GroupLoss, IndexChange, LostRecord, QueueShort, RecoveryReport, StopPoint
-from ..scan.acceptance import FileScan, check_record, scan_file
+from ..scan.acceptance import ILLEGAL_OFFSET, Check, FileScan, check_record, scan_file, shift_scan
 from .model import STORE, Queue, RecoveryPlan
 from .queues import ext_setting, plan_compaction, plan_ext, recover_queue, truncate_queue_plan
 from .redispatch import file_view, multi_dispatch_settings, records_to_dispatch, rocksdb_queue_changes, simulate_queues
@@ -96,6 +96,11 @@ class StartChoice:
     reason: str
     dispatch_from: int
     log: tuple[str, ...] = ()
+    #: where in the start file the walk begins (enableAcceleratedRecovery: the log offset
+    #: dispatchFromPhyOffset); -1: at its first byte
+    scan_at: int = -1
+    #: why RocketMQ's load() fails before it walks (an exception of its recovery); "" if not
+    load_error: str = ""
 
 
 class _Planner:
@@ -147,8 +152,15 @@ class _Planner:
             plan.wipe_queues = True
             return plan
         self.abort, self.max_cq, self.cp = abort, max_cq, cp
-        index = self._choose_start(plan, self.start_choice(plan, self.release))
-        self._scan(plan, index, abort)
+        choice = self.start_choice(plan, self.release)
+        index = self._choose_start(plan, choice)
+        if choice.load_error:
+            # an exception in DefaultMessageStore.recover: load() returns false (the plan
+            # still walks the log from the start file, for what it would read)
+            rep.load_ok = False
+            rep.load_problems.append(choice.load_error)
+            plan.fails_load.append(choice.load_error)
+        self._scan(plan, index, abort, max(choice.scan_at - plan.files[index].file_from_offset, 0) if not choice.load_error else 0)
         process = plan.process
         # truncation of consume queues (after the scan, as Java does)
         plan.truncate_cq = max_cq >= process
@@ -367,7 +379,42 @@ class _Planner:
             reason = why
         else:
             reason = f"commitLogRecoverMaxNum={cap}: no newer file starts with a record {none}; the walk stops at the last file it may look at ({cap} counting the newest)"
-        return StartChoice(index, rule, reason, max_cq if not abort else -2, tuple(log))
+        choice = StartChoice(index, rule, reason, max_cq if not abort else -2, tuple(log))
+        if abort and release.accelerated_abnormal and cfg.extra_flag("enableAcceleratedRecovery", False):
+            choice = self._accelerated(plan, release, choice)
+        return choice
+
+    def _accelerated(self, plan: RecoveryPlan, release: Release, choice: StartChoice) -> StartChoice:
+        """Java 5.5 ``CommitLog.recoverAbnormally`` with ``enableAcceleratedRecovery``: the
+        walk begins inside the start file at dispatchFromPhyOffset (``DefaultMessageStore.recover``:
+        the queue store's ``getDispatchFromPhyOffset(false)`` — the checkpoint's
+        logicsPhysicalOffset, or RocksDB's max physical offset — lowered to each other
+        CommitLogDispatchStore's above 0); a dispatchFromPhyOffset before the file falls
+        back to its first byte.  What lies before it is neither checked nor re-dispatched.
+        ``ConsumeQueueStore.getDispatchFromPhyOffset`` throws on a checkpoint with a
+        physicMsgTimestamp but no logicsPhysicalOffset, and ``ByteBuffer.position`` on an
+        offset past the file's end: load() fails."""
+        cp, f = self.cp, plan.files[choice.index]
+        if self.rocksdb is not None:
+            base = self.max_cq  # RocksDBConsumeQueueStore.recover: getMaxPhyOffsetInConsumeQueue
+        else:
+            base = cp["logics_physical_offset"]
+            if cp["physic_msg_timestamp"] > 0 and base <= 0:
+                return replace(choice, load_error=(
+                    f"enableAcceleratedRecovery=true and the checkpoint's logicsPhysicalOffset is {base}: RocketMQ {release.name} throws "
+                    "\"Accelerated recovery is enabled but checkpoint's logicsPhysicalOffset is invalid\" (ConsumeQueueStore.getDispatchFromPhyOffset)"))
+        lower = [v for v in self._dispatch_stores(release).last_offsets.values() if v > 0]
+        dispatch_from = min([base] + lower)
+        at = dispatch_from - f.file_from_offset
+        if at < 0:
+            return replace(choice, reason=choice.reason + f"; enableAcceleratedRecovery: dispatchFromPhyOffset {dispatch_from} is before the file, so from its first byte")
+        if at > self.cfg.mapped_file_size_commit_log:
+            return replace(choice, load_error=(
+                f"enableAcceleratedRecovery=true: dispatchFromPhyOffset {dispatch_from} is {at} bytes into start file {f.path.name}, past its "
+                f"{self.cfg.mapped_file_size_commit_log} bytes; RocketMQ {release.name}'s ByteBuffer.position throws (CommitLog.recoverAbnormally)"))
+        return replace(choice, scan_at=dispatch_from,
+                       reason=choice.reason + f"; enableAcceleratedRecovery: the walk begins {at} bytes into it, at dispatchFromPhyOffset {dispatch_from}",
+                       log=choice.log + (f"recover using acceleration, recovery offset is {dispatch_from}",))
 
     def _rust_start(self, plan: RecoveryPlan, release: Release) -> StartChoice:
         """rocketmq-rust 1.0.0's start file (crates.io ``rocketmq-store``): normal recovery
@@ -483,15 +530,19 @@ class _Planner:
 
         return matches, rule, f"that is whole, {cond}"
 
-    def _scan(self, plan: RecoveryPlan, index: int, abort: bool) -> None:
+    def _scan(self, plan: RecoveryPlan, index: int, abort: bool, start_at: int = 0) -> None:
         """Java's walk from the start file with ``checkMessageAndReturnSize``: a BLANK
         moves to the next file, the first failure is the new end of the log.  The
-        consume queues' offsets are hints that let whole runs be verified at once."""
+        consume queues' offsets are hints that let whole runs be verified at once.
+        ``start_at``: where in the start file the walk begins (enableAcceleratedRecovery).
+        Abnormal, with ``checkCommitLogOffsetOnRecover`` (5.5+), a record whose
+        physicalOffset lies outside its file ends the walk too."""
         rep, log, files, queues = plan.report, self.log, plan.files, plan.queues
         fsize = self.cfg.mapped_file_size_commit_log
+        check_offsets = abort and self.release.commit_log_offset_check and self.cfg.extra_flag("checkCommitLogOffsetOnRecover", False)
         t1 = time.perf_counter()
         # every unit pointing into the scanned files (those before are not dispatched again)
-        hint_parts = [q.offsets_from(files[index].file_from_offset) for q in queues.values()]
+        hint_parts = [q.offsets_from(files[index].file_from_offset + start_at) for q in queues.values()]
         owners = [np.full(len(p), i, np.int32) for i, p in enumerate(hint_parts)]
         hints = np.concatenate(hint_parts) if hint_parts else np.zeros(0, np.int64)
         order = np.argsort(hints, kind="stable")
@@ -507,7 +558,12 @@ class _Planner:
             buf = file_view(f, fsize)
             rep.files_scanned.append(f.path.name)
             _will_need(f.path)
-            s = scan_file(buf, check_crc=self.check_crc, force_verify_prop_crc=self.force_prop, hints=_hints(hints, f.file_from_offset, len(buf)))
+            at = start_at if i == index else 0
+            s = scan_file(buf[at:], check_crc=self.check_crc, force_verify_prop_crc=self.force_prop, hints=_hints(hints, f.file_from_offset + at, len(buf) - at))
+            if at:
+                s = shift_scan(s, at)
+            if check_offsets:
+                s = _offsets_in_file(s, buf, f.file_from_offset, fsize)
             scans.append((i, s))
             rep.records_scanned += len(s.starts)
             if self.check_crc:
@@ -530,7 +586,7 @@ class _Planner:
                 ext = nonzero_extent(f.path, s.end)
                 zero_tail = c.kind == "BAD_MAGIC" and ext is None
                 if c.java_log:
-                    log.append(c.java_log.replace("{offset}", str(process)))
+                    log.append(c.java_log.replace("{offset}", str(process)).replace("{file}", f"{STORE}/{COMMITLOG_DIR}/{f.path.name}"))
                 rep.stop = StopPoint(c.kind or "", str(f.path), s.end, process, c.message, zero_tail)
                 if ext is not None:  # zeros amid data after the stop: name them (a zeroed page)
                     rep.stop.zeroed = [list(z) for z in zero_runs(f.buf, s.end, ext[1])]
@@ -542,6 +598,7 @@ class _Planner:
         positions = np.concatenate([files[fi].file_from_offset + s.starts for fi, s in scans]) if scans else np.zeros(0, np.int64)
         sizes = np.concatenate([s.sizes for _, s in scans]) if scans else np.zeros(0, np.int64)
         plan.scans, plan.positions, plan.sizes, plan.process, plan.start_index = scans, positions, sizes, process, index
+        plan.scan_at = files[index].file_from_offset + start_at if start_at else -1
 
 
 def _will_need(path: Path) -> None:
@@ -562,6 +619,27 @@ def _will_need(path: Path) -> None:
         pass
     finally:
         os.close(fd)
+
+
+def _offsets_in_file(s: FileScan, buf, file_from: int, fsize: int) -> FileScan:
+    """Java 5.5 ``recoverAbnormally`` with ``checkCommitLogOffsetOnRecover``: the first
+    kept record whose physicalOffset field is below the file's fromOffset or above
+    fromOffset + fileSize ends the walk there, as a failed check does ("found illegal
+    commitlog offset ..., it will be truncated")."""
+    if not len(s.starts):
+        return s
+    a = np.frombuffer(buf, dtype=np.uint8)
+    cols = s.starts[:, None] + np.arange(layout.PHYSICAL_OFFSET_AT, layout.PHYSICAL_OFFSET_AT + 8)
+    phy = np.ascontiguousarray(a[cols]).view(">i8").reshape(-1)
+    bad = np.flatnonzero((phy < file_from) | (phy > file_from + fsize))
+    if not len(bad):
+        return s
+    k = int(bad[0])
+    pos = int(s.starts[k])
+    why = Check(False, -1, ILLEGAL_OFFSET, f"its physicalOffset {int(phy[k])} lies outside the file [{file_from}, {file_from + fsize}] (checkCommitLogOffsetOnRecover)",
+                f"found illegal commitlog offset {int(phy[k])} in {{file}}, current pos={{offset}}, it will be truncated.", pos)
+    sched = s.schedule_idx[s.schedule_idx < k] if s.schedule_idx is not None else None
+    return FileScan(s.starts[:k], s.sizes[:k], pos, False, why, sched)
 
 
 def _hints(hints: np.ndarray, base: int, n: int) -> np.ndarray:
@@ -1053,7 +1131,7 @@ def plan(
         p = planner.plan()
         rep = p.report
         rep.release_reading = reading.to_dict()
-        _unmodelled_release_settings(rep, cfg, releases[0])
+        _unmodelled_release_settings(rep, cfg, releases[0], rocksdb)
     except BaseException:
         if rocksdb is not None:
             rocksdb.close()
@@ -1102,15 +1180,16 @@ def plan(
     return p
 
 
-def _unmodelled_release_settings(rep: RecoveryReport, cfg: MessageStoreConfig, release: Release) -> None:
-    """Settings of 5.4+ that move where recovery starts inside a file or stops, which
-    rmqlab does not model: named, and applying refuses."""
-    if not release.full_first_record:
-        return
-    for name, java in (("enableAcceleratedRecovery", "recoverAbnormally starts inside its start file, at the dispatch position"),
-                       ("checkCommitLogOffsetOnRecover", "recoverAbnormally also stops at a record whose physicalOffset is outside its file")):
-        if cfg.extra_flag(name, False):
-            rep.not_modelled.append(f"{name}=true: {java} (RocketMQ {release.name}); rmqlab does not model it")
+def _unmodelled_release_settings(rep: RecoveryReport, cfg: MessageStoreConfig, release: Release, rocksdb) -> None:
+    """Start-up settings rmqlab does not model for ``release``: named, and applying
+    refuses.  5.4.0 reads ``enableAcceleratedRecovery`` only with a RocksDB consume
+    queue (``CommitLog.recoverNormally`` / ``recoverAbnormally``: ``isEnableRocksDBStore() &&
+    isEnableAcceleratedRecovery()``), and then in both recoveries; 5.5 reads it in the
+    abnormal one for every store (modelled: ``Release.accelerated_abnormal``)."""
+    if release.writer == "apache" and release.full_first_record and not release.accelerated_abnormal and rocksdb is not None \
+            and cfg.extra_flag("enableAcceleratedRecovery", False):
+        rep.not_modelled.append(f"enableAcceleratedRecovery=true with a RocksDB consume queue: RocketMQ {release.name}'s recoveries start inside "
+                                "their start file, at RocksDB's dispatch position; rmqlab does not model it")
 
 
 def _outcome(rep: RecoveryReport) -> tuple:
@@ -1127,10 +1206,10 @@ def _other_releases(p: RecoveryPlan, planner: _Planner, others: list[Release], r
     that differs (a different start whose re-dispatch adds nothing new agrees)."""
     rep = p.report
     # releases whose start is the plan's agree with it; others are planned once per start
-    seen: dict[tuple[int, int], ReleaseOutcome | str | None] = {(p.start_index, rep.dispatch_from): None}
+    seen: dict[tuple[int, int, int], ReleaseOutcome | str | None] = {(p.start_index, rep.dispatch_from, p.scan_at): None}
     for r in others:
         choice = planner.start_choice(p, r)
-        key = (choice.index, choice.dispatch_from)
+        key = (choice.index, choice.dispatch_from, choice.scan_at)
         if key in seen:
             known = seen[key]
             if isinstance(known, ReleaseOutcome):

@@ -21,7 +21,7 @@ from .. import reprs
 class StopPoint:
     """Where the commitlog scan stopped and why (Java ``checkMessageAndReturnSize`` failed)."""
 
-    kind: str  # BAD_MAGIC, BODY_CRC, SIZE_MISMATCH, BAD_SIZE, TRUNCATED, DELAY_PARSE, PROPERTY_CRC
+    kind: str  # BAD_MAGIC, BODY_CRC, SIZE_MISMATCH, BAD_SIZE, TRUNCATED, DELAY_PARSE, PROPERTY_CRC, ILLEGAL_OFFSET
     file: str
     file_offset: int
     physical_offset: int

@@ -48,6 +48,9 @@ _V1, _V2, _BLANK = cl.MAGIC_V1, cl.MAGIC_V2, cl.MAGIC_BLANK
 
 SCHEDULE_TOPIC = rules.SCHEDULE_TOPIC.encode()
 DELAY_PARSE = "DELAY_PARSE"  # Integer.parseInt(DELAY) threw on SCHEDULE_TOPIC_XXXX
+#: a whole record whose physicalOffset lies outside its file (5.5+ recoverAbnormally with
+#: checkCommitLogOffsetOnRecover ends its walk there; rmqlab.recovery applies it)
+ILLEGAL_OFFSET = "ILLEGAL_OFFSET"
 
 
 @dataclass
@@ -492,3 +495,10 @@ def scan_file(buf, *, check_crc: bool = True, force_verify_prop_crc: bool = Fals
     if blank:
         return FileScan(s, sizes, pos, True, None, sched)
     return FileScan(s, sizes, pos, False, check_record(buf, pos, check_crc=check_crc, force_verify_prop_crc=force_verify_prop_crc), sched)
+
+
+def shift_scan(s: FileScan, by: int) -> FileScan:
+    """The scan of ``buf[by:]`` in the positions of ``buf`` (a walk that began ``by``
+    bytes into its file)."""
+    stop = None if s.stop is None else Check(s.stop.ok, s.stop.size, s.stop.kind, s.stop.message, s.stop.java_log, s.stop.java_pos + by)
+    return FileScan(s.starts + by, s.sizes, s.end + by, s.blank, stop, s.schedule_idx)
