@@ -32,25 +32,22 @@ browser:
 demo: $(STAMP)
 	$(BIN)/rmqlab demo
 
-# Two workers more than the cores (pytest-xdist), a test file each at a time: much of the
-# suite waits on JVMs (RocketMQ's shutdown sleeps 3 s), brokers, subprocesses and a Spark
-# cluster, and a worker per core left a two-core machine half idle (1.0 of 2 cores busy
-# over a run). The slowest tests are listed at the end of every run.
+# A worker per core (pytest-xdist), a test file each at a time: much of the suite waits
+# on JVMs, subprocesses and a Spark cluster, so a worker per core keeps them busy. The
+# slowest tests are listed at the end of every run.
 #
 # On a new machine much of a first run is downloading: pip's packages, Debian's
 # Chromium, RocketMQ's jars from Maven Central. They download side by side: the browser
 # and the oracle's Maven builds (tests/oracle/harness.py) start while pip installs, and
 # the tests start when the environment and the browser are there; a test that needs a
 # release's build still running waits for it (each build holds its release's lock).
-WORKERS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 2) + 2 )))
-
 test: java
 	@$(BASH) scripts/ensure-browser.sh & browser=$$!; \
 	$(PYTHON) tests/oracle/harness.py & oracle=$$!; \
 	$(MAKE) --no-print-directory $(STAMP) || { kill $$oracle; exit 1; }; \
 	wait $$browser; \
-	echo "PYSPARK_PYTHON=$(abspath $(BIN)/python) $(BIN)/python -m pytest -n $(WORKERS) --dist loadfile --no-loadscope-reorder --durations=25"; \
-	PYSPARK_PYTHON=$(abspath $(BIN)/python) $(BIN)/python -m pytest -n $(WORKERS) --dist loadfile --no-loadscope-reorder --durations=25; status=$$?; \
+	echo "PYSPARK_PYTHON=$(abspath $(BIN)/python) $(BIN)/python -m pytest -n auto --dist loadfile --no-loadscope-reorder --durations=25"; \
+	PYSPARK_PYTHON=$(abspath $(BIN)/python) $(BIN)/python -m pytest -n auto --dist loadfile --no-loadscope-reorder --durations=25; status=$$?; \
 	wait $$oracle; exit $$status
 
 # The shipped lessons themselves, to edit and save (users run `rmqlab lab`, which copies
