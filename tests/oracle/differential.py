@@ -31,7 +31,7 @@ from rmqlab.store import open_store
 
 from tests.oracle.compare import compare_all, compare_recovery, index_file_name_collisions
 from tests.oracle.harness import Oracle, load_request, write_request
-from tests.oracle.workload import damage, older_damage, random_workload, release_damage, rmqlab_write, write_lines
+from tests.oracle.workload import OLDER_DAMAGE_KINDS, broker_checkpoint, damage, odd_topics_workload, older_damage, random_workload, release_damage, rmqlab_write, write_lines
 
 #: new index files of a recovery are named by this clock (after every store timestamp)
 CLOCK_MS = 4_000_000_000_000
@@ -204,5 +204,37 @@ def damaged(oracle: Oracle, written, damage_seeds: list[int], tmp: Path, release
     results = both_recover(oracle, [(base, config) for ds, base, config, what in jobs], release)
     for (ds, base, config, what), (_, diffs) in zip(jobs, results):
         name = f"damaged{'' if release == '5.3.3' else ' ' + release} seed {ds} ({what['kind']}: {', '.join(f'{k}={v}' for k, v in what.items() if k not in ('kind', 'seed'))})"
+        out[name] = diffs
+    return out
+
+
+def odd_topics(oracle: Oracle, seeds: list[int], tmp: Path, release: str = "5.3.3", n: int = 2500) -> dict[str, list[str]]:
+    """Stores RocketMQ writes from :func:`~tests.oracle.workload.odd_topics_workload`
+    (long, retry and trace topic names; queues of several files; small index files),
+    each damaged every way of :data:`~tests.oracle.workload.OLDER_DAMAGE_KINDS` after a
+    crash, with the checkpoint a broker would have flushed
+    (:func:`~tests.oracle.workload.broker_checkpoint`), and its clean shutdown with its
+    first commitlog file deleted; RocketMQ's recovery and rmqlab's end the same."""
+    written = rocketmq_written(oracle, seeds, tmp, release, workload=lambda seed, release: odd_topics_workload(seed, release, n))
+    jobs, out = [], {}
+    for seed, d, config, ans in written:
+        if not ans.get("ok"):
+            out[f"odd topics {release} seed {seed} (write: RocketMQ failed)"] = _answer_error(ans)
+            continue
+        for i, kind in enumerate(OLDER_DAMAGE_KINDS):
+            base = tmp / f"odd{seed}-{kind}"
+            _copy(d / "crash", base / "store")
+            broker_checkpoint(base / "store")
+            # a damage seed of this kind, drawn from the store's seed
+            what = older_damage(base / "store", seed * len(OLDER_DAMAGE_KINDS) + i)
+            _copy(base / "store", base / "rocketmq")
+            jobs.append((f"odd topics {release} seed {seed} ({kind}: {', '.join(f'{k}={v}' for k, v in what.items() if k not in ('kind', 'seed'))})", base, config))
+        base = tmp / f"odd{seed}-clean"
+        _copy(d / "clean", base / "store")
+        first = sorted((base / "store" / "commitlog").iterdir())[0]
+        first.unlink()
+        _copy(base / "store", base / "rocketmq")
+        jobs.append((f"odd topics {release} seed {seed} (first_log_file_gone: clean, {first.name})", base, config))
+    for (name, _, _), (_, diffs) in zip(jobs, both_recover(oracle, [(base, config) for _, base, config in jobs], release)):
         out[name] = diffs
     return out

@@ -25,7 +25,7 @@ from rmqlab.recovery import recover
 from tests.oracle import differential as D
 from tests.oracle.release_checks import release_oracle  # noqa: F401 (the 5.5.1 harness)
 from tests.oracle.test_differential import _failures
-from tests.oracle.workload import _body_at
+from tests.oracle.workload import _body_at, _records, broker_checkpoint
 
 RELEASE = "5.5.1"
 SEED = 7  # a crashed store of several 16 KiB files whose newest files start with whole records
@@ -33,34 +33,9 @@ ACCELERATED = {"enableAcceleratedRecovery": "true"}
 OFFSET_CHECK = {"checkCommitLogOffsetOnRecover": "true"}
 
 
-def _records(path):
-    """(start, totalSize) of each record of a commitlog file, up to its first zero."""
-    data, pos, out = path.read_bytes(), 0, []
-    while pos + 8 <= len(data):
-        size, magic = struct.unpack_from(">iI", data, pos)
-        if size <= 0 or magic == 0xCBD43194 or magic == 0:  # a BLANK or the zero tail
-            break
-        out.append((pos, size))
-        pos += size
-    return out
-
-
-def _checkpoint_at(store, back: int = 3):
-    """A checkpoint as a 5.5 broker flushes it while it dispatches: every time the
-    storeTimestamp of a record in the middle of the data file ``back`` from the newest,
-    and its start as logicsPhysicalOffset (the crash copies are taken before the first
-    checkpoint flush).  Returns that file, its records and the record's index."""
-    from rmqlab.format.layout import store_timestamp_at
-
-    f = [p for p in sorted((store / "commitlog").iterdir()) if _records(p)][-back]
-    records = _records(f)
-    k = len(records) // 2
-    ts = store_timestamp_at(f.read_bytes(), records[k][0])
-    with open(store / "checkpoint", "r+b") as fh:
-        fh.write(struct.pack(">qqq", ts, ts, ts))
-        fh.seek(40)
-        fh.write(struct.pack(">q", int(f.name) + records[k][0]))
-    return f, records, k
+def _checkpoint_at(store):
+    c = broker_checkpoint(store)
+    return c["file"], c["records"], c["k"]
 
 
 def _flip_before(store):

@@ -391,3 +391,74 @@ def older_damage(root: Path, seed: int) -> dict[str, Any]:
                 fh.write(units)
             what.update(file=str(f.relative_to(root)), offset=end)
     return what
+
+
+#: the topics of :func:`odd_topics_workload`: a 131-byte name (a V2 record), a retry
+#: topic, a trace topic (``rmq_sys_TRACE_DATA_*``), and two plain ones
+ODD_TOPICS = ["L" * 131, "%RETRY%group_a", "rmq_sys_TRACE_DATA_eu", "TopicA", "Orders-7"]
+
+
+def odd_topics_workload(seed: int, release: str = "5.3.3", n: int = 2500) -> tuple[dict[str, str], list[dict[str, Any]]]:
+    """A store shaped as brokers' are where their recoveries were seen to part: long, odd
+    and system topic names (:data:`ODD_TOPICS`) over six queues each, 40 KiB commitlog
+    files (about 25), consume-queue files of 40 or 300 units (queues of several files),
+    index files of 128 slots × 512 entries, either flush, CRC checked on recovery.  4.9
+    stores drop the 131-byte topic (a V1 record holds 127 bytes)."""
+    rng = random.Random(seed)
+    config = {
+        "mappedFileSizeCommitLog": "40960",
+        "mappedFileSizeConsumeQueue": str(20 * rng.choice([40, 300])),
+        "maxHashSlotNum": "128",
+        "maxIndexNum": "512",
+        "messageIndexEnable": "true",
+        "flushDiskType": rng.choice(["ASYNC_FLUSH", "SYNC_FLUSH"]),
+        "enabledAppendPropCRC": "false",
+        "checkCRCOnRecover": "true",
+    }
+    topics = [t for t in ODD_TOPICS if len(t) <= 127] if release.startswith("4.") else ODD_TOPICS
+    key_pool = ["k%d" % i for i in range(30)] + ["shared"]
+    lines = []
+    for seq in range(n):
+        m = random_message(rng, seq, key_pool, topics)
+        if m["topic"] != SCHEDULE_TOPIC:
+            m["queue_id"] = rng.randrange(6)
+        lines.append(m)
+    return config, lines
+
+
+def broker_checkpoint(root: Path, back: int = 3) -> dict[str, int]:
+    """Write the checkpoint a broker flushes while it dispatches (the harness copies a
+    crashed store before its first flush, so its checkpoint is zeros): every timestamp
+    that of a record in the middle of the data file ``back`` from the newest, and that
+    record's start as logicsPhysicalOffset (5.5: ``ConsumeQueue`` sets it to a dispatched
+    record's commitLogOffset).  Returns the file, its records and the record's index."""
+    import struct
+
+    from rmqlab.format.layout import store_timestamp_at
+
+    files = [p for p in _files(root, "commitlog") if _records(p)]
+    f = files[-min(back, len(files))]
+    records = _records(f)
+    k = len(records) // 2
+    ts = store_timestamp_at(f.read_bytes(), records[k][0])
+    with open(root / "checkpoint", "r+b") as fh:
+        fh.write(struct.pack(">qqq", ts, ts, ts))
+        fh.seek(40)
+        fh.write(struct.pack(">q", int(f.name) + records[k][0]))
+    return {"file": f, "records": records, "k": k}
+
+
+def _records(path: Path) -> list[tuple[int, int]]:
+    """(start, totalSize) of each message record of a commitlog file, up to a BLANK or zeros."""
+    import struct
+
+    from rmqlab.format import commitlog as cl
+
+    data, pos, out = path.read_bytes(), 0, []
+    while pos + 8 <= len(data):
+        size, magic = struct.unpack_from(">iI", data, pos)
+        if size <= 0 or magic not in cl.MESSAGE_MAGICS:
+            break
+        out.append((pos, size))
+        pos += size
+    return out
