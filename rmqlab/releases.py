@@ -104,6 +104,11 @@ class Release:
     #: (5.5+: CommitLog.recoverAbnormally, ConsumeQueueStore.getDispatchFromPhyOffset).
     #: 5.4.0 reads the setting only with a RocksDB consume queue (not modelled)
     accelerated_abnormal: bool = False
+    #: start() restarts the reput at the consume queues' max physical offset (at least
+    #: the log's min) and waits, with no timeout, until it reaches the log's max offset
+    #: (4.x: DefaultMessageStore.start, dispatchBehindBytes() <= 0); 5.x restarts it at
+    #: the log's max offset and does not wait
+    start_waits_for_reput: bool = False
     #: with ``checkCommitLogOffsetOnRecover=true``, abnormal recovery's walk also ends at a
     #: record whose physicalOffset field lies outside [fileFromOffset, fileFromOffset +
     #: fileSize] of the file it is in (5.5+: CommitLog.recoverAbnormally)
@@ -129,7 +134,7 @@ class Release:
 RELEASES: dict[str, Release] = {
     r.name: r
     for r in (
-        Release("4.9.7", "third_to_last", False, False, False, 3, False),
+        Release("4.9.7", "third_to_last", False, False, False, 3, False, start_waits_for_reput=True),
         Release("5.3.3", "queue_max_file", False, False, False, 5, False),
         Release("5.4.0", "walk_back", True, True, False, 5, True),
         Release("5.5.0", "walk_back", True, True, True, 6, True, True,

@@ -215,6 +215,9 @@ class RecoveryPlan:
     start_index: int = 0
     #: where in the start file the walk began (enableAcceleratedRecovery); -1: its first byte
     scan_at: int = -1
+    #: the consume queues' max physical offset after recovery, as dispatch and truncation
+    #: leave it (with truncation: an upper bound, the new end of the log)
+    queues_max_after: int = -1
     #: maxPhyOffsetOfConsumeQueue >= processOffset: truncateDirtyLogicFiles runs
     truncate_cq: bool = False
     #: no commitlog file at all: every consume queue is deleted

@@ -1159,6 +1159,7 @@ def plan(
             rocksdb.close()
     else:
         simulate_queues(rep, p, p.dispatch_records, parse_delay_levels(cfg.message_delay_level))
+    _start_waits_forever(rep, p, planner.release)
     _lost_records(rep, p)
     _unfindable_keys(rep, p, cfg)
     _queues_left_short(rep, p, cfg)
@@ -1178,6 +1179,28 @@ def plan(
                         force_verify_prop_crc=force_verify_prop_crc, reindex=reindex)
     rep.timings["total_s"] = time.perf_counter() - t0
     return p
+
+
+def _start_waits_forever(rep: RecoveryReport, plan: RecoveryPlan, release: Release) -> None:
+    """Java 4.x ``DefaultMessageStore.start``: after recovery the reput restarts at the
+    consume queues' max physical offset (at least the log's min offset) and start()
+    sleeps until it has reached the log's max offset (``dispatchBehindBytes() <= 0``),
+    with no timeout.  A commitlog file missing between the two stops the reput for good
+    (``ReputMessageService.doReput``: ``getData`` finds no file there, and at a BLANK
+    ``rollNextFile`` points into the gap): the broker never finishes starting.  Found
+    live with RocketMQ 4.9.7 (the last file holding data deleted after a crash, the
+    queues pointing into it).  Applying refuses, as for a store RocketMQ does not load."""
+    if not release.start_waits_for_reput or not plan.files or plan.commitlog is None:
+        return
+    reput = max(plan.files[0].file_from_offset, plan.queues_max_after)
+    end = rep.commitlog_end
+    gaps = [(a, b) for a, b in plan.commitlog.missing if b > reput and a < end]
+    if reput < end and gaps:
+        a, b = gaps[0]
+        rep.start_hangs = (f"RocketMQ {release.name}'s reput restarts at the consume queues' max physical offset {reput} and cannot pass the "
+                           f"missing commitlog file [{a}, {b}) to reach the log's end {end}; start() waits for it forever "
+                           "(DefaultMessageStore.start: dispatchBehindBytes() <= 0)")
+        plan.fails_load.append(rep.start_hangs)
 
 
 def _unmodelled_release_settings(rep: RecoveryReport, cfg: MessageStoreConfig, release: Release, rocksdb) -> None:
@@ -1263,7 +1286,7 @@ def apply(
                                f"{rep.commitlog_end} (from {rep.start_file}), {others}; name the broker's with --rocketmq-version; nothing was written")
     if plan.fails_load:
         plan.close()
-        raise StoreLayoutError(root, None, "RocketMQ does not load this store: " + "; ".join(plan.fails_load)
+        raise StoreLayoutError(root, None, "RocketMQ does not load or does not start this store: " + "; ".join(plan.fails_load)
                                + "; nothing was written (what RocketMQ would do with it is not a recovery)")
     if plan.index_size_unknown:
         plan.close()

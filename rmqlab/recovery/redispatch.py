@@ -353,6 +353,8 @@ def simulate_queues(rep: RecoveryReport, plan: RecoveryPlan, chunks, delay_level
         else:
             ch.max_offset_after = q.first_queue_offset + q.count + ch.added_entries - ch.cut_entries
     rep.queues = sorted(changes.values(), key=lambda c: c.queue)
+    most = max(maxp.values(), default=-1)
+    plan.queues_max_after = min(most, process) if plan.truncate_cq else most
 
 
 def rocksdb_queue_changes(rep: RecoveryReport, plan: RecoveryPlan, rocksdb) -> None:

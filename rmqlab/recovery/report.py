@@ -149,6 +149,9 @@ class RecoveryReport:
     release_outcomes: list[ReleaseOutcome] = field(default_factory=list)
     load_ok: bool = True
     load_problems: list[str] = field(default_factory=list)
+    #: why the broker's start-up never ends after this recovery (4.x: a reput that cannot
+    #: reach the log's end); "" if it ends
+    start_hangs: str = ""
     checkpoint: dict = field(default_factory=dict)
     min_timestamp: int = 0
     rule: str = ""  # which start rule was used
@@ -223,6 +226,8 @@ class RecoveryReport:
         if not self.load_ok:
             out.append("  RocketMQ would refuse to load this store:")
             out += [f"    {p}" for p in self.load_problems]
+        if self.start_hangs:
+            out.append(f"  RocketMQ's start-up would never end: {self.start_hangs}")
         out.append(f"  mode           {self.mode} — {self.mode_reason}")
         if self.release:
             r = self.release_reading

@@ -62,3 +62,44 @@ def test_a_deleted_commitlog_file_is_served_around_as_rocketmq_does(oracle, tmp_
     served = [json.loads(line) for line in _cli("dump", out, "--json").stdout.splitlines()]
     walked = [r for r in ans["commitLogWalk"] if r["kind"] == "MESSAGE"]
     assert [r["physical_offset"] for r in served] == [r["physicalOffset"] for r in walked]
+
+
+def test_rocketmq_49_never_finishes_starting_where_its_reput_meets_a_missing_file(tmp_path):
+    """RocketMQ 4.9.7's start() restarts the reput at the consume queues' max physical
+    offset and waits, with no timeout, until it reaches the log's end: after a crash
+    whose last data file was deleted (the queues point into it), it waits forever; with a
+    file missing from the middle instead, recovery re-dispatches past the gap and the
+    broker starts.  rmqlab's dry run under 4.9.7 says which (``start_hangs``), and 5.3.3,
+    whose reput starts at the log's end, starts both."""
+    from concurrent.futures import TimeoutError as FutureTimeout
+
+    from rmqlab.config import MessageStoreConfig
+    from tests.oracle import differential as D
+    from tests.oracle.harness import Oracle, build_or_skip, load_request
+    from tests.oracle.workload import OLDER_DAMAGE_KINDS, broker_checkpoint, odd_topics_workload, older_damage
+
+    rmq = Oracle(build_or_skip("4.9.7"), threads=2)  # its own JVM: a start-up that never ends keeps its thread
+    try:
+        (_, d, config, ans), = D.rocketmq_written(rmq, [1], tmp_path, "4.9.7", workload=lambda s, release: odd_topics_workload(s, release, 600))
+        assert ans.get("ok"), ans.get("error")
+        started = {}
+        for kind in ("missing_file", "last_data_file_gone"):
+            base = tmp_path / kind
+            D._copy(d / "crash", base / "store")
+            broker_checkpoint(base / "store")
+            assert "file" in older_damage(base / "store", len(OLDER_DAMAGE_KINDS) + OLDER_DAMAGE_KINDS.index(kind))
+            D._copy(base / "store", base / "rocketmq")
+            started[kind] = rmq.submit(load_request(base / "rocketmq", config))
+        assert started["missing_file"].result(timeout=120)["recovery"]["loadResult"]
+        with pytest.raises(FutureTimeout):
+            started["last_data_file_gone"].result(timeout=20)  # the other took a few seconds
+    finally:
+        rmq.proc.kill()
+        rmq.close()
+    cfg = MessageStoreConfig.from_mapping(config)
+    assert recover(tmp_path / "missing_file" / "store", config=cfg, rocketmq_version="4.9.7").start_hangs == ""
+    told = recover(tmp_path / "last_data_file_gone" / "store", config=cfg, rocketmq_version="4.9.7")
+    assert "waits for it forever" in told.start_hangs
+    assert recover(tmp_path / "last_data_file_gone" / "store", config=cfg, rocketmq_version="5.3.3").start_hangs == ""
+    with pytest.raises(Exception, match="does not start"):
+        recover(tmp_path / "last_data_file_gone" / "store", config=cfg, rocketmq_version="4.9.7", out=tmp_path / "out")
