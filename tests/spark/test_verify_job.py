@@ -195,3 +195,17 @@ def test_uri_is_refused_with_the_reason(spark):
 
     with pytest.raises(OptionError, match="memory-map"):
         rmqlab.spark.verify(spark, "s3://bucket/store")
+
+
+@pytest.mark.parametrize("case", ["clean", "killed"])
+def test_stores_rocketmq_rust_wrote_are_judged_by_its_index_form(spark, capsys, case):
+    """rocketmq-rust indexes a UNIQ_KEY as ``topic#U#uniq``: Spark's verify tells the
+    writer from the store's bytes as ``rmqlab verify`` does and finds what it finds (no
+    INDEX_HASH), where the same entries judged by Java's form match no key."""
+    from tests.store.test_rocketmq_rust import RUST
+
+    root = RUST / case / "store"
+    want = _cli(root, capsys)
+    assert not any(k[0] == "INDEX_HASH" for k in want)
+    assert any(k[0] == "INDEX_UNIQ_FORM" for k in _cli(root, capsys, "--writer", "apache:5.5.1"))
+    assert _spark(spark, root) == want
