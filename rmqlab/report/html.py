@@ -177,6 +177,8 @@ def _recovery(r: dict) -> str:
     out = [f"<p>Start-up would run <b>{escape(r['mode'])}</b> recovery: {escape(r['mode_reason'])}.</p>"]
     if not r["load_ok"]:
         out.append("<p><b>RocketMQ would refuse to load this store:</b> " + escape("; ".join(r["load_problems"])) + "</p>")
+    if r.get("start_hangs"):
+        out.append("<p><b>RocketMQ's start-up would never end:</b> " + escape(r["start_hangs"]) + "</p>")
     if r["not_modelled"]:
         out.append("<p>rmqlab does not model what start-up does with: " + escape("; ".join(r["not_modelled"])) + ".</p>")
     def rebuilt(c: dict) -> str:

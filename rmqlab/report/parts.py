@@ -150,7 +150,7 @@ def recovery_part(root: Path, rep, others: dict | None = None) -> dict:
     changed = rep.changed_queues
     return {
         "mode": rep.mode, "mode_reason": rep.mode_reason, "release": rep.release, "release_reading": rep.release_reading,
-        "load_ok": rep.load_ok, "load_problems": rep.load_problems, "not_modelled": rep.not_modelled,
+        "load_ok": rep.load_ok, "load_problems": rep.load_problems, "start_hangs": rep.start_hangs, "not_modelled": rep.not_modelled,
         "candidates": candidates, "releases_differ": bool(rep.release_outcomes),
         "commitlog_end": rep.commitlog_end, "commitlog_end_before": rep.commitlog_end_before,
         "stop": None if rep.stop is None else {"file": relative(root, rep.stop.file), "file_offset": rep.stop.file_offset, "physical_offset": rep.stop.physical_offset,

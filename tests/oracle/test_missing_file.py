@@ -106,3 +106,7 @@ def test_rocketmq_49_never_finishes_starting_where_its_reput_meets_a_missing_fil
     assert recover(tmp_path / "last_data_file_gone" / "store", config=cfg, rocketmq_version="5.3.3").start_hangs == ""
     with pytest.raises(Exception, match="does not start"):
         recover(tmp_path / "last_data_file_gone" / "store", config=cfg, rocketmq_version="4.9.7", out=tmp_path / "out")
+    # the report says it where it says what start-up does
+    sizes = ["--commitlog-file-size", config["mappedFileSizeCommitLog"], "--consumequeue-file-size", config["mappedFileSizeConsumeQueue"]]
+    done = _cli("report", tmp_path / "last_data_file_gone" / "store", "--rocketmq-version", "4.9.7", *sizes)
+    assert done.returncode == 0 and "start-up would never end" in done.stdout, done.stderr[-2000:]
