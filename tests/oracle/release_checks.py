@@ -115,7 +115,7 @@ def _timers_read_from_the_snapshot(cap):
 
     from rmqlab.forensics.verify import verify_store
     from rmqlab.store.timer import TimerStore
-    from tests.oracle.test_timer_capture import _timer_sends, cli
+    from tests.oracle.test_broker_capture import _timer_sends, cli
 
     cfg = MessageStoreConfig.from_mapping(cap.config)
     timer = TimerStore.of(cap.store, cfg)
