@@ -160,7 +160,9 @@ class _Planner:
             rep.load_ok = False
             rep.load_problems.append(choice.load_error)
             plan.fails_load.append(choice.load_error)
-        self._scan(plan, index, abort, max(choice.scan_at - plan.files[index].file_from_offset, 0) if not choice.load_error else 0)
+        else:
+            plan.scan_at = choice.scan_at
+        self._scan(plan, index, abort)
         process = plan.process
         # truncation of consume queues (after the scan, as Java does)
         plan.truncate_cq = max_cq >= process
@@ -341,10 +343,8 @@ class _Planner:
                 min_ts = plan.report.min_timestamp
 
                 def matches(buf) -> str | None:
-                    if len(buf) < 8 or struct.unpack_from(">I", buf, 4)[0] not in cl.MESSAGE_MAGICS:
-                        return None
-                    ts = store_timestamp_at(buf, 0)
-                    return f"newest file whose first record was stored at {ts} ≤ minTimestamp {min_ts}" if ts and ts <= min_ts else None
+                    ts = _first_record_stored_by(buf, min_ts)
+                    return f"newest file whose first record was stored at {ts} ≤ minTimestamp {min_ts}" if ts else None
 
                 rule, none = "abnormal, from the checkpoint's minTimestamp", f"stored at or before minTimestamp {min_ts}"
         else:
@@ -434,14 +434,7 @@ class _Planner:
                                f"{back} files before the newest", max_cq)
         fsize = self.cfg.mapped_file_size_commit_log
         min_ts = plan.report.min_timestamp
-        matched = None
-        for index in range(len(files) - 1, -1, -1):
-            buf = file_view(files[index], fsize)
-            if len(buf) >= 8 and struct.unpack_from(">I", buf, 4)[0] in cl.MESSAGE_MAGICS:
-                ts = store_timestamp_at(buf, 0)
-                if ts and ts <= min_ts:
-                    matched = index
-                    break
+        matched = next((i for i in range(len(files) - 1, -1, -1) if _first_record_stored_by(file_view(files[i], fsize), min_ts)), None)
         rule = f"abnormal, {release.abnormal_files_back} files before the newest file whose first record was stored by minTimestamp ({release.title})"
         if matched is None:
             return StartChoice(0, rule, f"no file starts with a record stored at or before minTimestamp {min_ts}: first file", -2)
@@ -530,15 +523,16 @@ class _Planner:
 
         return matches, rule, f"that is whole, {cond}"
 
-    def _scan(self, plan: RecoveryPlan, index: int, abort: bool, start_at: int = 0) -> None:
+    def _scan(self, plan: RecoveryPlan, index: int, abort: bool) -> None:
         """Java's walk from the start file with ``checkMessageAndReturnSize``: a BLANK
         moves to the next file, the first failure is the new end of the log.  The
         consume queues' offsets are hints that let whole runs be verified at once.
-        ``start_at``: where in the start file the walk begins (enableAcceleratedRecovery).
+        ``plan.scan_at``: where in the start file the walk begins (enableAcceleratedRecovery).
         Abnormal, with ``checkCommitLogOffsetOnRecover`` (5.5+), a record whose
         physicalOffset lies outside its file ends the walk too."""
         rep, log, files, queues = plan.report, self.log, plan.files, plan.queues
         fsize = self.cfg.mapped_file_size_commit_log
+        start_at = plan.scan_at - files[index].file_from_offset if plan.scan_at >= 0 else 0
         check_offsets = abort and self.release.commit_log_offset_check and self.cfg.extra_flag("checkCommitLogOffsetOnRecover", False)
         t1 = time.perf_counter()
         # every unit pointing into the scanned files (those before are not dispatched again)
@@ -598,7 +592,17 @@ class _Planner:
         positions = np.concatenate([files[fi].file_from_offset + s.starts for fi, s in scans]) if scans else np.zeros(0, np.int64)
         sizes = np.concatenate([s.sizes for _, s in scans]) if scans else np.zeros(0, np.int64)
         plan.scans, plan.positions, plan.sizes, plan.process, plan.start_index = scans, positions, sizes, process, index
-        plan.scan_at = files[index].file_from_offset + start_at if start_at else -1
+
+
+def _first_record_stored_by(buf, min_ts: int) -> int | None:
+    """The storeTimestamp of a commitlog file's first record when it has a message magic
+    and 0 < storeTimestamp ≤ ``min_ts``, else None: the start-file test of abnormal
+    recovery up to 5.3 (Java ``CommitLog.isMappedFileMatchedRecover``) and of
+    rocketmq-rust (``header::probe_store_timestamp``)."""
+    if len(buf) < 8 or struct.unpack_from(">I", buf, 4)[0] not in cl.MESSAGE_MAGICS:
+        return None
+    ts = store_timestamp_at(buf, 0)
+    return ts if ts and ts <= min_ts else None
 
 
 def _will_need(path: Path) -> None:
