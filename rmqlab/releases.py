@@ -113,6 +113,12 @@ class Release:
     #: record whose physicalOffset field lies outside [fileFromOffset, fileFromOffset +
     #: fileSize] of the file it is in (5.5+: CommitLog.recoverAbnormally)
     commit_log_offset_check: bool = False
+    #: a record the walk does not accept ends its file's walk, not the log's: the walk
+    #: goes on with the next file and the log ends after the last record it accepted
+    #: (rocketmq-rust 1.0.0's default, optimized recovery: ``recovery.rs
+    #: NormalRecoveryState`` / ``AbnormalRecoveryState`` with ``Optimized`` policy turn
+    #: InvalidRecord and SourceEnded into ContinueNextSegment; Java stops the walk there)
+    invalid_record_skips_file: bool = False
 
     def with_legacy_start(self) -> "Release":
         """The same release with normal recovery from the third-to-last file (a broker up
@@ -144,7 +150,8 @@ RELEASES: dict[str, Release] = {
         # rocketmq-rust: checkMessageAndReturnSize-free matching of the first record
         # (probe_store_timestamp: magic and a non-zero storeTimestamp), no 10-file cap
         Release("rocketmq-rust:1.0.0", "last_files", False, False, False, 6, True,
-                writer="rocketmq-rust", uniq_index_type="U#", abnormal_files_back=30, normal_last_files=30),
+                writer="rocketmq-rust", uniq_index_type="U#", abnormal_files_back=30, normal_last_files=30,
+                invalid_record_skips_file=True),
     )
 }
 #: the other writers rmqlab knows, by name (``--writer rocketmq-rust[:1.0.0]``)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from .common import add_store_options, open_from_args, print_json
 
@@ -49,7 +50,8 @@ def run(args) -> int:
             print_json(m.to_dict())
         return 0
     read = cp["last_read_time_ms"] if cp else None
-    print(f"timer store {args.store}: the wheel has fired every slot before " + (f"{fmt_time(read)} (config/timercheck lastReadTimeMs {read})" if read else "- (no config/timercheck)"))
+    source = "config/" + Path(cp.get("source", "timercheck")).name if cp else "config/timercheck"
+    print(f"timer store {args.store}: the wheel has fired every slot before " + (f"{fmt_time(read)} ({source} lastReadTimeMs {read})" if read else "- (no config/timercheck)"))
     if log_end is not None and log_end.torn:
         print(f"  the timer log ends in a torn unit at {log_end.file} @ {log_end.file_offset}: RocketMQ truncates it there at start")
     counts: dict[str, int] = {}

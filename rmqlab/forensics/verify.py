@@ -1561,7 +1561,7 @@ class _Verifier:
         """The timer store (5.x): every timer-log unit against the log (the record it names
         is there, whole, and of the timer topic), the end of the timer log, and each slot
         still to fire against the units it chains (``TimerWheel`` / ``TimerLog``)."""
-        from ..format.timer import SLOT_SIZE, TIMER_TOPIC
+        from ..format.timer import TIMER_TOPIC
         from ..store.timer import TimerStore
 
         try:
@@ -1572,12 +1572,17 @@ class _Verifier:
         if timer is None:
             return
         try:
-            self._check_timers(timer, SLOT_SIZE, TIMER_TOPIC)
+            self._check_timers(timer, TIMER_TOPIC)
         finally:
             timer.close()
 
-    def _check_timers(self, timer, slot_size: int, timer_topic: str) -> None:
+    def _check_timers(self, timer, timer_topic: str) -> None:
         from ..store.timer import read_time_ms
+
+        # what the timer store's own load refuses, cuts or rebuilds (rocketmq-rust's
+        # checksummed v2 files; Java's have none)
+        for p in timer.problems():
+            self.add(p.kind, ERROR if p.fatal else WARNING, p.file, p.offset, p.message)
 
         try:
             cp = timer.checkpoint()
@@ -1590,10 +1595,7 @@ class _Verifier:
             self.add("TIMER_LOG_TORN", WARNING, end.file, end.file_offset, "a torn unit ends the timer log: TimerMessageStore.recover truncates the timer log here "
                      "(truncateDirtyFiles); timer messages enqueued after it are not in the timer store")
 
-        def where(pos: int) -> tuple[str, int]:
-            f = timer.log.find(pos)
-            return (str(f.path), pos - f.file_from_offset) if f is not None else (str(timer.log.directory), pos)
-
+        where = timer.locate
         slot_ms = timer.unit_slot_ms(units)
         off = units["commitlog_offset"].astype(np.int64)
         size = units["commitlog_size"].astype(np.int64)
@@ -1636,7 +1638,7 @@ class _Verifier:
                     break
                 pos = int(units["prev_pos"][i])
             if problem:
-                self.add("TIMER_SLOT", WARNING, str(timer.wheel_path), int(s["index"]) * slot_size, f"the slot of {int(s['time_ms'])}: {problem}; "
+                self.add("TIMER_SLOT", WARNING, *timer.slot_location(int(s["index"])), f"the slot of {int(s['time_ms'])}: {problem}; "
                          "TimerMessageStore.recover revises slots only from the timer log's last flush position on")
         revised = timer.revised_from(cp)
         if revised is not None:

@@ -10,6 +10,8 @@
   zlib's is the quicker call below :data:`ISAL_FROM` bytes.  This is the one place
   that chooses; :func:`rmqlab.scan.crc.crc32_slices` applies the choice to many slices
   of one buffer.
+* :func:`crc32c` — CRC-32C (Castagnoli): not RocketMQ's, but what rocketmq-rust's v2
+  timer files carry (``storage_format.rs crc32c``), and `rmqlab diff`'s page prints.
 """
 
 from __future__ import annotations
@@ -22,6 +24,13 @@ try:
     from isal.isal_zlib import crc32  # same function as zlib.crc32, SIMD-accelerated
 except ImportError:  # pragma: no cover - isal is a declared dependency; zlib is the fallback
     crc32 = zlib.crc32
+
+def crc32c(data: bytes) -> int:
+    """CRC-32C (Castagnoli) of ``data``: the ``crc32c`` package's (hardware where the CPU has it)."""
+    from crc32c import crc32c as _crc32c
+
+    return _crc32c(data)
+
 
 #: inputs from this size on go to ISA-L; below it zlib's call is the cheaper one
 ISAL_FROM = 1024

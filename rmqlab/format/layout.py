@@ -16,7 +16,7 @@ from construct import FormatField, IfThenElse
 from . import commitlog as cl
 from .record import HEADER_FIELDS
 
-_FMT_TO_DTYPE = {">l": ">i4", ">L": ">u4", ">q": ">i8", ">h": ">i2", ">b": "i1"}
+_FMT_TO_DTYPE = {">l": ">i4", ">L": ">u4", ">q": ">i8", ">Q": ">u8", ">h": ">i2", ">H": ">u2", ">b": "i1", ">B": "u1"}
 
 
 def prefix_dtype(born_v6: bool, store_v6: bool) -> np.dtype:

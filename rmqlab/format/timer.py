@@ -28,7 +28,12 @@ with a 16-byte blank (size, 0, ``BLANK_MAGIC_CODE``) when the next unit does not
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+import numpy as np
 from construct import Int32sb, Int64sb, Struct
+
+from .layout import fixed_dtype
 
 TIMER_TOPIC = "rmq_sys_wheel_timer"  # Java TimerMessageStore.TIMER_TOPIC
 # message properties (Java MessageConst)
@@ -85,6 +90,25 @@ TimerWheelSlot = Struct(
     "magic" / Int32sb * "Java magic: unused",
 )
 assert TimerWheelSlot.sizeof() == SLOT_SIZE
+
+#: a wheel slot in place, and what a reader's slots() returns: the slot's index and
+#: its time in ms, then the Slot fields in native order
+SLOT_DTYPE = fixed_dtype(TimerWheelSlot)
+assert SLOT_DTYPE.itemsize == SLOT_SIZE
+SLOT_ROWS = np.dtype([("index", np.int64), ("time_ms", np.int64)] + [(n, SLOT_DTYPE[n].newbyteorder("=")) for n in SLOT_DTYPE.names])
+
+
+@dataclass
+class TimerLogEnd:
+    """Where a timer log's records end, as its store's recovery finds it: ``position``
+    in the log's own offsets, the file and the byte in it; ``torn`` when non-zero bytes
+    sit there (a record a crash tore: the store truncates the timer log at it)."""
+
+    position: int
+    file: str
+    file_offset: int
+    torn: bool
+
 
 TimerLogUnit = Struct(
     "size" / Int32sb * "Java size: UNIT_SIZE, or the bytes left in a blank",

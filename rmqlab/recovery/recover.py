@@ -529,7 +529,9 @@ class _Planner:
         consume queues' offsets are hints that let whole runs be verified at once.
         ``plan.scan_at``: where in the start file the walk begins (enableAcceleratedRecovery).
         Abnormal, with ``checkCommitLogOffsetOnRecover`` (5.5+), a record whose
-        physicalOffset lies outside its file ends the walk too."""
+        physicalOffset lies outside its file ends the walk too.  Under
+        ``Release.invalid_record_skips_file`` (rocketmq-rust) a failure ends only its
+        file's walk (``rep.skipped``) and the log ends after the last record accepted."""
         rep, log, files, queues = plan.report, self.log, plan.files, plan.queues
         fsize = self.cfg.mapped_file_size_commit_log
         start_at = plan.scan_at - files[index].file_from_offset if plan.scan_at >= 0 else 0
@@ -546,6 +548,7 @@ class _Planner:
         plan.hint_owner = np.concatenate(owners)[order] if owners else np.zeros(0, np.int32)
         scans: list[tuple[int, FileScan]] = []
         process = files[index].file_from_offset
+        skip_invalid, last_end = self.release.invalid_record_skips_file, None
         i = index
         while True:
             f = files[i]
@@ -563,6 +566,8 @@ class _Planner:
             if self.check_crc:
                 rep.records_checked_crc += len(s.starts)
             if s.blank:
+                if len(s.starts):
+                    last_end = f.file_from_offset + s.end
                 i += 1
                 if i >= len(files):
                     process = f.file_from_offset + s.end
@@ -573,8 +578,19 @@ class _Planner:
                     break
                 log.append(f"recover next physics file, {STORE}/{COMMITLOG_DIR}/{files[i].path.name}")
                 continue
-            process = f.file_from_offset + s.end
             c = s.stop
+            if skip_invalid and i + 1 < len(files):
+                # rocketmq-rust: the file's walk ends here, the log's goes on with the next file
+                if len(s.starts):
+                    last_end = f.file_from_offset + s.end
+                if c is not None and nonzero_extent(f.path, s.end) is not None:
+                    rep.skipped.append(StopPoint(c.kind or "", str(f.path), s.end, f.file_from_offset + s.end,
+                                                 c.message + f"; {self.release.title} goes on with the next file", False))
+                i += 1
+                continue
+            process = f.file_from_offset + s.end
+            if skip_invalid and not len(s.starts) and last_end is not None:
+                process = last_end  # the end of the last record accepted, in an earlier file
             zero_tail = False
             if c is not None:
                 ext = nonzero_extent(f.path, s.end)

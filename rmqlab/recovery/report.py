@@ -163,6 +163,10 @@ class RecoveryReport:
     commitlog_end: int = 0  # Java processOffset: the new end of the log
     commitlog_end_before: int = 0  # end of the furthest bytes that looked like data before
     stop: StopPoint | None = None
+    #: records the walk did not accept and stepped over, going on with the next file
+    #: (``Release.invalid_record_skips_file``): the log is not cut there, and the rest
+    #: of their file is neither walked nor dispatched again
+    skipped: list[StopPoint] = field(default_factory=list)
     records_scanned: int = 0
     records_redispatched: int = 0  # records the dispatcher actually had to look at
     records_checked_crc: int = 0
@@ -248,6 +252,8 @@ class RecoveryReport:
             )
         out.append(f"  start file     {self.start_file} — {self.start_reason}")
         out.append(f"  scanned        {len(self.files_scanned)} file(s), {self.records_scanned} records, body CRC checked on {self.records_checked_crc}")
+        for k in self.skipped:
+            out.append(f"  stepped over   {k.physical_offset} ({k.file} @ {k.file_offset}) — {k.kind}: {k.message}")
         if self.stop is not None:
             s = self.stop
             why = "end of data (zero tail)" if s.zero_tail else f"{s.kind}: {s.message}"

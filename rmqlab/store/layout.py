@@ -159,13 +159,14 @@ _CONFIG_ROCKSDB = {
 }
 
 
-#: rocketmq-rust's v2 timer store (crates.io rocketmq-store 1.0.0, timer_message_store.rs,
-#: role.rs, timer_checkpoint.rs): its own layout, none of it Java's
-_RUST_TIMER_DIRS = {"timer-v2": "rocketmq-rust's timer store format marker and quarantine (timer-v2/FORMAT)",
-                    "timerwheel.v2": "rocketmq-rust's timer wheel (v2 layout: pages.a|b, generations)"}
-_RUST_TIMER_CONFIG = {"timer-role.meta": "rocketmq-rust's timer role", "timercheck.a": "rocketmq-rust's timer checkpoint copy",
-                      "timercheck.b": "rocketmq-rust's timer checkpoint copy"}
-_RUST_TIMER_NOTE = "rocketmq-rust's own layout, not Java's TimerMessageStore: not decoded here (`rmqlab verify --against R` lists it)"
+#: rocketmq-rust's v2 timer store (crates.io rocketmq-store 1.0.0; layouts in
+#: rmqlab.format.timer_v2): its own layout, none of it Java's
+_RUST_TIMER_DIRS = {"timer-v2": ("rocketmq-rust's timer storage format (timer-v2/FORMAT: the policy and its hash)", "storage_format.rs TimerStorageFingerprint"),
+                    "timerwheel.v2": ("rocketmq-rust's timer wheel (v2: pages.a|b by generation, the generations journal)", "paged_timer_wheel.rs PagedTimerWheel")}
+_RUST_TIMER_CONFIG = {"timer-role.meta": ("rocketmq-rust's timer role epoch", "role.rs TimerRoleState"),
+                      "timercheck.a": ("rocketmq-rust's timer checkpoint (v2 copy a)", "checkpoint.rs VersionedTimerCheckpointStore"),
+                      "timercheck.b": ("rocketmq-rust's timer checkpoint (v2 copy b)", "checkpoint.rs VersionedTimerCheckpointStore")}
+_RUST_TIMER_NOTE = "`rmqlab timers`; verify checks its checksums as rocketmq-rust's load does (`rmqlab verify --against R` lists it as a departure from Java)"
 #: Java's TimerCheckpoint: five longs and a data version (TimerCheckpoint.flush); rocketmq-rust's v2 one is 56 bytes
 _RUST_TIMERCHECK_SIZE = 56
 
@@ -182,10 +183,12 @@ def _config_parts(d: Path) -> list[Part]:
     for p in sorted(d.iterdir()):
         rel = f"{CONFIG_DIR}/{p.name}"
         if p.is_file() and p.name in _RUST_TIMER_CONFIG:
-            out.append(Part(rel, _RUST_TIMER_CONFIG[p.name], NOT_CHECKED, _RUST_TIMER_NOTE, "timer_checkpoint.rs / role.rs"))
+            what, source = _RUST_TIMER_CONFIG[p.name]
+            out.append(Part(rel, what, DECODED, _RUST_TIMER_NOTE, source))
             continue
         if p.is_file() and p.name == TIMER_CHECK_FILE and rust_timers and p.stat().st_size == _RUST_TIMERCHECK_SIZE:
-            out.append(Part(rel, "rocketmq-rust's timer checkpoint (v2, 56 bytes)", NOT_CHECKED, _RUST_TIMER_NOTE, "timer_checkpoint.rs"))
+            out.append(Part(rel, "rocketmq-rust's timer checkpoint (56 bytes: Java's seven longs, read when neither v2 copy is there)", DECODED, _RUST_TIMER_NOTE,
+                            "timer_checkpoint.rs TimerCheckpoint.new_with_policy"))
             continue
         if p.is_dir():
             java = _CONFIG_ROCKSDB.get(p.name)
@@ -381,11 +384,13 @@ def recognise(root: str | os.PathLike, config: MessageStoreConfig | None = None)
         elif name == TIMER_WHEEL_FILE and p.is_file():
             parts.append(Part(name, "timer wheel (timerWheelEnable)", DECODED, "`rmqlab timers`; verify checks its slots against the timer log", "TimerWheel"))
         elif name == TIMER_LOG_DIR and p.is_dir() and _rust_timer_log(p):
-            parts.append(Part(name + "/", "rocketmq-rust's timer log (v2 layout: timerlog/v2/)", NOT_CHECKED, _RUST_TIMER_NOTE, "timer_message_store.rs"))
+            parts.append(Part(name + "/", "rocketmq-rust's timer log (v2: 80-byte records in timerlog/v2/log/ segments)", DECODED, _RUST_TIMER_NOTE,
+                              "segmented_timer_log.rs SegmentedTimerLog"))
         elif name == TIMER_LOG_DIR and p.is_dir():
             parts.append(Part(name + "/", "timer log", DECODED, "`rmqlab timers`; verify checks each unit against the commitlog", "TimerLog"))
         elif name in _RUST_TIMER_DIRS and p.is_dir():
-            parts.append(Part(name + "/", _RUST_TIMER_DIRS[name], NOT_CHECKED, _RUST_TIMER_NOTE, "timer_message_store.rs"))
+            what, source = _RUST_TIMER_DIRS[name]
+            parts.append(Part(name + "/", what, DECODED, _RUST_TIMER_NOTE, source))
         elif name == CONFIG_DIR and p.is_dir():
             parts += _config_parts(p)
         elif p.is_dir() and any(p.resolve() == Path(d).resolve() for d in lay.commitlog_dirs):

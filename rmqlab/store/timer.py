@@ -34,32 +34,18 @@ from ..format import properties as props
 from ..format.layout import fixed_dtype
 from ..format.parse import parse_at
 from ..format.timer import (
-    BLANK_MAGIC_CODE, DEFAULT_PRECISION_MS, MAGIC_ROLL, SLOTS_TOTAL, SLOT_SIZE, TIMER_DEL_UNIQKEY, TIMER_OUT_MS,
-    TIMER_ROLL_TIMES, TIMER_TOPIC, UNIT_SIZE, WHEEL_LENGTH, TimerCheck, TimerLogUnit, TimerWheelSlot, delete_key, magic_ok, slot_time,
+    BLANK_MAGIC_CODE, DEFAULT_PRECISION_MS, MAGIC_ROLL, SLOT_DTYPE, SLOT_ROWS, SLOTS_TOTAL, SLOT_SIZE, TIMER_DEL_UNIQKEY, TIMER_OUT_MS,
+    TIMER_ROLL_TIMES, TIMER_TOPIC, UNIT_SIZE, WHEEL_LENGTH, TimerCheck, TimerLogEnd, TimerLogUnit, delete_key, magic_ok, slot_time,
 )
 from ..rules import CONFIG_DIR, TIMER_CHECK_FILE, TIMER_LOG_DIR, TIMER_WHEEL_FILE, timer_wheel_snapshot_flag
+from .timer_v2 import RustTimerStore, is_rust_timer_store
 
-SLOT_DTYPE = fixed_dtype(TimerWheelSlot)
 UNIT_DTYPE = fixed_dtype(TimerLogUnit)
-assert SLOT_DTYPE.itemsize == SLOT_SIZE and UNIT_DTYPE.itemsize == UNIT_SIZE
-#: what slots() and units() return: where each is, then its fields in native order
-SLOT_ROWS = np.dtype([("index", np.int64), ("time_ms", np.int64)] + [(n, SLOT_DTYPE[n].newbyteorder("=")) for n in SLOT_DTYPE.names])
+assert UNIT_DTYPE.itemsize == UNIT_SIZE
+#: what units() returns: where each is, then its fields in native order
 UNIT_ROWS = np.dtype([("position", np.int64)] + [(n, UNIT_DTYPE[n].newbyteorder("=")) for n in UNIT_DTYPE.names])
 
 PENDING, FIRED, ROLLED, CANCEL, CANCELLED = "pending", "fired", "rolled", "cancel", "cancelled"
-
-
-@dataclass
-class TimerLogEnd:
-    """Where the timer log's units end, as ``TimerMessageStore.recoverAndRevise`` finds it:
-    the first unit whose size is not 52 or whose magic is not one of the MAGIC bits
-    (zeros included) ends it; ``torn`` when non-zero bytes sit there (a unit a crash
-    tore: RocketMQ truncates the timer log at it)."""
-
-    position: int
-    file: str
-    file_offset: int
-    torn: bool
 
 
 @dataclass
@@ -123,9 +109,12 @@ class TimerStore:
 
     @classmethod
     def of(cls, root: str | os.PathLike, config=None) -> "TimerStore | None":
-        """The timer store of a store root (None when it has none), with
+        """The timer store of a store root (None when it has none; rocketmq-rust's v2 one,
+        :class:`rmqlab.store.timer_v2.RustTimerStore`, where its ``timer-v2/FORMAT`` is), with
         ``timerPrecisionMs`` / ``mappedFileSizeTimerLog`` from ``config``'s settings."""
         root = Path(root)
+        if is_rust_timer_store(root):
+            return RustTimerStore(root)
         if not (root / TIMER_WHEEL_FILE).exists() and not (root / TIMER_LOG_DIR).is_dir():
             return None
         extra = config.extra if config is not None else {}
@@ -199,6 +188,19 @@ class TimerStore:
         units = np.concatenate(parts) if parts else np.zeros(0, UNIT_ROWS)
         self._units = (units, end)
         return self._units
+
+    def locate(self, position: int) -> tuple[str, int]:
+        """The timer-log file and byte offset of the unit at ``position``."""
+        f = self.log.find(position) if self.log is not None else None
+        return (str(f.path), position - f.file_from_offset) if f is not None else (str(self.root / TIMER_LOG_DIR), position)
+
+    def slot_location(self, index: int) -> tuple[str, int]:
+        """The wheel file and byte offset of slot ``index``."""
+        return str(self.wheel_path), index * SLOT_SIZE
+
+    def problems(self) -> list:
+        """Java's timer files have no checksums of their own: what verify finds is all."""
+        return []
 
     def unit_slot_ms(self, units: np.ndarray) -> np.ndarray:
         """The slot each unit was chained into (write time + delay, to the precision)."""

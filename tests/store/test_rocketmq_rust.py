@@ -26,7 +26,7 @@ from rmqlab.store.release import tell_release
 from tests.support import REFERENCE, UNDAMAGED
 
 RUST = Path(__file__).resolve().parents[1] / "stores" / "rocketmq-rust"
-CASES = ["clean", "killed", "timers"]
+CASES = ["clean", "killed", "timers", "window-clean", "window-killed"]
 
 
 def _json(case: str, name: str):
@@ -40,7 +40,7 @@ def test_the_writer_is_told_from_the_bytes(case):
     assert any("pid=" in e for e in reading.evidence)
     if case == "timers":
         assert any("v2 timer layout" in e for e in reading.evidence)
-    if case != "killed":  # a clean exit leaves byte 40 at the log's end, where no record starts
+    if not case.endswith("killed"):  # a clean exit leaves byte 40 at the log's end, where no record starts
         assert any("byte 40" in e for e in reading.evidence)
 
 
@@ -53,17 +53,29 @@ def test_java_stores_are_not_taken_for_rust(case):
 def test_every_record_reads_as_put(case):
     manifest = _json(case, "manifest.json")["messages"]
     with open_store(RUST / case / "store") as store:
-        got = list(store.commitlog.iter_records())
-    assert len(got) == len(manifest)
-    for rec, put in zip(got, manifest):
+        got = {r.physical_offset: r for r in store.commitlog.iter_records()}
+    for put in manifest:
+        rec = got.pop(put["physicalOffset"])
         jp = rec.java_properties
         assert (rec.physical_offset, rec.total_size, rec.topic, rec.queue_id, rec.queue_offset, rec.store_timestamp) == (
             put["physicalOffset"], put["size"], put["topic"], put["queueId"], put["queueOffset"], put["storeTimestamp"])
         assert (jp.get("UNIQ_KEY"), jp.get("KEYS"), jp.get("TAGS"), len(rec.body)) == (put["uniqKey"], put["keys"], put["tags"], put["bodyLength"])
         assert rec.body_crc_ok
+    # the rest: what the timer store put back to a fired timer message's real topic
+    fired = {m["uniqKey"]: m for m in manifest if m.get("timerOutMs")}
+    for rec in got.values():
+        m = fired[rec.java_properties["UNIQ_KEY"]]
+        assert (rec.topic, rec.queue_id) == (m["realTopic"], m["realQueueId"])
+    assert bool(got) == (case == "timers")
 
 
-@pytest.mark.parametrize("case", CASES)
+#: rocketmq-rust's abnormal recovery drops the newest index file as Java does but indexes
+#: again only part of its records (window-killed: none past commitlog file 58), where
+#: rmqlab re-indexes all of them as Java's re-dispatch does: not modelled
+_REINDEX_NOT_MODELLED = pytest.mark.xfail(strict=True, reason="rocketmq-rust re-indexes part of a dropped index file's records after a crash: not modelled")
+
+
+@pytest.mark.parametrize("case", [c if c != "window-killed" else pytest.param(c, marks=_REINDEX_NOT_MODELLED) for c in CASES])
 def test_lookups_answer_as_rocketmq_rust_does(case):
     """Every query rocketmq-rust answered: typed U (its query by unique key) and untyped
     (topic#key, also what a Java broker looks up), KEYS tokens and shared keys."""
@@ -99,10 +111,12 @@ def test_verify_by_java_rules_names_the_uniq_key_form_not_damage():
 def test_conformance_against_java_lists_the_departures(case):
     conf = conformance(RUST / case / "store", "5.5.1")
     kinds = {d.kind: d for d in conf.departures}
-    assert kinds["INDEX_UNIQ_FORM"].count == len(_json(case, "manifest.json")["messages"])
+    with open_store(RUST / case / "store") as store:
+        uniq = sum(1 for r in store.commitlog.iter_records() if "UNIQ_KEY" in r.java_properties)
+    assert kinds["INDEX_UNIQ_FORM"].count == uniq >= len(_json(case, "manifest.json")["messages"])
     assert kinds["INDEX_UNIQ_FORM"].file.startswith(str(RUST / case / "store" / "index"))
     assert kinds["LOCK_CONTENT"].offset == 0
-    assert ("CHECKPOINT_BYTE_40" in kinds) == (case != "killed")
+    assert ("CHECKPOINT_BYTE_40" in kinds) == (not case.endswith("killed"))
     assert ("TIMER_LAYOUT" in kinds) == (case == "timers")
     assert not conf.conforms
 
@@ -156,7 +170,158 @@ def test_rust_abnormal_start_goes_files_back_from_the_checkpoint(tmp_path):
     assert java.start_file == files[-1]
 
 
-def test_rust_timer_files_are_not_called_decoded():
+WINDOW = ["window-clean", "window-killed"]
+
+
+def _damaged(case: str, edits: list[dict], tmp_path: Path) -> Path:
+    """A copy of ``case``'s store with ``damaged.json``'s byte edits applied."""
+    from scripts.rocketmq_rust_stores import apply_edits
+
+    copy = tmp_path / "store"
+    shutil.copytree(RUST / case / "store", copy)
+    apply_edits(copy, edits)
+    return copy
+
+
+def _ends_as(rust: dict, store_root: Path, tmp_path: Path, **kw):
+    rep = recover(store_root, **kw)
+    assert rep.commitlog_end == rust["maxPhyOffset"]
+    copy = tmp_path / "recovered"
+    recover(store_root, out=copy, **kw)
+    with open_store(copy) as store:
+        for q in rust["queues"]:
+            cq = store.consume_queue(q["topic"], q["queueId"])
+            assert cq.valid_range(store.commitlog.min_offset) == (q["minOffset"], q["maxOffset"]), q
+    return rep
+
+
+@pytest.mark.parametrize("case", WINDOW)
+def test_a_log_longer_than_the_recovery_window_recovers_as_rocketmq_rust_does(case, tmp_path):
+    files = sorted((RUST / case / "store" / "commitlog").iterdir())
+    assert len(files) > 35  # the window (maxRecoveryCommitLogFiles, 30) and a damage 35 files back fit
+    rep = _ends_as(_json(case, "rust-read.json"), RUST / case / "store", tmp_path)
+    assert rep.release == "rocketmq-rust:1.0.0"
+
+
+@pytest.mark.parametrize("case", WINDOW)
+@pytest.mark.parametrize("damage", [0, 1], ids=["inside", "before"])
+def test_damage_inside_and_before_the_recovery_window_ends_as_in_rocketmq_rust(case, damage, tmp_path):
+    """Damage 20 files before the last (inside rocketmq-rust's 30-file window) and 35
+    before it (outside), rocketmq-rust itself started on each copy the judge.  Clean: a
+    record's body byte flipped — its optimized walk steps over the rest of that file and
+    goes on, the log is not cut.  Killed, its abnormal start 30 files before the last: a
+    consume queue zeroed from one record's unit on — refilled when the record lies inside
+    the window (dispatched again), left short when before it."""
+    d = _json(case, "damaged.json")[damage]
+    assert d["rust"]["loaded"]
+    rep = _ends_as(d["rust"], _damaged(case, d["edits"], tmp_path), tmp_path)
+    inside = "inside" in d["what"]
+    if case == "window-clean":
+        assert [k.physical_offset for k in rep.skipped] == ([d["record"]] if inside else [])
+    else:
+        full = {(q["topic"], q["queueId"]): q["maxOffset"] for q in _json(case, "rust-read.json")["queues"]}
+        topic, qid, unit = d["queue"]
+        got = {(q["topic"], q["queueId"]): q["maxOffset"] for q in d["rust"]["queues"]}[topic, qid]
+        assert (got == full[topic, qid]) == inside and got >= unit
+
+
+def test_the_window_decides_what_rocketmq_rust_recovers(tmp_path):
+    """The same killed-store damage inside the window, under Java 5.3.3's start (the file
+    the checkpoint matches: the last) is not refilled: the 30 files back are rust's rule."""
+    d = _json("window-killed", "damaged.json")[0]
+    assert "inside" in d["what"]
+    copy = _damaged("window-killed", d["edits"], tmp_path)
+    java = recover(copy, rocketmq_version="5.3.3")
+    rust = recover(copy)
+    assert java.start_file > rust.start_file
+    name = "{}/{}".format(*d["queue"][:2])
+    assert name in {q.queue for q in rust.queues if q.added_entries}
+    assert name not in {q.queue for q in java.queues if q.added_entries}
+
+
+def test_rust_timer_store_reads_as_rocketmq_rust_loads_it():
+    """The v2 timer files decode and check clean (every CRC-32C, the policy hash each
+    checkpoint copy repeats), the checkpoint is the one rocketmq-rust recovered, and each
+    wheel slot rocketmq-rust answers for a timer message's time is the slot rmqlab reads
+    from the pages of the generation the journal names."""
+    from rmqlab.store.timer import TimerStore
+    from rmqlab.store.timer_v2 import RustTimerStore
+
+    read = _json("timers", "rust-read.json")
+    timer = TimerStore.of(RUST / "timers" / "store")
+    assert isinstance(timer, RustTimerStore) and timer.problems() == []
+    cp, want = timer.checkpoint(), read["timerCheckpoint"]
+    assert (cp["last_timer_log_flush_pos"], cp["last_timer_queue_offset"]) == (want["lastTimerLogFlushPos"], want["lastTimerQueueOffset"])
+    assert cp["last_read_time_ms"] <= want["lastReadTimeMs"]  # rocketmq-rust resumes no earlier than now − the wheel's window
+    slots = {int(s["time_ms"]): s for s in timer.slots()}
+    answered = [q for q in read["timerSlots"] if q["slot"]]
+    assert answered
+    for q in answered:
+        s, w = slots[q["slot"]["timeMs"]], q["slot"]
+        assert (int(s["first_pos"]), int(s["last_pos"]), int(s["num"])) == (w["firstPos"], w["lastPos"], w["num"]), q
+    units, end = timer.units()
+    assert len(units) and not end.torn
+    assert sum(q["slot"]["num"] for q in answered if q["slot"]["timeMs"] >= cp["last_read_time_ms"]) <= len(units)
+
+
+def test_rust_timers_list_what_was_put():
+    """Every timer message put is listed: those due two seconds after the first put
+    fired before the shutdown, those hours ahead are pending in the wheel."""
+    from rmqlab.store.timer import FIRED, PENDING, timer_messages
+
+    put = {m["physicalOffset"]: m for m in _json("timers", "manifest.json")["messages"] if m.get("timerOutMs")}
+    with open_store(RUST / "timers" / "store") as store:
+        got = {m.physical_offset: m for m in timer_messages(store)}
+    assert set(got) == set(put)
+    first = min(m["storeTimestamp"] for m in put.values())
+    for off, m in put.items():
+        assert got[off].deliver_ms == m["timerOutMs"] and got[off].real_topic == m["realTopic"]
+        assert got[off].state == (FIRED if m["timerOutMs"] < first + 60_000 else PENDING), m
+
+
+@pytest.mark.parametrize("where,what", [
+    ("timer-v2/FORMAT", "TIMER_STORE"),
+    ("config/timercheck.a", "TIMER_CHECK"),
+    ("timerwheel.v2/pages", "TIMER_WHEEL"),
+    ("timerlog/v2/log", "TIMER_LOG_TORN"),
+])
+def test_damage_to_the_rust_timer_files_is_found_where_it_is(where, what, tmp_path):
+    """One byte flipped in each v2 file: verify names the file and the offset, as
+    rocketmq-rust's load refuses (FORMAT, both checkpoint copies), rebuilds (a wheel page)
+    or cuts (the active timer-log segment) it."""
+    from rmqlab.store.timer_v2 import RustTimerStore
+
+    copy = tmp_path / "store"
+    shutil.copytree(RUST / "timers" / "store", copy)
+    timer = RustTimerStore(copy)
+    if where == "timerwheel.v2/pages":
+        s = timer.slots()[0]
+        path, at = timer.slot_location(int(s["index"]))
+        at -= at % int(timer.fingerprint["page_size"])  # the page's header
+        at += 20
+    elif where == "timerlog/v2/log":
+        units, _ = timer.units()
+        path, at = timer.locate(int(units["position"][len(units) // 2]))
+        at += 40
+    elif where == "config/timercheck.a":
+        path, at = str(copy / "config" / "timercheck.a"), 30
+        for other in ("timercheck.b",):
+            p = copy / "config" / other
+            b = bytearray(p.read_bytes())
+            b[30] ^= 0xFF
+            p.write_bytes(bytes(b))
+    else:
+        path, at = str(copy / where), 12
+    b = bytearray(Path(path).read_bytes())
+    b[at] ^= 0xFF
+    Path(path).write_bytes(bytes(b))
+    rep = verify_store(copy)
+    found = [f for f in rep.findings if f.kind == what]
+    assert found, [f.kind for f in rep.findings]
+    assert Path(found[0].file).name in (Path(path).name, "config")
+
+
+def test_rust_timer_files_are_listed_as_decoded():
     parts = {p.path: p for p in recognise(RUST / "timers" / "store").parts}
-    for name in ("timerlog/", "timer-v2/", "timerwheel.v2/", "config/timercheck", "config/timer-role.meta"):
-        assert parts[name].handling == "not checked" and "rocketmq-rust" in parts[name].kind, name
+    for name in ("timerlog/", "timer-v2/", "timerwheel.v2/", "config/timercheck", "config/timercheck.a", "config/timer-role.meta"):
+        assert parts[name].handling == "decoded" and "rocketmq-rust" in parts[name].kind, name

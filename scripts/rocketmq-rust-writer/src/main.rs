@@ -2,16 +2,21 @@
 //! with it, and prints what happened as JSON: the ground truth rmqlab's tests hold its
 //! reading of such stores to.
 //!
-//!   rocketmq-rust-writer write STORE_DIR --case clean|killed|timers [--messages N] [--seed S]
+//!   rocketmq-rust-writer write STORE_DIR --case CASE [--messages N] [--seed S]
 //!       puts a deterministic workload (topics × queues, KEYS, TAGS, UNIQ_KEY, bodies
-//!       0–2,000 bytes; delayed messages rewritten as a broker does), waits until every
-//!       record is dispatched, then shuts down cleanly (`clean`, `timers`) or aborts the
-//!       process without a shutdown (`killed`: no checkpoint or flush after the last put).
+//!       0–2,000 bytes; delayed and timer messages rewritten as a broker does), waits
+//!       until every record is dispatched (and, with timers, enqueued into the timer
+//!       wheel), then shuts down cleanly (`clean`, `timers`, `window-clean`) or aborts the
+//!       process without a shutdown (`killed`, `window-killed`: no checkpoint or flush
+//!       after the last put).  The `window-*` cases use 16 KiB commitlog files, so that
+//!       the log has more files than rocketmq-rust's recovery window (30).
 //!       Prints the manifest: per record what was put and what the store answered.
 //!   rocketmq-rust-writer read STORE_DIR QUERIES_JSON
-//!       starts rocketmq-rust on the store (its own load and recovery), and prints the
-//!       log's offsets, every consume queue's min/max offset and the answer of
-//!       `query_message` to each query (a key, or a UNIQ_KEY with index type "U").
+//!       starts rocketmq-rust on the store (its own load and recovery), and prints
+//!       whether it loaded, the log's offsets, every consume queue's min/max offset, the
+//!       answer of `query_message` to each query (a key, or a UNIQ_KEY with index type
+//!       "U"), and for a query {"timerSlotMs": T} the timer wheel's slot of time T, with
+//!       the timer checkpoint it recovered.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -44,11 +49,11 @@ const BORN_BASE_MS: i64 = 1_700_000_000_000;
 
 /// The store's settings: small files so that a few thousand records roll the log,
 /// the consume queues and the index several times.
-fn store_config(root: &str, timers: bool) -> MessageStoreConfig {
+fn store_config(root: &str, timers: bool, file_size: usize) -> MessageStoreConfig {
     MessageStoreConfig {
         store_path_root_dir: root.into(),
         flush_disk_type: FlushDiskType::AsyncFlush,
-        mapped_file_size_commit_log: 128 * 1024,
+        mapped_file_size_commit_log: file_size,
         mapped_file_size_consume_queue: 100 * 20,
         max_hash_slot_num: 128,
         max_index_num: 512,
@@ -63,10 +68,19 @@ fn service_context(owner: &RuntimeOwner) -> ChildServiceContext {
     owner.root_context().component("rocketmq-rust-writer")
 }
 
-async fn open_store(ctx: ChildServiceContext, root: &str, timers: bool) -> LocalFileMessageStore {
+/// The commitlog file size of a case: 16 KiB for the recovery-window cases, else 128 KiB.
+fn file_size(case: &str) -> usize {
+    if case.starts_with("window") {
+        16 * 1024
+    } else {
+        128 * 1024
+    }
+}
+
+async fn open_store(ctx: ChildServiceContext, root: &str, timers: bool, file_size: usize) -> Option<LocalFileMessageStore> {
     let topic_table: Arc<DashMap<CheetahString, Arc<TopicConfig>>> = Arc::new(DashMap::new());
     let mut store = LocalFileMessageStore::new(
-        Arc::new(store_config(root, timers)),
+        Arc::new(store_config(root, timers, file_size)),
         rocketmq_store_local::commit_log::append::micro_batch::MicroBatchPolicy::disabled(1)
             .expect("a valid micro-batch policy"),
         Arc::new(StoreRuntimeConfig::default()),
@@ -79,9 +93,11 @@ async fn open_store(ctx: ChildServiceContext, root: &str, timers: bool) -> Local
     .expect("a valid timer configuration");
     store.wire_owned_root_dependencies().expect("wire the store");
     store.init().await.expect("init the store");
-    assert!(store.load().await, "load the store");
+    if !store.load().await {
+        return None;
+    }
     store.start().await.expect("start the store");
-    store
+    Some(store)
 }
 
 /// A small deterministic generator (splitmix64), so a seed gives the same workload.
@@ -104,7 +120,11 @@ fn hex_upper(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02X}")).collect()
 }
 
-fn message(seq: usize, rng: &mut Rng, case: &str) -> (MessageExtBrokerInner, Value) {
+fn now_ms() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64
+}
+
+fn message(seq: usize, rng: &mut Rng, case: &str, start_ms: i64) -> (MessageExtBrokerInner, Value) {
     let topic = TOPICS[rng.below(TOPICS.len() as u64) as usize];
     let queue_id = rng.below(QUEUES as u64) as i32;
     let body_len = rng.below(2001) as usize;
@@ -126,7 +146,21 @@ fn message(seq: usize, rng: &mut Rng, case: &str) -> (MessageExtBrokerInner, Val
     let mut real_topic = topic.to_string();
     let mut real_queue = queue_id;
     let mut delay_level = None;
-    if case == "timers" && seq % 10 == 0 {
+    let mut timer_out_ms = None;
+    if case == "timers" && seq % 10 == 5 {
+        // a timer message (TIMER_DELIVER_MS) as the broker rewrites it before the put
+        // (HookUtils.handleTimerMessage): rmq_sys_wheel_timer queue 0, TIMER_OUT_MS; every
+        // other one due two seconds after the first put (it fires while the writer waits),
+        // the rest hours ahead (they stay in the wheel)
+        let due = if seq % 20 == 5 { start_ms + 2_000 } else { start_ms + 3_600_000 + seq as i64 * 60_000 };
+        timer_out_ms = Some(due);
+        msg.put_property(CheetahString::from_static_str("REAL_TOPIC"), topic.into());
+        msg.put_property(CheetahString::from_static_str("REAL_QID"), queue_id.to_string().into());
+        msg.put_property(CheetahString::from_static_str("TIMER_OUT_MS"), due.to_string().into());
+        msg.put_property(CheetahString::from_static_str("TIMER_DELIVER_MS"), due.to_string().into());
+        real_topic = "rmq_sys_wheel_timer".into();
+        real_queue = 0;
+    } else if case == "timers" && seq % 10 == 0 {
         // a delayed message as the broker rewrites it before the put
         // (HookUtils.handleScheduleMessage): SCHEDULE_TOPIC_XXXX, queue level − 1
         let level = 1 + (seq / 10 % 3) as i32;
@@ -172,6 +206,7 @@ fn message(seq: usize, rng: &mut Rng, case: &str) -> (MessageExtBrokerInner, Val
         "realTopic": topic,
         "realQueueId": queue_id,
         "delayLevel": delay_level,
+        "timerOutMs": timer_out_ms,
         "keys": keys,
         "tags": tags,
         "uniqKey": uniq_key,
@@ -183,11 +218,12 @@ fn message(seq: usize, rng: &mut Rng, case: &str) -> (MessageExtBrokerInner, Val
 
 async fn write(ctx: ChildServiceContext, root: &str, case: &str, count: usize, seed: u64) {
     let timers = case == "timers";
-    let mut store = open_store(ctx, root, timers).await;
+    let mut store = open_store(ctx, root, timers, file_size(case)).await.expect("load the store");
     let mut rng = Rng(seed);
     let mut records = Vec::with_capacity(count);
+    let start_ms = now_ms();
     for seq in 0..count {
-        let (msg, mut entry) = message(seq, &mut rng, case);
+        let (msg, mut entry) = message(seq, &mut rng, case, start_ms);
         let result = store.put_message(msg).await;
         let status = result.put_message_status();
         entry["putStatus"] = json!(format!("{status:?}"));
@@ -201,13 +237,32 @@ async fn write(ctx: ChildServiceContext, root: &str, case: &str, count: usize, s
         records.push(entry);
     }
     // every record dispatched (consume queues and index) before the end
-    let end = store.get_max_phy_offset();
     for _ in 0..600 {
         if store.dispatch_behind_bytes() == 0 {
             break;
         }
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
+    if timers {
+        // every timer message enqueued into the wheel, and the ones due soon fired (put
+        // back to their real topics) and dispatched
+        let timer = store.get_timer_message_store().cloned().expect("the timer store");
+        for _ in 0..600 {
+            if timer.get_enqueue_behind_messages() <= 0 {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        let wait = (start_ms + 5_000 - now_ms()).max(0) as u64;
+        tokio::time::sleep(std::time::Duration::from_millis(wait)).await;
+        for _ in 0..600 {
+            if store.dispatch_behind_bytes() == 0 {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    }
+    let end = store.get_max_phy_offset();
     let manifest = json!({
         "writer": "rocketmq-rust",
         "crate": "rocketmq-store 1.0.0",
@@ -217,7 +272,7 @@ async fn write(ctx: ChildServiceContext, root: &str, case: &str, count: usize, s
         "messages": records,
     });
     println!("{}", serde_json::to_string_pretty(&manifest).unwrap());
-    if case == "killed" {
+    if case.ends_with("killed") {
         // as SIGKILL: no shutdown, no checkpoint, the abort file left behind
         use std::io::Write;
         std::io::stdout().flush().unwrap();
@@ -226,12 +281,17 @@ async fn write(ctx: ChildServiceContext, root: &str, case: &str, count: usize, s
     store.shutdown().await;
 }
 
-async fn read(ctx: ChildServiceContext, root: &str, queries: &str) {
-    let store = open_store(ctx, root, false).await;
+async fn read(ctx: ChildServiceContext, root: &str, queries: &str, file_size: usize) {
+    let timers = std::path::Path::new(root).join("timer-v2").exists();
+    let Some(store) = open_store(ctx, root, timers, file_size).await else {
+        println!("{}", serde_json::to_string_pretty(&json!({"loaded": false})).unwrap());
+        return;
+    };
     let queries: Value = serde_json::from_str(&std::fs::read_to_string(queries).unwrap()).unwrap();
     let mut queues = Vec::new();
     let mut topics: Vec<String> = TOPICS.iter().map(|t| t.to_string()).collect();
     topics.push("SCHEDULE_TOPIC_XXXX".into());
+    topics.push("rmq_sys_wheel_timer".into());
     for topic in &topics {
         for queue_id in 0..QUEUES {
             let t: CheetahString = topic.clone().into();
@@ -248,7 +308,17 @@ async fn read(ctx: ChildServiceContext, root: &str, queries: &str) {
         }
     }
     let mut answers = Vec::new();
+    let timer = store.get_timer_message_store().cloned();
+    let mut slots = Vec::new();
     for q in queries.as_array().unwrap() {
+        if let Some(t) = q["timerSlotMs"].as_i64() {
+            let slot = timer.as_ref().and_then(|ts| ts.get_timer_wheel_slot(t));
+            slots.push(json!({
+                "timerSlotMs": t,
+                "slot": slot.map(|s| json!({"timeMs": s.time_ms, "firstPos": s.first_pos, "lastPos": s.last_pos, "num": s.num})),
+            }));
+            continue;
+        }
         let topic: CheetahString = q["topic"].as_str().unwrap().to_string().into();
         let key: CheetahString = q["key"].as_str().unwrap().to_string().into();
         let mut request = QueryMessageRequest::legacy(&topic, &key, 64, 0, i64::MAX);
@@ -265,12 +335,24 @@ async fn read(ctx: ChildServiceContext, root: &str, queries: &str) {
         offsets.sort();
         answers.push(json!({"query": q, "physicalOffsets": offsets}));
     }
-    let out = json!({
+    let checkpoint = timer.as_ref().and_then(|ts| ts.timer_checkpoint_snapshot()).map(|c| {
+        json!({
+            "lastReadTimeMs": c.last_read_time_ms(),
+            "lastTimerLogFlushPos": c.last_timer_log_flush_pos(),
+            "lastTimerQueueOffset": c.last_timer_queue_offset(),
+        })
+    });
+    let mut out = json!({
+        "loaded": true,
         "minPhyOffset": store.get_min_phy_offset(),
         "maxPhyOffset": store.get_max_phy_offset(),
         "queues": queues,
         "answers": answers,
     });
+    if timers {
+        out["timerCheckpoint"] = json!(checkpoint);
+        out["timerSlots"] = json!(slots);
+    }
     println!("{}", serde_json::to_string_pretty(&out).unwrap());
     let mut store = store;
     store.shutdown().await;
@@ -297,7 +379,10 @@ fn main() {
             let seed: u64 = flag("--seed", "44").parse().unwrap();
             rt.block_on(write(ctx, &args[2], &case, count, seed));
         }
-        Some("read") => rt.block_on(read(ctx, &args[2], &args[3])),
+        Some("read") => {
+            let size: usize = flag("--file-size", "131072").parse().unwrap();
+            rt.block_on(read(ctx, &args[2], &args[3], size))
+        }
         _ => {
             eprintln!("usage: rocketmq-rust-writer write DIR --case C | read DIR QUERIES");
             std::process::exit(2);
