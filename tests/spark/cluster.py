@@ -157,13 +157,17 @@ def packed_environment(cache: Path) -> Path:
     # --copies: a real interpreter in bin/, not a link to one outside the archive (Spark
     # refuses to unpack a link that leaves the directory)
     subprocess.run([sys.executable, "-m", "venv", "--copies", str(env)], check=True)
-    pip = [str(env / "bin" / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
-    subprocess.run([*pip, "setuptools>=77", "wheel"], check=True)
-    # rmqlab and its dependencies; pandas because pyspark's worker imports it for Arrow
-    # without build isolation (setuptools and wheel are in the venv already: no second
-    # venv to build in) and without byte-compiling every installed module (the workers
-    # compile what they import): half the time of a plain install
-    subprocess.run([*pip, "--no-build-isolation", "--no-compile", str(ROOT), "pandas>=2.0,<3"], check=True, cwd=cache)
+    # rmqlab and its dependencies; pandas because pyspark's worker imports it for Arrow.
+    # With uv where `make test` put it (its cache holds them already, it installs in
+    # parallel and compiles no module up front), else pip without build isolation and
+    # without byte-compiling (the workers compile what they import): half a plain install
+    uv = Path(sys.executable).parent / "uv"
+    if uv.exists():
+        subprocess.run([str(uv), "pip", "install", "--quiet", "--python", str(env / "bin" / "python"), str(ROOT), "pandas>=2.0,<3"], check=True, cwd=cache)
+    else:
+        pip = [str(env / "bin" / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+        subprocess.run([*pip, "setuptools>=77", "wheel"], check=True)
+        subprocess.run([*pip, "--no-build-isolation", "--no-compile", str(ROOT), "pandas>=2.0,<3"], check=True, cwd=cache)
     tmp = cache / f"partial-{os.getpid()}.tar.gz"
     subprocess.run([str(Path(sys.executable).parent / "venv-pack"), "-p", str(env), "-o", str(tmp), "--compress-level", "1", "--quiet", "--force"], check=True)
     tmp.rename(out)
