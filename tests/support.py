@@ -5,9 +5,12 @@ several directories have one)."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import shutil
 import stat
+import subprocess
 from pathlib import Path
 
 from rmqlab.lab.lessons import LESSONS_DIR
@@ -36,3 +39,20 @@ def copy_store(case: str, dest: str | Path) -> Path:
     for p in [target, *target.rglob("*")]:
         p.chmod(p.stat().st_mode | stat.S_IWUSR)
     return target
+
+
+def run_rmqlab(*argv) -> subprocess.CompletedProcess:
+    """``rmqlab ARGV`` run in this process (:func:`rmqlab.cli.main`, what the console
+    script runs), answered as a finished process: its exit status and what it printed.
+    The checks are a subprocess's (an exception not turned into a refusal fails the test
+    here) without an interpreter and its imports per call (~0.7 s of CPU each); the tests
+    of the program itself (its start-up, a closed pipe, signals) run it as a process."""
+    from rmqlab.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main([str(a) for a in argv])
+        except SystemExit as exc:  # argparse: --help, --version, a usage error
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
+    return subprocess.CompletedProcess(list(argv), code, out.getvalue(), err.getvalue())

@@ -3,18 +3,12 @@ names the rule (exit 2), never a traceback, never an answer to a question not as
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 
 from tests.support import REFERENCE
+from tests.support import run_rmqlab as cli
 
 CLEAN = REFERENCE / "clean" / "store"
-
-
-def cli(*argv):
-    return subprocess.run([sys.executable, "-m", "rmqlab", *map(str, argv)], capture_output=True, text=True)
 
 
 def refused(proc, *needles):

@@ -8,18 +8,13 @@ import json
 
 import pytest
 import random
-import subprocess
-import sys
 
 from tests.support import REFERENCE, copy_store
+from tests.support import run_rmqlab as cli
 
 FILE = 65536
 CLEAN_END = 363733  # the end of the log of `clean` (its dump.json)
 CRASH_END = 367042  # and of `crash`
-
-
-def cli(*argv):
-    return subprocess.run([sys.executable, "-m", "rmqlab", *map(str, argv)], capture_output=True, text=True)
 
 
 def poke(path, offset, data):

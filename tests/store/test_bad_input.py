@@ -15,11 +15,9 @@ from rmqlab.errors import StoreFormatError, StoreLayoutError
 from rmqlab.format.record import BAD_MAGIC, BAD_SIZE, SIZE_MISMATCH, TRUNCATED, RecordError, decode_record
 from rmqlab.store import open_store
 
+from tests.support import run_rmqlab as cli
+
 FIRST = "00000000000000000000"
-
-
-def cli(*argv):
-    return subprocess.run([sys.executable, "-m", "rmqlab", *map(str, argv)], capture_output=True, text=True)
 
 
 def assert_clean_error(proc, *needles):

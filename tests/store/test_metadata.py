@@ -7,12 +7,11 @@ leaves them."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 
 from tests.support import REFERENCE, copy_store
+from tests.support import run_rmqlab as cli
 from rmqlab.errors import StoreFormatError
 from rmqlab.lookup import consumer_progress
 from rmqlab.store import open_store
@@ -35,10 +34,6 @@ FASTJSON = """{
 \t"pullOffsetTable":{},
 \t"resetOffsetTable":{}
 }"""
-
-
-def cli(*argv):
-    return subprocess.run([sys.executable, "-m", "rmqlab", *map(str, argv)], capture_output=True, text=True)
 
 
 @pytest.fixture

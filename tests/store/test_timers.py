@@ -8,8 +8,6 @@ broker's timer store is checked in tests/oracle/test_timers.py."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 
@@ -23,12 +21,10 @@ from rmqlab.forensics.verify import verify_store
 from rmqlab.store import open_store
 from rmqlab.store.timer import TimerStore, timer_messages
 
+from tests.support import run_rmqlab as cli
+
 READ_MS = 5_000_000  # timercheck lastReadTimeMs: slots before it have fired
 LOG_FILE = 4096  # mappedFileSizeTimerLog of this store
-
-
-def cli(*argv):
-    return subprocess.run([sys.executable, "-m", "rmqlab", *map(str, argv)], capture_output=True, text=True)
 
 
 def _timer_message(key: str, uniq: str, deliver_ms: int, extra=None) -> Message:
