@@ -17,11 +17,12 @@ STAMP  := $(VENV)/.installed-stamp
 #
 # The install itself is uv's (`uv pip install`, put in the venv by pip first): it fetches and
 # unpacks in parallel and builds pyspark's sdist once: 34 s on a new machine where pip took
-# 82 s and three times the CPU (2026-11-28, 2 cores).
+# 82 s and three times the CPU (2026-11-28, 2 cores).  --system-certs: the platform's
+# certificates, as pip uses them (a registry behind a proxy of the machine's own CA).
 $(STAMP): pyproject.toml setup.py rmqlab/engine/_put.c rmqlab/engine/_group_commit.c
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip 'setuptools>=77' 'uv>=0.5'
-	$(BIN)/uv pip install --quiet --python $(BIN)/python -e '.[dev]'
+	$(BIN)/python -m pip install --quiet --upgrade pip 'setuptools>=77' 'uv>=0.13.9'
+	$(BIN)/uv pip install --quiet --system-certs --python $(BIN)/python -e '.[dev]'
 	touch $(STAMP)
 
 # Spark needs Java 17+, the RocketMQ oracle a JDK and Maven: find them, or install them

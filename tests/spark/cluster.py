@@ -163,7 +163,7 @@ def packed_environment(cache: Path) -> Path:
     # without byte-compiling (the workers compile what they import): half a plain install
     uv = Path(sys.executable).parent / "uv"
     if uv.exists():
-        subprocess.run([str(uv), "pip", "install", "--quiet", "--python", str(env / "bin" / "python"), str(ROOT), "pandas>=2.0,<3"], check=True, cwd=cache)
+        subprocess.run([str(uv), "pip", "install", "--quiet", "--system-certs", "--python", str(env / "bin" / "python"), str(ROOT), "pandas>=2.0,<3"], check=True, cwd=cache)
     else:
         pip = [str(env / "bin" / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
         subprocess.run([*pip, "setuptools>=77", "wheel"], check=True)
