@@ -119,6 +119,13 @@ class Release:
     #: NormalRecoveryState`` / ``AbnormalRecoveryState`` with ``Optimized`` policy turn
     #: InvalidRecord and SourceEnded into ContinueNextSegment; Java stops the walk there)
     invalid_record_skips_file: bool = False
+    #: the index takes a record only where it starts at the end of the last one it took
+    #: (its safe offset, from the kept index files at load), else its build stops for good
+    #: (rocketmq-rust 1.0.0: ``IndexService.build_index_admitted`` marks its progress
+    #: failed, the checkpoint's index-safe offset becomes -1); recovery dispatches no
+    #: file-end blank, so re-indexing stops at the first commitlog file it crosses.  Java
+    #: indexes every record from the newest index file's endPhyOffset on
+    index_rebuild_contiguous: bool = False
 
     def with_legacy_start(self) -> "Release":
         """The same release with normal recovery from the third-to-last file (a broker up
@@ -151,7 +158,7 @@ RELEASES: dict[str, Release] = {
         # (probe_store_timestamp: magic and a non-zero storeTimestamp), no 10-file cap
         Release("rocketmq-rust:1.0.0", "last_files", False, False, False, 6, True,
                 writer="rocketmq-rust", uniq_index_type="U#", abnormal_files_back=30, normal_last_files=30,
-                invalid_record_skips_file=True),
+                invalid_record_skips_file=True, index_rebuild_contiguous=True),
     )
 }
 #: the other writers rmqlab knows, by name (``--writer rocketmq-rust[:1.0.0]``)

@@ -254,6 +254,7 @@ class _Planner:
         plan.dropped_index = dropped
         # endPhyOffset is the offset of the last record indexed (IndexFile.putKey); -1: none
         plan.index_end_phy = kept_index[-1][1]["end_phy_offset"] if kept_index else -1
+        plan.index_safe_at_load = _index_safe_offset(kept_index, cp.get("logics_physical_offset", 0), bool(dropped))
 
     def _recover_queues(self, plan: RecoveryPlan) -> None:
         """Java ``ConsumeQueueStore.load`` then ``recover``: consumequeue/, then
@@ -621,6 +622,33 @@ def _first_record_stored_by(buf, min_ts: int) -> int | None:
     return ts if ts and ts <= min_ts else None
 
 
+def _index_safe_offset(kept_index: list, persisted: int, removed: bool) -> int:
+    """rocketmq-rust's index safe offset at load (``service.rs restore_index_safe_offset``):
+    the endPhyOffset of the newest kept index file with entries (0 without one) where an
+    unsafe file was dropped or either is 0, else the smaller of it and the checkpoint's
+    (byte 40, its indexSafePhyOffset); -1 where the checkpoint says an earlier build failed."""
+    if persisted == -1:
+        return -1
+    loaded = next((max(0, m["end_phy_offset"]) for _, m in reversed(kept_index) if m["index_count"] > 1), 0)
+    return loaded if removed or not loaded or not persisted else min(persisted, loaded)
+
+
+def _index_stops_at(plan: RecoveryPlan) -> int | None:
+    """Where rocketmq-rust's re-dispatch stops indexing (Release.index_rebuild_contiguous,
+    ``IndexService.build_index_admitted``): from its safe offset on, each record the walk
+    hands on must start where the last one taken ended; the first that does not (the
+    record after a file-end blank, which recovery does not dispatch) ends the build."""
+    at = plan.index_safe_at_load
+    if at < 0:
+        return -1
+    pos, size = plan.positions, plan.sizes
+    for i in np.flatnonzero(pos + size > at).tolist():
+        if int(pos[i]) != at:
+            return int(pos[i])
+        at = int(pos[i] + size[i])
+    return None
+
+
 def _will_need(path: Path) -> None:
     """Ask the kernel to read the file's data in ahead of the scan (``POSIX_FADV_WILLNEED``):
     faults on a memory map read small pieces synchronously; this turns a cold scan into
@@ -780,12 +808,16 @@ def _unfindable_keys(rep: RecoveryReport, plan: RecoveryPlan, cfg: MessageStoreC
     lo = plan.index_end_phy + 1  # the record at endPhyOffset is the last one indexed
     later = plan.handed_to_dispatch()
     hi = int(later[0]) if len(later) else rep.commitlog_end
-    if hi <= lo:
+    spans = [(lo, hi)] if hi > lo else []
+    if plan.index_before is not None:  # where the writer's index build stops (Release.index_rebuild_contiguous)
+        spans.append((max(plan.index_before, hi, 0), rep.commitlog_end))
+    spans = [(a, b) for a, b in spans if b > a]
+    if not spans:
         return
     import pyarrow.compute as pc
 
     count, first = 0, []
-    for cols in _requests_between(files, lo, hi, cfg):
+    for cols in (c for a, b in spans for c in _requests_between(files, a, b, cfg)):
         keyed = np.zeros(len(cols), bool)
         for col in (cols.keys, cols.uniq_key):
             keyed |= np.asarray(pc.fill_null(pc.greater(pc.utf8_length(pc.utf8_trim(col, " ")), 0), False).to_numpy(zero_copy_only=False), bool)
@@ -988,6 +1020,7 @@ def _apply(rep: RecoveryReport, plan: RecoveryPlan, target: Path, cfg: MessageSt
     if len(records) or cut_any:
         d = CommitLogDispatcher(target, cfg, clock=clock, batch_topics=plan.batch_topics, multi_dispatch=plan.multi_dispatch, enable_lmq=plan.enable_lmq,
                                 consume_queue_ext=plan.consume_queue_ext, release=rep.release)
+        d.index_before = plan.index_before
         t_dispatch = time.perf_counter()
         if len(records):
             log = MappedFileQueue(log_dirs, cfg.mapped_file_size_commit_log, strict=False)
@@ -1168,6 +1201,13 @@ def plan(
         from ..writers.dispatch import ext_file_size
 
         plan_ext(p, ext_file_size(cfg, root / CONSUMEQUEUE_EXT_DIR))
+    if planner.release.index_rebuild_contiguous and cfg.message_index_enable and p.files and not p.reindex:
+        p.index_before = _index_stops_at(p)
+        if p.index_before is not None:
+            rep.notes.append(
+                f"{planner.release.title} indexes again only up to {p.index_before}: each record must start where the last one it indexed "
+                "ended, and the walk hands on no file-end blank (IndexService.build_index_admitted): its index build stops there for good "
+                "and its checkpoint's index-safe offset becomes -1")
     p.dispatch_records = records_to_dispatch(rep, p, cfg).over(p.files, cfg.mapped_file_size_commit_log) if p.files else ()
     rep.records_redispatched = len(p.dispatch_records)
     rep.log_lines = planner.log

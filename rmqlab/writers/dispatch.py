@@ -143,6 +143,9 @@ class CommitLogDispatcher:
         self.index_tags = release_named(release).index_tags
         #: the writer's UNIQ_KEY form (rocketmq-rust: topic#U#uniq)
         self.uniq_type = release_named(release).uniq_index_type
+        #: records at or past this offset get no index entry (rocketmq-rust's recovery,
+        #: where its index build stops: Release.index_rebuild_contiguous); None: none
+        self.index_before: int | None = None
         self._tags_cache: dict[str, int] = {}
         self._load_queues()
 
@@ -206,7 +209,7 @@ class CommitLogDispatcher:
         """Java ``IndexService.buildIndex``."""
         if req.commitlog_offset < self.index.end_phy_offset:
             return
-        if not rules.goes_to_index(req.sys_flag):
+        if not rules.goes_to_index(req.sys_flag) or (self.index_before is not None and req.commitlog_offset >= self.index_before):
             return
         for key in rules.index_keys(req.topic, req.uniq_key, req.keys, req.tags if self.index_tags else None, self.uniq_type):
             self.index.put_key(key, req.commitlog_offset, req.store_timestamp)
@@ -235,6 +238,7 @@ class CommitLogDispatcher:
         last_logics = last_logics_offset = None
         goes_to_consume_queue, goes_to_index, index_keys = rules.goes_to_consume_queue, rules.goes_to_index, rules.index_keys
         index_tags, uniq_type = self.index_tags, self.uniq_type
+        index_before = self.index_before if self.index_before is not None else 1 << 62
         for req in reqs:
             sf = req[9]
             if goes_to_consume_queue(sf):
@@ -252,7 +256,7 @@ class CommitLogDispatcher:
             if off < prev_off:
                 ordered = False  # not in commitlog order: the index takes the exact path below
             prev_off = off
-            if off < end_phy or not goes_to_index(sf):
+            if off < end_phy or not goes_to_index(sf) or off >= index_before:
                 continue
             rk = index_keys(req[0], req[8], req[7], req.tags if index_tags else None, uniq_type)
             if rk:
@@ -315,6 +319,8 @@ class CommitLogDispatcher:
         # index: records at or past endPhyOffset, not rolled back (in commitlog order
         # endPhyOffset only moves to the record being indexed, so one cut is exact)
         eligible = (off >= self.index.end_phy_offset) & rules.goes_to_index(cols.sys_flag)
+        if self.index_before is not None:
+            eligible &= off < self.index_before
         rows = np.flatnonzero(eligible)
         if not len(rows):
             return

@@ -287,6 +287,13 @@ async fn read(ctx: ChildServiceContext, root: &str, queries: &str, file_size: us
         println!("{}", serde_json::to_string_pretty(&json!({"loaded": false})).unwrap());
         return;
     };
+    // what recovery dispatched again (its queues and index) is done before the queries
+    for _ in 0..600 {
+        if store.dispatch_behind_bytes() == 0 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
     let queries: Value = serde_json::from_str(&std::fs::read_to_string(queries).unwrap()).unwrap();
     let mut queues = Vec::new();
     let mut topics: Vec<String> = TOPICS.iter().map(|t| t.to_string()).collect();
