@@ -1202,7 +1202,7 @@ def plan(
 
         plan_ext(p, ext_file_size(cfg, root / CONSUMEQUEUE_EXT_DIR))
     if planner.release.index_rebuild_contiguous and cfg.message_index_enable and p.files and not p.reindex:
-        p.index_before = _index_stops_at(p)
+        p.index_before = rep.index_stops_at = _index_stops_at(p)
         if p.index_before is not None:
             rep.notes.append(
                 f"{planner.release.title} indexes again only up to {p.index_before}: each record must start where the last one it indexed "

@@ -186,6 +186,9 @@ class RecoveryReport:
     #: lost records of the timer topic that were still to fire (rmqlab.store.timer)
     timers_cut: list[LostRecord] = field(default_factory=list)
     index_unfindable: int = 0
+    #: where the writer's re-indexing stops for good (rocketmq-rust:
+    #: Release.index_rebuild_contiguous); None where it does not
+    index_stops_at: int | None = None
     index_unfindable_first: list[int] = field(default_factory=list)
     log_lines: list[str] = field(default_factory=list)  # what RocketMQ would log, <store> for the root
     sidecar: str | None = None
@@ -308,10 +311,10 @@ class RecoveryReport:
                        f"lie between the queue's end and where re-dispatch starts ({q.redispatch_from}): RocketMQ's recovery does not put them back")
         if self.index_unfindable:
             first = ", ".join(map(str, self.index_unfindable_first))
-            out.append(
-                f"  unfindable     {self.index_unfindable} record(s) with a key or UNIQ_KEY stay in the log but no index will hold "
-                f"them (first at {first}): re-dispatch starts after them, below it RocketMQ never indexes again"
-            )
+            why = (f"re-dispatch stops indexing at {self.index_stops_at} (the notes say why)" if self.index_stops_at is not None
+                   else "re-dispatch starts after them, below it RocketMQ never indexes again")
+            out.append(f"  unfindable     {self.index_unfindable} record(s) with a key or UNIQ_KEY stay in the log but no index will hold "
+                       f"them (first at {first}): {why}")
         for ix in self.index:
             extra = f" (endTimestamp {ix.end_timestamp} > indexMsgTimestamp {ix.index_msg_timestamp})" if ix.action == "dropped" else (f", {ix.entries_added} entries" if ix.entries_added else "")
             out.append(f"  index          {ix.action} {ix.file}{extra}")
