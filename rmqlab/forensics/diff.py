@@ -22,12 +22,12 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import crc32c
 import numpy as np
 
 from .. import reprs
 from ..rules import CHECKPOINT_FILE, COMMITLOG_DIR, CONSUMEQUEUE_DIR, INDEX_DIR
 from ..format.consumequeue import CQ_STORE_UNIT_SIZE
+from ..format.hashing import crc32c
 from ..format.indexfile import HASH_SLOT_SIZE, INDEX_ENTRY_SIZE, INDEX_HEADER_SIZE, IndexEntry, IndexHeader
 from ..format.record import RecordError, decode_record
 from ..store.reader import infer_index_sizes
@@ -46,7 +46,7 @@ def page_fingerprints(path: str | os.PathLike, page_size: int = PAGE_SIZE) -> np
             if not data:
                 break
             mv = memoryview(data)
-            out.extend(crc32c.crc32c(mv[i : i + page_size]) for i in range(0, len(data), page_size))
+            out.extend(crc32c(mv[i : i + page_size]) for i in range(0, len(data), page_size))
     return np.asarray(out, dtype=np.uint32)
 
 

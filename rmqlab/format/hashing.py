@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import zlib
 
+from crc32c import crc32c as _crc32c
+
 _INT_MIN = -(1 << 31)
 
 try:
@@ -25,10 +27,10 @@ try:
 except ImportError:  # pragma: no cover - isal is a declared dependency; zlib is the fallback
     crc32 = zlib.crc32
 
-def crc32c(data: bytes) -> int:
-    """CRC-32C (Castagnoli) of ``data``: the ``crc32c`` package's (hardware where the CPU has it)."""
-    from crc32c import crc32c as _crc32c
 
+def crc32c(data) -> int:
+    """CRC-32C (Castagnoli) of ``data`` (bytes or a buffer): the ``crc32c`` package's,
+    hardware-accelerated where the CPU has it."""
     return _crc32c(data)
 
 

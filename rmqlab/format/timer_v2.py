@@ -42,6 +42,13 @@ from construct import Bytes, Int8ub, Int16ub, Int32sb, Int32ub, Int64sb, Int64ub
 
 from .timer import SLOT_SIZE, TimerWheelSlot
 
+# -- where each part lives, under the store root ---------------------------------------------------
+FORMAT_DIR = "timer-v2"  # timer_message_store.rs: <root>/timer-v2/FORMAT
+FORMAT_FILE = "FORMAT"
+WHEEL_DIR = "timerwheel.v2"  # paged_timer_wheel.rs, under the root
+LOG_V2_DIR = "v2"  # timer_log.rs: timerlog/v2/
+ROLE_FILE = "timer-role.meta"  # role.rs, under config/
+
 # -- timer-v2/FORMAT --------------------------------------------------------------------------------
 FORMAT_MAGIC = 0x544D5232  # b"TMR2", storage_format.rs TIMER_STORAGE_MAGIC
 FORMAT_VERSION = 2  # TIMER_STORAGE_FORMAT_VERSION
@@ -99,7 +106,7 @@ GenerationHeader = Struct(
 assert GenerationHeader.sizeof() == GENERATION_HEADER_SIZE
 
 # -- timerlog/v2/ ---------------------------------------------------------------------------------
-LOG_DIR = "v2/log"  # under timerlog/: TimerLog's v2 directory (timer_log.rs)
+LOG_DIR = LOG_V2_DIR + "/log"  # under timerlog/: the segments and their manifest (segmented_timer_log.rs)
 RECORD_SIZE = 80  # TIMER_LOG_V2_PHYSICAL_RECORD_SIZE
 LOGICAL_RECORD_SIZE = 40  # TIMER_LOG_V2_LOGICAL_RECORD_SIZE: Java's v1 unit (TimerLogRecord::SIZE)
 DATA_MAGIC = 0x544C4732  # b"TLG2"

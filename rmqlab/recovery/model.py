@@ -187,9 +187,6 @@ class RecoveryPlan:
     index_end_phy: int = -1
     #: the writer's index safe offset at load (rocketmq-rust: restore_index_safe_offset)
     index_safe_at_load: int = 0
-    #: records at or past it are not indexed again (Release.index_rebuild_contiguous:
-    #: where rocketmq-rust's index build stops); None: no such limit
-    index_before: int | None = None
     #: every consume queue as ``ConsumeQueue.recover`` leaves it (and every batch queue,
     #: as ``BatchConsumeQueue.recover`` does)
     queues: dict[tuple[str, int], Queue] = field(default_factory=dict)

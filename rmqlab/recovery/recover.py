@@ -809,8 +809,8 @@ def _unfindable_keys(rep: RecoveryReport, plan: RecoveryPlan, cfg: MessageStoreC
     later = plan.handed_to_dispatch()
     hi = int(later[0]) if len(later) else rep.commitlog_end
     spans = [(lo, hi)] if hi > lo else []
-    if plan.index_before is not None:  # where the writer's index build stops (Release.index_rebuild_contiguous)
-        spans.append((max(plan.index_before, hi, 0), rep.commitlog_end))
+    if rep.index_stops_at is not None:  # where the writer's index build stops (Release.index_rebuild_contiguous)
+        spans.append((max(rep.index_stops_at, hi, 0), rep.commitlog_end))
     spans = [(a, b) for a, b in spans if b > a]
     if not spans:
         return
@@ -1019,8 +1019,7 @@ def _apply(rep: RecoveryReport, plan: RecoveryPlan, target: Path, cfg: MessageSt
     index_end_ts = None
     if len(records) or cut_any:
         d = CommitLogDispatcher(target, cfg, clock=clock, batch_topics=plan.batch_topics, multi_dispatch=plan.multi_dispatch, enable_lmq=plan.enable_lmq,
-                                consume_queue_ext=plan.consume_queue_ext, release=rep.release)
-        d.index_before = plan.index_before
+                                consume_queue_ext=plan.consume_queue_ext, release=rep.release, index_before=rep.index_stops_at)
         t_dispatch = time.perf_counter()
         if len(records):
             log = MappedFileQueue(log_dirs, cfg.mapped_file_size_commit_log, strict=False)
@@ -1202,10 +1201,10 @@ def plan(
 
         plan_ext(p, ext_file_size(cfg, root / CONSUMEQUEUE_EXT_DIR))
     if planner.release.index_rebuild_contiguous and cfg.message_index_enable and p.files and not p.reindex:
-        p.index_before = rep.index_stops_at = _index_stops_at(p)
-        if p.index_before is not None:
+        rep.index_stops_at = _index_stops_at(p)
+        if rep.index_stops_at is not None:
             rep.notes.append(
-                f"{planner.release.title} indexes again only up to {p.index_before}: each record must start where the last one it indexed "
+                f"{planner.release.title} indexes again only up to {rep.index_stops_at}: each record must start where the last one it indexed "
                 "ended, and the walk hands on no file-end blank (IndexService.build_index_admitted): its index build stops there for good "
                 "and its checkpoint's index-safe offset becomes -1")
     p.dispatch_records = records_to_dispatch(rep, p, cfg).over(p.files, cfg.mapped_file_size_commit_log) if p.files else ()

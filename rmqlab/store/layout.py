@@ -31,6 +31,7 @@ from ..files.rocksdb import is_rocksdb_names
 from .metadata import rocksdb_config_in_use, rocksdb_offsets_in_use
 from .release import is_timer_wheel_snapshot, rust_timer_paths
 from ..errors import StoreLayoutError
+from ..format import timer_v2
 from ..format.dledger import DATA_DIR as DLEDGER_DATA_DIR, DLEDGER_PREFIX
 from ..rules import (timer_wheel_snapshot_flag, ABORT_FILE, BATCH_CONSUMEQUEUE_DIR, COMPACTION_CQ_DIR, COMPACTION_DIR, COMPACTION_LOG_DIR, CHECKPOINT_FILE, COMMITLOG_DIR, CONFIG_DIR, CONSUMEQUEUE_DIR, CONSUMEQUEUE_EXT_DIR, CONSUMEQUEUE_ROCKSDB_DIR, CONSUMER_OFFSET_FILE, DELAY_OFFSET_FILE, INDEX_DIR,
                      LMQ_CONSUMER_OFFSET_FILE, LMQ_PREFIX, LOCK_FILE, MESSAGE_ROCKSDB_DIR, SUBSCRIPTION_GROUP_FILE, TIMER_CHECK_FILE, TIMER_LOG_DIR, TIMER_WHEEL_FILE, TOPICS_FILE)
@@ -161,11 +162,11 @@ _CONFIG_ROCKSDB = {
 
 #: rocketmq-rust's v2 timer store (crates.io rocketmq-store 1.0.0; layouts in
 #: rmqlab.format.timer_v2): its own layout, none of it Java's
-_RUST_TIMER_DIRS = {"timer-v2": ("rocketmq-rust's timer storage format (timer-v2/FORMAT: the policy and its hash)", "storage_format.rs TimerStorageFingerprint"),
-                    "timerwheel.v2": ("rocketmq-rust's timer wheel (v2: pages.a|b by generation, the generations journal)", "paged_timer_wheel.rs PagedTimerWheel")}
-_RUST_TIMER_CONFIG = {"timer-role.meta": ("rocketmq-rust's timer role epoch", "role.rs TimerRoleState"),
-                      "timercheck.a": ("rocketmq-rust's timer checkpoint (v2 copy a)", "checkpoint.rs VersionedTimerCheckpointStore"),
-                      "timercheck.b": ("rocketmq-rust's timer checkpoint (v2 copy b)", "checkpoint.rs VersionedTimerCheckpointStore")}
+_RUST_TIMER_DIRS = {timer_v2.FORMAT_DIR: ("rocketmq-rust's timer storage format (timer-v2/FORMAT: the policy and its hash)", "storage_format.rs TimerStorageFingerprint"),
+                    timer_v2.WHEEL_DIR: ("rocketmq-rust's timer wheel (v2: pages.a|b by generation, the generations journal)", "paged_timer_wheel.rs PagedTimerWheel")}
+_RUST_TIMER_CONFIG = {timer_v2.ROLE_FILE: ("rocketmq-rust's timer role epoch", "role.rs TimerRoleState"),
+                      TIMER_CHECK_FILE + ".a": ("rocketmq-rust's timer checkpoint (v2 copy a)", "checkpoint.rs VersionedTimerCheckpointStore"),
+                      TIMER_CHECK_FILE + ".b": ("rocketmq-rust's timer checkpoint (v2 copy b)", "checkpoint.rs VersionedTimerCheckpointStore")}
 _RUST_TIMER_NOTE = "`rmqlab timers`; verify checks its checksums as rocketmq-rust's load does (`rmqlab verify --against R` lists it as a departure from Java)"
 #: Java's TimerCheckpoint: five longs and a data version (TimerCheckpoint.flush); rocketmq-rust's v2 one is 56 bytes
 _RUST_TIMERCHECK_SIZE = 56
@@ -174,7 +175,7 @@ _RUST_TIMERCHECK_SIZE = 56
 def _rust_timer_log(d: Path) -> bool:
     """timerlog/ holding only rocketmq-rust's v2/ directory (no Java timer-log file)."""
     names = [p.name for p in d.iterdir()]
-    return bool(names) and all(n == "v2" for n in names)
+    return bool(names) and all(n == timer_v2.LOG_V2_DIR for n in names)
 
 
 def _config_parts(d: Path) -> list[Part]:

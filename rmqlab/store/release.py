@@ -36,10 +36,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..config import MessageStoreConfig
+from ..format import timer_v2
 from ..format.layout import store_timestamp_at
 from ..releases import DISTINCT_RELEASES, Release, release
 from .checkpoint import read_checkpoint_fields
-from ..rules import COMMITLOG_DIR, CONSUMEQUEUE_ROCKSDB_DIR, MESSAGE_ROCKSDB_DIR, timer_wheel_snapshot_flag
+from ..rules import COMMITLOG_DIR, CONFIG_DIR, CONSUMEQUEUE_ROCKSDB_DIR, MESSAGE_ROCKSDB_DIR, TIMER_LOG_DIR, timer_wheel_snapshot_flag
 
 _5X = tuple(r for r in DISTINCT_RELEASES if not r.startswith("4."))
 
@@ -98,7 +99,7 @@ def is_timer_wheel_snapshot(name: str) -> bool:
 
 
 #: rocketmq-rust's timer store, v2 layout (timer_message_store.rs, role.rs): none of it is Java's
-RUST_TIMER_PATHS = ("timer-v2", "timerwheel.v2", os.path.join("config", "timer-role.meta"), os.path.join("timerlog", "v2"))
+RUST_TIMER_PATHS = (timer_v2.FORMAT_DIR, timer_v2.WHEEL_DIR, os.path.join(CONFIG_DIR, timer_v2.ROLE_FILE), os.path.join(TIMER_LOG_DIR, timer_v2.LOG_V2_DIR))
 
 
 def rust_timer_paths(root: str | os.PathLike) -> list[str]:

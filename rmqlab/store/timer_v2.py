@@ -27,9 +27,7 @@ from ..format.parse import parse_at
 from ..format.timer import SLOT_DTYPE, SLOT_ROWS, SLOT_SIZE, TimerCheck, TimerLogEnd
 from ..rules import CONFIG_DIR, TIMER_CHECK_FILE, TIMER_LOG_DIR
 
-FORMAT_PATH = os.path.join("timer-v2", "FORMAT")
-WHEEL_DIR = "timerwheel.v2"
-ROLE_FILE = "timer-role.meta"
+FORMAT_PATH = os.path.join(v2.FORMAT_DIR, v2.FORMAT_FILE)
 _LEAD = fixed_dtype(v2.LogRecord)  # the integer fields before the reserved bytes and the checksum
 #: one 80-byte timer-log record viewed in place (its leading fields, the record's stride)
 RECORD_DTYPE = np.dtype({"names": _LEAD.names, "formats": [_LEAD[n] for n in _LEAD.names],
@@ -62,7 +60,7 @@ class RustTimerStore:
     def __init__(self, root: str | os.PathLike):
         self.root = Path(root)
         self.format_path = self.root / FORMAT_PATH
-        self.wheel_dir = self.root / WHEEL_DIR
+        self.wheel_dir = self.root / v2.WHEEL_DIR
         self.log_dir = self.root / TIMER_LOG_DIR / v2.LOG_DIR
         self.check_path = self.root / CONFIG_DIR / TIMER_CHECK_FILE
         self._problems: list[Problem] = []
@@ -70,6 +68,7 @@ class RustTimerStore:
         self._checkpoint = None
         self._units = None
         self._slots = None
+        self._gens = None
 
     # -- timer-v2/FORMAT ------------------------------------------------------------------------------
     def _format(self) -> dict | None:
@@ -98,10 +97,6 @@ class RustTimerStore:
     def _fail(self, kind: str, file: str, offset: int | None, message: str, fatal: bool = True):
         self._problems.append(Problem(kind, file, offset, message, fatal))
         return None
-
-    @property
-    def precision_ms(self) -> int:
-        return int(self.fingerprint["precision_ms"]) if self.fingerprint else 1000
 
     # -- the checkpoint -------------------------------------------------------------------------------
     def checkpoint(self) -> dict | None:
@@ -262,7 +257,7 @@ class RustTimerStore:
         hold, from the ``generations`` journal up to the checkpoint's wheel generation
         (a record that does not decode, skips a generation or comes after it ends the
         journal; rocketmq-rust cuts the file there)."""
-        if getattr(self, "_gens", None) is not None:
+        if self._gens is not None:
             return self._gens
         path = self.wheel_dir / v2.GENERATIONS
         data = path.read_bytes() if path.exists() else b""
@@ -357,7 +352,7 @@ class RustTimerStore:
     def role_epoch(self) -> int | None:
         """``TimerRoleState.load``: the highest valid epoch of ``config/timer-role.meta``'s
         two slots (None without the file)."""
-        p = self.root / CONFIG_DIR / ROLE_FILE
+        p = self.root / CONFIG_DIR / v2.ROLE_FILE
         if not p.exists():
             return None
         data = p.read_bytes()

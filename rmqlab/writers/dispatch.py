@@ -115,7 +115,7 @@ class CommitLogDispatcher:
 
     def __init__(self, root: str | os.PathLike, config: MessageStoreConfig | None = None, *, clock=None, on_index_file_full=None,
                  batch_topics=None, multi_dispatch: bool | None = None, enable_lmq: bool | None = None, consume_queue_ext: bool | None = None,
-                 release: str = DEFAULT_RELEASE):
+                 release: str = DEFAULT_RELEASE, index_before: int | None = None):
         self.root = Path(root)
         self.config = config or MessageStoreConfig()
         self.clock = clock or SystemClock()
@@ -145,7 +145,7 @@ class CommitLogDispatcher:
         self.uniq_type = release_named(release).uniq_index_type
         #: records at or past this offset get no index entry (rocketmq-rust's recovery,
         #: where its index build stops: Release.index_rebuild_contiguous); None: none
-        self.index_before: int | None = None
+        self.index_before = index_before
         self._tags_cache: dict[str, int] = {}
         self._load_queues()
 
