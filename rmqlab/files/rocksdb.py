@@ -110,3 +110,43 @@ class ReadOnlyRocksDB:
             self.close()
         except Exception:
             pass
+
+
+def open_writable(directory: str | os.PathLike, what: str = "RocksDB"):
+    """``directory``'s RocksDB opened for writing, every column family it has open and
+    raw (RocksDB refuses an open that leaves one out), written so that the RocksDB
+    inside RocketMQ's broker reads it: table files of ``format_version`` 5 and no
+    compression.  The binding's default tables (format_version 6) are unreadable to
+    the RocksDB RocketMQ 5.3 to 5.5 ship (rocksdbjni 8.4 and its ``rocketmq-rocksdb``
+    builds): such a store no longer loads.  Only ever used on a copy the user asked for
+    (``rmqlab recover --out``) or a store recovered in place; :func:`close_writable`
+    closes it and removes the binding's own file."""
+    try:
+        from rocksdict import BlockBasedOptions, DBCompressionType, Options, Rdict
+    except ImportError:
+        raise RocksDBUnavailable(Path(directory), None, f"{what}: {_MISSING}") from None
+
+    def options():
+        o = Options(raw_mode=True)
+        table = BlockBasedOptions()
+        table.set_format_version(5)
+        o.set_block_based_table_factory(table)
+        o.set_compression_type(DBCompressionType.none())
+        o.create_if_missing(False)
+        return o
+
+    try:
+        families = Rdict.list_cf(str(directory), Options(raw_mode=True))
+        return Rdict(str(directory), options=options(), column_families={f: options() for f in families if f != "default"})
+    except Exception as err:  # the binding's plain Exception with RocksDB's status text
+        raise StoreLayoutError(Path(directory), None, f"RocksDB cannot open this {what} for writing: {err}") from None
+
+
+def close_writable(db, directory: str | os.PathLike) -> None:
+    """Flush (table files RocketMQ reads without replaying a log) and close a RocksDB of
+    :func:`open_writable`, and remove the options file the binding leaves beside it."""
+    try:
+        db.flush()
+    finally:
+        db.close()
+        (Path(directory) / "rocksdict-config.json").unlink(missing_ok=True)

@@ -222,6 +222,8 @@ class RecoveryPlan:
     queues_max_after: int = -1
     #: maxPhyOffsetOfConsumeQueue >= processOffset: truncateDirtyLogicFiles runs
     truncate_cq: bool = False
+    #: the RocksDB holding the consume queues (storeType=defaultRocksDB), None: file queues
+    rocksdb_dir: Path | None = None
     #: no commitlog file at all: every consume queue is deleted
     wipe_queues: bool = False
     #: commitlog files that start after the new end (deleted)

@@ -1010,6 +1010,7 @@ def _apply(rep: RecoveryReport, plan: RecoveryPlan, target: Path, cfg: MessageSt
     # close our read mappings of the original before files change under them; the
     # records are read back from the target's own log (the same bytes before the end)
     log_dirs = sorted({t(f.path).parent for f in plan.files})
+    log_min = plan.files[0].file_from_offset if plan.files else 0
     plan.close()
     # 6. re-dispatch, then cut the queues (Java order: dispatch during the scan, truncate after)
     before_files = {p.name for p in (target / INDEX_DIR).iterdir()} if (target / INDEX_DIR).is_dir() else set()
@@ -1017,9 +1018,16 @@ def _apply(rep: RecoveryReport, plan: RecoveryPlan, target: Path, cfg: MessageSt
     cut_any = any(q.cut_entries for q in rep.queues)
     logics_ts = logics_offset = 0
     index_end_ts = None
-    if len(records) or cut_any:
+    rocksdb = None
+    if plan.rocksdb_dir is not None and (len(records) or plan.truncate_cq):
+        from ..writers.rocksdb_consume_queue_writer import RocksDBConsumeQueueWriter
+
+        rocksdb = RocksDBConsumeQueueWriter(target / plan.rocksdb_dir.relative_to(plan.root))
+        if plan.truncate_cq:  # (rocksdb_queue_changes: truncation, then the re-dispatch)
+            rocksdb.truncate_dirty(plan.process, log_min)
+    if len(records) or cut_any or rocksdb is not None:
         d = CommitLogDispatcher(target, cfg, clock=clock, batch_topics=plan.batch_topics, multi_dispatch=plan.multi_dispatch, enable_lmq=plan.enable_lmq,
-                                consume_queue_ext=plan.consume_queue_ext, release=rep.release, index_before=rep.index_stops_at)
+                                consume_queue_ext=plan.consume_queue_ext, release=rep.release, index_before=rep.index_stops_at, rocksdb_queues=rocksdb)
         t_dispatch = time.perf_counter()
         if len(records):
             log = MappedFileQueue(log_dirs, cfg.mapped_file_size_commit_log, strict=False)
@@ -1033,12 +1041,14 @@ def _apply(rep: RecoveryReport, plan: RecoveryPlan, target: Path, cfg: MessageSt
                 records.over([], 0)
                 log.close()
         rep.timings["dispatch_s"] = time.perf_counter() - t_dispatch
-        if plan.truncate_cq and cut_any:  # (with nothing at or past the end it is a no-op)
+        if plan.truncate_cq and cut_any and rocksdb is None:  # (with nothing at or past the end it is a no-op)
             d.truncate_dirty(plan.process, zero_tail=True)
-        if release_named(rep.release).empty_queue_resets_max:
+        if release_named(rep.release).empty_queue_resets_max and rocksdb is None:
             d.correct_min_offsets()
         d.flush()
         rep.max_phy_offset_in_cq_after = d.max_physic_offset
+        if rocksdb is not None:
+            rocksdb.close()
         logics_ts, logics_offset = d.logics_msg_timestamp, d.logics_physical_offset
         index_last = d.index.last
         index_end_ts = index_last.end_timestamp if index_last is not None and hasattr(index_last, "end_timestamp") else None
@@ -1154,8 +1164,8 @@ def plan(
     unplanned = lay.log_elsewhere or lay.recovery_unmodelled
     rocksdb = None
     if not unplanned and lay.rocksdb_queues:
-        # RocksDBMessageStore: the plan reads RocksDB's progress (never writes it); applying
-        # stays refused, as the RocksDB part of the layout says
+        # RocksDBMessageStore: the plan reads RocksDB's progress; applying writes what
+        # RocketMQ's start-up writes there (rmqlab.writers.rocksdb_consume_queue_writer)
         from ..files.rocksdb import RocksDBUnavailable
         from ..store.rocksdb_queue import RocksDBConsumeQueueStore
 
@@ -1194,6 +1204,9 @@ def plan(
 
     t1 = time.perf_counter()
     p.multi_dispatch, p.enable_lmq = multi_dispatch_settings(cfg, lay, rep)
+    if rocksdb is not None and p.enable_lmq:
+        rep.not_modelled.append("enableLmq with RocksDB's consume queues: the LMQ units re-dispatch puts there "
+                                "(RocksDBConsumeQueueStore.dispatchLMQ) are not modelled")
     plan_compaction(p, cfg)
     p.consume_queue_ext = ext_setting(cfg, root, rep)
     if p.consume_queue_ext:
@@ -1212,6 +1225,7 @@ def plan(
     rep.log_lines = planner.log
     # mkdir lines and per-queue changes (read-only simulation of dispatch + truncation)
     if rocksdb is not None:
+        p.rocksdb_dir = Path(lay.rocksdb_dir)
         try:
             rocksdb_queue_changes(rep, p, rocksdb)
         finally:

@@ -359,28 +359,33 @@ def simulate_queues(rep: RecoveryReport, plan: RecoveryPlan, chunks, delay_level
 
 def rocksdb_queue_changes(rep: RecoveryReport, plan: RecoveryPlan, rocksdb) -> None:
     """The per-queue part of the report for RocksDB queues (RocksDBMessageStore), read
-    from RocksDB: ``truncateDirty`` (when RocksDB's max physical offset is at or past the
-    new end) corrects each queue's max offset to below its first unit at or past the end
-    (``RocksDBConsumeQueueOffsetTable.truncateDirtyOffset``: the keys stay, unreachable),
-    and re-dispatch puts every record handed to it (``RocksDBConsumeQueueTable``: a key
-    per unit, idempotent), so a queue gains the units past its max offset."""
+    from RocksDB: ``truncateDirty`` (when RocksDB's progress lies past the new end) gives
+    a queue whose max unit is at or past the end a new max below it
+    (:func:`rmqlab.writers.rocksdb_consume_queue_writer.truncate_dirty`: the keys stay,
+    unreachable), and re-dispatch puts every record handed to it
+    (``RocksDBConsumeQueueTable``: a key per unit, idempotent), so a queue gains the
+    units past its max offset.  Java truncates after the scan's dispatch, which its
+    group commit writes in the background; both orders end the same unless a batch lands
+    first and lowers the progress below the end, when Java truncates nothing (a race:
+    rmqlab follows the start-up whose dispatch has not landed yet)."""
+    from ..writers.rocksdb_consume_queue_writer import truncate_dirty
+
     process = plan.process
     changes: dict[tuple[str, int], QueueChange] = {}
     ends: dict[tuple[str, int], int] = {}
+    cut = truncate_dirty(rocksdb, process, plan.files[0].file_from_offset if plan.files else 0) if plan.truncate_cq else None
     for topic, qid in rocksdb.queue_ids():
         cq = rocksdb.consume_queue(topic, qid)
         lo, hi = cq.valid_range()
         ch = changes[(topic, qid)] = QueueChange(f"{topic}/{qid}", hi - lo, hi, cq.max_physic_offset())
         end = hi
-        if plan.truncate_cq and hi > lo:
-            for q0, e in reversed(cq.parts(lo, hi)):
-                past = np.flatnonzero(e["commitlog_offset"] < process)
-                if len(past):
-                    end = q0 + int(past[-1]) + 1
-                    break
-                end = q0
-        ch.cut_entries = ch.cut_messages = hi - end
+        if cut is not None and (topic, qid) in cut.max:
+            end = min(cut.max[(topic, qid)][1] + 1, cq.slot_end)
+        ch.cut_entries = ch.cut_messages = max(hi - end, 0)
         ends[(topic, qid)] = end
+        if cut is not None and (topic, qid) in cut.failed:
+            rep.notes.append(f"{topic}/{qid}: RocketMQ's truncateDirty gives up on this queue (correctMaxCqOffset finds its min unit past the end "
+                             "and throws): its max stays where it was")
     from ..scan.dispatch_request import queue_groups
 
     for records in plan.dispatch_records:  # a chunk at a time
@@ -400,9 +405,9 @@ def rocksdb_queue_changes(rep: RecoveryReport, plan: RecoveryPlan, rocksdb) -> N
     for k, ch in changes.items():
         ch.max_offset_after = ends[k]
     rep.queues = sorted(changes.values(), key=lambda c: c.queue)
-    rep.notes.append(f"the consume queues are RocksDB's (storeType=defaultRocksDB): read, never written; RocketMQ's start-up truncates them "
-                     f"to the new end (RocksDBConsumeQueueStore.truncateDirty) and re-dispatches into them from RocksDB's progress "
-                     f"{plan.report.max_phy_offset_in_cq_before}, as listed; applying is refused")
+    rep.notes.append(f"the consume queues are RocksDB's (storeType=defaultRocksDB): RocketMQ's start-up truncates them to the new end "
+                     f"(RocksDBConsumeQueueStore.truncateDirty) and re-dispatches into them from RocksDB's progress "
+                     f"{plan.report.max_phy_offset_in_cq_before}, as listed; applying writes the same into the RocksDB")
 
 
 def _insert_at_offset(lines: list[str], offset: int, line: str) -> None:

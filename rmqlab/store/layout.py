@@ -49,6 +49,9 @@ _ROCKSDB = re.compile(r"CURRENT|IDENTITY|LOCK|LOG(\.old\.\d+)?|MANIFEST-\d+|OPTI
 _SIDE_SUFFIXES = (".bak", ".tmp")
 
 _NO_RECOVERY = "rmqlab's recovery does not model what RocketMQ's start-up does with it"
+#: what recovery does to a RocksDB of consume queues (rmqlab.writers.rocksdb_consume_queue_writer)
+_ROCKSDB_QUEUE_RECOVERY = ("RocksDBConsumeQueueStore.truncateDirty, then re-dispatch from its CHECKPOINT_TOPIC progress: "
+                           "applying writes both into the RocksDB of the copy (or of the store, in place)")
 
 
 @dataclass(frozen=True)
@@ -237,9 +240,7 @@ def _consumequeue_parts(d: Path, lay: StoreLayout, settings: dict | None = None)
         else:
             out.append(Part(f"{CONSUMEQUEUE_DIR}/", "RocksDB consume queue (storeType=defaultRocksDB)", DECODED,
                             "read-only (rmqlab[rocksdb]): units of the default column family, min/max of the offset family, dispatch's progress",
-                            "RocksDBConsumeQueueStore",
-                            "rmqlab never writes into a RocksDB directory: the dry run says what RocketMQ's start-up does to it (truncateDirty, "
-                            "re-dispatch from its CHECKPOINT_TOPIC progress), applying is refused"))
+                            "RocksDBConsumeQueueStore", recovered=_ROCKSDB_QUEUE_RECOVERY))
     lmq = [t for t in topics if t.name.startswith(LMQ_PREFIX)]
     plain = [t for t in topics if not t.name.startswith(LMQ_PREFIX)]
     if plain:
@@ -469,8 +470,7 @@ def _separate_rocksdb_part(p: Path, root: Path, lay: StoreLayout, settings: dict
                     "RocketMQ's start-up also recovers the RocksDB copy (truncateDirty); not modelled")
     return Part(p.name + "/", "RocksDB consume queue in its own directory (5.5+: storeType=defaultRocksDB, useSeparateStorePathForRocksdbCQ)", DECODED,
                 "read-only (rmqlab[rocksdb]): units of the default column family, min/max of the offset family, dispatch's progress", java,
-                "rmqlab never writes into a RocksDB directory: the dry run says what RocketMQ's start-up does to it (truncateDirty, "
-                "re-dispatch from its CHECKPOINT_TOPIC progress), applying is refused")
+                recovered=_ROCKSDB_QUEUE_RECOVERY)
 
 
 def _message_rocksdb_part(p: Path) -> Part:

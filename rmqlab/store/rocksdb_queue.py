@@ -116,6 +116,12 @@ class RocksDBConsumeQueueStore:
         if keys:
             yield key_offsets(keys), np.frombuffer(b"".join(vals), CQ_VALUE_DTYPE)
 
+    def unit_commitlog_offset(self, topic: str, queue_id: int, queue_offset: int) -> int | None:
+        """The commitlog offset of one unit (Java ``RocksDBConsumeQueueTable.getCQInKV``),
+        None without its key or with a value that is not RocketMQ's."""
+        v = self.rocksdb.db.get(cq_key(topic, queue_id, queue_offset))
+        return int.from_bytes(v[:8], "big", signed=True) if v is not None and len(v) == CQ_UNIT_SIZE else None
+
     def consume_queue(self, topic: str, queue_id: int) -> "RocksDBConsumeQueue":
         q = self._queues.get((topic, queue_id))
         if q is None:

@@ -111,12 +111,18 @@ class CommitLogDispatcher:
     ``release``: whose dispatch rules (:mod:`rmqlab.releases`); 5.4+ also indexes each
     record's TAGS (``topic#T#tags``).  The engine writes as 5.3.3 does; recovery passes
     the release it follows.
+
+    ``rocksdb_queues``: a :class:`~rmqlab.writers.rocksdb_consume_queue_writer.RocksDBConsumeQueueWriter`
+    when the store's queues are RocksDB's (``storeType=defaultRocksDB``): units go there
+    (``RocksDBConsumeQueueStore.putMessagePositionInfoWrapper``), no file queue is opened,
+    and the checkpoint's logics fields do not move (only file queues set them).
     """
 
     def __init__(self, root: str | os.PathLike, config: MessageStoreConfig | None = None, *, clock=None, on_index_file_full=None,
                  batch_topics=None, multi_dispatch: bool | None = None, enable_lmq: bool | None = None, consume_queue_ext: bool | None = None,
-                 release: str = DEFAULT_RELEASE, index_before: int | None = None):
+                 release: str = DEFAULT_RELEASE, index_before: int | None = None, rocksdb_queues=None):
         self.root = Path(root)
+        self.rocksdb_queues = rocksdb_queues
         self.config = config or MessageStoreConfig()
         self.clock = clock or SystemClock()
         self.delay_levels = parse_delay_levels(self.config.message_delay_level)
@@ -147,7 +153,8 @@ class CommitLogDispatcher:
         #: where its index build stops: Release.index_rebuild_contiguous); None: none
         self.index_before = index_before
         self._tags_cache: dict[str, int] = {}
-        self._load_queues()
+        if rocksdb_queues is None:
+            self._load_queues()
 
     # -- consume queues ---------------------------------------------------------------------------
     def _writer(self, topic: str, queue_id: int, batch: bool, *, loaded: bool) -> QueueFilesWriter:
@@ -183,7 +190,10 @@ class CommitLogDispatcher:
     def max_physic_offset(self) -> int:
         """Java ``ConsumeQueueStore.getMaxPhyOffsetInConsumeQueue``: the max of every
         queue's ``getMaxPhysicOffset`` (a consume queue's ``offset + size`` of its last
-        entry, a batch queue's last unit's offset), -1 when none has entries."""
+        entry, a batch queue's last unit's offset), -1 when none has entries; RocksDB's
+        queues: dispatch's progress (``RocksDBConsumeQueueOffsetTable.getMaxPhyOffset``)."""
+        if self.rocksdb_queues is not None:
+            return self.rocksdb_queues.max_phy_offset()
         return max((q.max_physic_offset for q in self.queues.values()), default=-1)
 
     # -- dispatch -------------------------------------------------------------------------------
@@ -194,6 +204,9 @@ class CommitLogDispatcher:
         self.dispatch_request(request_from_record(record, self.delay_levels))
 
     def dispatch_request(self, req: DispatchRequest) -> None:
+        if self.rocksdb_queues is not None:
+            self.dispatch_batch([req])
+            return
         if rules.goes_to_consume_queue(req.sys_flag):
             q = self.consume_queue(req.topic, req.queue_id)
             q.put_request(req)
@@ -265,6 +278,11 @@ class CommitLogDispatcher:
                 times += [req[5]] * len(rk)
                 end_phy = off  # once a key of this record is indexed, endPhyOffset is its offset
         multi = []
+        if self.rocksdb_queues is not None:
+            cq = sorted((r for g in groups.values() for r in g), key=lambda r: r.commitlog_offset)
+            self._put_rocksdb(DispatchColumns.from_requests(cq) if cq else None, None)
+            groups = {}
+            last_logics = None
         for (topic, qid), g in groups.items():
             q = self.queues.get((topic, qid))
             if q is None:
@@ -302,7 +320,9 @@ class CommitLogDispatcher:
             self.dispatch_batch(cols.requests())
             return
         cq_rows = np.flatnonzero(rules.goes_to_consume_queue(cols.sys_flag))
-        if len(cq_rows):
+        if self.rocksdb_queues is not None:
+            self._put_rocksdb(cols, cq_rows)
+        elif len(cq_rows):
             simple = np.zeros(n, bool)  # rows put into a consume queue (multi-dispatch follows those)
             for rows in queue_groups(cols.topic_code[cq_rows], cols.queue_id[cq_rows]):
                 rows = cq_rows[rows]
@@ -327,6 +347,16 @@ class CommitLogDispatcher:
         rec, hashes = cols.index_key_hashes(rows, tags=self.index_tags, uniq_type=self.uniq_type)
         if len(rec):
             self.index.put_many(hashes, off[rec], cols.store_timestamp[rec])
+
+    def _put_rocksdb(self, cols: "DispatchColumns | None", rows: np.ndarray | None) -> None:
+        """The consume-queue units of ``rows`` (all: None) into RocksDB, as one batch."""
+        if cols is None:
+            return
+        if rows is None:
+            rows = np.arange(len(cols))
+        if len(rows):
+            self.rocksdb_queues.put(cols.topics, cols.topic_code[rows], cols.queue_id[rows], cols.consume_queue_offset[rows], cols.commitlog_offset[rows],
+                                    cols.msg_size[rows], cols.tags_code[rows], cols.store_timestamp[rows])
 
     def _put_multi(self, targets) -> None:
         """The multi-dispatch units ``(request, topic, queueId, queue offset)``, in

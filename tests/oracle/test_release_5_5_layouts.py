@@ -33,8 +33,9 @@ def test_5_5s_rocksdb_queues_in_their_own_directory_are_read_as_5_5_reads_them(k
     consumequeue_rocksdb/ — the store's queues (storeType=defaultRocksDB), or the RocksDB
     half of a CombineConsumeQueueStore beside file queues (rocksdbCQDoubleWriteEnable).
     RocketMQ 5.5.0 writes each; rmqlab reads every unit, message and time probe as it
-    reads them back, verify finds nothing wrong, and the crashed RocksDB store's dry run
-    ends where RocketMQ 5.5.0's recovery ends and leaves its queues as it does."""
+    reads them back, verify finds nothing wrong, and the crashed RocksDB store's recovery
+    ends where RocketMQ 5.5.0's recovery ends and leaves its queues as it does — on a
+    copy 5.5.0 then loads as a cleanly shut down store."""
     from rmqlab.forensics.verify import verify_store
     from rmqlab.store import open_store
     from tests.oracle import production as P
@@ -56,9 +57,14 @@ def test_5_5s_rocksdb_queues_in_their_own_directory_are_read_as_5_5_reads_them(k
         import shutil
 
         theirs = rmq.load(shutil.copytree(tmp_path / "crash", tmp_path / "crash.rocketmq"), config)
-    rep = recover(tmp_path / "crash", config=cfg)
-    r = theirs["recovery"]
-    assert rep.release == "5.5.0" and (rep.mode, rep.commitlog_end) == (r["mode"].split()[0], r["commitLogMaxOffsetAfterRecovery"])
-    got = {q.queue: q.max_offset_after for q in rep.queues}
-    assert got == {k: q["maxOffset"] for k, q in theirs["consumeQueues"].items() if q["cqUnits"] or q["maxOffset"]}
-    assert rep.not_modelled  # applying stays refused: rmqlab never writes RocksDB
+        rep = recover(tmp_path / "crash", config=cfg, out=tmp_path / "mine")
+        r = theirs["recovery"]
+        assert rep.release == "5.5.0" and (rep.mode, rep.commitlog_end) == (r["mode"].split()[0], r["commitLogMaxOffsetAfterRecovery"])
+        got = {q.queue: q.max_offset_after for q in rep.queues}
+        assert got == {k: q["maxOffset"] for k, q in theirs["consumeQueues"].items() if q["cqUnits"] or q["maxOffset"]}
+        # applied: the copy's RocksDB (in consumequeue_rocksdb/) serves what 5.5.0's start-up left, and 5.5.0 loads it
+        with open_store(tmp_path / "mine", cfg) as mine:
+            assert compare_queues(mine, theirs) == []
+        again = rmq.load(shutil.copytree(tmp_path / "mine", tmp_path / "mine.rocketmq"), config)
+        assert again["recovery"]["mode"].startswith("normal")
+        assert {k: q["cqUnits"] for k, q in again["consumeQueues"].items() if q["cqUnits"]} == {k: q["cqUnits"] for k, q in theirs["consumeQueues"].items() if q["cqUnits"]}
