@@ -1022,7 +1022,11 @@ def _apply(rep: RecoveryReport, plan: RecoveryPlan, target: Path, cfg: MessageSt
     if plan.rocksdb_dir is not None and (len(records) or plan.truncate_cq):
         from ..writers.rocksdb_consume_queue_writer import RocksDBConsumeQueueWriter
 
-        rocksdb = RocksDBConsumeQueueWriter(target / plan.rocksdb_dir.relative_to(plan.root))
+        rdir = target / plan.rocksdb_dir.relative_to(plan.root)
+        for p in sorted(rdir.iterdir()):  # in place: RocksDB rewrites its manifest and may compact tables away
+            if p.is_file() and p.name != "LOCK":
+                sidecar.save_file(p, "RocksDB file before the writes of RocketMQ's start-up (truncateDirty, re-dispatch)")
+        rocksdb = RocksDBConsumeQueueWriter(rdir)
         if plan.truncate_cq:  # (rocksdb_queue_changes: truncation, then the re-dispatch)
             rocksdb.truncate_dirty(plan.process, log_min)
     if len(records) or cut_any or rocksdb is not None:
