@@ -102,8 +102,14 @@ class Release:
     #: physical offset, lowered to a RocksDB key or transaction store's lastOffsetPy), not
     #: from its first byte: what lies before it is neither checked nor re-dispatched
     #: (5.5+: CommitLog.recoverAbnormally, ConsumeQueueStore.getDispatchFromPhyOffset).
-    #: 5.4.0 reads the setting only with a RocksDB consume queue (not modelled)
+    #: 5.4.0 reads the setting only with a RocksDB consume queue: ``accelerated_rocksdb``
     accelerated_abnormal: bool = False
+    #: with ``enableAcceleratedRecovery=true`` and a RocksDB consume queue, both
+    #: recoveries walk their start file from RocksDB's max physical offset (5.4.0:
+    #: CommitLog.recoverNormally when it lies past the file's first byte,
+    #: recoverAbnormally when it is not before the file; isEnableRocksDBStore() &&
+    #: isEnableAcceleratedRecovery())
+    accelerated_rocksdb: bool = False
     #: start() restarts the reput at the consume queues' max physical offset (at least
     #: the log's min) and waits, with no timeout, until it reaches the log's max offset
     #: (4.x: DefaultMessageStore.start, dispatchBehindBytes() <= 0); 5.x restarts it at
@@ -149,7 +155,7 @@ RELEASES: dict[str, Release] = {
     for r in (
         Release("4.9.7", "third_to_last", False, False, False, 3, False, start_waits_for_reput=True),
         Release("5.3.3", "queue_max_file", False, False, False, 5, False),
-        Release("5.4.0", "walk_back", True, True, False, 5, True),
+        Release("5.4.0", "walk_back", True, True, False, 5, True, accelerated_rocksdb=True),
         Release("5.5.0", "walk_back", True, True, True, 6, True, True,
                 accelerated_abnormal=True, commit_log_offset_check=True),
         Release("5.5.1", "walk_back", True, True, True, 6, True, True, True,

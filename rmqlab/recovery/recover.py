@@ -381,9 +381,35 @@ class _Planner:
         else:
             reason = f"commitLogRecoverMaxNum={cap}: no newer file starts with a record {none}; the walk stops at the last file it may look at ({cap} counting the newest)"
         choice = StartChoice(index, rule, reason, max_cq if not abort else -2, tuple(log))
-        if abort and release.accelerated_abnormal and cfg.extra_flag("enableAcceleratedRecovery", False):
-            choice = self._accelerated(plan, release, choice)
+        if cfg.extra_flag("enableAcceleratedRecovery", False):
+            if abort and release.accelerated_abnormal:
+                choice = self._accelerated(plan, release, choice)
+            elif release.accelerated_rocksdb and self.rocksdb is not None:
+                choice = self._accelerated_rocksdb(plan, release, choice, abort)
         return choice
+
+    def _accelerated_rocksdb(self, plan: RecoveryPlan, release: Release, choice: StartChoice, abort: bool) -> StartChoice:
+        """Java 5.4.0 ``CommitLog.recoverNormally`` / ``recoverAbnormally`` with
+        ``enableRocksDBStore`` and ``enableAcceleratedRecovery``: the walk begins inside
+        the start file at RocksDB's max physical offset (``dispatchFromPhyOffset``,
+        ``maxPhyOffsetOfConsumeQueue``: the same value, ``RocksDBConsumeQueueStore.recover``).
+        The normal one moves there only when it lies past the file's first byte, the
+        abnormal one unless it lies before the file; either throws past the file's end
+        (``ByteBuffer.position``: load() fails).  What lies before it is neither checked
+        nor re-dispatched."""
+        f = plan.files[choice.index]
+        at = self.max_cq - f.file_from_offset
+        which = "recoverAbnormally" if abort else "recoverNormally"
+        if at < 0 or (at == 0 and not abort):
+            return replace(choice, reason=choice.reason + f"; enableAcceleratedRecovery: RocksDB's max physical offset {self.max_cq} is not past the "
+                                                          "file's first byte, so from its first byte")
+        if at > self.cfg.mapped_file_size_commit_log:
+            return replace(choice, load_error=(
+                f"enableAcceleratedRecovery=true: RocksDB's max physical offset {self.max_cq} is {at} bytes into start file {f.path.name}, past its "
+                f"{self.cfg.mapped_file_size_commit_log} bytes; RocketMQ {release.name}'s ByteBuffer.position throws (CommitLog.{which})"))
+        return replace(choice, scan_at=self.max_cq,
+                       reason=choice.reason + f"; enableAcceleratedRecovery: the walk begins {at} bytes into it, at RocksDB's max physical offset {self.max_cq}",
+                       log=choice.log + (f"recover using acceleration, recovery offset is {self.max_cq}",))
 
     def _accelerated(self, plan: RecoveryPlan, release: Release, choice: StartChoice) -> StartChoice:
         """Java 5.5 ``CommitLog.recoverAbnormally`` with ``enableAcceleratedRecovery``: the
@@ -1197,7 +1223,6 @@ def plan(
         p = planner.plan()
         rep = p.report
         rep.release_reading = reading.to_dict()
-        _unmodelled_release_settings(rep, cfg, releases[0], rocksdb)
     except BaseException:
         if rocksdb is not None:
             rocksdb.close()
@@ -1278,18 +1303,6 @@ def _start_waits_forever(rep: RecoveryReport, plan: RecoveryPlan, release: Relea
                            f"missing commitlog file [{a}, {b}) to reach the log's end {end}; start() waits for it forever "
                            "(DefaultMessageStore.start: dispatchBehindBytes() <= 0)")
         plan.fails_load.append(rep.start_hangs)
-
-
-def _unmodelled_release_settings(rep: RecoveryReport, cfg: MessageStoreConfig, release: Release, rocksdb) -> None:
-    """Start-up settings rmqlab does not model for ``release``: named, and applying
-    refuses.  5.4.0 reads ``enableAcceleratedRecovery`` only with a RocksDB consume
-    queue (``CommitLog.recoverNormally`` / ``recoverAbnormally``: ``isEnableRocksDBStore() &&
-    isEnableAcceleratedRecovery()``), and then in both recoveries; 5.5 reads it in the
-    abnormal one for every store (modelled: ``Release.accelerated_abnormal``)."""
-    if release.writer == "apache" and release.full_first_record and not release.accelerated_abnormal and rocksdb is not None \
-            and cfg.extra_flag("enableAcceleratedRecovery", False):
-        rep.not_modelled.append(f"enableAcceleratedRecovery=true with a RocksDB consume queue: RocketMQ {release.name}'s recoveries start inside "
-                                "their start file, at RocksDB's dispatch position; rmqlab does not model it")
 
 
 def _outcome(rep: RecoveryReport) -> tuple:

@@ -227,3 +227,49 @@ def test_a_recovered_rocksdb_store_is_what_rocketmqs_start_up_leaves(rocksdb_sto
         assert saved >= rocksdb_files
         with open_store(store, cfg) as same:
             assert compare_queues(same, theirs) == []
+
+
+@pytest.fixture(scope="module")
+def rocksdb_store_5_4(tmp_path_factory):
+    """A RocksDB store (storeType=defaultRocksDB) RocketMQ 5.4.0 wrote and shut down
+    cleanly, with the harness open for more."""
+    from tests.oracle.harness import Oracle, build_or_skip
+
+    with Oracle(build_or_skip("5.4.0"), threads=2) as rmq:
+        tmp = tmp_path_factory.mktemp("rocksdb-5.4")
+        root, config, dump = loaded(rmq, write_rocksdb_store(rmq, tmp, seed=703))
+        yield rmq, root, {**config, "checkCRCOnRecover": "true"}, dump
+
+
+@pytest.mark.parametrize("exit_", ["clean", "crashed"])
+def test_5_4_0s_accelerated_recovery_of_rocksdb_queues_is_modelled(rocksdb_store_5_4, tmp_path, exit_):
+    """RocketMQ 5.4.0 reads enableAcceleratedRecovery only with RocksDB's queues, and then
+    in both recoveries (CommitLog.recoverNormally / recoverAbnormally): the walk begins in
+    its start file at RocksDB's max physical offset, so a damaged record of the last
+    file before it is never seen.  rmqlab's recovery ends where 5.4.0's does (and where
+    it would not without the setting), applies, and 5.4.0 loads the copy."""
+    from rmqlab.recovery import recover
+    from tests.oracle.workload import _body_at, _records
+
+    rmq, root, config, dump = rocksdb_store_5_4
+    store = shutil.copytree(root, tmp_path / "s")
+    last = [p for p in sorted((store / "commitlog").iterdir()) if _records(p)][-1]
+    recs = _records(last)
+    assert len(recs) > 2, "the newest data file must hold several records"
+    data = bytearray(last.read_bytes())
+    data[_body_at(data, recs[len(recs) // 2][0])] ^= 0x5A
+    last.write_bytes(bytes(data))
+    if exit_ == "crashed":
+        (store / "abort").write_bytes(b"")
+    accelerated = {**config, "enableAcceleratedRecovery": "true"}
+    theirs = rmq.load(shutil.copytree(store, tmp_path / "s.rocketmq"), accelerated)
+    r = theirs["recovery"]
+    assert any("recover using acceleration" in line for line in r["logLines"])
+    rep = recover(store, config=MessageStoreConfig.from_mapping(accelerated), rocketmq_version="5.4.0", out=tmp_path / "mine")
+    assert (rep.mode, rep.commitlog_end) == (r["mode"].split()[0], r["commitLogMaxOffsetAfterRecovery"]) and "at RocksDB's max physical offset" in rep.start_reason
+    without = recover(store, config=MessageStoreConfig.from_mapping(config), rocketmq_version="5.4.0")
+    assert without.commitlog_end == int(last.name) + recs[len(recs) // 2][0] != rep.commitlog_end  # the walk meets the damage
+    with open_store(tmp_path / "mine", MessageStoreConfig.from_mapping(accelerated)) as mine:
+        assert compare_queues(mine, theirs) == []
+    again = rmq.load(shutil.copytree(tmp_path / "mine", tmp_path / "mine.rocketmq"), accelerated)
+    assert again["recovery"]["mode"].startswith("normal") and again["recovery"]["commitLogMaxOffsetAfterRecovery"] == rep.commitlog_end
