@@ -35,6 +35,10 @@ from .format.hashing import java_string_hash
 from .format.indexfile import index_key, index_tag_key
 
 SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"  # Java TopicValidator.RMQ_SYS_SCHEDULE_TOPIC
+#: Java TopicValidator.RMQ_SYS_ROCKSDB_TRANS_HALF_TOPIC / RMQ_SYS_ROCKSDB_TRANS_OP_HALF_TOPIC:
+#: a transaction's half message and the op message that ends it (5.4+, transRocksDBEnable)
+TRANS_HALF_TOPIC = "RMQ_SYS_ROCKSDB_TRANS_HALF_TOPIC"
+TRANS_OP_HALF_TOPIC = "RMQ_SYS_ROCKSDB_TRANS_OP_HALF_TOPIC"
 
 # the store root (Java StorePathConfigHelper; BrokerPathConfigHelper for config/)
 COMMITLOG_DIR = "commitlog"  # MessageStoreConfig.storePathCommitLog default

@@ -36,6 +36,8 @@ INNER_MULTI_QUEUE_OFFSET = "INNER_MULTI_QUEUE_OFFSET"  # PROPERTY_INNER_MULTI_QU
 LMQ_DISPATCH_SEPARATOR = ","  # MixAll.LMQ_DISPATCH_SEPARATOR
 CRC32 = "__CRC32#"  # MessageConst.PROPERTY_CRC32 (5.2+)
 KEY_SEPARATOR = " "  # MessageConst.KEY_SEPARATOR
+TRANSACTION_ID = "__transactionId__"  # MessageConst.PROPERTY_TRANSACTION_ID
+TRANS_OFFSET = "TRANS_OFFSET"  # MessageConst.PROPERTY_TRANS_OFFSET: an op message's half message offset (5.4+ RocksDB transactions)
 
 
 def decode_text(raw: bytes) -> str:

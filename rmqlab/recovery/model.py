@@ -224,6 +224,10 @@ class RecoveryPlan:
     truncate_cq: bool = False
     #: the RocksDB holding the consume queues (storeType=defaultRocksDB), None: file queues
     rocksdb_dir: Path | None = None
+    #: rocksdbstore/'s writers dispatch feeds (5.4+: "index", "trans" -> on), and whether
+    #: dispatch writes index files too (indexFileWriteEnable)
+    message_rocksdb: dict = field(default_factory=dict)
+    index_files_written: bool = True
     #: no commitlog file at all: every consume queue is deleted
     wipe_queues: bool = False
     #: commitlog files that start after the new end (deleted)

@@ -1055,9 +1055,13 @@ def _apply(rep: RecoveryReport, plan: RecoveryPlan, target: Path, cfg: MessageSt
         rocksdb = RocksDBConsumeQueueWriter(rdir)
         if plan.truncate_cq:  # (rocksdb_queue_changes: truncation, then the re-dispatch)
             rocksdb.truncate_dirty(plan.process, log_min)
+    message_rocksdb = None
+    if plan.message_rocksdb and len(records):
+        message_rocksdb = _open_message_rocksdb(plan, target, log_dirs, cfg, sidecar)
     if len(records) or cut_any or rocksdb is not None:
         d = CommitLogDispatcher(target, cfg, clock=clock, batch_topics=plan.batch_topics, multi_dispatch=plan.multi_dispatch, enable_lmq=plan.enable_lmq,
-                                consume_queue_ext=plan.consume_queue_ext, release=rep.release, index_before=rep.index_stops_at, rocksdb_queues=rocksdb)
+                                consume_queue_ext=plan.consume_queue_ext, release=rep.release, index_before=rep.index_stops_at, rocksdb_queues=rocksdb,
+                                message_rocksdb=message_rocksdb, write_index_files=plan.index_files_written)
         t_dispatch = time.perf_counter()
         if len(records):
             log = MappedFileQueue(log_dirs, cfg.mapped_file_size_commit_log, strict=False)
@@ -1079,6 +1083,9 @@ def _apply(rep: RecoveryReport, plan: RecoveryPlan, target: Path, cfg: MessageSt
         rep.max_phy_offset_in_cq_after = d.max_physic_offset
         if rocksdb is not None:
             rocksdb.close()
+        if message_rocksdb is not None:
+            message_rocksdb.close()
+            message_rocksdb.log.close()
         logics_ts, logics_offset = d.logics_msg_timestamp, d.logics_physical_offset
         index_last = d.index.last
         index_end_ts = index_last.end_timestamp if index_last is not None and hasattr(index_last, "end_timestamp") else None
@@ -1128,6 +1135,29 @@ def _apply(rep: RecoveryReport, plan: RecoveryPlan, target: Path, cfg: MessageSt
         if ab.exists():
             sidecar.note("abort file content", ab.read_bytes().decode("utf-8", "replace"))
             ab.unlink()
+
+
+def _open_message_rocksdb(plan: RecoveryPlan, target: Path, log_dirs: list, cfg: MessageStoreConfig, sidecar: "_Sidecar"):
+    """``rocksdbstore/`` of ``target`` opened for the writers re-dispatch feeds, its files
+    saved in the sidecar first (in place), reading the half and op messages' properties
+    from the target's log."""
+    from ..rules import MESSAGE_ROCKSDB_DIR
+    from ..writers.message_rocksdb_writer import MessageRocksDBWriter
+
+    d = target / MESSAGE_ROCKSDB_DIR
+    for p in sorted(d.iterdir()) if d.is_dir() else []:
+        if p.is_file() and p.name != "LOCK":
+            sidecar.save_file(p, "RocksDB file before the writes of RocketMQ's start-up (IndexRocksDBStore, TransMessageRocksDBStore)")
+    log = MappedFileQueue(log_dirs, cfg.mapped_file_size_commit_log, strict=False)
+
+    def read_properties(offset: int) -> dict:
+        f = log.find(offset)
+        rec = decode_record(file_view(f, cfg.mapped_file_size_commit_log), offset - f.file_from_offset, check_crc=False) if f is not None else None
+        return rec.properties if rec is not None and not rec.is_blank else {}
+
+    w = MessageRocksDBWriter(d, index=bool(plan.message_rocksdb.get("index")), trans=bool(plan.message_rocksdb.get("trans")), read_properties=read_properties)
+    w.log = log  # closed with the writer
+    return w
 
 
 def _index_end_timestamp(d: Path) -> int | None:
@@ -1250,6 +1280,7 @@ def plan(
                 "ended, and the walk hands on no file-end blank (IndexService.build_index_admitted): its index build stops there for good "
                 "and its checkpoint's index-safe offset becomes -1")
     p.dispatch_records = records_to_dispatch(rep, p, cfg).over(p.files, cfg.mapped_file_size_commit_log) if p.files else ()
+    _plan_message_rocksdb(p, planner._dispatch_stores(planner.release), cfg)
     rep.records_redispatched = len(p.dispatch_records)
     rep.log_lines = planner.log
     # mkdir lines and per-queue changes (read-only simulation of dispatch + truncation)
@@ -1270,7 +1301,7 @@ def plan(
     rep.timings["dispatch_plan_s"] = time.perf_counter() - t1
     if not rep.load_ok:
         rep.notes.append("RocketMQ's load() returns false for this store and the broker does not start; rmqlab reads short files as zero-padded")
-    if config is None:
+    if config is None and p.index_files_written:
         p.index_size_unknown = _index_size_unknown(p.index_files, cfg, rep)
         if p.index_size_unknown:
             rep.notes.append(p.index_size_unknown)
@@ -1281,6 +1312,29 @@ def plan(
                         force_verify_prop_crc=force_verify_prop_crc, reindex=reindex)
     rep.timings["total_s"] = time.perf_counter() - t0
     return p
+
+
+def _plan_message_rocksdb(p: RecoveryPlan, stores, cfg: MessageStoreConfig) -> None:
+    """Which of ``rocksdbstore/``'s writers re-dispatch feeds (Java
+    ``CommitLogDispatcherBuildIndex`` with ``indexRocksDBEnable``,
+    ``CommitLogDispatcherBuildTransIndex`` with ``transRocksDBEnable``), what they get
+    (every record at or past their ``lastOffsetPy``), and whether index files are
+    written beside them (``indexFileWriteEnable``; not given: not when the store has
+    no index file and keeps its keys in RocksDB)."""
+    p.message_rocksdb = {k: v for k, v in stores.writers.items() if v}
+    written = cfg.extra_flag("indexFileWriteEnable")
+    if written is None:
+        written = not (p.message_rocksdb.get("index") and not [f for f in p.index_files if f not in p.dropped_index] and "IndexRocksDBStore" in stores.last_offsets)
+    p.index_files_written = bool(written)
+    rep, pos = p.report, getattr(p.dispatch_records, "positions", None)
+    for name, which in (("IndexRocksDBStore", "index"), ("TransMessageRocksDBStore", "trans")):
+        if not p.message_rocksdb.get(which):
+            continue
+        last = stores.last_offsets.get(name)
+        if last is None:  # (5.4's transactions: fed, not asked where to start)
+            continue
+        n = int((pos >= last).sum()) if pos is not None else 0
+        rep.notes.append(f"{name} (rocksdbstore/) gets the {n} re-dispatched record(s) at or past its lastOffsetPy {last}; below it, it skips them")
 
 
 def _start_waits_forever(rep: RecoveryReport, plan: RecoveryPlan, release: Release) -> None:

@@ -489,8 +489,9 @@ def _message_rocksdb_part(p: Path) -> Part:
     return Part(p.name + "/", "RocksDB of keys, timers and transactions (5.4+: indexRocksDBEnable, timerRocksDBEnable, transRocksDBEnable)", DECODED,
                 "read-only (rmqlab[rocksdb]): `lookup --key` answers from its keys as IndexRocksDBStore does, `transactions` lists its half "
                 "messages, `timers` its timer messages; verify checks every entry against the record it names", owner,
-                "RocketMQ's start-up asks these stores where recovery starts (their lastOffsetPy: the dry run does too) and re-dispatches "
-                "the records after it into them; rmqlab never writes into a RocksDB directory, so applying is refused")
+                recovered="RocketMQ's start-up asks these stores where recovery starts (their lastOffsetPy) and re-dispatches the records "
+                          "at or past it into them (IndexRocksDBStore.buildIndex, TransMessageRocksDBStore.buildTransIndex): applying writes "
+                          "the same; the timers' family is not fed by dispatch and stays as it is")
 
 
 def dledger_log_dir(root: str | os.PathLike) -> Path | None:

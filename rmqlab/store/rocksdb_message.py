@@ -211,6 +211,9 @@ class DispatchStores:
     #: why the stores could not be read (the RocksDB binding missing): the start is then
     #: planned without them, and the plan says so
     unread: str | None = None
+    #: which writers dispatch feeds ("index": IndexRocksDBStore, "trans":
+    #: TransMessageRocksDBStore), whether or not the start asks them
+    writers: dict[str, bool] = field(default_factory=dict)
 
 
 def dispatch_stores(root: str | os.PathLike, cfg, release) -> DispatchStores:
@@ -222,7 +225,10 @@ def dispatch_stores(root: str | os.PathLike, cfg, release) -> DispatchStores:
     from ..files.rocksdb import RocksDBUnavailable
 
     out = DispatchStores()
-    if not release.capped_walk or not holds_data(Path(root) / MESSAGE_ROCKSDB_DIR):
+    if not release.capped_walk:
+        return out  # (before 5.4 there is no such store)
+    out.writers = {"index": bool(cfg.message_index_enable and cfg.extra_flag("indexRocksDBEnable", False)), "trans": bool(cfg.extra_flag("transRocksDBEnable", False))}
+    if not holds_data(Path(root) / MESSAGE_ROCKSDB_DIR):
         return out  # empty (every 5.4+ store has it): no writer to ask
     try:
         db = MessageRocksDBStore.of(root)
@@ -243,6 +249,7 @@ def dispatch_stores(root: str | os.PathLike, cfg, release) -> DispatchStores:
         why = "transRocksDBEnable=true" if trans_on else None
         if trans_on is None and (db.has_transactions()):
             trans_on, why = True, "rocksdbstore/'s trans family holds keys (transRocksDBEnable, not given, taken as on)"
+        out.writers = {"index": bool(index_on and cfg.message_index_enable), "trans": bool(trans_on)}
         if trans_on and not release.dispatch_from_all_stores and cfg.extra_flag("transWriteOriginTransHalfEnable", True):
             trans_on = False  # 5.4: only with transWriteOriginTransHalfEnable=false
         if trans_on:

@@ -112,6 +112,12 @@ class CommitLogDispatcher:
     record's TAGS (``topic#T#tags``).  The engine writes as 5.3.3 does; recovery passes
     the release it follows.
 
+    ``message_rocksdb``: a :class:`~rmqlab.writers.message_rocksdb_writer.MessageRocksDBWriter`
+    when the broker keeps keys or transactions in ``rocksdbstore/`` (5.4+): each batch
+    goes there too (``CommitLogDispatcherBuildIndex`` / ``CommitLogDispatcherBuildTransIndex``).
+    ``write_index_files=False``: no index file is written (Java ``indexFileWriteEnable=false``,
+    keys only in RocksDB).
+
     ``rocksdb_queues``: a :class:`~rmqlab.writers.rocksdb_consume_queue_writer.RocksDBConsumeQueueWriter`
     when the store's queues are RocksDB's (``storeType=defaultRocksDB``): units go there
     (``RocksDBConsumeQueueStore.putMessagePositionInfoWrapper``), no file queue is opened,
@@ -120,9 +126,10 @@ class CommitLogDispatcher:
 
     def __init__(self, root: str | os.PathLike, config: MessageStoreConfig | None = None, *, clock=None, on_index_file_full=None,
                  batch_topics=None, multi_dispatch: bool | None = None, enable_lmq: bool | None = None, consume_queue_ext: bool | None = None,
-                 release: str = DEFAULT_RELEASE, index_before: int | None = None, rocksdb_queues=None):
+                 release: str = DEFAULT_RELEASE, index_before: int | None = None, rocksdb_queues=None, message_rocksdb=None, write_index_files: bool = True):
         self.root = Path(root)
         self.rocksdb_queues = rocksdb_queues
+        self.message_rocksdb = message_rocksdb
         self.config = config or MessageStoreConfig()
         self.clock = clock or SystemClock()
         self.delay_levels = parse_delay_levels(self.config.message_delay_level)
@@ -143,6 +150,8 @@ class CommitLogDispatcher:
         self.index = IndexServiceWriter(
             self.root / INDEX_DIR, self.config.max_hash_slot_num, self.config.max_index_num, self.clock, on_full=on_index_file_full
         )
+        #: index files written: messageIndexEnable and (5.4+) indexFileWriteEnable
+        self.index_on = self.config.message_index_enable and write_index_files
         self.logics_msg_timestamp = 0  # Java StoreCheckpoint.logicsMsgTimestamp (of the last entry)
         self.logics_physical_offset = 0  # Java StoreCheckpoint.logicsPhysicalOffset (5.5+: its record's offset)
         #: IndexService.buildIndex puts topic#T#tags too (5.4+)
@@ -204,7 +213,7 @@ class CommitLogDispatcher:
         self.dispatch_request(request_from_record(record, self.delay_levels))
 
     def dispatch_request(self, req: DispatchRequest) -> None:
-        if self.rocksdb_queues is not None:
+        if self.rocksdb_queues is not None or self.message_rocksdb is not None:
             self.dispatch_batch([req])
             return
         if rules.goes_to_consume_queue(req.sys_flag):
@@ -215,7 +224,7 @@ class CommitLogDispatcher:
             if self.multi_dispatch and req.multi_dispatch is not None and isinstance(q, ConsumeQueueWriter):
                 self._put_multi([(req, t, qid, off) for t, qid, off in rules.multi_dispatch_targets(
                     req.topic, req.queue_id, req.multi_dispatch, req.multi_queue_offset, enable_lmq=self.enable_lmq)])
-        if self.config.message_index_enable:
+        if self.index_on:
             self._build_index(req)
 
     def _build_index(self, req: DispatchRequest) -> None:
@@ -240,8 +249,10 @@ class CommitLogDispatcher:
         if not reqs:
             return
         # one pass: consume-queue entries grouped by queue, index keys in order
+        if self.message_rocksdb is not None:
+            self.message_rocksdb.dispatch(reqs)
         groups: dict[tuple[str, int], list] = {}
-        index_on = self.config.message_index_enable
+        index_on = self.index_on
         end_phy = self.index.end_phy_offset if index_on else 0
         keys: list[str] = []
         offsets: list[int] = []
@@ -315,10 +326,12 @@ class CommitLogDispatcher:
         if n == 0:
             return
         off = cols.commitlog_offset
-        index_on = self.config.message_index_enable
+        index_on = self.index_on
         if index_on and n > 1 and not (off[1:] >= off[:-1]).all():
             self.dispatch_batch(cols.requests())
             return
+        if self.message_rocksdb is not None:
+            self.message_rocksdb.dispatch(cols.requests())
         cq_rows = np.flatnonzero(rules.goes_to_consume_queue(cols.sys_flag))
         if self.rocksdb_queues is not None:
             self._put_rocksdb(cols, cq_rows)

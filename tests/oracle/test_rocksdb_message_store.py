@@ -160,7 +160,7 @@ def test_recovery_starts_where_rocksdbs_keys_say(written):
     assert rep.commitlog_end == r["commitLogMaxOffsetAfterRecovery"] == damaged
     assert "IndexRocksDBStore's lastOffsetPy" in rep.start_reason
     assert int(rep.start_file) <= last
-    assert rep.not_modelled  # applying stays refused: rmqlab never writes RocksDB
+    assert not rep.not_modelled
     # the settings not given: the keys in rocksdbstore/ say the writer ran
     assert recover(lag).commitlog_end == damaged
 
@@ -179,3 +179,87 @@ def test_verify_names_rocksdb_progress_past_a_cut_log(written, tmp_path):
             f.unlink()
     kinds = {f.kind for f in verify_store(cut, cfg).findings}
     assert "RDB_PROGRESS_PAST_END" in kinds and "RDB_KEY_ENTRY" not in kinds
+
+
+def _rewind(store, index_from: int, trans_from: int) -> None:
+    """A crash that lost RocksDB's latest writes (a test's damage, on a copy): every key
+    of a record at or past ``index_from`` and every half message at or past
+    ``trans_from`` gone, each family's lastOffsetPy moved back before them."""
+    from rmqlab.files.rocksdb import close_writable, open_writable
+    from rmqlab.format.rocksdb_message import LAST_OFFSET_PY, LAST_STORE_TIMESTAMP, parse_index_entry, parse_trans_record
+
+    d = store / "rocksdbstore"
+    db = open_writable(d)
+    try:
+        kept = []
+        for k, v in list(db.items()):
+            e = parse_index_entry(k, v)
+            if isinstance(e, str):
+                continue
+            if e.offset_py >= index_from:
+                db.delete(k)
+            elif e.index_type == "U":
+                kept.append(e)
+        last = max(kept, key=lambda e: e.offset_py)
+        db[LAST_OFFSET_PY] = last.offset_py.to_bytes(8, "big")
+        db[LAST_STORE_TIMESTAMP] = last.store_time.to_bytes(8, "big")
+        trans = db.get_column_family("trans")
+        halves = []
+        for k, v in list(trans.items()):
+            t = parse_trans_record(k, v)
+            if not isinstance(t, str) and t.offset_py >= trans_from:
+                trans.delete(k)
+        trans[LAST_OFFSET_PY] = (trans_from - 1).to_bytes(8, "big")
+    finally:
+        close_writable(db, d)
+
+
+def _rocksdb_answers(dump) -> tuple:
+    m = dump["messageRocksDB"]
+    return (m["indexLastOffsetPy"], [q["phyOffsets"] for q in m["indexQueries"]], m["trans"], m["transLastOffsetPy"])
+
+
+def test_a_recovery_writes_rocksdbs_keys_and_transactions_as_rocketmq_does(written, tmp_path):
+    """A crash that lost RocksDB's last writes: the keys of the last third of the log and
+    the last half messages gone, lastOffsetPy moved back.  RocketMQ's abnormal recovery
+    re-dispatches the records at or past each lastOffsetPy into rocksdbstore/
+    (IndexRocksDBStore.buildIndex: a key per KEYS token, TAGS and UNIQ_KEY;
+    TransMessageRocksDBStore.buildTransIndex: a key per half message, deleted by its op
+    message).  ``recover --out`` writes the same: every key query, the pending half
+    messages and both lastOffsetPy answer as in RocketMQ's recovered copy, no index file
+    is made (indexFileWriteEnable=false), and RocketMQ loads rmqlab's copy and answers
+    the same."""
+    from tests.oracle.harness import Oracle, build_or_skip
+
+    release, root, config, dump, *_ = written
+    cfg = MessageStoreConfig.from_mapping(config)
+    with open_store(root, cfg) as store:
+        uniq = [r.physical_offset for r in store.commitlog.walk() if not r.is_blank and r.properties.get("UNIQ_KEY") and r.topic != HALF]
+        halves = sorted(t.offset_py for t in store.message_rocksdb.transactions())
+    store = shutil.copytree(root, tmp_path / "s")
+    _rewind(store, uniq[2 * len(uniq) // 3], halves[1])
+    (store / "abort").write_bytes(b"")
+    with open_store(store, cfg) as lost:
+        assert lost.message_rocksdb.last_offset_py() < dump["messageRocksDB"]["indexLastOffsetPy"]
+        assert len(lost.message_rocksdb.transactions()) < len(dump["messageRocksDB"]["trans"])
+    with Oracle(build_or_skip(release), threads=2) as rmq:
+        theirs = rmq.load(shutil.copytree(store, tmp_path / "s.rocketmq"), config)
+        assert theirs["recovery"]["mode"].startswith("abnormal")
+        rep = recover(store, config=cfg, out=tmp_path / "mine")
+        assert rep.commitlog_end == theirs["recovery"]["commitLogMaxOffsetAfterRecovery"] and not rep.not_modelled
+        assert any("IndexRocksDBStore (rocksdbstore/) gets" in n for n in rep.notes)
+        assert not (tmp_path / "mine" / "index").exists() or not any((tmp_path / "mine" / "index").iterdir())
+        assert not (tmp_path / "mine" / "rocksdbstore" / "rocksdict-config.json").exists()
+        with open_store(tmp_path / "mine", cfg) as mine:
+            db = mine.message_rocksdb
+            m = theirs["messageRocksDB"]
+            assert db.last_offset_py() == m["indexLastOffsetPy"] and db.last_offset_py("trans") == m["transLastOffsetPy"]
+            max_num = cfg.max_msgs_num_batch
+            assert [db.query_offset_for_index(q["topic"], q["type"], q["key"], max_num=max_num) for q in m["indexQueries"]] == [q["phyOffsets"] for q in m["indexQueries"]]
+            from rmqlab.store.rocksdb_message import transaction_messages
+
+            assert [dict(offsetPy=p.entry.offset_py, topic=p.entry.topic, uniqKey=p.entry.transaction_id, checkTimes=p.entry.check_times, sizePy=p.entry.size_py)
+                    for p in transaction_messages(mine)] == m["trans"]
+        assert _rocksdb_answers(theirs) == _rocksdb_answers(dump)  # (what was lost came back: the case tests the re-dispatch)
+        again = rmq.load(shutil.copytree(tmp_path / "mine", tmp_path / "mine.rocketmq"), config)
+        assert again["recovery"]["mode"].startswith("normal") and _rocksdb_answers(again) == _rocksdb_answers(theirs)
