@@ -129,6 +129,14 @@ class MessageStoreConfig:
         v = self.extra.get(java_name)
         return default if v is None else str(v).strip().lower() == "true"
 
+    def extra_int(self, java_name: str, default: int) -> int:
+        """An integer setting rmqlab keeps in ``extra``, ``default`` when not set or not a
+        number (Java's config loader keeps its default then too)."""
+        try:
+            return int(str(self.extra[java_name]).strip())
+        except (KeyError, ValueError):
+            return default
+
     def to_java(self) -> dict[str, str]:
         """Every setting under its Java name, as strings (what a broker.conf holds)."""
         out = {}

@@ -110,6 +110,17 @@ class Release:
     #: recoverAbnormally when it is not before the file; isEnableRocksDBStore() &&
     #: isEnableAcceleratedRecovery())
     accelerated_rocksdb: bool = False
+    #: ``rocksdbCQDoubleWriteEnable`` makes the queue store a CombineConsumeQueueStore
+    #: (5.4+: DefaultMessageStore.createConsumeQueueStore): the start file must suit the
+    #: RocksDB copy too, or be at most combineCQMaxExtraSearchCommitLogFiles files past
+    #: one that does not; re-dispatch starts at the lower of the two progresses, the
+    #: truncation of both runs when that lower one reaches the new end, and start()
+    #: re-initialises a copy's queue whose max differs from the file queue's
+    #: (verifyAndInitOffsetForAllStore).  Before 5.4 the copy (enableRocksdbCQWrite) is
+    #: only fed by dispatch.  ``combine_skips_unstarted`` (5.5+): a copy that never ran
+    #: (max physical offset ≤ 0) is not asked
+    combined_queue_store: bool = False
+    combine_skips_unstarted: bool = False
     #: start() restarts the reput at the consume queues' max physical offset (at least
     #: the log's min) and waits, with no timeout, until it reaches the log's max offset
     #: (4.x: DefaultMessageStore.start, dispatchBehindBytes() <= 0); 5.x restarts it at
@@ -155,11 +166,11 @@ RELEASES: dict[str, Release] = {
     for r in (
         Release("4.9.7", "third_to_last", False, False, False, 3, False, start_waits_for_reput=True),
         Release("5.3.3", "queue_max_file", False, False, False, 5, False),
-        Release("5.4.0", "walk_back", True, True, False, 5, True, accelerated_rocksdb=True),
+        Release("5.4.0", "walk_back", True, True, False, 5, True, accelerated_rocksdb=True, combined_queue_store=True),
         Release("5.5.0", "walk_back", True, True, True, 6, True, True,
-                accelerated_abnormal=True, commit_log_offset_check=True),
+                accelerated_abnormal=True, commit_log_offset_check=True, combined_queue_store=True, combine_skips_unstarted=True),
         Release("5.5.1", "walk_back", True, True, True, 6, True, True, True,
-                accelerated_abnormal=True, commit_log_offset_check=True),
+                accelerated_abnormal=True, commit_log_offset_check=True, combined_queue_store=True, combine_skips_unstarted=True),
         # rocketmq-rust: checkMessageAndReturnSize-free matching of the first record
         # (probe_store_timestamp: magic and a non-zero storeTimestamp), no 10-file cap
         Release("rocketmq-rust:1.0.0", "last_files", False, False, False, 6, True,

@@ -227,6 +227,15 @@ class RecoveryPlan:
     #: rocksdbstore/'s writers dispatch feeds (5.4+: "index", "trans" -> on), and whether
     #: dispatch writes index files too (indexFileWriteEnable)
     message_rocksdb: dict = field(default_factory=dict)
+    #: the RocksDB copy beside file queues (rocksdbCQDoubleWriteEnable), None: none; what
+    #: start-up does to each of its queues, and those start() re-initialises (queue ->
+    #: the file queue's max offset)
+    rocksdb_copy_dir: Path | None = None
+    #: a RocksDB dispatch writes beside the file queues (the copy, rocksdbstore/'s keys or
+    #: transactions): re-dispatch hands on every record, not only what the files lack
+    rocksdb_beside: bool = False
+    copy_changes: list = field(default_factory=list)
+    copy_reinit: dict = field(default_factory=dict)
     index_files_written: bool = True
     #: no commitlog file at all: every consume queue is deleted
     wipe_queues: bool = False

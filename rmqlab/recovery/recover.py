@@ -81,7 +81,7 @@ from .report import UNREADABLE, CutRange, ReleaseOutcome, GroupLoss, IndexChange
 from ..scan.acceptance import ILLEGAL_OFFSET, Check, FileScan, check_record, scan_file, shift_scan
 from .model import STORE, Queue, RecoveryPlan
 from .queues import ext_setting, plan_compaction, plan_ext, recover_queue, truncate_queue_plan
-from .redispatch import file_view, multi_dispatch_settings, records_to_dispatch, rocksdb_queue_changes, simulate_queues
+from .redispatch import file_view, multi_dispatch_settings, records_to_dispatch, rocksdb_copy_changes, rocksdb_queue_changes, simulate_queues
 
 
 
@@ -105,10 +105,13 @@ class StartChoice:
 
 class _Planner:
     def __init__(self, root: Path, cfg: MessageStoreConfig, *, release: Release, check_crc: bool | None, force_verify_prop_crc: bool,
-                 rocksdb=None):
+                 rocksdb=None, rocksdb_copy=None):
         self.root = root
         #: the consume queues' RocksDB (RocksDBMessageStore, storeType=defaultRocksDB), read-only; None: file queues
         self.rocksdb = rocksdb
+        #: the RocksDB copy beside file queues (rocksdbCQDoubleWriteEnable), read-only; None: none
+        self.copy = rocksdb_copy
+        self.copy_max = rocksdb_copy.max_phy_offset() if rocksdb_copy is not None else None
         self.cfg = cfg
         #: whose start-up rules the plan follows (rmqlab.releases)
         self.release = release
@@ -164,7 +167,10 @@ class _Planner:
             plan.scan_at = choice.scan_at
         self._scan(plan, index, abort)
         process = plan.process
-        # truncation of consume queues (after the scan, as Java does)
+        # truncation of consume queues (after the scan, as Java does); a CombineConsumeQueueStore
+        # passes the lower of its stores' progress (getDispatchFromPhyOffset), for both
+        if self.copy is not None and self.release.combined_queue_store:
+            max_cq = min(max_cq, self.copy_max)
         plan.truncate_cq = max_cq >= process
         if plan.truncate_cq:
             log.append(f"maxPhyOffsetOfConsumeQueue({max_cq}) >= processOffset({process}), truncate dirty logic files")
@@ -353,6 +359,10 @@ class _Planner:
             if stores.unread and stores.unread not in plan.report.not_modelled:
                 plan.report.not_modelled.append(stores.unread)
             matches, rule, none = self._matched_recover(release, abort, max_cq, cp, index_safe, stores)
+            if self.copy is not None and release.combined_queue_store:
+                matches, rule, none = self._combined(matches, rule, none, release)
+                # CombineConsumeQueueStore.getDispatchFromPhyOffset: the lower of the two
+                max_cq = min(max_cq, self.copy_max)
             if not abort and release.dispatch_from_all_stores:
                 # DefaultMessageStore.recover: re-dispatch from the lowest progress of the
                 # queue store and every registered CommitLogDispatchStore that has one (> 0)
@@ -474,6 +484,35 @@ class _Planner:
         why = (f"file {files[matched].path.name} starts with a record stored at or before minTimestamp {min_ts}; "
                + (f"{release.abnormal_files_back} files before it" if index == back else f"the file holding the queues' max physical offset {max_cq} is earlier"))
         return StartChoice(index, rule, why, -2)
+
+    def _combined(self, matches, rule: str, none: str, release: Release):
+        """Java ``CombineConsumeQueueStore.isMappedFileMatchedRecover`` (5.4+,
+        ``rocksdbCQDoubleWriteEnable``; the file queues assign offsets and are read, the
+        defaults): after the file queues' test, the RocksDB copy's (its first record's
+        physicalOffset at or below the copy's progress, ``RocksDBConsumeQueueStore``); a
+        file the copy does not suit is taken anyway once ``combineCQMaxExtraSearchCommitLogFiles``
+        such files were passed (the walk counts them).  5.5 does not ask a copy that never
+        ran (its max physical offset ≤ 0)."""
+        copy_max = self.copy_max
+        budget = [self.cfg.extra_int("combineCQMaxExtraSearchCommitLogFiles", 3)]
+        if release.combine_skips_unstarted and copy_max <= 0:
+            return matches, rule + "; the RocksDB copy never ran (max physical offset ≤ 0): not asked", none
+
+        def combined(buf) -> str | None:
+            why = matches(buf)
+            if why is None:
+                return None
+            phy = struct.unpack_from(">q", buf, layout.PHYSICAL_OFFSET_AT)[0]
+            if phy <= copy_max:
+                return why + f", and ≤ the RocksDB copy's max physical offset {copy_max}"
+            left = budget[0]
+            budget[0] -= 1  # AtomicInteger.getAndDecrement
+            if left <= 0:
+                return why + (f"; the RocksDB copy's max physical offset {copy_max} is below it, but combineCQMaxExtraSearchCommitLogFiles files "
+                              "were passed already (CombineConsumeQueueStore): the copy is left short")
+            return None
+
+        return combined, rule + " and the RocksDB copy's (CombineConsumeQueueStore)", none + f", and ≤ the RocksDB copy's max physical offset {copy_max}"
 
     def _dispatch_stores(self, release: Release):
         """The RocksDB key and transaction stores ``release``'s start-up asks (cached per
@@ -1055,13 +1094,24 @@ def _apply(rep: RecoveryReport, plan: RecoveryPlan, target: Path, cfg: MessageSt
         rocksdb = RocksDBConsumeQueueWriter(rdir)
         if plan.truncate_cq:  # (rocksdb_queue_changes: truncation, then the re-dispatch)
             rocksdb.truncate_dirty(plan.process, log_min)
+    copy = None
+    if plan.rocksdb_copy_dir is not None and (len(records) or plan.truncate_cq or plan.copy_reinit):
+        from ..writers.rocksdb_consume_queue_writer import RocksDBConsumeQueueWriter
+
+        cdir = target / plan.rocksdb_copy_dir.relative_to(plan.root)
+        for p in sorted(cdir.iterdir()):
+            if p.is_file() and p.name != "LOCK":
+                sidecar.save_file(p, "RocksDB file of the queues' copy before the writes of RocketMQ's start-up")
+        copy = RocksDBConsumeQueueWriter(cdir)
+        if plan.truncate_cq and release_named(rep.release).combined_queue_store:  # CombineConsumeQueueStore.truncateDirty: both stores
+            copy.truncate_dirty(plan.process, log_min)
     message_rocksdb = None
     if plan.message_rocksdb and len(records):
         message_rocksdb = _open_message_rocksdb(plan, target, log_dirs, cfg, sidecar)
-    if len(records) or cut_any or rocksdb is not None:
+    if len(records) or cut_any or rocksdb is not None or copy is not None:
         d = CommitLogDispatcher(target, cfg, clock=clock, batch_topics=plan.batch_topics, multi_dispatch=plan.multi_dispatch, enable_lmq=plan.enable_lmq,
                                 consume_queue_ext=plan.consume_queue_ext, release=rep.release, index_before=rep.index_stops_at, rocksdb_queues=rocksdb,
-                                message_rocksdb=message_rocksdb, write_index_files=plan.index_files_written)
+                                message_rocksdb=message_rocksdb, write_index_files=plan.index_files_written, rocksdb_copy=copy)
         t_dispatch = time.perf_counter()
         if len(records):
             log = MappedFileQueue(log_dirs, cfg.mapped_file_size_commit_log, strict=False)
@@ -1086,6 +1136,12 @@ def _apply(rep: RecoveryReport, plan: RecoveryPlan, target: Path, cfg: MessageSt
         if message_rocksdb is not None:
             message_rocksdb.close()
             message_rocksdb.log.close()
+        if copy is not None:
+            # CombineConsumeQueueStore.start → verifyAndInitOffsetForAllStore (5.4+)
+            for queue, offset in plan.copy_reinit.items():
+                topic, _, qid = queue.rpartition("/")
+                copy.initialize_with_offset(topic, int(qid), offset, log_min)
+            copy.close()
         logics_ts, logics_offset = d.logics_msg_timestamp, d.logics_physical_offset
         index_last = d.index.last
         index_end_ts = index_last.end_timestamp if index_last is not None and hasattr(index_last, "end_timestamp") else None
@@ -1235,6 +1291,19 @@ def plan(
             unplanned = f"the consume queues are RocksDB's and cannot be read here: {err.message}"
         except StoreLayoutError as err:
             unplanned = f"the consume queues' RocksDB cannot be opened: {err}"
+    copy, copy_problem = None, None
+    if not unplanned and lay.rocksdb_double_write:
+        # the RocksDB copy beside file queues: read for the start (5.4+) and what start-up
+        # does to it; applying writes the same into it
+        from ..files.rocksdb import RocksDBUnavailable
+        from ..store.rocksdb_queue import RocksDBConsumeQueueStore
+
+        try:
+            copy = RocksDBConsumeQueueStore(Path(lay.rocksdb_dir))
+        except RocksDBUnavailable as err:
+            copy_problem = f"the RocksDB copy of the queues (rocksdbCQDoubleWriteEnable) cannot be read here: {err.message}"
+        except StoreLayoutError as err:
+            copy_problem = f"the RocksDB copy of the queues (rocksdbCQDoubleWriteEnable) cannot be opened: {err}"
     if unplanned:
         # the classic recovery's decisions would be wrong here (e.g. delete every queue of
         # a DLedger store, whose log is not in commitlog/): no plan is made
@@ -1248,14 +1317,17 @@ def plan(
     releases = [release_named(c) for c in reading.candidates]
     if legacy_three_files:
         releases = [r.with_legacy_start() for r in releases]
-    planner = _Planner(root, cfg, release=releases[0], check_crc=check_crc, force_verify_prop_crc=force_verify_prop_crc, rocksdb=rocksdb)
+    planner = _Planner(root, cfg, release=releases[0], check_crc=check_crc, force_verify_prop_crc=force_verify_prop_crc, rocksdb=rocksdb, rocksdb_copy=copy)
     try:
         p = planner.plan()
         rep = p.report
         rep.release_reading = reading.to_dict()
+        if copy_problem:
+            rep.not_modelled.append(copy_problem)
     except BaseException:
-        if rocksdb is not None:
-            rocksdb.close()
+        for db in (rocksdb, copy):
+            if db is not None:
+                db.close()
         raise
     if reindex and cfg.message_index_enable and p.files:
         _plan_reindex(p, cfg)
@@ -1279,6 +1351,7 @@ def plan(
                 f"{planner.release.title} indexes again only up to {rep.index_stops_at}: each record must start where the last one it indexed "
                 "ended, and the walk hands on no file-end blank (IndexService.build_index_admitted): its index build stops there for good "
                 "and its checkpoint's index-safe offset becomes -1")
+    p.rocksdb_beside = copy is not None or any(planner._dispatch_stores(planner.release).writers.values())
     p.dispatch_records = records_to_dispatch(rep, p, cfg).over(p.files, cfg.mapped_file_size_commit_log) if p.files else ()
     _plan_message_rocksdb(p, planner._dispatch_stores(planner.release), cfg)
     rep.records_redispatched = len(p.dispatch_records)
@@ -1292,6 +1365,11 @@ def plan(
             rocksdb.close()
     else:
         simulate_queues(rep, p, p.dispatch_records, parse_delay_levels(cfg.message_delay_level))
+    if copy is not None:
+        try:
+            _plan_copy(rep, p, copy, cfg, planner.release, Path(lay.rocksdb_dir))
+        finally:
+            copy.close()
     _start_waits_forever(rep, p, planner.release)
     _lost_records(rep, p)
     _unfindable_keys(rep, p, cfg)
@@ -1312,6 +1390,24 @@ def plan(
                         force_verify_prop_crc=force_verify_prop_crc, reindex=reindex)
     rep.timings["total_s"] = time.perf_counter() - t0
     return p
+
+
+def _plan_copy(rep: RecoveryReport, p: RecoveryPlan, copy, cfg: MessageStoreConfig, release: Release, directory: Path) -> None:
+    """The RocksDB copy beside file queues (``rocksdbCQDoubleWriteEnable``): what start-up
+    does to it (:func:`rocksdb_copy_changes`), with the settings that change it named
+    rather than guessed: a copy of some topics only (5.5's
+    ``rocksdbCQSelectiveDoubleWriteEnable``), LMQ queues kept in it
+    (``combineCQUseRocksdbForLmq``), the copy as the store that assigns or is read
+    (``combineAssignOffsetCQType`` / ``combineCQPreferCQType``), LMQ units in it."""
+    odd = [f"{k}={cfg.extra[k]}" for k, default in (("rocksdbCQSelectiveDoubleWriteEnable", "false"), ("combineCQUseRocksdbForLmq", "false"),
+                                                   ("combineAssignOffsetCQType", "default"), ("combineCQPreferCQType", "default"))
+           if str(cfg.extra.get(k, default)).strip().lower() != default]
+    if odd:
+        rep.not_modelled.append("the RocksDB copy of the queues with " + ", ".join(odd) + ": what start-up does to it is not modelled")
+    if p.enable_lmq:
+        rep.not_modelled.append("enableLmq with a RocksDB copy of the queues: the LMQ units re-dispatch puts there are not modelled")
+    p.rocksdb_copy_dir = directory
+    rocksdb_copy_changes(rep, p, copy, release)
 
 
 def _plan_message_rocksdb(p: RecoveryPlan, stores, cfg: MessageStoreConfig) -> None:

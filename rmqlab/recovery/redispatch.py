@@ -79,7 +79,9 @@ def records_to_dispatch(rep: RecoveryReport, plan: RecoveryPlan, cfg: MessageSto
     # LMQ queues it names (Java multi-dispatches after a put that skips as a repeat):
     # every record goes to the dispatcher, whose guards skip what is there
     # (and with ext files, every record dispatched writes an ext unit, repeats included)
-    if len(pos) and not plan.multi_dispatch and not plan.consume_queue_ext:
+    # and a RocksDB written beside the file queues (a copy of them, or keys and
+    # transactions in rocksdbstore/) gets every record too: it may lack what they hold
+    if len(pos) and not plan.multi_dispatch and not plan.consume_queue_ext and not plan.rocksdb_beside:
         in_cq = np.zeros(len(pos), dtype=bool)
         present = plan.hints  # every queue entry's commitlog offset, sorted
         if len(present):
@@ -358,22 +360,32 @@ def simulate_queues(rep: RecoveryReport, plan: RecoveryPlan, chunks, delay_level
 
 
 def rocksdb_queue_changes(rep: RecoveryReport, plan: RecoveryPlan, rocksdb) -> None:
-    """The per-queue part of the report for RocksDB queues (RocksDBMessageStore), read
-    from RocksDB: ``truncateDirty`` (when RocksDB's progress lies past the new end) gives
-    a queue whose max unit is at or past the end a new max below it
+    """The per-queue part of the report for RocksDB queues (RocksDBMessageStore): what
+    :func:`rocksdb_changes` says RocketMQ's start-up does to each."""
+    rep.queues = rocksdb_changes(rep, plan, rocksdb, truncate=plan.truncate_cq)
+    rep.notes.append(f"the consume queues are RocksDB's (storeType=defaultRocksDB): RocketMQ's start-up truncates them to the new end "
+                     f"(RocksDBConsumeQueueStore.truncateDirty) and re-dispatches into them from RocksDB's progress "
+                     f"{plan.report.max_phy_offset_in_cq_before}, as listed; applying writes the same into the RocksDB")
+
+
+def rocksdb_changes(rep: RecoveryReport, plan: RecoveryPlan, rocksdb, *, truncate: bool) -> list[QueueChange]:
+    """Each queue of a RocksDB of consume queues after RocketMQ's start-up, read from it:
+    ``truncateDirty`` (``truncate``, when its progress lies past the new end) gives a
+    queue whose max unit is at or past the end a new max below it
     (:func:`rmqlab.writers.rocksdb_consume_queue_writer.truncate_dirty`: the keys stay,
     unreachable), and re-dispatch puts every record handed to it
-    (``RocksDBConsumeQueueTable``: a key per unit, idempotent), so a queue gains the
-    units past its max offset.  Java truncates after the scan's dispatch, which its
-    group commit writes in the background; both orders end the same unless a batch lands
-    first and lowers the progress below the end, when Java truncates nothing (a race:
-    rmqlab follows the start-up whose dispatch has not landed yet)."""
+    (``RocksDBConsumeQueueTable``: a key per unit, idempotent) and makes each queue's
+    max the last unit it put (``putMaxPhyAndCqOffset``).  Java truncates after the
+    scan's dispatch, which its group commit writes in the background; both orders end
+    the same unless a batch lands first and lowers the progress below the end, when
+    Java truncates nothing (a race: rmqlab follows the start-up whose dispatch has not
+    landed yet)."""
     from ..writers.rocksdb_consume_queue_writer import truncate_dirty
 
     process = plan.process
     changes: dict[tuple[str, int], QueueChange] = {}
     ends: dict[tuple[str, int], int] = {}
-    cut = truncate_dirty(rocksdb, process, plan.files[0].file_from_offset if plan.files else 0) if plan.truncate_cq else None
+    cut = truncate_dirty(rocksdb, process, plan.files[0].file_from_offset if plan.files else 0) if truncate else None
     for topic, qid in rocksdb.queue_ids():
         cq = rocksdb.consume_queue(topic, qid)
         lo, hi = cq.valid_range()
@@ -398,16 +410,41 @@ def rocksdb_queue_changes(rep: RecoveryReport, plan: RecoveryPlan, rocksdb) -> N
             if k not in changes:
                 changes[k] = QueueChange(f"{k[0]}/{k[1]}", 0, 0, -1, created=True)
                 ends[k] = 0
-            new = qoffs[g] >= ends[k]
-            changes[k].added_entries += int(new.sum())
-            if new.any():
-                ends[k] = max(ends[k], int(qoffs[g][new].max()) + 1)
+            changes[k].added_entries += int((qoffs[g] >= ends[k]).sum())
+            ends[k] = int(qoffs[g][-1]) + 1  # the last unit put is the max
     for k, ch in changes.items():
         ch.max_offset_after = ends[k]
-    rep.queues = sorted(changes.values(), key=lambda c: c.queue)
-    rep.notes.append(f"the consume queues are RocksDB's (storeType=defaultRocksDB): RocketMQ's start-up truncates them to the new end "
-                     f"(RocksDBConsumeQueueStore.truncateDirty) and re-dispatches into them from RocksDB's progress "
-                     f"{plan.report.max_phy_offset_in_cq_before}, as listed; applying writes the same into the RocksDB")
+    return sorted(changes.values(), key=lambda c: c.queue)
+
+
+def rocksdb_copy_changes(rep: RecoveryReport, plan: RecoveryPlan, copy, release) -> None:
+    """The RocksDB copy beside file queues (``rocksdbCQDoubleWriteEnable``) after
+    RocketMQ's start-up.  5.4+ (``CombineConsumeQueueStore``): truncated with the file
+    queues (``truncateDirty`` of both), fed what re-dispatch hands on, then
+    ``verifyAndInitOffsetForAllStore``: a copy's queue whose max offset is not the file
+    queue's (and not both ≤ 0) is re-initialised to it (``RocksDBConsumeQueue
+    .initializeWithOffset``: max and min entries at the file queue's max, no unit
+    readable); ``plan.copy_reinit`` holds them.  Before 5.4 the copy is only fed
+    (``enableRocksdbCQWrite`` registers its dispatcher before load; nothing truncates it)."""
+    combined = release.combined_queue_store
+    changes = {c.queue: c for c in rocksdb_changes(rep, plan, copy, truncate=plan.truncate_cq and combined)}
+    plan.copy_changes = sorted(changes.values(), key=lambda c: c.queue)
+    reinit = {}
+    if combined:
+        for q in rep.queues:  # the file queues: the assigning store
+            c = changes.get(q.queue)
+            theirs = c.max_offset_after if c is not None else 0
+            if q.max_offset_after != theirs and not (q.max_offset_after <= 0 and theirs <= 0):
+                reinit[q.queue] = q.max_offset_after
+    plan.copy_reinit = reinit
+    added = sum(c.added_entries for c in plan.copy_changes)
+    cut = sum(c.cut_entries for c in plan.copy_changes)
+    how = ("CombineConsumeQueueStore: truncateDirty of both stores, the re-dispatch into both" if combined else
+           "enableRocksdbCQWrite: fed by the re-dispatch, never truncated (before 5.4)")
+    rep.notes.append(f"the RocksDB copy of the queues ({how}): {added} unit(s) put, {cut} cut off past the end"
+                     + (f"; {len(reinit)} queue(s) whose max is not the file queue's re-initialised to it at start (verifyAndInitOffsetForAllStore: "
+                        + ", ".join(f"{k} → {v}" for k, v in list(reinit.items())[:5]) + ("…" if len(reinit) > 5 else "") + ")" if reinit else "")
+                     + "; applying writes the same into the copy")
 
 
 def _insert_at_offset(lines: list[str], offset: int, line: str) -> None:

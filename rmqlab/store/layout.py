@@ -50,6 +50,9 @@ _SIDE_SUFFIXES = (".bak", ".tmp")
 
 _NO_RECOVERY = "rmqlab's recovery does not model what RocketMQ's start-up does with it"
 #: what recovery does to a RocksDB of consume queues (rmqlab.writers.rocksdb_consume_queue_writer)
+_ROCKSDB_COPY_RECOVERY = ("5.4+ CombineConsumeQueueStore: the start suits the copy too (or passes it after "
+                          "combineCQMaxExtraSearchCommitLogFiles files), truncateDirty of both, the re-dispatch into both, "
+                          "verifyAndInitOffsetForAllStore; before 5.4 the copy is only fed: applying writes the same into it")
 _ROCKSDB_QUEUE_RECOVERY = ("RocksDBConsumeQueueStore.truncateDirty, then re-dispatch from its CHECKPOINT_TOPIC progress: "
                            "applying writes both into the RocksDB of the copy (or of the store, in place)")
 
@@ -235,8 +238,7 @@ def _consumequeue_parts(d: Path, lay: StoreLayout, settings: dict | None = None)
         if lay.rocksdb_double_write:
             out.append(Part(f"{CONSUMEQUEUE_DIR}/ (RocksDB)", "RocksDB copy of the consume queues (rocksdbCQDoubleWriteEnable)", DECODED,
                             "read-only; verify compares every unit with the file queues' (as checkRocksdbCqWriteProgress)",
-                            "RocksDBConsumeQueueStore (DefaultMessageStore.enableRocksdbCQWrite)",
-                            "RocketMQ's start-up also recovers the RocksDB copy (truncateDirty); not modelled"))
+                            "RocksDBConsumeQueueStore (DefaultMessageStore.enableRocksdbCQWrite)", recovered=_ROCKSDB_COPY_RECOVERY))
         else:
             out.append(Part(f"{CONSUMEQUEUE_DIR}/", "RocksDB consume queue (storeType=defaultRocksDB)", DECODED,
                             "read-only (rmqlab[rocksdb]): units of the default column family, min/max of the offset family, dispatch's progress",
@@ -467,7 +469,7 @@ def _separate_rocksdb_part(p: Path, root: Path, lay: StoreLayout, settings: dict
     if lay.rocksdb_double_write:
         return Part(p.name + "/", "RocksDB copy of the consume queues in its own directory (5.5+: CombineConsumeQueueStore, useSeparateStorePathForRocksdbCQ)",
                     DECODED, "read-only; verify compares every unit with the file queues' (as checkRocksdbCqWriteProgress)", java,
-                    "RocketMQ's start-up also recovers the RocksDB copy (truncateDirty); not modelled")
+                    recovered=_ROCKSDB_COPY_RECOVERY)
     return Part(p.name + "/", "RocksDB consume queue in its own directory (5.5+: storeType=defaultRocksDB, useSeparateStorePathForRocksdbCQ)", DECODED,
                 "read-only (rmqlab[rocksdb]): units of the default column family, min/max of the offset family, dispatch's progress", java,
                 recovered=_ROCKSDB_QUEUE_RECOVERY)

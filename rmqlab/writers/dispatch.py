@@ -118,6 +118,9 @@ class CommitLogDispatcher:
     ``write_index_files=False``: no index file is written (Java ``indexFileWriteEnable=false``,
     keys only in RocksDB).
 
+    ``rocksdb_copy``: the same kind of writer for the RocksDB copy a broker keeps beside
+    its file queues (``rocksdbCQDoubleWriteEnable``): every unit goes to both.
+
     ``rocksdb_queues``: a :class:`~rmqlab.writers.rocksdb_consume_queue_writer.RocksDBConsumeQueueWriter`
     when the store's queues are RocksDB's (``storeType=defaultRocksDB``): units go there
     (``RocksDBConsumeQueueStore.putMessagePositionInfoWrapper``), no file queue is opened,
@@ -126,9 +129,11 @@ class CommitLogDispatcher:
 
     def __init__(self, root: str | os.PathLike, config: MessageStoreConfig | None = None, *, clock=None, on_index_file_full=None,
                  batch_topics=None, multi_dispatch: bool | None = None, enable_lmq: bool | None = None, consume_queue_ext: bool | None = None,
-                 release: str = DEFAULT_RELEASE, index_before: int | None = None, rocksdb_queues=None, message_rocksdb=None, write_index_files: bool = True):
+                 release: str = DEFAULT_RELEASE, index_before: int | None = None, rocksdb_queues=None, message_rocksdb=None, write_index_files: bool = True,
+                 rocksdb_copy=None):
         self.root = Path(root)
         self.rocksdb_queues = rocksdb_queues
+        self.rocksdb_copy = rocksdb_copy
         self.message_rocksdb = message_rocksdb
         self.config = config or MessageStoreConfig()
         self.clock = clock or SystemClock()
@@ -213,7 +218,7 @@ class CommitLogDispatcher:
         self.dispatch_request(request_from_record(record, self.delay_levels))
 
     def dispatch_request(self, req: DispatchRequest) -> None:
-        if self.rocksdb_queues is not None or self.message_rocksdb is not None:
+        if self.rocksdb_queues is not None or self.message_rocksdb is not None or self.rocksdb_copy is not None:
             self.dispatch_batch([req])
             return
         if rules.goes_to_consume_queue(req.sys_flag):
@@ -289,11 +294,12 @@ class CommitLogDispatcher:
                 times += [req[5]] * len(rk)
                 end_phy = off  # once a key of this record is indexed, endPhyOffset is its offset
         multi = []
-        if self.rocksdb_queues is not None:
+        if self.rocksdb_queues is not None or self.rocksdb_copy is not None:
             cq = sorted((r for g in groups.values() for r in g), key=lambda r: r.commitlog_offset)
-            self._put_rocksdb(DispatchColumns.from_requests(cq) if cq else None, None)
-            groups = {}
-            last_logics = None
+            self._put_rocksdb(DispatchColumns.from_requests(cq) if cq else None, None, self.rocksdb_queues or self.rocksdb_copy)
+            if self.rocksdb_queues is not None:
+                groups = {}
+                last_logics = None
         for (topic, qid), g in groups.items():
             q = self.queues.get((topic, qid))
             if q is None:
@@ -334,8 +340,10 @@ class CommitLogDispatcher:
             self.message_rocksdb.dispatch(cols.requests())
         cq_rows = np.flatnonzero(rules.goes_to_consume_queue(cols.sys_flag))
         if self.rocksdb_queues is not None:
-            self._put_rocksdb(cols, cq_rows)
+            self._put_rocksdb(cols, cq_rows, self.rocksdb_queues)
         elif len(cq_rows):
+            if self.rocksdb_copy is not None:
+                self._put_rocksdb(cols, cq_rows, self.rocksdb_copy)
             simple = np.zeros(n, bool)  # rows put into a consume queue (multi-dispatch follows those)
             for rows in queue_groups(cols.topic_code[cq_rows], cols.queue_id[cq_rows]):
                 rows = cq_rows[rows]
@@ -361,14 +369,14 @@ class CommitLogDispatcher:
         if len(rec):
             self.index.put_many(hashes, off[rec], cols.store_timestamp[rec])
 
-    def _put_rocksdb(self, cols: "DispatchColumns | None", rows: np.ndarray | None) -> None:
-        """The consume-queue units of ``rows`` (all: None) into RocksDB, as one batch."""
+    def _put_rocksdb(self, cols: "DispatchColumns | None", rows: np.ndarray | None, writer) -> None:
+        """The consume-queue units of ``rows`` (all: None) into a RocksDB ``writer``, as one batch."""
         if cols is None:
             return
         if rows is None:
             rows = np.arange(len(cols))
         if len(rows):
-            self.rocksdb_queues.put(cols.topics, cols.topic_code[rows], cols.queue_id[rows], cols.consume_queue_offset[rows], cols.commitlog_offset[rows],
+            writer.put(cols.topics, cols.topic_code[rows], cols.queue_id[rows], cols.consume_queue_offset[rows], cols.commitlog_offset[rows],
                                     cols.msg_size[rows], cols.tags_code[rows], cols.store_timestamp[rows])
 
     def _put_multi(self, targets) -> None:

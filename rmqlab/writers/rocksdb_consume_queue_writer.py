@@ -173,6 +173,28 @@ class RocksDBConsumeQueueWriter:
         self.db.write(wb)
         return t
 
+    def initialize_with_offset(self, topic: str, queue_id: int, offset: int, min_phy_offset: int) -> int:
+        """Java ``RocksDBConsumeQueue.initializeWithOffset`` (what 5.4+'s
+        ``verifyAndInitOffsetForAllStore`` does to a copy's queue whose max is not the file
+        queue's): ``cleanExpired(minPhyOffset)`` — a manual compaction whose filter
+        (rocketmq-rocksdb's ``RemoveConsumeQueueCompactionFilter``) drops every unit below
+        the log's minimum, here deleted key by key when that minimum is above 0 — then the
+        max entry ``(0, offset - 1)`` and the min entry ``(0, offset)``: the queue reads
+        empty up to ``offset``.  Returns how many units were dropped."""
+        from rocksdict import WriteBatch
+
+        dropped = 0
+        wb = WriteBatch(raw_mode=True)
+        if min_phy_offset > 0:
+            for k, v in self.db.items():
+                if len(v) == CQ_UNIT_SIZE and int.from_bytes(v[:8], "big", signed=True) < min_phy_offset:
+                    wb.delete(k)
+                    dropped += 1
+        wb.put(offset_key(topic, queue_id, True), RocksDBOffsetValue.build(dict(commitlog_offset=0, queue_offset=offset - 1)), self._offset_handle)
+        wb.put(offset_key(topic, queue_id, False), RocksDBOffsetValue.build(dict(commitlog_offset=0, queue_offset=offset)), self._offset_handle)
+        self.db.write(wb)
+        return dropped
+
     def put(self, topics: list[str], topic_code: np.ndarray, queue_id: np.ndarray, queue_offset: np.ndarray, commitlog_offset: np.ndarray,
             size: np.ndarray, tags_code: np.ndarray, store_timestamp: np.ndarray) -> None:
         """Java ``RocksDBConsumeQueueStore.putMessagePosition0`` for one batch of

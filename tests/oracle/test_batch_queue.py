@@ -171,12 +171,12 @@ def _recovered(oracle, src, tmp_path, name, config, damage, topics=BATCH_TOPICS)
     return rep, theirs, tmp_path / f"{name}.rmqlab"
 
 
-def _tear_before_last(root, which, back: int):
+def _tear_before_last(root, which, back: int, config=None):
     """Zero the log from 10 bytes into the ``back``-th last record ``which`` accepts:
     it and everything after it are gone (a torn write)."""
     from rmqlab.store import open_store as _open
 
-    with _open(root) as s:
+    with _open(root, config) as s:
         last = [r for r in s.commitlog.walk() if not r.is_blank and which(r)][-back]
         f = next(x for x in s.commitlog.queue.files if x.file_from_offset <= last.physical_offset < x.file_from_offset + x.file_size)
         path, at, size = f.path, last.physical_offset - f.file_from_offset + 10, f.file_size

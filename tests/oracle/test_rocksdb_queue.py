@@ -138,8 +138,9 @@ def test_double_write_copy_is_compared_with_the_file_queues(double_write_store, 
     assert verify_store(root, cfg).findings == []
     from rmqlab.recovery import recover
 
-    rep = recover(root, config=cfg)  # the file queues' recovery is planned; the copy keeps apply refused
-    assert rep.mode == "normal" and rep.commitlog_end == dump["recovery"]["commitLogMaxOffsetAfterRecovery"] and rep.not_modelled
+    rep = recover(root, config=cfg)  # the file queues' recovery and what it does to the copy
+    assert rep.mode == "normal" and rep.commitlog_end == dump["recovery"]["commitLogMaxOffsetAfterRecovery"] and not rep.not_modelled
+    assert any("the RocksDB copy of the queues" in n for n in rep.notes)
     copy = shutil.copytree(root, tmp_path / "store")
     unit = dump["consumeQueues"]["TopicA/3"]["cqUnits"][2]
 
@@ -273,3 +274,92 @@ def test_5_4_0s_accelerated_recovery_of_rocksdb_queues_is_modelled(rocksdb_store
         assert compare_queues(mine, theirs) == []
     again = rmq.load(shutil.copytree(tmp_path / "mine", tmp_path / "mine.rocketmq"), accelerated)
     assert again["recovery"]["mode"].startswith("normal") and again["recovery"]["commitLogMaxOffsetAfterRecovery"] == rep.commitlog_end
+
+
+def _copy_view(root) -> dict:
+    """The RocksDB copy beside file queues: each queue's range as a reader sees it, its
+    max and min entries, every unit key (past a gap too), and dispatch's progress."""
+    from rmqlab.store.rocksdb_queue import RocksDBConsumeQueueStore
+
+    s = RocksDBConsumeQueueStore(root / "consumequeue")
+    try:
+        out = {"progress": s.max_phy_offset()}
+        for topic, qid in s.queue_ids():
+            q = s.consume_queue(topic, qid)
+            units = [(int(o), int(u["commitlog_offset"]), int(u["size"]), int(u["tags_code"])) for offs, vals in s.units(topic, qid) for o, u in zip(offs, vals)]
+            out[f"{topic}/{qid}"] = (q.valid_range(), s.offsets(topic, qid), units)  # every key, past a gap too
+        return out
+    finally:
+        s.close()
+
+
+def _rewind_copy(store, keep_below: int) -> None:
+    """The copy lags (a test's damage, on a copy): its units at or past ``keep_below``
+    deleted, each queue's max moved to its last unit kept, its progress to ``keep_below``."""
+    from rmqlab.files.rocksdb import close_writable, open_writable
+    from rmqlab.format.rocksdb_queue import CHECKPOINT_KEY, RocksDBOffsetValue, offset_key, parse_cq_key
+
+    d = store / "consumequeue"
+    db = open_writable(d)
+    try:
+        offsets = db.get_column_family("offset")
+        last = {}
+        for k, v in list(db.items()):
+            key = parse_cq_key(k)
+            if key is None or len(v) != 28:
+                continue
+            phy = int.from_bytes(v[:8], "big")
+            if phy >= keep_below:
+                db.delete(k)
+            elif phy >= last.get(key[:2], (-1, -1))[0]:
+                last[key[:2]] = (phy, key[2])
+        for (topic, qid), (phy, q) in last.items():
+            offsets[offset_key(topic, qid, True)] = RocksDBOffsetValue.build(dict(commitlog_offset=phy, queue_offset=q))
+        offsets[CHECKPOINT_KEY] = keep_below.to_bytes(8, "big")
+    finally:
+        close_writable(db, d)
+
+
+DOUBLE_WRITE_CASES = ["crashed", "torn after a clean shutdown", "copy files behind"]
+
+
+@pytest.mark.parametrize("release", ["5.3.3", "5.4.0", "5.5.0"])
+def test_a_recovered_double_write_store_leaves_the_copy_as_rocketmq_does(release, tmp_path):
+    """rocksdbCQDoubleWriteEnable: file queues, and a RocksDB copy of them beside.  5.3.3
+    feeds the copy from dispatch only (enableRocksdbCQWrite before load: nothing
+    truncates it); 5.4+ makes both one CombineConsumeQueueStore (the start must suit the
+    copy too, or pass it after combineCQMaxExtraSearchCommitLogFiles files; both are
+    truncated; start() re-initialises a copy's queue that differs).  Each case —
+    crashed; torn after a clean shutdown (both hold units past the tear); the copy
+    lagging several files — is recovered by RocketMQ and by ``recover --out``: the log
+    ends at the same offset, the file queues serve the same units, and the copy's
+    queues and progress read the same as in RocketMQ's own copy after its start-up."""
+    from rmqlab.recovery import recover
+    from tests.oracle.harness import Oracle, build_or_skip
+    from tests.oracle.test_batch_queue import _tear_before_last
+
+    with Oracle(build_or_skip(release), threads=2) as rmq:
+        root, config, dump = loaded(rmq, write_rocksdb_store(rmq, tmp_path, seed=704, n=900, double_write=True, crash_copy=tmp_path / "crash"))
+        config = {**config, "checkCRCOnRecover": "true"}
+        cfg = MessageStoreConfig.from_mapping(config)
+        failures = {}
+        for case in DOUBLE_WRITE_CASES:
+            base = tmp_path / case.replace(" ", "-")
+            store = shutil.copytree(tmp_path / "crash" if case == "crashed" else root, base / "s")
+            if case == "torn after a clean shutdown":
+                _tear_before_last(store, lambda r: r.topic == "TopicA", 5, cfg)
+            if case == "copy files behind":
+                files = sorted((store / "commitlog").iterdir())
+                _rewind_copy(store, int(files[-6].name) + 100)  # (a clean exit: normal recovery, whose file test suits the newest file)
+            theirs = rmq.load(shutil.copytree(store, base / "rocketmq"), config)
+            rep = recover(store, config=cfg, rocketmq_version=release, out=base / "mine")
+            problems = []
+            if rep.commitlog_end != theirs["recovery"]["commitLogMaxOffsetAfterRecovery"]:
+                problems.append(f"end: rmqlab {rep.commitlog_end}, RocketMQ {theirs['recovery']['commitLogMaxOffsetAfterRecovery']}")
+            with open_store(base / "mine", cfg) as mine:
+                problems += compare_queues(mine, theirs)
+            a, b = _copy_view(base / "mine"), _copy_view(base / "rocketmq")
+            problems += [f"copy {k}: rmqlab {str(a.get(k))[:200]}, RocketMQ {str(b.get(k))[:200]}" for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
+            if problems:
+                failures[case] = problems[:5]
+        assert not failures, failures
