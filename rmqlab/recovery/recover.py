@@ -441,6 +441,8 @@ class _Planner:
                     f"enableAcceleratedRecovery=true and the checkpoint's logicsPhysicalOffset is {base}: RocketMQ {release.name} throws "
                     "\"Accelerated recovery is enabled but checkpoint's logicsPhysicalOffset is invalid\" (ConsumeQueueStore.getDispatchFromPhyOffset)"))
         lower = [v for v in self._dispatch_stores(release).last_offsets.values() if v > 0]
+        if self.copy is not None and release.combined_queue_store:
+            lower.append(self.copy_max)  # CombineConsumeQueueStore.getDispatchFromPhyOffset: the copy's too, 0 included
         dispatch_from = min([base] + lower)
         at = dispatch_from - f.file_from_offset
         if at < 0:
