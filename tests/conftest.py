@@ -14,7 +14,7 @@ from tests.support import ALL_CASES, copy_store, load_json
 #: number of tests and start these last) they overlap the rest of the suite instead of
 #: ending it alone
 _LONG_FIRST = ("tests/spark/test_cluster.py", "tests/notebooks/test_browser.py", "tests/packaging/test_install.py", "tests/spark/test_verify_job.py",
-               "tests/oracle/test_release_5_5.py", "tests/oracle/test_release_5_4.py", "tests/oracle/test_live_broker.py", "tests/oracle/test_rocksdb_message_store.py",
+               "tests/oracle/test_release_5_5.py", "tests/oracle/test_release_5_4.py", "tests/oracle/test_live_broker.py", "tests/oracle/test_rocksdb_message_store.py", "tests/oracle/test_rocksdb_queue.py",
                "tests/oracle/test_release_5_5_1.py", "tests/oracle/test_broker_capture.py", "tests/faults/test_campaign.py", "tests/spark/test_production_layouts.py")
 
 

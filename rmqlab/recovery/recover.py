@@ -358,9 +358,11 @@ class _Planner:
             stores = self._dispatch_stores(release)
             if stores.unread and stores.unread not in plan.report.not_modelled:
                 plan.report.not_modelled.append(stores.unread)
-            matches, rule, none = self._matched_recover(release, abort, max_cq, cp, index_safe, stores)
-            if self.copy is not None and release.combined_queue_store:
-                matches, rule, none = self._combined(matches, rule, none, release)
+            combined = self.copy is not None and release.combined_queue_store
+            copy_test = self._copy_test(release) if combined else None
+            matches, rule, none = self._matched_recover(release, abort, max_cq, cp, index_safe, stores, copy_test)
+            if combined:
+                rule += " and the RocksDB copy's (CombineConsumeQueueStore)"
                 # CombineConsumeQueueStore.getDispatchFromPhyOffset: the lower of the two
                 max_cq = min(max_cq, self.copy_max)
             if not abort and release.dispatch_from_all_stores:
@@ -487,34 +489,31 @@ class _Planner:
                + (f"{release.abnormal_files_back} files before it" if index == back else f"the file holding the queues' max physical offset {max_cq} is earlier"))
         return StartChoice(index, rule, why, -2)
 
-    def _combined(self, matches, rule: str, none: str, release: Release):
+    def _copy_test(self, release: Release):
         """Java ``CombineConsumeQueueStore.isMappedFileMatchedRecover`` (5.4+,
         ``rocksdbCQDoubleWriteEnable``; the file queues assign offsets and are read, the
-        defaults): after the file queues' test, the RocksDB copy's (its first record's
-        physicalOffset at or below the copy's progress, ``RocksDBConsumeQueueStore``); a
-        file the copy does not suit is taken anyway once ``combineCQMaxExtraSearchCommitLogFiles``
-        such files were passed (the walk counts them).  5.5 does not ask a copy that never
-        ran (its max physical offset ≤ 0)."""
+        defaults), its part after the file queues' test: the RocksDB copy's (the first
+        record's physicalOffset at or below the copy's progress, ``RocksDBConsumeQueueStore``);
+        a file the copy does not suit is taken anyway once ``combineCQMaxExtraSearchCommitLogFiles``
+        such files were passed (each call counts one).  5.5 does not ask a copy that never
+        ran (max physical offset ≤ 0).  Returns the test: phyOffset → what to add to the
+        reason, or None (no match)."""
         copy_max = self.copy_max
         budget = [self.cfg.extra_int("combineCQMaxExtraSearchCommitLogFiles", 3)]
         if release.combine_skips_unstarted and copy_max <= 0:
-            return matches, rule + "; the RocksDB copy never ran (max physical offset ≤ 0): not asked", none
+            return lambda phy: "; the RocksDB copy never ran (max physical offset ≤ 0): not asked"
 
-        def combined(buf) -> str | None:
-            why = matches(buf)
-            if why is None:
-                return None
-            phy = struct.unpack_from(">q", buf, layout.PHYSICAL_OFFSET_AT)[0]
+        def test(phy: int) -> str | None:
             if phy <= copy_max:
-                return why + f", and ≤ the RocksDB copy's max physical offset {copy_max}"
+                return f", and ≤ the RocksDB copy's max physical offset {copy_max}"
             left = budget[0]
             budget[0] -= 1  # AtomicInteger.getAndDecrement
             if left <= 0:
-                return why + (f"; the RocksDB copy's max physical offset {copy_max} is below it, but combineCQMaxExtraSearchCommitLogFiles files "
-                              "were passed already (CombineConsumeQueueStore): the copy is left short")
+                return (f"; the RocksDB copy's max physical offset {copy_max} is below it, but combineCQMaxExtraSearchCommitLogFiles files "
+                        "were passed already (CombineConsumeQueueStore): the copy is left short")
             return None
 
-        return combined, rule + " and the RocksDB copy's (CombineConsumeQueueStore)", none + f", and ≤ the RocksDB copy's max physical offset {copy_max}"
+        return test
 
     def _dispatch_stores(self, release: Release):
         """The RocksDB key and transaction stores ``release``'s start-up asks (cached per
@@ -525,7 +524,7 @@ class _Planner:
             self._stores_by_release[release.name] = dispatch_stores(self.root, self.cfg, release)
         return self._stores_by_release[release.name]
 
-    def _matched_recover(self, release: Release, abort: bool, max_cq: int, cp: dict, index_safe: bool, stores=None):
+    def _matched_recover(self, release: Release, abort: bool, max_cq: int, cp: dict, index_safe: bool, stores=None, copy_test=None):
         """Java 5.4+ ``CommitLog.isMappedFileMatchedRecover(mappedFile, recoverNormally)``:
         the file's first record decoded whole (``checkMessageAndReturnSize``), a message
         with a storeTimestamp, then every registered store asked
@@ -585,9 +584,12 @@ class _Planner:
             phy = struct.unpack_from(">q", buf, layout.PHYSICAL_OFFSET_AT)[0]
             if index_safe and ts > index_ts:
                 return None
-            if not queue_ok(phy, ts) or any(phy > last for last in last_offsets.values()):
+            if not queue_ok(phy, ts):
                 return None
-            return f"newest file whose first record is whole (physicalOffset {phy}, stored at {ts}), {cond}"
+            copy_why = copy_test(phy) if copy_test is not None else ""  # the same store's test in Java: before the others
+            if copy_why is None or any(phy > last for last in last_offsets.values()):
+                return None
+            return f"newest file whose first record is whole (physicalOffset {phy}, stored at {ts}), {cond}{copy_why}"
 
         return matches, rule, f"that is whole, {cond}"
 
