@@ -62,6 +62,7 @@ from ..rules import ABORT_FILE, BATCH_CONSUMEQUEUE_DIR, CHECKPOINT_FILE, CONFIG_
 from ..scan import kernels
 from ..scan.decode import JAVA_PROPERTY_PREFIX, KIND_BLANK, KIND_MESSAGE, scan_range
 from ..scan.dispatch_request import DispatchColumns
+from ..scan.uniques import sorted_unique, unique
 from ..store.dledger import DLEDGER_ENTRY, DLedgerCommitLog
 from ..store.reader import StoreReader
 
@@ -913,7 +914,7 @@ class _Verifier:
         """Each queue entry pointing into the window against the record there: one
         merge per queue of its entries with its records (both ascending)."""
         n = len(phy)
-        keys, starts = np.unique(qkey[order], return_index=True)
+        keys, starts = sorted_unique(qkey[order], return_index=True)  # (order sorts by queue)
         ends = np.append(starts[1:], len(order))
         groups = {k: (s, e) for k, s, e in zip(keys.tolist(), starts.tolist(), ends.tolist())}
         for Q in self.queues:
@@ -1044,7 +1045,7 @@ class _Verifier:
         # INDEX_MISSING: records RocketMQ indexes whose keys no chain reaches
         if not self.index_written or not len(pair_row):
             return
-        rows = np.unique(pair_row[~findable])
+        rows = sorted_unique(pair_row[~findable])  # (pair_row is sorted above)
         if end is not None:
             rows = rows[phy[rows] < end]
         offs = phy[rows]
@@ -1319,7 +1320,7 @@ class _Verifier:
                         self.add("CQ_BEYOND_END", ERROR, path, (c + i) * BCQ_STORE_UNIT_SIZE, f"{qid} unit {c + i} (queue offsets from {int(base[i])}) points at "
                                  f"{int(phy[i])}, at or past the end of the log ({self.log_end}); recovery cuts it")
                     inside = np.flatnonzero(~beyond)
-                    want = np.unique(phy[inside])
+                    want = unique(phy[inside])
                     found, table = self._records_at(want)
                     cols = DispatchColumns.from_arrow(table, self.delay_table) if table is not None else DispatchColumns.from_requests([])
                     at = np.searchsorted(want, phy[inside])
@@ -1465,7 +1466,7 @@ class _Verifier:
                     n_entries += len(e)
                     phy, size, tags = (e[k].astype(np.int64) for k in ("commitlog_offset", "size", "tags_code"))
                     beyond = phy >= self.log_end
-                    want = np.unique(phy[~beyond])
+                    want = unique(phy[~beyond])
                     found, table = self._records_at(want, names, ("physical_offset", "total_size"))
                     rows = {}
                     if table is not None:

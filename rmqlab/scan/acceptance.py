@@ -37,6 +37,7 @@ from ..format import hashing, layout
 from ..format import properties as props
 from .. import rules
 from . import kernels
+from .uniques import unique
 from ..format.record import BAD_MAGIC, BAD_SIZE, BODY_CRC, PROPERTY_CRC, PROPERTY_CRC_TAIL, SIZE_MISMATCH, TRUNCATED, decode_crc_digits
 
 _crc32 = hashing.crc32  # ISA-L's when installed (see rmqlab.format.hashing)
@@ -232,7 +233,7 @@ def _chain_from(buf, a: np.ndarray, hints: np.ndarray | None, start: int, until:
         return np.asarray(starts, dtype=np.int64), pos, why
     h = hints[(hints >= start) & (hints + 8 <= n)]
     if len(h) > 1 and not bool((h[1:] > h[:-1]).all()):
-        h = np.unique(h)
+        h = unique(h)
     P = _rows(a, h, _PREFIX.size)
     size = _col_i32(P, 0)
     magic_ok = _magic_ok(P, layout.MAGIC_AT)

@@ -68,6 +68,7 @@ from ..format import layout
 from ..format.layout import PREFIX_DTYPES
 from ..format.msgid import format_host
 from .crc import compiled_kernels
+from .uniques import unique
 from ..format.record import (
     BAD_MAGIC,
     BODY_CRC,
@@ -483,7 +484,7 @@ def _hosts(addr_rows: np.ndarray, ports: np.ndarray) -> pa.Array:
         return _constant_strings(text, n)
     if alen == 4:
         packed = (key[:, :4].view(">u4")[:, 0].astype(np.uint64) << np.uint64(32)) | ports.astype(np.uint32).astype(np.uint64)
-        uniq, inverse = np.unique(packed, return_inverse=True)
+        uniq, inverse = unique(packed, return_inverse=True)
         texts = [format_host(int(u >> np.uint64(32)).to_bytes(4, "big"), struct.unpack(">i", int(u & np.uint64(0xFFFFFFFF)).to_bytes(4, "big"))[0]) for u in uniq]
         return pa.DictionaryArray.from_arrays(pa.array(inverse.astype(np.int32)), pa.array(texts, pa.string())).cast(pa.string())
     fsb = pa.Array.from_buffers(pa.binary(24), n, [None, pa.py_buffer(np.ascontiguousarray(key))])
@@ -619,7 +620,7 @@ def _decode_positions(ctx: _Ctx, P: np.ndarray) -> tuple[pa.RecordBatch | None, 
         present = np.zeros(1, np.int8)
     else:
         variant = ((sys_flag & cl.FLAG_BORNHOST_V6) != 0).astype(np.int8) + 2 * ((sys_flag & cl.FLAG_STOREHOST_V6) != 0).astype(np.int8)
-        present = np.unique(variant)
+        present = unique(variant)
     cols: dict[str, np.ndarray] = {}
     born_addr = np.zeros((n, 16), np.uint8)
     store_addr = np.zeros((n, 16), np.uint8)
