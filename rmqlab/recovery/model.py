@@ -236,6 +236,8 @@ class RecoveryPlan:
     rocksdb_beside: bool = False
     copy_changes: list = field(default_factory=list)
     copy_reinit: dict = field(default_factory=dict)
+    #: queues whose re-initialisation races with the copy's group commit in Java
+    copy_racy: dict = field(default_factory=dict)
     index_files_written: bool = True
     #: no commitlog file at all: every consume queue is deleted
     wipe_queues: bool = False

@@ -1092,9 +1092,7 @@ def _apply(rep: RecoveryReport, plan: RecoveryPlan, target: Path, cfg: MessageSt
         from ..writers.rocksdb_consume_queue_writer import RocksDBConsumeQueueWriter
 
         rdir = target / plan.rocksdb_dir.relative_to(plan.root)
-        for p in sorted(rdir.iterdir()):  # in place: RocksDB rewrites its manifest and may compact tables away
-            if p.is_file() and p.name != "LOCK":
-                sidecar.save_file(p, "RocksDB file before the writes of RocketMQ's start-up (truncateDirty, re-dispatch)")
+        _save_rocksdb(sidecar, rdir, "the consume queues (truncateDirty, re-dispatch)")
         rocksdb = RocksDBConsumeQueueWriter(rdir)
         if plan.truncate_cq:  # (rocksdb_queue_changes: truncation, then the re-dispatch)
             rocksdb.truncate_dirty(plan.process, log_min)
@@ -1103,9 +1101,7 @@ def _apply(rep: RecoveryReport, plan: RecoveryPlan, target: Path, cfg: MessageSt
         from ..writers.rocksdb_consume_queue_writer import RocksDBConsumeQueueWriter
 
         cdir = target / plan.rocksdb_copy_dir.relative_to(plan.root)
-        for p in sorted(cdir.iterdir()):
-            if p.is_file() and p.name != "LOCK":
-                sidecar.save_file(p, "RocksDB file of the queues' copy before the writes of RocketMQ's start-up")
+        _save_rocksdb(sidecar, cdir, "the queues' copy")
         copy = RocksDBConsumeQueueWriter(cdir)
         if plan.truncate_cq and release_named(rep.release).combined_queue_store:  # CombineConsumeQueueStore.truncateDirty: both stores
             copy.truncate_dirty(plan.process, log_min)
@@ -1205,9 +1201,7 @@ def _open_message_rocksdb(plan: RecoveryPlan, target: Path, log_dirs: list, cfg:
     from ..writers.message_rocksdb_writer import MessageRocksDBWriter
 
     d = target / MESSAGE_ROCKSDB_DIR
-    for p in sorted(d.iterdir()) if d.is_dir() else []:
-        if p.is_file() and p.name != "LOCK":
-            sidecar.save_file(p, "RocksDB file before the writes of RocketMQ's start-up (IndexRocksDBStore, TransMessageRocksDBStore)")
+    _save_rocksdb(sidecar, d, "keys and transactions (IndexRocksDBStore, TransMessageRocksDBStore)")
     log = MappedFileQueue(log_dirs, cfg.mapped_file_size_commit_log, strict=False)
 
     def read_properties(offset: int) -> dict:
@@ -1282,32 +1276,15 @@ def plan(
     cfg = infer_config(root, config)
     lay = recognise(root, cfg)
     unplanned = lay.log_elsewhere or lay.recovery_unmodelled
-    rocksdb = None
+    rocksdb = copy = copy_problem = None
     if not unplanned and lay.rocksdb_queues:
         # RocksDBMessageStore: the plan reads RocksDB's progress; applying writes what
         # RocketMQ's start-up writes there (rmqlab.writers.rocksdb_consume_queue_writer)
-        from ..files.rocksdb import RocksDBUnavailable
-        from ..store.rocksdb_queue import RocksDBConsumeQueueStore
-
-        try:
-            rocksdb = RocksDBConsumeQueueStore(Path(lay.rocksdb_dir))
-        except RocksDBUnavailable as err:
-            unplanned = f"the consume queues are RocksDB's and cannot be read here: {err.message}"
-        except StoreLayoutError as err:
-            unplanned = f"the consume queues' RocksDB cannot be opened: {err}"
-    copy, copy_problem = None, None
-    if not unplanned and lay.rocksdb_double_write:
+        rocksdb, unplanned = _open_queue_rocksdb(lay, "the consume queues' RocksDB")
+    elif not unplanned and lay.rocksdb_double_write:
         # the RocksDB copy beside file queues: read for the start (5.4+) and what start-up
         # does to it; applying writes the same into it
-        from ..files.rocksdb import RocksDBUnavailable
-        from ..store.rocksdb_queue import RocksDBConsumeQueueStore
-
-        try:
-            copy = RocksDBConsumeQueueStore(Path(lay.rocksdb_dir))
-        except RocksDBUnavailable as err:
-            copy_problem = f"the RocksDB copy of the queues (rocksdbCQDoubleWriteEnable) cannot be read here: {err.message}"
-        except StoreLayoutError as err:
-            copy_problem = f"the RocksDB copy of the queues (rocksdbCQDoubleWriteEnable) cannot be opened: {err}"
+        copy, copy_problem = _open_queue_rocksdb(lay, "the RocksDB copy of the queues (rocksdbCQDoubleWriteEnable)")
     if unplanned:
         # the classic recovery's decisions would be wrong here (e.g. delete every queue of
         # a DLedger store, whose log is not in commitlog/): no plan is made
@@ -1394,6 +1371,28 @@ def plan(
                         force_verify_prop_crc=force_verify_prop_crc, reindex=reindex)
     rep.timings["total_s"] = time.perf_counter() - t0
     return p
+
+
+def _open_queue_rocksdb(lay, what: str):
+    """The store's RocksDB of consume queues (or their copy), read-only, and why not:
+    ``(store, None)`` or ``(None, reason)``."""
+    from ..files.rocksdb import RocksDBUnavailable
+    from ..store.rocksdb_queue import RocksDBConsumeQueueStore
+
+    try:
+        return RocksDBConsumeQueueStore(Path(lay.rocksdb_dir)), None
+    except RocksDBUnavailable as err:
+        return None, f"{what} cannot be read here: {err.message}"
+    except StoreLayoutError as err:
+        return None, f"{what} cannot be opened: {err}"
+
+
+def _save_rocksdb(sidecar: "_Sidecar", directory: Path, what: str) -> None:
+    """Every file of a RocksDB about to be written, into the sidecar (in place: RocksDB
+    rewrites its manifest and may compact table files away)."""
+    for p in sorted(directory.iterdir()) if directory.is_dir() else []:
+        if p.is_file() and p.name != "LOCK":
+            sidecar.save_file(p, f"RocksDB file of {what} before the writes of RocketMQ's start-up")
 
 
 def _plan_copy(rep: RecoveryReport, p: RecoveryPlan, copy, cfg: MessageStoreConfig, release: Release, directory: Path) -> None:

@@ -429,14 +429,23 @@ def rocksdb_copy_changes(rep: RecoveryReport, plan: RecoveryPlan, copy, release)
     combined = release.combined_queue_store
     changes = {c.queue: c for c in rocksdb_changes(rep, plan, copy, truncate=plan.truncate_cq and combined)}
     plan.copy_changes = sorted(changes.values(), key=lambda c: c.queue)
-    reinit = {}
+    reinit, racy = {}, {}
     if combined:
+        # start() compares while the copy's group commit (started by its recover()) may
+        # still be writing what the recovery dispatched: it sees a max between the one
+        # before recovery and the one after.  rmqlab applies the comparison once all has
+        # landed, and names the queues whose fate depends on when it is made.
+        def differs(mine: int, theirs: int) -> bool:
+            return mine != theirs and not (mine <= 0 and theirs <= 0)
+
         for q in rep.queues:  # the file queues: the assigning store
             c = changes.get(q.queue)
-            theirs = c.max_offset_after if c is not None else 0
-            if q.max_offset_after != theirs and not (q.max_offset_after <= 0 and theirs <= 0):
+            before, after = (c.max_offset_before, c.max_offset_after) if c is not None else (0, 0)
+            if differs(q.max_offset_after, after):
                 reinit[q.queue] = q.max_offset_after
-    plan.copy_reinit = reinit
+            if differs(q.max_offset_after, after) != differs(q.max_offset_after, before):
+                racy[q.queue] = q.max_offset_after
+    plan.copy_reinit, plan.copy_racy = reinit, racy
     added = sum(c.added_entries for c in plan.copy_changes)
     cut = sum(c.cut_entries for c in plan.copy_changes)
     how = ("CombineConsumeQueueStore: truncateDirty of both stores, the re-dispatch into both" if combined else
@@ -444,6 +453,9 @@ def rocksdb_copy_changes(rep: RecoveryReport, plan: RecoveryPlan, copy, release)
     rep.notes.append(f"the RocksDB copy of the queues ({how}): {added} unit(s) put, {cut} cut off past the end"
                      + (f"; {len(reinit)} queue(s) whose max is not the file queue's re-initialised to it at start (verifyAndInitOffsetForAllStore: "
                         + ", ".join(f"{k} → {v}" for k, v in list(reinit.items())[:5]) + ("…" if len(reinit) > 5 else "") + ")" if reinit else "")
+                     + (f"; {len(racy)} queue(s) RocketMQ re-initialises or not depending on whether its group commit has written the "
+                        "re-dispatch when start() compares (" + ", ".join(list(racy)[:5]) + ("…" if len(racy) > 5 else "")
+                        + "): rmqlab follows the start whose writes have landed" if racy else "")
                      + "; applying writes the same into the copy")
 
 

@@ -333,8 +333,11 @@ def test_a_recovered_double_write_store_leaves_the_copy_as_rocketmq_does(release
     crashed; torn after a clean shutdown (both hold units past the tear); the copy
     lagging several files — is recovered by RocketMQ and by ``recover --out``: the log
     ends at the same offset, the file queues serve the same units, and the copy's
-    queues and progress read the same as in RocketMQ's own copy after its start-up."""
-    from rmqlab.recovery import recover
+    queues and progress read the same as in RocketMQ's own copy after its start-up.
+    Where Java races (start() compares a queue while the copy's group commit may still be
+    writing the re-dispatch: the plan's ``copy_racy``), either outcome is RocketMQ's."""
+    from rmqlab.recovery import apply, plan
+    from rmqlab.store.rocksdb_queue import QueueOffsets
     from tests.oracle.harness import Oracle, build_or_skip
     from tests.oracle.test_batch_queue import _tear_before_last
 
@@ -357,13 +360,20 @@ def test_a_recovered_double_write_store_leaves_the_copy_as_rocketmq_does(release
                 files = sorted((store / "commitlog").iterdir())
                 _rewind_copy(store, int(files[-6].name) + 100)  # (a clean exit: normal recovery, whose file test suits the newest file)
             theirs = rmq.load(shutil.copytree(store, base / "rocketmq"), config)
-            rep = recover(store, config=cfg, rocketmq_version=release, out=base / "mine")
+            p = plan(store, config=cfg, rocketmq_version=release)
+            racy = dict(p.copy_racy)
+            rep = apply(p, out=base / "mine")
             problems = []
             if rep.commitlog_end != theirs["recovery"]["commitLogMaxOffsetAfterRecovery"]:
                 problems.append(f"end: rmqlab {rep.commitlog_end}, RocketMQ {theirs['recovery']['commitLogMaxOffsetAfterRecovery']}")
             with open_store(base / "mine", cfg) as mine:
                 problems += compare_queues(mine, theirs)
             a, b = _copy_view(base / "mine"), _copy_view(base / "rocketmq")
+            for k, offset in racy.items():
+                # Java's start() compared while its group commit was still writing (or not):
+                # the queue re-initialised there after all is the other outcome
+                if k in b and b[k] != a.get(k) and b[k][1] == QueueOffsets((0, offset - 1), (0, offset)) and b[k][2] == a[k][2]:
+                    b[k] = a[k]
             problems += [f"copy {k}: rmqlab {str(a.get(k))[:200]}, RocketMQ {str(b.get(k))[:200]}" for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
             if problems:
                 failures[case] = problems[:5]
