@@ -1105,9 +1105,9 @@ def _apply(rep: RecoveryReport, plan: RecoveryPlan, target: Path, cfg: MessageSt
         copy = RocksDBConsumeQueueWriter(cdir)
         if plan.truncate_cq and release_named(rep.release).combined_queue_store:  # CombineConsumeQueueStore.truncateDirty: both stores
             copy.truncate_dirty(plan.process, log_min)
-    message_rocksdb = None
+    message_rocksdb = props_log = None
     if plan.message_rocksdb and len(records):
-        message_rocksdb = _open_message_rocksdb(plan, target, log_dirs, cfg, sidecar)
+        message_rocksdb, props_log = _open_message_rocksdb(plan, target, log_dirs, cfg, sidecar)
     if len(records) or cut_any or rocksdb is not None or copy is not None:
         d = CommitLogDispatcher(target, cfg, clock=clock, batch_topics=plan.batch_topics, multi_dispatch=plan.multi_dispatch, enable_lmq=plan.enable_lmq,
                                 consume_queue_ext=plan.consume_queue_ext, release=rep.release, index_before=rep.index_stops_at, rocksdb_queues=rocksdb,
@@ -1135,7 +1135,7 @@ def _apply(rep: RecoveryReport, plan: RecoveryPlan, target: Path, cfg: MessageSt
             rocksdb.close()
         if message_rocksdb is not None:
             message_rocksdb.close()
-            message_rocksdb.log.close()
+            props_log.close()
         if copy is not None:
             # CombineConsumeQueueStore.start → verifyAndInitOffsetForAllStore (5.4+)
             for queue, offset in plan.copy_reinit.items():
@@ -1195,8 +1195,8 @@ def _apply(rep: RecoveryReport, plan: RecoveryPlan, target: Path, cfg: MessageSt
 
 def _open_message_rocksdb(plan: RecoveryPlan, target: Path, log_dirs: list, cfg: MessageStoreConfig, sidecar: "_Sidecar"):
     """``rocksdbstore/`` of ``target`` opened for the writers re-dispatch feeds, its files
-    saved in the sidecar first (in place), reading the half and op messages' properties
-    from the target's log."""
+    saved in the sidecar first (in place), and the target's log it reads the half and op
+    messages' properties from (the caller closes both)."""
     from ..rules import MESSAGE_ROCKSDB_DIR
     from ..writers.message_rocksdb_writer import MessageRocksDBWriter
 
@@ -1209,9 +1209,12 @@ def _open_message_rocksdb(plan: RecoveryPlan, target: Path, log_dirs: list, cfg:
         rec = decode_record(file_view(f, cfg.mapped_file_size_commit_log), offset - f.file_from_offset, check_crc=False) if f is not None else None
         return rec.properties if rec is not None and not rec.is_blank else {}
 
-    w = MessageRocksDBWriter(d, index=bool(plan.message_rocksdb.get("index")), trans=bool(plan.message_rocksdb.get("trans")), read_properties=read_properties)
-    w.log = log  # closed with the writer
-    return w
+    try:
+        w = MessageRocksDBWriter(d, index=bool(plan.message_rocksdb.get("index")), trans=bool(plan.message_rocksdb.get("trans")), read_properties=read_properties)
+    except BaseException:
+        log.close()
+        raise
+    return w, log
 
 
 def _index_end_timestamp(d: Path) -> int | None:
