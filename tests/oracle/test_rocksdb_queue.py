@@ -32,7 +32,7 @@ def _tree(d):
 
 
 def _rewrite(directory, edit):
-    """Open a *copy's* RocksDB for writing (the test makes damage; rmqlab never writes)
+    """Open a *copy's* RocksDB for writing (the test makes damage; rmqlab writes only a recovery it is asked to apply)
     and apply ``edit(db)``."""
     from rocksdict import Options, Rdict
 
