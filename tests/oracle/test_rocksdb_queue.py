@@ -238,8 +238,8 @@ def rocksdb_store_5_4(tmp_path_factory):
 
     with Oracle(build_or_skip("5.4.0"), threads=2) as rmq:
         tmp = tmp_path_factory.mktemp("rocksdb-5.4")
-        root, config, dump = loaded(rmq, write_rocksdb_store(rmq, tmp, seed=703))
-        yield rmq, root, {**config, "checkCRCOnRecover": "true"}, dump
+        root, config, _ = write_rocksdb_store(rmq, tmp, seed=703)
+        yield rmq, root, {**config, "checkCRCOnRecover": "true"}
 
 
 @pytest.mark.parametrize("exit_", ["clean", "crashed"])
@@ -252,7 +252,7 @@ def test_5_4_0s_accelerated_recovery_of_rocksdb_queues_is_modelled(rocksdb_store
     from rmqlab.recovery import recover
     from tests.oracle.workload import _body_at, _records
 
-    rmq, root, config, dump = rocksdb_store_5_4
+    rmq, root, config = rocksdb_store_5_4
     store = shutil.copytree(root, tmp_path / "s")
     last = [p for p in sorted((store / "commitlog").iterdir()) if _records(p)][-1]
     recs = _records(last)
@@ -347,7 +347,7 @@ def test_a_recovered_double_write_store_leaves_the_copy_as_rocketmq_does(release
 
         config, lines = random_workload(704, n=450)
         config.update(rocksdbCQDoubleWriteEnable="true", mappedFileSizeCommitLog="32768")  # (eight files: the copy can lag five)
-        root, config, dump = loaded(rmq, _written(rmq, tmp_path, config, lines, tmp_path / "crash"))
+        root, config, _ = _written(rmq, tmp_path, config, lines, tmp_path / "crash")
         config = {**config, "checkCRCOnRecover": "true"}
         cfg = MessageStoreConfig.from_mapping(config)
         failures = {}
