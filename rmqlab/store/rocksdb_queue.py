@@ -37,6 +37,44 @@ class QueueOffsets:
     min: tuple[int, int] | None = None
 
 
+def offset_table_of(items, malformed: list | None = None) -> dict[tuple[str, int], QueueOffsets]:
+    """Every queue's max and min entries from the ``offset`` family's ``(key, value)``
+    items (Java ``RocksDBConsumeQueueOffsetTable.forEach``: the checkpoint key's 8-byte
+    value is not a queue's; keys and values that are not RocketMQ's are skipped, and
+    named in ``malformed`` when given)."""
+    table: dict[tuple[str, int], dict] = {}
+    for k, v in items:
+        parsed = parse_offset_key(k)
+        if parsed is None:
+            if malformed is not None:
+                malformed.append((k, "not a RocketMQ offset key"))
+            continue
+        topic, which, qid = parsed
+        if topic == CHECKPOINT_TOPIC:
+            continue
+        if len(v) != OFFSET_VALUE_SIZE:
+            if malformed is not None:
+                malformed.append((k, f"a {len(v)}-byte value, not {OFFSET_VALUE_SIZE}"))
+            continue
+        val = RocksDBOffsetValue.parse(v)
+        table.setdefault((topic, qid), {})[which] = (val.commitlog_offset, val.queue_offset)
+    return {k: QueueOffsets(d.get("max"), d.get("min")) for k, d in sorted(table.items())}
+
+
+def progress_of(offset_family) -> int:
+    """Java ``RocksDBConsumeQueueOffsetTable.getMaxPhyOffset``: the commitlog offset
+    dispatch had written into RocksDB up to (0 when the key or the family is absent)."""
+    v = offset_family.get(CHECKPOINT_KEY) if offset_family is not None else None
+    return int.from_bytes(v[:8], "big", signed=True) if v is not None and len(v) >= 8 else 0
+
+
+def unit_commitlog_offset_in(default_family, topic: str, queue_id: int, queue_offset: int) -> int | None:
+    """The commitlog offset of one unit (Java ``RocksDBConsumeQueueTable.getCQInKV``),
+    None without its key or with a value that is not RocketMQ's."""
+    v = default_family.get(cq_key(topic, queue_id, queue_offset))
+    return int.from_bytes(v[:8], "big", signed=True) if v is not None and len(v) == CQ_UNIT_SIZE else None
+
+
 class RocksDBConsumeQueueStore:
     """The RocksDB instance of ``consumequeue/``, opened read-only (Java
     ``ConsumeQueueRocksDBStorage``: the ``default`` family holds the units, ``offset``
@@ -60,32 +98,14 @@ class RocksDBConsumeQueueStore:
 
     # -- the offset family (Java RocksDBConsumeQueueOffsetTable) ------------------------------------
     def offset_table(self) -> dict[tuple[str, int], QueueOffsets]:
-        """Every queue's max and min entries (Java ``forEach`` over the ``offset``
-        family; the checkpoint key's 8-byte value is not a queue's)."""
+        """Every queue's max and min entries (:func:`offset_table_of`); keys and values
+        that are not RocketMQ's are kept in ``malformed``."""
         if self._table is None:
-            table: dict[tuple[str, int], dict] = {}
-            if self._offset_cf is not None:
-                for k, v in self.rocksdb.items(self._offset_cf):
-                    parsed = parse_offset_key(k)
-                    if parsed is None:
-                        self.malformed.append((k, "not a RocketMQ offset key"))
-                        continue
-                    topic, which, qid = parsed
-                    if topic == CHECKPOINT_TOPIC:
-                        continue
-                    if len(v) != OFFSET_VALUE_SIZE:
-                        self.malformed.append((k, f"a {len(v)}-byte value, not {OFFSET_VALUE_SIZE}"))
-                        continue
-                    val = RocksDBOffsetValue.parse(v)
-                    table.setdefault((topic, qid), {})[which] = (val.commitlog_offset, val.queue_offset)
-            self._table = {k: QueueOffsets(d.get("max"), d.get("min")) for k, d in sorted(table.items())}
+            self._table = offset_table_of(self.rocksdb.items(self._offset_cf) if self._offset_cf is not None else (), self.malformed)
         return self._table
 
     def max_phy_offset(self) -> int:
-        """Java ``RocksDBConsumeQueueOffsetTable.getMaxPhyOffset``: the commitlog offset
-        dispatch had written into RocksDB up to (0 when the key is absent)."""
-        v = self._offset_cf.get(CHECKPOINT_KEY) if self._offset_cf is not None else None
-        return int.from_bytes(v[:8], "big", signed=True) if v is not None and len(v) >= 8 else 0
+        return progress_of(self._offset_cf)
 
     def queue_ids(self) -> list[tuple[str, int]]:
         """Every (topic, queueId) the offset family knows (Java
@@ -117,10 +137,7 @@ class RocksDBConsumeQueueStore:
             yield key_offsets(keys), np.frombuffer(b"".join(vals), CQ_VALUE_DTYPE)
 
     def unit_commitlog_offset(self, topic: str, queue_id: int, queue_offset: int) -> int | None:
-        """The commitlog offset of one unit (Java ``RocksDBConsumeQueueTable.getCQInKV``),
-        None without its key or with a value that is not RocketMQ's."""
-        v = self.rocksdb.db.get(cq_key(topic, queue_id, queue_offset))
-        return int.from_bytes(v[:8], "big", signed=True) if v is not None and len(v) == CQ_UNIT_SIZE else None
+        return unit_commitlog_offset_in(self.rocksdb.db, topic, queue_id, queue_offset)
 
     def consume_queue(self, topic: str, queue_id: int) -> "RocksDBConsumeQueue":
         q = self._queues.get((topic, queue_id))

@@ -26,8 +26,8 @@ from pathlib import Path
 import numpy as np
 
 from ..files.rocksdb import close_writable, open_writable
-from ..format.rocksdb_queue import (CHECKPOINT_KEY, CHECKPOINT_TOPIC, CQ_UNIT_SIZE, CQ_VALUE_DTYPE, OFFSET_COLUMN_FAMILY, OFFSET_VALUE_SIZE, RocksDBOffsetValue, cq_key,
-                                    offset_key, parse_offset_key, queue_prefix)
+from ..format.rocksdb_queue import CHECKPOINT_KEY, CQ_UNIT_SIZE, CQ_VALUE_DTYPE, OFFSET_COLUMN_FAMILY, RocksDBOffsetValue, offset_key, queue_prefix
+from ..store.rocksdb_queue import offset_table_of, progress_of, unit_commitlog_offset_in
 
 
 @dataclass
@@ -137,25 +137,13 @@ class RocksDBConsumeQueueWriter:
 
     # -- what truncate_dirty reads ---------------------------------------------------------------
     def max_phy_offset(self) -> int:
-        """Java ``RocksDBConsumeQueueOffsetTable.getMaxPhyOffset`` (0 without the key)."""
-        v = self._offset_cf.get(CHECKPOINT_KEY)
-        return int.from_bytes(v[:8], "big", signed=True) if v is not None and len(v) >= 8 else 0
+        return progress_of(self._offset_cf)
 
     def offset_table(self) -> dict:
-        from ..store.rocksdb_queue import QueueOffsets
-
-        table: dict[tuple[str, int], dict] = {}
-        for k, v in self._offset_cf.items():
-            parsed = parse_offset_key(k)
-            if parsed is None or parsed[0] == CHECKPOINT_TOPIC or len(v) != OFFSET_VALUE_SIZE:
-                continue  # (Java's forEach skips them too; verify names them)
-            val = RocksDBOffsetValue.parse(v)
-            table.setdefault((parsed[0], parsed[2]), {})[parsed[1]] = (val.commitlog_offset, val.queue_offset)
-        return {k: QueueOffsets(d.get("max"), d.get("min")) for k, d in sorted(table.items())}
+        return offset_table_of(self._offset_cf.items())
 
     def unit_commitlog_offset(self, topic: str, queue_id: int, queue_offset: int) -> int | None:
-        v = self.db.get(cq_key(topic, queue_id, queue_offset))
-        return int.from_bytes(v[:8], "big", signed=True) if v is not None and len(v) == CQ_UNIT_SIZE else None
+        return unit_commitlog_offset_in(self.db, topic, queue_id, queue_offset)
 
     # -- writing -----------------------------------------------------------------------------------
     def truncate_dirty(self, offset_to_truncate: int, min_phy_offset: int) -> TruncateDirty:
