@@ -132,8 +132,10 @@ class CommitLogDispatcher:
                  release: str = DEFAULT_RELEASE, index_before: int | None = None, rocksdb_queues=None, message_rocksdb=None, write_index_files: bool = True,
                  rocksdb_copy=None):
         self.root = Path(root)
-        self.rocksdb_queues = rocksdb_queues
-        self.rocksdb_copy = rocksdb_copy
+        #: the RocksDB every unit goes to (the store's queues, or their copy), and whether
+        #: file queues are written too (not when RocksDB holds the store's queues)
+        self.rocksdb = rocksdb_queues if rocksdb_queues is not None else rocksdb_copy
+        self.file_queues = rocksdb_queues is None
         self.message_rocksdb = message_rocksdb
         self.config = config or MessageStoreConfig()
         self.clock = clock or SystemClock()
@@ -167,7 +169,7 @@ class CommitLogDispatcher:
         #: where its index build stops: Release.index_rebuild_contiguous); None: none
         self.index_before = index_before
         self._tags_cache: dict[str, int] = {}
-        if rocksdb_queues is None:
+        if self.file_queues:
             self._load_queues()
 
     # -- consume queues ---------------------------------------------------------------------------
@@ -206,8 +208,8 @@ class CommitLogDispatcher:
         queue's ``getMaxPhysicOffset`` (a consume queue's ``offset + size`` of its last
         entry, a batch queue's last unit's offset), -1 when none has entries; RocksDB's
         queues: dispatch's progress (``RocksDBConsumeQueueOffsetTable.getMaxPhyOffset``)."""
-        if self.rocksdb_queues is not None:
-            return self.rocksdb_queues.max_phy_offset()
+        if not self.file_queues:
+            return self.rocksdb.max_phy_offset()
         return max((q.max_physic_offset for q in self.queues.values()), default=-1)
 
     # -- dispatch -------------------------------------------------------------------------------
@@ -218,7 +220,7 @@ class CommitLogDispatcher:
         self.dispatch_request(request_from_record(record, self.delay_levels))
 
     def dispatch_request(self, req: DispatchRequest) -> None:
-        if self.rocksdb_queues is not None or self.message_rocksdb is not None or self.rocksdb_copy is not None:
+        if self.rocksdb is not None or self.message_rocksdb is not None:
             self.dispatch_batch([req])
             return
         if rules.goes_to_consume_queue(req.sys_flag):
@@ -294,10 +296,12 @@ class CommitLogDispatcher:
                 times += [req[5]] * len(rk)
                 end_phy = off  # once a key of this record is indexed, endPhyOffset is its offset
         multi = []
-        if self.rocksdb_queues is not None or self.rocksdb_copy is not None:
+        if self.rocksdb is not None:
             cq = sorted((r for g in groups.values() for r in g), key=lambda r: r.commitlog_offset)
-            self._put_rocksdb(DispatchColumns.from_requests(cq) if cq else None, None, self.rocksdb_queues or self.rocksdb_copy)
-            if self.rocksdb_queues is not None:
+            if cq:
+                cols = DispatchColumns.from_requests(cq)
+                self._put_rocksdb(cols, np.arange(len(cols)))
+            if not self.file_queues:
                 groups = {}
                 last_logics = None
         for (topic, qid), g in groups.items():
@@ -339,11 +343,9 @@ class CommitLogDispatcher:
         if self.message_rocksdb is not None:
             self.message_rocksdb.dispatch(cols.requests())
         cq_rows = np.flatnonzero(rules.goes_to_consume_queue(cols.sys_flag))
-        if self.rocksdb_queues is not None:
-            self._put_rocksdb(cols, cq_rows, self.rocksdb_queues)
-        elif len(cq_rows):
-            if self.rocksdb_copy is not None:
-                self._put_rocksdb(cols, cq_rows, self.rocksdb_copy)
+        if self.rocksdb is not None:
+            self._put_rocksdb(cols, cq_rows)
+        if self.file_queues and len(cq_rows):
             simple = np.zeros(n, bool)  # rows put into a consume queue (multi-dispatch follows those)
             for rows in queue_groups(cols.topic_code[cq_rows], cols.queue_id[cq_rows]):
                 rows = cq_rows[rows]
@@ -369,15 +371,11 @@ class CommitLogDispatcher:
         if len(rec):
             self.index.put_many(hashes, off[rec], cols.store_timestamp[rec])
 
-    def _put_rocksdb(self, cols: "DispatchColumns | None", rows: np.ndarray | None, writer) -> None:
-        """The consume-queue units of ``rows`` (all: None) into a RocksDB ``writer``, as one batch."""
-        if cols is None:
-            return
-        if rows is None:
-            rows = np.arange(len(cols))
+    def _put_rocksdb(self, cols: DispatchColumns, rows: np.ndarray) -> None:
+        """The consume-queue units of ``rows`` into RocksDB, as one batch."""
         if len(rows):
-            writer.put(cols.topics, cols.topic_code[rows], cols.queue_id[rows], cols.consume_queue_offset[rows], cols.commitlog_offset[rows],
-                                    cols.msg_size[rows], cols.tags_code[rows], cols.store_timestamp[rows])
+            self.rocksdb.put(cols.topics, cols.topic_code[rows], cols.queue_id[rows], cols.consume_queue_offset[rows], cols.commitlog_offset[rows],
+                             cols.msg_size[rows], cols.tags_code[rows], cols.store_timestamp[rows])
 
     def _put_multi(self, targets) -> None:
         """The multi-dispatch units ``(request, topic, queueId, queue offset)``, in
