@@ -231,9 +231,6 @@ class RecoveryPlan:
     #: start-up does to each of its queues, and those start() re-initialises (queue ->
     #: the file queue's max offset)
     rocksdb_copy_dir: Path | None = None
-    #: a RocksDB dispatch writes beside the file queues (the copy, rocksdbstore/'s keys or
-    #: transactions): re-dispatch hands on every record, not only what the files lack
-    rocksdb_beside: bool = False
     copy_changes: list = field(default_factory=list)
     copy_reinit: dict = field(default_factory=dict)
     #: queues whose re-initialisation races with the copy's group commit in Java
@@ -266,6 +263,13 @@ class RecoveryPlan:
         if self.report.mode == "normal":
             return self.positions[self.positions > self.report.dispatch_from]
         return self.positions
+
+    @property
+    def rocksdb_beside(self) -> bool:
+        """A RocksDB dispatch writes beside the file queues (their copy, rocksdbstore/'s
+        keys or transactions): re-dispatch hands on every record, not only what the
+        files lack."""
+        return self.rocksdb_copy_dir is not None or bool(self.message_rocksdb)
 
     @property
     def changes_store(self) -> bool:

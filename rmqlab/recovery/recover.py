@@ -1087,24 +1087,14 @@ def _apply(rep: RecoveryReport, plan: RecoveryPlan, target: Path, cfg: MessageSt
     cut_any = any(q.cut_entries for q in rep.queues)
     logics_ts = logics_offset = 0
     index_end_ts = None
-    rocksdb = None
+    # (rocksdb_changes: truncation, then the re-dispatch; a copy is truncated with the
+    # file queues by CombineConsumeQueueStore.truncateDirty, 5.4+)
+    rocksdb = copy = None
     if plan.rocksdb_dir is not None and (len(records) or plan.truncate_cq):
-        from ..writers.rocksdb_consume_queue_writer import RocksDBConsumeQueueWriter
-
-        rdir = target / plan.rocksdb_dir.relative_to(plan.root)
-        _save_rocksdb(sidecar, rdir, "the consume queues (truncateDirty, re-dispatch)")
-        rocksdb = RocksDBConsumeQueueWriter(rdir)
-        if plan.truncate_cq:  # (rocksdb_queue_changes: truncation, then the re-dispatch)
-            rocksdb.truncate_dirty(plan.process, log_min)
-    copy = None
+        rocksdb = _queue_rocksdb_writer(plan, target, plan.rocksdb_dir, sidecar, "the consume queues", plan.truncate_cq, log_min)
     if plan.rocksdb_copy_dir is not None and (len(records) or plan.truncate_cq or plan.copy_reinit):
-        from ..writers.rocksdb_consume_queue_writer import RocksDBConsumeQueueWriter
-
-        cdir = target / plan.rocksdb_copy_dir.relative_to(plan.root)
-        _save_rocksdb(sidecar, cdir, "the queues' copy")
-        copy = RocksDBConsumeQueueWriter(cdir)
-        if plan.truncate_cq and release_named(rep.release).combined_queue_store:  # CombineConsumeQueueStore.truncateDirty: both stores
-            copy.truncate_dirty(plan.process, log_min)
+        copy = _queue_rocksdb_writer(plan, target, plan.rocksdb_copy_dir, sidecar, "the queues' copy",
+                                     plan.truncate_cq and release_named(rep.release).combined_queue_store, log_min)
     message_rocksdb = props_log = None
     if plan.message_rocksdb and len(records):
         message_rocksdb, props_log = _open_message_rocksdb(plan, target, log_dirs, cfg, sidecar)
@@ -1191,6 +1181,20 @@ def _apply(rep: RecoveryReport, plan: RecoveryPlan, target: Path, cfg: MessageSt
         if ab.exists():
             sidecar.note("abort file content", ab.read_bytes().decode("utf-8", "replace"))
             ab.unlink()
+
+
+def _queue_rocksdb_writer(plan: RecoveryPlan, target: Path, directory: Path, sidecar: "_Sidecar", what: str, truncate: bool, log_min: int):
+    """A RocksDB of consume queues (or their copy) in ``target``, its files saved in the
+    sidecar first (in place), opened for writing and, with ``truncate``, truncated at
+    the new end of the log (``truncateDirty``)."""
+    from ..writers.rocksdb_consume_queue_writer import RocksDBConsumeQueueWriter
+
+    d = target / directory.relative_to(plan.root)
+    _save_rocksdb(sidecar, d, what)
+    w = RocksDBConsumeQueueWriter(d)
+    if truncate:
+        w.truncate_dirty(plan.process, log_min)
+    return w
 
 
 def _open_message_rocksdb(plan: RecoveryPlan, target: Path, log_dirs: list, cfg: MessageStoreConfig, sidecar: "_Sidecar"):
@@ -1335,9 +1339,10 @@ def plan(
                 f"{planner.release.title} indexes again only up to {rep.index_stops_at}: each record must start where the last one it indexed "
                 "ended, and the walk hands on no file-end blank (IndexService.build_index_admitted): its index build stops there for good "
                 "and its checkpoint's index-safe offset becomes -1")
-    p.rocksdb_beside = copy is not None or any(planner._dispatch_stores(planner.release).writers.values())
-    p.dispatch_records = records_to_dispatch(rep, p, cfg).over(p.files, cfg.mapped_file_size_commit_log) if p.files else ()
     _plan_message_rocksdb(p, planner._dispatch_stores(planner.release), cfg)
+    if copy is not None:
+        p.rocksdb_copy_dir = Path(lay.rocksdb_dir)
+    p.dispatch_records = records_to_dispatch(rep, p, cfg).over(p.files, cfg.mapped_file_size_commit_log) if p.files else ()
     rep.records_redispatched = len(p.dispatch_records)
     rep.log_lines = planner.log
     # mkdir lines and per-queue changes (read-only simulation of dispatch + truncation)
@@ -1351,7 +1356,7 @@ def plan(
         simulate_queues(rep, p, p.dispatch_records, parse_delay_levels(cfg.message_delay_level))
     if copy is not None:
         try:
-            _plan_copy(rep, p, copy, cfg, planner.release, Path(lay.rocksdb_dir))
+            _plan_copy(rep, p, copy, cfg, planner.release)
         finally:
             copy.close()
     _start_waits_forever(rep, p, planner.release)
@@ -1398,7 +1403,7 @@ def _save_rocksdb(sidecar: "_Sidecar", directory: Path, what: str) -> None:
             sidecar.save_file(p, f"RocksDB file of {what} before the writes of RocketMQ's start-up")
 
 
-def _plan_copy(rep: RecoveryReport, p: RecoveryPlan, copy, cfg: MessageStoreConfig, release: Release, directory: Path) -> None:
+def _plan_copy(rep: RecoveryReport, p: RecoveryPlan, copy, cfg: MessageStoreConfig, release: Release) -> None:
     """The RocksDB copy beside file queues (``rocksdbCQDoubleWriteEnable``): what start-up
     does to it (:func:`rocksdb_copy_changes`), with the settings that change it named
     rather than guessed: a copy of some topics only (5.5's
@@ -1412,7 +1417,6 @@ def _plan_copy(rep: RecoveryReport, p: RecoveryPlan, copy, cfg: MessageStoreConf
         rep.not_modelled.append("the RocksDB copy of the queues with " + ", ".join(odd) + ": what start-up does to it is not modelled")
     if p.enable_lmq:
         rep.not_modelled.append("enableLmq with a RocksDB copy of the queues: the LMQ units re-dispatch puts there are not modelled")
-    p.rocksdb_copy_dir = directory
     rocksdb_copy_changes(rep, p, copy, release)
 
 
@@ -1428,14 +1432,14 @@ def _plan_message_rocksdb(p: RecoveryPlan, stores, cfg: MessageStoreConfig) -> N
     if written is None:
         written = not (p.message_rocksdb.get("index") and not [f for f in p.index_files if f not in p.dropped_index] and "IndexRocksDBStore" in stores.last_offsets)
     p.index_files_written = bool(written)
-    rep, pos = p.report, getattr(p.dispatch_records, "positions", None)
+    rep, pos = p.report, p.handed_to_dispatch()  # (all of them reach these writers: nothing is skipped for them)
     for name, which in (("IndexRocksDBStore", "index"), ("TransMessageRocksDBStore", "trans")):
         if not p.message_rocksdb.get(which):
             continue
         last = stores.last_offsets.get(name)
         if last is None:  # (5.4's transactions: fed, not asked where to start)
             continue
-        n = int((pos >= last).sum()) if pos is not None else 0
+        n = int((pos >= last).sum())
         rep.notes.append(f"{name} (rocksdbstore/) gets the {n} re-dispatched record(s) at or past its lastOffsetPy {last}; below it, it skips them")
 
 

@@ -68,8 +68,6 @@ class MessageRocksDBWriter:
         self.read_properties = read_properties
         self._trans_cf = self.db.get_column_family(TRANS_COLUMN_FAMILY) if self.trans else None
         self._trans_handle = self.db.get_column_family_handle(TRANS_COLUMN_FAMILY) if self.trans else None
-        #: how many entries each writer put (and half messages an op message ended)
-        self.written = {"index": 0, "trans": 0, "trans_ended": 0}
 
     def last_offset_py(self, trans: bool = False) -> int:
         """Java ``MessageRocksDBStorage.getLastOffsetPy`` (0 without the key)."""
@@ -91,7 +89,6 @@ class MessageRocksDBWriter:
                 for e in got:
                     wb.put(index_key(e), IndexRocksDBValue.build(dict(store_time=e.store_time)))
                 if got:
-                    self.written["index"] += len(got)
                     last = got[-1]
             if last is not None:
                 # writeRecordsForIndex: a batch ending with a UNIQ_KEY entry moves both marks forward
@@ -121,7 +118,6 @@ class MessageRocksDBWriter:
             if r.topic == TRANS_HALF_TOPIC:
                 wb.put(trans_key(r.commitlog_offset, real, tid), TransRocksDBValue.build(dict(check_times=0, size_py=r.msg_size)), self._trans_handle)
                 furthest = max(furthest, r.commitlog_offset)
-                self.written["trans"] += 1
             else:
                 try:
                     half = int(p.get(props.TRANS_OFFSET) or "")
@@ -129,7 +125,6 @@ class MessageRocksDBWriter:
                     continue
                 if half >= 0:
                     wb.delete(trans_key(half, real, tid), self._trans_handle)
-                    self.written["trans_ended"] += 1
             n += 1
         if furthest > 0 and furthest > start:
             wb.put(LAST_OFFSET_PY, furthest.to_bytes(8, "big", signed=True), self._trans_handle)
