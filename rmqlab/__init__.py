@@ -14,7 +14,8 @@ Layers, bottom to top (data flows one way):
 
 from .config import MessageStoreConfig
 from .errors import RmqlabError, StoreFormatError, StoreLayoutError
-from .store.reader import StoreReader, open_store
+from .store.reader import StoreReader
+from .recovery.next_start import open_served as open_store
 from . import render  # noqa: F401  (fills rmqlab.reprs: the notebook views of every model)
 
 from .version import version as _version

@@ -26,9 +26,10 @@ LAYERS = (
     ("files",),  # read-only mapped files and offset-named file queues
     ("scan",),  # passes over many records: acceptance, bulk decode, CRCs, dispatch requests
     ("store",),  # read side: CommitLog, ConsumeQueue, IndexFile, checkpoint, StoreReader
-    ("lookup", "forensics"),  # queries; hex views, verify, salvage, diff
+    ("lookup",),  # queries: by key, queue offset, time, msgId
     ("writers",),  # each file kind's writer, and dispatch (reput)
-    ("recovery",),  # start-up recovery: plan, apply, report
+    ("recovery",),  # start-up recovery: plan, apply, report; where the next start ends the log and why
+    ("forensics",),  # hex views, verify, salvage, diff: every answer in terms of what the next start does
     ("engine",),  # MessageStore: put, flush, clean-up, start and shutdown
     ("lab",),  # tools that drive the engine: crash lab, sample and big-store generators
     ("render",),  # text and HTML views of the models

@@ -41,9 +41,27 @@ CONSUMEQUEUE_FILE_SIZE = number(CQ_STORE_UNIT_SIZE, multiple_of=CQ_STORE_UNIT_SI
 OFFSET = number(0, what="an offset")
 
 
-def add_store_options(p: argparse.ArgumentParser) -> None:
+def store_time(text: str) -> int:
+    """A time as users hold it, as epoch milliseconds: epoch ms (what the store keeps) or
+    ISO 8601 as every output prints it (``2026-01-01T10:00:01Z``, ``…+08:00``; no zone:
+    UTC)."""
+    import datetime as dt
+
+    t = text.strip()
+    if t.lstrip("-").isdigit():
+        return int(t)
+    try:
+        when = dt.datetime.fromisoformat(t[:-1] + "+00:00" if t.endswith(("Z", "z")) else t)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is no time: give epoch milliseconds (1767261601000) or ISO 8601 (2026-01-01T10:00:01Z)") from None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=dt.timezone.utc)
+    return round(when.timestamp() * 1000)
+
+
+def add_store_options(p: argparse.ArgumentParser, store_help: str = "store root directory (holds commitlog/, consumequeue/, index/ ...)") -> None:
     """STORE plus the ways to give file sizes (else they are inferred from the files)."""
-    p.add_argument("store", help="store root directory (holds commitlog/, consumequeue/, index/ ...)")
+    p.add_argument("store", help=store_help)
     p.add_argument("--config", metavar="BROKER_CONF", help="broker.conf-style properties file with the store's settings")
     p.add_argument("--commitlog-file-size", type=COMMITLOG_FILE_SIZE, metavar="BYTES", help="mappedFileSizeCommitLog")
     p.add_argument("--consumequeue-file-size", type=CONSUMEQUEUE_FILE_SIZE, metavar="BYTES", help="mappedFileSizeConsumeQueue")
@@ -200,17 +218,28 @@ def progress_bar(args: argparse.Namespace, total: int, what: str):
 def open_from_args(args: argparse.Namespace, *, strict: bool = True) -> StoreReader:
     """Open STORE read-only with sizes from --config / size flags / the files, for a
     command that answers from the log: a store whose log is not records in commitlog
-    files (DLedger) is refused with the reason rather
-    than answered from the wrong bytes."""
+    files (DLedger) is refused with the reason rather than answered from the wrong
+    bytes.  The log ends where the store's next start ends it (the recovery plan,
+    :mod:`rmqlab.recovery.next_start`; --rocketmq-version where the command has it)."""
     from ..store.layout import recognise
 
     config = config_from_args(args)
     elsewhere = Path(args.store).is_dir() and recognise(args.store, config).log_elsewhere
     if elsewhere:
         raise StoreLayoutError(args.store, None, f"{elsewhere}; rmqlab does not answer from a log it cannot read whole (`rmqlab info` lists what it recognises)")
-    store = StoreReader(args.store, config, strict=strict)
+    store = StoreReader(args.store, config, strict=strict, log_end=next_start_end(args, config))
     warn_gaps(args, store)
     return store
+
+
+def next_start_end(args: argparse.Namespace, config: MessageStoreConfig | None):
+    """The end of STORE's log as its next start leaves it, asked of the recovery plan on
+    first use (:func:`rmqlab.recovery.next_start.log_end`; --rocketmq-version where the
+    command has it): what a StoreReader's ``log_end`` takes."""
+    from ..recovery.next_start import log_end
+
+    version = getattr(args, "rocketmq_version", None)
+    return lambda: log_end(args.store, config=config, rocketmq_version=version)
 
 
 def warn_gaps(args: argparse.Namespace, store: StoreReader) -> None:

@@ -107,14 +107,14 @@ def _tour(samples: Path, work: Path) -> None:
     damaged = samples / "damaged"
     heading(7, f"Forensics on a damaged store: verify keeps going, salvage finds what recovery cuts: {damaged}")
     report = verify_store(damaged)
-    head, stats, *lines = report.to_text().splitlines()
-    print(head)
-    print(stats)
-    by_kind: dict[str, list[str]] = {}
-    for f, line in zip(report.findings, lines):
-        by_kind.setdefault(f.kind, []).append(line)
-    for kind, kind_lines in by_kind.items():  # the first finding of each kind; `rmqlab verify` lists all
-        print(kind_lines[0] + (f"   (+{len(kind_lines) - 1} more {kind})" if len(kind_lines) > 1 else ""))
-    found = [r for f in sorted((damaged / COMMITLOG_DIR).iterdir()) if f.stat().st_size for r in salvage_path(f)]
-    print(f"salvage: {len(found)} candidate records recognised by magic, size, self-recorded offset and CRC")
+    text = report.to_text().splitlines()
+    print("\n".join(text[: len(text) - len(report.findings)]))  # the verdict, the cause, the counts
+    by_kind: dict[str, list] = {}
+    for f in report.findings:
+        by_kind.setdefault(f.kind, []).append(f)
+    for kind, found in by_kind.items():  # the first finding of each kind; `rmqlab verify` lists all
+        print(f"  {found[0]}" + (f"   (+{len(found) - 1} more {kind})" if len(found) > 1 else ""))
+    found = salvage_path(damaged)
+    print(f"salvage: {len(found)} readable record(s) the next start cuts, recognised by magic, size, self-recorded offset and CRC "
+          "(`rmqlab salvage` writes them; the records RocketMQ keeps are not among them)")
     print(f"all of it in one picture: rmqlab map {damaged} -o damaged.svg (or .png; StoreMapViewer in a notebook)")

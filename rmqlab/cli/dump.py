@@ -1,10 +1,12 @@
 """``rmqlab dump STORE`` — records in commitlog order (text, or one JSON object per line).
 
-Lists what RocketMQ serves: the log up to where its recovery ends it.  ``--dead`` lists
-the readable records after that end too, marked DEAD (``"dead": true`` in JSON): bytes
-RocketMQ no longer serves.  Exit status: 0; 1 when non-zero bytes follow the end of the
-log (one warning names the file, offset, byte count and the readable records among
-them: ``rmqlab salvage`` gives them back); 2 when the store cannot be read.
+Lists what RocketMQ serves: the log up to where the store's next start ends it.
+``--dead`` lists the readable records after that end too, marked DEAD (``"dead": true``
+in JSON): bytes RocketMQ no longer serves.  ``dump FILE`` lists one commitlog file's
+record chain as it lies (no store: what the next start does is not known).  Exit
+status: 0; 1 when non-zero bytes follow the end of the log (one warning names the file,
+offset, byte count and the readable records among them: ``rmqlab salvage`` gives them
+back), or when --topic / --queue match no record; 2 when the store cannot be read.
 """
 
 from __future__ import annotations
@@ -27,8 +29,9 @@ from .common import OFFSET, add_progress_option, add_store_options, commitlog_by
 
 def add_parser(sub) -> argparse.ArgumentParser:
     p = sub.add_parser("dump", help="records in commitlog order", description=__doc__)
-    add_store_options(p)
-    p.add_argument("--json", action="store_true", help="one JSON object per record (the keys `rmqlab write` accepts)")
+    add_store_options(p, store_help="store root directory (holds commitlog/, consumequeue/, index/ ...), or one commitlog file")
+    p.add_argument("--json", action="store_true", help="one JSON object per record (the keys `rmqlab write` accepts; the body in base64)")
+    p.add_argument("--body", choices=["text", "hex", "base64"], help="print each record's body under its line: as UTF-8 text (bytes that are not, escaped), hex or base64")
     p.add_argument("--all", action="store_true", help="also print BLANK end-of-file records")
     p.add_argument("--topic", help="only records of this topic")
     p.add_argument("--queue", type=int, metavar="QID", help="only records of this queue id")
@@ -49,11 +52,27 @@ def selected(rec: Record, args) -> bool:
     return args.queue is None or rec.queue_id == args.queue
 
 
+#: the options that only mean something with --follow (add_follow_options), and their defaults
+_FOLLOW_ONLY = {"fail_on_data_loss": False, "interval": 0.2, "settle": 5.0, "idle_exit": None, "max_records": None, "follow_progress": False}
+
+
 def run(args) -> int:
     if args.start is not None and args.end is not None and args.end <= args.start:
         raise RmqlabError(f"--to {args.end} is not after --from {args.start}: nothing to dump")
     if args.follow and (args.end is not None or args.dead):
         raise RmqlabError("--follow prints what is appended after the end of the log: it does not go with --to or --dead")
+    if not args.follow:
+        given = [k for k, default in _FOLLOW_ONLY.items() if getattr(args, k) != default]
+        if given:
+            flag = "--follow-progress" if given[0] == "follow_progress" else "--" + given[0].replace("_", "-")
+            raise RmqlabError(f"{flag} says how to follow the log: it needs --follow (without it, dump lists the log as it is and stops; "
+                              "--from / --to choose a range)")
+    if args.body and args.json:
+        raise RmqlabError("--json keeps each body in base64 (its `body` key): --body is for the text listing")
+    if Path(args.store).is_file():
+        if args.follow:
+            raise RmqlabError(f"{args.store}: --follow follows a store's log; give the store root")
+        return _dump_file(args)
     status, end = _dump(args)
     if not args.follow or status == 2:
         return status
@@ -66,8 +85,8 @@ def _dump(args) -> tuple[int, int]:
     """(exit status, the end of the log the listing stopped at)."""
     with open_from_args(args) as store, progress_bar(args, commitlog_bytes(args.store, store.config), "dump") as bar:
         progress = bar or Silent()
-        # RocketMQ serves the log up to where its recovery ends it (the last file's chain,
-        # up to its first record that fails its CRC): what lies after is not listed
+        # RocketMQ serves the log up to where its next start ends it (the recovery plan,
+        # rmqlab.recovery.next_start): what lies after is not listed
         end = store.commitlog.served_end()
         return _list(store, args, end, progress), end
 
@@ -75,14 +94,16 @@ def _dump(args) -> tuple[int, int]:
 def _list(store, args, end: int, progress) -> int:
     """List the records up to ``end`` (or ``--to``); the exit status."""
     stop = end if args.end is None else min(args.end, end)
+    listed = 0
     try:
         if args.json:
-            _json(store, args, stop, progress)
-            return _after_the_end(store, end, args)
+            listed = _json(store, args, stop, progress)
+            return _nothing_matched(args, listed) or _after_the_end(store, end, args)
         base = store.commitlog.min_offset
         for n, rec in enumerate(store.commitlog.iter_records(args.start, stop, include_blank=True)):
             if selected(rec, args):
-                print(record_line(rec))
+                _print(rec, args)
+                listed += not rec.is_blank
             if n % 4096 == 0:
                 progress.update(rec.physical_offset - base, n)
     except RecordError as err:
@@ -93,46 +114,114 @@ def _list(store, args, end: int, progress) -> int:
         print(f"rmqlab dump: the log ends at {at} ({err.file} @ {err.offset}); the bytes after it are dead "
               "(a clean exit, and no queue or index entry points there: see `rmqlab verify`)", file=sys.stderr)
         return 1
-    return _after_the_end(store, end, args)
+    return _nothing_matched(args, listed) or _after_the_end(store, end, args)
+
+
+def _print(rec, args) -> None:
+    print(record_line(rec))
+    if args.body and not rec.is_blank:
+        print(body_text(rec.body or b"", args.body))
+
+
+def body_text(body: bytes, how: str) -> str:
+    """A body under its record's line, indented: UTF-8 text (undecodable bytes and
+    control characters escaped), hex, or base64."""
+    import base64
+
+    if how == "hex":
+        text = body.hex()
+    elif how == "base64":
+        text = base64.b64encode(body).decode()
+    else:
+        text = body.decode("utf-8", errors="backslashreplace")
+        text = "".join(c if c.isprintable() or c == " " else repr(c)[1:-1] for c in text)
+    return "    " + text
+
+
+def _nothing_matched(args, listed: int) -> int:
+    """1 and a line on stderr when --topic / --queue matched no record; else 0."""
+    if listed or (args.topic is None and args.queue is None):
+        return 0
+    what = " and ".join(w for w in (f"topic {args.topic}" if args.topic is not None else "", f"queue id {args.queue}" if args.queue is not None else "") if w)
+    print(f"rmqlab dump: no record of {what} in the log" + (" in the range asked" if args.start is not None or args.end is not None else ""), file=sys.stderr)
+    return 1
+
+
+def _dump_file(args) -> int:
+    """One commitlog file given alone: its record chain from its first byte (or --from,
+    a log offset inside it), as the file's name places it (0 where it is no offset).
+    No store: the end of the log is not known, so the chain's own end is reported."""
+    from ..files import MappedFile
+    from ..format.record import decode_record
+
+    path = Path(args.store)
+    base = int(path.name) if path.name.isdigit() and len(path.name) == 20 else 0
+    mf = MappedFile(path, base)
+    listed, status = 0, 0
+    try:
+        buf = mf.buf
+        pos = 0 if args.start is None else args.start - base
+        if not 0 <= pos <= len(buf):
+            raise RmqlabError(f"--from {args.start} is not inside {path} (offsets [{base}, {base + len(buf)}))")
+        while pos < len(buf) and (args.end is None or base + pos < args.end):
+            try:
+                rec = decode_record(buf, pos, file=str(path), file_base=base)
+            except RecordError as err:
+                print(f"rmqlab dump: {err}; the file's record chain ends here (`rmqlab salvage {path}` reads the records after it)", file=sys.stderr)
+                status = 1
+                break
+            if rec is None:
+                break  # the zero tail
+            if selected(rec, args):
+                if args.json:
+                    write_bytes(json.dumps(rec.to_dict(), ensure_ascii=False).encode() + b"\n")
+                else:
+                    _print(rec, args)
+                listed += not rec.is_blank
+            if rec.is_blank:
+                break
+            pos += rec.total_size
+    finally:
+        mf.close()
+    return _nothing_matched(args, listed) or status
 
 
 def _after_the_end(store, end: int, args) -> int:
     """0 when the log ends cleanly (zeros after its end); else one warning naming the
-    file, offset, byte count and the readable records there, and 1.  With ``--dead``
-    those records are listed, marked (the same selection as the live ones)."""
-    from ..files.extent import nonzero_extent
-    from ..forensics.salvage import AFTER_CUT, iter_salvage
+    file, offset, byte count and the readable records the next start cuts there (the
+    records ``rmqlab salvage`` gives back, found by the same carver), and 1.  With
+    ``--dead`` those records are listed, marked (the same selection as the live ones)."""
+    from ..files.extent import nonzero_past
+    from ..scan.carve import carve_past
 
-    f = store.commitlog.queue.find(end) or (store.commitlog.queue.files[-1] if store.commitlog.queue.files else None)
-    if f is None or end - f.file_from_offset >= f.file_size:
-        return 0
-    ext = nonzero_extent(f.path, end - f.file_from_offset)
-    if ext is None:
+    past = list(nonzero_past(store.commitlog.queue.files, end))
+    if not past:
         return 0
     readable = 0
-    for s in iter_salvage(f.path):
-        if s.where != AFTER_CUT or s.record.physical_offset < end:
-            continue
+    for c in carve_past(store.commitlog.queue.files, end):
         readable += 1
-        if args.dead and selected(s.record, args) and (args.end is None or s.record.physical_offset < args.end):
+        if args.dead and selected(c.record, args) and (args.end is None or c.record.physical_offset < args.end):
             if args.json:
-                write_bytes(json.dumps(dict(s.record.to_dict(), dead=True), ensure_ascii=False).encode() + b"\n")
+                write_bytes(json.dumps(dict(c.record.to_dict(), dead=True), ensure_ascii=False).encode() + b"\n")
             else:
-                print("DEAD " + record_line(s.record))
-    print(f"rmqlab dump: the log ends at {end} ({f.path} @ {end - f.file_from_offset}); {ext[1] - ext[0]} non-zero byte(s) follow up to byte {ext[1]}, "
-          f"{readable} readable record(s) among them, not served by RocketMQ (`rmqlab salvage` gives them back)", file=sys.stderr)
+                print("DEAD " + record_line(c.record))
+    f, at, (lo, hi) = past[0]
+    more = sum(b - start for _, start, (_, b) in past)  # as recover counts its cut ranges
+    print(f"rmqlab dump: the log ends at {end} ({f.path} @ {at}); {more} byte(s) follow up to the last non-zero one (" + (f"byte {hi} of that file" if len(past) == 1 else f"in {len(past)} files") + ")"
+          + f", {readable} readable record(s) among them, cut by the next start (`rmqlab salvage` gives them back)", file=sys.stderr)
     return 1
 
 
-def _json(store, args, stop: int, progress) -> None:
-    """The same records, decoded and serialised in bulk (a batch of lines per write)."""
+def _json(store, args, stop: int, progress) -> int:
+    """The same records, decoded and serialised in bulk (a batch of lines per write);
+    how many message records were written."""
     import pyarrow.compute as pc
 
     from ..scan.decode import KIND_BLANK
     from ..scan.jsonlines import json_lines
 
     filtered = args.topic is not None or args.queue is not None
-    base, records = store.commitlog.min_offset, 0
+    base, records, written = store.commitlog.min_offset, 0, 0
     for batch in store.commitlog.batches(args.start, stop):
         records += batch.num_rows
         progress.update(batch.column("physical_offset")[-1].as_py() - base, records)
@@ -141,6 +230,7 @@ def _json(store, args, stop: int, progress) -> None:
         if args.queue is not None:
             batch = batch.filter(pc.equal(batch.column("queue_id"), args.queue))
         blank = np.flatnonzero(np.asarray(pc.equal(batch.column("kind"), KIND_BLANK).fill_null(False).to_numpy(zero_copy_only=False), bool))
+        written += batch.num_rows - len(blank)
         start = 0
         for b in blank.tolist() + [batch.num_rows]:  # a file's BLANK between its records and the next file's
             write_bytes(json_lines(batch.slice(start, b - start)))
@@ -148,3 +238,4 @@ def _json(store, args, stop: int, progress) -> None:
                 row = batch.slice(b, 1).to_pylist()[0]
                 write_bytes(json.dumps({"physical_offset": row["physical_offset"], "total_size": row["total_size"], "magic": row["magic"], "kind": KIND_BLANK}).encode() + b"\n")
             start = b + 1
+    return written

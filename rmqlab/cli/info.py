@@ -8,7 +8,7 @@ from ..render.text import fmt_time, short
 from ..store.release import ReleaseReading
 from ..store.summary import summarize
 from ..store.reader import StoreReader
-from .common import add_progress_option, add_store_options, commitlog_bytes, print_json, progress_bar, sizes_from_args
+from .common import add_progress_option, add_store_options, commitlog_bytes, next_start_end, print_json, progress_bar, sizes_from_args
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -22,7 +22,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 def run(args) -> int:
     cfg, sources = sizes_from_args(args)
-    with StoreReader(args.store, cfg, strict=False) as store, progress_bar(args, 0 if args.no_scan else commitlog_bytes(args.store, cfg), "info") as bar:
+    with StoreReader(args.store, cfg, strict=False, log_end=next_start_end(args, cfg)) as store, progress_bar(args, 0 if args.no_scan else commitlog_bytes(args.store, cfg), "info") as bar:
         s = summarize(store, scan=not args.no_scan, progress=bar)
         where = (f"DLedger entries in {store.dledger_dir.name}/data/" if store.dledger_dir is not None
                  else ", ".join(str(d) for d in store.commitlog_dirs) if len(store.commitlog_dirs) > 1 else "")
@@ -35,13 +35,13 @@ def run(args) -> int:
         print(f"    {k} = {v}  ({sources[k]})")
     if s.load_refused:
         print(f"RocketMQ would refuse to load this store (MappedFileQueue.load): {len(s.load_refused)} commitlog file(s) of the wrong size, listed below")
-    print(f"commitlog{f' ({where})' if where else ''}: {len(s.commitlog_files)} file(s), min offset {s.commitlog_min_offset}" + (f", end of log {s.commitlog_end_offset}" if s.commitlog_end_offset is not None else ""))
+    print(f"commitlog{f' ({where})' if where else ''}: {len(s.commitlog_files)} file(s), min offset {s.commitlog_min_offset}" + (f", end of log {s.commitlog_end_offset} (where the next start ends it)" if s.commitlog_end_offset is not None else ""))
     for name, size in s.commitlog_files:
         print(f"  {name}  {size:>12} bytes")
     if not args.no_scan:
         print(f"  {s.records} messages, {s.blanks} BLANK end-of-file records, {s.crc_failures} CRC failures")
         if s.stopped_at:
-            print(f"  walk stopped at damage: {s.stopped_at}")
+            print(f"  the record chain from the first file breaks at {s.chain_end}, at damage: {s.stopped_at} (the counts are of the records before it)")
         print("  messages per queue:")
         for q, n in s.per_queue.items():
             print(f"    {short(q, 60):<40} {n:>8}")

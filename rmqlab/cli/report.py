@@ -49,8 +49,10 @@ def run(args) -> int:
     rep.write(out, args.format)
     v = rep.sections.get("verdict") or {}
     gone = [heading.lower() for key, heading in SECTIONS if "unavailable" in (rep.sections.get(key) or {})]
-    print(f"{out}: {'clean' if v.get('clean') else 'not clean' if v.get('clean') is False else 'not judged whole'}"
-          + (f", {v['errors']} error(s), {v['warnings']} warning(s)" if v.get("errors") is not None else "")
-          + (f", recovery would cut {v['records_cut']} record(s)" if v.get("records_cut") else "")
+    cause = v.get("cause")
+    print(f"{out}: {v.get('consequence', 'not judged')}"
+          + (f" — the cause: {cause['kind']} at {cause['file']} @ {cause['file_offset']}" if cause else "")
+          + (f"; {v['errors']} error(s), {v['warnings']} warning(s)" if v.get("errors") is not None else "")
+          + (f"; the next start cuts {v['records_cut']} record(s)" if v.get("records_cut") else "")
           + (f"; could not be read: {', '.join(gone)}" if gone else ""), file=sys.stderr)
     return 0

@@ -41,7 +41,7 @@ def _apache_release(text: str) -> str:
 
 def run(args) -> int:
     from ..forensics.verify import verify_store  # the compiled loops load with it: not for --help
-    from ..recovery.consequences import complete_findings
+    from ..forensics.consequences import complete_findings
 
     config = config_from_args(args)
     if args.against:
@@ -52,7 +52,7 @@ def run(args) -> int:
         return 0 if conf.conforms else 1
     with progress_bar(args, commitlog_bytes(args.store, config), "verify") as bar:
         rep = verify_store(args.store, config, progress=bar, rocketmq_version=args.rocketmq_version)
-    complete_findings(rep.findings, args.store, config, rocketmq_version=args.rocketmq_version)
+    complete_findings(rep.findings, args.store, config, rocketmq_version=args.rocketmq_version, recovery=rep.recovery)
     if args.errors_only:
         rep.findings = rep.errors
     if args.json:

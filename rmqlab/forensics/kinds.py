@@ -61,7 +61,11 @@ KINDS: dict[str, Kind] = {
     "RESYNC": _k("verify resumed after damage",
                  "Not RocketMQ's: its walk does not resume past damage; the records verify reads beyond it are cut by recovery."),
     "ZEROED_RANGE": _k("zeroed block inside data",
-                       "Zeros read as the end of the log (magic 0): start-up's walk ends the log there, and what follows is cut."),
+                       "Zeros read as the end of the log (magic 0): where start-up's walk reaches them it ends the log there, and what follows is "
+                       "cut (then it is the cause, an error); in a file before the walk's start the records around them stay, damaged."),
+    "UNWRITTEN": _k("records the queues name were never written to disk",
+                    "The log's data ends before records its consume queues point at: the broker crashed before flushing them (the crash window). "
+                    "Start-up's walk ends the log at the data's end; the units pointing past it are cut (ConsumeQueue.truncateDirtyLogicFiles)."),
     "DLEDGER_ENTRY": _k("DLedger entry damaged",
                         "DLedger's MmapFileList recovery truncates the entries from the damaged one on; the CommitLog above it loses them too."),
     "PREALLOCATED_FILE": _k("pre-allocated empty commitlog file",
@@ -76,7 +80,8 @@ KINDS: dict[str, Kind] = {
                  "(`rmqlab recover --out` zero-pads such files)."),
     # -- consume queues (ConsumeQueue.recover, ConsumeQueue.putMessagePositionInfo) ------------------
     "CQ_BEYOND_END": _k("queue unit points past the end of the log",
-                        "Recovery cuts it (ConsumeQueue.truncateDirtyLogicFiles): the queue ends before it and the offsets are written again by new messages."),
+                        "The next start cuts it (ConsumeQueue.truncateDirtyLogicFiles), whether or not a readable record still lies there: the queue ends before "
+                        "it and the offsets are written again by new messages."),
     "CQ_DANGLING": _k("queue unit points where no record starts",
                       "Not checked on start-up: a consumer pulling that offset receives the bytes there as a message, which its client fails "
                       "to decode (or decodes as another message)."),

@@ -1,67 +1,74 @@
-"""Salvage: find records that RocketMQ's recovery throws away.
+"""Salvage: the records RocketMQ's next start throws away, read back from the bytes.
 
-RocketMQ's recovery (Java ``CommitLog.recoverAbnormally``) walks the log from a
-start file and stops at the *first* record whose magic, size or body CRC is wrong;
-everything after that point is cut, even when it holds perfectly good records (a
-single flipped bit mid-file loses the rest of the file, and truncation leaves the old
-bytes of cut records in place).  Salvage ignores the chain and scans the bytes for
-the message magic codes instead.  A candidate at position ``p`` is accepted when
-three independent facts agree:
+RocketMQ's start-up walks the log from a start file and ends it at the *first* record
+whose magic, size or CRC is wrong: everything after that point is cut, readable records
+included (one flipped bit mid-file loses the rest of the file), and truncation leaves the
+old bytes of cut records in place.  Salvage carves the bytes for records instead of
+following the chain (:mod:`rmqlab.scan.carve`: magic, size, self-recorded offset and CRC
+must agree) and says of each what the next start does with it, by where it lies against
+the end of the log the recovery plan gives (:mod:`rmqlab.recovery.next_start`):
 
-* its ``totalSize`` and length fields are consistent (:func:`decode_record` accepts it),
-* its self-recorded ``physicalOffset`` equals file base + ``p`` (where it really is),
-* its body CRC (and ``__CRC32#`` when present) matches.
+``cut``
+    at or past the end of the log: the next start cuts it.  Exactly the readable records
+    ``rmqlab recover`` counts as lost (one carver, one end of the log).  The default.
+``past-damage``
+    before the end of the log, in a file whose chain breaks at damage before it (a walk
+    from the file's first record stops there; the next start's walk never reads it):
+    RocketMQ keeps it and serves it where a consume queue points at it.
+``in-log``
+    before the end of the log, on its file's chain: RocketMQ keeps and serves it.
+``past-walk``
+    only for a single commitlog file given alone (no store to plan the next start for):
+    past where the file's own chain stops.
 
-Each accepted record says where it was found and how sure we are:
-
-``certain``
-    all three agree *and* the bytes right after it are another record, a BLANK or the
-    zero tail (the chain continues, so the size is right twice).
-``likely``
-    all three agree but what follows is not a record boundary.
-``weak``
-    size and position agree but the CRC fails (only with ``include_weak``): the header
-    is the record's, the body is damaged.
-
-and ``where`` is ``in-log`` (RocketMQ's walk reaches it), or ``after-cut`` (past the
-point where RocketMQ's walk stops: recovery would throw it away).
+Each record also says whether it was stored before the checkpoint's last flush, whether
+its producer was told it was stored under the store's flush mode
+(:func:`rmqlab.recovery.cause.acknowledged`), and which consumer groups had consumed it
+(their committed offsets, ``config/consumerOffset.json``) and which had not: a re-send is
+then a decision the output supports.
 """
 
 from __future__ import annotations
 
 import os
-import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
+from typing import Iterable, Iterator
 
-from ..rules import COMMITLOG_DIR
-from ..errors import StoreFormatError
+from ..config import MessageStoreConfig
+from ..rules import CHECKPOINT_FILE, COMMITLOG_DIR
+from ..errors import RmqlabError, StoreFormatError
 from ..files import MappedFile, MappedFileQueue
-from ..format import commitlog as cl
+from ..format.record import Record
 from ..scan.acceptance import scan_file
-from ..format.record import Record, RecordError, decode_record
+from ..scan.carve import CERTAIN, LIKELY, WEAK, carve, find_magic_positions  # noqa: F401  (re-exported: the confidences)
 
-_MAGICS = [struct.pack(">I", m) for m in cl.MESSAGE_MAGICS]
-_PREFIX = struct.Struct(">iI")
-
-CERTAIN = "certain"
-LIKELY = "likely"
-WEAK = "weak"
+CUT = "cut"
+PAST_DAMAGE = "past-damage"
 IN_LOG = "in-log"
-AFTER_CUT = "after-cut"
+PAST_WALK = "past-walk"
+#: every ``where``, in the order a log holds them
+EVERYWHERE = (IN_LOG, PAST_DAMAGE, CUT, PAST_WALK)
 
 
 @dataclass
 class SalvagedRecord:
-    """One record found by scanning for magic codes."""
+    """One record found by carving, and what the next start does with it."""
 
     record: Record
     file: str
     file_offset: int
     confidence: str  # certain | likely | weak
-    where: str  # in-log | after-cut
+    where: str  # cut | past-damage | in-log | past-walk
     reason: str  # a sentence: why this confidence
+    #: stored at or before the checkpoint's last flush (None: no checkpoint to tell by)
+    flushed: bool | None = None
+    #: whether its producer was told it was stored: yes | unknown (and why)
+    acknowledged: str | None = None
+    acknowledged_why: str = ""
+    #: the consumer groups whose committed offset on its queue is past it, and those not
+    consumed_by: list[str] = field(default_factory=list)
+    pending_for: list[str] = field(default_factory=list)
 
     @property
     def physical_offset(self) -> int:
@@ -76,6 +83,11 @@ class SalvagedRecord:
             "confidence": self.confidence,
             "where": self.where,
             "reason": self.reason,
+            "flushed": self.flushed,
+            "acknowledged": self.acknowledged,
+            "acknowledged_why": self.acknowledged_why,
+            "consumed_by": self.consumed_by,
+            "pending_for": self.pending_for,
         }
         return d
 
@@ -84,160 +96,108 @@ def _file_base(path: Path) -> int:
     return int(path.name) if path.name.isdigit() and len(path.name) == 20 else 0
 
 
-def find_magic_positions(buf, start: int = 0, end: int | None = None) -> list[int]:
-    """Record starts (magic position − 4) of every V1/V2 magic in ``buf[start:end]``, ascending.
-
-    ``bytes.find`` runs at memory speed; this is the whole cost of a scan of clean bytes.
-    """
-    end = len(buf) if end is None else end
-    # mmap and bytes search at memory speed; a memoryview over a whole mmap searches its object
-    data = buf.obj if isinstance(buf, memoryview) and hasattr(buf.obj, "find") and len(buf.obj) == len(buf) else buf
-    if not hasattr(data, "find"):
-        data = bytes(buf)
-    lo = max(start + 4, 4)
-    # CPython 3.11.0-3.11.3 (gh-105235) read one byte past the end of the searched range;
-    # for an mmap searched to its very end that byte can lie outside the mapping (a
-    # commitlog's size is a multiple of the page size): the process dies of SIGSEGV.
-    # So an mmap is searched only up to its last byte, and what is left is searched in
-    # a small copy (bytes end with a NUL of their own).
-    safe_end = end if isinstance(data, (bytes, bytearray)) else min(end, len(data) - 1)
-    out: list[int] = []
-    for magic in _MAGICS:
-        i = data.find(magic, lo, safe_end) if safe_end > lo else -1
-        while i >= 0:
-            out.append(i - 4)
-            i = data.find(magic, i + 1, safe_end)
-    if safe_end < end:
-        t0 = max(lo, safe_end - len(_MAGICS[0]) + 1)  # magics that end past safe_end start here at the earliest
-        tail = bytes(data[t0:end])
-        for magic in _MAGICS:
-            i = tail.find(magic)
-            while i >= 0:
-                if t0 + i + len(magic) > safe_end:  # not found above already
-                    out.append(t0 + i - 4)
-                i = tail.find(magic, i + 1)
-    out.sort()
-    return out
-
-
-def _follows_boundary(buf, pos: int) -> bool:
-    """True when ``pos`` starts a record, a BLANK, or the zero tail (or is the file end)."""
-    left = len(buf) - pos
-    if left == 0:
-        return True
-    if left < 8:
-        return not any(bytes(buf[pos:]))
-    size, magic = _PREFIX.unpack_from(buf, pos)
-    if magic == cl.MAGIC_BLANK:
-        return size == left or size > 0
-    if size == 0 and magic == 0:
-        return True
-    return magic in cl.MESSAGE_MAGICS and cl.FIXED_SIZE_V1_IPV4 <= size <= left
-
-
-def _follows_entry(buf, pos: int, file_base: int) -> bool:
-    """True when ``pos`` starts a DLedger entry (magic 1 and ``pos`` where it is), a
-    DLedger blank, the zero tail, or is the file end (``MmapFileList`` / ``DLedgerEntryCoder``)."""
-    from ..format import dledger as dl
-
-    left = len(buf) - pos
-    if left == 0:
-        return True
-    if left < dl.ENTRY_HEADER_SIZE:
-        return not any(bytes(buf[pos:])) or (left >= 4 and struct.unpack_from(">i", buf, pos)[0] == dl.BLANK_MAGIC_CODE)
-    magic, size = struct.unpack_from(">ii", buf, pos)
-    if magic == dl.BLANK_MAGIC_CODE or (magic == 0 and size == 0):
-        return True
-    return magic == dl.MAGIC_1 and struct.unpack_from(">q", buf, pos + dl.POS_AT)[0] == file_base + pos
-
-
-def log_end_in_file(buf) -> int | None:
-    """Where RocketMQ's chain walk stops in this file (the first record its acceptance
-    rule refuses, CRC included, or the zero tail); ``None`` when the walk leaves the file
-    through a BLANK or at its last byte.  Recovery's own scan
+def chain_end_in_file(buf) -> int | None:
+    """Where a walk of this file's record chain from its first byte stops (the first
+    record RocketMQ's acceptance rule refuses, CRC included, or the zero tail); ``None``
+    when the walk leaves the file through a BLANK or at its last byte.  Not the end of
+    the log (the next start may not walk this file at all): what lies after it before
+    the end of the log is ``past-damage``.  Recovery's own scan
     (:func:`rmqlab.scan.acceptance.scan_file`), vectorised."""
     s = scan_file(buf)
     return None if s.blank or s.end >= len(buf) else s.end
 
 
-def salvage_buffer(
-    buf,
-    *,
-    file: str = "<bytes>",
-    file_base: int = 0,
-    log_end: int | None = None,
-    start: int = 0,
-    include_weak: bool = False,
-    include_in_log: bool = True,
-    dledger: bool = False,
-) -> Iterator[SalvagedRecord]:
-    """Scan one file's bytes; ``log_end`` is the in-file position where RocketMQ's walk
-    stops (``None``: the walk passes this whole file, everything is in-log).
-    ``dledger``: a DLedger data file, where each record is followed by the next entry's
-    header rather than by the next record."""
-    if not include_in_log:  # only what lies past the cut: nothing before it is read
-        if log_end is None:
-            return
-        start = max(start, log_end)
-    for pos in find_magic_positions(buf, start):
-        try:
-            rec = decode_record(buf, pos, file=file, file_base=file_base, check_crc=True)
-        except RecordError:
-            continue  # sizes disagree: a magic-looking byte pattern inside some body
-        if rec is None or rec.is_blank:
-            continue
-        where = AFTER_CUT if (log_end is not None and pos >= log_end) else IN_LOG
-        if where == IN_LOG and not include_in_log:
-            continue
-        if rec.stored_physical_offset != file_base + pos:
-            continue  # a record copied from elsewhere, or bytes that only look like one
-        crc = rec.crc_ok
-        if not crc:
-            if not include_weak:
-                continue
-            conf, why = WEAK, "size and physicalOffset agree, but the CRC fails: the body is damaged"
-        elif (_follows_entry(buf, pos + rec.total_size, file_base) if dledger else _follows_boundary(buf, pos + rec.total_size)):
-            conf, why = CERTAIN, "size, physicalOffset and CRC agree, and the next " + ("DLedger entry" if dledger else "record") + " starts right after it"
-        else:
-            conf, why = LIKELY, "size, physicalOffset and CRC agree; the bytes after it are not a record boundary"
-        yield SalvagedRecord(rec, file, pos, conf, where, why)
-
-
-def salvage_path(path: str | os.PathLike, *, include_weak: bool = False, include_in_log: bool = False, mapped_file_size: int | None = None) -> list[SalvagedRecord]:
+def salvage_path(path: str | os.PathLike, **kwargs) -> list[SalvagedRecord]:
     """:func:`iter_salvage` as a list (small stores, tests)."""
-    return list(iter_salvage(path, include_weak=include_weak, include_in_log=include_in_log, mapped_file_size=mapped_file_size))
+    return list(iter_salvage(path, **kwargs))
 
 
-def iter_salvage(path: str | os.PathLike, *, include_weak: bool = False, include_in_log: bool = False, mapped_file_size: int | None = None,
-                 more_dirs: tuple = ()) -> Iterator[SalvagedRecord]:
+def iter_salvage(path: str | os.PathLike, *, where: Iterable[str] | None = None, include_weak: bool = False, mapped_file_size: int | None = None,
+                 more_dirs: tuple = (), config: MessageStoreConfig | None = None, rocketmq_version: str | None = None,
+                 log_end: int | None = None) -> Iterator[SalvagedRecord]:
     """Salvage a single commitlog file or a whole store (its ``commitlog/`` directory),
     record by record as found (a capture of any size in bounded memory).
 
-    For a store, ``where`` follows RocketMQ's walk across files: once the walk stops,
-    every later file is after the cut too.  For a single file only that file's walk is
-    known.  By default only ``after-cut`` records are returned (what recovery loses).
-    A path that is neither a commitlog file, a ``commitlog/`` directory nor a store
-    root is refused (:class:`StoreFormatError`), before anything is read.
+    ``where``: which records (:data:`CUT`, :data:`PAST_DAMAGE`, :data:`IN_LOG`; for a
+    single file :data:`PAST_WALK`, :data:`IN_LOG`); default: what the next start cuts
+    (for a single file: what lies past its walk).  ``log_end``: the end of the log when
+    the caller has it; else the recovery plan's (``config``, ``rocketmq_version``: the
+    store's settings and whose rules).  A path that is neither a commitlog file, a
+    ``commitlog/`` directory nor a store root is refused (:class:`StoreFormatError`),
+    before anything is read.
     """
     path = Path(path)
     if not path.exists():
         raise StoreFormatError(path, None, "no such file or directory")
     if path.is_file():
-        return _salvage_file(MappedFile(path, _file_base(path)), include_weak, include_in_log)
+        want = set(where or (PAST_WALK,))
+        return _salvage_file(MappedFile(path, _file_base(path)), include_weak, want)
+    want = set(where or (CUT,))
     from ..store.layout import dledger_log_dir
 
     dl_dir = dledger_log_dir(path)
     if dl_dir is not None or (path.name == "data" and path.parent.name.startswith("dledger-")):
-        return _salvage_dledger(dl_dir or path.parent, mapped_file_size, include_weak, include_in_log)
+        return _salvage_dledger(dl_dir or path.parent, mapped_file_size, include_weak, want)
     directory = path / COMMITLOG_DIR if (path / COMMITLOG_DIR).is_dir() else path
     if not any(p.is_file() and p.name.isdigit() for p in directory.iterdir()):
         what = f"its {COMMITLOG_DIR}/ holds no commitlog file" if directory != path else f"neither a store root (no {COMMITLOG_DIR}/) nor a commitlog directory (no offset-named files)"
         raise StoreFormatError(path, None, f"nothing to salvage: {what}")
+    root = path if directory != path else path.parent
     # more_dirs: the other directories of a log spread over several (MultiPathMappedFileQueue.load)
-    return _salvage_files(MappedFileQueue([directory, *more_dirs], mapped_file_size, strict=False), include_weak, include_in_log)
+    queue = MappedFileQueue([directory, *more_dirs], mapped_file_size, strict=False)
+    try:
+        fate = _Fate(root, config, rocketmq_version, log_end, queue)
+    except BaseException:
+        queue.close()
+        raise
+    return _salvage_files(queue, include_weak, want, fate)
 
 
-def _salvage_dledger(dledger_dir: Path, mapped_file_size: int | None, include_weak: bool, include_in_log: bool) -> Iterator[SalvagedRecord]:
+class _Fate:
+    """What the next start does with a store's records: the end of the log, the
+    checkpoint's last flush, the flush mode, the consumer groups' offsets."""
+
+    def __init__(self, root: Path, config: MessageStoreConfig | None, rocketmq_version: str | None, log_end: int | None, queue: MappedFileQueue):
+        from ..recovery.cause import acknowledged
+        from ..recovery.next_start import log_end as next_start_end
+        from ..store.checkpoint import read_checkpoint_fields
+        from ..store.metadata import read_consumer_offsets
+
+        self.acknowledged = acknowledged
+        self.config = config or MessageStoreConfig()
+        if log_end is None and (root / COMMITLOG_DIR).is_dir():
+            log_end = next_start_end(root, config=config, rocketmq_version=rocketmq_version)
+        if log_end is None:  # no plan for this store: where the last file's chain ends
+            from ..store.commitlog import CommitLog
+
+            log = CommitLog([d for d in {f.path.parent for f in queue.files}] or [root], strict=False)
+            try:
+                log_end = log.served_end()
+            finally:
+                log.close()
+        self.log_end = log_end
+        cp = read_checkpoint_fields(root) if (root / CHECKPOINT_FILE).is_file() else None
+        self.flushed_ts = (cp or {}).get("physic_msg_timestamp") or 0
+        try:
+            self.offsets = read_consumer_offsets(root)
+        except RmqlabError:
+            self.offsets = None
+        self.groups: dict[tuple[str, int], list[tuple[str, int]]] = {}
+        if self.offsets is not None:
+            for (topic, group), queues in self.offsets.table.items():
+                for qid, committed in queues.items():
+                    self.groups.setdefault((topic, qid), []).append((group, committed))
+
+    def tell(self, s: SalvagedRecord) -> SalvagedRecord:
+        r = s.record
+        s.flushed = (r.store_timestamp <= self.flushed_ts) if self.flushed_ts and r.store_timestamp else None
+        s.acknowledged, s.acknowledged_why = self.acknowledged(s.flushed, self.config)
+        for group, committed in sorted(self.groups.get((r.topic, r.queue_id), ())):
+            (s.consumed_by if committed > r.queue_offset else s.pending_for).append(group)
+        return s
+
+
+def _salvage_dledger(dledger_dir: Path, mapped_file_size: int | None, include_weak: bool, want: set) -> Iterator[SalvagedRecord]:
     """A DLedger log (``dledger-<id>/``): the log ends where DLedger's recovery ends it
     (:class:`~rmqlab.store.dledger.DLedgerCommitLog`), records are found by their magic
     and self-recorded offset as in a commitlog file, and followed by an entry header."""
@@ -247,32 +207,43 @@ def _salvage_dledger(dledger_dir: Path, mapped_file_size: int | None, include_we
     try:
         end = log.max_offset()
         for f in log.queue.files:
-            in_file = end - f.file_from_offset
-            log_end = None if in_file >= len(f.buf) else max(0, in_file)
-            yield from salvage_buffer(f.buf, file=str(f.path), file_base=f.file_from_offset, log_end=log_end, include_weak=include_weak,
-                                      include_in_log=include_in_log, dledger=True)
+            for c in carve(f.buf, file=str(f.path), file_base=f.file_from_offset, include_weak=include_weak, dledger=True):
+                at = CUT if c.record.physical_offset >= end else IN_LOG
+                if at in want:
+                    yield SalvagedRecord(c.record, c.file, c.file_offset, c.confidence, at, c.reason)
     finally:
         log.close()
 
 
-def _salvage_file(mf: MappedFile, include_weak: bool, include_in_log: bool) -> Iterator[SalvagedRecord]:
+def _salvage_file(mf: MappedFile, include_weak: bool, want: set) -> Iterator[SalvagedRecord]:
+    """One commitlog file given alone: no store to plan the next start for, so records
+    are told apart by the file's own walk."""
     try:
-        yield from salvage_buffer(mf.buf, file=str(mf.path), file_base=mf.file_from_offset, log_end=log_end_in_file(mf.buf), include_weak=include_weak, include_in_log=include_in_log)
+        stop = chain_end_in_file(mf.buf)
+        start = 0 if IN_LOG in want else (len(mf.buf) if stop is None else stop)
+        for c in carve(mf.buf, file=str(mf.path), file_base=mf.file_from_offset, start=start, include_weak=include_weak):
+            at = PAST_WALK if stop is not None and c.file_offset >= stop else IN_LOG
+            if at in want:
+                yield SalvagedRecord(c.record, c.file, c.file_offset, c.confidence, at, c.reason)
     finally:
         mf.close()
 
 
-def _salvage_files(queue: MappedFileQueue, include_weak: bool, include_in_log: bool) -> Iterator[SalvagedRecord]:
+def _salvage_files(queue: MappedFileQueue, include_weak: bool, want: set, fate: _Fate) -> Iterator[SalvagedRecord]:
+    end = fate.log_end
     try:
-        cut = False
         for f in queue.files:
-            buf = f.buf
-            if cut:
-                end: int | None = 0
-            else:
-                end = log_end_in_file(buf)
-                if end is not None:
-                    cut = True
-            yield from salvage_buffer(buf, file=str(f.path), file_base=f.file_from_offset, log_end=end, include_weak=include_weak, include_in_log=include_in_log)
+            base = f.file_from_offset
+            before_end = base < end
+            if not before_end and CUT not in want:
+                break
+            # where the file's own chain breaks at damage (None: it does not)
+            broken = chain_end_in_file(f.buf) if before_end and PAST_DAMAGE in want or IN_LOG in want else None
+            start = 0 if (IN_LOG in want or PAST_DAMAGE in want) else max(0, end - base)
+            for c in carve(f.buf, file=str(f.path), file_base=base, start=start, include_weak=include_weak):
+                phy = c.record.physical_offset
+                at = CUT if phy >= end else PAST_DAMAGE if broken is not None and c.file_offset >= broken else IN_LOG
+                if at in want:
+                    yield fate.tell(SalvagedRecord(c.record, c.file, c.file_offset, c.confidence, at, c.reason))
     finally:
         queue.close()

@@ -22,6 +22,7 @@ import numpy as np
 
 from .. import reprs
 from ..store.reader import StoreReader
+from ..recovery.next_start import log_end
 
 #: topics drawn in their own colour; the rest are "other"
 TOPICS_SHOWN = 8
@@ -111,7 +112,10 @@ def build_map(root: str | os.PathLike, *, width: int = 1200, findings=(), recove
     from ..scan.decode import KIND_BLANK
     from .timeline import feed
 
-    with StoreReader(root, strict=False) as store:
+    # the end of the log is the next start's: the dry run's when given, else asked of the plan
+    planned = recovery is not None and getattr(recovery, "mode", None) != "not modelled"
+    end = recovery.commitlog_end if planned else (lambda: log_end(root))
+    with StoreReader(root, strict=False, log_end=end) as store:
         qfiles = list(store.commitlog.queue.files)
         if file is not None:
             names = [f.path.name for f in qfiles]
@@ -194,7 +198,9 @@ def build_map(root: str | os.PathLike, *, width: int = 1200, findings=(), recove
         _index_files(store, m)
         _groups(store, m)
     if recovery is not None:
+        cause = getattr(recovery, "cause", None)
         m.recovery = {"mode": getattr(recovery, "mode", None), "end": recovery.commitlog_end, "end_before": recovery.commitlog_end_before,
+                      "consequence": getattr(recovery, "consequence", None), "cause": None if cause is None else cause.line(),
                       # what recovery does to each index file and queue (the report's IndexChange / QueueChange)
                       "dropped_index": [Path(i.file).name for i in getattr(recovery, "index", ()) if i.action == "dropped"],
                       "queues": {q.queue: {"cut": q.cut_entries, "added": q.added_entries, "created": q.created}

@@ -100,6 +100,21 @@ class VerifyReport:
     root: str
     findings: list[Finding] = field(default_factory=list)
     stats: dict = field(default_factory=dict)
+    #: the recovery plan's dry run the findings are judged against (what the next start
+    #: does: rmqlab.recovery.recover.plan), or None where none was made
+    recovery: object = field(default=None, repr=False, compare=False)
+
+    @property
+    def outcome(self) -> str:
+        """What the next start means for the store (rmqlab.recovery.cause.consequence_of)."""
+        from ..recovery.cause import consequence_of
+
+        return consequence_of(self.recovery)
+
+    @property
+    def cause(self):
+        """Why the next start cuts the log where it does (a :class:`rmqlab.recovery.cause.Cause`), or None."""
+        return None if self.recovery is None else self.recovery.cause
 
     @property
     def errors(self) -> list[Finding]:
@@ -116,15 +131,25 @@ class VerifyReport:
         return [f for f in self.findings if f.kind == kind]
 
     def to_dict(self) -> dict:
-        return {"root": self.root, "ok": self.ok, "stats": self.stats, "findings": [f.to_dict() for f in self.findings]}
+        cause = self.cause
+        return {"root": self.root, "ok": self.ok, "outcome": self.outcome, "records_lost": None if self.recovery is None else self.recovery.records_lost,
+                "cause": None if cause is None else cause.to_dict(), "stats": self.stats, "findings": [f.to_dict() for f in self.findings]}
 
     def to_text(self) -> str:
         counts = defaultdict(int)
         for f in self.findings:
             counts[f.severity] += 1
         head = f"verify {self.root}: {'OK' if self.ok else 'ERRORS'} — {counts[ERROR]} errors, {counts[WARNING]} warnings, {counts[INFO]} notes"
+        lines = [head]
+        r = self.recovery
+        if r is not None and r.mode != "not modelled":
+            lines.append(f"  outcome  {self.outcome}: the next start ends the log at {r.commitlog_end}" + (
+                f" and cuts {r.records_lost} message record(s)" if r.records_lost else " and cuts no message record"))
+        if self.cause is not None:
+            lines.append(f"  cause    {self.cause.line()}")
+            lines.append(f"           {self.cause.meaning()}")
         stats = ", ".join(f"{k}={v}" for k, v in self.stats.items())
-        return "\n".join([head, f"  {stats}"] + [f"  {f}" for f in self.findings])
+        return "\n".join(lines + [f"  {stats}"] + [f"  {f}" for f in self.findings])
 
     def __str__(self) -> str:
         return self.to_text()
@@ -226,7 +251,7 @@ class _Window:
 
 
 class _Verifier:
-    def __init__(self, root, config: MessageStoreConfig | None, progress=None, rocketmq_version: str | None = None):
+    def __init__(self, root, config: MessageStoreConfig | None, progress=None, rocketmq_version: str | None = None, log_end: int | None = None):
         self.root = Path(root)
         self.progress = progress or Silent()
         self.report = VerifyReport(str(self.root))
@@ -247,7 +272,14 @@ class _Verifier:
 
         #: dispatch writes index files (not with 5.4+'s indexFileWriteEnable=false: keys only in RocksDB)
         self.index_written = index_files_written(self.store)
-        self.log_end = 0  # where RocketMQ's walk stops
+        #: the end of the log: where the store's next start ends it (the recovery plan,
+        #: rmqlab.recovery.next_start); None where no plan is made (the walk's end stands in)
+        self.log_end = log_end
+        #: the dry-run report that end comes from (the Spark job's driver keeps it here)
+        self.recovery = None
+        #: where a walk of the log's chain from the first file stops (the first damage or
+        #: the zero tail): not the end of the log where the next start never reads there
+        self.walk_end = 0
         self.stopped = False
         self.max_store_ts = 0
         self.n_records = 0
@@ -286,6 +318,11 @@ class _Verifier:
         self.dledger_count = 0
         self.dledger_last_index = -1
 
+    @property
+    def end(self) -> int:
+        """The end of the log (:attr:`log_end`), or where no plan gives it, the walk's."""
+        return self.walk_end if self.log_end is None else self.log_end
+
     def unit(self) -> "_Verifier":
         """This verifier set to check single files (:meth:`walk_file`,
         :meth:`check_index_file`, :meth:`prepare_queue`) as units of a distributed job:
@@ -303,7 +340,7 @@ class _Verifier:
             self.raw.append((Finding(kind, severity, str(file), offset, message), phy))
             return
         with self._lock:  # the reading thread and the worker both report
-            past = phy is not None and self.stopped and phy >= self.log_end
+            past = phy is not None and self.stopped and phy >= self.walk_end
             key = (kind, str(file))
             if self._listed[key] >= LISTED_PER_FILE:
                 self._unlisted.setdefault(key, [severity, 0])[1] += 1
@@ -325,23 +362,23 @@ class _Verifier:
         bytes leaves, or garbage after a clean shutdown.  RocketMQ's walk stops there
         every time and serves nothing from them; they are reported once, as one
         finding, instead of as damage (and nothing beyond is walked as records)."""
-        if not (self.stopped_by_damage and self._past and self.store.dead_past(self.log_end)):
+        if not (self.stopped_by_damage and self._past and self.store.dead_past(self.walk_end)):
             return
         self.report.findings = [f for i, f in enumerate(self.report.findings) if i not in self._past]
         for key, n in self._past_unlisted.items():
             self._unlisted[key][1] -= n
         self._unlisted = {k: v for k, v in self._unlisted.items() if v[1] > 0}
         self.report.findings.append(self.dead_bytes_finding())
-        self.report.stats.update(dead_bytes_from=self.log_end)
+        self.report.stats.update(dead_bytes_from=self.walk_end)
 
     def dead_bytes_finding(self) -> Finding:
         last = None
-        for f, _, (_, hi) in nonzero_past(self.store.commitlog.queue.files, self.log_end):
+        for f, _, (_, hi) in nonzero_past(self.store.commitlog.queue.files, self.walk_end):
             last = (str(f.path), hi)
-        file, fpos = self._where(self.log_end)
+        file, fpos = self._where(self.walk_end)
         upto = f" up to {last[0]} @ {last[1]}" if last else ""
         return Finding("DEAD_BYTES", WARNING, file, fpos,
-            f"the log ends here (RocketMQ's walk stops at {self.log_end}); the non-zero bytes after it{upto} are not records of the log: "
+            f"the log ends here (RocketMQ's walk stops at {self.walk_end}); the non-zero bytes after it{upto} are not records of the log: "
             "the last exit was clean and no queue or index entry points at or past here (left by a recovery that did not zero them, or "
             "garbage; `rmqlab salvage` reads any records in them)")
 
@@ -533,10 +570,10 @@ class _Verifier:
                 self.preallocated(f)
                 continue
             self.walk_file(f, idx == len(files) - 1, done)
-        self._stop(self.log_end)
+        self._stop(self.walk_end)
         self._flush_window(final=True)
         self._wait()
-        self.report.stats.update(records=self.n_records, log_end=self.log_end, commitlog_files=len(files))
+        self.report.stats.update(records=self.n_records, log_end=self.end, walk_end=self.walk_end, commitlog_files=len(files))
 
     def preallocated(self, f) -> None:
         """A file after the end of the log that holds only zeros."""
@@ -593,7 +630,7 @@ class _Verifier:
                 last_record = int(pos[-1]) - base
                 self.progress.update(done + expected - base, self.n_records)
                 if not self.stopped:
-                    self.log_end = expected
+                    self.walk_end = expected
         finally:
             batches.close()
         if ended:
@@ -604,7 +641,7 @@ class _Verifier:
             self._torn_last_record(a, last_record, path, base)
             self._zero_tail(a, expected - base, path, base)
         elif last_file:
-            self._stop(self.log_end)
+            self._stop(self.walk_end)
 
     def walk_dledger_file(self, f, last_file: bool, done: int = 0) -> None:
         """One DLedger data file: its entries as ``DLedgerMmapFileStore.recover`` walks
@@ -638,12 +675,12 @@ class _Verifier:
                 if w.blank_size != left:
                     self.add(BAD_BLANK, WARNING, path, w.end, f"DLedger blank says {w.blank_size} bytes are left, the file has {left}", phy=end)
                 if not self.stopped:
-                    self.log_end = base + len(a)
+                    self.walk_end = base + len(a)
                 if last_file:
                     self._stop(base + len(a))
             else:  # a zero size: the end of the log
                 if not self.stopped:
-                    self.log_end = end
+                    self.walk_end = end
                 self._stop(end)
                 self._tail(w.end, path, base, after_damage=False)
         last = segments[-1]
@@ -731,7 +768,7 @@ class _Verifier:
     def _stop(self, at: int, by_damage: bool = False) -> None:
         if not self.stopped:
             self.stopped = True
-            self.log_end = at
+            self.walk_end = at
             self.stopped_by_damage = by_damage
 
     def _torn_last_record(self, a: np.ndarray, p: int | None, path: str, base: int) -> None:
@@ -803,7 +840,8 @@ class _Verifier:
             return
         hi = self.window_hi if final else int(w.phy[-1][-1] + w.size[-1][-1])
         self.window_lo = hi
-        end = self.log_end if self.stopped else None  # the end of the log as known now
+        # the end of the log: the next start's, known before the walk; else as the walk knows it now
+        end = self.log_end if self.log_end is not None else self.walk_end if self.stopped else None
         self._wait()
         self._pending = self._worker.submit(self._join_window, lo, hi, end, w)
 
@@ -948,13 +986,17 @@ class _Verifier:
                     r[miss] = np.where(phy[rr] == off[miss], rr, -1)
                 found = r >= 0
                 qs = q0 + sel
-                for i in np.flatnonzero(~found).tolist():
+                # a unit at or past the end of the log is cut by the next start, whether or
+                # not a readable record still lies there
+                beyond = (off >= end) if end is not None else np.zeros(len(off), bool)
+                for i in np.flatnonzero(~found | beyond).tolist():
                     q, o = int(qs[i]), int(off[i])
                     file, fpos = self._cq_pos(Q.cq, q)
-                    if end is not None and o >= end:
-                        self.add("CQ_BEYOND_END", ERROR, file, fpos, f"{Q.qid} entry {q} points at {o}, at or past the end of the log ({end}); recovery cuts it")
+                    if beyond[i]:
+                        self.add("CQ_BEYOND_END", ERROR, file, fpos, f"{Q.qid} entry {q} points at {o}, at or past the end of the log ({end}): the next start cuts it")
                     else:
                         self.add("CQ_DANGLING", ERROR, file, fpos, f"{Q.qid} entry {q} points at {o}, where no record starts")
+                found &= ~beyond
                 f = np.flatnonzero(found)
                 rf = r[f]
                 bad_queue = qkey[rf] != Q.key
@@ -1015,9 +1057,10 @@ class _Verifier:
             reached = ((ix.reached[nums >> 3] >> (7 - (nums & 7))) & 1).astype(bool)
             r, match, hit = kernels.join_keys(phy, pair_row, pair_hash, off, kh, reached)
             findable |= hit
-            for i in np.flatnonzero(r < 0).tolist():
+            beyond = (off >= end) if end is not None else np.zeros(len(off), bool)
+            for i in np.flatnonzero((r < 0) | beyond).tolist():
                 num, o = int(nums[i]), int(off[i])
-                if end is not None and o >= end:
+                if beyond[i]:
                     self.add("INDEX_BEYOND_END", WARNING, path, entry_position(slots_n, num), f"entry {num} points at {o}, at or past the end of the log ({end}); lookups skip it")
                 else:
                     self.add("INDEX_DANGLING", ERROR, path, entry_position(slots_n, num), f"entry {num} points at {o}, where no record starts")
@@ -1231,7 +1274,7 @@ class _Verifier:
             return
         for m in db.malformed[: LISTED_PER_FILE + 1]:
             self.add("RDB_MESSAGE_KEY", WARNING, where, None, f"{m.family} family, key {m.key.hex()}: {m.why}")
-        end = self.log_end
+        end = self.end
         for what, last in lasts.items():
             if last > end:
                 self.add("RDB_PROGRESS_PAST_END", WARNING, where, None,
@@ -1315,10 +1358,10 @@ class _Verifier:
                                  f"the unit before ends at {int(expect[i])}")
                     prev = (int(base[-1] + batch[-1]),)
                     phy = u["commitlog_offset"].astype(np.int64)
-                    beyond = phy >= self.log_end
+                    beyond = phy >= self.end
                     for i in np.flatnonzero(beyond)[: LISTED_PER_FILE + 1].tolist():
                         self.add("CQ_BEYOND_END", ERROR, path, (c + i) * BCQ_STORE_UNIT_SIZE, f"{qid} unit {c + i} (queue offsets from {int(base[i])}) points at "
-                                 f"{int(phy[i])}, at or past the end of the log ({self.log_end}); recovery cuts it")
+                                 f"{int(phy[i])}, at or past the end of the log ({self.end}): the next start cuts it")
                     inside = np.flatnonzero(~beyond)
                     want = unique(phy[inside])
                     found, table = self._records_at(want)
@@ -1416,7 +1459,7 @@ class _Verifier:
                         self.add("BODY_CRC", ERROR, str(Q.log.queue.find(u.commitlog_offset).path), u.commitlog_offset - Q.log.queue.find(u.commitlog_offset).file_from_offset,
                                  f"{where}: the copied record's body CRC does not match")
                     e = cq.get(u.msg_base_offset) if cq is not None and lo <= u.msg_base_offset < hi else None
-                    if e is None or e.commitlog_offset + e.size > self.log_end:
+                    if e is None or e.commitlog_offset + e.size > self.end:
                         continue  # cleaned up in the commitlog (or past its end): the copy is all there is
                     a = bytearray(Q.log.read_bytes(u.commitlog_offset, u.size))
                     b = bytearray(self.store.commitlog.read_bytes(e.commitlog_offset, e.size))
@@ -1465,7 +1508,7 @@ class _Verifier:
                     e = part[c : c + (1 << 16)]
                     n_entries += len(e)
                     phy, size, tags = (e[k].astype(np.int64) for k in ("commitlog_offset", "size", "tags_code"))
-                    beyond = phy >= self.log_end
+                    beyond = phy >= self.end
                     want = unique(phy[~beyond])
                     found, table = self._records_at(want, names, ("physical_offset", "total_size"))
                     rows = {}
@@ -1477,7 +1520,7 @@ class _Verifier:
                         file, fpos = self._cq_pos(cq, qoff)
                         what = f"{Q} entry {qoff}"
                         if beyond[i]:
-                            self.add("CQ_BEYOND_END", ERROR, file, fpos, f"{what} points at {p}, at or past the end of the log ({self.log_end}); recovery cuts it")
+                            self.add("CQ_BEYOND_END", ERROR, file, fpos, f"{what} points at {p}, at or past the end of the log ({self.end}): the next start cuts it")
                             continue
                         rec = rows.get(p)
                         if rec is None:
@@ -1601,12 +1644,12 @@ class _Verifier:
         off = units["commitlog_offset"].astype(np.int64)
         size = units["commitlog_size"].astype(np.int64)
         pending = timer.to_fire(units, read_ms)
-        for i in np.flatnonzero(off + size > self.log_end).tolist():
+        for i in np.flatnonzero(off + size > self.end).tolist():
             file, fpos = where(int(units["position"][i]))
             self.add("TIMER_PAST_END", ERROR if pending[i] else WARNING, file, fpos,
-                     f"timer-log unit {int(units['position'][i])} names the record at {int(off[i])} ({int(size[i])} bytes), past the end of the commitlog ({self.log_end}): "
+                     f"timer-log unit {int(units['position'][i])} names the record at {int(off[i])} ({int(size[i])} bytes), past the end of the commitlog ({self.end}): "
                      + ("a pending timer message whose record is gone; its slot fires nothing (apache/rocketmq#10668)" if pending[i] else "it fired before the log lost the record"))
-        for i in np.flatnonzero(off + size <= self.log_end).tolist():
+        for i in np.flatnonzero(off + size <= self.end).tolist():
             try:
                 rec = self.store.commitlog.read(int(off[i]), check_crc=False)
                 bad = None if rec.topic == timer_topic and rec.total_size == size[i] else f"a record of {rec.topic}, {rec.total_size} bytes"
@@ -1745,9 +1788,57 @@ def index_missing_message(name: str, count: int, first: list[int], index_end: in
 
 
 def verify_store(root: str | os.PathLike, config: MessageStoreConfig | None = None, *, progress: Progress | None = None,
-                 rocketmq_version: str | None = None) -> VerifyReport:
+                 rocketmq_version: str | None = None, recovery=None) -> VerifyReport:
     """Check everything in the store at ``root``; never modifies it.  ``progress``
     (:mod:`rmqlab.progress`) hears how far the pass over the log has come;
     ``rocketmq_version`` names the release that wrote it (default: told from the store,
-    :func:`rmqlab.store.release.tell_release`), whose index rules apply."""
-    return _Verifier(root, config, progress, rocketmq_version).run()
+    :func:`rmqlab.store.release.tell_release`), whose index and recovery rules apply.
+
+    Findings are judged against what the store's next start does: the end of the log
+    is where its recovery ends it (``recovery``: the plan's dry-run report when the
+    caller has one, else it is planned here, read-only), the finding that ends it comes
+    first and is an error whatever its kind, and ``stats`` name the end of the log
+    (``log_end``) apart from where a walk from the first file stops (``walk_end``)."""
+    if recovery is None:
+        recovery = next_start_report(root, config, rocketmq_version)
+    planned = recovery is not None and recovery.mode != "not modelled"
+    report = _Verifier(root, config, progress, rocketmq_version, log_end=recovery.commitlog_end if planned else None).run()
+    report.recovery = recovery if planned else None
+    if planned:
+        cause_first(report.findings, recovery)
+    return report
+
+
+def next_start_report(root, config: MessageStoreConfig | None = None, rocketmq_version: str | None = None):
+    """The recovery plan's dry-run report for the store (what its next start does), or
+    None where none can be made (the store's bytes stop the plan: verify says why)."""
+    from ..errors import RmqlabError
+    from ..recovery.recover import plan
+
+    try:
+        p = plan(root, config=config, rocketmq_version=rocketmq_version)
+    except RmqlabError:
+        return None
+    p.close()
+    return p.report
+
+
+def cause_first(findings: list[Finding], recovery) -> None:
+    """The finding that ends the log (``recovery.cause``: rmqlab.recovery.cause) first in
+    ``findings``, and an error whatever its kind: the walk's own finding at that place
+    where it made one, else one said here."""
+    cause = recovery.cause
+    if cause is None:
+        return
+    same = [f for f in findings if f.kind == cause.kind and Path(f.file) == Path(cause.file) and f.offset == cause.file_offset]
+    at = [f for f in findings if Path(f.file) == Path(cause.file) and f.offset == cause.file_offset and f.severity == ERROR]
+    f = (same or at or [None])[0]
+    cost = f"the next start ends the log at {recovery.commitlog_end} and cuts {cause.lost} message record(s)"
+    if f is None:
+        f = Finding(cause.kind, ERROR, cause.file, cause.file_offset, f"{cause.what}; {cost}")
+    else:
+        findings.remove(f)
+        f.severity = ERROR
+        if "the next start ends the log" not in f.message:
+            f.message += f"; {cost}"
+    findings.insert(0, f)

@@ -79,6 +79,7 @@ from ..store.layout import commitlog_dirs, recognise
 from ..store.reader import infer_config, lock_state
 from .report import UNREADABLE, CutRange, ReleaseOutcome, GroupLoss, IndexChange, LostRecord, QueueShort, RecoveryReport, StopPoint
 from ..scan.acceptance import ILLEGAL_OFFSET, Check, FileScan, check_record, scan_file, shift_scan
+from .cause import cause_of
 from .model import STORE, Queue, RecoveryPlan
 from .queues import ext_setting, plan_compaction, plan_ext, recover_queue, truncate_queue_plan
 from .redispatch import file_view, multi_dispatch_settings, records_to_dispatch, rocksdb_copy_changes, rocksdb_queue_changes, simulate_queues
@@ -798,8 +799,9 @@ def _timers_cut(rep: RecoveryReport, root: Path, cfg: MessageStoreConfig) -> Non
 
 
 def _lost_records(rep: RecoveryReport, plan: RecoveryPlan) -> None:
-    """Bytes past the new end, and the records still readable in them."""
-    from ..forensics.salvage import salvage_buffer
+    """Bytes past the new end, and the records still readable in them (carved: the
+    same function ``rmqlab salvage`` gives them back with)."""
+    from ..scan.carve import carve
 
     process = plan.process
     files = plan.files
@@ -807,9 +809,9 @@ def _lost_records(rep: RecoveryReport, plan: RecoveryPlan) -> None:
     lost: list[LostRecord] = []
     for f, start_in, (_, b) in nonzero_past(files, process):
         cut.append(CutRange(str(f.path), start_in, b - start_in, "tail" if f.file_from_offset <= process else "file"))
-        for s in salvage_buffer(f.buf, file=str(f.path), file_base=f.file_from_offset, log_end=start_in, start=start_in, include_in_log=False):
+        for s in carve(f.buf, file=str(f.path), file_base=f.file_from_offset, start=start_in):
             r = s.record
-            lost.append(LostRecord(r.physical_offset, r.total_size, r.topic, r.queue_id, r.queue_offset, s.confidence))
+            lost.append(LostRecord(r.physical_offset, r.total_size, r.topic, r.queue_id, r.queue_offset, s.confidence, r.store_timestamp))
     # records whose bytes no longer read as a record (the damage itself) are lost too:
     # their consume-queue entries past the new end say where they were
     readable = {r.physical_offset for r in lost}
@@ -832,6 +834,29 @@ def _lost_records(rep: RecoveryReport, plan: RecoveryPlan) -> None:
         rep.commitlog_end_before = base + last.file_offset + last.length
     else:
         rep.commitlog_end_before = process
+    rep.last_kept_timestamp = _last_kept_timestamp(plan)
+    stop = rep.stop
+    if stop is not None:
+        f = next((f for f in files if str(f.path) == stop.file), None)
+        rep.stop_on_zeros = f is not None and not any(bytes(f.buf[stop.file_offset : stop.file_offset + 8]))
+    if stop is not None and not stop.zero_tail and not any(r.physical_offset > process and r.confidence != UNREADABLE for r in lost):
+        # nothing readable after the stop, and the non-zero bytes end inside the record it
+        # claims to be: a write torn at its end
+        f = next((f for f in files if str(f.path) == stop.file), None)
+        if f is not None and stop.file_offset + 4 <= len(f.buf):
+            claimed = struct.unpack_from(">i", f.buf, stop.file_offset)[0]
+            ext = nonzero_extent(f.path, stop.file_offset)
+            rep.stop_is_torn = 0 < claimed <= len(f.buf) - stop.file_offset and ext is not None and ext[1] < stop.file_offset + claimed
+
+
+def _last_kept_timestamp(plan: RecoveryPlan) -> int:
+    """The storeTimestamp of the last message record the walk accepted (0: none)."""
+    for p in plan.positions[-2:][::-1].tolist():  # the last may be a file's BLANK
+        f = next((f for f in reversed(plan.files) if f.file_from_offset <= p), None)
+        at = p - f.file_from_offset if f is not None else -1
+        if f is not None and at + 8 <= len(f.buf) and struct.unpack_from(">I", f.buf, at + 4)[0] in cl.MESSAGE_MAGICS:
+            return int(store_timestamp_at(f.buf, at))
+    return 0
 
 
 def _plan_reindex(plan: RecoveryPlan, cfg: MessageStoreConfig) -> None:
@@ -1257,6 +1282,7 @@ def plan(
     force_verify_prop_crc: bool = False,
     reindex: bool = False,
     rocketmq_version: str | None = None,
+    log_only: bool = False,
 ) -> RecoveryPlan:
     """Decide, read-only, what RocketMQ 5.3's start-up recovery does to the store at
     ``store``: one scan of the log, the consume queues and the index, and a read-only
@@ -1275,6 +1301,10 @@ def plan(
     record of the log (those before the start file too), so that no key a crash left
     unindexed stays unfindable (apache/rocketmq#8007).  Queues are as RocketMQ leaves
     them: records already in their queue are skipped there as Java's dispatch skips them.
+
+    ``log_only`` stops once the end of the log is decided (the start file, the walk and
+    its stop: ``report.commitlog_end``, ``report.stop``), before re-dispatch and what it
+    changes are worked out: :func:`rmqlab.recovery.next_start.log_end` asks that much.
     """
     root = Path(store)
     if not root.is_dir():
@@ -1317,6 +1347,11 @@ def plan(
             if db is not None:
                 db.close()
         raise
+    if log_only:
+        for db in (rocksdb, copy):
+            if db is not None:
+                db.close()
+        return p
     if reindex and cfg.message_index_enable and p.files:
         _plan_reindex(p, cfg)
     from ..rules import parse_delay_levels
@@ -1361,6 +1396,7 @@ def plan(
             copy.close()
     _start_waits_forever(rep, p, planner.release)
     _lost_records(rep, p)
+    rep.cause = cause_of(rep, cfg, mode_said=config is not None)
     _unfindable_keys(rep, p, cfg)
     _queues_left_short(rep, p, cfg)
     _group_losses(rep, root)

@@ -15,6 +15,7 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from .. import reprs
+from .cause import UNREADABLE, Cause  # noqa: F401  (UNREADABLE: its users import it from here)
 
 
 @dataclass
@@ -41,10 +42,9 @@ class CutRange:
     sidecar: str | None = None  # where the bytes were saved (in-place runs)
 
 
-#: a lost record whose bytes do not read as a record (damaged, or never written to
-#: disk before a crash): its consume-queue entry past the new end of the log says where
-#: it was, how big, which queue
-UNREADABLE = "unreadable"
+#: UNREADABLE (rmqlab.recovery.cause): a lost record whose bytes do not read as a record
+#: (damaged, or never written to disk before a crash): its consume-queue entry past the
+#: new end of the log says where it was, how big, which queue
 
 
 @dataclass
@@ -58,6 +58,8 @@ class LostRecord:
     queue_id: int
     queue_offset: int
     confidence: str
+    #: its storeTimestamp where readable (0: unreadable)
+    store_timestamp: int = 0
 
 
 @dataclass
@@ -173,6 +175,14 @@ class RecoveryReport:
     cut: list[CutRange] = field(default_factory=list)
     cut_bytes: int = 0
     lost_records: list[LostRecord] = field(default_factory=list)
+    #: the storeTimestamp of the last record the log keeps (0: none read)
+    last_kept_timestamp: int = 0
+    #: the record the walk stops at is the last data of the log, torn at its end
+    stop_is_torn: bool = False
+    #: the bytes where the walk stops are zeros (what follows them is not: else the zero tail)
+    stop_on_zeros: bool = False
+    #: why the log ends where it does and what that costs (rmqlab.recovery.cause); None: nothing cut
+    cause: Cause | None = None
     tail_zeroed: bool = False  # --zero-tail: the non-zero bytes left past the new end in its file were zeroed
     deleted_commitlog_files: list[str] = field(default_factory=list)
     queues: list[QueueChange] = field(default_factory=list)
@@ -211,6 +221,13 @@ class RecoveryReport:
         """Lost records still readable in the cut bytes (``rmqlab salvage`` gets them back)."""
         return sum(1 for r in self.lost_records if r.confidence != UNREADABLE)
 
+    @property
+    def consequence(self) -> str:
+        """clean, crashed and recovers without loss, or records lost (rmqlab.recovery.cause)."""
+        from .cause import consequence_of
+
+        return consequence_of(self)
+
     def queue(self, name: str) -> QueueChange | None:
         return next((q for q in self.queues if q.queue == name), None)
 
@@ -223,6 +240,13 @@ class RecoveryReport:
         out = []
         what = {"dry-run": "DRY RUN — nothing was changed", "copy": f"applied to a copy: {self.target}", "in-place": f"applied IN PLACE to {self.target}"}[self.applied]
         out.append(f"recover {self.root}  ({what})")
+        if self.mode != "not modelled":
+            out.append(f"  outcome        {self.consequence}: " + (
+                f"the next start ends the log at {self.commitlog_end} and cuts {self.records_lost} message record(s)" if self.records_lost
+                else f"the next start ends the log at {self.commitlog_end} and cuts no message record"))
+        if self.cause is not None:
+            out.append(f"  cause          {self.cause.line()}")
+            out.append(f"                 {self.cause.meaning()}")
         if self.not_modelled:
             out.append("  NOT APPLICABLE rmqlab does not model what RocketMQ's start-up does with these parts; --out and --in-place refuse:")
             out += [f"                 {p}" for p in self.not_modelled]

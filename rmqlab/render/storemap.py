@@ -107,13 +107,13 @@ def map_inputs(root, *, config=None, verify: bool = True, findings=None, recover
     from ..forensics.verify import verify_store
     from ..recovery import recover
 
-    if findings is None:
-        findings = verify_store(root, config).findings if verify else []
     if recovery is None:
         try:
             recovery = recover(root, config=config)
         except RmqlabError:
             recovery = None  # a store recovery cannot plan for: the map still draws the rest
+    if findings is None:
+        findings = verify_store(root, config, recovery=recovery).findings if verify else []
     return findings, recovery
 
 
@@ -206,8 +206,10 @@ def shapes(m) -> list[Shape]:
     """Everything the map shows, top to bottom (see the module)."""
     left = left_of(m)
     out = [Shape("text", left, 16, text=m.root, size=13, weight="bold"),
-           Shape("text", left, 32, text=f"{len(m.files)} commitlog file(s), {m.hi - m.lo:,} bytes; RocketMQ serves the log up to {m.served_end:,}"
-                 + (f"; recovery ({m.recovery.get('mode')}) would end it at {m.recovery['end']:,}" if m.recovery else ""))]
+           Shape("text", left, 32, text=f"{len(m.files)} commitlog file(s), {m.hi - m.lo:,} bytes; the next start ends the log at {m.served_end:,}"
+                 + (f" ({m.recovery.get('mode')} recovery): {m.recovery.get('consequence')}" if m.recovery else ""))]
+    if m.recovery and m.recovery.get("cause"):
+        out.append(Shape("text", left, 48, text=f"cause: {m.recovery['cause']}", fill="#c62828"))
     y0, y1 = TOP, TOP + STRIP_H
     out.append(Shape("text", left - 8, y0 + STRIP_H / 2, text="CommitLog", anchor="end"))
     out.append(Shape("rect", left, y0, m.width, STRIP_H, fill="#fafafa", stroke="#bbb", cls="strip"))
@@ -246,9 +248,8 @@ def shapes(m) -> list[Shape]:
             out.append(Shape("text", x + 2, y1 + 14, text=name, fill="#555"))
             named_to = x + 7 * len(name) + 12
     # the ends
-    ends = [("served end", m.served_end, "#2e7d32", "")]
+    ends = [("the end of the log (where the next start ends it)", m.served_end, "#2e7d32", "")]
     if m.recovery:
-        ends.append(("recovery's end", m.recovery["end"], "#ef6c00", "4,3"))
         if m.recovery.get("end_before", 0) > m.recovery["end"] and _shows(m, m.recovery["end"], m.recovery["end_before"]):
             a, b = _x(m, m.recovery["end"], left), _x(m, m.recovery["end_before"], left)
             out.append(Shape("rect", a, y0, max(b - a, 1), STRIP_H, stroke="#c62828", dash="3,2",

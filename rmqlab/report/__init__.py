@@ -113,7 +113,7 @@ def build_report(
     from ..forensics.timeline import Timeline
     from ..forensics.verify import verify_store
     from ..recovery import recover
-    from ..recovery.consequences import complete_findings
+    from ..forensics.consequences import complete_findings
     from ..render.storemap import map_of_store, storemap_svg
     from ..store.layout import commitlog_bytes
     from ..store.reader import StoreReader
@@ -136,16 +136,19 @@ def build_report(
     pool = ThreadPoolExecutor(1, thread_name_prefix="rmqlab-digests")
     evidence = pool.submit(guarded, evidence_part, path, digests=digests)
     try:
+        # the next start's dry run first: verify judges the findings against it (one plan)
+        dry = guarded(recover, path, config=config, rocketmq_version=rocketmq_version)
+        planned = None if isinstance(dry, Unavailable) else dry
+
         def verified():
             if verify_report is not None:
                 return verify_report
             with _stage(progress, "verify", size) as bar:
-                v = verify_store(path, config, progress=bar, rocketmq_version=rocketmq_version)
-            complete_findings(v.findings, path, config, rocketmq_version=rocketmq_version)
+                v = verify_store(path, config, progress=bar, rocketmq_version=rocketmq_version, recovery=planned)
+            complete_findings(v.findings, path, config, rocketmq_version=rocketmq_version, recovery=planned)
             return v
 
         v = guarded(verified)
-        dry = guarded(recover, path, config=config, rocketmq_version=rocketmq_version)
         # where the bytes leave releases whose start-ups differ, each one's own dry run says
         # what it rebuilds (one more plan each: they read from their start file on)
         others = {} if isinstance(dry, Unavailable) else {

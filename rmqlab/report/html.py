@@ -20,7 +20,7 @@ header{border-bottom:3px solid #0072b2;margin-bottom:8px}
 h1{font-size:1.5em;margin:18px 0 4px}h2{font-size:1.2em;margin:28px 0 8px;border-bottom:1px solid #ddd}h3{font-size:1em;margin:14px 0 4px}
 nav a{margin-right:14px}.meta{color:#555;font-size:.9em}
 .verdict{font-size:1.05em;padding:12px 16px;border-left:6px solid #2e7d32;background:#f1f8f1}
-.verdict.bad{border-color:#c62828;background:#fdf1f1}.verdict.unknown{border-color:#ef6c00;background:#fff6ec}
+.verdict.bad{border-color:#c62828;background:#fdf1f1}.verdict.warn{border-color:#f9a825;background:#fffbe8}.verdict.unknown{border-color:#ef6c00;background:#fff6ec}
 table{border-collapse:collapse;font-size:.88em;margin:6px 0}td,th{border:1px solid #ddd;padding:3px 7px;text-align:left;vertical-align:top}
 th{background:#f5f5f5}td.n{text-align:right;font-variant-numeric:tabular-nums}
 code,pre,.hex{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:.86em}pre{background:#f7f7f7;padding:8px;overflow-x:auto}
@@ -51,8 +51,12 @@ def _n(v) -> str:
 
 # -- sections ---------------------------------------------------------------------------------------
 def _verdict(v: dict) -> str:
-    cls = "" if v.get("clean") else "unknown" if v.get("clean") is None else "bad"
-    facts = [["clean", {True: "yes", False: "no", None: "unknown"}[v.get("clean")]], ["written by", escape(v.get("writer") or "—")],
+    cls = {"good": "", "warn": "warn", "bad": "bad"}.get(v.get("level"), "unknown")
+    cause = v.get("cause") or {}
+    facts = [["what the next start means", escape(v.get("consequence") or "—")],
+             ["the cause", escape(f"{cause['kind']} at {cause['file']} @ {cause['file_offset']}") if cause else "—"],
+             ["end of the log", _n(v.get("commitlog_end"))],
+             ["clean", {True: "yes", False: "no", None: "unknown"}[v.get("clean")]], ["written by", escape(v.get("writer") or "—")],
              ["last exit clean", {True: "yes", False: "no (abort file present)", None: "unknown"}[v.get("clean_exit")]],
              ["errors / warnings", f"{_n(v.get('errors'))} / {_n(v.get('warnings'))}"], ["records recovery would cut", _n(v.get("records_cut"))]]
     facts += [[f"&nbsp;&nbsp;of topic {escape(t)}", _n(n)] for t, n in (v.get("cut_per_topic") or {}).items()]
@@ -80,7 +84,9 @@ def _timeline_svg(t: dict) -> str:
     peak = max(1, max(sum(s[c] for s in stacks) for c in range(cols)))
     plot_h = height - top - bottom
     x_of = lambda ms: left + (ms - lo) / (per * bucket) * colw  # noqa: E731
-    out = [f"<svg xmlns='http://www.w3.org/2000/svg' width='{width}' height='{height + 22 * ((len(topics) + 5) // 6)}' font-family='sans-serif' font-size='11' role='img'>",
+    # the legend names every topic whole: three columns, or one where a name is long
+    per_row = 1 if max(len(tp) for tp in topics) > 48 else 3
+    out = [f"<svg xmlns='http://www.w3.org/2000/svg' width='{width}' height='{height + 22 * (-(-len(topics) // per_row))}' font-family='sans-serif' font-size='11' role='img'>",
            f"<title>records stored per {_width_words(bucket * per)}, by topic</title>"]
     for c in range(cols):
         y = top + plot_h
@@ -111,15 +117,14 @@ def _timeline_svg(t: dict) -> str:
         out.append(f"<text x='{x_of(ms):.1f}' y='{top + plot_h + 15}' text-anchor='{anchor}'>{_t(ms)}</text>")
     out.append(f"<text x='{left}' y='{top + plot_h + 32}' fill='#555'>records stored per {_width_words(bucket * per)} (UTC), stacked by topic</text>")
     for i, tp in enumerate(topics):
-        x, y = left + (i % 6) * 175, height + 8 + 22 * (i // 6)
-        name = tp if len(tp) <= 22 else tp[:21] + "…"
-        out.append(f"<rect x='{x}' y='{y - 9}' width='10' height='10' fill='{PALETTE[min(i, len(PALETTE) - 1)]}'/><text x='{x + 14}' y='{y}'><title>{escape(tp)}</title>{escape(name)}</text>")
+        x, y = left + (i % per_row) * 340, height + 8 + 22 * (i // per_row)
+        out.append(f"<rect x='{x}' y='{y - 9}' width='10' height='10' fill='{PALETTE[min(i, len(PALETTE) - 1)]}'/><text x='{x + 14}' y='{y}'>{escape(tp)}</text>")
     out.append("</svg>")
     return "\n".join(out)
 
 
 def _width_words(ms: int) -> str:
-    for unit, size in (("day", 86_400_000), ("hour", 3_600_000), ("minute", 60_000)):
+    for unit, size in (("day", 86_400_000), ("hour", 3_600_000), ("minute", 60_000), ("second", 1_000)):
         if ms % size == 0:
             n = ms // size
             return unit if n == 1 else f"{n} {unit}s"

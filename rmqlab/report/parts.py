@@ -156,6 +156,7 @@ def recovery_part(root: Path, rep, others: dict | None = None) -> dict:
         "stop": None if rep.stop is None else {"file": relative(root, rep.stop.file), "file_offset": rep.stop.file_offset, "physical_offset": rep.stop.physical_offset,
                                                "kind": rep.stop.kind, "message": rep.stop.message, "zero_tail": rep.stop.zero_tail},
         "records_lost": rep.records_lost, "records_lost_readable": rep.records_lost_readable, "lost_per_topic": own["lost_per_topic"],
+        "consequence": rep.consequence, "cause": None if rep.cause is None else {**rep.cause.to_dict(), "file": relative(root, rep.cause.file)},
         "cut_bytes": rep.cut_bytes, "deleted_commitlog_files": rep.deleted_commitlog_files,
         "queues_changed": len(changed),
         "queues": [{"queue": q.queue, "cut_entries": q.cut_entries, "added_entries": q.added_entries, "created": q.created, "deleted_files": q.deleted_files,
@@ -243,7 +244,11 @@ def evidence_part(root: Path, *, digests: dict | None = None, progress=None) -> 
 
 # -- verdict ---------------------------------------------------------------------------------------
 def verdict_part(summary: dict, findings: dict, recovery: dict, consumers: dict) -> dict:
-    """The report's first paragraph and the facts it states."""
+    """The report's first paragraph and the facts it states: what the next start means
+    for the store (the consequence), then why (the cause of the cut, its file and offset,
+    what the records it costs were and whether their producers were told they were
+    stored), then the rest.  The colour follows the consequence (``level``)."""
+    from ..recovery.cause import CLEAN, NOT_JUDGED, RECORDS_LOST, RECOVERS_WITHOUT_LOSS
     from ..store.release import ReleaseReading
 
     facts: dict = {}
@@ -257,38 +262,38 @@ def verdict_part(summary: dict, findings: dict, recovery: dict, consumers: dict)
     planned = "unavailable" not in recovery and recovery["mode"] != "not modelled"
     lost = recovery["records_lost"] if planned else None
     facts["records_cut"], facts["cut_per_topic"] = lost, ({} if lost is None else recovery["lost_per_topic"])
+    facts["commitlog_end"] = recovery["commitlog_end"] if planned else None
+    facts["cause"] = recovery.get("cause") if planned else None
+    facts["consequence"] = recovery.get("consequence", NOT_JUDGED) if planned else NOT_JUDGED
     facts["writer"] = ReleaseReading.from_dict(summary["release"]).describe() if summary.get("release") else None
     clean = ok is True and facts["clean_exit"] is True and not lost
     facts["clean"] = clean if ok is not None and lost is not None else None
     if "unavailable" not in recovery and not planned:
         facts["clean"] = None
-    if facts["clean"]:
-        words.append("The store is clean: every check passed, the last exit was clean and recovery would cut nothing.")
-    elif facts["clean"] is None:
+    consequence, cause = facts["consequence"], facts["cause"]
+    if consequence == RECORDS_LOST:
+        per = ", ".join(f"{t}: {n}" for t, n in list(recovery["lost_per_topic"].items())[:8]) + (", …" if len(recovery["lost_per_topic"]) > 8 else "")
+        words.append(f"Records lost: the broker's next start ends the log at {recovery['commitlog_end']:,} and cuts {lost} message record(s) ({per}).")
+        if cause:
+            words.append(f"The cause: {cause['line']}. {cause['meaning']}")
+        words.append(f"{recovery['records_lost_readable']} of them are still readable in the cut bytes (`rmqlab salvage` gives exactly those back).")
+    elif consequence == RECOVERS_WITHOUT_LOSS:
+        words.append(f"Crashed, recovers without loss: the broker's last exit was not clean, and its next start ends the log at {recovery['commitlog_end']:,} "
+                     "without cutting a message record.")
+    elif consequence == CLEAN:
+        words.append(f"The last exit was clean and the next start cuts nothing: the log ends at {recovery['commitlog_end']:,}.")
+    else:
         gone = [p for p, d in (("the checks", findings), ("recovery's plan", recovery)) if "unavailable" in d]
         if gone:
             words.append(f"The store could not be judged whole: {' and '.join(gone)} could not be read (below, why).")
         else:
-            words.append(f"The store could not be judged whole: {counts.get('error', 0)} error(s) and {counts.get('warning', 0)} warning(s) were found, "
-                         "and rmqlab does not model what RocketMQ's start-up does with parts of it (Recovery, below).")
-    else:
-        why = [f"{counts.get('error', 0)} error(s)" + (f" and {counts.get('warning', 0)} warning(s)" if counts.get("warning") else "") + " found" if counts.get("error") else "",
-               "the broker's last exit was not clean" if facts["clean_exit"] is False else "",
-               f"recovery would cut {lost} record(s)" if lost else ""]
-        words.append(f"The store is not clean: {'; '.join(w for w in why if w)}.")
+            words.append("The store could not be judged whole: rmqlab does not model what RocketMQ's start-up does with parts of it (Recovery, below).")
+    if counts.get("error") and consequence in (CLEAN, RECOVERS_WITHOUT_LOSS):
+        words.append(f"{counts['error']} error(s) were found all the same: damage the next start does not cut, which RocketMQ keeps and serves as it is (Findings, below).")
+    elif counts.get("error") and consequence == RECORDS_LOST:
+        words.append(f"{counts['error']} error(s) and {counts.get('warning', 0)} warning(s) in all (Findings, below).")
     if facts["writer"]:
         words.append(f"Its bytes say it was written by {facts['writer']}.")
-    if facts["clean_exit"] is False:
-        words.append("The abort file is there: the broker's next start runs abnormal recovery.")
-    elif facts["clean_exit"] is True:
-        words.append("The broker's last exit was clean.")
-    if lost:
-        per = ", ".join(f"{t}: {n}" for t, n in list(recovery["lost_per_topic"].items())[:8]) + (", …" if len(recovery["lost_per_topic"]) > 8 else "")
-        words.append(f"The {lost} record(s) recovery cuts ({per}) had been stored by the broker, so their producers were told they were sent, "
-                     "unless it ran SYNC_FLUSH or SYNC_MASTER and their flush or replication had not completed: acknowledged messages can be lost. "
-                     f"{recovery['records_lost_readable']} of them are still readable in the cut bytes (`rmqlab salvage`).")
-    elif lost == 0:
-        words.append("Recovery would cut no record: no acknowledged message is lost by the broker's next start.")
     if "unavailable" not in recovery and recovery["not_modelled"] and planned:
         words.append("rmqlab does not model what start-up does with some parts of the store; what is said of recovery covers the rest (Recovery, below).")
     if planned:
@@ -302,4 +307,7 @@ def verdict_part(summary: dict, findings: dict, recovery: dict, consumers: dict)
     facts["unconsumed_lost"] = lost_by_groups
     if lost_by_groups:
         words.append(f"{lost_by_groups} of the cut messages had not been consumed by the groups that committed offsets on their queues.")
+    # the colour: what the next start costs, then what the checks found
+    facts["level"] = ("bad" if consequence == RECORDS_LOST or counts.get("error") else "warn" if consequence == RECOVERS_WITHOUT_LOSS
+                      else "good" if consequence == CLEAN else "unknown")
     return {"text": " ".join(words), **facts}

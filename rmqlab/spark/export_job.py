@@ -18,12 +18,13 @@ def export(spark, store: str, out: str, *, mode: str = "strict", include_body: b
     returns the run (:class:`rmqlab.scan.export.ExportRun`) and its notes."""
     from ..scan.export import begin, commit, plan_run, settings_of, write_batches
     from ..store.reader import StoreReader
+    from ..recovery.next_start import log_end
 
     try:
         sc = spark.sparkContext
     except Exception as err:  # Spark Connect: no SparkContext
         raise RuntimeError(f"rmqlab.spark.export needs a SparkContext to run its tasks (not Spark Connect: {err}); export with `rmqlab export`") from None
-    with StoreReader(store, strict=False) as s:
+    with StoreReader(store, strict=False, log_end=lambda: log_end(store)) as s:  # the next start's end (rmqlab.recovery.next_start)
         log_min, log_end, root = s.commitlog.min_offset, s.commitlog.served_end(), str(s.root)
     manifest, run = begin(out, root, settings_of(mode, include_body, verify_crc))
     start, notes = plan_run(manifest, log_min, log_end, out)

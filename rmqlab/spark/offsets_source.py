@@ -113,8 +113,9 @@ def read_offsets(split: OffsetsSplit):
     from ..lookup import consumer_progress
     from ..store.metadata import read_consumer_offsets
     from ..store.reader import StoreReader
+    from ..recovery.next_start import log_end
 
     offsets = read_consumer_offsets(split.path)
-    with StoreReader(split.path, strict=False) as store:
+    with StoreReader(split.path, strict=False, log_end=lambda: log_end(split.path)) as store:  # the next start's end, when asked
         rows = [r.to_dict() for r in consumer_progress(store, offsets, split.group)]
     return pa.RecordBatch.from_pylist(rows, schema=to_arrow_schema(SCHEMA))

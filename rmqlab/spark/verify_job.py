@@ -85,7 +85,8 @@ def config_from_option(text: str | None):
 def _verifier(options):
     from ..forensics.verify import _Verifier
 
-    return _Verifier(options["path"], config_from_option(options.get("storeconfig")))
+    end = options.get("logend")  # the end of the log the driver's recovery plan gave
+    return _Verifier(options["path"], config_from_option(options.get("storeconfig")), log_end=int(end) if end else None)
 
 
 
@@ -157,7 +158,7 @@ class ChecksReader(DataSourceReader):
             if unit.part == "log":
                 end = self.options.get("end")
                 rows = _check_log_file(v, unit.index, unpack(self.options["prepared"]), int(end) if end else None)
-                stop = v.log_end if v.stopped else None
+                stop = v.walk_end if v.stopped else None
             elif unit.part == "index":
                 rows = _check_index_file(v.unit(), unit.index)
             elif unit.part == "queues":
@@ -279,7 +280,7 @@ def _check_log_file(v, index: int, prepared: dict, end: int | None) -> list:
         v.indexes.append(_Index(fi, ix["count"], reached, order))
     v.index_end = prepared["index_end"]
     if end is not None:  # a file after the end of the log: walked as rmqlab verify walks it once the log has ended
-        v.stopped, v.log_end = True, end
+        v.stopped, v.walk_end = True, end
     all_zero = nonzero_extent(f.path, 0) is None
     v.walk_file(f, index == len(files) - 1)
     v._flush_window(final=True)
@@ -292,8 +293,8 @@ def _check_log_file(v, index: int, prepared: dict, end: int | None) -> list:
         queues.append((topic, qid, *first, last_q, last_p, *live, v.first_missing.get(key)))
     for key in v.first_missing.keys() - v.queue_prev.keys():
         queues.append((*v._queue_of(key), None, None, None, None, None, None, v.first_missing[key]))
-    return [_summary("log", str(f.path), index=index, base=f.file_from_offset, stopped=v.stopped, stop_at=v.log_end if v.stopped else None,
-                     by_damage=v.stopped_by_damage, end=v.log_end if not v.stopped and v.n_records else None, all_zero=all_zero,
+    return [_summary("log", str(f.path), index=index, base=f.file_from_offset, stopped=v.stopped, stop_at=v.walk_end if v.stopped else None,
+                     by_damage=v.stopped_by_damage, end=v.walk_end if not v.stopped and v.n_records else None, all_zero=all_zero,
                      queues=queues, missing=v.missing, max_store_ts=v.max_store_ts)]
 
 
@@ -328,11 +329,11 @@ def verify(spark, path, *, config=None):
     index file and group of queues (see the module docstring).  Nothing is modified.
 
     The findings are those of :func:`rmqlab.forensics.verify.verify_store`, completed
-    as the ``verify`` command completes them (:mod:`rmqlab.recovery.consequences`); they
+    as the ``verify`` command completes them (:mod:`rmqlab.forensics.consequences`); they
     are bounded (at most ``LISTED_PER_FILE`` per kind and file, then how many more) and
     the DataFrame holds them, so using it twice does not walk the store twice.
     """
-    from ..forensics.verify import _Verifier
+    from ..forensics.verify import _Verifier, next_start_report
 
     path = str(path)
     if "://" in path and not path.startswith("file://"):
@@ -340,8 +341,15 @@ def verify(spark, path, *, config=None):
                                  "(a local disk or a shared mount), not a URI")
     root = os.path.abspath(path[len("file://") :] if path.startswith("file://") else path)
     spark.dataSource.register(ChecksDataSource)
+    # the next start's dry run, once on the driver: every task judges against its end of the log
+    recovery = next_start_report(root, config)
+    if recovery is not None and recovery.mode == "not modelled":
+        recovery = None
     opts = {"path": root, "storeConfig": config_option(config)}
-    drv = _Verifier(root, config).unit()
+    if recovery is not None:
+        opts["logEnd"] = str(recovery.commitlog_end)
+    drv = _Verifier(root, config, log_end=None if recovery is None else recovery.commitlog_end).unit()
+    drv.recovery = recovery
     try:
         if drv.store.layout.rocksdb_consume_queue:
             raise _paths.OptionError(f"spark.verify: {root}: the consume queues are (also) in RocksDB (storeType=defaultRocksDB or rocksdbCQDoubleWriteEnable); "
@@ -386,7 +394,7 @@ class _Job:
         if late:  # stage 3: files after the end of the log, walked again knowing it
             tasks = {f"log:{i}" for i in late}
             self.found = [r for r in self.found if r[7].split()[0] not in tasks]
-            for _, _, i in (self.parse(s) for s in self.stage(stage="log", prepared=prepared, files=",".join(map(str, late)), end=drv.log_end)):
+            for _, _, i in (self.parse(s) for s in self.stage(stage="log", prepared=prepared, files=",".join(map(str, late)), end=drv.walk_end)):
                 logs[i["index"]] = i
         self.merge([logs[k] for k in sorted(logs)], queues, index_end)
         drv.finish_queues()
@@ -425,10 +433,10 @@ class _Job:
                     late.append(s["index"])
                 continue
             if s["end"] is not None:
-                drv.log_end = s["end"]
+                drv.walk_end = s["end"]
             if s["stopped"]:
                 drv._stop(s["stop_at"], by_damage=s["by_damage"])
-        drv._stop(drv.log_end)
+        drv._stop(drv.walk_end)
         return late
 
     # -- the parts put together --------------------------------------------------------------------
@@ -477,7 +485,7 @@ class _Job:
         from collections import defaultdict
 
         from ..forensics.verify import LISTED_PER_FILE, Finding
-        from ..recovery.consequences import complete_findings
+        from ..forensics.consequences import complete_findings
 
         drv = self.drv
         later = []
@@ -493,7 +501,7 @@ class _Job:
                 rows.append(((kind, severity, file, None, None), None, past, offset))
             else:
                 rows.append(((kind, severity, file, offset, message), phy, past, 0))
-        end = drv.log_end
+        end = drv.walk_end
         if drv.stopped_by_damage and any(past or (phy is not None and phy >= end) for _, phy, past, _ in rows) and drv.store.dead_past(end):
             dead = drv.dead_bytes_finding()
             rows = [r for r in rows if not r[2] and (r[1] is None or r[1] < end)]
@@ -515,7 +523,13 @@ class _Job:
                 severity = kept[LISTED_PER_FILE][0][1] if len(kept) > LISTED_PER_FILE else severity
                 out.append((kind, severity, file, None, f"and {more} more {kind} finding(s) in this file (the first {LISTED_PER_FILE} are listed)"))
         completed = [Finding(f.kind, f.severity, f.file, f.offset, f.message) for f in later]
-        complete_findings(completed, self.root, self.config)
+        complete_findings(completed, self.root, self.config, recovery=drv.recovery)
         out.extend((f.kind, f.severity, f.file, f.offset, f.message) for f in completed)
+        if drv.recovery is not None:  # the finding that ends the log is an error, as verify says it
+            from ..forensics.verify import cause_first
+
+            found = [Finding(*r) for r in out]
+            cause_first(found, drv.recovery)
+            out = [(f.kind, f.severity, f.file, f.offset, f.message) for f in found]
         out.sort(key=lambda r: (r[2], r[3] is not None, r[3] or 0, r[0]))
         return self.spark.createDataFrame(out, FINDINGS_SCHEMA)

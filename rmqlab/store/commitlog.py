@@ -24,7 +24,9 @@ class CommitLog:
     def __init__(self, directory: str | os.PathLike, mapped_file_size: int | None = None, *, strict: bool = True, served_end: int | None = None):
         self.queue = MappedFileQueue(directory, mapped_file_size, strict=strict)
         self.directory = self.queue.directory
-        self._served_end = served_end  # known to a running engine; else found on first use
+        #: known to a running engine (an int), or asked of the recovery plan on first use
+        #: (a function: rmqlab.recovery.next_start.log_end); else found on first use
+        self._served_end = served_end
 
     @property
     def mapped_file_size(self) -> int | None:
@@ -167,12 +169,16 @@ class CommitLog:
         return end
 
     def served_end(self) -> int:
-        """Where RocketMQ serves the log up to: the end of the record chain of the last
-        file that holds a record, up to the first record whose body CRC fails (Java
-        ``MappedFile.selectMappedBuffer`` refuses a position at or past the file's
-        write position, and after a recovery only the last file is written short, at a
-        record its checkCRCOnRecover scan refused).  Records past it are dead bytes a
-        recovery left.  One bulk pass over one file (recovery's acceptance scan), once."""
+        """Where RocketMQ serves the log up to: the end of the log.  Given by whoever
+        opened the reader (a running engine knows it; the commands ask the recovery plan:
+        where the store's next start ends the log, :mod:`rmqlab.recovery.next_start`).
+        Where nothing gives it: the end of the record chain of the last file that holds a
+        record, up to the first record whose body CRC fails (Java
+        ``MappedFile.selectMappedBuffer`` refuses a position at or past the file's write
+        position, and after a recovery only the last file is written short, at a record
+        its checkCRCOnRecover scan refused).  One bulk pass over one file, once."""
+        if callable(self._served_end):
+            self._served_end = self._served_end()
         if self._served_end is None:
             files = self.queue.files
             last = next((f for f in reversed(files) if len(f.buf) >= 4 and bytes(f.buf[:4]) != b"\0\0\0\0"), None)

@@ -345,6 +345,8 @@ class DLedgerCommitLog(CommitLog):
         return end
 
     def served_end(self) -> int:
+        if callable(self._served_end):
+            self._served_end = self._served_end()
         if self._served_end is None:
             committed = self.committed_end()
             self._served_end = self.max_offset() if committed is None else min(committed, self.max_offset())

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 from collections import Counter
 from dataclasses import dataclass
+from typing import Callable
 from pathlib import Path
 
 from .. import reprs
@@ -62,8 +63,9 @@ class StoreReader:
     ``config`` sizes win; settings it leaves at ``None`` in ``overrides`` are
     inferred.  ``strict`` makes layout problems (wrong file sizes, gaps between
     names) errors; otherwise they are collected in :attr:`problems`.  ``log_end``: where
-    the log ends when the caller knows it (a running engine), else it is found when a
-    lookup first needs it (:meth:`CommitLog.served_end`).
+    the log ends when the caller knows it (a running engine), or a function asked when a
+    lookup first needs it (the recovery plan's end: :func:`rmqlab.open_store` passes
+    :func:`rmqlab.recovery.next_start.log_end`); else :meth:`CommitLog.served_end` finds it.
     """
 
     def __init__(
@@ -73,7 +75,7 @@ class StoreReader:
         *,
         config_file: str | os.PathLike | None = None,
         strict: bool = True,
-        log_end: int | None = None,
+        log_end: "int | Callable[[], int | None] | None" = None,
         index_sizes: tuple[int, int] | None = None,
         log_dirs: MessageStoreConfig | None = None,
     ):

@@ -22,7 +22,15 @@ class StoreSummary:
     config: dict
     commitlog_files: list[tuple[str, int]]
     commitlog_min_offset: int
+    #: the end of the log: where the store's next start ends it, as the reader was opened
+    #: with it (:meth:`rmqlab.store.commitlog.CommitLog.served_end`; the commands ask the
+    #: recovery plan, rmqlab.recovery.next_start)
     commitlog_end_offset: int | None = None
+    #: where the log's record chain from the first file breaks (sizes only: a CRC failure
+    #: is counted, not a stop; the zero tail or damage that breaks the sizes): the counts
+    #: below are of the records before it.  Not the end of the log, nor verify's walk_end
+    #: (which stops at a CRC failure too)
+    chain_end: int | None = None
     records: int = 0
     blanks: int = 0
     crc_failures: int = 0
@@ -180,7 +188,7 @@ def _scan(store: StoreReader, s: StoreSummary, progress) -> None:
     ok_kinds = pa.array([fd.KIND_MESSAGE, fd.KIND_BLANK, BODY_CRC, PROPERTY_CRC])
     per_queue: Counter = Counter()
     feats: Counter = Counter()
-    s.commitlog_end_offset = expected = store.commitlog.min_offset
+    s.chain_end = expected = store.commitlog.min_offset
     for f in store.commitlog.queue.files:
         if f.file_from_offset + f.file_size <= expected:
             continue
@@ -215,7 +223,7 @@ def _scan(store: StoreReader, s: StoreSummary, progress) -> None:
             s.records += rows.num_rows
             if rows.num_rows:
                 mpos, msize = pos[:n][~blank], size[:n][~blank]
-                s.commitlog_end_offset = int(mpos[-1] + msize[-1])
+                s.chain_end = int(mpos[-1] + msize[-1])
                 s.crc_failures += int(pc.sum(pc.is_in(rows.column("kind"), value_set=pa.array([BODY_CRC, PROPERTY_CRC]))).as_py() or 0)
                 _count_features(rows, a, mpos - f.file_from_offset, msize, per_queue, feats)
             if n:
@@ -230,6 +238,7 @@ def _scan(store: StoreReader, s: StoreSummary, progress) -> None:
         expected = f.file_from_offset + f.file_size
     s.per_queue = dict(sorted(per_queue.items()))
     s.features = dict(sorted(feats.items()))
+    s.commitlog_end_offset = store.commitlog.served_end()
 
 
 def _count_features(rows, a: np.ndarray, rel: np.ndarray, size: np.ndarray, per_queue: Counter, feats: Counter) -> None:

@@ -16,13 +16,15 @@ PACKAGE = Path(__file__).resolve().parents[2] / "rmqlab"
 
 def reported_kinds() -> set[str]:
     """The kinds the source hands to a finding: literal names given to ``add`` or
-    ``Finding``, the kind variable of pre-allocated files, and the record decoder's
-    damage kinds (verify reports those by their constant)."""
+    ``Finding``, the kind variable of pre-allocated files, the kinds a cause of a cut
+    takes, and the record decoder's damage kinds (verify reports those by their constant)."""
     kinds = set()
     for path in (PACKAGE / "forensics" / "verify.py", PACKAGE / "spark" / "verify_job.py"):
         text = path.read_text()
         kinds |= set(re.findall(r'(?:\badd|\bFinding)\(\s*"([A-Z][A-Z0-9_]+)"', text))
         kinds |= set(re.findall(r'kind = "([A-Z][A-Z0-9_]+)" if', text)) | set(re.findall(r'else "([A-Z][A-Z0-9_]+)"\n', text))
+    # the cause of a cut (rmqlab.recovery.cause), which verify reports first
+    kinds |= set(re.findall(r'\bkind(?:, \w+)* = "([A-Z][A-Z0-9_]+)"', (PACKAGE / "recovery" / "cause.py").read_text()))
     kinds |= {getattr(record, n) for n in ("BAD_MAGIC", "BAD_SIZE", "SIZE_MISMATCH", "BODY_CRC", "PROPERTY_CRC", "TRUNCATED", "BAD_BLANK")}
     kinds.add(dledger.DLEDGER_ENTRY)
     return kinds

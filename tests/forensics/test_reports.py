@@ -36,7 +36,7 @@ def test_a_zeroed_page_loses_every_record_the_truncation_removes(tmp_path):
     """A 4 KiB page zeroed in the second-to-last file of a crashed store: RocketMQ's
     abnormal recovery stops at the first record the page touched and removes every
     message record after it, the damaged ones included (the consume queues' cuts add up
-    to the same number); verify and recover name the record alike."""
+    to the same number); verify and recover name the cause alike: the zeroed page, first."""
     root = copy_store("crash", tmp_path)
     path = root / "commitlog" / f"{4 * FILE:020d}"
     poke(path, 8192, bytes(4096))
@@ -47,13 +47,18 @@ def test_a_zeroed_page_loses_every_record_the_truncation_removes(tmp_path):
     assert {r["confidence"] for r in lost} == {"certain", "unreadable"}
     assert lost[0]["physical_offset"] == rep["commitlog_end"]  # the record the page touched first
     v = json.loads(cli("verify", root, "--json").stdout)
-    first = next(f for f in v["findings"] if f["severity"] == "error")
-    assert (first["kind"], first["file"], first["offset"]) == (rep["stop"]["kind"], rep["stop"]["file"], rep["stop"]["file_offset"])
-    assert v["stats"]["log_end"] == rep["commitlog_end"]
+    first = v["findings"][0]
+    assert (first["kind"], first["severity"], first["file"], first["offset"]) == ("ZEROED_RANGE", "error", str(path), 8192)
+    assert (rep["cause"]["kind"], rep["cause"]["file"], rep["cause"]["file_offset"]) == ("ZEROED_RANGE", str(path), 8192) == (v["cause"]["kind"], v["cause"]["file"], v["cause"]["file_offset"])
+    # the record the page breaks, where the walk stops, is an error too
+    assert any((f["kind"], f["file"], f["offset"]) == (rep["stop"]["kind"], rep["stop"]["file"], rep["stop"]["file_offset"]) for f in v["findings"] if f["severity"] == "error")
+    assert v["stats"]["log_end"] == rep["commitlog_end"] and v["records_lost"] == rep["cause"]["lost"] == 114
     # both name the zeroed range, as diff does
     assert rep["stop"]["zeroed"] == [[8192, 8192 + 4096]]
     zeroed = [f for f in v["findings"] if f["kind"] == "ZEROED_RANGE"]
     assert [(f["file"], f["offset"]) for f in zeroed] == [(str(path), 8192)] and "[8192, 12288)" in zeroed[0]["message"]
+    # readable records follow the page: it had reached the disk, lost to damage, not to the crash
+    assert rep["cause"]["lost_on_disk"] == 114 and rep["cause"]["lost_unwritten"] == 0
 
 
 def test_ten_zeroed_bytes_at_the_end_of_the_last_record(tmp_path):
@@ -87,7 +92,7 @@ def test_garbage_after_a_clean_log_is_left_and_named_once(tmp_path):
     assert "after the damaged record" not in json.dumps(v)
     dump = cli("dump", root, "--json")  # the live records, one warning about what follows, exit 1
     assert dump.returncode == 1 and len(dump.stdout.splitlines()) == v["stats"]["records"]
-    assert "the log ends at 363733" in dump.stderr and "64 non-zero byte(s) follow" in dump.stderr and len(dump.stderr.splitlines()) == 1
+    assert "the log ends at 363733" in dump.stderr and "64 byte(s) follow" in dump.stderr and len(dump.stderr.splitlines()) == 1
 
 
 def test_after_an_applied_recovery_the_cut_bytes_are_dead_not_damage(tmp_path):
@@ -103,7 +108,9 @@ def test_after_an_applied_recovery_the_cut_bytes_are_dead_not_damage(tmp_path):
     dump = cli("dump", out, "--json")
     kept = [w["physicalOffset"] for w in json.loads((REFERENCE / "crash-torn" / "dump.json").read_text())["commitLogWalk"] if w["kind"] == "MESSAGE"]
     assert dump.returncode == 1 and [json.loads(line)["physical_offset"] for line in dump.stdout.splitlines()] == kept
-    assert "192 non-zero byte(s) follow" in dump.stderr
+    # the bytes past the end, counted as recover counts what it leaves there
+    left = json.loads(cli("recover", out, "--json").stdout)["cut_bytes"]
+    assert left == 194 and f"{left} byte(s) follow" in dump.stderr
     # the crashed original is damage, not dead bytes: its queues point past the end
     assert not json.loads(cli("verify", REFERENCE / "crash-torn" / "store", "--json").stdout)["ok"]
 

@@ -1,12 +1,14 @@
-"""salvage: the records RocketMQ's recovery throws away, found by magic scan and
-accepted only when size, self-recorded physical offset and CRC agree."""
+"""salvage: the records RocketMQ's next start throws away, found by magic scan and
+accepted only when size, self-recorded physical offset and CRC agree, and told apart
+by where they lie against the end of the log the recovery plan gives."""
 
 from __future__ import annotations
 
 import json
 
 from tests.support import REFERENCE, copy_store
-from rmqlab.forensics.salvage import AFTER_CUT, CERTAIN, IN_LOG, WEAK, salvage_path
+from rmqlab.forensics.salvage import CERTAIN, CUT, EVERYWHERE, IN_LOG, PAST_DAMAGE, PAST_WALK, WEAK, salvage_path
+from rmqlab.recovery import plan
 
 FILE = 65536
 
@@ -22,7 +24,7 @@ def patch(path, pos, data):
 
 
 def test_every_record_of_an_intact_store_is_found_in_log():
-    found = salvage_path(REFERENCE / "v2ipv6" / "store", include_in_log=True)
+    found = salvage_path(REFERENCE / "v2ipv6" / "store", where=EVERYWHERE)
     assert [s.physical_offset for s in found] == [m["physicalOffset"] for m in manifest("v2ipv6")]
     assert {(s.where, s.confidence) for s in found} == {(IN_LOG, CERTAIN)}
     assert salvage_path(REFERENCE / "v2ipv6" / "store") == []  # nothing is lost
@@ -36,31 +38,62 @@ def test_valid_records_after_a_crc_failure(tmp_path):
     patch(path, pos + 90, b"\xff\xfe")
     after = [m for m in manifest("crash") if m["physicalOffset"] > bad["physicalOffset"]]
     found = salvage_path(src)
+    # abnormal recovery starts at file 0 here: the log ends at the damaged record
     assert [s.physical_offset for s in found] == [m["physicalOffset"] for m in after]
-    assert all(s.where == AFTER_CUT for s in found)
+    assert all(s.where == CUT for s in found)
+    p = plan(src)
+    p.close()
+    assert p.report.commitlog_end == bad["physicalOffset"]
+    assert [s.physical_offset for s in found] == [r.physical_offset for r in p.report.lost_records if r.confidence != "unreadable"]
     # each one carries what RocketMQ wrote
     for s, m in zip(found, after):
         assert (s.record.topic, s.record.queue_id, s.record.queue_offset, s.record.total_size) == (m["topic"], m["queueId"], m["queueOffset"], m["size"])
     # the damaged record itself: only as a weak candidate
     weak = [s for s in salvage_path(src, include_weak=True) if s.confidence == WEAK]
     assert [s.physical_offset for s in weak] == [bad["physicalOffset"]]
-    # a single file: its own walk decides what is after the cut
+    # a single file: no store to plan for, its own walk tells what lies past it
     one_file = salvage_path(path)
     assert [s.physical_offset for s in one_file] == [m["physicalOffset"] for m in after if m["physicalOffset"] // FILE == 2]
+    assert {s.where for s in one_file} == {PAST_WALK}
 
 
-def test_stale_records_after_a_truncation_point(tmp_path):
-    """A truncation that zeroed only a record header leaves the following records in
-    place: RocketMQ's walk ends at the zeros, salvage still reads them."""
+def test_records_after_damage_the_next_start_never_reads_are_not_salvaged(tmp_path):
+    """Zeros over a record header in file 4 of a cleanly shut down store: a walk of
+    file 4 stops there, but the next start (normal recovery, 5.3.2+) walks from the
+    file holding the queues' max physical offset, file 5, and never reads file 4: the
+    log still ends at 363733 and RocketMQ keeps the records after the zeros.  Salvage
+    offers none of them by default (re-sending them would duplicate them); with
+    ``past-damage`` it lists them under that name."""
     src = copy_store("clean", tmp_path)
     recs = [m for m in manifest("clean") if m["physicalOffset"] // FILE == 4]
     cut = recs[10]
     path = src / "commitlog" / f"{4 * FILE:020d}"
     patch(path, cut["physicalOffset"] - 4 * FILE, bytes(8))
-    found = salvage_path(src)
-    want = [m["physicalOffset"] for m in manifest("clean") if m["physicalOffset"] > cut["physicalOffset"]]
-    assert [s.physical_offset for s in found] == want
+    p = plan(src)
+    p.close()
+    assert p.report.commitlog_end == 363733 and p.report.records_lost == 0
+    assert salvage_path(src) == []
+    found = salvage_path(src, where=(PAST_DAMAGE,))
+    assert [s.physical_offset for s in found] == [m["physicalOffset"] for m in recs[11:]]
     assert all(s.confidence == CERTAIN for s in found)
+    every = salvage_path(src, where=EVERYWHERE)
+    assert {s.where for s in every if s.physical_offset >= 5 * FILE} == {IN_LOG}
+
+
+def test_stale_records_after_a_truncation_point_in_the_walked_file(tmp_path):
+    """The same zeros in the last file, which the next start walks: the log ends there
+    and salvage gives back exactly the records recovery counts as lost."""
+    src = copy_store("clean", tmp_path)
+    recs = [m for m in manifest("clean") if m["physicalOffset"] // FILE == 5]
+    cut = recs[10]
+    patch(src / "commitlog" / f"{5 * FILE:020d}", cut["physicalOffset"] - 5 * FILE, bytes(8))
+    p = plan(src)
+    p.close()
+    assert p.report.commitlog_end == cut["physicalOffset"]
+    found = salvage_path(src)
+    assert [s.physical_offset for s in found] == [m["physicalOffset"] for m in recs[11:]]
+    assert [s.physical_offset for s in found] == [r.physical_offset for r in p.report.lost_records if r.confidence != "unreadable"]
+    assert {s.where for s in found} == {CUT}
 
 
 def test_a_record_copied_to_the_wrong_place_is_rejected(tmp_path):
@@ -76,16 +109,20 @@ def test_a_record_copied_to_the_wrong_place_is_rejected(tmp_path):
 def test_cli_salvage_writes_jsonl(tmp_path, capsys):
     from rmqlab.cli import main
 
-    src = copy_store("clean", tmp_path)
+    src = copy_store("crash", tmp_path)
+    recs = [m for m in manifest("crash") if m["physicalOffset"] // FILE == 3]
     path = src / "commitlog" / f"{3 * FILE:020d}"
-    first = [m for m in manifest("clean") if m["physicalOffset"] // FILE == 3][0]
-    patch(path, first["physicalOffset"] - 3 * FILE + 4, b"\0\0\0\0")
+    patch(path, recs[0]["physicalOffset"] - 3 * FILE + 4, b"\0\0\0\0")
     out = tmp_path / "records.jsonl"
     assert main(["salvage", str(src), "--out", str(out)]) == 0
     lines = [json.loads(l) for l in out.read_text().splitlines()]
-    assert lines and lines[0]["physical_offset"] == [m for m in manifest("clean") if m["physicalOffset"] // FILE == 3][1]["physicalOffset"]
-    assert lines[0]["salvage"]["where"] == AFTER_CUT and lines[0]["salvage"]["confidence"] == CERTAIN
-    assert "certain after-cut" in capsys.readouterr().err
+    assert lines and lines[0]["physical_offset"] == recs[1]["physicalOffset"]
+    s = lines[0]["salvage"]
+    assert s["where"] == CUT and s["confidence"] == CERTAIN
+    # ASYNC_FLUSH, RocketMQ's default: every record was acknowledged; no consumer offsets here
+    assert s["acknowledged"] == "yes" and s["consumed_by"] == [] and s["flushed"] in (True, False)
+    err = capsys.readouterr().err
+    assert f"{len(lines)} record(s): {len(lines)} the next start cuts" in err
 
 
 def test_magic_scan_never_searches_an_mmap_to_its_end_and_still_finds_magics_there(tmp_path):

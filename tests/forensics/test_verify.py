@@ -89,7 +89,10 @@ def test_bad_magic_resyncs_and_keeps_going(tmp_path):
     assert (f.file, f.offset, f.severity) == (str(path), pos, ERROR)
     assert one(rep, "RESYNC").offset == pos + r["size"]
     assert rep.stats["records"] == len(manifest("clean")) - 1  # everything else was still checked
-    assert rep.stats["log_end"] == r["physicalOffset"]
+    # a walk from the first file stops at the damage; the next start (normal recovery
+    # from the last files) never reads file 2: the end of the log is where it was
+    assert rep.stats["walk_end"] == r["physicalOffset"]
+    assert rep.stats["log_end"] == 363733 and rep.outcome == "clean"
 
 
 @pytest.mark.parametrize(
@@ -123,7 +126,9 @@ def test_body_crc_and_walk_continues(tmp_path):
     f = one(rep, "BODY_CRC")
     assert (f.file, f.offset) == (str(path), pos)
     assert rep.stats["records"] == len(manifest("clean"))
-    assert rep.stats["log_end"] == r["physicalOffset"]  # where RocketMQ's recovery would stop
+    assert rep.stats["walk_end"] == r["physicalOffset"]  # where a walk from the first file stops
+    assert rep.stats["log_end"] == 363733  # the next start never reads file 3: RocketMQ serves the damaged body
+    assert rep.cause is None
 
 
 def test_property_crc(tmp_path):
@@ -288,7 +293,10 @@ def test_delay_levels_of_zero_or_less_keep_the_tags_hash(tmp_path):
         for level in ("0", "-1", "3", " 3"):
             st.put(Message(SCHEDULE_TOPIC, b"x", {"TAGS": "a", "DELAY": level, "REAL_TOPIC": "T", "REAL_QID": "0"}, queue_id=2))
     rep = verify_store(tmp_path / "s")
-    assert rep.errors == []
+    assert not rep.by_kind("CQ_MISMATCH")
+    # " 3" is no level Java's Integer.parseInt reads: the next start's walk (checkMessageAndReturnSize)
+    # ends the log at that record, which verify says first, as the cause
+    assert rep.cause.kind == "DELAY_PARSE" and rep.errors[0].kind == "DELAY_PARSE" and {f.kind for f in rep.errors} == {"DELAY_PARSE", "CQ_BEYOND_END"}
     with open_store(tmp_path / "s") as st:
         codes = [e.tags_code for e in st.consume_queue(SCHEDULE_TOPIC, 2).entries()]
     assert codes[0] == codes[1] == 97  # "a".hashCode()

@@ -53,7 +53,7 @@ def _summarised(store):
         "born6": f.get("IPv6 born host", 0),
     }
     return {
-        "records": s.records, "blanks": s.blanks, "crc": s.crc_failures, "stopped": s.stopped_at, "end": s.commitlog_end_offset,
+        "records": s.records, "blanks": s.blanks, "crc": s.crc_failures, "stopped": s.stopped_at, "end": s.chain_end,
         "per_queue": s.per_queue, "feats": {k: v for k, v in feats.items() if v},
     }
 

@@ -74,10 +74,10 @@ def test_files_table_has_one_row_per_consume_queue_and_chains_summarise_skips():
 
 
 def _maps(html):
-    """The store maps drawn in a view: each one's header line (its served end, recovery's end)."""
+    """The store maps drawn in a view: each one's header line (the end of the log; the recovery and what it means)."""
     import re
 
-    return re.findall(r"RocketMQ serves the log up to ([\d,]+)(?:; recovery \((\w+)\) would end it at ([\d,]+))?", html)
+    return re.findall(r"bytes; the next start ends the log at ([\d,]+)(?: \((\w+) recovery\): ([\w ,]+))?", html)
 
 
 def test_info_verify_and_recovery_views_draw_the_store_map(tmp_path, monkeypatch):
@@ -92,12 +92,12 @@ def test_info_verify_and_recovery_views_draw_the_store_map(tmp_path, monkeypatch
     assert len(_maps(html)) == 1 and on_log and html.count("h8l-4,8z") == len(on_log)  # each finding on the log, marked
     dry = recover(SAMPLES / "crashed")
     (before,) = _maps(dry._repr_html_())
-    assert before[1] == "abnormal" and int(before[2].replace(",", "")) == dry.commitlog_end
+    assert before[1] == "abnormal" and int(before[0].replace(",", "")) == dry.commitlog_end and before[2] == dry.consequence
     assert "a dry run changed nothing" in dry._repr_html_()
     copy = recover(SAMPLES / "crashed", out=tmp_path / "copy")
     before, after = _maps(copy._repr_html_())
-    # the copy's map: RocketMQ now serves the log up to recovery's end
-    assert int(before[2].replace(",", "")) == copy.commitlog_end == int(after[0].replace(",", ""))
+    # the copy's map: its next start ends the log where the recovery ended it
+    assert int(before[0].replace(",", "")) == copy.commitlog_end == int(after[0].replace(",", ""))
     monkeypatch.setattr(storemap, "INLINE_MAP_BYTES", 1000)  # a capture too large to draw inline: said, not drawn
     html = verify_store(SAMPLES / "damaged")._repr_html_()
     assert _maps(html) == [] and "not drawn inline" in html and "rmqlab map" in html

@@ -11,21 +11,22 @@ becomes an error.  ``rmqlab verify`` and :func:`rmqlab.spark.verify` both call i
 from __future__ import annotations
 
 from ..errors import RmqlabError
-from ..forensics.verify import RECOVERY_DECIDES
+from .verify import RECOVERY_DECIDES
 
 
-def complete_findings(findings: list, store, config, rocketmq_version: str | None = None) -> None:
+def complete_findings(findings: list, store, config, rocketmq_version: str | None = None, recovery=None) -> None:
     """Findings whose consequence depends on RocketMQ's recovery (a queue short of
     records of the log, keys no index reaches) completed with what its plan says
     (``rmqlab recover``'s dry run): records it does not put back are lost to
     consumers, and those findings become errors.  ``rocketmq_version``: whose recovery
     (default: the release the store shows; where releases would recover it differently,
-    the findings say which one they follow)."""
+    the findings say which one they follow).  ``recovery``: the plan's dry-run report
+    when the caller has it (:attr:`VerifyReport.recovery`), else it is planned here."""
     behind = [f for f in findings if f.kind == "CQ_BEHIND"]
     missing = [f for f in findings if f.kind == "INDEX_MISSING"]
     if not behind and not missing:
         return
-    from .recover import plan as recovery_plan
+    from ..recovery.recover import plan as recovery_plan
 
     try:
         p = recovery_plan(store, config=config, rocketmq_version=rocketmq_version)

@@ -1,0 +1,48 @@
+"""The end of the log: where the store's next start leaves it.
+
+One number answers "where does the log end" in every command, page and JSON field:
+where RocketMQ's next start on the store ends the log under its release's rules
+(rocketmq-rust's for its stores), as the recovery plan decides it
+(:func:`rmqlab.recovery.recover.plan`: ``report.commitlog_end``).  For a store a broker
+shut down cleanly that is where it stopped writing; after a crash, where its recovery
+cuts.  ``dump``, ``queue``, ``lookup``, ``export``, ``timers``, ``map``, ``verify``,
+``salvage``, ``report`` and the Spark jobs read it here; other boundaries (where a
+walk from the first file meets damage the next start never reads) carry other names.
+
+Where rmqlab makes no plan for a store (a DLedger log, a log kept elsewhere, a store
+whose checkpoint cannot be read), :func:`log_end` answers None and the reader falls
+back on the end of the last file's record chain
+(:meth:`rmqlab.store.commitlog.CommitLog.served_end`).
+"""
+
+from __future__ import annotations
+
+import os
+
+from ..config import MessageStoreConfig
+from ..errors import RmqlabError
+from ..store.reader import StoreReader
+
+
+def log_end(store: str | os.PathLike, *, config: MessageStoreConfig | None = None, rocketmq_version: str | None = None) -> int | None:
+    """Where the next start of the store at ``store`` ends its log (Java ``processOffset``
+    of ``CommitLog.recoverNormally`` / ``recoverAbnormally``), read-only; None where no
+    recovery plan can be made for it.  Costs the plan's first steps only: the queues'
+    last files, the start file, and the walk from it."""
+    from .recover import plan
+
+    try:
+        p = plan(store, config=config, rocketmq_version=rocketmq_version, log_only=True)
+    except RmqlabError:
+        return None
+    try:
+        return None if p.report.mode == "not modelled" else p.report.commitlog_end
+    finally:
+        p.close()
+
+
+def open_served(root: str | os.PathLike, config: MessageStoreConfig | None = None, *, rocketmq_version: str | None = None, **kwargs) -> StoreReader:
+    """A store opened read-only as its next start serves it: its log ends where
+    :func:`log_end` says (found on first use).  Keyword arguments as
+    :class:`~rmqlab.store.reader.StoreReader`'s."""
+    return StoreReader(root, config, log_end=lambda: log_end(root, config=config, rocketmq_version=rocketmq_version), **kwargs)
