@@ -279,6 +279,58 @@ def look_by_msg_id(store: StoreReader, msg_id: str) -> Record:
     return _as_served(store, offset, None)
 
 
+@dataclass
+class MessageIdAnswer:
+    """What a message ID named: ``kind`` :data:`OFFSET_MSG_ID` or :data:`CLIENT_MSG_ID`
+    (None: neither), the records, and a sentence saying which was taken and why."""
+
+    kind: str | None
+    records: list
+    note: str
+
+
+OFFSET_MSG_ID = "offset msgId"
+CLIENT_MSG_ID = "client message ID (UNIQ_KEY)"
+
+
+def look_by_any_message_id(store: StoreReader, msg_id: str, *, topic: str | None = None, uniq_type: str = "") -> MessageIdAnswer:
+    """A message ID as users hold it.  Both kinds are 32 hex digits for IPv4 (56 for an
+    IPv6 store host): the offset msgId (``MessageDecoder.createMessageId``: store host
+    and physical offset) is tried first, as the admin tools' ``viewMessage`` does; where
+    no record of the log starts at the offset it names, it is taken as the client's
+    message ID (``MessageClientIDSetter``, the record's UNIQ_KEY, what producers,
+    consoles and traces show), looked up in the index under ``topic`` or every topic of
+    the store (``queryMessageByUniqKey``: the index key is topic#UNIQ_KEY)."""
+    text = msg_id.strip().upper()
+    try:
+        host, port, offset = decode_message_id(text)
+    except StoreFormatError:
+        # both kinds are the same hex of the same lengths: what is not cannot be either
+        raise StoreFormatError("<msgId>", None, f"{msg_id!r} is neither an offset msgId nor a client message ID (UNIQ_KEY): both are "
+                               "32 (IPv4) or 56 (IPv6) hex digits") from None
+    if store.commitlog.min_offset <= offset < store.commitlog.served_end():
+        try:
+            rec = _as_served(store, offset, None)
+        except StoreFormatError as err:
+            why = f"as an offset msgId it names offset {offset}, where no record starts ({err.message})"
+        else:
+            same = "" if rec.msg_id == text else f" (the record there has msgId {rec.msg_id}: another store host)"
+            return MessageIdAnswer(OFFSET_MSG_ID, [rec], f"{msg_id} read as an {OFFSET_MSG_ID}: host {host}:{port}, physical offset {offset}{same}")
+    else:
+        why = f"as an offset msgId it names offset {offset}, outside the log [{store.commitlog.min_offset}, {store.commitlog.served_end()})"
+    topics = [topic] if topic else sorted({q.topic for q in store.queue_ids()})
+    found: list = []
+    for t in topics:
+        found += query_by_key(store, t, text, uniq_type=uniq_type).records
+        if uniq_type:
+            found += query_by_key(store, t, text, index_type="U", uniq_type=uniq_type).records
+    found = sorted({r.physical_offset: r for r in found if r.java_properties.get(props.UNIQ_KEY) == text}.values(), key=lambda r: r.physical_offset)
+    where = f"topic {topic}" if topic else f"the {len(topics)} topic(s) of the store"
+    if found:
+        return MessageIdAnswer(CLIENT_MSG_ID, found, f"{msg_id} read as a {CLIENT_MSG_ID}, looked up in the index under {where} ({why})")
+    return MessageIdAnswer(None, [], f"{msg_id}: {why}; nor is it the UNIQ_KEY of a record the index holds under {where}")
+
+
 # -- by time ---------------------------------------------------------------------------------
 def _java_div(a: int, b: int) -> int:
     """Java's long division (truncates toward zero)."""

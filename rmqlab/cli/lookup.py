@@ -13,8 +13,8 @@ from .. import lookup as lk
 from ..errors import RmqlabError
 from ..releases import release
 from ..store.release import tell_release
-from ..render.text import record_detail
-from .common import OFFSET, add_release_option, add_store_options, number, open_from_args, print_json
+from ..render.text import fmt_time, record_detail
+from .common import OFFSET, add_release_option, add_store_options, number, open_from_args, print_json, store_time
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -22,14 +22,16 @@ def add_parser(sub) -> argparse.ArgumentParser:
     add_store_options(p)
     how = p.add_mutually_exclusive_group(required=True)
     how.add_argument("--key", help="a KEYS token or UNIQ_KEY (needs --topic)")
-    how.add_argument("--msg-id", help="an offset message id (store host + physical offset)")
+    how.add_argument("--msg-id", help="a message ID: the offset msgId (store host + physical offset) or the client's message ID "
+                     "(UNIQ_KEY, as producers, consoles and traces show it; looked up in the index under --topic, else every topic of the store)")
     p.add_argument("--max", type=number(1, what="a count"), metavar="N", help="--key: answer at most N index hits (default RocketMQ's maxMsgsNumBatch, 64)")
     p.add_argument("--index", choices=["files", "rocksdb"], help="--key: look in the index files or in 5.4+'s RocksDB keys (rocksdbstore/); "
                    "default where the broker looks: the index files unless indexFileReadEnable=false and indexRocksDBEnable=true, "
                    "or, settings not given, the RocksDB keys when there are no index files")
     how.add_argument("--offset", type=OFFSET, help="a physical commitlog offset")
     how.add_argument("--queue", metavar="TOPIC:QID:OFFSET", help="a consume-queue position")
-    how.add_argument("--time", type=int, metavar="MS", help="store time in ms: the queue offset stored then (needs --topic, --queue-id)")
+    how.add_argument("--time", type=store_time, metavar="TIME", help="store time, epoch ms or ISO 8601 (2026-01-01T10:00:01Z; no zone: UTC): "
+                     "the queue offset stored then (needs --topic, --queue-id)")
     p.add_argument("--index-type", choices=list(lk.INDEX_TYPES), help="--key: a typed query, as Java 5.4+'s and rocketmq-rust's queryMessage take one: "
                    "U looks topic#U#key up (how rocketmq-rust indexes a UNIQ_KEY), T topic#T#key (a record's TAGS, 5.4+); default: topic#key")
     p.add_argument("--topic", help="the topic: with --key (its index entries are topic#key) and with --time")
@@ -87,7 +89,10 @@ def run(args) -> int:
                 if args.raw:
                     print(f"  raw index answer ({'newest first' if res.source == lk.INDEX_FILES else 'by hour, then key'}): {res.raw_offsets}")
         elif args.msg_id is not None:
-            records = [lk.look_by_msg_id(store, args.msg_id)]
+            writer = release(tell_release(store.root, store.config, told=args.rocketmq_version).candidates[0])
+            found = lk.look_by_any_message_id(store, args.msg_id, topic=args.topic, uniq_type=writer.uniq_index_type)
+            print(f"note: {found.note}", file=sys.stderr)
+            records = found.records
         elif args.offset is not None:
             records = [store.commitlog.read(args.offset)]
         elif args.queue is not None:
@@ -104,7 +109,7 @@ def run(args) -> int:
             cq = store.consume_queue(args.topic, args.queue_id)
             lo, hi = cq.valid_range(store.commitlog.min_offset)
             if not args.json:
-                print(f"{args.topic}/{args.queue_id} at {args.time} ({args.boundary}): queue offset {off}" + ("" if lo <= off < hi else f" (past the last entry; queue holds [{lo}, {hi}))"))
+                print(f"{args.topic}/{args.queue_id} at {args.time} ({fmt_time(args.time)}, {args.boundary}): queue offset {off}" + ("" if lo <= off < hi else f" (past the last entry; queue holds [{lo}, {hi}))"))
                 dead = lk.entries_past_the_log(store, args.topic, args.queue_id)
                 if dead:
                     print(f"  the queue's last {dead} unit(s) point at or past the end of the log (a crash; not recovered yet): "

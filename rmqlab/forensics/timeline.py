@@ -4,10 +4,12 @@ records' own ``storeTimestamp`` (Java ``MessageExt.storeTimestamp``, set by
 
 A :class:`Timeline` is an accumulator fed batches of decoded records (``rmqlab map``'s
 pass over the log feeds one when asked, so a report reads the log once for both);
-:func:`store_timeline` is the same in a pass of its own.  Memory is bounded whatever the
-store's size and age: a bucket starts at one minute and widens (5 min, 15 min, 1 h, ...)
-when the counted (topic, bucket) pairs pass :data:`MAX_CELLS`; topics past
-:data:`TOPICS_TRACKED` are counted together as :data:`OTHER` (their totals stay exact).
+:func:`store_timeline` is the same in a pass of its own.  The bucket follows the
+capture's span and memory stays bounded whatever the store's size and age: a bucket
+starts at one second and widens (5 s, 15 s, 1 min, 5 min, ... a month) while the span
+would need more than :data:`MAX_BUCKETS` of them or the counted (topic, bucket) pairs
+pass :data:`MAX_CELLS`; topics past :data:`TOPICS_TRACKED` are counted together as
+:data:`OTHER` (their totals stay exact).
 Read-only.
 """
 
@@ -19,12 +21,22 @@ from collections import Counter
 import numpy as np
 
 #: bucket widths in milliseconds, narrowest first
-WIDTHS = (60_000, 5 * 60_000, 15 * 60_000, 3_600_000, 6 * 3_600_000, 86_400_000, 7 * 86_400_000, 30 * 86_400_000)
+WIDTHS = (1_000, 5_000, 15_000, 60_000, 5 * 60_000, 15 * 60_000, 3_600_000, 6 * 3_600_000, 86_400_000, 7 * 86_400_000, 30 * 86_400_000)
+#: buckets a capture's span is drawn in at most (a chart of a few hundred columns)
+MAX_BUCKETS = 400
 #: (topic, bucket) cells counted at most before the buckets widen
 MAX_CELLS = 50_000
 #: topics counted per bucket (the first seen); the rest share one row
 TOPICS_TRACKED = 24
 OTHER = "(other topics)"
+
+
+def width_for(first_ms: int, last_ms: int, rows: int) -> int:
+    """The narrowest bucket that draws the span ``[first_ms, last_ms]`` in at most
+    :data:`MAX_BUCKETS` buckets and ``rows`` topic rows in at most :data:`MAX_CELLS`
+    cells (what a :class:`Timeline` widens to as it counts)."""
+    span = last_ms - first_ms
+    return next((w for w in WIDTHS if span // w + 1 <= MAX_BUCKETS and (span // w + 2) * rows <= MAX_CELLS), WIDTHS[-1])
 
 
 class Timeline:
@@ -70,8 +82,13 @@ class Timeline:
             b, n = np.unique(buckets[sel], return_counts=True)
             for start, count in zip(b.tolist(), n.tolist()):
                 self.cells[(row, start)] += count
-        while len(self.cells) > MAX_CELLS and self.width != WIDTHS[-1]:
+        while (len(self.cells) > MAX_CELLS or self._span_buckets() > MAX_BUCKETS) and self.width != WIDTHS[-1]:
             self._widen()
+
+    def _span_buckets(self) -> int:
+        if self.first_ms is None:
+            return 0
+        return (self.last_ms - self.last_ms % self.width - (self.first_ms - self.first_ms % self.width)) // self.width + 1
 
     @classmethod
     def from_counts(cls, width: int, cells: dict, totals: dict, after_flush: dict, *, first_ms: int | None, last_ms: int | None,
@@ -87,7 +104,7 @@ class Timeline:
         for (topic, start), n in cells.items():
             tl.cells[(topic if topic in tl._tracked else OTHER, start)] += n
         tl.first_ms, tl.last_ms, tl.records = first_ms, last_ms, sum(tl.totals.values())
-        while len(tl.cells) > MAX_CELLS and tl.width != WIDTHS[-1]:
+        while (len(tl.cells) > MAX_CELLS or tl._span_buckets() > MAX_BUCKETS) and tl.width != WIDTHS[-1]:
             tl._widen()
         return tl
 

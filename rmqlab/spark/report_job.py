@@ -6,8 +6,8 @@ driver, and the same HTML (or JSON) is written.
   group of queues).
 - *Timeline*: the ``rocketmq`` source's ``topic`` and ``store_timestamp`` of every message
   record (lenient, as the local pass reads), counted per topic and bucket by Spark; the
-  bucket is the narrowest of :data:`rmqlab.forensics.timeline.WIDTHS` that keeps the
-  counts within :data:`~rmqlab.forensics.timeline.MAX_CELLS`.
+  bucket is the one a local :class:`~rmqlab.forensics.timeline.Timeline` widens to
+  (:func:`rmqlab.forensics.timeline.width_for`: the capture's span, the cells).
 - *Evidence*: each file's SHA-256 computed by a task on the workers.
 - On the driver: the store's summary, recovery's dry run (it reads from its start file
   on), the consumers; the map when the log is at most
@@ -23,7 +23,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..forensics.timeline import MAX_CELLS, TOPICS_TRACKED, WIDTHS, Timeline
+from ..forensics.timeline import TOPICS_TRACKED, WIDTHS, Timeline, width_for
 from ..forensics.verify import Finding, VerifyReport
 from ..report import StoreReport, build_report
 from ..report.parts import store_files
@@ -59,7 +59,7 @@ def _timeline(spark, root: str, flushed_ms: int | None) -> Timeline:
         return Timeline.from_counts(WIDTHS[0], {}, {}, {}, first_ms=None, last_ms=None, flushed_ms=flushed_ms)
     lo, hi = min(r["lo"] for r in topics), max(r["hi"] for r in topics)
     rows = min(len(per_topic), TOPICS_TRACKED + 1)
-    width = next((w for w in WIDTHS if ((hi - lo) // w + 2) * rows <= MAX_CELLS), WIDTHS[-1])
+    width = width_for(lo, hi, rows)
     bucket = F.col("store_timestamp") - F.col("store_timestamp") % F.lit(width)
     cells = {(r["topic"], r["b"]): r["count"] for r in records.groupBy("topic", bucket.alias("b")).count().collect()}
     late = {r["topic"]: r["late"] for r in topics if r["late"]}
@@ -77,6 +77,7 @@ def report(spark, path, out=None, *, config=None, rocketmq_version: str | None =
     from ..render.storemap import INLINE_MAP_BYTES
     from ..store.layout import commitlog_bytes
     from ..store.reader import StoreReader
+    from ..recovery.next_start import log_end
     from .verify_job import verify
 
     root = os.path.abspath(str(path).removeprefix("file://"))
@@ -84,7 +85,7 @@ def report(spark, path, out=None, *, config=None, rocketmq_version: str | None =
     verified = VerifyReport(root, [Finding(r["kind"], r["severity"], r["file"], r["offset"], r["message"]) for r in found])
     # the checkpoint's flush time, as the local build takes it from the store's summary
     try:
-        with StoreReader(root, config, strict=False) as store:
+        with StoreReader(root, config, strict=False, log_end=lambda: log_end(root, config=config)) as store:
             cp = store.checkpoint()
             flushed = cp.physic_msg_timestamp if cp is not None else None
     except Exception:  # noqa: BLE001 - the report's own summary part says why the store cannot be read

@@ -74,21 +74,32 @@ def test_recovery_ends_the_log_where_rocketmq_did(case, reports):
     assert rep["recovery"]["commitlog_end"] == load_json(case, "dump.json")["recovery"]["commitLogMaxOffsetAfterRecovery"]
 
 
-def minutes(pairs) -> dict:
+def buckets(pairs, width: int) -> dict:
     out = Counter()
     for topic, ts in pairs:
-        out[(topic, ts - ts % 60_000)] += 1
+        out[(topic, ts - ts % width)] += 1
     return dict(out)
 
 
+def span_width(stamps: list[int], topics: int) -> int:
+    """The bucket a capture's span is drawn in: seconds for seconds, widening with it."""
+    from rmqlab.forensics.timeline import width_for
+
+    return width_for(min(stamps), max(stamps), topics)
+
+
 @pytest.mark.parametrize("case", ["clean", "crash", "v2ipv6"])
-def test_timeline_counts_are_rocketmq_s_records_per_minute(case, reports):
+def test_timeline_counts_are_rocketmq_s_records_per_bucket(case, reports):
     rep, _ = reports[f"reference/{case}"]
     walk = [r for r in load_json(case, "dump.json")["commitLogWalk"] if r["kind"] == "MESSAGE"]
     t = rep["timeline"]
-    assert t["bucket_ms"] == 60_000 and t["records"] == len(walk)
+    stamps = [r["storeTimestamp"] for r in walk]
+    width = span_width(stamps, len({r["topic"] for r in walk}))
+    # a capture of seconds is drawn by the second (these stores were written in under a minute)
+    assert max(stamps) - min(stamps) < 60_000 and width == 1_000
+    assert t["bucket_ms"] == width and t["records"] == len(walk)
     got = {(topic, int(start)): n for topic, series in t["series"].items() for start, n in series.items()}
-    assert got == minutes((r["topic"], r["storeTimestamp"]) for r in walk)
+    assert got == buckets(((r["topic"], r["storeTimestamp"]) for r in walk), width)
     assert t["per_topic"] == dict(Counter(r["topic"] for r in walk))
     assert t["first_store_timestamp"] == min(r["storeTimestamp"] for r in walk) and t["last_store_timestamp"] == max(r["storeTimestamp"] for r in walk)
 
@@ -98,7 +109,9 @@ def test_timeline_of_a_sample_is_its_dumped_records(reports, capsys):
     code, out, _ = run_cli(capsys, "dump", SAMPLES / "clean", "--json")
     rows = [json.loads(line) for line in out.splitlines() if line.strip()]
     got = {(topic, int(start)): n for topic, series in rep["timeline"]["series"].items() for start, n in series.items()}
-    assert got == minutes((r["topic"], r["store_timestamp"]) for r in rows) and rep["timeline"]["records"] == len(rows)
+    width = span_width([r["store_timestamp"] for r in rows], len({r["topic"] for r in rows}))
+    assert rep["timeline"]["bucket_ms"] == width
+    assert got == buckets(((r["topic"], r["store_timestamp"]) for r in rows), width) and rep["timeline"]["records"] == len(rows)
 
 
 def test_crash_window_counts_the_records_stored_after_the_checkpoint_s_flush(reports):
