@@ -63,6 +63,9 @@ KINDS: dict[str, Kind] = {
     "ZEROED_RANGE": _k("zeroed block inside data",
                        "Zeros read as the end of the log (magic 0): where start-up's walk reaches them it ends the log there, and what follows is "
                        "cut (then it is the cause, an error); in a file before the walk's start the records around them stay, damaged."),
+    "MISSING_FILE": _k("a commitlog file is missing from the middle of the log",
+                       "MappedFileQueue.load checks lengths only and checkSelf logs the gap: the broker starts, and the units its queues hold "
+                       "in the missing file answer MESSAGE_WAS_REMOVING (findMappedFileByOffset finds no file): those records are gone."),
     "UNWRITTEN": _k("records the queues name were never written to disk",
                     "The log's data ends before records its consume queues point at: the broker crashed before flushing them (the crash window). "
                     "Start-up's walk ends the log at the data's end; the units pointing past it are cut (ConsumeQueue.truncateDirtyLogicFiles)."),

@@ -143,8 +143,7 @@ class VerifyReport:
         lines = [head]
         r = self.recovery
         if r is not None and r.mode != "not modelled":
-            lines.append(f"  outcome  {self.outcome}: the next start ends the log at {r.commitlog_end}" + (
-                f" and cuts {r.records_lost} message record(s)" if r.records_lost else " and cuts no message record"))
+            lines.append(f"  outcome  {self.outcome}: {r.outcome()}")
         if self.cause is not None:
             lines.append(f"  cause    {self.cause.line()}")
             lines.append(f"           {self.cause.meaning()}")
@@ -1825,15 +1824,16 @@ def next_start_report(root, config: MessageStoreConfig | None = None, rocketmq_v
 
 def cause_first(findings: list[Finding], recovery) -> None:
     """The finding that ends the log (``recovery.cause``: rmqlab.recovery.cause) first in
-    ``findings``, and an error whatever its kind: the walk's own finding at that place
-    where it made one, else one said here."""
+    ``findings``, and an error whatever its kind: the walk's own finding of that kind at
+    that place where it made one, else one said here."""
     cause = recovery.cause
     if cause is None:
         return
+    # the walk's finding of that kind at that place; else the cause is said in a finding of
+    # its own (a TORN_RECORD's walk reports the CRC it fails, which stays, after it)
     same = [f for f in findings if f.kind == cause.kind and Path(f.file) == Path(cause.file) and f.offset == cause.file_offset]
-    at = [f for f in findings if Path(f.file) == Path(cause.file) and f.offset == cause.file_offset and f.severity == ERROR]
-    f = (same or at or [None])[0]
-    cost = f"the next start ends the log at {recovery.commitlog_end} and cuts {cause.lost} message record(s)"
+    f = (same or [None])[0]
+    cost = recovery.outcome()
     if f is None:
         f = Finding(cause.kind, ERROR, cause.file, cause.file_offset, f"{cause.what}; {cost}")
     else:

@@ -26,6 +26,7 @@ Every command that says why (recover, verify, report, map, salvage) reads them h
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from ..config import ASYNC_FLUSH, SYNC_FLUSH, MessageStoreConfig
 
@@ -91,7 +92,7 @@ class Cause:
             return "The next start cuts no message record there."
         parts = []
         if self.lost_on_disk:
-            parts.append(f"{self.lost_on_disk} of the {self.lost} record(s) it cuts had reached the disk (readable now, or before data that is): "
+            parts.append(f"{self.lost_on_disk} of the {self.lost} record(s) it costs had reached the disk (readable now, or before data that is): "
                          "lost to damage (a disk, a lost page write, a hand), not to the crash")
         if self.lost_unwritten:
             parts.append(f"{self.lost_unwritten} never reached the disk: the crash window (written to memory, not flushed before the crash)")
@@ -146,7 +147,7 @@ def cause_of(rep, cfg: MessageStoreConfig, *, mode_said: bool = True) -> Cause |
     # what follows the end of the log (dead bytes), no cause
     damage = stop is not None and not stop.zero_tail and (bool(rep.lost_records) or (rep.mode == "abnormal" and not rep.stop_on_zeros))
     if not damage and not rep.lost_records:
-        return None
+        return _missing_file_cause(rep, cfg, mode_said)
     flushed_ts = (rep.checkpoint or {}).get("physic_msg_timestamp") or 0
     # the log reaches the disk in offset order: everything before the furthest byte known
     # to be there (a record readable now, one the checkpoint's last flush wrote, the
@@ -176,6 +177,23 @@ def cause_of(rep, cfg: MessageStoreConfig, *, mode_said: bool = True) -> Cause |
                  _acknowledged_sentence(flushed, len(rep.lost_records) - flushed, cfg, mode_said))
 
 
+def _missing_file_cause(rep, cfg: MessageStoreConfig, mode_said: bool) -> Cause | None:
+    """A commitlog file missing from the middle of the log whose records the queues name:
+    nothing is cut, but those records are gone (RocketMQ answers MESSAGE_WAS_REMOVING)."""
+    gone = [m for m in rep.missing_files if m[3]]
+    if not gone:
+        return None
+    name, lo, hi, units = gone[0]
+    n = sum(m[3] for m in gone)
+    directory = str(Path(rep.root) / "commitlog")
+    what = (f"commitlog file {name} ([{lo}, {hi})) is missing: the consume queues name {units} record(s) in it"
+            + (f" ({n} in {len(gone)} missing files)" if len(gone) > 1 else "")
+            + "; RocketMQ loads the log all the same (MappedFileQueue.load) and answers MESSAGE_WAS_REMOVING for them")
+    # the file was written: its records had reached the disk and were lost with it
+    return Cause("MISSING_FILE", f"{directory}/{name}", 0, lo, what, n, n, 0, n, cfg.flush_disk_type, broker_role(cfg),
+                 _acknowledged_sentence(n, 0, cfg, mode_said))
+
+
 def flushed_place(r, flushed_ts: int, flushed_end: int) -> bool:
     """Whether the lost record ``r`` was written by the checkpoint's last flush: stored
     by its time, or (unreadable) before the end of records that were."""
@@ -192,7 +210,7 @@ def consequence_of(rep) -> str:
     :data:`NOT_JUDGED` where rmqlab does not model the start-up."""
     if rep is None or rep.mode == "not modelled":
         return NOT_JUDGED
-    if rep.records_lost:
+    if rep.records_lost or rep.records_missing:
         return RECORDS_LOST
     return RECOVERS_WITHOUT_LOSS if rep.mode == "abnormal" else CLEAN
 

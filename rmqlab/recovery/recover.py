@@ -849,6 +849,22 @@ def _lost_records(rep: RecoveryReport, plan: RecoveryPlan) -> None:
             rep.stop_is_torn = 0 < claimed <= len(f.buf) - stop.file_offset and ext is not None and ext[1] < stop.file_offset + claimed
 
 
+def _missing_files(rep: RecoveryReport, plan: RecoveryPlan) -> None:
+    """Commitlog files missing from the middle of the log, and how many queue units that
+    recovery keeps point into each: Java's ``MappedFileQueue.load`` checks lengths only and
+    ``checkSelf`` logs the gap, so the broker starts and answers those units with
+    MESSAGE_WAS_REMOVING (``findMappedFileByOffset`` finds no file): their records are gone."""
+    if plan.commitlog is None or not plan.commitlog.missing:
+        return
+    fsize, end = plan.config.mapped_file_size_commit_log, rep.commitlog_end
+    for a, b in plan.commitlog.missing:
+        offsets = np.concatenate([q.offsets_from(a) for q in (plan.queues or {}).values()] or [np.zeros(0, np.int64)])
+        offsets = offsets[(offsets < b) & (offsets < end)]
+        for lo in range(a, b, fsize):
+            hi = min(lo + fsize, b)
+            rep.missing_files.append([f"{lo:020d}", lo, hi, int(((offsets >= lo) & (offsets < hi)).sum())])
+
+
 def _last_kept_timestamp(plan: RecoveryPlan) -> int:
     """The storeTimestamp of the last message record the walk accepted (0: none)."""
     for p in plan.positions[-2:][::-1].tolist():  # the last may be a file's BLANK
@@ -1396,6 +1412,7 @@ def plan(
             copy.close()
     _start_waits_forever(rep, p, planner.release)
     _lost_records(rep, p)
+    _missing_files(rep, p)
     rep.cause = cause_of(rep, cfg, mode_said=config is not None)
     _unfindable_keys(rep, p, cfg)
     _queues_left_short(rep, p, cfg)

@@ -175,6 +175,10 @@ class RecoveryReport:
     cut: list[CutRange] = field(default_factory=list)
     cut_bytes: int = 0
     lost_records: list[LostRecord] = field(default_factory=list)
+    #: commitlog files missing from the middle of the log (RocketMQ loads it all the same):
+    #: each ``[name, from offset, to offset, queue units pointing into it]``; those units'
+    #: records are gone (RocketMQ answers MESSAGE_WAS_REMOVING), though nothing is cut
+    missing_files: list = field(default_factory=list)
     #: the storeTimestamp of the last record the log keeps (0: none read)
     last_kept_timestamp: int = 0
     #: the record the walk stops at is the last data of the log, torn at its end
@@ -216,6 +220,17 @@ class RecoveryReport:
     def records_lost(self) -> int:
         return len(self.lost_records)
 
+    def outcome(self) -> str:
+        """What the next start does, in the words every output uses (recover, verify, the report)."""
+        return (f"the next start ends the log at {self.commitlog_end} and cuts "
+                + (f"{self.records_lost} message record(s)" if self.records_lost else "no message record")
+                + (f"; {self.records_missing} record(s) the queues name lie in missing commitlog file(s)" if self.records_missing else ""))
+
+    @property
+    def records_missing(self) -> int:
+        """Records the queues name (below the end of the log) in commitlog files that are gone."""
+        return sum(m[3] for m in self.missing_files)
+
     @property
     def records_lost_readable(self) -> int:
         """Lost records still readable in the cut bytes (``rmqlab salvage`` gets them back)."""
@@ -241,9 +256,7 @@ class RecoveryReport:
         what = {"dry-run": "DRY RUN — nothing was changed", "copy": f"applied to a copy: {self.target}", "in-place": f"applied IN PLACE to {self.target}"}[self.applied]
         out.append(f"recover {self.root}  ({what})")
         if self.mode != "not modelled":
-            out.append(f"  outcome        {self.consequence}: " + (
-                f"the next start ends the log at {self.commitlog_end} and cuts {self.records_lost} message record(s)" if self.records_lost
-                else f"the next start ends the log at {self.commitlog_end} and cuts no message record"))
+            out.append(f"  outcome        {self.consequence}: {self.outcome()}")
         if self.cause is not None:
             out.append(f"  cause          {self.cause.line()}")
             out.append(f"                 {self.cause.meaning()}")

@@ -156,7 +156,8 @@ def recovery_part(root: Path, rep, others: dict | None = None) -> dict:
         "stop": None if rep.stop is None else {"file": relative(root, rep.stop.file), "file_offset": rep.stop.file_offset, "physical_offset": rep.stop.physical_offset,
                                                "kind": rep.stop.kind, "message": rep.stop.message, "zero_tail": rep.stop.zero_tail},
         "records_lost": rep.records_lost, "records_lost_readable": rep.records_lost_readable, "lost_per_topic": own["lost_per_topic"],
-        "consequence": rep.consequence, "cause": None if rep.cause is None else {**rep.cause.to_dict(), "file": relative(root, rep.cause.file)},
+        "consequence": rep.consequence, "outcome": rep.outcome(), "records_missing": rep.records_missing, "missing_files": rep.missing_files,
+        "cause": None if rep.cause is None else {**rep.cause.to_dict(), "file": relative(root, rep.cause.file)},
         "cut_bytes": rep.cut_bytes, "deleted_commitlog_files": rep.deleted_commitlog_files,
         "queues_changed": len(changed),
         "queues": [{"queue": q.queue, "cut_entries": q.cut_entries, "added_entries": q.added_entries, "created": q.created, "deleted_files": q.deleted_files,
@@ -273,10 +274,12 @@ def verdict_part(summary: dict, findings: dict, recovery: dict, consumers: dict)
     consequence, cause = facts["consequence"], facts["cause"]
     if consequence == RECORDS_LOST:
         per = ", ".join(f"{t}: {n}" for t, n in list(recovery["lost_per_topic"].items())[:8]) + (", …" if len(recovery["lost_per_topic"]) > 8 else "")
-        words.append(f"Records lost: the broker's next start ends the log at {recovery['commitlog_end']:,} and cuts {lost} message record(s) ({per}).")
+        said = recovery["outcome"].replace("the next start", "the broker's next start", 1)
+        words.append(f"Records lost: {said}" + (f" ({per})." if per else "."))
         if cause:
             words.append(f"The cause: {cause['line']}. {cause['meaning']}")
-        words.append(f"{recovery['records_lost_readable']} of them are still readable in the cut bytes (`rmqlab salvage` gives exactly those back).")
+        if lost:
+            words.append(f"{recovery['records_lost_readable']} of the records it cuts are still readable in the cut bytes (`rmqlab salvage` gives exactly those back).")
     elif consequence == RECOVERS_WITHOUT_LOSS:
         words.append(f"Crashed, recovers without loss: the broker's last exit was not clean, and its next start ends the log at {recovery['commitlog_end']:,} "
                      "without cutting a message record.")

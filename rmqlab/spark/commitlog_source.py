@@ -37,10 +37,19 @@ DEFAULT_SPLIT_SIZE = 256 << 20
 DEFAULT_BATCH_ROWS = 8192
 
 #: the ``rocketmq`` source's options (the class docstring lists them from here)
-MODE = _paths.Option("mode", "choice", "strict", (
-    "``strict``: the job fails at the first damaged record, naming its file and offset. ``lenient``: a damaged record "
-    "becomes a row (its ``kind`` says what is wrong; header fields that could not be trusted are null) and the scan "
-    "resynchronises at the next valid record."), ("strict", "lenient"))
+MODE = _paths.Option("mode", "choice", "permissive", (
+    "what a damaged record does, as Spark's file sources name it (any case): ``PERMISSIVE`` (the default; ``lenient`` "
+    "too): it becomes a row (its ``kind`` says what is wrong, ``error`` where; header fields that could not be trusted "
+    "are null) and the scan resynchronises at the next valid record. ``DROPMALFORMED``: the same scan, without those "
+    "rows. ``FAILFAST`` (``strict`` too): the job fails at the first damaged record, naming its file and offset."),
+    ("permissive", "dropmalformed", "failfast", "lenient", "strict"))
+
+
+def scan_mode(options) -> tuple[str, bool]:
+    """The decoder's mode for option ``mode`` (``lenient`` or ``strict``) and whether
+    damaged rows are dropped (``DROPMALFORMED``)."""
+    m = MODE.read(options)
+    return ("strict", False) if m in ("failfast", "strict") else ("lenient", m == "dropmalformed")
 VERIFY_CRC = _paths.Option("verifyCrc", "bool", True, (
     "recompute every body CRC (and the ``__CRC32#`` property CRC where present); a mismatch is damage. ``false``: "
     "skip it, ``crc_ok`` null."))
@@ -160,9 +169,10 @@ class CommitLogDataSource(StoreDataSource):
               .option("verifyCrc", "false")
               .load(path))
 
-        # a damaged capture: keep going, damaged records become rows
-        bad = (spark.read.format("rocketmq").option("mode", "lenient").load(path)
-               .where("kind NOT IN ('MESSAGE', 'BLANK')"))
+        # a damaged capture: damaged records are rows, as Spark's file sources read
+        # malformed input (mode PERMISSIVE, the default); DROPMALFORMED leaves them out,
+        # FAILFAST stops at the first
+        bad = spark.read.format("rocketmq").load(path).where("error IS NOT NULL")
 
     **Columns** — those of ``rmqlab dump --json`` (:meth:`rmqlab.format.record.Record.to_dict`):
     ``physical_offset`` (where the record is), ``total_size``, ``magic``, ``body_crc``,
@@ -221,7 +231,7 @@ class CommitLogReader(StoreSourceReader):
     def __init__(self, options: dict, columns: list[str] | None = None):
         super().__init__(options, None if columns is None or list(columns) == SCHEMA.fieldNames() else list(columns))
         self.split_size = SPLIT_SIZE.read(options)
-        self.mode = MODE.read(options)
+        self.mode, self.drop_malformed = scan_mode(options)
         self.verify_crc = VERIFY_CRC.read(options)
         self.include_body = INCLUDE_BODY.read(options)
         self.topics = TOPICS.read(options)
@@ -273,8 +283,12 @@ class CommitLogReader(StoreSourceReader):
             start_time = lo if start_time is None else max(start_time, lo)
         if hi is not None:
             end_time = hi + 1 if end_time is None else min(end_time, hi + 1)
+        columns = self.columns or SCHEMA.fieldNames()
+        extra = self.drop_malformed and "error" not in columns  # DROPMALFORMED reads the error column to drop by
         batches = read_split(partition, mode=self.mode, verify_crc=self.verify_crc, include_body=self.include_body, topics=topics,
-                             start_time=start_time, end_time=end_time, columns=self.columns or SCHEMA.fieldNames(), batch_rows=self.batch_rows)
+                             start_time=start_time, end_time=end_time, columns=columns + ["error"] if extra else columns, batch_rows=self.batch_rows)
+        if self.drop_malformed:
+            batches = _well_formed(batches, extra)
         if not pushed:
             yield from batches
             return
@@ -282,6 +296,18 @@ class CommitLogReader(StoreSourceReader):
             b = filter_batch(b, pushed)
             if b.num_rows:
                 yield b
+
+
+def _well_formed(batches, drop_error_column: bool):
+    """The rows of ``batches`` that are no damage (mode DROPMALFORMED)."""
+    import pyarrow.compute as pc
+
+    for b in batches:
+        b = b.filter(pc.is_null(b.column("error")))
+        if drop_error_column:
+            b = b.drop_columns(["error"])
+        if b.num_rows:
+            yield b
 
 
 class PushdownCommitLogReader(PushFilters, CommitLogReader):

@@ -92,10 +92,10 @@ def test_a_dledger_log_reads_as_the_reader_reads_it(spark, dledger, capsys):
     # the data directory itself, and a narrow read
     rows = spark.read.format("rocketmq").option("columns", "physical_offset,topic").load(str(root / "dledger-n0" / "data")).collect()
     assert sorted(r.physical_offset for r in rows) == [r["physical_offset"] for r in commitlog_rows(root, cfg)]
-    # damage: strict names the entry, lenient gives the rows around it and the damage as a row
+    # damage: FAILFAST names the entry; the default (PERMISSIVE) gives the rows around it and the damage as a row
     with pytest.raises(Exception, match="DLEDGER_ENTRY"):
-        spark.read.format("rocketmq").option("splitSize", "3000").load(str(damaged)).collect()
-    lenient = spark.read.format("rocketmq").option("mode", "lenient").option("splitSize", "3000").load(str(damaged)).collect()
+        spark.read.format("rocketmq").option("mode", "FAILFAST").option("splitSize", "3000").load(str(damaged)).collect()
+    lenient = spark.read.format("rocketmq").option("splitSize", "3000").load(str(damaged)).collect()
     bad = [r for r in lenient if r.kind == "DLEDGER_ENTRY"]
     assert len(bad) == 1 and "says pos 7" in bad[0].error
     want = _cli_findings(capsys, damaged, "--config", conf)

@@ -152,11 +152,24 @@ def test_the_daemon_keeps_spark_zips_unless_the_package_is_their_release(tmp_pat
     assert path_without_spark_zips([installed, py4j]) == [installed, py4j]
 
 
-def test_strict_mode_fails_naming_file_and_offset(spark):
+@pytest.mark.parametrize("mode", ["FAILFAST", "strict"])
+def test_failfast_mode_fails_naming_file_and_offset(spark, mode):
     with pytest.raises(Exception) as exc:
-        spark.read.format("rocketmq").load(str(store_root("crash-torn"))).count()
+        spark.read.format("rocketmq").option("mode", mode).load(str(store_root("crash-torn"))).count()
     text = str(exc.value)
     assert "00000000000000327680 @ offset 38973" in text and "BODY_CRC" in text
+
+
+def test_a_damaged_capture_reads_as_spark_reads_malformed_input(spark):
+    """The default is PERMISSIVE, as Spark's file sources: the torn record is a row saying
+    what is wrong and where; DROPMALFORMED leaves it out and keeps every other row."""
+    path = str(store_root("crash-torn"))
+    rows = spark.read.format("rocketmq").option("columns", "physical_offset,kind,error").load(path).collect()
+    bad = [r for r in rows if r.error is not None]
+    assert [(r.physical_offset, r.kind) for r in bad] == [(366653, "BODY_CRC")] and "@ offset 38973" in bad[0].error
+    kept = spark.read.format("rocketmq").option("mode", "dropmalformed").option("columns", "physical_offset,kind").load(path).collect()
+    assert sorted(r.physical_offset for r in kept) == sorted(r.physical_offset for r in rows if r.error is None)
+    assert len(kept[0]) == 2  # the error column it drops by is not added
 
 
 def test_options_filter_and_the_benchmark_query(spark):
@@ -241,7 +254,7 @@ def test_a_schema_the_source_cannot_give_is_refused_naming_the_column(spark, ddl
 def test_bad_option_is_a_clear_error(spark):
     with pytest.raises(Exception) as exc:
         spark.read.format("rocketmq").option("mode", "sloppy").load(str(store_root("clean"))).count()
-    assert "mode" in str(exc.value) and "lenient" in str(exc.value)
+    assert "mode" in str(exc.value) and "permissive" in str(exc.value)
 
 
 @pytest.mark.parametrize("case", ["clean", "crash-cqdeleted"])
