@@ -59,7 +59,9 @@ class MessageStoreConfig:
     clean_file_forcibly_enable: bool = True  # cleanFileForciblyEnable
     max_message_size: int = MAX_MESSAGE_SIZE_DEFAULT  # maxMessageSize
     enabled_append_prop_crc: bool = False  # enabledAppendPropCRC
-    check_crc_on_recover: bool = True  # checkCRCOnRecover
+    #: checkCRCOnRecover; None: not said, the writer's default (rmqlab.releases.Release.check_crc_on_recover:
+    #: Java's MessageStoreConfig true, rocketmq-rust 1.0.0's MessageStoreConfig::default false)
+    check_crc_on_recover: bool | None = None
     message_delay_level: str = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"  # messageDelayLevel
     auto_message_version_on_topic_len: bool = True  # autoMessageVersionOnTopicLen (V2 records for long topics)
     flush_commit_log_thorough_interval: int = 10_000  # flushCommitLogThoroughInterval (ms)
@@ -142,8 +144,8 @@ class MessageStoreConfig:
         out = {}
         for java, py in self.java_names().items():
             v = getattr(self, py)
-            if v == "" and py in _DEFAULT_WHEN_EMPTY:
-                continue  # not set: RocketMQ's default (a path under the root) stays
+            if (v == "" and py in _DEFAULT_WHEN_EMPTY) or v is None:
+                continue  # not set: RocketMQ's default (a path under the root; the writer's) stays
             out[java] = ("true" if v else "false") if isinstance(v, bool) else str(v)
         out.update(self.extra)
         return out
@@ -169,7 +171,7 @@ JAVA_NAME_OVERRIDES = {"enabled_append_prop_crc": "enabledAppendPropCRC", "check
 
 
 def _coerce(raw: object, typ: object, key: str, source: str) -> object:
-    typ = str(typ)
+    typ = str(typ).replace(" | None", "")  # an optional setting: its value's type
     if isinstance(raw, str):
         raw = raw.strip()
     try:

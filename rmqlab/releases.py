@@ -87,6 +87,10 @@ class Release:
     empty_queue_resets_max: bool = False
     #: who wrote it: ``"apache"`` (Apache RocketMQ's Java store) or ``"rocketmq-rust"``
     writer: str = "apache"
+    #: whether recovery checks each body CRC when the config does not say (checkCRCOnRecover:
+    #: Java's ``MessageStoreConfig`` default true; rocketmq-rust 1.0.0's
+    #: ``MessageStoreConfig::default`` check_crc_on_recover false, config/message_store_config.rs)
+    check_crc_on_recover: bool = True
     #: what goes between ``topic#`` and a record's UNIQ_KEY in its index key: nothing in
     #: Java (IndexService.buildIndex), ``"U#"`` in rocketmq-rust (MessageConst.INDEX_UNIQUE_TYPE)
     uniq_index_type: str = ""
@@ -174,7 +178,7 @@ RELEASES: dict[str, Release] = {
         # rocketmq-rust: checkMessageAndReturnSize-free matching of the first record
         # (probe_store_timestamp: magic and a non-zero storeTimestamp), no 10-file cap
         Release("rocketmq-rust:1.0.0", "last_files", False, False, False, 6, True,
-                writer="rocketmq-rust", uniq_index_type="U#", abnormal_files_back=30, normal_last_files=30,
+                writer="rocketmq-rust", uniq_index_type="U#", abnormal_files_back=30, normal_last_files=30, check_crc_on_recover=False,
                 invalid_record_skips_file=True, index_rebuild_contiguous=True),
     )
 }

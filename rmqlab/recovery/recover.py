@@ -116,7 +116,8 @@ class _Planner:
         self.cfg = cfg
         #: whose start-up rules the plan follows (rmqlab.releases)
         self.release = release
-        self.check_crc = cfg.check_crc_on_recover if check_crc is None else check_crc
+        # the caller's, the config's, else the writer's default (Java checks, rocketmq-rust does not)
+        self.check_crc = check_crc if check_crc is not None else cfg.check_crc_on_recover if cfg.check_crc_on_recover is not None else release.check_crc_on_recover
         self.force_prop = force_verify_prop_crc
         self.log: list[str] = []
         #: release name -> the RocksDB stores its start-up asks (rmqlab.store.rocksdb_message.DispatchStores)

@@ -88,7 +88,7 @@ def _walk_by_file(store, end: int) -> list:
     file.  Damage inside the log — which 5.4+ keeps when it starts recovery after it —
     so ends one file's walk, not the whole."""
     out: list = []
-    crc = store.config.check_crc_on_recover  # the harness's walk checks as recovery does
+    crc = store.config.check_crc_on_recover is not False  # the harness's walk checks as recovery does (Java's default: it checks)
     for f in store.commitlog.queue.files:
         if f.file_from_offset >= end:
             break

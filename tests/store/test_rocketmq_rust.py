@@ -217,7 +217,9 @@ def test_damage_inside_and_before_the_recovery_window_ends_as_in_rocketmq_rust(c
     the window (dispatched again), left short when before it."""
     d = _json(case, "damaged.json")[damage]
     assert d["rust"]["loaded"]
-    rep = _ends_as(d["rust"], _damaged(case, d["edits"], tmp_path), tmp_path)
+    # the fixtures' rocketmq-rust ran with check_crc_on_recover: true (scripts/rocketmq-rust-writer's
+    # store_config), not its default: rmqlab is told the same
+    rep = _ends_as(d["rust"], _damaged(case, d["edits"], tmp_path), tmp_path, check_crc=True)
     inside = "inside" in d["what"]
     if case == "window-clean":
         assert [k.physical_offset for k in rep.skipped] == ([d["record"]] if inside else [])
@@ -226,6 +228,21 @@ def test_damage_inside_and_before_the_recovery_window_ends_as_in_rocketmq_rust(c
         topic, qid, unit = d["queue"]
         got = {(q["topic"], q["queueId"]): q["maxOffset"] for q in d["rust"]["queues"]}[topic, qid]
         assert (got == full[topic, qid]) == inside and got >= unit
+
+
+def test_rocketmq_rust_checks_no_body_crc_on_recovery_unless_told(tmp_path):
+    """rocketmq-rust 1.0.0's MessageStoreConfig::default has check_crc_on_recover false
+    (config/message_store_config.rs): a flipped body byte ends nothing and cuts nothing
+    where the config does not say otherwise; told to check (as the fixtures' writer ran),
+    its walk steps over the rest of that file."""
+    from rmqlab.config import MessageStoreConfig
+
+    d = _json("window-clean", "damaged.json")[0]
+    copy = _damaged("window-clean", d["edits"], tmp_path)
+    default = recover(copy)
+    assert default.skipped == [] and default.records_lost == 0 and default.records_checked_crc == 0
+    told = recover(copy, config=MessageStoreConfig.from_mapping({"checkCRCOnRecover": "true", "mappedFileSizeCommitLog": "16384"}))
+    assert [k.physical_offset for k in told.skipped] == [d["record"]] and told.records_checked_crc > 0
 
 
 def test_the_window_decides_what_rocketmq_rust_recovers(tmp_path):
