@@ -4,12 +4,18 @@ Layers, bottom to top (data flows one way):
 
 * :mod:`rmqlab.format`  — construct schemas and pure codecs (the single source of truth)
 * :mod:`rmqlab.files`   — memory-mapped files and offset-named file queues
+* :mod:`rmqlab.scan`    — passes over many records: acceptance, bulk decode, carving
 * :mod:`rmqlab.store`   — CommitLog, ConsumeQueue, IndexFile, checkpoint; ``StoreReader``
-* :mod:`rmqlab.engine`  — the write path: put, dispatch (reput), flush, clean
-* :mod:`rmqlab.recovery` — start-up recovery as RocketMQ does it
 * :mod:`rmqlab.lookup`  — by queue offset, key, time, msgId
-* :mod:`rmqlab.forensics` — hex views, verify, salvage, diff
+* :mod:`rmqlab.writers` — each file kind's writer, and dispatch (reput)
+* :mod:`rmqlab.recovery` — start-up recovery as RocketMQ does it; where the next start
+  ends the log (``next_start``) and why it cuts (``cause``)
+* :mod:`rmqlab.forensics` — hex views, verify, salvage, diff, judged against the next start
+* :mod:`rmqlab.engine`  — the write path: put, flush, clean, start
 * :mod:`rmqlab.cli`, :mod:`rmqlab.widgets`, :mod:`rmqlab.spark` — ways in
+
+:func:`open_store` opens a store read-only as its next start serves it: the log ends
+where the recovery plan ends it (:func:`rmqlab.recovery.next_start.log_end`).
 """
 
 from .config import MessageStoreConfig
