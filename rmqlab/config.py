@@ -171,6 +171,8 @@ JAVA_NAME_OVERRIDES = {"enabled_append_prop_crc": "enabledAppendPropCRC", "check
 
 
 def _coerce(raw: object, typ: object, key: str, source: str) -> object:
+    if raw is None and str(typ).endswith("| None"):
+        return None  # an optional setting left unsaid (a config handed on as a mapping)
     typ = str(typ).replace(" | None", "")  # an optional setting: its value's type
     if isinstance(raw, str):
         raw = raw.strip()

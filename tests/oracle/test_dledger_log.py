@@ -101,7 +101,7 @@ def test_damage_to_an_entry_ends_the_log_where_dledger_recovery_ends_it(dledger_
     assert rep.stats["log_end"] == base + p == dump["recovery"]["commitLogMaxOffsetAfterRecovery"]
     # what the cut takes, salvaged: the damaged entry's record first (its header is what is wrong)
     cut = salvage_path(ours)
-    assert cut and cut[0].record.physical_offset == base + p + 48 and all(s.where == "after-cut" for s in cut)
+    assert cut and cut[0].record.physical_offset == base + p + 48 and all(s.where == "cut" for s in cut)
     # dump lists what the log holds up to there, and says what follows (exit 1)
     code = main(["dump", str(ours), "--config", str(tmp / "broker.conf"), "--json"])
     rows = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
