@@ -6,7 +6,9 @@ in JSON): bytes RocketMQ no longer serves.  ``dump FILE`` lists one commitlog fi
 record chain as it lies (no store: what the next start does is not known).  Exit
 status: 0; 1 when non-zero bytes follow the end of the log (one warning names the file,
 offset, byte count and the readable records among them: ``rmqlab salvage`` gives them
-back), or when --topic / --queue match no record; 2 when the store cannot be read.
+back), when damage before the end of the log was stepped over (a warning each: RocketMQ
+keeps the records after it, and the listing goes on at the next record carved after
+it), or when --topic / --queue match no record; 2 when the store cannot be read.
 """
 
 from __future__ import annotations
@@ -92,29 +94,49 @@ def _dump(args) -> tuple[int, int]:
 
 
 def _list(store, args, end: int, progress) -> int:
-    """List the records up to ``end`` (or ``--to``); the exit status."""
+    """List the records up to ``end`` (or ``--to``); the exit status.  Damage before the
+    end of the log (in a file the next start does not walk, so RocketMQ keeps the records
+    after it and serves those its queues point at) is stepped over with a warning, the
+    listing going on at the next record carved after it."""
     stop = end if args.end is None else min(args.end, end)
-    listed = 0
-    try:
-        if args.json:
-            listed = _json(store, args, stop, progress)
-            return _nothing_matched(args, listed) or _after_the_end(store, end, args)
-        base = store.commitlog.min_offset
-        for n, rec in enumerate(store.commitlog.iter_records(args.start, stop, include_blank=True)):
-            if selected(rec, args):
-                _print(rec, args)
-                listed += not rec.is_blank
-            if n % 4096 == 0:
-                progress.update(rec.physical_offset - base, n)
-    except RecordError as err:
-        at = int(Path(err.file).name) + (err.offset or 0)
-        if not store.dead_past(at):
-            raise
-        # the end of the log, as RocketMQ's walk finds it: what follows is dead bytes
-        print(f"rmqlab dump: the log ends at {at} ({err.file} @ {err.offset}); the bytes after it are dead "
-              "(a clean exit, and no queue or index entry points there: see `rmqlab verify`)", file=sys.stderr)
-        return 1
-    return _nothing_matched(args, listed) or _after_the_end(store, end, args)
+    listed, start, stepped = 0, args.start, 0
+    base = store.commitlog.min_offset
+    while True:
+        try:
+            if args.json:
+                listed += _json(store, args, stop, progress, start)
+            else:
+                for n, rec in enumerate(store.commitlog.iter_records(start, stop, include_blank=True)):
+                    if selected(rec, args):
+                        _print(rec, args)
+                        listed += not rec.is_blank
+                    if n % 4096 == 0:
+                        progress.update(rec.physical_offset - base, n)
+            break
+        except RecordError as err:
+            at = int(Path(err.file).name) + (err.offset or 0)
+            if store.dead_past(at):
+                # the end of the log, as RocketMQ's walk finds it: what follows is dead bytes
+                print(f"rmqlab dump: the log ends at {at} ({err.file} @ {err.offset}); the bytes after it are dead "
+                      "(a clean exit, and no queue or index entry points there: see `rmqlab verify`)", file=sys.stderr)
+                return 1
+            start = _resume_after(store, at, stop)
+            stepped += 1
+            print(f"rmqlab dump: {err}; the log goes on to {end} (the next start does not read this damage): "
+                  + (f"listing again from {start}, the next record carved after it" if start is not None else "no record after it before the end"),
+                  file=sys.stderr)
+            if start is None:
+                break
+    return _nothing_matched(args, listed) or _after_the_end(store, end, args) or (1 if stepped else 0)
+
+
+def _resume_after(store, at: int, stop: int) -> int | None:
+    """Where the listing goes on after damage at ``at``: the next record carved after it
+    (:mod:`rmqlab.scan.carve`: size, own offset and CRC agree) before ``stop``, or None."""
+    from ..scan.carve import carve_past
+
+    nxt = next(carve_past(store.commitlog.queue.files, at + 1), None)
+    return nxt.record.physical_offset if nxt is not None and nxt.record.physical_offset < stop else None
 
 
 def _print(rec, args) -> None:
@@ -212,9 +234,10 @@ def _after_the_end(store, end: int, args) -> int:
     return 1
 
 
-def _json(store, args, stop: int, progress) -> int:
-    """The same records, decoded and serialised in bulk (a batch of lines per write);
-    how many message records were written."""
+def _json(store, args, stop: int, progress, start: int | None = None) -> int:
+    """The same records from ``start`` (default --from), decoded and serialised in bulk (a
+    batch of lines per write); how many message records were written.  Raises the
+    :class:`RecordError` of damage after writing the records before it."""
     import pyarrow.compute as pc
 
     from ..scan.decode import KIND_BLANK
@@ -222,7 +245,7 @@ def _json(store, args, stop: int, progress) -> int:
 
     filtered = args.topic is not None or args.queue is not None
     base, records, written = store.commitlog.min_offset, 0, 0
-    for batch in store.commitlog.batches(args.start, stop):
+    for batch in store.commitlog.batches(args.start if start is None else start, stop):
         records += batch.num_rows
         progress.update(batch.column("physical_offset")[-1].as_py() - base, records)
         if args.topic is not None:

@@ -143,3 +143,25 @@ def test_a_recovered_copy_serves_what_its_recovery_left(tmp_path):
     agree(out)
     proc = _json("queue", out, "--topic", "Orders", "--queue-id", "0")
     assert "cuts them" not in proc.stderr
+
+
+@pytest.mark.parametrize("json_lines", [False, True], ids=["text", "json"])
+def test_dump_lists_what_the_next_start_serves_past_damage_it_never_reads(tmp_path, json_lines):
+    """A size that lies in file 2 of a cleanly shut down store: the next start walks the
+    last files only, so the log still ends at 363733 and RocketMQ serves the records after
+    the damage. dump lists every record but the damaged one, says where it stepped over
+    damage and goes on at the next record carved after it (exit 1: something to see)."""
+    import struct
+
+    src = copy_store("clean", tmp_path)
+    manifest = json.loads((REFERENCE / "clean" / "manifest.json").read_text())["messages"]
+    bad = [m for m in manifest if m["physicalOffset"] // FILE == 2][3]
+    with open(src / "commitlog" / f"{2 * FILE:020d}", "r+b") as fh:
+        fh.seek(bad["physicalOffset"] - 2 * FILE)
+        fh.write(struct.pack(">i", 10 * FILE))
+    assert recover(src).commitlog_end == 363733
+    proc = _json("dump", src, *(["--json"] if json_lines else []))
+    listed = [json.loads(line)["physical_offset"] for line in proc.stdout.splitlines()] if json_lines else [
+        int(line.split()[0]) for line in proc.stdout.splitlines()]
+    assert listed == [m["physicalOffset"] for m in manifest if m is not bad]
+    assert proc.returncode == 1 and "BAD_SIZE" in proc.stderr and "the log goes on to 363733" in proc.stderr

@@ -48,8 +48,10 @@ def test_wrong_magic_names_file_and_offset(store_copy):
         list(open_store(root).commitlog.iter_records())
     assert exc.value.kind == BAD_MAGIC and exc.value.offset == 135 and str(f) in str(exc.value)
     proc = cli("dump", root)
-    assert_clean_error(proc, f, "offset 135", "BAD_MAGIC")
-    assert proc.stdout.count("\n") == 1  # the record before the damage was printed
+    # file 0 is not where the next start walks: RocketMQ keeps the records after the damage,
+    # dump names the damage on stderr and goes on after it (exit 1)
+    assert proc.returncode == 1 and all(w in proc.stderr for w in (str(f), "offset 135", "BAD_MAGIC")) and "Traceback" not in proc.stderr
+    assert proc.stdout.splitlines()[0].split()[0] == "0" and int(proc.stdout.splitlines()[1].split()[0]) > 135  # the record before, then past the damage
     assert digest(root) == before
 
 
@@ -58,7 +60,8 @@ def test_length_pointing_past_end_of_file(store_copy):
     f = root / "commitlog" / FIRST
     poke(f, 388, struct.pack(">i", 70000))  # totalSize of the third record
     proc = cli("dump", root, "--json")
-    assert_clean_error(proc, f, "offset 388", "BAD_SIZE", "70000")
+    assert proc.returncode == 1 and all(w in proc.stderr for w in (str(f), "offset 388", "BAD_SIZE", "70000")) and "Traceback" not in proc.stderr
+    assert len(proc.stdout.splitlines()) > 2  # the records after the damage the next start never reads
 
 
 def test_huge_inner_length_is_checked_before_use(store_copy):
