@@ -21,7 +21,7 @@ def complete_findings(findings: list, store, config, rocketmq_version: str | Non
     consumers, and those findings become errors.  ``rocketmq_version``: whose recovery
     (default: the release the store shows; where releases would recover it differently,
     the findings say which one they follow).  ``recovery``: the plan's dry-run report
-    when the caller has it (:attr:`VerifyReport.recovery`), else it is planned here."""
+    when the caller has a whole one, else it is planned here."""
     behind = [f for f in findings if f.kind == "CQ_BEHIND"]
     missing = [f for f in findings if f.kind == "INDEX_MISSING"]
     if not behind and not missing:

@@ -1809,13 +1809,14 @@ def verify_store(root: str | os.PathLike, config: MessageStoreConfig | None = No
 
 
 def next_start_report(root, config: MessageStoreConfig | None = None, rocketmq_version: str | None = None):
-    """The recovery plan's dry-run report for the store (what its next start does), or
-    None where none can be made (the store's bytes stop the plan: verify says why)."""
+    """What the store's next start does, as far as verify judges by it (the recovery plan's
+    outcome: the end of the log, the records lost, the cause; ``scope`` "outcome"), or None
+    where no plan can be made (the store's bytes stop the plan: verify says why)."""
     from ..errors import RmqlabError
     from ..recovery.recover import plan
 
     try:
-        p = plan(root, config=config, rocketmq_version=rocketmq_version)
+        p = plan(root, config=config, rocketmq_version=rocketmq_version, outcome_only=True)
     except RmqlabError:
         return None
     p.close()

@@ -1300,6 +1300,7 @@ def plan(
     reindex: bool = False,
     rocketmq_version: str | None = None,
     log_only: bool = False,
+    outcome_only: bool = False,
 ) -> RecoveryPlan:
     """Decide, read-only, what RocketMQ 5.3's start-up recovery does to the store at
     ``store``: one scan of the log, the consume queues and the index, and a read-only
@@ -1322,6 +1323,9 @@ def plan(
     ``log_only`` stops once the end of the log is decided (the start file, the walk and
     its stop: ``report.commitlog_end``, ``report.stop``), before re-dispatch and what it
     changes are worked out: :func:`rmqlab.recovery.next_start.log_end` asks that much.
+    ``outcome_only`` goes on to what the cut costs and why (``lost_records``,
+    ``missing_files``, ``cause``) and stops there (``report.scope`` says so): what verify
+    judges its findings against, without re-dispatch's simulation.
     """
     root = Path(store)
     if not root.is_dir():
@@ -1364,10 +1368,15 @@ def plan(
             if db is not None:
                 db.close()
         raise
-    if log_only:
+    if log_only or outcome_only:
         for db in (rocksdb, copy):
             if db is not None:
                 db.close()
+        if outcome_only and p.files:
+            rep.scope = "outcome"
+            _lost_records(rep, p)
+            _missing_files(rep, p)
+            rep.cause = cause_of(rep, cfg, mode_said=config is not None)
         return p
     if reindex and cfg.message_index_enable and p.files:
         _plan_reindex(p, cfg)

@@ -185,6 +185,9 @@ class RecoveryReport:
     stop_is_torn: bool = False
     #: the bytes where the walk stops are zeros (what follows them is not: else the zero tail)
     stop_on_zeros: bool = False
+    #: how much of the plan the report holds: "full", or "outcome" (the end of the log, the
+    #: records lost and the cause, without re-dispatch's changes: plan(outcome_only=True))
+    scope: str = "full"
     #: why the log ends where it does and what that costs (rmqlab.recovery.cause); None: nothing cut
     cause: Cause | None = None
     tail_zeroed: bool = False  # --zero-tail: the non-zero bytes left past the new end in its file were zeroed
