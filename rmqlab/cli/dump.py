@@ -25,7 +25,7 @@ from ..errors import RmqlabError
 from ..format.record import Record, RecordError
 from ..render.text import record_line
 from ..progress import Silent
-from .tail import add_follow_options, follow
+from .tail import FOLLOW_DEFAULTS, add_follow_options, follow
 from .common import OFFSET, add_progress_option, add_store_options, commitlog_bytes, open_from_args, progress_bar, write_bytes
 
 
@@ -54,17 +54,13 @@ def selected(rec: Record, args) -> bool:
     return args.queue is None or rec.queue_id == args.queue
 
 
-#: the options that only mean something with --follow (add_follow_options), and their defaults
-_FOLLOW_ONLY = {"fail_on_data_loss": False, "interval": 0.2, "settle": 5.0, "idle_exit": None, "max_records": None, "follow_progress": False}
-
-
 def run(args) -> int:
     if args.start is not None and args.end is not None and args.end <= args.start:
         raise RmqlabError(f"--to {args.end} is not after --from {args.start}: nothing to dump")
     if args.follow and (args.end is not None or args.dead):
         raise RmqlabError("--follow prints what is appended after the end of the log: it does not go with --to or --dead")
     if not args.follow:
-        given = [k for k, default in _FOLLOW_ONLY.items() if getattr(args, k) != default]
+        given = [k for k, default in FOLLOW_DEFAULTS.items() if getattr(args, k) != default]
         if given:
             flag = "--follow-progress" if given[0] == "follow_progress" else "--" + given[0].replace("_", "-")
             raise RmqlabError(f"{flag} says how to follow the log: it needs --follow (without it, dump lists the log as it is and stops; "
@@ -174,35 +170,26 @@ def _dump_file(args) -> int:
     a log offset inside it), as the file's name places it (0 where it is no offset).
     No store: the end of the log is not known, so the chain's own end is reported."""
     from ..files import MappedFile
-    from ..format.record import decode_record
+    from ..store.commitlog import walk_file
 
     path = Path(args.store)
     base = int(path.name) if path.name.isdigit() and len(path.name) == 20 else 0
     mf = MappedFile(path, base)
     listed, status = 0, 0
     try:
-        buf = mf.buf
         pos = 0 if args.start is None else args.start - base
-        if not 0 <= pos <= len(buf):
-            raise RmqlabError(f"--from {args.start} is not inside {path} (offsets [{base}, {base + len(buf)}))")
-        while pos < len(buf) and (args.end is None or base + pos < args.end):
-            try:
-                rec = decode_record(buf, pos, file=str(path), file_base=base)
-            except RecordError as err:
-                print(f"rmqlab dump: {err}; the file's record chain ends here (`rmqlab salvage {path}` reads the records after it)", file=sys.stderr)
+        if not 0 <= pos <= len(mf.buf):
+            raise RmqlabError(f"--from {args.start} is not inside {path} (offsets [{base}, {base + len(mf.buf)}))")
+        for rec in walk_file(mf.buf, file=str(path), file_base=base, start=pos, end=args.end):
+            if isinstance(rec, RecordError):
+                print(f"rmqlab dump: {rec}; the file's record chain ends here (`rmqlab salvage {path}` reads the records after it)", file=sys.stderr)
                 status = 1
-                break
-            if rec is None:
-                break  # the zero tail
-            if selected(rec, args):
+            elif selected(rec, args):
                 if args.json:
                     write_bytes(json.dumps(rec.to_dict(), ensure_ascii=False).encode() + b"\n")
                 else:
                     _print(rec, args)
                 listed += not rec.is_blank
-            if rec.is_blank:
-                break
-            pos += rec.total_size
     finally:
         mf.close()
     return _nothing_matched(args, listed) or status

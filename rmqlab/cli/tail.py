@@ -35,15 +35,21 @@ def _start(text: str):
         raise argparse.ArgumentTypeError(f"--from takes earliest, latest or an offset, not {text!r}") from None
 
 
+#: the options of following a live log (their dests) and their defaults: what ``dump``
+#: refuses without ``--follow``
+FOLLOW_DEFAULTS = {"follow_progress": False, "fail_on_data_loss": False, "interval": 0.2, "settle": 5.0, "idle_exit": None, "max_records": None}
+
+
 def add_follow_options(p: argparse.ArgumentParser, progress: str = "--progress") -> None:
     """The options of following a live log (``tail``; ``dump --follow``, whose
     ``--progress`` is its listing's, calls this one ``--follow-progress``)."""
+    d = FOLLOW_DEFAULTS
     p.add_argument(progress, dest="follow_progress", action="store_true", help="where it is and how far behind, once a second on stderr")
     p.add_argument("--fail-on-data-loss", action="store_true",
                    help="stop (status 1) when files are deleted before they were read, or printed records are cut by a restart's recovery")
-    p.add_argument("--interval", type=float, default=0.2, metavar="SECONDS", help="how often to look for new records (default 0.2)")
-    p.add_argument("--settle", type=float, default=5.0, metavar="SECONDS",
-                   help="how long a record that does not check may wait, while the log moves on, before it is reported (default 5)")
+    p.add_argument("--interval", type=float, default=d["interval"], metavar="SECONDS", help=f"how often to look for new records (default {d['interval']})")
+    p.add_argument("--settle", type=float, default=d["settle"], metavar="SECONDS",
+                   help=f"how long a record that does not check may wait, while the log moves on, before it is reported (default {d['settle']:g})")
     p.add_argument("--idle-exit", type=float, metavar="SECONDS", help="stop after this long without a new record (default: never)")
     p.add_argument("--max-records", type=number(1, what="a record count"), metavar="N", help="stop after printing N records")
 

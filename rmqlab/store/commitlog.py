@@ -18,6 +18,35 @@ from ..files import MappedFileQueue
 from ..format.record import Record, RecordError, damage_detail, decode_record
 
 
+#: how a walk of one file ended (:func:`walk_file`'s return value)
+BLANK_ENDED, FILE_ENDED, STOPPED = "blank", "file end", "stopped"
+
+
+def walk_file(buf, *, file: str, file_base: int, start: int = 0, end: int | None = None, check_crc: bool = True,
+              read_body: bool = True) -> Iterator[Record | RecordError]:
+    """The record chain of one commitlog file's bytes from in-file position ``start``:
+    each :class:`Record` (MESSAGE and BLANK), and at damage one :class:`RecordError`.
+    Returns how it ended: :data:`BLANK_ENDED` (the walk goes on in the next file),
+    :data:`FILE_ENDED` (the last record ends at the file's last byte), or :data:`STOPPED`
+    (the zero tail, damage, or log offset ``end`` reached)."""
+    pos = start
+    while pos < len(buf):
+        if end is not None and file_base + pos >= end:
+            return STOPPED
+        try:
+            rec = decode_record(buf, pos, file=file, file_base=file_base, check_crc=check_crc, read_body=read_body)
+        except RecordError as err:
+            yield err
+            return STOPPED
+        if rec is None:  # zero tail: the end of the log
+            return STOPPED
+        yield rec
+        if rec.is_blank:
+            return BLANK_ENDED
+        pos += rec.total_size
+    return FILE_ENDED
+
+
 class CommitLog:
     """Read-only CommitLog over ``STORE/commitlog`` (Java ``CommitLog``)."""
 
@@ -66,25 +95,9 @@ class CommitLog:
         that ends the log is recovery's decision.
         """
         for f, pos in self._files_from(start):
-            buf = f.buf
-            while pos < len(buf):
-                if end is not None and f.file_from_offset + pos >= end:
-                    return
-                try:
-                    rec = decode_record(buf, pos, file=str(f.path), file_base=f.file_from_offset, check_crc=check_crc, read_body=read_body)
-                except RecordError as err:
-                    yield err
-                    return
-                if rec is None:  # zero tail: the end of the log
-                    return
-                yield rec
-                if rec.is_blank:
-                    break
-                pos += rec.total_size
-            else:
-                if len(buf) < (self.mapped_file_size or 0):
-                    return  # a short last file simply ends
-                continue
+            how = yield from walk_file(f.buf, file=str(f.path), file_base=f.file_from_offset, start=pos, end=end, check_crc=check_crc, read_body=read_body)
+            if how != BLANK_ENDED and not (how == FILE_ENDED and len(f.buf) >= (self.mapped_file_size or 0)):
+                return  # the zero tail, damage, ``end``, or a short last file: the end of the walk
 
     def iter_records(
         self, start: int | None = None, end: int | None = None, *, check_crc: bool = True, include_blank: bool = False, read_body: bool = True
