@@ -237,8 +237,9 @@ def _salvage_files(queue: MappedFileQueue, include_weak: bool, want: set, fate: 
             before_end = base < end
             if not before_end and CUT not in want:
                 break
-            # where the file's own chain breaks at damage (None: it does not)
-            broken = chain_end_in_file(f.buf) if before_end and PAST_DAMAGE in want or IN_LOG in want else None
+            # where the file's own chain breaks at damage (None: it does not); past the end
+            # of the log every record is cut, wherever the chain breaks
+            broken = chain_end_in_file(f.buf) if before_end and (PAST_DAMAGE in want or IN_LOG in want) else None
             start = 0 if (IN_LOG in want or PAST_DAMAGE in want) else max(0, end - base)
             for c in carve(f.buf, file=str(f.path), file_base=base, start=start, include_weak=include_weak):
                 phy = c.record.physical_offset

@@ -113,8 +113,7 @@ def build_map(root: str | os.PathLike, *, width: int = 1200, findings=(), recove
     from .timeline import feed
 
     # the end of the log is the next start's: the dry run's when given, else asked of the plan
-    planned = recovery is not None and getattr(recovery, "mode", None) != "not modelled"
-    end = recovery.commitlog_end if planned else (lambda: log_end(root))
+    end = recovery.commitlog_end if recovery is not None and recovery.modelled else (lambda: log_end(root))
     with StoreReader(root, strict=False, log_end=end) as store:
         qfiles = list(store.commitlog.queue.files)
         if file is not None:

@@ -82,13 +82,15 @@ class Timeline:
             b, n = np.unique(buckets[sel], return_counts=True)
             for start, count in zip(b.tolist(), n.tolist()):
                 self.cells[(row, start)] += count
-        while (len(self.cells) > MAX_CELLS or self._span_buckets() > MAX_BUCKETS) and self.width != WIDTHS[-1]:
-            self._widen()
+        self._fit()
 
-    def _span_buckets(self) -> int:
-        if self.first_ms is None:
-            return 0
-        return (self.last_ms - self.last_ms % self.width - (self.first_ms - self.first_ms % self.width)) // self.width + 1
+    def _fit(self) -> None:
+        """Widen the buckets while the span needs more than :data:`MAX_BUCKETS` of them
+        (:func:`width_for`, the rule the Spark job picks its width by) or the counted
+        cells pass :data:`MAX_CELLS`."""
+        span_width = width_for(self.first_ms, self.last_ms, 1) if self.first_ms is not None else WIDTHS[0]
+        while (len(self.cells) > MAX_CELLS or self.width < span_width) and self.width != WIDTHS[-1]:
+            self._widen()
 
     @classmethod
     def from_counts(cls, width: int, cells: dict, totals: dict, after_flush: dict, *, first_ms: int | None, last_ms: int | None,
@@ -104,8 +106,7 @@ class Timeline:
         for (topic, start), n in cells.items():
             tl.cells[(topic if topic in tl._tracked else OTHER, start)] += n
         tl.first_ms, tl.last_ms, tl.records = first_ms, last_ms, sum(tl.totals.values())
-        while (len(tl.cells) > MAX_CELLS or tl._span_buckets() > MAX_BUCKETS) and tl.width != WIDTHS[-1]:
-            tl._widen()
+        tl._fit()
         return tl
 
     def _widen(self) -> None:

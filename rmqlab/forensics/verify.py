@@ -142,7 +142,7 @@ class VerifyReport:
         head = f"verify {self.root}: {'OK' if self.ok else 'ERRORS'} — {counts[ERROR]} errors, {counts[WARNING]} warnings, {counts[INFO]} notes"
         lines = [head]
         r = self.recovery
-        if r is not None and r.mode != "not modelled":
+        if r is not None and r.modelled:
             lines.append(f"  outcome  {self.outcome}: {r.outcome()}")
         if self.cause is not None:
             lines.append(f"  cause    {self.cause.line()}")
@@ -1800,10 +1800,11 @@ def verify_store(root: str | os.PathLike, config: MessageStoreConfig | None = No
     (``log_end``) apart from where a walk from the first file stops (``walk_end``)."""
     if recovery is None:
         recovery = next_start_report(root, config, rocketmq_version)
-    planned = recovery is not None and recovery.mode != "not modelled"
-    report = _Verifier(root, config, progress, rocketmq_version, log_end=recovery.commitlog_end if planned else None).run()
-    report.recovery = recovery if planned else None
-    if planned:
+    elif not recovery.modelled:
+        recovery = None
+    report = _Verifier(root, config, progress, rocketmq_version, log_end=None if recovery is None else recovery.commitlog_end).run()
+    report.recovery = recovery
+    if recovery is not None:
         cause_first(report.findings, recovery)
     return report
 
@@ -1811,7 +1812,8 @@ def verify_store(root: str | os.PathLike, config: MessageStoreConfig | None = No
 def next_start_report(root, config: MessageStoreConfig | None = None, rocketmq_version: str | None = None):
     """What the store's next start does, as far as verify judges by it (the recovery plan's
     outcome: the end of the log, the records lost, the cause; ``scope`` "outcome"), or None
-    where no plan can be made (the store's bytes stop the plan: verify says why)."""
+    where no plan can be made (the store's bytes stop the plan, or rmqlab does not model
+    its start-up: verify says why)."""
     from ..errors import RmqlabError
     from ..recovery.recover import plan
 
@@ -1820,7 +1822,7 @@ def next_start_report(root, config: MessageStoreConfig | None = None, rocketmq_v
     except RmqlabError:
         return None
     p.close()
-    return p.report
+    return p.report if p.report.modelled else None
 
 
 def cause_first(findings: list[Finding], recovery) -> None:
@@ -1840,6 +1842,5 @@ def cause_first(findings: list[Finding], recovery) -> None:
     else:
         findings.remove(f)
         f.severity = ERROR
-        if "the next start ends the log" not in f.message:
-            f.message += f"; {cost}"
+        f.message += f"; {cost}"
     findings.insert(0, f)

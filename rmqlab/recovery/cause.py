@@ -28,9 +28,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..config import ASYNC_FLUSH, SYNC_FLUSH, MessageStoreConfig
+from ..config import SYNC_FLUSH, MessageStoreConfig
 
-#: a lost record whose bytes no longer read as a record: known from its queue unit only
+#: a lost record whose bytes do not read as a record (damaged, or never written to disk
+#: before a crash): its consume-queue unit past the new end of the log says where it was,
+#: how big, which queue
 UNREADABLE = "unreadable"
 
 #: the consequences, in the words every output uses (report, verify, recover, map)
@@ -39,7 +41,7 @@ RECOVERS_WITHOUT_LOSS = "crashed, recovers without loss"
 RECORDS_LOST = "records lost"
 NOT_JUDGED = "not judged"
 
-YES, NO, UNKNOWN = "yes", "no", "unknown"
+YES, UNKNOWN = "yes", "unknown"
 
 #: the stop kinds (``StopPoint.kind``, verify's finding kinds) in words
 _WHAT = {
@@ -111,7 +113,7 @@ def broker_role(cfg: MessageStoreConfig) -> str:
 
 def acknowledged(flushed: bool | None, cfg: MessageStoreConfig) -> tuple[str, str]:
     """Whether the broker told the producer of a record stored ``flushed`` (before the
-    checkpoint's last flush; None: unknown) that it was sent: ``(yes|no|unknown, why)``."""
+    checkpoint's last flush; None: unknown) that it was sent: ``(yes|unknown, why)``."""
     role, mode = broker_role(cfg), cfg.flush_disk_type
     if flushed and mode == SYNC_FLUSH:
         return YES, "SYNC_FLUSH answers after the flush, and it had been flushed"
@@ -208,11 +210,11 @@ def consequence_of(rep) -> str:
     """What the next start means for the store: :data:`CLEAN` (a clean exit, nothing
     cut), :data:`RECOVERS_WITHOUT_LOSS` (a crash, nothing cut) or :data:`RECORDS_LOST`;
     :data:`NOT_JUDGED` where rmqlab does not model the start-up."""
-    if rep is None or rep.mode == "not modelled":
+    if rep is None or not rep.modelled:
         return NOT_JUDGED
     if rep.records_lost or rep.records_missing:
         return RECORDS_LOST
     return RECOVERS_WITHOUT_LOSS if rep.mode == "abnormal" else CLEAN
 
 
-__all__ = ["ASYNC_FLUSH", "CLEAN", "Cause", "NOT_JUDGED", "RECORDS_LOST", "RECOVERS_WITHOUT_LOSS", "acknowledged", "cause_of", "consequence_of"]
+__all__ = ["CLEAN", "Cause", "NOT_JUDGED", "RECORDS_LOST", "RECOVERS_WITHOUT_LOSS", "acknowledged", "cause_of", "consequence_of"]

@@ -36,7 +36,7 @@ def log_end(store: str | os.PathLike, *, config: MessageStoreConfig | None = Non
     except RmqlabError:
         return None
     try:
-        return None if p.report.mode == "not modelled" else p.report.commitlog_end
+        return p.report.commitlog_end if p.report.modelled else None
     finally:
         p.close()
 

@@ -77,7 +77,7 @@ from ..rules import ABORT_FILE, BATCH_CONSUMEQUEUE_DIR, CHECKPOINT_FILE, COMMITL
 from ..files.extent import data_regions, nonzero_extent, nonzero_past, zero_runs
 from ..store.layout import commitlog_dirs, recognise
 from ..store.reader import infer_config, lock_state
-from .report import UNREADABLE, CutRange, ReleaseOutcome, GroupLoss, IndexChange, LostRecord, QueueShort, RecoveryReport, StopPoint
+from .report import NOT_MODELLED, UNREADABLE, CutRange, ReleaseOutcome, GroupLoss, IndexChange, LostRecord, QueueShort, RecoveryReport, StopPoint
 from ..scan.acceptance import ILLEGAL_OFFSET, Check, FileScan, check_record, scan_file, shift_scan
 from .cause import cause_of
 from .model import STORE, Queue, RecoveryPlan
@@ -835,19 +835,32 @@ def _lost_records(rep: RecoveryReport, plan: RecoveryPlan) -> None:
         rep.commitlog_end_before = base + last.file_offset + last.length
     else:
         rep.commitlog_end_before = process
+
+
+def _stop_shape(rep: RecoveryReport, plan: RecoveryPlan) -> None:
+    """What the bytes where the walk stops look like, for the cause: zeros there, or the
+    last data of the log torn at its end (nothing readable after the stop, and the
+    non-zero bytes end inside the record it claims to be); and the store time of the
+    last record kept."""
     rep.last_kept_timestamp = _last_kept_timestamp(plan)
     stop = rep.stop
-    if stop is not None:
-        f = next((f for f in files if str(f.path) == stop.file), None)
-        rep.stop_on_zeros = f is not None and not any(bytes(f.buf[stop.file_offset : stop.file_offset + 8]))
-    if stop is not None and not stop.zero_tail and not any(r.physical_offset > process and r.confidence != UNREADABLE for r in lost):
-        # nothing readable after the stop, and the non-zero bytes end inside the record it
-        # claims to be: a write torn at its end
-        f = next((f for f in files if str(f.path) == stop.file), None)
-        if f is not None and stop.file_offset + 4 <= len(f.buf):
-            claimed = struct.unpack_from(">i", f.buf, stop.file_offset)[0]
-            ext = nonzero_extent(f.path, stop.file_offset)
-            rep.stop_is_torn = 0 < claimed <= len(f.buf) - stop.file_offset and ext is not None and ext[1] < stop.file_offset + claimed
+    f = None if stop is None else next((f for f in plan.files if str(f.path) == stop.file), None)
+    if f is None:
+        return
+    at = stop.file_offset
+    rep.stop_on_zeros = not any(bytes(f.buf[at : at + 8]))
+    if not stop.zero_tail and at + 4 <= len(f.buf) and not any(r.physical_offset > plan.process and r.confidence != UNREADABLE for r in rep.lost_records):
+        claimed = struct.unpack_from(">i", f.buf, at)[0]
+        ext = nonzero_extent(f.path, at)
+        rep.stop_is_torn = 0 < claimed <= len(f.buf) - at and ext is not None and ext[1] < at + claimed
+
+
+def _what_the_cut_costs(rep: RecoveryReport, plan: RecoveryPlan, cfg: MessageStoreConfig, *, mode_said: bool) -> None:
+    """The records the cut loses, the files missing from the log, and why (the cause)."""
+    _lost_records(rep, plan)
+    _stop_shape(rep, plan)
+    _missing_files(rep, plan)
+    rep.cause = cause_of(rep, cfg, mode_said=mode_said)
 
 
 def _missing_files(rep: RecoveryReport, plan: RecoveryPlan) -> None:
@@ -1346,7 +1359,7 @@ def plan(
     if unplanned:
         # the classic recovery's decisions would be wrong here (e.g. delete every queue of
         # a DLedger store, whose log is not in commitlog/): no plan is made
-        rep = RecoveryReport(str(root), "dry-run", None, "not modelled", unplanned)
+        rep = RecoveryReport(str(root), "dry-run", None, NOT_MODELLED, unplanned)
         rep.not_modelled = [f"{p.path}: {p.kind} — {p.recovery}" for p in lay.refusals()] or [unplanned]
         return RecoveryPlan(root, cfg, rep)
     # whose rules: the release the user names, else what the store's bytes say
@@ -1374,9 +1387,7 @@ def plan(
                 db.close()
         if outcome_only and p.files:
             rep.scope = "outcome"
-            _lost_records(rep, p)
-            _missing_files(rep, p)
-            rep.cause = cause_of(rep, cfg, mode_said=config is not None)
+            _what_the_cut_costs(rep, p, cfg, mode_said=config is not None)
         return p
     if reindex and cfg.message_index_enable and p.files:
         _plan_reindex(p, cfg)
@@ -1421,9 +1432,7 @@ def plan(
         finally:
             copy.close()
     _start_waits_forever(rep, p, planner.release)
-    _lost_records(rep, p)
-    _missing_files(rep, p)
-    rep.cause = cause_of(rep, cfg, mode_said=config is not None)
+    _what_the_cut_costs(rep, p, cfg, mode_said=config is not None)
     _unfindable_keys(rep, p, cfg)
     _queues_left_short(rep, p, cfg)
     _group_losses(rep, root)

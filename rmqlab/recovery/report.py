@@ -15,7 +15,11 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from .. import reprs
-from .cause import UNREADABLE, Cause  # noqa: F401  (UNREADABLE: its users import it from here)
+from .cause import UNREADABLE, Cause, consequence_of  # noqa: F401  (UNREADABLE: its users import it from here)
+
+
+#: the recovery report's mode where rmqlab makes no plan for the store
+NOT_MODELLED = "not modelled"
 
 
 @dataclass
@@ -40,11 +44,6 @@ class CutRange:
     length: int  # non-zero extent: from the cut to the last non-zero byte
     what: str  # "tail" (after the new end, in the file that holds it) or "file" (a deleted file)
     sidecar: str | None = None  # where the bytes were saved (in-place runs)
-
-
-#: UNREADABLE (rmqlab.recovery.cause): a lost record whose bytes do not read as a record
-#: (damaged, or never written to disk before a crash): its consume-queue entry past the
-#: new end of the log says where it was, how big, which queue
 
 
 @dataclass
@@ -242,9 +241,12 @@ class RecoveryReport:
     @property
     def consequence(self) -> str:
         """clean, crashed and recovers without loss, or records lost (rmqlab.recovery.cause)."""
-        from .cause import consequence_of
-
         return consequence_of(self)
+
+    @property
+    def modelled(self) -> bool:
+        """rmqlab models the store's start-up (a plan was made: not a DLedger log, ...)."""
+        return self.mode != NOT_MODELLED
 
     def queue(self, name: str) -> QueueChange | None:
         return next((q for q in self.queues if q.queue == name), None)
@@ -258,7 +260,7 @@ class RecoveryReport:
         out = []
         what = {"dry-run": "DRY RUN — nothing was changed", "copy": f"applied to a copy: {self.target}", "in-place": f"applied IN PLACE to {self.target}"}[self.applied]
         out.append(f"recover {self.root}  ({what})")
-        if self.mode != "not modelled":
+        if self.modelled:
             out.append(f"  outcome        {self.consequence}: {self.outcome()}")
         if self.cause is not None:
             out.append(f"  cause          {self.cause.line()}")
@@ -266,7 +268,7 @@ class RecoveryReport:
         if self.not_modelled:
             out.append("  NOT APPLICABLE rmqlab does not model what RocketMQ's start-up does with these parts; --out and --in-place refuse:")
             out += [f"                 {p}" for p in self.not_modelled]
-            if self.mode == "not modelled":
+            if not self.modelled:
                 out.append(f"  no plan        {self.mode_reason}")
                 return "\n".join(out)
             out.append("  the plan below is the classic store's recovery only:")

@@ -343,8 +343,6 @@ def verify(spark, path, *, config=None):
     spark.dataSource.register(ChecksDataSource)
     # the next start's dry run, once on the driver: every task judges against its end of the log
     recovery = next_start_report(root, config)
-    if recovery is not None and recovery.mode == "not modelled":
-        recovery = None
     opts = {"path": root, "storeConfig": config_option(config)}
     if recovery is not None:
         opts["logEnd"] = str(recovery.commitlog_end)

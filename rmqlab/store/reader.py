@@ -13,8 +13,8 @@ from __future__ import annotations
 import os
 from collections import Counter
 from dataclasses import dataclass
-from typing import Callable
 from pathlib import Path
+from typing import Callable
 
 from .. import reprs
 from ..config import MessageStoreConfig
