@@ -145,10 +145,12 @@ def batch_note(store: StoreReader, topic: str, queue_id: int, queue_offset: int)
             f"[{u.msg_base_offset}, {u.msg_base_offset + u.batch_size}) ({u.file} @ {u.position}); RocketMQ serves the batch's one record")
 
 
-def entries_past_the_log(store: StoreReader, topic: str, queue_id: int) -> int:
-    """How many of the queue's last units point at or past where the log ends (a
-    crashed store not yet recovered): RocketMQ's recovery cuts them
-    (``truncateDirtyLogicFiles``), so its answers count the queue without them."""
+def served_range(store: StoreReader, topic: str, queue_id: int) -> tuple[int, int, int]:
+    """``(min, max, cut)``: the queue offsets the store's next start serves, and how many
+    of the queue's last offsets it cuts.  The units at or past where the log ends (a
+    crash dispatched them; the store is not recovered yet) are cut by RocketMQ's
+    recovery (``ConsumeQueue.truncateDirtyLogicFiles``), so every answer after the next
+    start counts the queue without them: ``max`` is the queue's end after that cut."""
     cq = store.consume_queue(topic, queue_id)
     lo, hi = cq.valid_range(store.commitlog.min_offset)
     end = store.commitlog.served_end()
@@ -158,7 +160,13 @@ def entries_past_the_log(store: StoreReader, topic: str, queue_id: int) -> int:
         if e is None or e.commitlog_offset < end:
             break
         n += 1
-    return n
+    return lo, hi - n, n
+
+
+def entries_past_the_log(store: StoreReader, topic: str, queue_id: int) -> int:
+    """How many of the queue's last offsets point at or past where the log ends: what
+    the next start cuts of it (:func:`served_range`'s third number)."""
+    return served_range(store, topic, queue_id)[2]
 
 
 def get_messages(store: StoreReader, topic: str, queue_id: int, start: int = 0, max_count: int | None = None, tags_code: int | None = None):
@@ -448,9 +456,14 @@ def _search_file(store: StoreReader, f, timestamp: int, boundary: BoundaryType, 
 # -- consumer progress ---------------------------------------------------------------------
 @dataclass
 class QueueProgress:
-    """One queue of one consumer group, as ``mqadmin consumerProgress`` shows it (Java
-    ``AdminBrokerProcessor.getConsumeStats``: brokerOffset = the queue's max offset,
-    consumerOffset = the committed one, 0 when the group committed none; diff = lag)."""
+    """One queue of one consumer group, as ``mqadmin consumerProgress`` shows it after
+    the store's next start (Java ``AdminBrokerProcessor.getConsumeStats``: brokerOffset
+    = the queue's max offset, consumerOffset = the committed one, 0 when the group
+    committed none; diff = lag).  ``max_offset`` is the queue's end once that start has
+    cut the units past the end of the log (:func:`served_range`); ``units_cut`` says
+    how many it cuts, ``unconsumed_cut`` how many of those the group had not consumed:
+    they are gone, and not in ``lag`` (the same count as the recovery report's
+    ``GroupLoss.unconsumed_lost``)."""
 
     group: str
     topic: str
@@ -461,6 +474,8 @@ class QueueProgress:
     lag: int  # max_offset - (committed_offset or 0); negative: committed past the end
     next_store_timestamp: int | None  # store time of the next message to consume, if any
     note: str | None = None
+    units_cut: int = 0  # the queue's last offsets the next start cuts (past the end of the log)
+    unconsumed_cut: int = 0  # of those, the ones at or past the committed offset: lost to this group
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
@@ -469,14 +484,26 @@ class QueueProgress:
 def consumer_progress(store: StoreReader, offsets, group: str | None = None) -> list[QueueProgress]:
     """Every queue of every ``topic@group`` of ``offsets``
     (:class:`rmqlab.store.metadata.ConsumerOffsets`), and the other queues of the
-    topic the store holds: committed offset, the queue's [min, max), the lag, the store
-    time of the next message to consume.  A committed offset past the queue's end (a
-    crash that rolled the queue back) gives a negative lag and a note; one below its
-    min offset, a note (those messages were cleaned up)."""
+    topic the store holds, as the store's next start leaves them: committed offset, the
+    queue's [min, max) after the cut of units past the end of the log, the lag, the
+    store time of the next message to consume, what the cut takes from the group.  A
+    committed offset past the queue's end (a crash that rolled the queue back, or the
+    cut) gives a negative lag and a note; one below its min offset, a note (those
+    messages were cleaned up)."""
     min_off = store.commitlog.min_offset
     present: dict[str, set[int]] = {}
     for q in store.queue_ids():
         present.setdefault(q.topic, set()).add(q.queue_id)
+    ranges: dict[tuple[str, int], tuple[int, int, int] | StoreFormatError] = {}
+
+    def served(topic: str, qid: int):
+        if (topic, qid) not in ranges:  # once per queue, however many groups read it
+            try:
+                ranges[topic, qid] = served_range(store, topic, qid)
+            except StoreFormatError as err:
+                ranges[topic, qid] = err
+        return ranges[topic, qid]
+
     out = []
     for (topic, g), queues in sorted(offsets.table.items()):
         if group is not None and g != group:
@@ -484,18 +511,25 @@ def consumer_progress(store: StoreReader, offsets, group: str | None = None) -> 
         for qid in sorted(set(queues) | present.get(topic, set())):
             committed = queues.get(qid)
             note = None
-            lo = hi = 0
+            lo = hi = cut = 0
             if qid in present.get(topic, set()):
-                try:
-                    lo, hi = store.consume_queue(topic, qid).valid_range(min_off)
-                except StoreFormatError as err:
-                    note = f"the consume queue cannot be read: {err}"
+                r = served(topic, qid)
+                if isinstance(r, StoreFormatError):
+                    note = f"the consume queue cannot be read: {r}"
+                else:
+                    lo, hi, cut = r
             else:
                 note = "no consume queue in the store (the committed offset refers to nothing here)"
             consumer = committed if committed is not None else 0
+            unconsumed_cut = max(0, hi + cut - max(consumer, hi)) if cut else 0
             nxt = None
             if committed is not None and committed > hi:
-                note = note or f"committed offset {committed} is past the queue's end {hi}: the queue lost its tail (a crash or a recovery cut it) after the group consumed it"
+                if cut and committed <= hi + cut:
+                    note = note or (f"committed offset {committed} is in the {cut} unit(s) the next start cuts (past the end of the log): "
+                                    f"the queue then ends at {hi}; the broker answers the group's pull OFFSET_OVERFLOW_BADLY and a master moves it back to {hi} "
+                                    "(DefaultMessageStore.getMessage), so it consumes the messages put after the start from there")
+                else:
+                    note = note or f"committed offset {committed} is past the queue's end {hi}: the queue lost its tail (a crash or a recovery cut it) after the group consumed it"
             elif committed is not None and committed < lo:
                 note = note or f"committed offset {committed} is below the queue's min offset {lo}: those messages were deleted; the group resumes at {lo}"
             if note is None and max(consumer, lo) < hi:
@@ -504,5 +538,5 @@ def consumer_progress(store: StoreReader, offsets, group: str | None = None) -> 
                     nxt = rec.store_timestamp
                 except StoreFormatError as err:
                     note = f"the next message cannot be read: {err}"
-            out.append(QueueProgress(g, topic, qid, committed, lo, hi, hi - consumer, nxt, note))
+            out.append(QueueProgress(g, topic, qid, committed, lo, hi, hi - consumer, nxt, note, cut, unconsumed_cut))
     return out

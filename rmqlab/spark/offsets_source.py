@@ -27,6 +27,8 @@ SCHEMA = StructType(
         StructField("lag", LongType()),
         StructField("next_store_timestamp", LongType()),
         StructField("note", StringType()),
+        StructField("units_cut", LongType()),
+        StructField("unconsumed_cut", LongType()),
     ]
 )
 
@@ -58,8 +60,11 @@ class OffsetsDataSource(StoreDataSource):
         lag.where("lag < 0").show()                         # committed past a queue's end (a crash rolled it back)
 
     Columns: ``group``, ``topic``, ``queue_id``, ``committed_offset`` (null: the group
-    committed nothing for this queue), ``min_offset``, ``max_offset``, ``lag``,
-    ``next_store_timestamp`` (store time of the next message to consume), ``note``.
+    committed nothing for this queue), ``min_offset``, ``max_offset`` (the queue's end
+    once the store's next start cuts its units past the end of the log), ``lag``,
+    ``next_store_timestamp`` (store time of the next message to consume), ``note``,
+    ``units_cut`` (the queue offsets that start cuts) and ``unconsumed_cut`` (of those,
+    the ones the group had not consumed: lost to it, and not in ``lag``).
 
     Path: a store root on a local (or NFS) path: the offsets live in ``config/``, beside
     the consume queues.  With ``pushdown``, a query's ``group`` filter leaves the other

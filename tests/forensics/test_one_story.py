@@ -64,11 +64,26 @@ def agree(root: Path) -> None:
     assert (dump.returncode == 1) == bool(rep.cut_bytes)
     if rep.cut_bytes:
         assert f"the log ends at {end}" in dump.stderr and f"{len(readable)} readable record(s)" in dump.stderr
+    # offsets: each queue as the next start leaves it; what the cut takes from each group is recovery's
+    off = run_rmqlab("offsets", root, "--json")
+    if off.returncode == 0:
+        losses = {(g.group, g.queue): g for g in rep.group_losses}
+        for r in map(json.loads, off.stdout.splitlines()):
+            if r["committed_offset"] is None:
+                continue
+            g = losses.get((r["group"], f"{r['topic']}/{r['queue_id']}"))
+            assert r["unconsumed_cut"] == (g.unconsumed_lost if g else 0), r
+            if g is not None:
+                assert r["max_offset"] == g.new_max_offset and r["units_cut"] == g.cut_to - g.cut_from, r
     # the report: its verdict, its recovery part and its findings
     report = json.loads(_json("report", root, "--format", "json").stdout)
     assert report["verdict"]["records_cut"] == lost and report["verdict"]["consequence"] == rep.consequence
     assert report["recovery"]["commitlog_end"] == report["verdict"]["commitlog_end"] == report["findings"]["stats"]["log_end"] == end
     assert (report["verdict"]["cause"] or {}).get("kind") == (rep.cause.kind if rep.cause else None)
+    by_group = {}
+    for g in rep.group_losses:
+        by_group[g.group] = by_group.get(g.group, 0) + g.unconsumed_lost
+    assert {g["group"]: g["lost_unconsumed"] for g in report["consumers"].get("groups", []) if g["lost_unconsumed"]} == {k: v for k, v in by_group.items() if v}
     assert report["verdict"]["level"] == ("bad" if lost or report["findings"]["counts"]["error"] else "warn" if rep.mode == "abnormal" else "good")
 
 

@@ -123,8 +123,19 @@ def test_recovery_says_what_its_cut_costs_each_group(tmp_path):
     assert "group loss     slow on TopicB/2: 1 cut message(s)" in rep.to_text()
     out = tmp_path / "recovered"
     recover(root, out=out)
-    rows = {r["group"]: r for r in map(json.loads, cli("offsets", out, "--json").stdout.splitlines()) if r["topic"] == "TopicB" and r["queue_id"] == 2}
+
+    def rows_of(store):
+        return {r["group"]: r for r in map(json.loads, cli("offsets", store, "--json").stdout.splitlines()) if r["topic"] == "TopicB" and r["queue_id"] == 2}
+
+    rows = rows_of(out)
     assert rows["fast"]["lag"] == after - 53 < 0 and rows["caught"]["lag"] == 0 and rows["slow"]["lag"] == after - 40
+    # before the recovery, offsets counts the queues as that start will leave them: the same
+    # max and lag, and the cut named (what it takes from each group is the report's loss)
+    before = rows_of(root)
+    assert {g: (r["max_offset"], r["lag"]) for g, r in before.items()} == {g: (r["max_offset"], r["lag"]) for g, r in rows.items()}
+    assert {g: (r["units_cut"], r["unconsumed_cut"]) for g, r in before.items()} == {g: (1, losses[g].unconsumed_lost) for g in before}
+    assert all(r["units_cut"] == 0 for r in rows.values())
+    assert "OFFSET_OVERFLOW_BADLY" in before["fast"]["note"]
 
 
 def test_a_bak_that_differs_only_in_data_version_is_not_a_divergence(store):
