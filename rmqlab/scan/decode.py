@@ -142,6 +142,12 @@ ARROW_SCHEMA = pa.schema(
 COLUMNS = ARROW_SCHEMA.names
 
 KIND_MESSAGE = "MESSAGE"
+
+
+def crc_damage(file: str, pos: int, kind: str, physical_offset: int) -> RecordError:
+    """The damage a record whose stored CRC does not match is (``BODY_CRC`` or
+    ``PROPERTY_CRC``): what a strict scan raises and a lenient row's ``error`` says."""
+    return RecordError(file, pos, kind, f"stored CRC does not match the recomputed one (record at physical offset {physical_offset})")
 KIND_BLANK = "BLANK"
 
 
@@ -742,9 +748,7 @@ def _decode_positions(ctx: _Ctx, P: np.ndarray) -> tuple[pa.RecordBatch | None, 
             first = int(np.argmin(crc_ok))
             kind = BODY_CRC if not body_ok[first] else PROPERTY_CRC
             if ctx.mode == "strict":
-                raise RecordError(
-                    ctx.file, int(P[first]), kind, f"stored CRC does not match the recomputed one (record at physical offset {ctx.file_base + int(P[first])})"
-                )
+                raise crc_damage(ctx.file, int(P[first]), kind, ctx.file_base + int(P[first]))
             kinds = np.where(body_ok, np.where(prop_state == 2, 2, 0), 1)
     # after the bodies: a 4 KiB record's properties are then still in the cache
     # (~5% on 4 KiB records, measured A/B)
@@ -989,7 +993,7 @@ def _small_range(ctx: _Ctx, pos: int, stop: int):
             if ctx.mode == "strict":
                 if rows:
                     yield _rows_batch(rows, ctx.java_properties)
-                raise RecordError(ctx.file, pos, kind, f"stored CRC does not match the recomputed one (record at physical offset {ctx.file_base + pos})")
+                raise crc_damage(ctx.file, pos, kind, ctx.file_base + pos)
         keep = (ctx.topics is None or rec.topic.encode("utf-8") in ctx.topics) and (ctx.start_time is None or rec.store_timestamp >= ctx.start_time) and (
             ctx.end_time is None or rec.store_timestamp < ctx.end_time)
         if keep:
@@ -1068,7 +1072,7 @@ def _event(ctx: _Ctx, pos: int, stop: int):
     if ctx.verify_crc and not rec.crc_ok:
         kind = BODY_CRC if not rec.body_crc_ok else PROPERTY_CRC
         if ctx.mode == "strict":
-            raise RecordError(ctx.file, pos, kind, "stored CRC does not match the recomputed one")
+            raise crc_damage(ctx.file, pos, kind, ctx.file_base + pos)
     batch, bad = _decode_positions(ctx, np.array([pos], np.int64))
     if batch is not None and batch.num_rows:
         yield batch
@@ -1131,7 +1135,7 @@ def decode_positions(
             pos = int(P[i + bad])
             rec = decode_record(a, pos, file=file, file_base=file_base, check_crc=verify_crc, read_body=include_body)  # raises the exact damage
             if rec is not None and not rec.is_blank and verify_crc and not rec.crc_ok:
-                raise RecordError(file, pos, BODY_CRC if not rec.body_crc_ok else PROPERTY_CRC, "stored CRC does not match the recomputed one")
+                raise crc_damage(file, pos, BODY_CRC if not rec.body_crc_ok else PROPERTY_CRC, file_base + pos)
             raise RecordError(file, pos, BAD_MAGIC, "no message record starts here")
         i = j
 

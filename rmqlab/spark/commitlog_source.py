@@ -75,11 +75,16 @@ SPLIT_SIZE = _paths.Option("splitSize", "size", DEFAULT_SPLIT_SIZE, (
     "bytes per partition (``64MiB`` style accepted). A split owns the records that start inside it and finds its "
     "first record by resynchronisation; any split size gives exactly the rows of whole-file scans. Each Python task "
     "costs Spark a fixed time whatever it reads (:data:`rmqlab.spark.session.WORKER_SETTINGS`), hence large splits."))
+PAST_END = _paths.Option("pastEnd", "bool", False, (
+    "read on past the end of the log. By default a store root on a local path is read as its next start serves it: the "
+    "rows stop where that start ends the log (the recovery plan's end, as ``rmqlab dump`` and ``rmqlab recover`` print "
+    "it), the damage that ends it the last row; ``true`` reads every record of every file, the cut bytes too (what "
+    "``rmqlab salvage`` gives back). A commitlog directory, a single file or a store on shared storage is read whole."))
 COMMITLOG_DIRS = _paths.Option("commitlogDirs", "list", None, (
     "the other directories of a log spread over several (``storePathCommitLog=/d1/commitlog,/d2/commitlog``), "
     "comma-separated; ``load()`` names the store root."))
 OPTIONS = (MODE, VERIFY_CRC, INCLUDE_BODY, TOPICS, START_TIME, END_TIME, COLUMNS, PUSHDOWN, PUSHDOWN_QUEUES, BATCH_ROWS, SPLIT_SIZE,
-           COMMITLOG_DIRS, *_paths.FS_OPTIONS)
+           PAST_END, COMMITLOG_DIRS, *_paths.FS_OPTIONS)
 #: bytes read past a split's end on non-local filesystems, where a record that starts in
 #: the split may end: most records are far smaller, and one that runs further asks for
 #: more (NeedMoreBytes) and gets all it needs in one more read
@@ -143,6 +148,10 @@ class CommitLogSplit(InputPartition):
     #: the range holds whole records only, the last ending at ``stop`` (a stream's
     #: micro-batch of a live log): walked from ``start``, nothing past ``stop`` looked at
     whole: bool = False
+    #: where the store's next start ends the log (physical offset), for a split that
+    #: reaches it: its rows at or past it are not served (but the damage that ends the
+    #: log, the row exactly there); None: every row (option ``pastEnd``, or no plan)
+    log_end: int | None = None
 
 
 class CommitLogDataSource(StoreDataSource):
@@ -174,6 +183,12 @@ class CommitLogDataSource(StoreDataSource):
         # FAILFAST stops at the first
         bad = spark.read.format("rocketmq").load(path).where("error IS NOT NULL")
 
+        # the rows stop where the store's next start ends the log (a crashed store: where
+        # its recovery cuts); pastEnd reads the cut too
+        from rmqlab.recovery.next_start import log_end
+        cut = (spark.read.format("rocketmq").option("pastEnd", "true").load(path)
+               .where(f"physical_offset >= {log_end(path)}"))
+
     **Columns** — those of ``rmqlab dump --json`` (:meth:`rmqlab.format.record.Record.to_dict`):
     ``physical_offset`` (where the record is), ``total_size``, ``magic``, ``body_crc``,
     ``crc_ok`` (null with ``verifyCrc=false``), ``queue_id``, ``flag``,
@@ -185,7 +200,8 @@ class CommitLogDataSource(StoreDataSource):
     as stored), ``msg_id`` (offset msgId); plus ``file`` (the commitlog file),
     ``kind`` (``MESSAGE``, ``BLANK``, or in lenient mode a damage kind:
     ``BAD_MAGIC``, ``BAD_SIZE``, ``SIZE_MISMATCH``, ``TRUNCATED``, ``BODY_CRC``,
-    ``PROPERTY_CRC``) and ``error`` (the damage, with file and offset; else null); and
+    ``PROPERTY_CRC``) and ``error`` (the damage, with file and offset, on every damaged
+    row; else null); and
     ``keys`` and ``uniq_key``, the ``KEYS`` and ``UNIQ_KEY`` properties as RocketMQ's own
     map holds them (what it indexes; what key queries filter on).
 
@@ -193,7 +209,11 @@ class CommitLogDataSource(StoreDataSource):
 
     Each file is scanned on its own (a BLANK ends a file; a zero tail is skipped), so
     the rows are those of :meth:`rmqlab.store.commitlog.CommitLog.walk` on a store
-    whose files all follow each other — which RocketMQ's are.
+    whose files all follow each other — which RocketMQ's are.  A store root on a local
+    path is read as its next start serves it (``rmqlab dump``'s records, the damage it
+    warns of as rows): up to where that start ends the log
+    (:func:`rmqlab.recovery.next_start.log_end`, asked once on the driver), unless
+    ``pastEnd``.
     """
 
     SCHEMA = SCHEMA
@@ -240,11 +260,41 @@ class CommitLogReader(StoreSourceReader):
         self.batch_rows = BATCH_ROWS.read(options)
         #: more directories of a log spread over several (storePathCommitLog; --commitlog-dir)
         self.commitlog_dirs = COMMITLOG_DIRS.read(options) or []
+        self.past_end = PAST_END.read(options)
+        self._log_end: list[int | None] = []  # asked once, on the driver
         # self.pushed (PushdownCommitLogReader's pushFilters) reaches read() in each split
         # (CommitLogSplit.pushed)
 
+    def log_end(self) -> int | None:
+        """Where the store's next start ends its log, for a store root on a local path
+        read without ``pastEnd`` (:func:`rmqlab.recovery.next_start.log_end`); else None:
+        every row is read."""
+        if not self._log_end:
+            import os
+
+            end = None
+            local = "://" not in self.path or self.path.startswith("file://")
+            root = self.path[len("file://") :] if self.path.startswith("file://") else self.path
+            if not self.past_end and local and not self.commitlog_dirs and os.path.isdir(os.path.join(root, COMMITLOG_DIR)):
+                from ..recovery.next_start import log_end
+
+                end = log_end(root)
+            self._log_end.append(end)
+        return self._log_end[0]
+
+    def served(self, splits: list) -> list:
+        """``splits`` as the next start serves the log: those past its end left out, those
+        reaching it told where it is (:attr:`CommitLogSplit.log_end`)."""
+        end = self.log_end()
+        if end is None:
+            return splits
+        kept = [s if s.file_base + s.stop <= end else replace(s, log_end=end) for s in splits if s.file_base + s.start <= end]
+        if not kept and splits:  # Spark wants a partition: one that serves nothing
+            kept = [replace(splits[0], log_end=end)]
+        return kept
+
     def partitions(self):
-        splits = plan_splits(self.path, self.split_size, self.fs, self.commitlog_dirs)
+        splits = self.served(plan_splits(self.path, self.split_size, self.fs, self.commitlog_dirs))
         if not self.pushed:
             return splits
         plan = self.plan(splits)
@@ -260,7 +310,7 @@ class CommitLogReader(StoreSourceReader):
         ``describe()`` says how much, what narrowed it and where it fell back."""
         from . import pushdown
 
-        splits = plan_splits(self.path, self.split_size, self.fs, self.commitlog_dirs) if splits is None else splits
+        splits = self.served(plan_splits(self.path, self.split_size, self.fs, self.commitlog_dirs)) if splits is None else splits
         if not splits:
             return pushdown.ReadPlan([])
         fs, _ = _paths.filesystem(splits[0].uri, self.fs)
@@ -284,11 +334,12 @@ class CommitLogReader(StoreSourceReader):
         if hi is not None:
             end_time = hi + 1 if end_time is None else min(end_time, hi + 1)
         columns = self.columns or SCHEMA.fieldNames()
-        extra = self.drop_malformed and "error" not in columns  # DROPMALFORMED reads the error column to drop by
+        # what the rows are judged by (the end of the log, the damage's words, what
+        # DROPMALFORMED drops) is read with them, and left out again
+        extra = [c for c in ("physical_offset", "kind", "error") if c not in columns]
         batches = read_split(partition, mode=self.mode, verify_crc=self.verify_crc, include_body=self.include_body, topics=topics,
-                             start_time=start_time, end_time=end_time, columns=columns + ["error"] if extra else columns, batch_rows=self.batch_rows)
-        if self.drop_malformed:
-            batches = _well_formed(batches, extra)
+                             start_time=start_time, end_time=end_time, columns=columns + extra, batch_rows=self.batch_rows)
+        batches = _as_served(batches, partition, self.drop_malformed, extra)
         if not pushed:
             yield from batches
             return
@@ -298,14 +349,36 @@ class CommitLogReader(StoreSourceReader):
                 yield b
 
 
-def _well_formed(batches, drop_error_column: bool):
-    """The rows of ``batches`` that are no damage (mode DROPMALFORMED)."""
+def _as_served(batches, split: CommitLogSplit, drop_malformed: bool, extra: list[str]):
+    """The rows of ``batches`` as the source serves them: none at or past the end of the
+    log but the damage that ends it (:attr:`CommitLogSplit.log_end`); every damaged row
+    saying what and where in ``error`` (a CRC mismatch too,
+    :func:`rmqlab.scan.decode.crc_damage`); without the damaged rows under
+    DROPMALFORMED; without the ``extra`` columns read to judge them."""
+    import pyarrow as pa
     import pyarrow.compute as pc
 
+    from ..format.record import BODY_CRC, PROPERTY_CRC
+    from ..scan.decode import KIND_BLANK, KIND_MESSAGE, crc_damage
+
     for b in batches:
-        b = b.filter(pc.is_null(b.column("error")))
-        if drop_error_column:
-            b = b.drop_columns(["error"])
+        kind = b.column("kind")
+        if split.log_end is not None:
+            phys = b.column("physical_offset")
+            if pc.any(pc.greater_equal(phys, split.log_end)).as_py():
+                damage = pc.invert(pc.is_in(kind, pa.array([KIND_MESSAGE, KIND_BLANK])))
+                b = b.filter(pc.or_(pc.less(phys, split.log_end), pc.and_(pc.equal(phys, split.log_end), damage)))
+                kind = b.column("kind")
+        crc = pc.and_(pc.is_in(kind, pa.array([BODY_CRC, PROPERTY_CRC])), pc.is_null(b.column("error")))
+        if pc.any(crc).as_py():
+            phys, errors = b.column("physical_offset").to_pylist(), b.column("error").to_pylist()
+            for i in pc.indices_nonzero(crc).to_pylist():
+                errors[i] = str(crc_damage(split.file, phys[i] - split.file_base, kind[i].as_py(), phys[i]))
+            b = b.set_column(b.schema.get_field_index("error"), "error", pa.array(errors, pa.string()))
+        if drop_malformed:
+            b = b.filter(pc.is_null(b.column("error")))
+        if extra:
+            b = b.drop_columns(extra)
         if b.num_rows:
             yield b
 

@@ -47,7 +47,8 @@ def _timeline(spark, root: str, flushed_ms: int | None) -> Timeline:
     from .commitlog_source import CommitLogDataSource
 
     spark.dataSource.register(CommitLogDataSource)
-    records = (spark.read.format("rocketmq").option("mode", "lenient").option("verifyCrc", "false").option("includeBody", "false")
+    # the whole capture, the cut too, as the local report's timeline reads it
+    records = (spark.read.format("rocketmq").option("mode", "lenient").option("verifyCrc", "false").option("includeBody", "false").option("pastEnd", "true")
                .option("columns", "topic,store_timestamp,kind").load(root).where(F.col("kind") == "MESSAGE").select("topic", "store_timestamp"))
     # one pass for each topic's count, first and last store time and records after the
     # flush, a second for the buckets (their width follows from the span the first found)

@@ -41,7 +41,7 @@ def _expected(case):
 def test_commitlog_rows_equal_the_reader(spark, case):
     mode = "lenient" if case in DAMAGED else "strict"
     # small splits: records are found by resynchronisation in many partitions
-    df = spark.read.format("rocketmq").option("mode", mode).option("splitSize", "7000").load(str(store_root(case)))
+    df = spark.read.format("rocketmq").option("mode", mode).option("splitSize", "7000").option("pastEnd", "true").load(str(store_root(case)))
     from rmqlab.spark.commitlog_source import plan_splits
 
     assert len(plan_splits(str(store_root(case)), 7000)) > 40
@@ -170,6 +170,38 @@ def test_a_damaged_capture_reads_as_spark_reads_malformed_input(spark):
     kept = spark.read.format("rocketmq").option("mode", "dropmalformed").option("columns", "physical_offset,kind").load(path).collect()
     assert sorted(r.physical_offset for r in kept) == sorted(r.physical_offset for r in rows if r.error is None)
     assert len(kept[0]) == 2  # the error column it drops by is not added
+
+
+@pytest.mark.parametrize("root", ["damaged", "crash-torn"])
+def test_the_rows_are_what_the_next_start_serves(spark, root, tmp_path):
+    """A store root is read as its next start serves it: the records before the end of the
+    log are exactly `rmqlab dump`'s (a record in a file that start never reads is served,
+    and a row, even with a bad CRC), the damage that ends the log is the last row, saying
+    what and where; pastEnd reads on into the cut, whose records are salvage's."""
+    import json
+
+    from rmqlab.recovery import recover
+    from tests.support import SAMPLES, run_rmqlab
+
+    path = str(SAMPLES / root if root == "damaged" else store_root(root))
+    rep = recover(path)
+    df = spark.read.format("rocketmq").option("columns", "physical_offset,kind,error").option("splitSize", "20000").load(path)
+    rows = sorted(df.collect(), key=lambda r: r.physical_offset)
+    dump = run_rmqlab("dump", path, "--json")
+    listed = [json.loads(line)["physical_offset"] for line in dump.stdout.splitlines()]
+    assert [r.physical_offset for r in rows if r.kind != "BLANK" and r.physical_offset < rep.commitlog_end] == listed
+    last = rows[-1]
+    # the walk's stop (the cause names what it means: a torn write is a CRC failure here)
+    assert (last.physical_offset, last.kind) == (rep.commitlog_end, rep.stop.kind) and f"@ offset {rep.stop.file_offset} " in last.error
+    assert all(r.error is not None for r in rows if r.kind not in ("MESSAGE", "BLANK"))  # a CRC mismatch says so too
+    past = spark.read.format("rocketmq").option("columns", "physical_offset,kind").option("pastEnd", "true").load(path).collect()
+    cut = {r.physical_offset for r in past if r.kind == "MESSAGE" and r.physical_offset > rep.commitlog_end}
+    from rmqlab.forensics.salvage import salvage_path
+
+    assert {s.physical_offset for s in salvage_path(path)} <= cut and len(past) >= len(rows) + len(cut)
+    assert bool(cut) == (root == "damaged")  # crash-torn: the torn record is the last
+    dropped = spark.read.format("rocketmq").option("mode", "DROPMALFORMED").option("columns", "physical_offset").load(path).collect()
+    assert sorted(r.physical_offset for r in dropped) == [r.physical_offset for r in rows if r.error is None]
 
 
 def test_options_filter_and_the_benchmark_query(spark):
