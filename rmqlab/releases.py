@@ -147,6 +147,16 @@ class Release:
     #: file-end blank, so re-indexing stops at the first commitlog file it crosses.  Java
     #: indexes every record from the newest index file's endPhyOffset on
     index_rebuild_contiguous: bool = False
+    #: after a normal recovery, the record that starts exactly at the queues' max physical
+    #: offset (the end of their last unit: a record no queue holds yet) is dispatched.
+    #: Java's ``CommitLog.recoverNormally`` dispatches only records past it
+    #: (``getCommitLogOffset() > maxPhyOffsetOfConsumeQueue``) and 5.x's start() puts the
+    #: reput at the log's end, so that record stays out of its queue; rocketmq-rust 1.0.0's
+    #: start() moves the reput back to the lowest dispatcher progress, that offset, and
+    #: reads on from the record there (``dispatch.rs do_recheck_reput_offset_from_dispatchers``,
+    #: ``recovery.rs get_dispatch_recovery_offset``, ``build_consume_queue.rs
+    #: dispatch_progress_offset``)
+    redispatch_from_inclusive: bool = False
 
     def with_legacy_start(self) -> "Release":
         """The same release with normal recovery from the third-to-last file (a broker up
@@ -179,7 +189,7 @@ RELEASES: dict[str, Release] = {
         # (probe_store_timestamp: magic and a non-zero storeTimestamp), no 10-file cap
         Release("rocketmq-rust:1.0.0", "last_files", False, False, False, 6, True,
                 writer="rocketmq-rust", uniq_index_type="U#", abnormal_files_back=30, normal_last_files=30, check_crc_on_recover=False,
-                invalid_record_skips_file=True, index_rebuild_contiguous=True),
+                invalid_record_skips_file=True, index_rebuild_contiguous=True, redispatch_from_inclusive=True),
     )
 }
 #: the other writers rmqlab knows, by name (``--writer rocketmq-rust[:1.0.0]``)

@@ -227,9 +227,28 @@ def open_from_args(args: argparse.Namespace, *, strict: bool = True) -> StoreRea
     elsewhere = Path(args.store).is_dir() and recognise(args.store, config).log_elsewhere
     if elsewhere:
         raise StoreLayoutError(args.store, None, f"{elsewhere}; rmqlab does not answer from a log it cannot read whole (`rmqlab info` lists what it recognises)")
-    store = StoreReader(args.store, config, strict=strict, log_end=next_start_end(args, config))
+    try:
+        store = StoreReader(args.store, config, strict=strict, log_end=next_start_end(args, config))
+    except StoreLayoutError as err:
+        # a commitlog file of another length: RocketMQ's load refuses the store, but the
+        # evidence is read all the same (short files as if zero-padded), with a warning
+        if not strict or Path(err.file) not in {p for _, p, _ in _misfits(args, config)}:
+            raise
+        store = StoreReader(args.store, config, strict=False, log_end=next_start_end(args, config))
     warn_gaps(args, store)
     return store
+
+
+def _misfits(args: argparse.Namespace, config: MessageStoreConfig | None) -> list:
+    """The commitlog files of STORE whose length is not the configured size."""
+    from ..files import MappedFileQueue
+    from ..store.layout import commitlog_dirs
+
+    try:
+        dirs = commitlog_dirs(Path(args.store), config)
+        return MappedFileQueue(dirs, config.mapped_file_size_commit_log if config is not None else None, strict=False).misfits
+    except (StoreLayoutError, OSError):
+        return []
 
 
 def next_start_end(args: argparse.Namespace, config: MessageStoreConfig | None):
@@ -248,6 +267,10 @@ def warn_gaps(args: argparse.Namespace, store: StoreReader) -> None:
     ``checkSelf`` logs the gap, ``findMappedFileByOffset`` finds the file holding an
     offset), what lay in the missing file is not there to serve."""
     queue = store.commitlog.queue
+    for base, path, size in getattr(queue, "misfits", []):
+        print(f"rmqlab {args.command}: warning: {path} is {size} bytes, not the configured {queue.mapped_file_size}: RocketMQ's load refuses "
+              "the store (MappedFileQueue.load) and the broker does not start; read here as it is" + (" (its end as zeros)" if size < (queue.mapped_file_size or 0) else "")
+              + " (`rmqlab recover` says what is lost)", file=sys.stderr)
     for (a, b), gap in zip(queue.missing, queue.gaps):
         print(f"rmqlab {args.command}: warning: the log has no file for offsets [{a}, {b}) (before {Path(gap.file).name}): a file was deleted; "
               "RocketMQ loads the log all the same (MappedFileQueue.load checks lengths only) and serves what the other files hold, as here", file=sys.stderr)

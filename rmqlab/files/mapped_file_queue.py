@@ -57,6 +57,9 @@ class MappedFileQueue:
         #: the offsets ``[start, end)`` of each gap: no file holds them
         self.missing: list[tuple[int, int]] = []
         self.ignored: list[Path] = []
+        #: ``(start, path, length)`` of each file whose length is not the configured size
+        #: (Java ``MappedFileQueue.load`` refuses the queue: the broker does not start)
+        self.misfits: list[tuple[int, Path, int]] = []
         self.files: list[MappedFile] = []
         entries = []
         seen: dict[int, Path] = {}
@@ -84,6 +87,7 @@ class MappedFileQueue:
                 continue
             if self.mapped_file_size and size != self.mapped_file_size:
                 self._problem(path, None, f"file is {size} bytes, expected the configured {self.mapped_file_size}", strict)
+                self.misfits.append((start, path, size))
             if contiguous and self.files and start != self.files[-1].file_from_offset + self.mapped_file_size:
                 prev = self.files[-1].file_from_offset
                 # a gap is no load failure in Java (MappedFileQueue.load checks lengths only,

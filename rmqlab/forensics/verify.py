@@ -1836,7 +1836,8 @@ def cause_first(findings: list[Finding], recovery) -> None:
     # its own (a TORN_RECORD's walk reports the CRC it fails, which stays, after it)
     same = [f for f in findings if f.kind == cause.kind and Path(f.file) == Path(cause.file) and f.offset == cause.file_offset]
     f = (same or [None])[0]
-    cost = recovery.outcome()
+    # what it costs (the outcome), unless the cause already says it (a store that does not start)
+    cost = recovery.outcome() if recovery.load_ok else cause.meaning()
     if f is None:
         f = Finding(cause.kind, ERROR, cause.file, cause.file_offset, f"{cause.what}; {cost}")
     else:

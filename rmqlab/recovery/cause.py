@@ -39,9 +39,12 @@ UNREADABLE = "unreadable"
 CLEAN = "clean"
 RECOVERS_WITHOUT_LOSS = "crashed, recovers without loss"
 RECORDS_LOST = "records lost"
+DOES_NOT_START = "does not start"
 NOT_JUDGED = "not judged"
 
 YES, UNKNOWN = "yes", "unknown"
+#: the cause of a store RocketMQ's load refuses for a commitlog file's length
+SHORT_FILE = "SHORT_FILE"
 
 #: the stop kinds (``StopPoint.kind``, verify's finding kinds) in words
 _WHAT = {
@@ -60,7 +63,7 @@ _WHAT = {
 class Cause:
     """Why the next start ends the log where it does, where, and what it costs."""
 
-    #: ZEROED_RANGE, TORN_RECORD, UNWRITTEN, or the walk's stop kind (BODY_CRC, BAD_SIZE, …):
+    #: ZEROED_RANGE, TORN_RECORD, UNWRITTEN, MISSING_FILE, SHORT_FILE, or the walk's stop kind (BODY_CRC, BAD_SIZE, …):
     #: the names of ``rmqlab verify``'s findings
     kind: str
     file: str
@@ -90,6 +93,9 @@ class Cause:
 
     def meaning(self) -> str:
         """What the cut records were, in one or two sentences."""
+        if self.kind == SHORT_FILE:
+            return ("Until the file has its configured size again the broker does not start; rmqlab reads it zero-padded, so the plan "
+                    "below is what a start after padding it with zeros would do" + (f". {self.acknowledged}" if self.acknowledged else "."))
         if not self.lost:
             return "The next start cuts no message record there."
         parts = []
@@ -143,6 +149,9 @@ def cause_of(rep, cfg: MessageStoreConfig, *, mode_said: bool = True) -> Cause |
     """The cause of the cut the report describes, or None where the next start cuts
     nothing (no damage ends the walk and no record is lost).  ``mode_said``: the flush
     mode comes from the broker's config (not RocketMQ's default)."""
+    short = _short_file_cause(rep, cfg, mode_said)
+    if short is not None:
+        return short
     stop = rep.stop
     # damage ends the walk where it costs records, or where a crash left a record's bytes
     # there; after a clean exit, bytes past the last record that cost nothing are only
@@ -196,6 +205,22 @@ def _missing_file_cause(rep, cfg: MessageStoreConfig, mode_said: bool) -> Cause 
                  _acknowledged_sentence(n, 0, cfg, mode_said))
 
 
+def _short_file_cause(rep, cfg: MessageStoreConfig, mode_said: bool) -> Cause | None:
+    """A commitlog file of another length than the configured size: RocketMQ's load
+    refuses the store (``MappedFileQueue.load``: "length not matched message store config
+    value"), so the broker does not start; the records the queues name in the part a
+    short file lacks are gone."""
+    if not getattr(rep, "short_files", None):
+        return None
+    path, base, size, units = rep.short_files[0]
+    n = sum(m[3] for m in rep.short_files)
+    what = (f"commitlog file {Path(path).name} is {size} bytes, not the configured size: RocketMQ's load refuses the store "
+            "(MappedFileQueue.load), so the broker does not start"
+            + (f"; the consume queues name {units} record(s) in the part it lacks, from {base + size} on: gone" if units else ""))
+    return Cause(SHORT_FILE, path, size, base + size, what, n, n, 0, 0, cfg.flush_disk_type, broker_role(cfg),
+                 _acknowledged_sentence(0, n, cfg, mode_said) if n else "")
+
+
 def flushed_place(r, flushed_ts: int, flushed_end: int) -> bool:
     """Whether the lost record ``r`` was written by the checkpoint's last flush: stored
     by its time, or (unreadable) before the end of records that were."""
@@ -212,9 +237,11 @@ def consequence_of(rep) -> str:
     :data:`NOT_JUDGED` where rmqlab does not model the start-up."""
     if rep is None or not rep.modelled:
         return NOT_JUDGED
+    if not rep.load_ok:
+        return DOES_NOT_START
     if rep.records_lost or rep.records_missing:
         return RECORDS_LOST
     return RECOVERS_WITHOUT_LOSS if rep.mode == "abnormal" else CLEAN
 
 
-__all__ = ["CLEAN", "Cause", "NOT_JUDGED", "RECORDS_LOST", "RECOVERS_WITHOUT_LOSS", "acknowledged", "cause_of", "consequence_of"]
+__all__ = ["CLEAN", "Cause", "DOES_NOT_START", "NOT_JUDGED", "RECORDS_LOST", "RECOVERS_WITHOUT_LOSS", "acknowledged", "cause_of", "consequence_of"]

@@ -257,10 +257,16 @@ class RecoveryPlan:
         """The positions recovery hands to dispatch, in log order (Java: abnormal,
         every record scanned; normal, those past the queues' max physical offset;
         ``reindex``, every record of the log), before dispatch skips what its queue
-        and the index already hold."""
+        and the index already hold.  The record that starts exactly at that offset is
+        handed on as the writer does (:attr:`rmqlab.releases.Release.redispatch_from_inclusive`):
+        Java's recoverNormally leaves it out, rocketmq-rust's reput takes it."""
+        from ..releases import release
+
         if self.reindex:
             return np.concatenate([self.reindex_positions, self.positions])
         if self.report.mode == "normal":
+            if release(self.report.release).redispatch_from_inclusive:
+                return self.positions[self.positions >= self.report.dispatch_from]
             return self.positions[self.positions > self.report.dispatch_from]
         return self.positions
 

@@ -860,6 +860,7 @@ def _what_the_cut_costs(rep: RecoveryReport, plan: RecoveryPlan, cfg: MessageSto
     _lost_records(rep, plan)
     _stop_shape(rep, plan)
     _missing_files(rep, plan)
+    _short_files(rep, plan)
     rep.cause = cause_of(rep, cfg, mode_said=mode_said)
 
 
@@ -877,6 +878,23 @@ def _missing_files(rep: RecoveryReport, plan: RecoveryPlan) -> None:
         for lo in range(a, b, fsize):
             hi = min(lo + fsize, b)
             rep.missing_files.append([f"{lo:020d}", lo, hi, int(((offsets >= lo) & (offsets < hi)).sum())])
+
+
+def _short_files(rep: RecoveryReport, plan: RecoveryPlan) -> None:
+    """Commitlog files shorter than the configured size, and how many queue units point
+    into the part each lacks: Java's ``MappedFileQueue.load`` refuses a file of another
+    length ("length not matched message store config value"), so the broker does not
+    start; the records of the missing part are gone whatever is done next."""
+    if plan.commitlog is None:
+        return
+    fsize = plan.config.mapped_file_size_commit_log
+    for base, path, size in plan.commitlog.misfits:
+        lo, hi = base + size, base + fsize
+        units = 0
+        if size < fsize:
+            offsets = np.concatenate([q.offsets_from(lo) for q in (plan.queues or {}).values()] or [np.zeros(0, np.int64)])
+            units = int(((offsets >= lo) & (offsets < hi)).sum())
+        rep.short_files.append([str(path), base, size, units])
 
 
 def _last_kept_timestamp(plan: RecoveryPlan) -> int:

@@ -178,6 +178,10 @@ class RecoveryReport:
     #: each ``[name, from offset, to offset, queue units pointing into it]``; those units'
     #: records are gone (RocketMQ answers MESSAGE_WAS_REMOVING), though nothing is cut
     missing_files: list = field(default_factory=list)
+    #: ``[path, start offset, length, units]`` of each commitlog file whose length is not
+    #: the configured size (RocketMQ's load refuses the store), with the queue units that
+    #: point into the part a short one lacks
+    short_files: list = field(default_factory=list)
     #: the storeTimestamp of the last record the log keeps (0: none read)
     last_kept_timestamp: int = 0
     #: the record the walk stops at is the last data of the log, torn at its end
@@ -224,6 +228,9 @@ class RecoveryReport:
 
     def outcome(self) -> str:
         """What the next start does, in the words every output uses (recover, verify, the report)."""
+        if not self.load_ok:
+            return (f"RocketMQ's load refuses the store ({self.load_problems[0] if self.load_problems else 'see below'}): the broker does not start"
+                    + (f"; {self.records_short} record(s) the queues name lie in the part of a short commitlog file that is gone" if self.records_short else ""))
         return (f"the next start ends the log at {self.commitlog_end} and cuts "
                 + (f"{self.records_lost} message record(s)" if self.records_lost else "no message record")
                 + (f"; {self.records_missing} record(s) the queues name lie in missing commitlog file(s)" if self.records_missing else ""))
@@ -232,6 +239,11 @@ class RecoveryReport:
     def records_missing(self) -> int:
         """Records the queues name (below the end of the log) in commitlog files that are gone."""
         return sum(m[3] for m in self.missing_files)
+
+    @property
+    def records_short(self) -> int:
+        """Records the queues name in the part of a short commitlog file that is gone."""
+        return sum(m[3] for m in self.short_files)
 
     @property
     def records_lost_readable(self) -> int:

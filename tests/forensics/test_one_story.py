@@ -180,3 +180,25 @@ def test_dump_lists_what_the_next_start_serves_past_damage_it_never_reads(tmp_pa
         int(line.split()[0]) for line in proc.stdout.splitlines()]
     assert listed == [m["physicalOffset"] for m in manifest if m is not bad]
     assert proc.returncode == 1 and "BAD_SIZE" in proc.stderr and "the log goes on to 363733" in proc.stderr
+
+
+def test_a_short_commitlog_file_is_a_store_that_does_not_start(tmp_path):
+    """A commitlog file cut short: RocketMQ's load refuses the store (MappedFileQueue.load
+    checks each file's length), so the outcome is that the broker does not start, the
+    cause the short file (its name and where it now ends), in every command that says
+    why; the commands that read records still read it, warning."""
+    import os
+
+    src = copy_store("crash", tmp_path)
+    short = src / "commitlog" / f"{4 * FILE:020d}"
+    os.truncate(short, 40000)
+    rep = recover(src)
+    assert rep.consequence == "does not start" and not rep.load_ok
+    assert (rep.cause.kind, Path(rep.cause.file), rep.cause.file_offset, rep.cause.physical_offset) == ("SHORT_FILE", short, 40000, 4 * FILE + 40000)
+    v = verify_store(src)
+    assert v.outcome == rep.consequence and (v.findings[0].kind, v.findings[0].severity) == ("SHORT_FILE", "error")
+    verdict = json.loads(_json("report", src, "--format", "json").stdout)["verdict"]
+    assert verdict["level"] == "bad" and verdict["text"].startswith("Does not start") and verdict["cause"]["kind"] == "SHORT_FILE"
+    for argv in (("dump", src), ("queue", src, "--topic", "TopicA", "--queue-id", "1")):
+        proc = _json(*argv)
+        assert proc.stdout and f"{short} is 40000 bytes" in proc.stderr and "load refuses the store" in proc.stderr

@@ -48,8 +48,10 @@ const QUEUES: i32 = 4;
 const BORN_BASE_MS: i64 = 1_700_000_000_000;
 
 /// The store's settings: small files so that a few thousand records roll the log,
-/// the consume queues and the index several times.
-fn store_config(root: &str, timers: bool, file_size: usize) -> MessageStoreConfig {
+/// the consume queues and the index several times.  `check_crc`: whether recovery checks
+/// body CRCs (true for the writes and the first read-backs; rocketmq-rust's own default,
+/// false, for the damaged copies read with `--default-crc`).
+fn store_config(root: &str, timers: bool, file_size: usize, check_crc: bool) -> MessageStoreConfig {
     MessageStoreConfig {
         store_path_root_dir: root.into(),
         flush_disk_type: FlushDiskType::AsyncFlush,
@@ -57,7 +59,7 @@ fn store_config(root: &str, timers: bool, file_size: usize) -> MessageStoreConfi
         mapped_file_size_consume_queue: 100 * 20,
         max_hash_slot_num: 128,
         max_index_num: 512,
-        check_crc_on_recover: true,
+        check_crc_on_recover: check_crc,
         ha_listen_port: 0,
         timer_wheel_enable: timers,
         ..MessageStoreConfig::default()
@@ -77,10 +79,10 @@ fn file_size(case: &str) -> usize {
     }
 }
 
-async fn open_store(ctx: ChildServiceContext, root: &str, timers: bool, file_size: usize) -> Option<LocalFileMessageStore> {
+async fn open_store(ctx: ChildServiceContext, root: &str, timers: bool, file_size: usize, check_crc: bool) -> Option<LocalFileMessageStore> {
     let topic_table: Arc<DashMap<CheetahString, Arc<TopicConfig>>> = Arc::new(DashMap::new());
     let mut store = LocalFileMessageStore::new(
-        Arc::new(store_config(root, timers, file_size)),
+        Arc::new(store_config(root, timers, file_size, check_crc)),
         rocketmq_store_local::commit_log::append::micro_batch::MicroBatchPolicy::disabled(1)
             .expect("a valid micro-batch policy"),
         Arc::new(StoreRuntimeConfig::default()),
@@ -218,7 +220,7 @@ fn message(seq: usize, rng: &mut Rng, case: &str, start_ms: i64) -> (MessageExtB
 
 async fn write(ctx: ChildServiceContext, root: &str, case: &str, count: usize, seed: u64) {
     let timers = case == "timers";
-    let mut store = open_store(ctx, root, timers, file_size(case)).await.expect("load the store");
+    let mut store = open_store(ctx, root, timers, file_size(case), true).await.expect("load the store");
     let mut rng = Rng(seed);
     let mut records = Vec::with_capacity(count);
     let start_ms = now_ms();
@@ -281,15 +283,19 @@ async fn write(ctx: ChildServiceContext, root: &str, case: &str, count: usize, s
     store.shutdown().await;
 }
 
-async fn read(ctx: ChildServiceContext, root: &str, queries: &str, file_size: usize) {
+async fn read(ctx: ChildServiceContext, root: &str, queries: &str, file_size: usize, check_crc: bool) {
     let timers = std::path::Path::new(root).join("timer-v2").exists();
-    let Some(store) = open_store(ctx, root, timers, file_size).await else {
+    let Some(store) = open_store(ctx, root, timers, file_size, check_crc).await else {
         println!("{}", serde_json::to_string_pretty(&json!({"loaded": false})).unwrap());
         return;
     };
-    // what recovery dispatched again (its queues and index) is done before the queries
+    // what recovery and start() dispatch again (its queues and index) is done before the
+    // queries: start() moves the reput back after it began (do_recheck_reput_offset_from_dispatchers),
+    // so nothing behind for ten polls running, not once
+    let mut settled = 0;
     for _ in 0..600 {
-        if store.dispatch_behind_bytes() == 0 {
+        settled = if store.dispatch_behind_bytes() == 0 { settled + 1 } else { 0 };
+        if settled >= 10 {
             break;
         }
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
@@ -355,6 +361,7 @@ async fn read(ctx: ChildServiceContext, root: &str, queries: &str, file_size: us
         "maxPhyOffset": store.get_max_phy_offset(),
         "queues": queues,
         "answers": answers,
+        "dispatchBehindBytes": store.dispatch_behind_bytes(),
     });
     if timers {
         out["timerCheckpoint"] = json!(checkpoint);
@@ -388,7 +395,7 @@ fn main() {
         }
         Some("read") => {
             let size: usize = flag("--file-size", "131072").parse().unwrap();
-            rt.block_on(read(ctx, &args[2], &args[3], size))
+            rt.block_on(read(ctx, &args[2], &args[3], size, !args.iter().any(|a| a == "--default-crc")))
         }
         _ => {
             eprintln!("usage: rocketmq-rust-writer write DIR --case C | read DIR QUERIES");
