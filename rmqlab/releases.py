@@ -147,16 +147,19 @@ class Release:
     #: file-end blank, so re-indexing stops at the first commitlog file it crosses.  Java
     #: indexes every record from the newest index file's endPhyOffset on
     index_rebuild_contiguous: bool = False
-    #: after a normal recovery, the record that starts exactly at the queues' max physical
-    #: offset (the end of their last unit: a record no queue holds yet) is dispatched.
-    #: Java's ``CommitLog.recoverNormally`` dispatches only records past it
-    #: (``getCommitLogOffset() > maxPhyOffsetOfConsumeQueue``) and 5.x's start() puts the
-    #: reput at the log's end, so that record stays out of its queue; rocketmq-rust 1.0.0's
-    #: start() moves the reput back to the lowest dispatcher progress, that offset, and
-    #: reads on from the record there (``dispatch.rs do_recheck_reput_offset_from_dispatchers``,
-    #: ``recovery.rs get_dispatch_recovery_offset``, ``build_consume_queue.rs
-    #: dispatch_progress_offset``)
-    redispatch_from_inclusive: bool = False
+    #: the start's dispatch recovery offset is the lowest progress of its dispatchers: the
+    #: consume queues' max physical offset and the index's safe frontier (the checkpoint's
+    #: indexSafePhyOffset, at least the log's min offset; none once an index build failed).
+    #: Recovery takes it for maxPhyOffsetOfConsumeQueue (the abnormal start window, whether
+    #: the queues are truncated), and after a normal recovery start() moves the reput back
+    #: to it and dispatches from the record that starts exactly there (rocketmq-rust 1.0.0:
+    #: ``recovery.rs get_dispatch_recovery_offset``, ``dispatch.rs
+    #: do_recheck_reput_offset_from_dispatchers``, ``index_dispatch.rs`` /
+    #: ``build_consume_queue.rs dispatch_progress_offset``).  Java takes the queues' max
+    #: alone, and ``CommitLog.recoverNormally`` dispatches only records past it
+    #: (``getCommitLogOffset() > maxPhyOffsetOfConsumeQueue``): the record that starts
+    #: there stays out of its queue
+    lowest_dispatch_progress: bool = False
 
     def with_legacy_start(self) -> "Release":
         """The same release with normal recovery from the third-to-last file (a broker up
@@ -189,7 +192,7 @@ RELEASES: dict[str, Release] = {
         # (probe_store_timestamp: magic and a non-zero storeTimestamp), no 10-file cap
         Release("rocketmq-rust:1.0.0", "last_files", False, False, False, 6, True,
                 writer="rocketmq-rust", uniq_index_type="U#", abnormal_files_back=30, normal_last_files=30, check_crc_on_recover=False,
-                invalid_record_skips_file=True, index_rebuild_contiguous=True, redispatch_from_inclusive=True),
+                invalid_record_skips_file=True, index_rebuild_contiguous=True, lowest_dispatch_progress=True),
     )
 }
 #: the other writers rmqlab knows, by name (``--writer rocketmq-rust[:1.0.0]``)

@@ -66,6 +66,9 @@ KINDS: dict[str, Kind] = {
     "MISSING_FILE": _k("a commitlog file is missing from the middle of the log",
                        "MappedFileQueue.load checks lengths only and checkSelf logs the gap: the broker starts, and the units its queues hold "
                        "in the missing file answer MESSAGE_WAS_REMOVING (findMappedFileByOffset finds no file): those records are gone."),
+    "SHORT_FILE": _k("a commitlog file is not of the configured size",
+                     "MappedFileQueue.load refuses a file of another length (\"length not matched message store config value\"): load() returns "
+                     "false and the broker does not start; the records the queues name in the part a short file lacks are gone."),
     "UNWRITTEN": _k("records the queues name were never written to disk",
                     "The log's data ends before records its consume queues point at: the broker crashed before flushing them (the crash window). "
                     "Start-up's walk ends the log at the data's end; the units pointing past it are cut (ConsumeQueue.truncateDirtyLogicFiles)."),
@@ -85,6 +88,9 @@ KINDS: dict[str, Kind] = {
     "CQ_BEYOND_END": _k("queue unit points past the end of the log",
                         "The next start cuts it (ConsumeQueue.truncateDirtyLogicFiles), whether or not a readable record still lies there: the queue ends before "
                         "it and the offsets are written again by new messages."),
+    "CQ_PAST_END": _k("queue unit points past the end of the log, and the next start keeps it",
+                      "rocketmq-rust truncates its queues only where its lowest dispatch progress (the index's safe offset among them) reaches the "
+                      "end of the log: the unit stays, the queue's max offset counts it, and a pull of it finds no message there."),
     "CQ_DANGLING": _k("queue unit points where no record starts",
                       "Not checked on start-up: a consumer pulling that offset receives the bytes there as a message, which its client fails "
                       "to decode (or decodes as another message)."),

@@ -1805,8 +1805,23 @@ def verify_store(root: str | os.PathLike, config: MessageStoreConfig | None = No
     report = _Verifier(root, config, progress, rocketmq_version, log_end=None if recovery is None else recovery.commitlog_end).run()
     report.recovery = recovery
     if recovery is not None:
+        units_kept_past_end(report.findings, recovery)
         cause_first(report.findings, recovery)
     return report
+
+
+def units_kept_past_end(findings: list[Finding], recovery) -> None:
+    """The units at or past the end of the log, as the next start leaves them: cut
+    (``CQ_BEYOND_END``) where its recovery truncates the queues, else kept
+    (``CQ_PAST_END``: a writer whose truncation compares a lower dispatch progress,
+    :attr:`rmqlab.recovery.report.RecoveryReport.queues_truncated`)."""
+    if recovery.queues_truncated:
+        return
+    for f in findings:
+        if f.kind == "CQ_BEYOND_END":
+            f.kind = "CQ_PAST_END"
+            f.message = f.message.replace(": the next start cuts it", ": the next start keeps it (its queues are not truncated: "
+                                          f"the lowest dispatch progress, {recovery.max_phy_offset_in_cq_before} or lower, is below the end)")
 
 
 def next_start_report(root, config: MessageStoreConfig | None = None, rocketmq_version: str | None = None):

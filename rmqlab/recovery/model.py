@@ -258,14 +258,14 @@ class RecoveryPlan:
         every record scanned; normal, those past the queues' max physical offset;
         ``reindex``, every record of the log), before dispatch skips what its queue
         and the index already hold.  The record that starts exactly at that offset is
-        handed on as the writer does (:attr:`rmqlab.releases.Release.redispatch_from_inclusive`):
+        handed on as the writer does (:attr:`rmqlab.releases.Release.lowest_dispatch_progress`):
         Java's recoverNormally leaves it out, rocketmq-rust's reput takes it."""
         from ..releases import release
 
         if self.reindex:
             return np.concatenate([self.reindex_positions, self.positions])
         if self.report.mode == "normal":
-            if release(self.report.release).redispatch_from_inclusive:
+            if release(self.report.release).lowest_dispatch_progress:
                 return self.positions[self.positions >= self.report.dispatch_from]
             return self.positions[self.positions > self.report.dispatch_from]
         return self.positions

@@ -149,6 +149,14 @@ class _Planner:
             max_cq = self.rocksdb.max_phy_offset()
         rep.max_phy_offset_in_cq_before = max_cq
         files = plan.files
+        if self.release.lowest_dispatch_progress and self.cfg.message_index_enable and plan.index_safe_at_load >= 0 and files:
+            # rocketmq-rust's get_dispatch_recovery_offset: the lowest dispatcher progress,
+            # the index's safe frontier among them (IndexService.initialize_dispatch_frontier)
+            frontier = max(plan.index_safe_at_load, files[0].file_from_offset)
+            if frontier < max_cq:
+                rep.notes.append(f"{self.release.title} recovers from its lowest dispatch progress: the index's safe offset {frontier}, "
+                                 f"below the consume queues' max physical offset {max_cq} (get_dispatch_recovery_offset)")
+                max_cq = frontier
         if not files:
             rep.notes.append("the commitlog has no files: RocketMQ deletes every consume queue (\"The commitlog files are deleted\")")
             rep.start_file = ""
@@ -174,6 +182,7 @@ class _Planner:
         if self.copy is not None and self.release.combined_queue_store:
             max_cq = min(max_cq, self.copy_max)
         plan.truncate_cq = max_cq >= process
+        rep.queues_truncated = plan.truncate_cq
         if plan.truncate_cq:
             log.append(f"maxPhyOffsetOfConsumeQueue({max_cq}) >= processOffset({process}), truncate dirty logic files")
         # commitlog files after the new end

@@ -160,6 +160,10 @@ class RecoveryReport:
     start_reason: str = ""
     files_scanned: list[str] = field(default_factory=list)
     max_phy_offset_in_cq_before: int = -1
+    #: the consume queues' units at or past the new end of the log are cut (Java: always
+    #: where the queues reach it, ``maxPhyOffsetOfConsumeQueue >= processOffset``;
+    #: rocketmq-rust compares its lowest dispatch progress, which can lie below the end)
+    queues_truncated: bool = True
     dispatch_from: int = -1  # normal mode: records after this offset are re-dispatched
     commitlog_end: int = 0  # Java processOffset: the new end of the log
     commitlog_end_before: int = 0  # end of the furthest bytes that looked like data before

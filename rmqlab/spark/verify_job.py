@@ -524,9 +524,10 @@ class _Job:
         complete_findings(completed, self.root, self.config, recovery=drv.recovery)
         out.extend((f.kind, f.severity, f.file, f.offset, f.message) for f in completed)
         if drv.recovery is not None:  # the finding that ends the log is an error, as verify says it
-            from ..forensics.verify import cause_first
+            from ..forensics.verify import cause_first, units_kept_past_end
 
             found = [Finding(*r) for r in out]
+            units_kept_past_end(found, drv.recovery)
             cause_first(found, drv.recovery)
             out = [(f.kind, f.severity, f.file, f.offset, f.message) for f in found]
         out.sort(key=lambda r: (r[2], r[3] is not None, r[3] or 0, r[0]))

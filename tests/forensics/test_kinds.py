@@ -23,9 +23,11 @@ def reported_kinds() -> set[str]:
         text = path.read_text()
         kinds |= set(re.findall(r'(?:\badd|\bFinding)\(\s*"([A-Z][A-Z0-9_]+)"', text))
         kinds |= set(re.findall(r'kind = "([A-Z][A-Z0-9_]+)" if', text)) | set(re.findall(r'else "([A-Z][A-Z0-9_]+)"\n', text))
+        kinds |= set(re.findall(r'\.kind = "([A-Z][A-Z0-9_]+)"\n', text))  # a finding renamed by what the next start does
     # the cause of a cut (rmqlab.recovery.cause), which verify reports first
     cause = (PACKAGE / "recovery" / "cause.py").read_text()
     kinds |= set(re.findall(r'\bkind(?:, \w+)* = "([A-Z][A-Z0-9_]+)"', cause)) | set(re.findall(r'\bCause\("([A-Z][A-Z0-9_]+)"', cause))
+    kinds |= set(re.findall(r'^(\w+) = "\1"$', cause, re.M))  # a cause named by a constant (SHORT_FILE)
     kinds |= {getattr(record, n) for n in ("BAD_MAGIC", "BAD_SIZE", "SIZE_MISMATCH", "BODY_CRC", "PROPERTY_CRC", "TRUNCATED", "BAD_BLANK")}
     kinds.add(dledger.DLEDGER_ENTRY)
     return kinds

@@ -51,6 +51,7 @@ def agree(root: Path) -> None:
         first = v.findings[0]
         assert (first.kind, first.severity, Path(first.file), first.offset) == (rep.cause.kind, "error", Path(rep.cause.file), rep.cause.file_offset)
     assert sum(f.kind == "CQ_BEYOND_END" for f in v.findings) == sum(q.cut_entries for q in rep.queues)
+    assert not any(f.kind == "CQ_PAST_END" for f in v.findings) or not rep.queues_truncated
     # salvage gives back exactly the readable records recovery cuts
     assert [s.physical_offset for s in salvage_path(root)] == readable
     # the readers the commands open serve the log up to the same end

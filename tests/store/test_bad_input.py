@@ -113,8 +113,13 @@ def test_wrong_file_size_in_the_middle(store_copy):
     mid = root / "commitlog" / "00000000000000065536"
     with open(mid, "r+b") as fh:
         fh.truncate(60000)
+    # RocketMQ's load refuses the store (the broker does not start); the evidence is still
+    # read, the file named with both lengths in a warning, and the damage the short file
+    # makes stepped over as dump steps over any damage before the end of the log
     proc = cli("dump", root)
-    assert_clean_error(proc, mid, "60000", "65536")
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr and proc.stdout
+    warning = proc.stderr.splitlines()[0]
+    assert all(str(n) in warning for n in (mid, "60000", "65536", "load refuses the store")), warning
 
 
 def test_missing_directory_and_not_a_store(tmp_path):
