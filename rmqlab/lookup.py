@@ -525,9 +525,9 @@ def consumer_progress(store: StoreReader, offsets, group: str | None = None) -> 
             nxt = None
             if committed is not None and committed > hi:
                 if cut and committed <= hi + cut:
-                    note = note or (f"committed offset {committed} is in the {cut} unit(s) the next start cuts (past the end of the log): "
-                                    f"the queue then ends at {hi}; the broker answers the group's pull OFFSET_OVERFLOW_BADLY and a master moves it back to {hi} "
-                                    "(DefaultMessageStore.getMessage), so it consumes the messages put after the start from there")
+                    # DefaultMessageStore.getMessage: offset > maxOffset, nextOffsetCorrection on a master
+                    note = note or (f"committed offset {committed} is in the {cut} unit(s) the next start cuts: the queue then ends at {hi}, "
+                                    "a pull is answered OFFSET_OVERFLOW_BADLY and a master moves the group to the queue's end of that moment")
                 else:
                     note = note or f"committed offset {committed} is past the queue's end {hi}: the queue lost its tail (a crash or a recovery cut it) after the group consumed it"
             elif committed is not None and committed < lo:
