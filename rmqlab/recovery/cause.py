@@ -82,6 +82,10 @@ class Cause:
     flush_disk_type: str
     broker_role: str
     acknowledged: str
+    #: of the lost records, those whose bytes are gone between one the last flush wrote
+    #: and one it had not: whether it wrote them is not known (``lost_flushed`` counts
+    #: only those known to be flushed)
+    lost_flush_unknown: int = 0
 
     @property
     def where(self) -> str:
@@ -104,6 +108,9 @@ class Cause:
                          "lost to damage (a disk, a lost page write, a hand), not to the crash")
         if self.lost_unwritten:
             parts.append(f"{self.lost_unwritten} never reached the disk: the crash window (written to memory, not flushed before the crash)")
+        if self.lost_flush_unknown:
+            parts.append(f"{self.lost_flush_unknown} lay, their bytes gone, between a record the checkpoint's last flush had written and one it "
+                         "had not: whether it wrote them is not known")
         return "; ".join(parts) + ". " + self.acknowledged
 
     def to_dict(self) -> dict:
@@ -166,7 +173,17 @@ def cause_of(rep, cfg: MessageStoreConfig, *, mode_said: bool = True) -> Cause |
     reached = max([r.physical_offset + r.size for r in rep.lost_records if r.confidence != UNREADABLE or 0 < r.store_timestamp <= flushed_ts]
                   + [rep.commitlog_end])
     on_disk = sum(1 for r in rep.lost_records if r.physical_offset + r.size <= reached)
-    flushed = sum(1 for r in rep.lost_records if flushed_place(r, flushed_ts, reached if rep.last_kept_timestamp and rep.last_kept_timestamp <= flushed_ts else -1))
+    # the log is flushed in offset order: a record the last flush wrote (stored by its
+    # time) says every byte before it was written too, the unreadable records among them
+    flushed_end = max([r.physical_offset + r.size for r in rep.lost_records if r.store_timestamp and flushed_ts and r.store_timestamp <= flushed_ts]
+                      + [rep.commitlog_end if rep.last_kept_timestamp and rep.last_kept_timestamp <= flushed_ts else -1])
+    flushed = sum(1 for r in rep.lost_records if flushed_place(r, flushed_ts, flushed_end))
+    # and a record it had not written says none after it was: what lies between the two
+    # (unreadable, its time unknown) may have been flushed or not
+    unflushed_from = min([r.physical_offset for r in rep.lost_records if r.store_timestamp and r.store_timestamp > flushed_ts]
+                         + [rep.commitlog_end if rep.last_kept_timestamp and rep.last_kept_timestamp > flushed_ts else 1 << 62])
+    unknown = 0 if not flushed_ts else sum(1 for r in rep.lost_records if not r.store_timestamp and r.physical_offset + r.size > flushed_end
+                                           and r.physical_offset < unflushed_from)
     if damage:
         kind, file, at, phy = stop.kind, stop.file, stop.file_offset, stop.physical_offset
         what = _WHAT.get(kind, stop.message)
@@ -185,7 +202,7 @@ def cause_of(rep, cfg: MessageStoreConfig, *, mode_said: bool = True) -> Cause |
                 "their bytes never reached the disk")
     unwritten = len(rep.lost_records) - on_disk
     return Cause(kind, file, at, phy, what, len(rep.lost_records), on_disk, unwritten, flushed, cfg.flush_disk_type, broker_role(cfg),
-                 _acknowledged_sentence(flushed, len(rep.lost_records) - flushed, cfg, mode_said))
+                 _acknowledged_sentence(flushed, len(rep.lost_records) - flushed, cfg, mode_said), unknown)
 
 
 def _missing_file_cause(rep, cfg: MessageStoreConfig, mode_said: bool) -> Cause | None:
@@ -200,9 +217,13 @@ def _missing_file_cause(rep, cfg: MessageStoreConfig, mode_said: bool) -> Cause 
     what = (f"commitlog file {name} ([{lo}, {hi})) is missing: the consume queues name {units} record(s) in it"
             + (f" ({n} in {len(gone)} missing files)" if len(gone) > 1 else "")
             + "; RocketMQ loads the log all the same (MappedFileQueue.load) and answers MESSAGE_WAS_REMOVING for them")
-    # the file was written: its records had reached the disk and were lost with it
-    return Cause("MISSING_FILE", f"{directory}/{name}", 0, lo, what, n, n, 0, n, cfg.flush_disk_type, broker_role(cfg),
-                 _acknowledged_sentence(n, 0, cfg, mode_said))
+    # the file was written: its records had reached the disk and were lost with it; the
+    # last flush had written them where a record after the gap was flushed (the log is
+    # flushed in offset order), else that is not known
+    flushed_ts = (rep.checkpoint or {}).get("physic_msg_timestamp") or 0
+    flushed = n if rep.commitlog_end >= gone[-1][2] and rep.last_kept_timestamp and flushed_ts and rep.last_kept_timestamp <= flushed_ts else 0
+    return Cause("MISSING_FILE", f"{directory}/{name}", 0, lo, what, n, n, 0, flushed, cfg.flush_disk_type, broker_role(cfg),
+                 _acknowledged_sentence(flushed, n - flushed, cfg, mode_said))
 
 
 def _short_file_cause(rep, cfg: MessageStoreConfig, mode_said: bool) -> Cause | None:

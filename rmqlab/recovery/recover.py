@@ -834,6 +834,16 @@ def _lost_records(rep: RecoveryReport, plan: RecoveryPlan) -> None:
             if phy not in readable:
                 readable.add(phy)
                 lost.append(LostRecord(phy, int(e["size"][i]), q.topic, q.queue_id, int(qoffs[i]), UNREADABLE))
+    # the record the walk stops at, whose header still reads (its CRC or a length fails):
+    # lost too, though no queue names it (a PREPARED or ROLLBACK half) and the carver,
+    # which wants its CRC, does not take it
+    stop = _record_at_stop(plan, process)
+    if stop is not None:
+        named = next((r for r in lost if r.physical_offset == stop.physical_offset), None)
+        if named is None:
+            lost.append(LostRecord(stop.physical_offset, stop.total_size, stop.topic, stop.queue_id, stop.queue_offset, UNREADABLE, stop.store_timestamp))
+        elif not named.store_timestamp:
+            named.store_timestamp = stop.store_timestamp  # when it was stored: what the last flush had written
     lost.sort(key=lambda r: r.physical_offset)
     rep.cut = cut
     rep.cut_bytes = sum(c.length for c in cut)
@@ -844,6 +854,19 @@ def _lost_records(rep: RecoveryReport, plan: RecoveryPlan) -> None:
         rep.commitlog_end_before = base + last.file_offset + last.length
     else:
         rep.commitlog_end_before = process
+
+
+def _record_at_stop(plan: RecoveryPlan, process: int):
+    """The message record at ``process`` (where the walk stopped) read without its CRC,
+    if its header is a record's that names this offset as its own, else None."""
+    f = next((f for f in reversed(plan.files) if f.file_from_offset <= process < f.file_from_offset + len(f.buf)), None)
+    if f is None:
+        return None
+    try:
+        rec = decode_record(f.buf, process - f.file_from_offset, file=str(f.path), file_base=f.file_from_offset, check_crc=False)
+    except StoreFormatError:
+        return None
+    return rec if rec is not None and not rec.is_blank and rec.stored_physical_offset == process else None
 
 
 def _stop_shape(rep: RecoveryReport, plan: RecoveryPlan) -> None:
