@@ -42,6 +42,9 @@ extensions = [
 source_suffix = {".rst": "restructuredtext", ".md": "myst-nb", ".ipynb": "myst-nb"}
 exclude_patterns = ["_build", "**/.ipynb_checkpoints", "lessons/stores", "Thumbs.db", ".DS_Store"]
 myst_enable_extensions = ["colon_fence", "deflist"]
+# no typographic replacement: the pages hold flags and commands to copy (``--config``
+# would become an en dash), and help text is the parser's, verbatim
+smartquotes = False
 myst_heading_anchors = 3
 
 # The lessons are rendered with the outputs saved in them (nbval checks those outputs in

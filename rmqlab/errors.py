@@ -43,6 +43,13 @@ class StoreLockedError(RmqlabError):
     """The store is held by a running broker or another rmqlab writer."""
 
 
+def install_hint(extra: str) -> str:
+    """What to run for a missing extra, and where the install page is."""
+    from .version import docs_url
+
+    return f"pip install 'rmqlab[{extra}]' (see {docs_url('getting-started/install.html')})"
+
+
 def require_extra(modules: tuple[str, ...], extra: str, what: str) -> None:
     """Raise :class:`ModuleNotFoundError` naming the extra to install when one of
     ``modules`` is not installed (``what`` needs them): where an optional dependency is
@@ -51,4 +58,4 @@ def require_extra(modules: tuple[str, ...], extra: str, what: str) -> None:
 
     for name in modules:
         if importlib.util.find_spec(name) is None:
-            raise ModuleNotFoundError(f"{what} needs {name}, which is not installed: pip install 'rmqlab[{extra}]'", name=name)
+            raise ModuleNotFoundError(f"{what} needs {name}, which is not installed: {install_hint(extra)}", name=name)

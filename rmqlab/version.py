@@ -5,6 +5,15 @@ from __future__ import annotations
 
 import importlib.metadata
 
+#: where the documentation lives: the one address the package's metadata, ``--help``
+#: and the errors that send a user to read something name
+DOCS_URL = "https://rmqlab.readthedocs.io/en/latest/"
+
+
+def docs_url(page: str = "") -> str:
+    """The address of a page of the documentation (``"reference/cli.html#rmqlab-dump"``)."""
+    return DOCS_URL + page
+
 
 def version() -> str:
     try:

@@ -182,7 +182,8 @@ class CommandsDirective(Directive):
         lines = []
         for name, p in sub.choices.items():
             title = f"rmqlab {name}"
-            lines += [title, "-" * len(title), "", f"*{helps.get(name, '')}*", "", "::", ""]
+            # the usage line as text: a literal block would be highlighted as Python
+            lines += [title, "-" * len(title), "", f"*{helps.get(name, '')}*", "", ".. code-block:: text", ""]
             lines += ["   " + ln for ln in p.format_usage().strip().splitlines()]
             lines.append("")
             doc = (p.description or "").strip()

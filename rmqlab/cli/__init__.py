@@ -13,7 +13,7 @@ import re
 import sys
 
 from ..errors import RmqlabError
-from ..version import version
+from ..version import docs_url, version
 
 #: command modules in the order ``--help`` lists them
 COMMANDS = [
@@ -62,7 +62,8 @@ def plain_text(text: str) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="rmqlab", description="Read, write, recover and investigate Apache RocketMQ store files.")
+    parser = _Parser(prog="rmqlab", description="Read, write, recover and investigate Apache RocketMQ store files.",
+                     epilog=f"Documentation: {docs_url()} (every command and flag: {docs_url('reference/cli.html')})")
     parser.add_argument("--version", action="version", version=f"rmqlab {version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
@@ -74,6 +75,9 @@ def build_parser() -> argparse.ArgumentParser:
                 continue  # command not built yet
             raise
         p = module.add_parser(sub)
+        # the command's own section of the command reference (its title's anchor)
+        said = f"Documentation: {docs_url(f'reference/cli.html#rmqlab-{name}')}"
+        p.epilog = f"{p.epilog}\n\n{said}" if p.epilog else said
         p.set_defaults(_run=module.run, _parser=p)
     return parser
 
@@ -94,6 +98,18 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     except KeyboardInterrupt:
         return 130
+    except PermissionError as exc:  # a capture copied with its owner's modes: one line, not a traceback
+        print(f"rmqlab {args.command}: {exc.filename or ''}: permission denied: read access is all rmqlab needs "
+              f"(sudo, or copy the store: cp -r --no-preserve=mode); see {docs_url('troubleshooting.html')}", file=sys.stderr)
+        return 2
+    except MemoryError:
+        print(f"rmqlab {args.command}: out of memory: the command holds more than this machine has free; "
+              f"on a store this large use the Spark sources (see {docs_url('troubleshooting.html')})", file=sys.stderr)
+        return 2
+    except OSError as exc:  # a disk error, a file gone while reading
+        where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
+        print(f"rmqlab {args.command}: {where}{exc.strerror or exc}", file=sys.stderr)
+        return 2
 
 
 def command() -> int:

@@ -41,7 +41,9 @@ def run(args) -> int:
 
     dest = Path(args.dir).expanduser()
     if not args.copy_only and importlib.util.find_spec("jupyterlab") is None:
-        raise RmqlabError("starting JupyterLab needs the notebook extra: pip install 'rmqlab[notebook]' (or --copy-only to copy the lessons alone)")
+        from ..errors import install_hint
+
+        raise RmqlabError(f"starting JupyterLab needs the notebook extra: {install_hint('notebook')} (or --copy-only to copy the lessons alone)")
     report = copy_lessons(dest, force=args.force)
     print(report.to_text())
     if args.copy_only:
@@ -53,4 +55,30 @@ def run(args) -> int:
     if hasattr(os, "getuid") and os.getuid() == 0:
         cmd.append("--allow-root")  # JupyterLab refuses root unless told; containers often are root
     sys.stdout.flush()
-    return subprocess.call(cmd, cwd=dest)
+    return run_forwarding_signals(cmd, cwd=dest)
+
+
+#: what a terminal, a service manager or a container runtime sends to stop ``rmqlab lab``
+FORWARDED = ("SIGINT", "SIGTERM", "SIGHUP")
+
+
+def run_forwarding_signals(cmd: list[str], cwd) -> int:
+    """Run ``cmd`` and pass each of ``FORWARDED`` on to it, waiting for it to end: a
+    SIGTERM to ``rmqlab lab`` stops JupyterLab too instead of leaving it running, adopted
+    by init.  Its exit status (128 + the signal where one ended it)."""
+    import signal
+
+    proc = subprocess.Popen(cmd, cwd=cwd)
+    sigs = [getattr(signal, n) for n in FORWARDED if hasattr(signal, n)]
+    before = {s: signal.signal(s, lambda num, _frame: proc.send_signal(num)) for s in sigs}
+    try:
+        while True:
+            try:
+                code = proc.wait()
+                break
+            except InterruptedError:  # pragma: no cover - wait() retries on EINTR itself
+                continue
+    finally:
+        for s, h in before.items():
+            signal.signal(s, h)
+    return 128 - code if code < 0 else code

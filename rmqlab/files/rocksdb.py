@@ -21,11 +21,11 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from ..errors import StoreLayoutError
+from ..errors import StoreLayoutError, install_hint
 
 #: files RocksDB never rewrites once written: linked into the view, not copied
 _IMMUTABLE = (".sst", ".blob")
-_MISSING = "reading RocksDB needs the RocksDB binding: pip install 'rmqlab[rocksdb]'"
+_MISSING = f"reading RocksDB needs the RocksDB binding: {install_hint('rocksdb')}"
 
 
 class RocksDBUnavailable(StoreLayoutError):

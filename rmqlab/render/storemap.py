@@ -362,7 +362,9 @@ def storemap_png(m, path) -> None:
         from matplotlib.figure import Figure
         from matplotlib.patches import Circle, Polygon, Rectangle
     except ImportError as err:
-        raise RmqlabError(f"{path}: a PNG needs matplotlib (pip install 'rmqlab[notebook]'); or write .svg") from err
+        from ..errors import install_hint
+
+        raise RmqlabError(f"{path}: a PNG needs matplotlib ({install_hint('notebook')}); or write .svg") from err
     marks = shapes(m)
     w, h = size_of(m, marks)
     fig = Figure(figsize=(w / 100, h / 100), dpi=100)

@@ -30,6 +30,25 @@ WORKER_SETTINGS = {
 }
 
 
+def require_java() -> None:
+    """Refuse, in one line, to start Spark where no Java is to be found (``JAVA_HOME``,
+    else ``java`` on ``PATH``): PySpark's gateway would otherwise wait for a JVM that
+    never comes and fail after its timeout with a Java-less stack trace."""
+    import shutil
+
+    from ..errors import RmqlabError
+    from ..version import docs_url
+
+    home = os.environ.get("JAVA_HOME")
+    if home and os.access(os.path.join(home, "bin", "java"), os.X_OK):
+        return
+    if not home and shutil.which("java"):
+        return
+    where = f"JAVA_HOME={home} has no bin/java" if home else "no java on PATH and no JAVA_HOME"
+    raise RmqlabError(f"Spark needs Java 17 or 21: {where}; install a JDK (apt-get install openjdk-17-jre-headless) or set JAVA_HOME "
+                      f"(see {docs_url('troubleshooting.html')})")
+
+
 def local_spark(
     cores: int = 2,
     app: str = "rmqlab",
@@ -47,6 +66,7 @@ def local_spark(
     to that file instead of this process's stdout/stderr (in a notebook those are the
     kernel's, and the JVM's lines would land in whichever cell runs when they arrive).
     """
+    require_java()
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     # PySpark 4.0 warns on every pandas conversion that pandas 3 is not fully

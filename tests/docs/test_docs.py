@@ -35,6 +35,19 @@ def test_the_site_builds_without_a_warning(tmp_path):
     assert "BODY_CRC" in forensics and "<svg" in forensics
     cli = (html / "reference" / "cli.html").read_text()
     assert "rmqlab lab" in cli and "--copy-only" in cli
+    # the command reference copies as typed: every flag on it is the parser's, no dash
+    # turned typographic before one, usage lines not highlighted as a language
+    import re
+
+    from rmqlab.cli import build_parser
+
+    parser = build_parser()
+    flags = {o for p in [parser, *next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction").choices.values()]
+             for a in p._actions for o in a.option_strings}
+    shown = set(re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", re.sub(r"<[^>]+>", "", cli)))
+    assert shown and shown <= flags, sorted(shown - flags)
+    assert not re.search(r"[\u2013\u2014]-?[a-z]", re.sub(r"<[^>]+>", "", cli)), "a flag's dashes made typographic"
+    assert 'class="highlight-text' in cli and 'class="highlight-default' not in cli
     assert "physical_offset" in (html / "reference" / "layouts.html").read_text()
     spark = (html / "reference" / "spark.html").read_text()
     assert "splitSize" in spark and "failOnDataLoss" in spark and "256MiB" in spark
@@ -106,3 +119,85 @@ def test_no_text_speaks_of_how_the_work_was_organised():
     texts = [ROOT / "README.md", *PAGES, *sorted((ROOT / "rmqlab").rglob("*.py")), *sorted((ROOT / "rmqlab" / "lessons").glob("*.md"))]
     said = [f"{p.relative_to(ROOT)}: {m.group(0)}" for p in texts for m in re.finditer(r"\b(this|last|earlier|previous|the next) (work )?sessions?\b", p.read_text(), re.I)]
     assert said == []
+
+
+def test_a_pip_user_reaches_the_documentation():
+    """One address (rmqlab.version.DOCS_URL): the package's metadata, the end of `rmqlab
+    --help` and of every command's help (its own section of the command reference), the
+    error for a missing extra (with the install page), and the hosting file builds the
+    site as `make docs` does (the docs extra, warnings as errors)."""
+    import tomllib
+
+    from rmqlab.cli import build_parser
+    from rmqlab.errors import install_hint
+    from rmqlab.version import DOCS_URL
+
+    urls = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["urls"]
+    assert urls["Documentation"] == DOCS_URL and all(u.startswith(DOCS_URL) for u in urls.values())
+    parser = build_parser()
+    assert DOCS_URL in parser.format_help().split("Documentation:")[-1].replace("\n", "")
+    sub = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
+    for name, p in sub.choices.items():
+        assert p.format_help().replace("\n", "").rstrip().endswith(f"{DOCS_URL}reference/cli.html#rmqlab-{name}"), name
+    assert f"{DOCS_URL}getting-started/install.html" in install_hint("spark")
+    rtd = (ROOT / ".readthedocs.yaml").read_text()
+    assert "configuration: docs/conf.py" in rtd and "fail_on_warning: true" in rtd and "- docs" in rtd
+
+
+def test_the_troubleshooting_page_shows_what_rmqlab_prints(tmp_path, monkeypatch, capsys):
+    """The errors the page shows as text (those its console blocks cannot provoke: a
+    store a broker holds, permission denied, a missing extra, no Java, no memory), each
+    provoked here and compared with the page, STORE standing for the store's path."""
+    import fcntl
+    import importlib.util
+    import re
+    import shutil
+
+    from rmqlab import cli
+    from rmqlab.errors import RmqlabError
+    from rmqlab.lab.samples import shipped_dir
+    from rmqlab.spark import session
+
+    shown = re.findall(r"```text\n(.*?)\n```", (DOCS / "troubleshooting.md").read_text(), re.S)
+    store = tmp_path / "store"
+    shutil.copytree(shipped_dir() / "clean", store)
+
+    def printed(argv) -> str:
+        assert cli.main(list(map(str, argv))) == 2
+        return capsys.readouterr().err.strip().replace(str(store), "STORE")
+
+    got = []
+    with open(store / "lock", "r+b") as fh:  # held as a broker holds it (an OS lock on byte 0), from another process
+        import subprocess
+        import sys
+
+        holder = subprocess.Popen([sys.executable, "-c", f"import fcntl,sys,time; f=open({str(store / 'lock')!r},'r+b'); fcntl.lockf(f, fcntl.LOCK_EX, 1, 0); print('held', flush=True); time.sleep(30)"],
+                                  stdout=subprocess.PIPE, text=True)
+        try:
+            assert holder.stdout.readline().strip() == "held"
+            (tmp_path / "in.jsonl").write_text('{"topic": "T", "body": "x"}\n')
+            got.append(printed(["write", store, "--input", tmp_path / "in.jsonl"]))
+        finally:
+            holder.kill()
+    del fh, fcntl
+
+    def denied(*a, **k):
+        raise PermissionError(13, "Permission denied", str(store / "commitlog" / "00000000000000000000"))
+
+    monkeypatch.setattr(cli.info if hasattr(cli, "info") else __import__("rmqlab.cli.info", fromlist=["run"]), "run", denied)
+    got.append(printed(["info", store]))
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "jupyterlab" else real_find_spec(name, *a))
+    got.append(printed(["lab", tmp_path / "lessons"]))
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(RmqlabError) as err:
+        session.require_java()
+    got.append(str(err.value))
+
+    def no_memory(*a, **k):
+        raise MemoryError
+
+    monkeypatch.setattr(__import__("rmqlab.cli.verify", fromlist=["run"]), "run", no_memory)
+    got.append(printed(["verify", store]).replace("rmqlab verify:", "rmqlab COMMAND:"))
+    assert got == shown

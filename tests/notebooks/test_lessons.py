@@ -39,8 +39,10 @@ def test_lesson_shape(path):
     # a cell that needs a def means the code belongs in rmqlab
     for c in code:
         assert not re.search(r"^\s*(def|class|lambda)\b|\blambda\b", c.source, re.M), c.source
-    # outputs that teach are compared by nbval --nbval-lax
-    assert sum("# NBVAL_CHECK_OUTPUT" in c.source for c in code) >= 3
+    # outputs that teach are compared by nbval --nbval-lax: cells tagged nbval-check-output
+    # (a tag, not a comment in the code, so the site and JupyterLab show the code alone)
+    assert sum("nbval-check-output" in c.metadata.get("tags", []) for c in code) >= 3
+    assert not any("NBVAL" in c.source for c in code)
     # every cell was run and saved with its output (nbval compares against them)
     assert all(c.execution_count is not None for c in code)
     assert not any(o.get("output_type") == "error" for c in code for o in c.outputs)
@@ -58,3 +60,21 @@ def test_sanitize_file_is_valid():
     assert cfg.sections()
     for s in cfg.sections():
         re.compile(cfg[s]["regex"])
+
+
+def test_a_tagged_cell_whose_output_changed_fails(tmp_path):
+    """The suite's nbval options check the cells tagged nbval-check-output: one whose
+    saved output is not what it prints fails (were the tag not read, --nbval-lax would
+    check nothing and pass)."""
+    import subprocess
+    import sys
+
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    cell = nbformat.v4.new_code_cell("print(6 * 7)", metadata={"tags": ["nbval-check-output"]}, execution_count=1)
+    cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text="41\n")]
+    nb.cells.append(cell)
+    nbformat.write(nb, tmp_path / "tampered.ipynb")
+    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--nbval-lax", "--nbval-current-env", "-o", "addopts=",
+                          str(tmp_path / "tampered.ipynb")], capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert run.returncode == 1 and "1 failed" in run.stdout, run.stdout[-2000:]
