@@ -201,3 +201,22 @@ def test_the_troubleshooting_page_shows_what_rmqlab_prints(tmp_path, monkeypatch
     monkeypatch.setattr(__import__("rmqlab.cli.verify", fromlist=["run"]), "run", no_memory)
     got.append(printed(["verify", store]).replace("rmqlab verify:", "rmqlab COMMAND:"))
     assert got == shown
+
+
+def test_the_long_description_links_work_where_the_package_index_renders_it():
+    """The README is the package's long description: the package index renders it away
+    from the repository, so every link and the picture are absolute, and each one into
+    the site names a page the site has."""
+    import re
+
+    from rmqlab.version import DOCS_URL
+
+    links = re.findall(r"\]\(([^)]+)\)", (ROOT / "README.md").read_text())
+    assert links and all(l.startswith("https://") for l in links), [l for l in links if not l.startswith("https://")]
+    for link in links:
+        if link.startswith(DOCS_URL):
+            page = link[len(DOCS_URL):].split("#")[0] or "index.html"
+            if page.startswith("lessons/") and page != "lessons/index.html":
+                continue
+            source = DOCS / (page[:-5] + ".md" if page.endswith(".html") else page)
+            assert source.exists() or page == "lessons/index.html", link
