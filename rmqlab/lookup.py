@@ -150,7 +150,14 @@ def served_range(store: StoreReader, topic: str, queue_id: int) -> tuple[int, in
     of the queue's last offsets it cuts.  The units at or past where the log ends (a
     crash dispatched them; the store is not recovered yet) are cut by RocketMQ's
     recovery (``ConsumeQueue.truncateDirtyLogicFiles``), so every answer after the next
-    start counts the queue without them: ``max`` is the queue's end after that cut."""
+    start counts the queue without them: ``max`` is the queue's end after that cut.
+
+    >>> from rmqlab import open_store
+    >>> from rmqlab.lab.samples import shipped_dir
+    >>> with open_store(shipped_dir() / "damaged") as store:
+    ...     served_range(store, "Orders", 0)       # ten units point past the end of the log
+    (0, 114, 10)
+    """
     cq = store.consume_queue(topic, queue_id)
     lo, hi = cq.valid_range(store.commitlog.min_offset)
     end = store.commitlog.served_end()
@@ -489,7 +496,17 @@ def consumer_progress(store: StoreReader, offsets, group: str | None = None) -> 
     store time of the next message to consume, what the cut takes from the group.  A
     committed offset past the queue's end (a crash that rolled the queue back, or the
     cut) gives a negative lag and a note; one below its min offset, a note (those
-    messages were cleaned up)."""
+    messages were cleaned up).
+
+    >>> from rmqlab import open_store
+    >>> from rmqlab.lab.samples import shipped_dir
+    >>> from rmqlab.store.metadata import read_consumer_offsets
+    >>> root = shipped_dir() / "damaged"
+    >>> with open_store(root) as store:
+    ...     p = consumer_progress(store, read_consumer_offsets(root), "analytics")[0]
+    >>> p.topic, p.queue_id, p.committed_offset, p.max_offset, p.lag, p.unconsumed_cut
+    ('Orders', 0, 62, 114, 52, 10)
+    """
     min_off = store.commitlog.min_offset
     present: dict[str, set[int]] = {}
     for q in store.queue_ids():

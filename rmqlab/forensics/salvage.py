@@ -108,7 +108,13 @@ def chain_end_in_file(buf) -> int | None:
 
 
 def salvage_path(path: str | os.PathLike, **kwargs) -> list[SalvagedRecord]:
-    """:func:`iter_salvage` as a list (small stores, tests)."""
+    """:func:`iter_salvage` as a list (small stores, tests).
+
+    >>> from rmqlab.lab.samples import shipped_dir
+    >>> cut = salvage_path(shipped_dir() / "damaged")   # what the next start throws away, readable
+    >>> len(cut), cut[0].where, cut[0].acknowledged
+    (38, 'cut', 'yes')
+    """
     return list(iter_salvage(path, **kwargs))
 
 

@@ -1797,7 +1797,13 @@ def verify_store(root: str | os.PathLike, config: MessageStoreConfig | None = No
     is where its recovery ends it (``recovery``: the plan's dry-run report when the
     caller has one, else it is planned here, read-only), the finding that ends it comes
     first and is an error whatever its kind, and ``stats`` name the end of the log
-    (``log_end``) apart from where a walk from the first file stops (``walk_end``)."""
+    (``log_end``) apart from where a walk from the first file stops (``walk_end``).
+
+    >>> from rmqlab.lab.samples import shipped_dir
+    >>> report = verify_store(shipped_dir() / "damaged")
+    >>> report.outcome, report.findings[0].kind, report.stats["log_end"], report.stats["walk_end"]
+    ('records lost', 'BODY_CRC', 263650, 137674)
+    """
     if recovery is None:
         recovery = next_start_report(root, config, rocketmq_version)
     elif not recovery.modelled:

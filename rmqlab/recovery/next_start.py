@@ -28,7 +28,12 @@ def log_end(store: str | os.PathLike, *, config: MessageStoreConfig | None = Non
     """Where the next start of the store at ``store`` ends its log (Java ``processOffset``
     of ``CommitLog.recoverNormally`` / ``recoverAbnormally``), read-only; None where no
     recovery plan can be made for it.  Costs the plan's first steps only: the queues'
-    last files, the start file, and the walk from it."""
+    last files, the start file, and the walk from it.
+
+    >>> from rmqlab.lab.samples import shipped_dir
+    >>> log_end(shipped_dir() / "damaged")   # a crashed store: where its recovery cuts
+    263650
+    """
     from .recover import plan
 
     try:
@@ -44,5 +49,13 @@ def log_end(store: str | os.PathLike, *, config: MessageStoreConfig | None = Non
 def open_served(root: str | os.PathLike, config: MessageStoreConfig | None = None, *, rocketmq_version: str | None = None, **kwargs) -> StoreReader:
     """A store opened read-only as its next start serves it: its log ends where
     :func:`log_end` says (found on first use).  Keyword arguments as
-    :class:`~rmqlab.store.reader.StoreReader`'s."""
+    :class:`~rmqlab.store.reader.StoreReader`'s.  What ``rmqlab.open_store`` is.
+
+    >>> from rmqlab import open_store
+    >>> from rmqlab.lab.samples import shipped_dir
+    >>> with open_store(shipped_dir() / "clean") as store:
+    ...     first = next(store.commitlog.iter_records())
+    ...     print(first.topic, first.queue_id, first.queue_offset, first.keys)
+    Orders 1 0 order-1 cust-1
+    """
     return StoreReader(root, config, log_end=lambda: log_end(root, config=config, rocketmq_version=rocketmq_version), **kwargs)

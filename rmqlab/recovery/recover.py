@@ -1446,6 +1446,13 @@ def recover(
     the store itself, every cut byte saved to a sidecar first.  ``check_lock`` refuses
     an in-place run while another process holds the store's lock (the CLI sets it; the
     engine, which holds the lock itself, does not).
+
+    >>> from rmqlab.lab.samples import shipped_dir
+    >>> rep = recover(shipped_dir() / "damaged")       # a dry run: nothing is written
+    >>> rep.consequence, rep.commitlog_end, rep.records_lost
+    ('records lost', 263650, 52)
+    >>> print(rep.cause.line())
+    BODY_CRC at 263650 (.../damaged/commitlog/00000000000000262144 @ 1506): a body CRC failure: ...
     """
     root = Path(store)
     if out is not None and in_place:

@@ -1,0 +1,27 @@
+"""Every example in the package's docstrings runs and prints what it shows (doctest),
+on the stores the package ships: what a user calls first, as the API pages show it."""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+
+import pytest
+
+#: the modules whose docstrings hold examples
+MODULES = [
+    "rmqlab.recovery.next_start",
+    "rmqlab.lookup",
+    "rmqlab.recovery.recover",
+    "rmqlab.forensics.verify",
+    "rmqlab.forensics.salvage",
+]
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_the_examples_run(name):
+    module = importlib.import_module(name)
+    found = doctest.DocTestFinder().find(module)
+    assert any(t.examples for t in found), f"{name} holds no example"
+    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE, report=False)
+    assert result.failed == 0, f"{result.failed} of {result.attempted} example(s) of {name} failed (python -m doctest -v to see them)"
