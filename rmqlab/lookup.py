@@ -160,6 +160,8 @@ def served_range(store: StoreReader, topic: str, queue_id: int) -> tuple[int, in
     """
     cq = store.consume_queue(topic, queue_id)
     lo, hi = cq.valid_range(store.commitlog.min_offset)
+    if not store.queues_truncated:  # the writer's start keeps them (StoreReader.queues_truncated)
+        return lo, hi, 0
     end = store.commitlog.served_end()
     n = 0
     for q in range(hi - 1, lo - 1, -1):
@@ -507,7 +509,6 @@ def consumer_progress(store: StoreReader, offsets, group: str | None = None) -> 
     >>> p.topic, p.queue_id, p.committed_offset, p.max_offset, p.lag, p.unconsumed_cut
     ('Orders', 0, 62, 114, 52, 10)
     """
-    min_off = store.commitlog.min_offset
     present: dict[str, set[int]] = {}
     for q in store.queue_ids():
         present.setdefault(q.topic, set()).add(q.queue_id)

@@ -228,13 +228,14 @@ def open_from_args(args: argparse.Namespace, *, strict: bool = True) -> StoreRea
     if elsewhere:
         raise StoreLayoutError(args.store, None, f"{elsewhere}; rmqlab does not answer from a log it cannot read whole (`rmqlab info` lists what it recognises)")
     try:
-        store = StoreReader(args.store, config, strict=strict, log_end=next_start_end(args, config))
+        asked = next_start_of(args, config)
+        store = StoreReader(args.store, config, strict=strict, log_end=asked.log_end, queues_truncated=asked.queues_truncated)
     except StoreLayoutError as err:
         # a commitlog file of another length: RocketMQ's load refuses the store, but the
         # evidence is read all the same (short files as if zero-padded), with a warning
         if not strict or Path(err.file) not in {p for _, p, _ in _misfits(args, config)}:
             raise
-        store = StoreReader(args.store, config, strict=False, log_end=next_start_end(args, config))
+        store = StoreReader(args.store, config, strict=False, log_end=asked.log_end, queues_truncated=asked.queues_truncated)
     warn_gaps(args, store)
     return store
 
@@ -251,14 +252,13 @@ def _misfits(args: argparse.Namespace, config: MessageStoreConfig | None) -> lis
         return []
 
 
-def next_start_end(args: argparse.Namespace, config: MessageStoreConfig | None):
-    """The end of STORE's log as its next start leaves it, asked of the recovery plan on
-    first use (:func:`rmqlab.recovery.next_start.log_end`; --rocketmq-version where the
-    command has it): what a StoreReader's ``log_end`` takes."""
-    from ..recovery.next_start import log_end
+def next_start_of(args: argparse.Namespace, config: MessageStoreConfig | None):
+    """STORE's next start (the end of its log, whether it cuts its queues there), asked of
+    the recovery plan on first use (:class:`rmqlab.recovery.next_start.Asked`;
+    --rocketmq-version where the command has it): what a StoreReader takes."""
+    from ..recovery.next_start import Asked
 
-    version = getattr(args, "rocketmq_version", None)
-    return lambda: log_end(args.store, config=config, rocketmq_version=version)
+    return Asked(args.store, config, getattr(args, "rocketmq_version", None))
 
 
 def warn_gaps(args: argparse.Namespace, store: StoreReader) -> None:

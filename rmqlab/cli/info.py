@@ -8,7 +8,7 @@ from ..render.text import fmt_time, short
 from ..store.release import ReleaseReading
 from ..store.summary import summarize
 from ..store.reader import StoreReader
-from .common import add_progress_option, add_store_options, commitlog_bytes, next_start_end, print_json, progress_bar, sizes_from_args
+from .common import add_progress_option, add_store_options, commitlog_bytes, next_start_of, print_json, progress_bar, sizes_from_args
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -22,7 +22,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 def run(args) -> int:
     cfg, sources = sizes_from_args(args)
-    with StoreReader(args.store, cfg, strict=False, log_end=next_start_end(args, cfg)) as store, progress_bar(args, 0 if args.no_scan else commitlog_bytes(args.store, cfg), "info") as bar:
+    asked = next_start_of(args, cfg)
+    with StoreReader(args.store, cfg, strict=False, log_end=asked.log_end, queues_truncated=asked.queues_truncated) as store, progress_bar(args, 0 if args.no_scan else commitlog_bytes(args.store, cfg), "info") as bar:
         s = summarize(store, scan=not args.no_scan, progress=bar)
         where = (f"DLedger entries in {store.dledger_dir.name}/data/" if store.dledger_dir is not None
                  else ", ".join(str(d) for d in store.commitlog_dirs) if len(store.commitlog_dirs) > 1 else "")

@@ -63,9 +63,11 @@ def run(args) -> int:
             print(f"{args.topic}/{args.queue_id}: offsets [{lo}, {hi}), {cq.describe()}")
             print(f"{'queue_offset':>12}  {'commitlog_offset':>16}  {'size':>8}  {'tags_code':>20}")
         ext = store.consume_queue_ext(args.topic, args.queue_id)  # enableConsumeQueueExt: tagsCodes as ext addresses
+        kept = 0  # units past the end of the log that the writer's start keeps (StoreReader.queues_truncated)
         for e in entries:
             if e.queue_offset >= hi - past:  # the suffix RocketMQ's truncateDirtyLogicFiles cuts
                 break
+            kept += e.commitlog_offset >= end
             d = e.to_dict()
             if e.tags_code <= EXT_MAX_ADDR:
                 if ext is None:
@@ -79,5 +81,10 @@ def run(args) -> int:
     if past:
         print(f"rmqlab queue: {past} unit(s) of {args.topic}/{args.queue_id} point at or past the end of the log ({end}) and are not listed: "
               f"a crash dispatched them, RocketMQ's recovery cuts them (the queue then ends at {hi - past})", file=sys.stderr)
+        return 1
+    if kept:
+        print(f"rmqlab queue: {kept} unit(s) of {args.topic}/{args.queue_id} point at or past the end of the log ({end}): the next start keeps "
+              "them (it truncates the queues only where its lowest dispatch progress reaches the end), and a pull of them finds no message",
+              file=sys.stderr)
         return 1
     return 0

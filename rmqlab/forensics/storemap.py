@@ -22,7 +22,7 @@ import numpy as np
 
 from .. import reprs
 from ..store.reader import StoreReader
-from ..recovery.next_start import log_end
+from ..recovery.next_start import Asked
 
 #: topics drawn in their own colour; the rest are "other"
 TOPICS_SHOWN = 8
@@ -113,8 +113,12 @@ def build_map(root: str | os.PathLike, *, width: int = 1200, findings=(), recove
     from .timeline import feed
 
     # the end of the log is the next start's: the dry run's when given, else asked of the plan
-    end = recovery.commitlog_end if recovery is not None and recovery.modelled else (lambda: log_end(root))
-    with StoreReader(root, strict=False, log_end=end) as store:
+    if recovery is not None and recovery.modelled:
+        end, cut = recovery.commitlog_end, recovery.queues_truncated
+    else:
+        asked = Asked(root)
+        end, cut = asked.log_end, asked.queues_truncated
+    with StoreReader(root, strict=False, log_end=end, queues_truncated=cut) as store:
         qfiles = list(store.commitlog.queue.files)
         if file is not None:
             names = [f.path.name for f in qfiles]

@@ -18,22 +18,29 @@ back on the end of the last file's record chain
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 
 from ..config import MessageStoreConfig
 from ..errors import RmqlabError
 from ..store.reader import StoreReader
 
 
-def log_end(store: str | os.PathLike, *, config: MessageStoreConfig | None = None, rocketmq_version: str | None = None) -> int | None:
-    """Where the next start of the store at ``store`` ends its log (Java ``processOffset``
-    of ``CommitLog.recoverNormally`` / ``recoverAbnormally``), read-only; None where no
-    recovery plan can be made for it.  Costs the plan's first steps only: the queues'
-    last files, the start file, and the walk from it.
+@dataclass(frozen=True)
+class NextStart:
+    """What the store's next start leaves of the log and its queues."""
 
-    >>> from rmqlab.lab.samples import shipped_dir
-    >>> log_end(shipped_dir() / "damaged")   # a crashed store: where its recovery cuts
-    263650
-    """
+    #: where it ends the log (Java ``processOffset``)
+    log_end: int
+    #: whether it cuts the consume queues' units at or past that end (Java: wherever the
+    #: queues reach it; rocketmq-rust compares its lowest dispatch progress, which can lie
+    #: below: ``RecoveryReport.queues_truncated``)
+    queues_truncated: bool
+
+
+def next_start(store: str | os.PathLike, *, config: MessageStoreConfig | None = None, rocketmq_version: str | None = None) -> NextStart | None:
+    """What the next start of the store at ``store`` leaves (read-only), or None where no
+    recovery plan can be made for it.  Costs the plan's first steps only: the queues'
+    last files, the start file, and the walk from it."""
     from .recover import plan
 
     try:
@@ -41,15 +48,52 @@ def log_end(store: str | os.PathLike, *, config: MessageStoreConfig | None = Non
     except RmqlabError:
         return None
     try:
-        return p.report.commitlog_end if p.report.modelled else None
+        return NextStart(p.report.commitlog_end, p.report.queues_truncated) if p.report.modelled else None
     finally:
         p.close()
 
 
+def log_end(store: str | os.PathLike, *, config: MessageStoreConfig | None = None, rocketmq_version: str | None = None) -> int | None:
+    """Where the next start of the store at ``store`` ends its log (Java ``processOffset``
+    of ``CommitLog.recoverNormally`` / ``recoverAbnormally``), read-only; None where no
+    recovery plan can be made for it (:func:`next_start`).
+
+    >>> from rmqlab.lab.samples import shipped_dir
+    >>> log_end(shipped_dir() / "damaged")   # a crashed store: where its recovery cuts
+    263650
+    """
+    ns = next_start(store, config=config, rocketmq_version=rocketmq_version)
+    return None if ns is None else ns.log_end
+
+
+class Asked:
+    """The next start of one store, planned once when a reader first needs it: its
+    :meth:`log_end` and :meth:`queues_truncated` are what a
+    :class:`~rmqlab.store.reader.StoreReader` takes (``log_end``, ``queues_truncated``)."""
+
+    def __init__(self, store: str | os.PathLike, config: MessageStoreConfig | None = None, rocketmq_version: str | None = None):
+        self.store, self.config, self.rocketmq_version = store, config, rocketmq_version
+        self._answer: list[NextStart | None] = []
+
+    def _ask(self) -> NextStart | None:
+        if not self._answer:
+            self._answer.append(next_start(self.store, config=self.config, rocketmq_version=self.rocketmq_version))
+        return self._answer[0]
+
+    def log_end(self) -> int | None:
+        ns = self._ask()
+        return None if ns is None else ns.log_end
+
+    def queues_truncated(self) -> bool:
+        ns = self._ask()
+        return True if ns is None else ns.queues_truncated
+
+
 def open_served(root: str | os.PathLike, config: MessageStoreConfig | None = None, *, rocketmq_version: str | None = None, **kwargs) -> StoreReader:
     """A store opened read-only as its next start serves it: its log ends where
-    :func:`log_end` says (found on first use).  Keyword arguments as
-    :class:`~rmqlab.store.reader.StoreReader`'s.  What ``rmqlab.open_store`` is.
+    :func:`log_end` says, its queues as that start leaves them (found on first use).
+    Keyword arguments as :class:`~rmqlab.store.reader.StoreReader`'s.  What
+    ``rmqlab.open_store`` is.
 
     >>> from rmqlab import open_store
     >>> from rmqlab.lab.samples import shipped_dir
@@ -58,4 +102,5 @@ def open_served(root: str | os.PathLike, config: MessageStoreConfig | None = Non
     ...     print(first.topic, first.queue_id, first.queue_offset, first.keys)
     Orders 1 0 order-1 cust-1
     """
-    return StoreReader(root, config, log_end=lambda: log_end(root, config=config, rocketmq_version=rocketmq_version), **kwargs)
+    asked = Asked(root, config, rocketmq_version)
+    return StoreReader(root, config, log_end=asked.log_end, queues_truncated=asked.queues_truncated, **kwargs)

@@ -181,7 +181,8 @@ def consumers_part(root: Path, config, recovery) -> dict:
     if offsets.source is None:
         return {"source": None, "notes": offsets.notes, "groups": [], "rows": [], "rows_left_out": 0, "losses": []}
     end = None if recovery is None or not recovery.modelled else recovery.commitlog_end  # the queues as the next start leaves them
-    with StoreReader(root, config, strict=False, log_end=end) as store:
+    cut = True if recovery is None or not recovery.modelled else recovery.queues_truncated
+    with StoreReader(root, config, strict=False, log_end=end, queues_truncated=cut) as store:
         rows = consumer_progress(store, offsets)
     losses = [] if recovery is None else [
         {"group": g.group, "queue": g.queue, "committed_offset": g.committed_offset, "cut_from": g.cut_from, "cut_to": g.cut_to,

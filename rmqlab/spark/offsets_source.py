@@ -118,9 +118,10 @@ def read_offsets(split: OffsetsSplit):
     from ..lookup import consumer_progress
     from ..store.metadata import read_consumer_offsets
     from ..store.reader import StoreReader
-    from ..recovery.next_start import log_end
+    from ..recovery.next_start import Asked
 
     offsets = read_consumer_offsets(split.path)
-    with StoreReader(split.path, strict=False, log_end=lambda: log_end(split.path)) as store:  # the next start's end, when asked
+    asked = Asked(split.path)  # the queues as the next start leaves them, planned when first asked
+    with StoreReader(split.path, strict=False, log_end=asked.log_end, queues_truncated=asked.queues_truncated) as store:
         rows = [r.to_dict() for r in consumer_progress(store, offsets, split.group)]
     return pa.RecordBatch.from_pylist(rows, schema=to_arrow_schema(SCHEMA))

@@ -62,7 +62,9 @@ class StoreReader:
 
     ``config`` sizes win; settings it leaves at ``None`` in ``overrides`` are
     inferred.  ``strict`` makes layout problems (wrong file sizes, gaps between
-    names) errors; otherwise they are collected in :attr:`problems`.  ``log_end``: where
+    names) errors; otherwise they are collected in :attr:`problems`.  ``queues_truncated``:
+    whether the next start cuts the queues' units past the end of the log
+    (:attr:`queues_truncated`).  ``log_end``: where
     the log ends when the caller knows it (a running engine), or a function asked when a
     lookup first needs it (the recovery plan's end: :func:`rmqlab.open_store` passes
     :func:`rmqlab.recovery.next_start.log_end`); else :meth:`CommitLog.served_end` finds it.
@@ -76,6 +78,7 @@ class StoreReader:
         config_file: str | os.PathLike | None = None,
         strict: bool = True,
         log_end: "int | Callable[[], int | None] | None" = None,
+        queues_truncated: "bool | Callable[[], bool] | None" = None,
         index_sizes: tuple[int, int] | None = None,
         log_dirs: MessageStoreConfig | None = None,
     ):
@@ -93,6 +96,9 @@ class StoreReader:
             raise StoreLayoutError(self.root, None, f"no {COMMITLOG_DIR}/ directory: this is not a RocketMQ store root (a log kept elsewhere: --commitlog-dir)")
         self.config_explicit = explicit
         self.strict = strict
+        #: whether the next start cuts the queues' units past the end of the log (a bool,
+        #: or a function asked on first use: rmqlab.recovery.next_start.Asked); None: it does
+        self._queues_truncated = queues_truncated
         cfg = config or MessageStoreConfig()
         self.problems: list[StoreFormatError] = []
         if self.dledger_dir is not None:
@@ -258,6 +264,15 @@ class StoreReader:
         if not p.exists():
             return None
         return p.read_bytes().decode("utf-8", errors="replace")
+
+    @property
+    def queues_truncated(self) -> bool:
+        """Whether the store's next start cuts the consume queues' units at or past the end
+        of the log (Java always does where they reach it; rocketmq-rust only where its
+        lowest dispatch progress does): what the queues serve after that start."""
+        if callable(self._queues_truncated):
+            self._queues_truncated = bool(self._queues_truncated())
+        return True if self._queues_truncated is None else self._queues_truncated
 
     def lock_state(self) -> str:
         """``absent``, ``free`` or ``held``: see :func:`lock_state`."""

@@ -373,6 +373,16 @@ def test_damaged_copies_recover_as_rocketmq_rust_recovers_them(case, damage, tmp
         assert {(q["topic"], q["queueId"]): q["maxOffset"] for q in d["rust"]["queues"]} == full
         java = recover(root, rocketmq_version="5.3.3")
         assert sum(q.added_entries for q in rep.queues) == 1 and sum(q.added_entries for q in java.queues) == 0
+    # before any recovery, the damaged store is read as that start leaves it (rmqlab.open_store):
+    # each queue's range is rocketmq-rust's, its units past the end kept where it keeps them,
+    # but for those the start dispatches again
+    import rmqlab
+
+    added = {q.queue: q.added_entries for q in rep.queues}
+    with rmqlab.open_store(root) as store:
+        for q in d["rust"]["queues"]:
+            lo, hi, _ = lk.served_range(store, q["topic"], q["queueId"])
+            assert (lo, hi + added.get(f"{q['topic']}/{q['queueId']}", 0)) == (q["minOffset"], q["maxOffset"]), q
     from tests.forensics.test_one_story import agree
 
     agree(root)
