@@ -1,4 +1,19 @@
-"""Layer 4 — the store engine: put, dispatch, flush, clean (Java ``DefaultMessageStore``).
+"""The store engine: put, dispatch, flush, clean (Java ``DefaultMessageStore``).
+
+What to call first is :meth:`MessageStore.open` and :meth:`MessageStore.put`; the store
+it writes is RocketMQ's, byte for byte, and reads back with :func:`rmqlab.open_store`:
+
+>>> import tempfile
+>>> from rmqlab import lookup, open_store
+>>> from rmqlab.engine import Message, MessageStore
+>>> root = tempfile.mkdtemp()
+>>> with MessageStore.open(root) as store:
+...     result = store.put(Message("Orders", b"paid", {"KEYS": "order-7"}, queue_id=1))
+>>> result.status.name, result.wrote_offset, result.queue_offset
+('PUT_OK', 0, 0)
+>>> with open_store(root) as store:
+...     [r.body for r in lookup.query_by_key(store, "Orders", "order-7").records]
+[b'paid']
 
 Everything here writes; the read side lives in :mod:`rmqlab.store`.  One module per
 on-disk concept or service, each naming its Java counterpart:

@@ -10,6 +10,8 @@ import pytest
 
 #: the modules whose docstrings hold examples
 MODULES = [
+    "rmqlab.store",
+    "rmqlab.engine",
     "rmqlab.recovery.next_start",
     "rmqlab.lookup",
     "rmqlab.recovery.recover",
