@@ -18,13 +18,30 @@ Layers, bottom to top (data flows one way):
 where the recovery plan ends it (:func:`rmqlab.recovery.next_start.log_end`).
 """
 
-from .config import MessageStoreConfig
 from .errors import RmqlabError, StoreFormatError, StoreLayoutError
-from .store.reader import StoreReader
-from .recovery.next_start import open_served as open_store
-from . import render  # noqa: F401  (fills rmqlab.reprs: the notebook views of every model)
 
-from .version import version as _version
-
-__version__ = _version()
 __all__ = ["MessageStoreConfig", "RmqlabError", "StoreFormatError", "StoreLayoutError", "StoreReader", "open_store"]
+
+#: what ``rmqlab.NAME`` is, imported when first asked for (PEP 562): ``import rmqlab``
+#: (and so every command's start, ``rmqlab --help`` among them) loads no numpy, numba,
+#: construct or pyarrow until a command needs them
+_LAZY = {
+    "MessageStoreConfig": ("rmqlab.config", "MessageStoreConfig"),
+    "StoreReader": ("rmqlab.store.reader", "StoreReader"),
+    "open_store": ("rmqlab.recovery.next_start", "open_served"),
+}
+
+
+def __getattr__(name: str):
+    if name == "__version__":
+        from .version import version
+
+        return version()
+    if name in _LAZY:
+        import importlib
+
+        module, attr = _LAZY[name]
+        value = getattr(importlib.import_module(module), attr)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'rmqlab' has no attribute {name!r}")

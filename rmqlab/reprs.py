@@ -2,8 +2,8 @@
 
 The models sit below the renderers: a model's ``_repr_html_`` asks :func:`html` for the
 view of its name, and :mod:`rmqlab.render` registers a function under each name when
-it is imported (the package's ``__init__`` imports it, so every use of rmqlab has
-them).  No model imports a renderer.
+it is imported (:func:`html` imports it when a model is first shown, so every use of
+rmqlab has them).  No model imports a renderer.
 
     def _repr_html_(self):
         return reprs.html("record", self)          # a model
@@ -32,5 +32,7 @@ def view(name: str):
 def html(name: str, obj: Any) -> str | None:
     """The HTML of ``obj`` by the view ``name``; None (Jupyter then shows the text
     repr) if no renderer registered it."""
+    if not _VIEWS:
+        from . import render  # noqa: F401  (registers every view when a model is first shown)
     fn = _VIEWS.get(name)
     return fn(obj) if fn is not None else None

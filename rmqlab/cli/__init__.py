@@ -15,31 +15,33 @@ import sys
 from ..errors import RmqlabError
 from ..version import docs_url, version
 
-#: command modules in the order ``--help`` lists them
-COMMANDS = [
-    "info",
-    "dump",
-    "tail",
-    "lookup",
-    "queue",
-    "offsets",
-    "timers",
-    "transactions",
-    "compaction",
-    "hexdump",
-    "write",
-    "recover",
-    "verify",
-    "salvage",
-    "export",
-    "diff",
-    "map",
-    "report",
-    "generate",
-    "samples",
-    "demo",
-    "lab",
-]
+#: every command, in the order ``--help`` lists them, with its one line of help (the
+#: command modules read theirs here: ``rmqlab --help`` lists them all without importing one)
+HELP = {
+    "info": "what is in a store",
+    "dump": "records in commitlog order",
+    "tail": "print records as the broker appends them (read-only)",
+    "lookup": "find records by key, msgId, offset, queue offset or time",
+    "queue": "consume-queue entries of one queue",
+    "offsets": "consumer groups' committed offsets and lag",
+    "timers": "timer messages: pending, fired, where each waits",
+    "transactions": "transaction half messages not yet ended (5.4+, transRocksDBEnable)",
+    "compaction": "compacted topics' logs and queues (an offline dumpCompactionLog)",
+    "hexdump": "annotated hex view of a store file",
+    "write": "put messages (JSON lines, e.g. from `dump --json`) into a store",
+    "recover": "crash recovery as RocketMQ does it (dry run unless told otherwise)",
+    "verify": "check everything in a store and keep going",
+    "salvage": "the records the next start throws away, read back",
+    "export": "the records as a Parquet dataset (appends what is new on each run)",
+    "diff": "what changed between two captures of a store",
+    "map": "the whole store in one picture (SVG) or its data (JSON)",
+    "report": "one self-contained report of a store (HTML or JSON) to attach to a ticket",
+    "generate": "write a big synthetic store (benchmarks, Spark lesson)",
+    "samples": "write the sample stores the lessons use (deterministic)",
+    "demo": "a guided tour over the sample stores",
+    "lab": "copy the lessons into a folder and open them in JupyterLab",
+}
+COMMANDS = list(HELP)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -61,19 +63,21 @@ def plain_text(text: str) -> str:
     return text.replace("``", "")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = "") -> argparse.ArgumentParser:
+    """The ``rmqlab`` parser.  Every command's own parser by default (the documentation's
+    command reference, the tests); ``only``: that command's alone, the others listed by
+    their one line of help, and None for none (``rmqlab --help``): what a command costs
+    to start is then its own imports only."""
     parser = _Parser(prog="rmqlab", description="Read, write, recover and investigate Apache RocketMQ store files.",
                      epilog=f"Documentation: {docs_url()} (every command and flag: {docs_url('reference/cli.html')})")
     parser.add_argument("--version", action="version", version=f"rmqlab {version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
     for name in COMMANDS:
-        try:
-            module = importlib.import_module(f".{name}", __name__)
-        except ModuleNotFoundError as exc:
-            if exc.name == f"{__name__}.{name}":
-                continue  # command not built yet
-            raise
+        if only != "" and name != only:
+            sub.add_parser(name, help=HELP[name], add_help=False)  # listed; parsed only when it is the command run
+            continue
+        module = importlib.import_module(f".{name}", __name__)
         p = module.add_parser(sub)
         # the command's own section of the command reference (its title's anchor)
         said = f"Documentation: {docs_url(f'reference/cli.html#rmqlab-{name}')}"
@@ -82,8 +86,14 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _command_named(argv: list[str]) -> str | None:
+    """The command ``argv`` runs (its first word that is no option), if it names one."""
+    word = next((a for a in argv if not a.startswith("-")), None)
+    return word if word in HELP else None
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    parser = build_parser(_command_named(list(sys.argv[1:] if argv is None else argv)))
     args, extra = parser.parse_known_args(argv)
     if extra:  # said by the command's parser, which names the command
         args._parser.error(f"unrecognized arguments: {' '.join(extra)}")

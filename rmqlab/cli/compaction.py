@@ -15,10 +15,11 @@ import argparse
 import sys
 
 from .common import print_json
+from . import HELP
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
-    p = sub.add_parser("compaction", help="compacted topics' logs and queues (an offline dumpCompactionLog)", description=__doc__)
+    p = sub.add_parser("compaction", help=HELP["compaction"], description=__doc__)
     p.add_argument("store", help="the store root")
     p.add_argument("--topic", help="only this topic")
     p.add_argument("--queue-id", type=int, help="only this queue")

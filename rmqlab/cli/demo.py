@@ -18,10 +18,11 @@ from ..rules import COMMITLOG_DIR
 from ..errors import RmqlabError
 from ..forensics.hexview import HexView
 from ..render.text import record_line
+from . import HELP
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
-    p = sub.add_parser("demo", help="a guided tour over the sample stores", description=__doc__)
+    p = sub.add_parser("demo", help=HELP["demo"], description=__doc__)
     p.add_argument("--samples", help="a folder holding the sample stores (clean/, crashed/, damaged/ as `rmqlab samples` writes them; default: the copy shipped with the package)")
     p.add_argument("--workdir", help="where scratch stores go (default: a temporary directory, removed afterwards)")
     return p

@@ -11,10 +11,11 @@ import argparse
 
 from ..forensics.diff import PAGE_SIZE, diff_stores
 from .common import print_json
+from . import HELP
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
-    p = sub.add_parser("diff", help="what changed between two captures of a store", description=__doc__)
+    p = sub.add_parser("diff", help=HELP["diff"], description=__doc__)
     p.add_argument("a", metavar="STORE_A", help="first capture (store root, or a single file)")
     p.add_argument("b", metavar="STORE_B", help="second capture")
     p.add_argument("--page-size", type=int, default=PAGE_SIZE, help=f"fingerprint page size (default {PAGE_SIZE})")

@@ -27,10 +27,11 @@ from ..render.text import record_line
 from ..progress import Silent
 from .tail import FOLLOW_DEFAULTS, add_follow_options, follow
 from .common import OFFSET, add_progress_option, add_store_options, commitlog_bytes, open_from_args, progress_bar, write_bytes
+from . import HELP
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
-    p = sub.add_parser("dump", help="records in commitlog order", description=__doc__)
+    p = sub.add_parser("dump", help=HELP["dump"], description=__doc__)
     add_store_options(p, store_help="store root directory (holds commitlog/, consumequeue/, index/ ...), or one commitlog file")
     p.add_argument("--json", action="store_true", help="one JSON object per record (the keys `rmqlab write` accepts; the body in base64)")
     p.add_argument("--body", choices=["text", "hex", "base64"], help="print each record's body under its line: as UTF-8 text (bytes that are not, escaped), hex or base64")

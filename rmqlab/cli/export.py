@@ -15,10 +15,11 @@ import argparse
 import sys
 
 from .common import add_progress_option, add_store_options, open_from_args, print_json, progress_bar
+from . import HELP
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
-    p = sub.add_parser("export", help="the records as a Parquet dataset (appends what is new on each run)", description=__doc__)
+    p = sub.add_parser("export", help=HELP["export"], description=__doc__)
     add_store_options(p)
     p.add_argument("out", help="the dataset's directory (made if missing)")
     p.add_argument("--mode", choices=["strict", "lenient"], default="strict", help="strict: stop at the first damaged record; lenient: export it as a row")

@@ -7,10 +7,11 @@ import sys
 
 from ..lab.generate import generate_store, parse_range, parse_size
 from .common import add_progress_option, print_json, progress_bar
+from . import HELP
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
-    p = sub.add_parser("generate", help="write a big synthetic store (benchmarks, Spark lesson)", description=__doc__)
+    p = sub.add_parser("generate", help=HELP["generate"], description=__doc__)
     p.add_argument("store", help="new store root (must not hold a commitlog yet)")
     p.add_argument("--size", required=True, type=parse_size, metavar="BYTES", help="commitlog bytes to write: 2GiB, 512MiB, 4096 ...")
     p.add_argument("--topics", type=int, default=4, metavar="N", help="number of topics (default 4; skewed mix)")

@@ -6,10 +6,11 @@ import argparse
 
 from ..forensics.hexview import HexView
 from .common import OFFSET, number
+from . import HELP
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
-    p = sub.add_parser("hexdump", help="annotated hex view of a store file", description=__doc__)
+    p = sub.add_parser("hexdump", help=HELP["hexdump"], description=__doc__)
     p.add_argument("file", help="a commitlog, DLedger data, consumequeue, index, checkpoint or timer file")
     p.add_argument("--offset", type=OFFSET, default=0, help="first byte (default 0)")
     p.add_argument("--length", type=number(1, what="a length"), default=256, help="how many bytes (default 256)")

@@ -9,10 +9,11 @@ from ..store.release import ReleaseReading
 from ..store.summary import summarize
 from ..store.reader import StoreReader
 from .common import add_progress_option, add_store_options, commitlog_bytes, next_start_of, print_json, progress_bar, sizes_from_args
+from . import HELP
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
-    p = sub.add_parser("info", help="what is in a store", description=__doc__)
+    p = sub.add_parser("info", help=HELP["info"], description=__doc__)
     add_store_options(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--no-scan", action="store_true", help="do not walk the commitlog (no record counts)")

@@ -22,13 +22,14 @@ import sys
 from pathlib import Path
 
 from ..errors import RmqlabError
+from . import HELP
 
 #: what ``rmqlab lab`` copies into when given no folder
 DEFAULT_DIR = "rmqlab-lessons"
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
-    p = sub.add_parser("lab", help="copy the lessons into a folder and open them in JupyterLab", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = sub.add_parser("lab", help=HELP["lab"], description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("dir", nargs="?", default=DEFAULT_DIR, help=f"the folder to copy the lessons into (default: ./{DEFAULT_DIR})")
     p.add_argument("--copy-only", action="store_true", help="copy the lessons and stores, do not start JupyterLab")
     p.add_argument("--no-browser", action="store_true", help="start JupyterLab without opening a browser (it prints the address to open)")

@@ -15,10 +15,11 @@ from ..releases import release
 from ..store.release import tell_release
 from ..render.text import fmt_time, record_detail
 from .common import OFFSET, add_release_option, add_store_options, number, open_from_args, print_json, store_time
+from . import HELP
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
-    p = sub.add_parser("lookup", help="find records by key, msgId, offset, queue offset or time", description=__doc__)
+    p = sub.add_parser("lookup", help=HELP["lookup"], description=__doc__)
     add_store_options(p)
     how = p.add_mutually_exclusive_group(required=True)
     how.add_argument("--key", help="a KEYS token or UNIQ_KEY (needs --topic)")

@@ -16,10 +16,11 @@ from pathlib import Path
 
 from ..errors import RmqlabError
 from .common import add_progress_option, add_store_options, number, progress_bar, commitlog_bytes, print_json
+from . import HELP
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
-    p = sub.add_parser("map", help="the whole store in one picture (SVG) or its data (JSON)", description=__doc__)
+    p = sub.add_parser("map", help=HELP["map"], description=__doc__)
     add_store_options(p)
     p.add_argument("-o", "--out", metavar="FILE", help="write the picture (.svg, .png) or its data (.json) here (default: SVG on stdout)")
     p.add_argument("--json", action="store_true", help="the data as JSON on stdout")

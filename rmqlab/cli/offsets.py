@@ -15,10 +15,11 @@ import argparse
 import sys
 
 from .common import add_store_options, open_from_args, print_json
+from . import HELP
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
-    p = sub.add_parser("offsets", help="consumer groups' committed offsets and lag", description=__doc__)
+    p = sub.add_parser("offsets", help=HELP["offsets"], description=__doc__)
     add_store_options(p)
     p.add_argument("--group", metavar="G", help="only this consumer group")
     p.add_argument("--json", action="store_true", help="one JSON object per group, topic and queue")

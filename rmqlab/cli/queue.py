@@ -16,10 +16,11 @@ from ..errors import StoreLayoutError
 from ..format.consumequeue import EXT_MAX_ADDR
 from ..store.batch_consume_queue import BatchConsumeQueue
 from .common import add_store_options, open_from_args, print_json
+from . import HELP
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
-    p = sub.add_parser("queue", help="consume-queue entries of one queue", description=__doc__)
+    p = sub.add_parser("queue", help=HELP["queue"], description=__doc__)
     add_store_options(p)
     p.add_argument("--topic", required=True, help="the queue's topic")
     p.add_argument("--queue-id", type=int, required=True, help="the queue's id (its directory under consumequeue/TOPIC/)")

@@ -18,10 +18,11 @@ import sys
 
 from ..recovery import recover
 from .common import add_release_option, add_store_options, config_from_args, print_json
+from . import HELP
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
-    p = sub.add_parser("recover", help="crash recovery as RocketMQ does it (dry run unless told otherwise)", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = sub.add_parser("recover", help=HELP["recover"], description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_store_options(p)
     g = p.add_mutually_exclusive_group()
     g.add_argument("--dry-run", action="store_true", help="report what recovery would do (the default)")

@@ -21,10 +21,11 @@ from pathlib import Path
 
 from ..errors import RmqlabError
 from .common import add_progress_option, add_release_option, add_store_options, config_from_args, progress_bar, write_bytes
+from . import HELP
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
-    p = sub.add_parser("report", help="one self-contained report of a store (HTML or JSON) to attach to a ticket", description=__doc__,
+    p = sub.add_parser("report", help=HELP["report"], description=__doc__,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     add_store_options(p)
     p.add_argument("-o", "--out", metavar="FILE", help="write the report here (.html, or .json for its data; default: stdout)")

@@ -28,10 +28,11 @@ from ..config import MessageStoreConfig
 from ..forensics.salvage import CUT, EVERYWHERE, IN_LOG, PAST_DAMAGE, PAST_WALK, iter_salvage
 from ..rules import COMMITLOG_DIR
 from .common import COMMITLOG_FILE_SIZE, add_progress_option, add_release_option, progress_bar
+from . import HELP
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
-    p = sub.add_parser("salvage", help="the records the next start throws away, read back", description=__doc__)
+    p = sub.add_parser("salvage", help=HELP["salvage"], description=__doc__)
     p.add_argument("path", metavar="FILE_OR_STORE", help="a commitlog file, a commitlog/ directory or a store root")
     p.add_argument("--out", metavar="RECORDS_JSONL", help="write the records here instead of stdout")
     p.add_argument("--past-damage", action="store_true", help="also the records after damage the next start never reads, which RocketMQ keeps (past-damage)")

@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from . import HELP
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
-    p = sub.add_parser("samples", help="write the sample stores the lessons use (deterministic)", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = sub.add_parser("samples", help=HELP["samples"], description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("dir", nargs="?", help="where to write them (default: the platform's per-user data folder, e.g. ~/.local/share/rmqlab/samples; in a source checkout the shipped copy)")
     p.add_argument("--force", action="store_true", help="replace sample stores that are already there")
     return p

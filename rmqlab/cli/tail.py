@@ -24,6 +24,7 @@ import time
 
 from ..render.text import record_line
 from .common import OFFSET, number, write_bytes
+from . import HELP
 
 
 def _start(text: str):
@@ -55,7 +56,7 @@ def add_follow_options(p: argparse.ArgumentParser, progress: str = "--progress")
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
-    p = sub.add_parser("tail", help="print records as the broker appends them (read-only)", description=__doc__)
+    p = sub.add_parser("tail", help=HELP["tail"], description=__doc__)
     p.add_argument("store", help="store root directory (or its commitlog/)")
     p.add_argument("--topic", help="only records of this topic")
     p.add_argument("--queue-id", dest="queue", type=number(0, what="a queue id"), metavar="QID", help="only records of this queue id")

@@ -16,10 +16,11 @@ import sys
 from pathlib import Path
 
 from .common import add_store_options, open_from_args, print_json
+from . import HELP
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
-    p = sub.add_parser("timers", help="timer messages: pending, fired, where each waits", description=__doc__)
+    p = sub.add_parser("timers", help=HELP["timers"], description=__doc__)
     add_store_options(p)
     p.add_argument("--all", action="store_true", help="every timer message, fired ones too")
     p.add_argument("--json", action="store_true", help="one JSON object per timer message")

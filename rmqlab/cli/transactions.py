@@ -14,10 +14,11 @@ import argparse
 import sys
 
 from .common import add_store_options, open_from_args, print_json
+from . import HELP
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
-    p = sub.add_parser("transactions", help="transaction half messages not yet ended (5.4+, transRocksDBEnable)", description=__doc__)
+    p = sub.add_parser("transactions", help=HELP["transactions"], description=__doc__)
     add_store_options(p)
     p.add_argument("--json", action="store_true", help="one JSON object per half message")
     return p

@@ -12,10 +12,11 @@ from __future__ import annotations
 import argparse
 
 from .common import add_progress_option, add_release_option, add_store_options, commitlog_bytes, config_from_args, print_json, progress_bar
+from . import HELP
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
-    p = sub.add_parser("verify", help="check everything in a store and keep going", description=__doc__)
+    p = sub.add_parser("verify", help=HELP["verify"], description=__doc__)
     add_store_options(p)
     p.add_argument("--json", action="store_true", help="print one JSON object: ok, stats, findings")
     p.add_argument("--errors-only", action="store_true", help="only print findings of severity error")

@@ -29,10 +29,11 @@ from ..rules import COMMITLOG_DIR, LOCK_FILE
 from ..errors import RmqlabError
 from ..format import properties as props
 from .common import print_json
+from . import HELP
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
-    p = sub.add_parser("write", help="put messages (JSON lines, e.g. from `dump --json`) into a store", description=__doc__,
+    p = sub.add_parser("write", help=HELP["write"], description=__doc__,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("store", help="store root directory (created if missing)")
     p.add_argument("--input", "-i", required=True, metavar="FILE", help="JSON lines to put ('-' for stdin)")

@@ -119,3 +119,22 @@ def test_a_config_with_some_sizes_infers_the_others_and_says_where_each_came_fro
     assert flagged["size_sources"]["mappedFileSizeCommitLog"] == "given by --commitlog-file-size"
     text = cli("info", CLEAN).stdout
     assert "mappedFileSizeConsumeQueue = 400  (inferred from consumequeue/" in text
+
+
+def test_the_command_line_starts_without_the_heavy_libraries():
+    """`rmqlab --help` (and the start of any command) imports no numpy, numba, construct or
+    pyarrow before the command needs them: `import rmqlab` loads its names when first
+    asked for, and the parser imports only the command it runs (the others are listed by
+    their line of help).  A command still parses as its own parser says."""
+    import subprocess
+    import sys
+
+    probe = ("import sys\nfrom rmqlab.cli import build_parser, main\nbuild_parser(None).format_help()\n"
+             "heavy = sorted(m for m in ('numpy', 'numba', 'construct', 'pyarrow') if m in sys.modules)\nprint(heavy)")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == "[]", out
+    from rmqlab.cli import build_parser
+
+    whole, one = build_parser(), build_parser("dump")
+    assert whole.parse_args(["dump", "x", "--json"]).json and one.parse_args(["dump", "x", "--json"]).json
+    assert build_parser(None).format_help() == whole.format_help()
