@@ -179,11 +179,12 @@ def cause_of(rep, cfg: MessageStoreConfig, *, mode_said: bool = True) -> Cause |
                       + [rep.commitlog_end if rep.last_kept_timestamp and rep.last_kept_timestamp <= flushed_ts else -1])
     flushed = sum(1 for r in rep.lost_records if flushed_place(r, flushed_ts, flushed_end))
     # and a record it had not written says none after it was: what lies between the two
-    # (unreadable, its time unknown) may have been flushed or not
+    # (unreadable, its time unknown, but on the disk: a record that never reached it was
+    # not flushed) may have been flushed or not
     unflushed_from = min([r.physical_offset for r in rep.lost_records if r.store_timestamp and r.store_timestamp > flushed_ts]
                          + [rep.commitlog_end if rep.last_kept_timestamp and rep.last_kept_timestamp > flushed_ts else 1 << 62])
     unknown = 0 if not flushed_ts else sum(1 for r in rep.lost_records if not r.store_timestamp and r.physical_offset + r.size > flushed_end
-                                           and r.physical_offset < unflushed_from)
+                                           and r.physical_offset < unflushed_from and r.physical_offset + r.size <= reached)
     if damage:
         kind, file, at, phy = stop.kind, stop.file, stop.file_offset, stop.physical_offset
         what = _WHAT.get(kind, stop.message)
@@ -217,13 +218,19 @@ def _missing_file_cause(rep, cfg: MessageStoreConfig, mode_said: bool) -> Cause 
     what = (f"commitlog file {name} ([{lo}, {hi})) is missing: the consume queues name {units} record(s) in it"
             + (f" ({n} in {len(gone)} missing files)" if len(gone) > 1 else "")
             + "; RocketMQ loads the log all the same (MappedFileQueue.load) and answers MESSAGE_WAS_REMOVING for them")
-    # the file was written: its records had reached the disk and were lost with it; the
-    # last flush had written them where a record after the gap was flushed (the log is
-    # flushed in offset order), else that is not known
+    # the file was written: its records had reached the disk and were lost with it.  The
+    # log is flushed in offset order: the last flush had written them where a record after
+    # the gap was flushed, none of them where a record before it was not; else unknown
     flushed_ts = (rep.checkpoint or {}).get("physic_msg_timestamp") or 0
-    flushed = n if rep.commitlog_end >= gone[-1][2] and rep.last_kept_timestamp and flushed_ts and rep.last_kept_timestamp <= flushed_ts else 0
+    last, ts = rep.last_kept_offset, rep.last_kept_timestamp
+    flushed = unknown = 0
+    if flushed_ts and ts:
+        if last >= gone[-1][2] and ts <= flushed_ts:
+            flushed = n
+        elif last >= gone[-1][2] or ts <= flushed_ts:
+            unknown = n
     return Cause("MISSING_FILE", f"{directory}/{name}", 0, lo, what, n, n, 0, flushed, cfg.flush_disk_type, broker_role(cfg),
-                 _acknowledged_sentence(flushed, n - flushed, cfg, mode_said))
+                 _acknowledged_sentence(flushed, n - flushed, cfg, mode_said), unknown)
 
 
 def _short_file_cause(rep, cfg: MessageStoreConfig, mode_said: bool) -> Cause | None:

@@ -127,7 +127,7 @@ def _stop_shape(rep: RecoveryReport, plan: RecoveryPlan) -> None:
     last data of the log torn at its end (nothing readable after the stop, and the
     non-zero bytes end inside the record it claims to be); and the store time of the
     last record kept."""
-    rep.last_kept_timestamp = _last_kept_timestamp(plan)
+    rep.last_kept_offset, rep.last_kept_timestamp = _last_kept(plan)
     stop = rep.stop
     f = None if stop is None else next((f for f in plan.files if str(f.path) == stop.file), None)
     if f is None:
@@ -182,14 +182,15 @@ def _short_files(rep: RecoveryReport, plan: RecoveryPlan) -> None:
         rep.short_files.append([str(path), base, size, units])
 
 
-def _last_kept_timestamp(plan: RecoveryPlan) -> int:
-    """The storeTimestamp of the last message record the walk accepted (0: none)."""
+def _last_kept(plan: RecoveryPlan) -> tuple[int, int]:
+    """The physical offset and storeTimestamp of the last message record the walk
+    accepted ((-1, 0): none)."""
     for p in plan.positions[-2:][::-1].tolist():  # the last may be a file's BLANK
         f = next((f for f in reversed(plan.files) if f.file_from_offset <= p), None)
         at = p - f.file_from_offset if f is not None else -1
         if f is not None and at + 8 <= len(f.buf) and struct.unpack_from(">I", f.buf, at + 4)[0] in cl.MESSAGE_MAGICS:
-            return int(store_timestamp_at(f.buf, at))
-    return 0
+            return int(p), int(store_timestamp_at(f.buf, at))
+    return -1, 0
 
 
 def unfindable_keys(rep: RecoveryReport, plan: RecoveryPlan, cfg: MessageStoreConfig) -> None:

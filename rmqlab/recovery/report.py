@@ -188,6 +188,8 @@ class RecoveryReport:
     short_files: list = field(default_factory=list)
     #: the storeTimestamp of the last record the log keeps (0: none read)
     last_kept_timestamp: int = 0
+    #: where that record is (-1: none)
+    last_kept_offset: int = -1
     #: the record the walk stops at is the last data of the log, torn at its end
     stop_is_torn: bool = False
     #: the bytes where the walk stops are zeros (what follows them is not: else the zero tail)
