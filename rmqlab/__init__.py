@@ -18,7 +18,10 @@ Layers, bottom to top (data flows one way):
 where the recovery plan ends it (:func:`rmqlab.recovery.next_start.log_end`).
 """
 
+from . import reprs as _reprs
 from .errors import RmqlabError, StoreFormatError, StoreLayoutError
+
+_reprs.RENDERER = "rmqlab.render"  # the notebook views of every model, loaded when first shown
 
 __all__ = ["MessageStoreConfig", "RmqlabError", "StoreFormatError", "StoreLayoutError", "StoreReader", "open_store"]
 

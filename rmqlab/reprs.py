@@ -2,8 +2,9 @@
 
 The models sit below the renderers: a model's ``_repr_html_`` asks :func:`html` for the
 view of its name, and :mod:`rmqlab.render` registers a function under each name when
-it is imported (:func:`html` imports it when a model is first shown, so every use of
-rmqlab has them).  No model imports a renderer.
+it is imported (the package names it in :data:`RENDERER`, and :func:`html` imports it
+when a model is first shown, so every use of rmqlab has them).  No model imports a
+renderer.
 
     def _repr_html_(self):
         return reprs.html("record", self)          # a model
@@ -17,6 +18,9 @@ from __future__ import annotations
 from typing import Any, Callable
 
 _VIEWS: dict[str, Callable[[Any], str]] = {}
+#: the module whose import registers the views, named by the package's top
+#: (``rmqlab/__init__``): imported when a model is first shown, not before
+RENDERER: str | None = None
 
 
 def view(name: str):
@@ -32,7 +36,9 @@ def view(name: str):
 def html(name: str, obj: Any) -> str | None:
     """The HTML of ``obj`` by the view ``name``; None (Jupyter then shows the text
     repr) if no renderer registered it."""
-    if not _VIEWS:
-        from . import render  # noqa: F401  (registers every view when a model is first shown)
+    if not _VIEWS and RENDERER:
+        import importlib
+
+        importlib.import_module(RENDERER)  # registers every view, when a model is first shown
     fn = _VIEWS.get(name)
     return fn(obj) if fn is not None else None
