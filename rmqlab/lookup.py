@@ -36,7 +36,15 @@ class BoundaryType(str, Enum):
 
 # -- by queue offset ------------------------------------------------------------------------
 def get_message(store: StoreReader, topic: str, queue_id: int, queue_offset: int) -> tuple[CqEntry, Record]:
-    """The consume-queue entry at ``queue_offset`` and the record it points at."""
+    """The consume-queue entry at ``queue_offset`` and the record it points at.
+
+    >>> from rmqlab import open_store
+    >>> from rmqlab.lab.samples import shipped_dir
+    >>> with open_store(shipped_dir() / "clean") as store:
+    ...     entry, record = get_message(store, "Orders", 1, 0)
+    >>> entry.commitlog_offset, record.topic, record.queue_offset, record.keys
+    (0, 'Orders', 0, 'order-1 cust-1')
+    """
     cq = store.consume_queue(topic, queue_id)
     lo, hi = cq.valid_range(store.commitlog.min_offset)
     if not lo <= queue_offset < hi:
@@ -253,7 +261,15 @@ def query_by_key(store: StoreReader, topic: str, key: str, max_num: int = 2**31 
     store holds, not the broker's last ``maxRocksDBIndexQueryDays`` by its clock).
     ``index_type`` (:data:`INDEX_TYPES`) looks ``topic#<type>#key`` up, as a typed query
     does; ``uniq_type`` says how the store's writer indexed UNIQ_KEYs (the records a
-    hit must carry)."""
+    hit must carry).
+
+    >>> from rmqlab import open_store
+    >>> from rmqlab.lab.samples import shipped_dir
+    >>> with open_store(shipped_dir() / "clean") as store:
+    ...     hit = query_by_key(store, "Orders", "Aa")    # "Aa" and "BB" share a hash: the chain holds both
+    >>> [(r.physical_offset, r.keys) for r in hit.records]
+    [(11371, 'Aa'), (188986, 'Aa')]
+    """
     if index_type:
         if index_type not in INDEX_TYPES:
             raise ValueError(f"unknown index type {index_type!r}: {', '.join(INDEX_TYPES)}")
@@ -317,7 +333,15 @@ def look_by_any_message_id(store: StoreReader, msg_id: str, *, topic: str | None
     no record of the log starts at the offset it names, it is taken as the client's
     message ID (``MessageClientIDSetter``, the record's UNIQ_KEY, what producers,
     consoles and traces show), looked up in the index under ``topic`` or every topic of
-    the store (``queryMessageByUniqKey``: the index key is topic#UNIQ_KEY)."""
+    the store (``queryMessageByUniqKey``: the index key is topic#UNIQ_KEY).
+
+    >>> from rmqlab import open_store
+    >>> from rmqlab.lab.samples import shipped_dir
+    >>> with open_store(shipped_dir() / "clean") as store:
+    ...     answer = look_by_any_message_id(store, "7F0000011F2E5EED00010225516A0000")
+    >>> answer.kind, [r.physical_offset for r in answer.records]
+    ('client message ID (UNIQ_KEY)', [0])
+    """
     text = msg_id.strip().upper()
     try:
         host, port, offset = decode_message_id(text)
@@ -379,6 +403,12 @@ def offset_by_time(store: StoreReader, topic: str, queue_id: int, timestamp: int
     LOWER: the first offset whose record was stored at or after ``timestamp``
     (one past the last when none is).  UPPER: the last offset stored at or before
     it (the minimum when none is).
+
+    >>> from rmqlab import open_store
+    >>> from rmqlab.lab.samples import shipped_dir
+    >>> with open_store(shipped_dir() / "clean") as store:   # 10:01:00 on the sample clock
+    ...     offset_by_time(store, "Orders", 1, 1767261660000), offset_by_time(store, "Orders", 1, 1767261660000, "UPPER")
+    (76, 75)
     """
     boundary = BoundaryType(boundary)
     cq = store.consume_queue(topic, queue_id)

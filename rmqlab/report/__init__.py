@@ -10,9 +10,15 @@ map's pass (which feeds the timeline too), one read of every file for the digest
 Every part that fails says why ("could not be read because …") and the others stand.
 Read-only: nothing of the store is written.
 
+    >>> import tempfile
+    >>> from rmqlab.lab.samples import shipped_dir
     >>> from rmqlab.report import build_report
-    >>> r = build_report("stores/crashed")
-    >>> r.write("report.html")            # or r.to_dict(), r.write("report.json")
+    >>> r = build_report(shipped_dir() / "crashed")
+    >>> verdict = r.sections["verdict"]
+    >>> verdict["consequence"], verdict["records_cut"], verdict["level"]
+    ('records lost', 12, 'bad')
+    >>> r.write(f"{tempfile.mkdtemp()}/report.html")    # or r.to_dict(), r.write("report.json")
+    PosixPath('.../report.html')
 
 :func:`rmqlab.spark.report` builds the same report with the Spark jobs for the parts
 that read the whole store.

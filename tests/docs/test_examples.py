@@ -17,6 +17,7 @@ MODULES = [
     "rmqlab.recovery.recover",
     "rmqlab.forensics.verify",
     "rmqlab.forensics.salvage",
+    "rmqlab.report",
 ]
 
 
