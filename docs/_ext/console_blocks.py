@@ -62,26 +62,20 @@ def commands(text: str) -> list[tuple[re.Match, list[Command]]]:
 WRITE_SAMPLES = "rmqlab samples samples"
 
 
-#: stores written by rocketmq-rust, kept with the tests
-RUST_STORES = Path(__file__).resolve().parents[2] / "tests" / "stores" / "rocketmq-rust"
-
-
 @contextmanager
 def workspace(text: str = "") -> Iterator[Path]:
-    """A new folder for a page's commands, removed afterwards: holding ``samples/`` (the
-    shipped sample stores, as ``rmqlab samples`` writes them), unless the page writes
-    them itself."""
-    from rmqlab.lab.samples import SAMPLES, shipped_dir
+    """A new folder for a page's commands, removed afterwards: holding ``samples/`` as
+    ``rmqlab samples`` writes it (the shipped sample stores, and those other writers
+    wrote: ``samples/rocketmq-rust/``), unless the page writes them itself."""
+    from rmqlab.lab.samples import SAMPLES, shipped_dir, write_other_writers
 
     base = Path(tempfile.mkdtemp(prefix="rmqlab-docs-"))
     try:
         if not any(c.command == WRITE_SAMPLES for _, cmds in commands(text) for c in cmds):
             for name in SAMPLES:
                 shutil.copytree(shipped_dir() / name, base / "samples" / name)
-        if "rust-stores/" in text:
-            # the stores rocketmq-rust wrote (scripts/rocketmq_rust_stores.py), as the guide on other writers reads them
-            for case in ("clean", "killed", "timers"):
-                shutil.copytree(RUST_STORES / case / "store", base / "rust-stores" / case)
+            if "samples/rocketmq-rust/" in text:
+                write_other_writers(base / "samples")
         yield base
     finally:
         shutil.rmtree(base, ignore_errors=True)

@@ -45,6 +45,13 @@ START_MS = 1_767_261_600_000
 SEED = 20260101
 STORE_HOST = (b"\x7f\x00\x00\x01", 10911)
 SAMPLES = ("clean", "crashed", "damaged")
+#: the stores other writers of the format wrote, that ``rmqlab samples`` copies beside the
+#: sample stores (``DIR/rocketmq-rust/clean``): a source checkout holds them in
+#: ``tests/stores/rocketmq-rust/CASE/store`` (scripts/rocketmq_rust_stores.py writes
+#: them); a wheel carries them as one archive, :data:`OTHER_WRITERS_ARCHIVE`, made by the
+#: build (setup.py reads this table)
+OTHER_WRITERS = {"rocketmq-rust": ("clean", "killed", "timers")}
+OTHER_WRITERS_ARCHIVE = "other-writers.tar.gz"
 
 
 def sample_config() -> MessageStoreConfig:
@@ -356,14 +363,78 @@ def _patch(root: Path, name: str, offset: int, change, length: int, why: str) ->
     return {"file": f"{COMMITLOG_DIR}/{name}", "offset": offset, "length": length, "old": old.hex(), "new": new.hex(), "why": why}
 
 
+def other_writers_source() -> tuple[str, Path] | None:
+    """Where the stores of :data:`OTHER_WRITERS` come from: ``("dir", tests/stores)`` in a
+    source checkout, ``("archive", path)`` in an installed package, None where neither is."""
+    root = source_checkout()
+    if root is not None and (root / "tests" / "stores").is_dir():
+        return "dir", root / "tests" / "stores"
+    archive = shipped_dir() / OTHER_WRITERS_ARCHIVE
+    return ("archive", archive) if archive.is_file() else None
+
+
+def write_other_writers(target: Path) -> dict[str, dict]:
+    """Copy the stores of :data:`OTHER_WRITERS` to ``target/WRITER/CASE``, holes kept (a
+    timer wheel is tens of MB of mostly zeros); what was written, by name."""
+    import tarfile
+
+    source = other_writers_source()
+    if source is None:
+        return {}
+    out = {}
+    kind, where = source
+    if kind == "dir":
+        for writer, cases in OTHER_WRITERS.items():
+            for case in cases:
+                store = where / writer / case / "store"
+                for p in sorted(store.rglob("*")):
+                    dest = target / writer / case / p.relative_to(store)
+                    if p.is_dir():
+                        dest.mkdir(parents=True, exist_ok=True)
+                    else:
+                        dest.parent.mkdir(parents=True, exist_ok=True)
+                        with open(p, "rb") as src:
+                            _write_sparse(src, dest, p.stat().st_size)
+                out[f"{writer}/{case}"] = {"written by": writer}
+        return out
+    with tarfile.open(where, "r:gz") as tar:
+        for m in tar.getmembers():
+            parts = Path(m.name).parts  # WRITER/CASE/...
+            if m.isdir() or len(parts) < 3 or ".." in parts or parts[0] not in OTHER_WRITERS:
+                continue
+            dest = target.joinpath(*parts)
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            _write_sparse(tar.extractfile(m), dest, m.size)
+            out[f"{parts[0]}/{parts[1]}"] = {"written by": parts[0]}
+    return out
+
+
+def _write_sparse(src, dest: Path, size: int, chunk: int = 1 << 16) -> None:
+    """``size`` bytes of ``src`` into ``dest``, runs of zeros left as holes."""
+    zeros = bytes(chunk)
+    with open(dest, "wb") as out:
+        while True:
+            block = src.read(chunk)
+            if not block:
+                break
+            if block == zeros[: len(block)]:
+                out.seek(len(block), os.SEEK_CUR)
+            else:
+                out.write(block)
+        out.truncate(size)
+
+
 def generate_samples(target: str | os.PathLike | None = None, *, force: bool = False) -> dict[str, dict]:
-    """Write ``clean/``, ``crashed/`` and ``damaged/`` under ``target``.
+    """Write ``clean/``, ``crashed/`` and ``damaged/`` under ``target``, and beside them the
+    stores other writers wrote (:data:`OTHER_WRITERS`: ``rocketmq-rust/clean``, …), except
+    into the package's own shipped folder (a source checkout holds those in ``tests/``).
 
     Existing sample stores are replaced only with ``force`` (they are shipped data).
     """
     target = Path(target) if target is not None else default_dir()
     target.mkdir(parents=True, exist_ok=True)
-    existing = [n for n in SAMPLES if (target / n).exists()]
+    others = target.resolve() != shipped_dir().resolve()
+    existing = [n for n in SAMPLES if (target / n).exists()] + ([w for w in OTHER_WRITERS if (target / w).exists()] if others else [])
     if existing and not force:
         from ..errors import RmqlabError
 
@@ -377,6 +448,8 @@ def generate_samples(target: str | os.PathLike | None = None, *, force: bool = F
         out["damaged"] = write_damaged(target / "damaged", target / "crashed")
     _write_broker_conf(target, sample_config())
     (target / "README.md").write_text(SAMPLES_README)
+    if others:
+        out.update(write_other_writers(target))
     return out
 
 
@@ -393,6 +466,7 @@ generation. How they are made: `rmqlab/lab/samples.py`.
 | `clean/` | 904 messages in topics `Orders` (4 queues), `Payments` (2), `Audit` (1); normal shutdown. Keys `Aa` and `BB` (equal Java hash), a batch of three sharing one store timestamp, a producer retry (duplicate `UNIQ_KEY`), BLANK end-of-file records. |
 | `crashed/` | the same workload; the last 12 sends were acknowledged (ASYNC_FLUSH), their consume-queue and index entries flushed, but the CommitLog bytes were not: the machine lost power. `abort` left behind; the lost bytes are zero. |
 | `damaged/` | `crashed/` plus disk damage listed in `damage.json`: a flipped bit in a body that recovery never scans, a flipped bit early in the last file (recovery ends the log there), and a torn last record. |
+| `rocketmq-rust/` | where written with `rmqlab samples DIR`: stores rocketmq-rust 1.0.0's own store wrote (`clean`, `killed`: its process aborted, `timers`: its timer wheel on), for the guide on other writers. |
 
 File sizes are tiny so that the structures fit on a screen (`broker.conf`): 64 KiB
 CommitLog files, 50-entry consume-queue files, 128 index slots and 512 entries per

@@ -5,13 +5,14 @@ the generator's own bookkeeping)."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
 from rmqlab.format.hashing import index_key_hash
 from rmqlab.lookup import query_by_key
 from rmqlab.recovery import recover
-from rmqlab.lab.samples import SAMPLES, generate_samples, sample_files, shipped_dir
+from rmqlab.lab.samples import OTHER_WRITERS, SAMPLES, generate_samples, sample_files, shipped_dir
 from rmqlab.store import open_store
 
 SHIPPED = shipped_dir()
@@ -30,10 +31,24 @@ def fresh(tmp_path_factory):
 
 
 def test_shipped_samples_equal_a_fresh_generation(fresh):
-    shipped, new = shipped_samples(), sample_files(fresh)
+    others = tuple(f"{w}/" for w in OTHER_WRITERS)
+    shipped, new = shipped_samples(), {n: d for n, d in sample_files(fresh).items() if not n.startswith(others)}
     assert sorted(shipped) == sorted(new)
     different = [name for name in new if new[name] != shipped[name]]
     assert different == [], f"regenerate with `rmqlab samples --force`: {different[:5]}"
+
+
+def test_the_stores_other_writers_wrote_come_with_the_samples(fresh):
+    """`rmqlab samples DIR` writes beside the sample stores those rocketmq-rust wrote
+    (the other-writers guide opens them there), byte for byte, holes kept: the timer
+    wheel's tens of MB of zeros take no room on the disk."""
+    root = Path(__file__).resolve().parents[2]
+    for writer, cases in OTHER_WRITERS.items():
+        for case in cases:
+            got = sample_files(fresh / writer / case)
+            assert got and got == sample_files(root / "tests" / "stores" / writer / case / "store"), (writer, case)
+    wheel = list((fresh / "rocketmq-rust" / "timers" / "timerwheel.v2").glob("pages.*"))
+    assert sum(p.stat().st_size for p in wheel) > 50 << 20 and sum(p.stat().st_blocks * 512 for p in wheel) < 8 << 20
 
 
 def test_generation_refuses_to_overwrite(fresh):

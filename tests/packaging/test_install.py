@@ -61,6 +61,8 @@ def test_the_sdist_and_wheel_carry_the_lessons_and_pass_twine(installed):
     assert "rmqlab/lessons/stores/damaged/damage.json" in names
     assert any(n.startswith("rmqlab/lessons/stores/reference/crash-torn/store/commitlog/") for n in names)
     assert any(n.endswith("/licenses/LICENSE") for n in names)
+    # the stores other writers wrote, as one archive the build packed (setup.py); not the test tree
+    assert "rmqlab/lessons/stores/other-writers.tar.gz" in names and not any(n.startswith("tests/") for n in names)
     members = tarfile.open(sdist).getnames()
     assert any(m.endswith("/LICENSE") for m in members) and any(m.endswith("rmqlab/engine/_put.c") for m in members)
     assert any(m.endswith("rmqlab/lessons/09_forensics.ipynb") for m in members)
@@ -103,6 +105,11 @@ def test_samples_go_to_the_users_data_folder(installed):
     shipped = site / "lessons" / "stores" / "damaged" / "commitlog"
     for f in shipped.iterdir():
         assert (data / "damaged" / "commitlog" / f.name).read_bytes() == f.read_bytes()
+    # and beside them the stores rocketmq-rust wrote, out of the wheel's archive, as the checkout holds them
+    for case in ("clean", "killed", "timers"):
+        theirs = ROOT / "tests" / "stores" / "rocketmq-rust" / case / "store"
+        for f in (p for p in theirs.rglob("*") if p.is_file() and p.stat().st_size < 1 << 20):
+            assert (data / "rocketmq-rust" / case / f.relative_to(theirs)).read_bytes() == f.read_bytes(), f
 
 
 def test_the_lessons_copy_out_and_one_runs_under_nbval(installed):
