@@ -163,10 +163,19 @@ def last_flush(base: Base) -> int:
     set physicMsgTimestamp from the flushed file; the consume queues and the index were
     flushed as far), nothing else (5.3.3 writes no logicsPhysicalOffset).  The harness
     copies a live store before its first flush, so the checkpoint it left is zeros.
-    Returns the timestamp: records stored by then were on disk."""
+    Returns the timestamp: records stored by then were on disk.
+
+    A flush lies between two records; a store written fast gives many records one
+    millisecond, so the flush is put between the two records nearest that middle whose
+    store times differ: records were stored before it and after it."""
     n = int(base.files(base.crash)[-2].name) // FILE
-    in_file = [r for r in base.records if r["physicalOffset"] // FILE == n]
-    ts = in_file[len(in_file) // 2]["storeTimestamp"]
+    ts_all = [r["storeTimestamp"] for r in base.records]
+    mid = next(i for i, r in enumerate(base.records) if r["physicalOffset"] // FILE == n)
+    mid += sum(1 for r in base.records if r["physicalOffset"] // FILE == n) // 2
+    steps = sorted((i for i in range(len(ts_all) - 1) if ts_all[i] < ts_all[i + 1]), key=lambda i: abs(i - mid))
+    if not steps:
+        raise AssertionError("every record RocketMQ wrote has one store time: no flush can lie between two of them")
+    ts = ts_all[steps[0]]
     with open(base.crash / "checkpoint", "r+b") as fh:
         fh.write(struct.pack(">qqq", ts, ts, ts))
     return ts
