@@ -20,6 +20,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(DOCS / "_ext"))
 
 from rmqlab.lab.lessons import LESSONS_DIR  # noqa: E402
+from rmqlab.version import SOURCE_URL  # noqa: E402
 
 project = "rmqlab"
 author = "The rmqlab authors"
@@ -37,7 +38,9 @@ extensions = [
     "sphinx.ext.autodoc",
     "sphinx.ext.napoleon",
     "sphinx.ext.viewcode",
+    "sphinx.ext.extlinks",
     "rmqlab_docs",
+    "offline_widgets",
 ]
 source_suffix = {".rst": "restructuredtext", ".md": "myst-nb", ".ipynb": "myst-nb"}
 exclude_patterns = ["_build", "**/.ipynb_checkpoints", "lessons/stores", "Thumbs.db", ".DS_Store"]
@@ -46,11 +49,16 @@ myst_enable_extensions = ["colon_fence", "deflist"]
 # would become an en dash), and help text is the parser's, verbatim
 smartquotes = False
 myst_heading_anchors = 3
+# {source}`tests/oracle/test_min_offset.py`: a file of the source, linked where it is
+# published (a reader of the site has no checkout)
+extlinks = {"source": (SOURCE_URL + "/blob/main/%s", "%s")}
 
 # The lessons are rendered with the outputs saved in them (nbval checks those outputs in
 # the suite); nothing is executed while the site builds.
 nb_execution_mode = "off"
 nb_merge_streams = True
+# the widget manager is served by the site itself (``_ext/offline_widgets.py`` sets
+# ``nb_ipywidgets_js``), each widget's picture shown until its live view is drawn
 
 autodoc_default_options = {"members": True, "undoc-members": False, "show-inheritance": False}
 autodoc_member_order = "bysource"

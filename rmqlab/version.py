@@ -10,6 +10,10 @@ import importlib.metadata
 DOCS_URL = "https://rmqlab.readthedocs.io/en/latest/"
 
 
+#: where the source lives (the site links the tests and scripts behind a claim there)
+SOURCE_URL = "https://github.com/rmqlab/rmqlab"
+
+
 def docs_url(page: str = "") -> str:
     """The address of a page of the documentation (``"reference/cli.html#rmqlab-dump"``)."""
     return DOCS_URL + page

@@ -458,7 +458,7 @@ SAMPLES_README = """# Sample stores
 Small RocketMQ stores for the lessons beside this folder, written by rmqlab's engine
 (`rmqlab.engine.MessageStore`: the bytes are RocketMQ's) with a fixed clock starting
 2026-01-01T10:00:00Z. Do not edit them: `rmqlab samples --force` writes them again,
-byte for byte, and `tests/lab/test_samples.py` checks that the shipped files equal a fresh
+byte for byte, and rmqlab's test suite checks that the shipped files equal a fresh
 generation. How they are made: `rmqlab/lab/samples.py`.
 
 | store | what happened |

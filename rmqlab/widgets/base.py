@@ -19,6 +19,64 @@ from ..store.reader import StoreReader, open_store
 #: what the widget is for (the browser test moves or clicks it and expects the widget to
 #: show something else)
 WIDGET_CLASS, PRIMARY_CLASS = "rmqlab-widget", "rmqlab-primary"
+#: the CSS class of a widget's static picture (the site hides it once the live view is drawn)
+PICTURE_CLASS = "rmqlab-widget-picture"
+
+
+PRESSED = " aria-pressed='true' style='font-weight:bold'"
+
+
+def picture(widget) -> str:
+    """A static HTML picture of ``widget`` as it is now: what a saved lesson shows where no
+    widget manager runs (a page of the documentation site opened offline, a notebook
+    viewer, JupyterLab before the cell is run).  Boxes lay their children out as the
+    live view does, an ``HTML`` output is its value, a control its label and value
+    (disabled: it does nothing without a kernel), a map canvas its SVG; a hidden child is
+    left out, as the live view hides it."""
+    if getattr(getattr(widget, "layout", None), "display", None) == "none":
+        return ""
+    desc = getattr(widget, "description", "") or ""
+    label = f"<span class='rmqlab-picture-label'>{html.escape(desc)}</span> " if desc else ""
+    if isinstance(widget, widgets.Box):
+        direction = "row" if isinstance(widget, widgets.HBox) else "column"
+        inner = "".join(picture(w) for w in widget.children)
+        return f"<div style='display:flex;flex-direction:{direction};gap:4px;flex-wrap:wrap'>{inner}</div>"
+    if hasattr(widget, "svg"):  # the store map's canvas
+        return widget.svg or ""
+    if isinstance(widget, (widgets.HTML, widgets.HTMLMath)):
+        return f"<div>{widget.value}</div>"
+    if isinstance(widget, widgets.Button):
+        return f"<button disabled>{html.escape(desc)}</button>"
+    if isinstance(widget, widgets.ToggleButton):
+        return f"<button disabled{PRESSED if widget.value else ''}>{html.escape(desc)}</button>"
+    if isinstance(widget, widgets.ToggleButtons):
+        buttons = "".join(f"<button disabled{PRESSED if lab == widget.label else ''}>{html.escape(str(lab))}</button>"
+                          for lab in widget._options_labels)
+        return f"<div>{label}{buttons}</div>"
+    if isinstance(widget, widgets.Dropdown):
+        shown = "" if widget.label is None else str(widget.label)
+        return f"<div>{label}<select disabled><option>{html.escape(shown)}</option></select></div>"
+    if isinstance(widget, widgets.Textarea):
+        return f"<div>{label}<textarea disabled rows=3>{html.escape(str(widget.value))}</textarea></div>"
+    if hasattr(widget, "value"):  # text and number fields, sliders
+        return f"<div>{label}<input disabled value='{html.escape(str(widget.value), quote=True)}'></div>"
+    return ""
+
+
+class Picture:
+    """Mixed into a widget: its saved output carries :func:`picture` (``text/html``) beside
+    the live view (``application/vnd.jupyter.widget-view+json``), which a front end with
+    a widget manager shows instead."""
+
+    def _repr_mimebundle_(self, **kwargs):
+        bundle = super()._repr_mimebundle_(**kwargs)
+        if bundle is not None:
+            bundle["text/html"] = f"<div class='{PICTURE_CLASS}'>{picture(self)}</div>"
+        return bundle
+
+
+class StatusLine(Picture, widgets.HTML):
+    """One ``HTML`` line a lesson shows on its own (a scratch store's size)."""
 
 
 def _controls(children):
@@ -27,7 +85,7 @@ def _controls(children):
         yield from _controls(getattr(w, "children", ()))
 
 
-class Panel(widgets.VBox):
+class Panel(Picture, widgets.VBox):
     """A ``VBox`` of controls above one ``HTML`` output (:attr:`output`).
 
     A store error (damaged bytes, a missing file) becomes a red line in the output

@@ -33,7 +33,7 @@ from ..forensics.hexview import HexView
 from ..render.notebook import badge, esc, table
 from ..render.text import fmt_time
 from ..store.reader import StoreReader
-from .base import Panel, scratch_dir
+from .base import Panel, StatusLine, scratch_dir
 
 
 @dataclass
@@ -105,7 +105,7 @@ class WriteForm(Panel):
         self.put = widgets.Button(description="put", button_style="primary")
         self.dispatch = widgets.Button(description="dispatch one")
         self.flush = widgets.Button(description="flush")
-        self.status = widgets.HTML()
+        self.status = StatusLine()
         super().__init__([widgets.HBox([self.topic, self.queue_id]), widgets.HBox([self.tags, self.message_keys]), self.body, widgets.HBox([self.put, self.dispatch, self.flush]), self.status], primary=self.put)
         self.sent = 0
         self.last_result = None

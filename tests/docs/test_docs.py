@@ -57,6 +57,19 @@ def test_the_site_builds_without_a_warning(tmp_path):
         assert "<table" in text and ".. list-table::" not in text, page
     perf = (html / "performance.html").read_text()
     assert all(f["commit"] in perf for f in json.loads((ROOT / "bench" / "figures.json").read_text())["figures"])
+    # offline: no page loads a script, style, font or picture from elsewhere, and the
+    # lessons' widgets are drawn by the manager the site serves, their pictures beside them
+    loaded = re.compile(r"""<(?:script|img|iframe|source|embed)\b[^>]*?\bsrc=["']((?:https?:)?//[^"']+)"""
+                        r"""|<link\b(?=[^>]*\brel=["'](?:stylesheet|preload|modulepreload|icon|shortcut icon)["'])[^>]*?\bhref=["']((?:https?:)?//[^"']+)""", re.I)
+    remote_css = re.compile(rb"""(?:@import\s+|url\()\s*["']?(?:https?:)?//""", re.I)
+    for page in html.rglob("*.html"):
+        assert not loaded.findall(page.read_text()), (page.relative_to(html), loaded.findall(page.read_text()))
+    for static in (html / "_static").rglob("*"):
+        if static.suffix in (".css", ".js"):
+            assert not remote_css.search(static.read_bytes()), static.relative_to(html)
+    tour = (html / "lessons" / "01_tour.html").read_text()
+    assert 'src="../_static/widgets/embed-amd.js' in tour and (html / "_static" / "widgets" / "embed-amd.js").exists()
+    assert re.search(r"rmqlab-widget-picture.*?</div>\s*<script type=\"application/vnd.jupyter.widget-view\+json\">", tour, re.S)
 
 
 @pytest.mark.parametrize("page", WITH_COMMANDS, ids=lambda p: str(p.relative_to(DOCS)))
@@ -121,6 +134,18 @@ def test_no_text_speaks_of_how_the_work_was_organised():
     assert said == []
 
 
+def test_no_page_cites_a_path_only_a_checkout_has():
+    # a reader of the site has the package, not the repository: a test or script behind a
+    # claim is linked where the source is published ({source}`tests/...`); the pages for
+    # those who work on rmqlab itself aside
+    bare = re.compile(r"(?<!\{source\})`(?:\.\./)?(?:tests|scripts|shared)/[^`]*`|PROVENANCE\.md(?!` says)")
+    found = [f"{p.relative_to(DOCS)}: {m.group(0)}" for p in PAGES if p.name != "development.md" for m in bare.finditer(p.read_text())]
+    assert found == []
+    from rmqlab.lab.samples import SAMPLES_README
+
+    assert "tests/" not in SAMPLES_README
+
+
 def test_a_pip_user_reaches_the_documentation():
     """One address (rmqlab.version.DOCS_URL): the package's metadata, the end of `rmqlab
     --help` and of every command's help (its own section of the command reference), the
@@ -130,10 +155,11 @@ def test_a_pip_user_reaches_the_documentation():
 
     from rmqlab.cli import build_parser
     from rmqlab.errors import install_hint
-    from rmqlab.version import DOCS_URL
+    from rmqlab.version import DOCS_URL, SOURCE_URL
 
     urls = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["urls"]
-    assert urls["Documentation"] == DOCS_URL and all(u.startswith(DOCS_URL) for u in urls.values())
+    assert urls["Documentation"] == DOCS_URL and urls["Source"] == SOURCE_URL and urls["Issues"] == f"{SOURCE_URL}/issues"
+    assert all(u.startswith((DOCS_URL, SOURCE_URL)) for u in urls.values())
     parser = build_parser()
     assert DOCS_URL in parser.format_help().split("Documentation:")[-1].replace("\n", "")
     sub = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")

@@ -184,6 +184,39 @@ def test_widgets_say_in_one_line_what_to_do_when_not_live(clean):
         assert w._repr_mimebundle_()["text/plain"] == text
 
 
+def test_a_saved_widget_carries_a_picture_of_what_it_shows(clean):
+    # where no widget manager runs, the saved output's text/html stands in: the same
+    # output, every visible control by its label and value, disabled; hidden ones left out
+    browser = StoreBrowser(clean)
+    bundle = browser._repr_mimebundle_()
+    assert "application/vnd.jupyter.widget-view+json" in bundle
+    picture = bundle["text/html"]
+    assert browser.output.value in picture and "rmqlab-widget-picture" in picture
+    assert "<button disabled aria-pressed='true' style='font-weight:bold'>summary</button>" in picture
+    assert "from #" not in picture  # the records controls are hidden in the summary view
+    browser.view.value = "records"
+    picture = browser._repr_mimebundle_()["text/html"]
+    assert "from #" in picture and "<select disabled>" in picture and browser.output.value in picture
+    hv = HexViewer(clean)
+    assert all(f">{w.description}<" in hv._repr_mimebundle_()["text/html"] for w in hv.children if getattr(w, "description", ""))
+
+
+def test_every_saved_lesson_widget_carries_its_picture():
+    import json
+
+    from rmqlab.lab.lessons import LESSONS_DIR
+
+    seen = 0
+    for nb in sorted(LESSONS_DIR.glob("[0-9][0-9]_*.ipynb")):
+        for cell in json.loads(nb.read_text())["cells"]:
+            for out in cell.get("outputs", []):
+                data = out.get("data", {})
+                if "application/vnd.jupyter.widget-view+json" in data:
+                    seen += 1
+                    assert "rmqlab-widget-picture" in "".join(data.get("text/html", "")), (nb.name, cell["source"][:80])
+    assert seen >= 10
+
+
 def test_hex_viewer_and_verify_name_the_torn_record_by_one_offset(tmp_path, store_copy):
     from rmqlab.forensics.verify import verify_store
 
