@@ -18,11 +18,31 @@ from ..format.msgid import parse_host
 
 
 class MessageInputError(RmqlabError):
-    """A message description (e.g. a JSON line) that cannot be put."""
+    """A message description (e.g. a JSON line) that cannot be put.
+
+    >>> from rmqlab.engine import Message, MessageInputError
+    >>> try:
+    ...     Message.from_dict({"topic": "Orders", "body": "not base64!"}, where="input.jsonl:3")
+    ... except MessageInputError as err:
+    ...     print(err)
+    input.jsonl:3: 'body' is not base64: ...
+    """
 
 
 class Message:
-    """Java ``MessageExtBrokerInner``: everything the store needs to write one record."""
+    """Java ``MessageExtBrokerInner``: everything the store needs to write one record.
+
+    Only the topic is required; the store fills in what a broker would (timestamps,
+    hosts, the queue offset) when it puts it.  :meth:`from_dict` reads what ``rmqlab dump
+    --json`` writes.
+
+    >>> from rmqlab.engine import Message
+    >>> m = Message("Orders", b"paid", {"TAGS": "paid", "KEYS": "order-7"}, queue_id=1)
+    >>> m.topic, m.queue_id, m.properties["KEYS"]
+    ('Orders', 1, 'order-7')
+    >>> Message.from_dict({"topic": "Orders", "body": "cGFpZA==", "queue_id": 2}).body
+    b'paid'
+    """
 
     __slots__ = (
         "topic",
@@ -148,6 +168,14 @@ class MessageBatch:
     received as bytes (``offsets`` then come from walking it; a bad body is refused
     when put, naming the byte).  :meth:`MessageStore.put_batch` writes it with one
     lock, consecutive queue offsets and, as in Java, all in one commitlog file.
+
+    >>> import tempfile
+    >>> from rmqlab.engine import Message, MessageBatch, MessageStore
+    >>> batch = MessageBatch.from_messages([Message("Orders", b"x"), Message("Orders", b"y")], queue_id=2)
+    >>> with MessageStore.open(tempfile.mkdtemp()) as store:
+    ...     r = store.put_batch(batch)
+    >>> r.status.name, r.msg_num, r.queue_offset, r.offsets
+    ('PUT_OK', 2, 0, [0, 98])
     """
 
     __slots__ = ("topic", "body", "queue_id", "sys_flag", "born_timestamp", "born_host", "store_host", "properties", "offsets", "_layout")

@@ -181,6 +181,25 @@ class MessageStore:
     write benchmark compare the two); ``native_group_commit=False`` likewise keeps
     SYNC_FLUSH's group commit in Python (:class:`~rmqlab.engine.flush.GroupCommitService`)
     instead of :mod:`rmqlab.engine._group_commit`.
+
+    A SYNC_FLUSH store (every put returns once its record is forced to disk), read back
+    by queue offset and by key, then killed and started again — the start recovers it as
+    RocketMQ's would, and says what it did in :attr:`recovery_report`:
+
+    >>> import tempfile
+    >>> from rmqlab.config import MessageStoreConfig
+    >>> from rmqlab.engine import Message, MessageStore
+    >>> cfg = MessageStoreConfig.from_mapping({"flushDiskType": "SYNC_FLUSH", "mappedFileSizeCommitLog": "1048576"})
+    >>> root = tempfile.mkdtemp()
+    >>> store = MessageStore.open(root, cfg)
+    >>> for i in range(3):
+    ...     _ = store.put(Message("Orders", f"m{i}".encode(), {"KEYS": f"k{i}"}))
+    >>> store.get_message("Orders", 0, 1).body, [r.body for r in store.query_message("Orders", "k2").records]
+    (b'm1', [b'm2'])
+    >>> store.crash()                     # the process dies: no shutdown, the abort file stays
+    >>> with MessageStore.open(root, cfg) as again:
+    ...     print(again.recovery_report.mode, again.max_offset_in_queue("Orders", 0))
+    abnormal 3
     """
 
     def __init__(

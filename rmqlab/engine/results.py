@@ -9,7 +9,12 @@ from ..format.msgid import create_message_id
 
 
 class PutMessageStatus(str, Enum):
-    """Java ``org.apache.rocketmq.store.PutMessageStatus``."""
+    """Java ``org.apache.rocketmq.store.PutMessageStatus``: a put's verdict.
+
+    >>> from rmqlab.engine import PutMessageStatus
+    >>> PutMessageStatus("FLUSH_DISK_TIMEOUT") is PutMessageStatus.FLUSH_DISK_TIMEOUT
+    True
+    """
 
     PUT_OK = "PUT_OK"
     FLUSH_DISK_TIMEOUT = "FLUSH_DISK_TIMEOUT"
@@ -45,6 +50,16 @@ class PutMessageResult(tuple):
     ``msg_num``, ``offsets`` (a batch's record offsets) and ``reason`` (why a put
     failed).  A failed put has ``wrote_offset`` -1.  (A tuple underneath: a put
     answers hundreds of thousands of times a second.)
+
+    >>> import tempfile
+    >>> from rmqlab.engine import Message, MessageStore
+    >>> with MessageStore.open(tempfile.mkdtemp()) as store:
+    ...     ok = store.put(Message("Orders", b"a"))
+    ...     refused = store.put(Message("Orders!", b"a"))
+    >>> ok
+    PutMessageResult(PUT_OK, offset=0, size=98, queue_offset=0)
+    >>> refused.status.name, refused.wrote_offset, refused.reason
+    ('MESSAGE_ILLEGAL', -1, "topic 'Orders!' has characters outside [%|a-zA-Z0-9_-]")
     """
 
     __slots__ = ()

@@ -169,6 +169,13 @@ class RecoveryPlan:
     Java decides all of this inside ``DefaultMessageStore.load`` and ``recover`` while
     it changes the files; here the decisions come first, so that a dry run and an
     applied run are the same decisions, made once.
+
+    >>> from rmqlab.lab.samples import shipped_dir
+    >>> from rmqlab.recovery import plan
+    >>> p = plan(shipped_dir() / "crashed")
+    >>> p.report.mode, p.report.start_file, p.report.commitlog_end, p.report.records_lost
+    ('abnormal', '00000000000000262144', 276681, 12)
+    >>> p.close()                           # or apply(p, ...): nothing was written
     """
 
     root: Path

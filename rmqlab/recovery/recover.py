@@ -1366,6 +1366,17 @@ def apply(
     ``zero_tail`` zeroes the commitlog bytes after the new end (RocketMQ leaves them);
     ``mark_clean=False`` leaves ``abort`` (the next start recovers again); ``clock``
     names new index files (``now_ms()``), as the engine's clock does.
+
+    >>> import os, tempfile
+    >>> from rmqlab import open_store
+    >>> from rmqlab.lab.samples import shipped_dir
+    >>> copy = os.path.join(tempfile.mkdtemp(), "recovered")
+    >>> rep = apply(plan(shipped_dir() / "crashed"), out=copy)   # the sample is left as it is
+    >>> rep.applied, rep.commitlog_end
+    ('copy', 276681)
+    >>> with open_store(copy) as store:
+    ...     print(store.abort_exists, store.consume_queue("Orders", 0).valid_range())
+    False (0, 122)
     """
     if out is not None and in_place:
         raise ValueError("choose --out DIR or --in-place, not both")

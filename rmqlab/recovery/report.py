@@ -134,7 +134,19 @@ class ReleaseOutcome:
 
 @dataclass
 class RecoveryReport:
-    """Everything :func:`rmqlab.recovery.recover` decided and did."""
+    """Everything :func:`rmqlab.recovery.recover` decided and did: ``to_text()`` is what
+    ``rmqlab recover`` prints, ``to_dict()`` its ``--json``.
+
+    >>> from rmqlab.lab.samples import shipped_dir
+    >>> from rmqlab.recovery import recover
+    >>> rep = recover(shipped_dir() / "crashed")
+    >>> print(rep.to_text().splitlines()[1])
+      outcome        records lost: the next start ends the log at 276681 and cuts 12 message record(s)
+    >>> [(q.queue, q.max_offset_before, q.max_offset_after) for q in rep.queues][:2]
+    [('Audit/0', 138, 137), ('Orders/0', 124, 122)]
+    >>> rep.to_dict()["cause"]["kind"]
+    'UNWRITTEN'
+    """
 
     root: str
     applied: str  # "dry-run", "copy" or "in-place"

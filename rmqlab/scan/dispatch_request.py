@@ -38,7 +38,16 @@ from .hashes import index_hashes_from_java, java_string_hashes_arrow, prefixed_h
 
 
 class DispatchRequest(NamedTuple):
-    """Java ``DispatchRequest``: what dispatch needs to know about one record."""
+    """Java ``DispatchRequest``: what dispatch needs to know about one record.
+
+    >>> from rmqlab import open_store
+    >>> from rmqlab.lab.samples import shipped_dir
+    >>> from rmqlab.scan.dispatch_request import request_from_record
+    >>> with open_store(shipped_dir() / "clean") as store:
+    ...     req = request_from_record(store.commitlog.read(0), delay_levels={})
+    >>> req.topic, req.queue_id, req.consume_queue_offset, req.msg_size, req.keys, req.tags
+    ('Orders', 1, 0, 255, 'order-1 cust-1', 'paid')
+    """
 
     topic: str
     queue_id: int

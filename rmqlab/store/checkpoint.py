@@ -15,7 +15,18 @@ from ..rules import CHECKPOINT_FILE
 
 @dataclass(frozen=True, slots=True)
 class Checkpoint:
-    """The checkpoint's fields (older releases' files read with the later ones zero)."""
+    """The checkpoint's fields (older releases' files read with the later ones zero);
+    Java ``StoreCheckpoint``.
+
+    >>> from rmqlab import open_store
+    >>> from rmqlab.lab.samples import shipped_dir
+    >>> with open_store(shipped_dir() / "clean") as store:
+    ...     cp = store.checkpoint()
+    >>> cp.physic_msg_timestamp, cp.index_msg_timestamp
+    (1767261697485, 1767261692726)
+    >>> cp.min_timestamp       # where an abnormal start looks from: 3 s before the older of the first two
+    1767261694485
+    """
 
     physic_msg_timestamp: int
     logics_msg_timestamp: int
@@ -37,7 +48,12 @@ class Checkpoint:
 
 
 def read_checkpoint(path: str | os.PathLike) -> Checkpoint:
-    """Parse a checkpoint file; errors name the file and offset."""
+    """Parse a checkpoint file; errors name the file and offset.
+
+    >>> from rmqlab.lab.samples import shipped_dir
+    >>> read_checkpoint(shipped_dir() / "clean" / "checkpoint").logics_msg_timestamp
+    1767261697485
+    """
     path = Path(path)
     try:
         data = path.read_bytes()

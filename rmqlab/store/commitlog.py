@@ -48,7 +48,22 @@ def walk_file(buf, *, file: str, file_base: int, start: int = 0, end: int | None
 
 
 class CommitLog:
-    """Read-only CommitLog over ``STORE/commitlog`` (Java ``CommitLog``)."""
+    """Read-only CommitLog over ``STORE/commitlog`` (Java ``CommitLog``): a record by
+    its physical offset, the records in order (:meth:`walk`, Java's
+    ``checkMessageAndReturnSize`` loop), or Arrow batches of many (:meth:`batches`).
+
+    >>> from rmqlab import open_store
+    >>> from rmqlab.lab.samples import shipped_dir
+    >>> with open_store(shipped_dir() / "clean") as store:
+    ...     log = store.commitlog
+    ...     first = [r for r in log.walk() if not r.is_blank][:2]
+    ...     print(log.min_offset, log.served_end(), log.mapped_file_size)
+    ...     print([(r.physical_offset, r.topic, r.queue_id, r.total_size) for r in first])
+    ...     print(log.read(255).topic, next(log.batches(columns=["topic"])).num_rows)
+    0 280240 65536
+    [(0, 'Orders', 1, 255), (255, 'Payments', 1, 206)]
+    Payments 213
+    """
 
     def __init__(self, directory: str | os.PathLike, mapped_file_size: int | None = None, *, strict: bool = True, served_end: int | None = None):
         self.queue = MappedFileQueue(directory, mapped_file_size, strict=strict)

@@ -24,7 +24,14 @@ assert CQ_DTYPE.itemsize == CQ_STORE_UNIT_SIZE
 
 @dataclass(frozen=True, slots=True)
 class CqEntry:
-    """One consume-queue entry (Java ``CqUnit``)."""
+    """One consume-queue entry (Java ``CqUnit``): where a queue's message lies in the log.
+
+    >>> from rmqlab import open_store
+    >>> from rmqlab.lab.samples import shipped_dir
+    >>> with open_store(shipped_dir() / "clean") as store:
+    ...     store.consume_queue("Orders", 1).get(3)
+    CqEntry(queue_offset=3, commitlog_offset=5669, size=402, tags_code=2061557075)
+    """
 
     queue_offset: int
     commitlog_offset: int
@@ -68,7 +75,20 @@ class QueueUnits:
 
 
 class ConsumeQueue(QueueUnits):
-    """Read-only ``consumequeue/<topic>/<queueId>/`` (Java ``ConsumeQueue``)."""
+    """Read-only ``consumequeue/<topic>/<queueId>/`` (Java ``ConsumeQueue``): 20-byte
+    units by queue offset; :meth:`valid_range` is Java's ``[minOffsetInQueue,
+    maxOffsetInQueue)``, :meth:`where` the file and byte of a unit.
+
+    >>> from rmqlab import open_store
+    >>> from rmqlab.lab.samples import shipped_dir
+    >>> with open_store(shipped_dir() / "clean") as store:
+    ...     cq = store.consume_queue("Orders", 1)
+    ...     print(cq.valid_range(), cq.file_count, cq.get(0).commitlog_offset)
+    ...     file, byte = cq.where(3)
+    (0, 125) 3 0
+    >>> file.rsplit("/", 3)[1:], byte
+    (['Orders', '1', '00000000000000000000'], 60)
+    """
 
     #: what ``info`` calls this kind of queue
     KIND = "consume queue"

@@ -52,7 +52,18 @@ class ChainStep:
 
 
 class IndexFile:
-    """One ``index/yyyyMMddHHmmssSSS`` file, read-only."""
+    """One ``index/yyyyMMddHHmmssSSS`` file, read-only (Java ``IndexFile``): its header,
+    and a key's hash chain walked slot first (:meth:`walk_chain`, as
+    ``IndexFile.selectPhyOffset`` walks it).
+
+    >>> from rmqlab import open_store
+    >>> from rmqlab.lab.samples import shipped_dir
+    >>> with open_store(shipped_dir() / "clean") as store:
+    ...     f = store.index.files[0]
+    ...     key_hash, slot, steps = f.walk_chain("Orders#order-1")
+    ...     print(f.name, f.index_count, slot, [(s.phy_offset, s.hash_matches) for s in steps][-1])
+    20260101100010555 ... (0, True)
+    """
 
     def __init__(self, path: str | os.PathLike, max_hash_slot_num: int, max_index_num: int):
         self.path = Path(path)
@@ -154,6 +165,12 @@ class IndexFile:
 
 class IndexService:
     """All index files of a store, oldest first (Java ``IndexService``).
+
+    >>> from rmqlab import open_store
+    >>> from rmqlab.lab.samples import shipped_dir
+    >>> with open_store(shipped_dir() / "clean") as store:
+    ...     print(len(store.index.files), store.index.query_offset("Orders", "order-1"))
+    5 [0]
 
     A file that cannot be read as an index file of these sizes (cut short, extended)
     is left out and its error kept in :attr:`problems`: one damaged file must not

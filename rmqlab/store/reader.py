@@ -68,6 +68,12 @@ class StoreReader:
     the log ends when the caller knows it (a running engine), or a function asked when a
     lookup first needs it (the recovery plan's end: :func:`rmqlab.open_store` passes
     :func:`rmqlab.recovery.next_start.log_end`); else :meth:`CommitLog.served_end` finds it.
+
+    >>> from rmqlab import open_store
+    >>> from rmqlab.lab.samples import shipped_dir
+    >>> with open_store(shipped_dir() / "crashed") as store:
+    ...     print(store.queue_ids()[:2], store.abort_exists, store.commitlog.served_end())
+    [QueueId(topic='Audit', queue_id=0), QueueId(topic='Orders', queue_id=0)] True ...
     """
 
     def __init__(
@@ -332,7 +338,13 @@ def lock_state(root: str | os.PathLike) -> str:
 def infer_config(root: str | os.PathLike, config: MessageStoreConfig | None = None, *, index_sizes: tuple[int, int] | None = None) -> MessageStoreConfig:
     """The store's sizes: the caller's config wins; otherwise infer commitlog, consume-queue
     and index sizes from the files (as the reader does); ``index_sizes`` given are
-    taken as they are (an index file they explain need not be inferable)."""
+    taken as they are (an index file they explain need not be inferable).
+
+    >>> from rmqlab.lab.samples import shipped_dir
+    >>> cfg = infer_config(shipped_dir() / "clean")
+    >>> cfg.mapped_file_size_commit_log, cfg.max_hash_slot_num, cfg.max_index_num
+    (65536, 128, 512)
+    """
     if config is not None:
         return config.replace(store_path_root_dir=str(Path(root)))
     return infer_sizes(root, index_sizes=index_sizes)[0]

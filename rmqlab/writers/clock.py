@@ -19,7 +19,13 @@ DEFAULT_STORE_HOST: tuple[bytes, int] = (b"\x7f\x00\x00\x01", DEFAULT_STORE_PORT
 
 
 class SystemClock:
-    """Wall-clock milliseconds (Java ``System.currentTimeMillis``)."""
+    """Wall-clock milliseconds (Java ``System.currentTimeMillis``): the store's clock
+    unless it is given another.
+
+    >>> from rmqlab.engine import SystemClock
+    >>> SystemClock().now_ms() > 1_700_000_000_000
+    True
+    """
 
     def now_ms(self) -> int:
         return time.time_ns() // 1_000_000
@@ -30,6 +36,13 @@ class ManualClock:
 
     ``ManualClock(1_700_000_000_000, tick_ms=1)`` gives strictly increasing store
     timestamps, as a fast broker would, and the same ones on every run.
+
+    >>> import tempfile
+    >>> from rmqlab.engine import ManualClock, Message, MessageStore
+    >>> clock = ManualClock(1_767_261_600_000, tick_ms=1)     # 2026-01-01T10:00:00Z
+    >>> with MessageStore.open(tempfile.mkdtemp(), clock=clock) as store:
+    ...     print(store.put(Message("Orders", b"a")).store_timestamp, store.put(Message("Orders", b"b")).store_timestamp)
+    1767261600000 1767261600001
     """
 
     def __init__(self, start_ms: int = 1_700_000_000_000, tick_ms: int = 0):

@@ -125,6 +125,25 @@ class CommitLogDispatcher:
     when the store's queues are RocksDB's (``storeType=defaultRocksDB``): units go there
     (``RocksDBConsumeQueueStore.putMessagePositionInfoWrapper``), no file queue is opened,
     and the checkpoint's logics fields do not move (only file queues set them).
+
+    The consume queues and index of a store rebuilt from its commitlog alone:
+
+    >>> import shutil, tempfile
+    >>> from pathlib import Path
+    >>> from rmqlab import open_store
+    >>> from rmqlab.engine import CommitLogDispatcher
+    >>> from rmqlab.lab.samples import shipped_dir
+    >>> root = Path(tempfile.mkdtemp())
+    >>> _ = shutil.copytree(shipped_dir() / "clean" / "commitlog", root / "commitlog")
+    >>> with open_store(shipped_dir() / "clean") as original:
+    ...     config = original.config.replace(store_path_root_dir=str(root))
+    ...     dispatcher = CommitLogDispatcher(root, config)
+    ...     print(dispatcher.dispatch_records(original.commitlog.walk()))
+    904
+    >>> dispatcher.flush(); dispatcher.close()
+    >>> with open_store(root, config) as rebuilt:
+    ...     print(rebuilt.consume_queue("Orders", 1).valid_range(), rebuilt.index.query_offset("Orders", "order-1"))
+    (0, 125) [0]
     """
 
     def __init__(self, root: str | os.PathLike, config: MessageStoreConfig | None = None, *, clock=None, on_index_file_full=None,
