@@ -38,13 +38,13 @@ moving wide rows (``properties`` maps, strings, bodies) from the Python workers 
 the JVM.  The Python Data Source API has no column pruning, so say which columns a
 scan needs: ``.option("columns", "topic,total_size,body")`` gives a DataFrame of those
 columns only and skips building the others — several times faster.  CRCs use
-ISA-L (``isal``, a dependency) — ``verifyCrc=false`` skips them.  ``bench/bench_scan.py`` measures all of this against raw read bandwidth.
+ISA-L (``isal``, a dependency) — ``verifyCrc=false`` skips them.
 
 Running on a cluster
 --------------------
 The Python workers import rmqlab, so either install the package on every worker (the
 same version as on the driver) and point ``spark.pyspark.python`` at it, or ship it
-with the job as a packed environment (what ``tests/spark/test_cluster.py`` does)::
+with the job as a packed environment (as rmqlab's own cluster test does)::
 
     python -m venv --copies rmqlab-env && rmqlab-env/bin/pip install rmqlab 'pandas>=2,<3'
     venv-pack -p rmqlab-env -o rmqlab-env.tar.gz    # gzip: Spark unpacks a plain .tar without file modes
@@ -56,7 +56,7 @@ with the job as a packed environment (what ``tests/spark/test_cluster.py`` does)
 where ``my_scan.py`` calls ``rmqlab.spark.register(spark)`` and reads with
 ``spark.read.format("rocketmq")``.  Give the job the worker settings of
 :data:`rmqlab.spark.session.WORKER_SETTINGS` as ``--conf`` too: without them each
-Python task costs Spark several times more (how much: docs/explanation/spark.md, *Scaling*).  The store must be on storage every worker can
+Python task costs Spark several times more (how much: the Spark explanation page, *Scaling*).  The store must be on storage every worker can
 read: the same mount everywhere, HDFS (pyarrow needs ``libhdfs``/``HADOOP_HOME``), or
 S3.  ``splitSize`` (default 256MiB) sets the partitions: a 1 GiB commitlog file
 makes 4 tasks.  A log spread over several directories (``storePathCommitLog``) is
@@ -115,7 +115,19 @@ SOURCES = {
 def register(spark) -> list[str]:
     """Register the formats of :data:`SOURCES` with ``spark`` (a SparkSession) and turn on
     ``spark.sql.python.filterPushdown.enabled`` (a query's WHERE clause then reaches the
-    sources, which read only what can match); returns their names."""
+    sources, which read only what can match); returns their names.
+
+    ``spark`` here and below is a SparkSession (:func:`rmqlab.spark.session.local_spark`
+    starts a local one with the formats registered):
+
+    >>> import rmqlab.spark
+    >>> from rmqlab.lab.samples import shipped_dir
+    >>> rmqlab.spark.register(spark)
+    ['rocketmq', 'rocketmq.consumequeue', 'rocketmq.index', 'rocketmq.offsets']
+    >>> log = spark.read.format("rocketmq").load(str(shipped_dir() / "clean"))
+    >>> [(r.topic, r["count"]) for r in log.where("kind = 'MESSAGE'").groupBy("topic").count().orderBy("topic").collect()]
+    [('Audit', 138), ('Orders', 501), ('Payments', 265)]
+    """
     import importlib
 
     # the sources take the filters of a query that can cut their work (pushFilters,
@@ -134,8 +146,20 @@ def register(spark) -> list[str]:
 
 
 def verify(spark, path, *, config=None):
-    """``rmqlab verify`` as a Spark job: a DataFrame of findings (see
-    :func:`rmqlab.spark.verify_job.verify`)."""
+    """``rmqlab verify`` as a Spark job: a DataFrame of findings (columns ``kind``,
+    ``severity``, ``file``, ``offset``, ``message``: ``rmqlab verify --json``'s).
+    ``path``: a store root every worker can read (local, a shared mount, ``hdfs://``,
+    ``s3://``).
+
+    >>> import rmqlab.spark
+    >>> from rmqlab.lab.samples import shipped_dir
+    >>> findings = rmqlab.spark.verify(spark, str(shipped_dir() / "damaged"))
+    >>> findings.where("severity = 'error'").count()
+    55
+    >>> first = findings.where("kind = 'BODY_CRC'").orderBy("offset").first()
+    >>> first.file.rsplit("/", 1)[-1], first.offset
+    ('00000000000000262144', 1506)
+    """
     from .verify_job import verify as run
 
     return run(spark, path, config=config)
@@ -143,7 +167,17 @@ def verify(spark, path, *, config=None):
 
 def report(spark, path, out=None, **options):
     """``rmqlab report`` with Spark's jobs for the parts that read the whole store: the
-    same HTML (or JSON) written to ``out`` (see :func:`rmqlab.spark.report_job.report`)."""
+    same :class:`~rmqlab.report.StoreReport`, written to ``out`` when given (HTML, or
+    JSON when ``format="json"`` or the name ends in ``.json``); ``config`` and
+    ``rocketmq_version`` as for :func:`rmqlab.report.build_report`.
+
+    >>> import tempfile
+    >>> import rmqlab.spark
+    >>> from rmqlab.lab.samples import shipped_dir
+    >>> r = rmqlab.spark.report(spark, str(shipped_dir() / "damaged"), f"{tempfile.mkdtemp()}/report.html")
+    >>> r.sections["verdict"]["records_cut"], r.sections["verdict"]["cause"]["kind"]
+    (52, 'BODY_CRC')
+    """
     from .report_job import report as run
 
     return run(spark, path, out, **options)
@@ -151,7 +185,22 @@ def report(spark, path, out=None, **options):
 
 def export(spark, store, out, **options):
     """``rmqlab export`` as a Spark job: the store's records as a Parquet dataset in
-    ``out``, written by the workers (see :func:`rmqlab.spark.export_job.export`)."""
+    ``out``, written by the workers (the dataset's layout: :mod:`rmqlab.scan.export`);
+    returns the run and its notes.  Options: ``mode`` (``strict``: damage stops the
+    run, as ``rmqlab export`` does; ``lenient``), ``include_body``, ``verify_crc``,
+    ``split_size``.  The store and ``out`` must be paths every worker sees alike.
+
+    >>> import tempfile
+    >>> import rmqlab.spark
+    >>> from rmqlab.lab.samples import shipped_dir
+    >>> damaged = str(shipped_dir() / "damaged")
+    >>> run, notes = rmqlab.spark.export(spark, damaged, f"{tempfile.mkdtemp()}/out", mode="lenient")
+    >>> run.end, sum(rows for _, rows in run.files)       # up to the end of the log the next start gives
+    (263650, 852)
+    >>> rmqlab.spark.export(spark, damaged, f"{tempfile.mkdtemp()}/out")
+    Traceback (most recent call last):
+    rmqlab.errors.RmqlabError: .../00000000000000131072 @ offset 6602 (0x19ca): BODY_CRC: stored CRC does not match the recomputed one (record at physical offset 137674)
+    """
     from .export_job import export as run
 
     return run(spark, store, out, **options)

@@ -11,6 +11,7 @@ Spark Connect has no RDDs to run the tasks on: export there with ``rmqlab export
 from __future__ import annotations
 
 from .commitlog_source import DEFAULT_SPLIT_SIZE, plan_splits, read_split
+from .session import worker_errors
 
 
 def export(spark, store: str, out: str, *, mode: str = "strict", include_body: bool = True, verify_crc: bool = True, split_size: int = DEFAULT_SPLIT_SIZE):
@@ -40,5 +41,6 @@ def export(spark, store: str, out: str, *, mode: str = "strict", include_body: b
             batches = read_split(split, mode=mode, verify_crc=verify_crc, include_body=include_body)
             yield from write_batches(out, run, n, batches, start=start, end=log_end)
 
-    written = sc.parallelize(list(enumerate(splits)), len(splits)).mapPartitions(task).collect()
+    with worker_errors():
+        written = sc.parallelize(list(enumerate(splits)), len(splits)).mapPartitions(task).collect()
     return commit(out, manifest, run, start, log_end, [list(w) for w in written]), notes

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import sys
 import warnings
 from pathlib import Path
@@ -33,7 +34,10 @@ WORKER_SETTINGS = {
 def require_java() -> None:
     """Refuse, in one line, to start Spark where no Java is to be found (``JAVA_HOME``,
     else ``java`` on ``PATH``): PySpark's gateway would otherwise wait for a JVM that
-    never comes and fail after its timeout with a Java-less stack trace."""
+    never comes and fail after its timeout with a Java-less stack trace.
+
+    >>> require_java()        # nothing where Java is found; else an RmqlabError saying what is missing
+    """
     import shutil
 
     from ..errors import RmqlabError
@@ -65,6 +69,14 @@ def local_spark(
     Java 17 or 21 (see :mod:`rmqlab.spark`).  With ``jvm_log`` the JVM's own output goes
     to that file instead of this process's stdout/stderr (in a notebook those are the
     kernel's, and the JVM's lines would land in whichever cell runs when they arrive).
+
+    >>> from rmqlab.lab.samples import shipped_dir
+    >>> from rmqlab.spark.session import local_spark
+    >>> spark = local_spark(2)          # the running session, when there is one
+    >>> spark.conf.get("spark.sql.session.timeZone")
+    'UTC'
+    >>> spark.read.format("rocketmq.offsets").load(str(shipped_dir() / "damaged")).where("`group` = 'analytics'").count() > 0
+    True
     """
     require_java()
     os.environ["PYSPARK_PYTHON"] = sys.executable
@@ -93,6 +105,28 @@ def local_spark(
     spark.sparkContext.setLogLevel("ERROR")
     rmqlab.spark.register(spark)
     return spark
+
+
+#: the last line of a Python worker's traceback when an rmqlab error stopped the task
+_WORKER_ERROR = re.compile(r"^(rmqlab(?:\.\w+)*\.(\w+)): (.+)$", re.M)
+
+
+@contextlib.contextmanager
+def worker_errors():
+    """A job whose task stopped on an rmqlab error (damaged bytes in strict mode, a file
+    gone) fails here with that error's one line, as the local command does, instead of
+    Spark's ``PythonException`` and the worker's traceback; anything else is Spark's."""
+    from ..errors import RmqlabError
+
+    try:
+        yield
+    except Exception as err:
+        if type(err).__name__ not in ("PythonException", "Py4JJavaError", "SparkException"):
+            raise
+        found = _WORKER_ERROR.findall(str(err))
+        if not found:
+            raise
+        raise RmqlabError(found[-1][2].strip()) from None
 
 
 @contextlib.contextmanager

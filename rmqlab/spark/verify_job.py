@@ -368,7 +368,10 @@ class _Job:
 
     def stage(self, **extra) -> list[tuple]:
         """One Spark stage of ``rocketmq.checks``: its findings kept, its summaries returned."""
-        rows = self.spark.read.format("rocketmq.checks").options(**self.options, **{k: str(v) for k, v in extra.items()}).load().collect()
+        from .session import worker_errors
+
+        with worker_errors():
+            rows = self.spark.read.format("rocketmq.checks").options(**self.options, **{k: str(v) for k, v in extra.items()}).load().collect()
         out = []
         for r in rows:
             (self.found if r.part in ("finding", "more") else out).append(tuple(r))

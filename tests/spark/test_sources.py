@@ -373,3 +373,16 @@ def test_offsets_source_gives_the_rows_of_rmqlab_offsets(spark, tmp_path):
     assert got == want and any(r["lag"] < 0 for r in got)  # TopicB/1 holds 52: committed past its end
     billing = spark.read.format("rocketmq.offsets").option("group", "billing").load(str(root)).collect()
     assert {r["group"] for r in billing} == {"billing"}
+
+
+def test_the_api_examples_run(spark):
+    """The Spark functions' examples (doctest) on the shipped stores, in the session this
+    worker already runs."""
+    import doctest
+
+    import rmqlab.spark
+    import rmqlab.spark.session
+
+    for module in (rmqlab.spark, rmqlab.spark.session):
+        result = doctest.testmod(module, extraglobs={"spark": spark}, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE, report=False)
+        assert result.attempted and result.failed == 0, f"{result.failed} of {result.attempted} example(s) of {module.__name__} failed"
