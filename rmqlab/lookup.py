@@ -28,7 +28,16 @@ from .store.rocksdb_message import INDEX_FILES, ROCKSDB_KEYS, key_index_source  
 
 
 class BoundaryType(str, Enum):
-    """Java ``BoundaryType`` (5.3): which entry to return when times are equal."""
+    """Java ``BoundaryType`` (5.3): which entry :func:`offset_by_time` returns when no
+    entry was stored at the time asked, or several were.
+
+    >>> from rmqlab import open_store
+    >>> from rmqlab.lab.samples import shipped_dir
+    >>> with open_store(shipped_dir() / "clean") as store:
+    ...     t = get_message(store, "Orders", 1, 5)[1].store_timestamp + 1   # just after unit 5
+    ...     print(offset_by_time(store, "Orders", 1, t, BoundaryType.LOWER), offset_by_time(store, "Orders", 1, t, "UPPER"))
+    6 5
+    """
 
     LOWER = "LOWER"  # the first entry stored at or after the time
     UPPER = "UPPER"  # the last entry stored at or before the time
@@ -189,7 +198,16 @@ def entries_past_the_log(store: StoreReader, topic: str, queue_id: int) -> int:
 def get_messages(store: StoreReader, topic: str, queue_id: int, start: int = 0, max_count: int | None = None, tags_code: int | None = None):
     """``(entry, record)`` pairs from ``start``; with ``tags_code`` only entries whose
     consume-queue tagsCode equals it (the broker's tag filter, done on the queue,
-    before the commitlog is read)."""
+    before the commitlog is read).
+
+    >>> from rmqlab import open_store
+    >>> from rmqlab.format.hashing import tags_code
+    >>> from rmqlab.lab.samples import shipped_dir
+    >>> with open_store(shipped_dir() / "clean") as store:
+    ...     paid = get_messages(store, "Orders", 1, max_count=3, tags_code=tags_code("paid"))
+    ...     print([(entry.queue_offset, record.physical_offset, record.tags) for entry, record in paid])
+    [(0, 0, 'paid'), (1, 1972, 'paid'), (2, 3845, 'paid')]
+    """
     cq = store.consume_queue(topic, queue_id)
     lo, hi = cq.valid_range(store.commitlog.min_offset)
     n = 0
@@ -220,6 +238,16 @@ class KeyQueryResult:
     ``collisions`` — offsets whose hash matched but whose record does not carry it.
     ``past_end`` — offsets at or past the end of the log (dead bytes a recovery left
     after its cut): RocketMQ's ``queryMessage`` serves nothing there.
+
+    The sample store's keys ``Aa`` and ``BB`` have one Java hash: each lookup walks the
+    same four entries and keeps the two whose record carries the key.
+
+    >>> from rmqlab import open_store
+    >>> from rmqlab.lab.samples import shipped_dir
+    >>> with open_store(shipped_dir() / "clean") as store:
+    ...     found = query_by_key(store, "Orders", "Aa")
+    >>> found.raw_offsets, [r.physical_offset for r in found.records], found.collisions
+    ([188986, 94947, 11781, 11371], [11371, 188986], [11781, 94947])
     """
 
     topic: str
@@ -307,7 +335,14 @@ def query_by_key(store: StoreReader, topic: str, key: str, max_num: int = 2**31 
 # -- by msgId --------------------------------------------------------------------------------
 def look_by_msg_id(store: StoreReader, msg_id: str) -> Record:
     """Java ``viewMessageById``: decode host and offset, read the record there as
-    ``lookMessageByOffset`` does (its totalSize field's bytes, decoded by MessageDecoder)."""
+    ``lookMessageByOffset`` does (its totalSize field's bytes, decoded by MessageDecoder).
+
+    >>> from rmqlab import open_store
+    >>> from rmqlab.lab.samples import shipped_dir
+    >>> with open_store(shipped_dir() / "clean") as store:
+    ...     print(look_by_msg_id(store, "7F00000100002A9F00000000000000FF").topic)   # host 127.0.0.1:10911, offset 255
+    Payments
+    """
     host, port, offset = decode_message_id(msg_id)
     return _as_served(store, offset, None)
 
@@ -315,7 +350,17 @@ def look_by_msg_id(store: StoreReader, msg_id: str) -> Record:
 @dataclass
 class MessageIdAnswer:
     """What a message ID named: ``kind`` :data:`OFFSET_MSG_ID` or :data:`CLIENT_MSG_ID`
-    (None: neither), the records, and a sentence saying which was taken and why."""
+    (None: neither), the records, and a sentence saying which was taken and why.
+
+    >>> from rmqlab import open_store
+    >>> from rmqlab.lab.samples import shipped_dir
+    >>> with open_store(shipped_dir() / "clean") as store:
+    ...     answer = look_by_any_message_id(store, "7F00000100002A9F00000000000000FF")
+    >>> answer.kind, [r.physical_offset for r in answer.records]
+    ('offset msgId', [255])
+    >>> print(answer.note)
+    7F00000100002A9F00000000000000FF read as an offset msgId: host 127.0.0.1:10911, physical offset 255
+    """
 
     kind: str | None
     records: list
@@ -502,7 +547,17 @@ class QueueProgress:
     cut the units past the end of the log (:func:`served_range`); ``units_cut`` says
     how many it cuts, ``unconsumed_cut`` how many of those the group had not consumed:
     they are gone, and not in ``lag`` (the same count as the recovery report's
-    ``GroupLoss.unconsumed_lost``)."""
+    ``GroupLoss.unconsumed_lost``).  :func:`consumer_progress` gives them.
+
+    >>> from rmqlab import open_store
+    >>> from rmqlab.lab.samples import shipped_dir
+    >>> from rmqlab.store.metadata import read_consumer_offsets
+    >>> root = shipped_dir() / "damaged"
+    >>> with open_store(root) as store:
+    ...     first = consumer_progress(store, read_consumer_offsets(root), "analytics")[0]
+    >>> {k: first.to_dict()[k] for k in ("queue_id", "committed_offset", "max_offset", "lag", "units_cut", "unconsumed_cut")}
+    {'queue_id': 0, 'committed_offset': 62, 'max_offset': 114, 'lag': 52, 'units_cut': 10, 'unconsumed_cut': 10}
+    """
 
     group: str
     topic: str

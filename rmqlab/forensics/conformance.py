@@ -37,7 +37,17 @@ JAVA_LOCK_CONTENT = b"lock"
 @dataclass
 class Departure:
     """One kind of departure: how many cases, the first one's place, the rule it
-    breaks (Java class and method) and what release R's broker does."""
+    breaks (Java class and method) and what release R's broker does.
+
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> from rmqlab.lab.samples import write_other_writers
+    >>> samples = Path(tempfile.mkdtemp())
+    >>> _ = write_other_writers(samples)          # what `rmqlab samples` writes beside its own
+    >>> d = conformance(samples / "rocketmq-rust" / "clean", "5.3.3").departures[1]
+    >>> d.kind, d.count, d.title
+    ('INDEX_UNIQ_FORM', 600, 'UNIQ_KEYs indexed as topic#U#key')
+    """
 
     kind: str
     title: str
@@ -53,6 +63,14 @@ class Departure:
 
 @dataclass
 class ConformanceReport:
+    """What :func:`conformance` found; ``conforms`` when nothing departs, ``to_text()``
+    what ``rmqlab verify --against`` prints.
+
+    >>> from rmqlab.lab.samples import shipped_dir
+    >>> print(conformance(shipped_dir() / "clean", "5.3.3").to_text())
+    conformance of .../clean with Apache RocketMQ 5.3.3: conforms — nothing departs from what it writes and reads
+    """
+
     root: str
     against: str
     departures: list[Departure] = field(default_factory=list)
@@ -80,7 +98,17 @@ class ConformanceReport:
 
 def conformance(root: str | os.PathLike, against: str, config: MessageStoreConfig | None = None) -> ConformanceReport:
     """Every way the store at ``root`` departs from what Apache RocketMQ ``against``
-    writes and reads (see the module).  Read-only."""
+    writes and reads (see the module).  Read-only.
+
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> from rmqlab.lab.samples import write_other_writers
+    >>> samples = Path(tempfile.mkdtemp())
+    >>> _ = write_other_writers(samples)
+    >>> report = conformance(samples / "rocketmq-rust" / "clean", "5.3.3")
+    >>> report.conforms, [(d.kind, d.count) for d in report.departures]
+    (False, [('INDEX_HASH', 335), ('INDEX_UNIQ_FORM', 600), ('CHECKPOINT_BYTE_40', 1), ('LOCK_CONTENT', 1)])
+    """
     rel = release_named(against)
     if rel.writer != "apache":
         raise ValueError(f"--against names an Apache RocketMQ release, not {rel.title}")

@@ -32,7 +32,12 @@ from ..store.reader import infer_index_sizes
 
 @dataclass(frozen=True, slots=True)
 class FieldSpan:
-    """Bytes ``[start, end)`` of a file hold field ``name`` (Java name in ``doc``)."""
+    """Bytes ``[start, end)`` of a file hold field ``name`` (Java name in ``doc``).
+
+    >>> from rmqlab.lab.samples import shipped_dir
+    >>> HexView(shipped_dir() / "clean" / "commitlog" / "00000000000000000000", 0, 32).span_at(5)
+    FieldSpan(start=4, end=8, name='magic', doc='Java magicCode', value='V1 0xDAA320A7', group='record @0', colour=1)
+    """
 
     start: int
     end: int
@@ -287,7 +292,16 @@ _NUMBERED = ("record", "unit", "entry", "slot")
 
 
 class HexView:
-    """``length`` bytes of ``path`` from ``offset``, with the field spans over them."""
+    """``length`` bytes of ``path`` from ``offset``, with the field spans over them
+    (the kind of file told from its path: commitlog, consume queue, index, checkpoint,
+    timer files); ``to_text()`` is what ``rmqlab hexdump`` prints.
+
+    >>> from rmqlab.lab.samples import shipped_dir
+    >>> view = HexView(shipped_dir() / "clean" / "commitlog" / "00000000000000000000", 0, 32)
+    >>> print(view.to_text())
+    0000000000000000: 0000 00ff daa3 20a7 1b9e 703d 0000 0001  ...... ...p=....  ── record @0 ── | totalSize=255 | magicCode=V1 0xDAA320A7 | bodyCRC=463368253 | queueId=1
+    0000000000000010: 0000 0000 0000 0000 0000 0000 0000 0000  ................  flag=0 | queueOffset=0 | physicalOffset=0
+    """
 
     def __init__(self, path: str | os.PathLike, offset: int = 0, length: int = 256, *, kind: str | None = None, max_hash_slot_num: int | None = None):
         self.path = Path(path)

@@ -16,7 +16,11 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Kind:
-    """One kind of finding: a title and what the broker does with it."""
+    """One kind of finding: a title and what the broker does with it.
+
+    >>> kind_of("BODY_CRC").title
+    'body CRC differs'
+    """
 
     title: str
     broker: str
@@ -220,5 +224,11 @@ KINDS: dict[str, Kind] = {
 
 def kind_of(name: str) -> Kind:
     """The entry of ``name``; a kind outside the catalogue (a future one) gets a title
-    of its own name and no claim about the broker."""
+    of its own name and no claim about the broker.
+
+    >>> kind_of("INDEX_UNIQ_FORM").title
+    "UNIQ_KEYs indexed in another writer's form"
+    >>> kind_of("SOMETHING_NEW")
+    Kind(title='something new', broker='')
+    """
     return KINDS.get(name) or Kind(name.replace("_", " ").lower(), "")

@@ -36,7 +36,15 @@ FINDINGS_SHOWN = 500
 
 @dataclass
 class StoreMap:
-    """What ``rmqlab map`` draws (see the module).  Arrays are per pixel of the strip."""
+    """What ``rmqlab map`` draws (see the module).  Arrays are per pixel of the strip.
+
+    >>> from rmqlab.lab.samples import shipped_dir
+    >>> m = build_map(shipped_dir() / "damaged", width=200)
+    >>> m.width, m.served_end, m.topics[:3]
+    (200, 263650, ['Orders', 'Payments', 'Audit'])
+    >>> m.record_at(m.pixel(263650)) is not None, int(m.damage_bytes.sum()) > 0
+    (True, True)
+    """
 
     root: str
     width: int
@@ -104,7 +112,13 @@ def build_map(root: str | os.PathLike, *, width: int = 1200, findings=(), recove
     commitlog file's name, to draw only its bytes (zoomed in: the rest of the map —
     queues, index files, ends, findings — is drawn where it falls in that file);
     ``timeline``: a :class:`~rmqlab.forensics.timeline.Timeline` fed the records of the
-    same pass (a report's: one pass over the log for both)."""
+    same pass (a report's: one pass over the log for both).
+
+    >>> from rmqlab.lab.samples import shipped_dir
+    >>> m = build_map(shipped_dir() / "clean", width=400)
+    >>> len(m.files), int(m.records.sum())
+    (5, 904)
+    """
     from ..errors import RmqlabError
     import pyarrow.compute as pc
 

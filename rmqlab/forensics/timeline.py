@@ -42,7 +42,15 @@ def width_for(first_ms: int, last_ms: int, rows: int) -> int:
 class Timeline:
     """Records per topic per time bucket, and around the checkpoint: ``flushed_ms`` (the
     checkpoint's ``physicMsgTimestamp``, the store time of the last record flushed) splits
-    the records into those flushed and those stored after it (a crash's window)."""
+    the records into those flushed and those stored after it (a crash's window).
+    :func:`store_timeline` makes one; ``to_dict()`` is what ``rmqlab report --json``
+    shows of it.
+
+    >>> from rmqlab.lab.samples import shipped_dir
+    >>> t = store_timeline(shipped_dir() / "clean")
+    >>> t.to_dict()["records"], dict(t.totals)
+    (904, {'Orders': 501, 'Payments': 265, 'Audit': 138})
+    """
 
     def __init__(self, flushed_ms: int | None = None):
         self.width = WIDTHS[0]
@@ -151,7 +159,15 @@ def feed(timeline: Timeline, batch, is_message: np.ndarray) -> None:
 
 def store_timeline(root: str | os.PathLike, *, flushed_ms: int | None = None, progress=None) -> Timeline:
     """The :class:`Timeline` of the store at ``root`` in one pass over its log (every
-    record the lenient walk reads, past damage too).  Read-only."""
+    record the lenient walk reads, past damage too).  Read-only.
+
+    >>> from rmqlab.lab.samples import shipped_dir
+    >>> from rmqlab.store import read_checkpoint
+    >>> root = shipped_dir() / "crashed"
+    >>> t = store_timeline(root, flushed_ms=read_checkpoint(root / "checkpoint").physic_msg_timestamp)
+    >>> t.to_dict()["records"], t.to_dict()["after_flush"]      # the crash window's records never reached the disk
+    (892, {})
+    """
     import pyarrow.compute as pc
 
     from ..scan import decode as fd

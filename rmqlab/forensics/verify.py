@@ -77,7 +77,13 @@ INFO = "info"
 
 @dataclass
 class Finding:
-    """One problem: what kind, how bad, where (file + byte offset in it), one sentence."""
+    """One problem: what kind, how bad, where (file + byte offset in it), one sentence.
+
+    >>> from rmqlab.lab.samples import shipped_dir
+    >>> first = verify_store(shipped_dir() / "damaged").findings[0]      # the cause comes first
+    >>> first.kind, first.severity, first.file.rsplit("/", 1)[-1], first.offset
+    ('BODY_CRC', 'error', '00000000000000262144', 1506)
+    """
 
     kind: str
     severity: str
@@ -95,7 +101,17 @@ class Finding:
 
 @dataclass
 class VerifyReport:
-    """All findings plus a few counts; ``ok`` when there is no error."""
+    """All findings plus a few counts; ``ok`` when there is no error.  ``outcome`` and
+    ``cause`` are the next start's (the recovery plan's), ``stats["log_end"]`` where it
+    ends the log, ``stats["walk_end"]`` where a walk from the first file stops.
+
+    >>> from rmqlab.lab.samples import shipped_dir
+    >>> report = verify_store(shipped_dir() / "damaged")
+    >>> report.ok, report.outcome, report.stats["log_end"], report.stats["walk_end"]
+    (False, 'records lost', 263650, 137674)
+    >>> [f.kind for f in report.errors][:2], report.cause.kind
+    (['BODY_CRC', 'BODY_CRC'], 'BODY_CRC')
+    """
 
     root: str
     findings: list[Finding] = field(default_factory=list)

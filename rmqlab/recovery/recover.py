@@ -1115,6 +1115,12 @@ def plan(
     ``outcome_only`` goes on to what the cut costs and why (``lost_records``,
     ``missing_files``, ``cause``) and stops there (``report.scope`` says so): what verify
     judges its findings against, without re-dispatch's simulation.
+
+    >>> from rmqlab.lab.samples import shipped_dir
+    >>> p = plan(shipped_dir() / "damaged")
+    >>> p.report.commitlog_end, p.report.cause.kind, len(p.report.lost_records)
+    (263650, 'BODY_CRC', 52)
+    >>> p.close()
     """
     root = Path(store)
     if not root.is_dir():

@@ -46,7 +46,20 @@ __all__ = ["StoreReport", "build_report", "format_of", "SECTIONS"]
 class StoreReport:
     """A store's report: each section's data (plain JSON-ready dicts; a section that
     could not be read holds ``{"unavailable": "could not be read because …"}``) and how
-    it was made."""
+    it was made.  :meth:`write` writes the HTML page or, for a ``.json`` path, the data.
+
+    >>> import json, tempfile
+    >>> from rmqlab.lab.samples import shipped_dir
+    >>> r = build_report(shipped_dir() / "damaged")
+    >>> list(r.sections)
+    ['map', 'timeline', 'findings', 'recovery', 'consumers', 'evidence', 'summary', 'verdict']
+    >>> cause = r.sections["verdict"]["cause"]
+    >>> cause["kind"], cause["file"], cause["file_offset"], cause["lost_on_disk"], cause["lost_unwritten"]
+    ('BODY_CRC', 'commitlog/00000000000000262144', 1506, 39, 13)
+    >>> saved = r.write(f"{tempfile.mkdtemp()}/report.json")
+    >>> json.loads(saved.read_text())["verdict"]["records_cut"]
+    52
+    """
 
     root: str
     made: str  # UTC, ISO 8601
@@ -115,6 +128,11 @@ def build_report(
     ``verify_report`` (a :class:`~rmqlab.forensics.verify.VerifyReport`), ``timeline``
     (a :class:`~rmqlab.forensics.timeline.Timeline`), ``digests`` (path → SHA-256), and
     ``draw_map=False`` where the map would be one more pass on one machine.
+
+    >>> from rmqlab.lab.samples import shipped_dir
+    >>> r = build_report(shipped_dir() / "clean")
+    >>> r.sections["verdict"]["consequence"], r.sections["verdict"]["level"]
+    ('clean', 'good')
     """
     from ..forensics.timeline import Timeline
     from ..forensics.verify import verify_store

@@ -390,5 +390,13 @@ def infer_sizes(root: str | os.PathLike, *, index_sizes: tuple[int, int] | None 
 
 
 def open_store(root: str | os.PathLike, config: MessageStoreConfig | None = None, **kwargs) -> StoreReader:
-    """Open a store root read-only (see :class:`StoreReader`)."""
+    """Open a store root read-only (see :class:`StoreReader`).  Where the log ends is
+    the caller's to say (``log_end``) or found by a walk; :func:`rmqlab.open_store`, what
+    the commands use, opens it as its next start serves it (the recovery plan's end).
+
+    >>> from rmqlab.lab.samples import shipped_dir
+    >>> with open_store(shipped_dir() / "damaged", strict=False) as store:
+    ...     print(store.commitlog.min_offset, len(store.queue_ids()), store.abort_exists)
+    0 7 True
+    """
     return StoreReader(root, config, **kwargs)

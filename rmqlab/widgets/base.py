@@ -162,6 +162,10 @@ def scratch_dir(name: str) -> Path:
     the test suite, two notebooks) each get their own.  A killed kernel's exit handler
     never runs, so directories whose process is gone are removed here, the next time
     any lesson asks for one.
+
+    >>> d = scratch_dir("demo")
+    >>> d.parent.name.startswith("rmqlab-lessons-"), list(d.iterdir())
+    (True, [])
     """
     uid = os.getuid() if hasattr(os, "getuid") else 0
     base = Path(tempfile.gettempdir()) / f"rmqlab-lessons-{uid}"

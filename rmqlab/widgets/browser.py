@@ -16,7 +16,14 @@ class StoreBrowser(Panel):
     """Tabs over one store: ``summary``, ``files``, ``records``.
 
     The records tab lists ``page_size`` records from the ``start`` index (optionally
-    one topic only); choosing one shows every field and its coloured bytes.
+    one topic only); choosing one shows every field and its coloured bytes.  In a
+    notebook the last line of a cell shows it; from code, set the controls' values:
+
+    >>> from rmqlab.lab.samples import shipped_dir
+    >>> browser = StoreBrowser(shipped_dir() / "clean")
+    >>> browser.view.value = "records"
+    >>> len(browser.page), browser.pick.options[0]
+    (20, ('@0 Orders/1@0', 0))
     """
 
     VIEWS = ("summary", "files", "records")

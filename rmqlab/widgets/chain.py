@@ -35,7 +35,14 @@ def collision_keys(store, result: KeyQueryResult) -> dict[int, str]:
 
 
 class ChainExplorer(Panel):
-    """A key lookup you can watch.  ``.key.value = "Aa"; .lookup.click()``."""
+    """A key lookup you can watch.  ``.key.value = "Aa"; .lookup.click()``.
+
+    >>> from rmqlab.lab.samples import shipped_dir
+    >>> explorer = ChainExplorer(shipped_dir() / "clean", topic="Orders", key="Aa")
+    >>> found = explorer.run()               # what the button does
+    >>> [r.physical_offset for r in found.records], found.collisions
+    ([11371, 188986], [11781, 94947])
+    """
 
     def __init__(self, store, topic: str | None = None, key: str = ""):
         self.store = as_store(store)

@@ -54,6 +54,14 @@ class HexViewer(Panel):
     ``HexViewer("stores/clean")`` starts on the first commitlog file;
     ``file=`` picks another (a path relative to the root), ``record=`` jumps to the
     n-th record of a commitlog file.
+
+    >>> from rmqlab.lab.samples import shipped_dir
+    >>> viewer = HexViewer(shipped_dir() / "clean")
+    >>> viewer.file.value, viewer.offset.value, viewer.length.value
+    ('commitlog/00000000000000000000', 0, 256)
+    >>> viewer.goto("commitlog/00000000000000000000", 255, 32)    # the second record
+    >>> "magicCode" in viewer.output.value
+    True
     """
 
     def __init__(self, store, file: str | None = None, offset: int = 0, length: int = 256, record: int | None = None, max_records: int = 500):

@@ -19,7 +19,14 @@ from .base import Panel, as_store
 
 class QueueExplorer(Panel):
     """``QueueExplorer(store, "TopicA", 0)``; set ``.tag.value = "Tag1"`` to filter,
-    ``.time.value = <ms>`` to search by store time."""
+    ``.time.value = <ms>`` to search by store time.
+
+    >>> from rmqlab.lab.samples import shipped_dir
+    >>> explorer = QueueExplorer(shipped_dir() / "clean", "Orders", 1)
+    >>> explorer.tag.value = "paid"          # the broker's tag filter: on the queue's tagsCode
+    >>> "tagsCode = Java hashCode" in explorer.output.value, explorer.topic_and_queue
+    (True, ('Orders', 1))
+    """
 
     def __init__(self, store, topic: str | None = None, queue_id: int = 0, count: int = 10):
         self.store = as_store(store)

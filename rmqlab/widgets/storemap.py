@@ -128,6 +128,14 @@ class StoreMapViewer(Panel):
     Driven from code as from the mouse: ``.position.value = i`` names pixel ``i``
     (:attr:`described`), :meth:`pick` opens the hex viewer there (:attr:`hex`),
     ``.zoom.value = "00000000000000000000"`` draws that file alone.
+
+    >>> from rmqlab.lab.samples import shipped_dir
+    >>> viewer = StoreMapViewer(shipped_dir() / "damaged")
+    >>> viewer.position.value = 10
+    >>> print(viewer.described[:60])
+    pixel 10: the log's bytes 4,370 to 4,806 (commitlog/00000000
+    >>> viewer.pick().offset.value             # the record under it, in the hex viewer
+    4496
     """
 
     def __init__(self, store, width: int = 900, verify: bool = True, findings=None, recovery=None, config=None):
