@@ -55,9 +55,11 @@ ROCKETMQ_RECORDS = 920_000
 
 
 def build_store(path: Path, size: str) -> dict:
+    """A generated store of ``size`` in 1 KiB records at ``path`` (kept, and used again when
+    it is there), its checkpoint as written recorded in ``bench.json`` for :func:`crash_state`."""
     marker = path / "bench.json"
-    if marker.exists() and json.loads(marker.read_text()).get("size") == size:
-        return json.loads(marker.read_text())
+    if marker.exists() and "checkpoint" in (old := json.loads(marker.read_text())) and old.get("size") == size:
+        return old
     if path.exists():
         shutil.rmtree(path)
     t = time.perf_counter()
@@ -65,7 +67,10 @@ def build_store(path: Path, size: str) -> dict:
         from rmqlab.lab.generate import generate_store
 
         res = generate_store(path, size, body_size=1024, topics=4, queues=4)
-        info = {"size": size, "records": res.records, "generator": "rmqlab.lab.generate", "seconds": time.perf_counter() - t}
+        from rmqlab.store.checkpoint import read_checkpoint
+
+        info = {"size": size, "records": res.records, "generator": "rmqlab.lab.generate", "seconds": time.perf_counter() - t,
+                "checkpoint": read_checkpoint(path / "checkpoint").to_dict()}
     except ImportError:  # pragma: no cover - generate is part of the project
         raise SystemExit("rmqlab.lab.generate is missing")
     marker.write_text(json.dumps(info))
@@ -145,11 +150,6 @@ def main() -> None:
     store = work / "store"
     print(f"building a {size} store of 1 KiB records in {store} …", flush=True)
     info = build_store(store, size)
-    if "checkpoint" not in info:
-        from rmqlab.store.checkpoint import read_checkpoint
-
-        info["checkpoint"] = read_checkpoint(store / "checkpoint").to_dict()
-        (store / "bench.json").write_text(json.dumps(info))
     print(f"  {info['records']} records ({info['generator']}, {info.get('seconds', 0):.1f} s)")
 
     results: dict[str, list[float]] = {}
