@@ -11,7 +11,8 @@ index, as a broker leaves them) it runs, in one session, each as its own process
    files are page cache, not the command's memory): ``info``, ``verify`` (every check
    on), ``verify --against 5.5.1`` (the conformance report), ``dump --json > /dev/null``, ``recover`` (dry run), ``salvage`` (what lies
    past the cut, to a file),
-   ``diff`` (the store against itself), ``queue`` (its largest queue), ``lookup --key``;
+   ``diff`` (the store against itself), ``queue`` (its largest queue), ``lookup --key``,
+   ``report`` (to an HTML file) and ``export`` (Parquet, into a new directory each run);
 3. start-up: ``rmqlab --help`` and ``info`` on a small sample store;
 
 and prints each command's records/s as a ratio of the baseline's, beside the goals
@@ -171,6 +172,8 @@ def main() -> int:
         "diff (itself)": RMQLAB + ["diff", s, s],
         "queue (largest)": RMQLAB + ["queue", s, "--topic", topic, "--queue-id", qid],
         "lookup --key": RMQLAB + ["lookup", s, "--topic", topic, "--key", "no-such-key"],
+        "report": RMQLAB + ["report", s, "-o", str(tmp / "report.html")],
+        "export (Parquet)": RMQLAB + ["export", s, str(tmp / "export")],
         "--help": RMQLAB + ["--help"],
         "info (sample store)": RMQLAB + ["info", str(sample)],
     }
@@ -185,6 +188,7 @@ def main() -> int:
     for r in range(args.runs):
         for name, cmd in commands.items():
             out = subprocess.DEVNULL
+            shutil.rmtree(tmp / "export", ignore_errors=True)  # an export continues a finished one: each round writes anew
             wall, peak, code = run_watched(cmd, stdout=out)
             walls[name].append(wall)
             peaks[name].append(peak)
