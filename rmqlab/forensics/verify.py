@@ -266,7 +266,8 @@ class _Window:
 
 
 class _Verifier:
-    def __init__(self, root, config: MessageStoreConfig | None, progress=None, rocketmq_version: str | None = None, log_end: int | None = None):
+    def __init__(self, root, config: MessageStoreConfig | None, progress=None, rocketmq_version: str | None = None, log_end: int | None = None,
+                 queues_truncated: bool = True, dispatch_progress: int | None = None):
         self.root = Path(root)
         self.progress = progress or Silent()
         self.report = VerifyReport(str(self.root))
@@ -290,6 +291,10 @@ class _Verifier:
         #: the end of the log: where the store's next start ends it (the recovery plan,
         #: rmqlab.recovery.next_start); None where no plan is made (the walk's end stands in)
         self.log_end = log_end
+        #: whether the next start cuts the queues' units past that end (Java's recovery, and
+        #: every writer whose lowest dispatch progress reaches it: RecoveryReport.queues_truncated),
+        #: and that progress, where it keeps them
+        self.queues_truncated, self.dispatch_progress = queues_truncated, dispatch_progress
         #: the dry-run report that end comes from (the Spark job's driver keeps it here)
         self.recovery = None
         #: where a walk of the log's chain from the first file stops (the first damage or
@@ -346,6 +351,16 @@ class _Verifier:
         self.window = None
         self._worker.shutdown(wait=False)
         return self
+
+    def past_end(self, file, offset, what: str, phy: int, end: int) -> None:
+        """``what`` (a queue's unit) points at ``phy``, at or past the end of the log: the next
+        start cuts it (``CQ_BEYOND_END``), or keeps it where its recovery does not truncate the
+        queues (``CQ_PAST_END``: a writer whose truncation compares a lower dispatch progress)."""
+        if self.queues_truncated:
+            self.add("CQ_BEYOND_END", ERROR, file, offset, f"{what} points at {phy}, at or past the end of the log ({end}): the next start cuts it")
+        else:
+            self.add("CQ_PAST_END", ERROR, file, offset, f"{what} points at {phy}, at or past the end of the log ({end}): the next start keeps it "
+                     f"(its queues are not truncated: the lowest dispatch progress, {self.dispatch_progress} or lower, is below the end)")
 
     def add(self, kind, severity, file, offset, message, phy: int | None = None) -> None:
         """Report a finding; ``phy``: the log position a finding of the walk is about
@@ -1008,7 +1023,7 @@ class _Verifier:
                     q, o = int(qs[i]), int(off[i])
                     file, fpos = self._cq_pos(Q.cq, q)
                     if beyond[i]:
-                        self.add("CQ_BEYOND_END", ERROR, file, fpos, f"{Q.qid} entry {q} points at {o}, at or past the end of the log ({end}): the next start cuts it")
+                        self.past_end(file, fpos, f"{Q.qid} entry {q}", o, end)
                     else:
                         self.add("CQ_DANGLING", ERROR, file, fpos, f"{Q.qid} entry {q} points at {o}, where no record starts")
                 found &= ~beyond
@@ -1375,8 +1390,7 @@ class _Verifier:
                     phy = u["commitlog_offset"].astype(np.int64)
                     beyond = phy >= self.end
                     for i in np.flatnonzero(beyond)[: LISTED_PER_FILE + 1].tolist():
-                        self.add("CQ_BEYOND_END", ERROR, path, (c + i) * BCQ_STORE_UNIT_SIZE, f"{qid} unit {c + i} (queue offsets from {int(base[i])}) points at "
-                                 f"{int(phy[i])}, at or past the end of the log ({self.end}): the next start cuts it")
+                        self.past_end(path, (c + i) * BCQ_STORE_UNIT_SIZE, f"{qid} unit {c + i} (queue offsets from {int(base[i])})", int(phy[i]), self.end)
                     inside = np.flatnonzero(~beyond)
                     want = unique(phy[inside])
                     found, table = self._records_at(want)
@@ -1535,7 +1549,7 @@ class _Verifier:
                         file, fpos = self._cq_pos(cq, qoff)
                         what = f"{Q} entry {qoff}"
                         if beyond[i]:
-                            self.add("CQ_BEYOND_END", ERROR, file, fpos, f"{what} points at {p}, at or past the end of the log ({self.end}): the next start cuts it")
+                            self.past_end(file, fpos, what, p, self.end)
                             continue
                         rec = rows.get(p)
                         if rec is None:
@@ -1824,26 +1838,21 @@ def verify_store(root: str | os.PathLike, config: MessageStoreConfig | None = No
         recovery = next_start_report(root, config, rocketmq_version)
     elif not recovery.modelled:
         recovery = None
-    report = _Verifier(root, config, progress, rocketmq_version, log_end=None if recovery is None else recovery.commitlog_end).run()
+    report = _Verifier(root, config, progress, rocketmq_version, **judged_by(recovery)).run()
     report.recovery = recovery
     if recovery is not None:
-        units_kept_past_end(report.findings, recovery)
         cause_first(report.findings, recovery)
     return report
 
 
-def units_kept_past_end(findings: list[Finding], recovery) -> None:
-    """The units at or past the end of the log, as the next start leaves them: cut
-    (``CQ_BEYOND_END``) where its recovery truncates the queues, else kept
-    (``CQ_PAST_END``: a writer whose truncation compares a lower dispatch progress,
-    :attr:`rmqlab.recovery.report.RecoveryReport.queues_truncated`)."""
-    if recovery.queues_truncated:
-        return
-    for f in findings:
-        if f.kind == "CQ_BEYOND_END":
-            f.kind = "CQ_PAST_END"
-            f.message = f.message.replace(": the next start cuts it", ": the next start keeps it (its queues are not truncated: "
-                                          f"the lowest dispatch progress, {recovery.max_phy_offset_in_cq_before} or lower, is below the end)")
+def judged_by(recovery) -> dict:
+    """What the checks take from the next start's dry run (None: no plan): the end of the
+    log, and whether that start cuts the queues' units past it (else the dispatch progress
+    it keeps them below; :attr:`rmqlab.recovery.report.RecoveryReport.queues_truncated`)."""
+    if recovery is None:
+        return {"log_end": None}
+    kept = not recovery.queues_truncated
+    return {"log_end": recovery.commitlog_end, "queues_truncated": not kept, "dispatch_progress": recovery.max_phy_offset_in_cq_before if kept else None}
 
 
 def next_start_report(root, config: MessageStoreConfig | None = None, rocketmq_version: str | None = None):

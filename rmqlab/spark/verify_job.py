@@ -85,8 +85,9 @@ def config_from_option(text: str | None):
 def _verifier(options):
     from ..forensics.verify import _Verifier
 
-    end = options.get("logend")  # the end of the log the driver's recovery plan gave
-    return _Verifier(options["path"], config_from_option(options.get("storeconfig")), log_end=int(end) if end else None)
+    # what the driver's recovery plan gave (rmqlab.forensics.verify.judged_by)
+    judged = json.loads(options.get("judgedby") or '{"log_end": null}')
+    return _Verifier(options["path"], config_from_option(options.get("storeconfig")), **judged)
 
 
 
@@ -333,7 +334,7 @@ def verify(spark, path, *, config=None):
     are bounded (at most ``LISTED_PER_FILE`` per kind and file, then how many more) and
     the DataFrame holds them, so using it twice does not walk the store twice.
     """
-    from ..forensics.verify import _Verifier, next_start_report
+    from ..forensics.verify import _Verifier, judged_by, next_start_report
 
     path = str(path)
     if "://" in path and not path.startswith("file://"):
@@ -343,10 +344,9 @@ def verify(spark, path, *, config=None):
     spark.dataSource.register(ChecksDataSource)
     # the next start's dry run, once on the driver: every task judges against its end of the log
     recovery = next_start_report(root, config)
-    opts = {"path": root, "storeConfig": config_option(config)}
-    if recovery is not None:
-        opts["logEnd"] = str(recovery.commitlog_end)
-    drv = _Verifier(root, config, log_end=None if recovery is None else recovery.commitlog_end).unit()
+    judged = judged_by(recovery)
+    opts = {"path": root, "storeConfig": config_option(config), "judgedBy": json.dumps(judged)}
+    drv = _Verifier(root, config, **judged).unit()
     drv.recovery = recovery
     try:
         if drv.store.layout.rocksdb_consume_queue:
@@ -527,10 +527,9 @@ class _Job:
         complete_findings(completed, self.root, self.config, recovery=drv.recovery)
         out.extend((f.kind, f.severity, f.file, f.offset, f.message) for f in completed)
         if drv.recovery is not None:  # the finding that ends the log is an error, as verify says it
-            from ..forensics.verify import cause_first, units_kept_past_end
+            from ..forensics.verify import cause_first
 
             found = [Finding(*r) for r in out]
-            units_kept_past_end(found, drv.recovery)
             cause_first(found, drv.recovery)
             out = [(f.kind, f.severity, f.file, f.offset, f.message) for f in found]
         out.sort(key=lambda r: (r[2], r[3] is not None, r[3] or 0, r[0]))
