@@ -24,10 +24,11 @@ def _missing():
     return mod.missing()
 
 
-#: lessons the suite does not open in a browser: lesson 10 shows no widget, and its one
-#: picture is a PNG output nbval's run of it checks; opening it costs a Spark JVM (~46 s
-#: of the browser run). ``scripts/lesson-browser.py`` with no argument opens it too.
-NOT_IN_BROWSER = ("10",)
+#: lessons the suite does not open in a browser: 6, 7 and 10 show no widget, only PNG
+#: pictures (matplotlib's, which JupyterLab draws as any image), and nbval runs every cell
+#: of each; lesson 10 would also cost a Spark JVM (~46 s of the browser run), 6 and 7 their
+#: experiments a second time. ``scripts/lesson-browser.py`` with no argument opens them too.
+NOT_IN_BROWSER = ("06", "07", "10")
 
 
 @pytest.mark.skipif(bool(_missing()), reason=_missing() or "")
