@@ -24,7 +24,7 @@ import json
 import re
 from pathlib import Path
 
-from docutils.parsers.rst import Directive
+from docutils.parsers.rst import Directive, directives
 from docutils.statemachine import StringList
 from sphinx.util.nodes import nested_parse_with_titles
 
@@ -138,17 +138,23 @@ class FindingKindsDirective(Directive):
 
 class FiguresDirective(Directive):
     """The benchmarks' figures from ``bench/figures.json``: each with the commit, date and
-    machine it was measured on, the script that measures it and what it measured."""
+    machine it was measured on, the script that measures it and what it measured.
+    ``:page: user`` shows the figures marked ``"page": "user"`` (what a user can expect,
+    the performance page), ``:page: history`` the others (the explanation's history)."""
 
     required_arguments = 1
     has_content = False
+    option_spec = {"page": directives.unchanged}
 
     def run(self):
         env = self.state.document.settings.env
         path = Path(env.srcdir) / self.arguments[0]
         env.note_dependency(str(path))
+        page = self.options.get("page", "history")
         lines = []
         for fig in json.loads(path.read_text())["figures"]:
+            if fig.get("page", "history") != page:
+                continue
             about = re.sub(r"^\*\*[^*]+\*\*\s*", "", fig["about"])
             lines += [fig["title"], "-" * len(fig["title"]), "",
                       f"Measured at commit ``{fig['commit']}`` on {fig['date']}, {fig['machine']}, by ``{fig['script']}``.", "",
