@@ -350,16 +350,17 @@ def look_by_msg_id(store: StoreReader, msg_id: str) -> Record:
 @dataclass
 class MessageIdAnswer:
     """What a message ID named: ``kind`` :data:`OFFSET_MSG_ID` or :data:`CLIENT_MSG_ID`
-    (None: neither), the records, and a sentence saying which was taken and why.
+    (None: neither), the records, and a sentence saying which was taken and why — or,
+    for an ID that is neither, why not:
 
     >>> from rmqlab import open_store
     >>> from rmqlab.lab.samples import shipped_dir
     >>> with open_store(shipped_dir() / "clean") as store:
-    ...     answer = look_by_any_message_id(store, "7F00000100002A9F00000000000000FF")
-    >>> answer.kind, [r.physical_offset for r in answer.records]
-    ('offset msgId', [255])
+    ...     answer = look_by_any_message_id(store, "7F00000100002A9F00000000DEADBEEF")
+    >>> answer.kind, answer.records
+    (None, [])
     >>> print(answer.note)
-    7F00000100002A9F00000000000000FF read as an offset msgId: host 127.0.0.1:10911, physical offset 255
+    7F00000100002A9F00000000DEADBEEF: as an offset msgId it names offset 3735928559, outside the log [0, 280240); nor is it the UNIQ_KEY of a record the index holds under the 3 topic(s) of the store
     """
 
     kind: str | None
@@ -547,16 +548,19 @@ class QueueProgress:
     cut the units past the end of the log (:func:`served_range`); ``units_cut`` says
     how many it cuts, ``unconsumed_cut`` how many of those the group had not consumed:
     they are gone, and not in ``lag`` (the same count as the recovery report's
-    ``GroupLoss.unconsumed_lost``).  :func:`consumer_progress` gives them.
+    ``GroupLoss.unconsumed_lost``).  :func:`consumer_progress` gives them.  A group that
+    had consumed into what a crash cuts:
 
     >>> from rmqlab import open_store
     >>> from rmqlab.lab.samples import shipped_dir
     >>> from rmqlab.store.metadata import read_consumer_offsets
-    >>> root = shipped_dir() / "damaged"
-    >>> with open_store(root) as store:
-    ...     first = consumer_progress(store, read_consumer_offsets(root), "analytics")[0]
-    >>> {k: first.to_dict()[k] for k in ("queue_id", "committed_offset", "max_offset", "lag", "units_cut", "unconsumed_cut")}
-    {'queue_id': 0, 'committed_offset': 62, 'max_offset': 114, 'lag': 52, 'units_cut': 10, 'unconsumed_cut': 10}
+    >>> crashed = shipped_dir() / "crashed"
+    >>> with open_store(crashed) as store:
+    ...     billing = consumer_progress(store, read_consumer_offsets(crashed), "billing")[0].to_dict()
+    >>> [billing[k] for k in ("committed_offset", "max_offset", "lag", "units_cut", "unconsumed_cut")]
+    [124, 122, -2, 2, 0]
+    >>> print(billing["note"])
+    committed offset 124 is in the 2 unit(s) the next start cuts: the queue then ends at 122, a pull is answered OFFSET_OVERFLOW_BADLY and a master moves the group to the queue's end of that moment
     """
 
     group: str
