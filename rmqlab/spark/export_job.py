@@ -11,7 +11,7 @@ Spark Connect has no RDDs to run the tasks on: export there with ``rmqlab export
 from __future__ import annotations
 
 from .commitlog_source import DEFAULT_SPLIT_SIZE, plan_splits, read_split
-from .session import worker_errors
+from .worker_errors import worker_errors
 
 
 def export(spark, store: str, out: str, *, mode: str = "strict", include_body: bool = True, verify_crc: bool = True, split_size: int = DEFAULT_SPLIT_SIZE):

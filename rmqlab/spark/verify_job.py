@@ -368,7 +368,7 @@ class _Job:
 
     def stage(self, **extra) -> list[tuple]:
         """One Spark stage of ``rocketmq.checks``: its findings kept, its summaries returned."""
-        from .session import worker_errors
+        from .worker_errors import worker_errors
 
         with worker_errors():
             rows = self.spark.read.format("rocketmq.checks").options(**self.options, **{k: str(v) for k, v in extra.items()}).load().collect()
