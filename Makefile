@@ -67,7 +67,7 @@ test: java
 # The shipped lessons themselves, to edit and save (users run `rmqlab lab`, which copies
 # them); JupyterLab refuses to run as root unless told; containers often are root
 lab: $(STAMP)
-	$(BIN)/jupyter lab rmqlab/lessons/ $$([ "$$(id -u)" = 0 ] && echo --allow-root)
+	$(BIN)/jupyter lab notebooks/ $$([ "$$(id -u)" = 0 ] && echo --allow-root)
 
 # The documentation site, into docs/_build/html (the suite builds it too, warnings as errors),
 # with the docs extra alone (Sphinx, myst-nb, the theme; PySpark, whose reference is made

@@ -14,6 +14,7 @@ not import rmqlab).
 """
 
 import ast
+import shutil
 import tarfile
 from pathlib import Path
 
@@ -33,10 +34,20 @@ def _samples_table(name: str):
 
 
 class BuildPyWithStores(build_py):
-    """build_py, then the other writers' stores as ``rmqlab/lessons/stores/<archive>``."""
+    """build_py, then the lessons (``notebooks/``) as ``rmqlab/lessons/``, the sample stores
+    (``sample_stores/``) as ``rmqlab/lessons/stores/`` and the other writers' stores as
+    ``rmqlab/lessons/stores/<archive>``: where ``rmqlab.lab.lessons.LESSONS_DIR`` finds them
+    in an installed package."""
 
     def run(self):
         super().run()
+        lessons = Path(self.build_lib) / "rmqlab" / "lessons"
+        if (ROOT / "notebooks").is_dir():
+            if lessons.exists():
+                shutil.rmtree(lessons)
+            skip = shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__", "stores")  # notebooks/stores: the link to sample_stores
+            shutil.copytree(ROOT / "notebooks", lessons, ignore=skip)
+            shutil.copytree(ROOT / "sample_stores", lessons / "stores", ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
         stores = ROOT / "tests" / "stores"
         if not stores.is_dir():
             return  # a tree without them (neither a checkout nor its sdist): nothing to carry

@@ -160,7 +160,7 @@ def main() -> int:
     s = str(store)
     topic, qid = _largest_queue(store)
     tmp = Path(tempfile.mkdtemp(prefix="bench_forensics."))
-    sample = ROOT / "rmqlab" / "lessons" / "stores" / "clean"
+    sample = ROOT / "sample_stores" / "clean"
     commands = {
         "baseline (bulk decoder)": [sys.executable, "-c", BASELINE, s],
         "info": RMQLAB + ["info", s],

@@ -2,7 +2,7 @@
 
     rmqlab samples ./samples       # write clean/, crashed/ and damaged/ there
     rmqlab samples                 # into your data folder (in a source checkout:
-                                   # the shipped copy, rmqlab/lessons/stores/)
+                                   # the shipped copy, sample_stores/)
 
 DIR must not hold them yet, unless --force. The package ships the same stores (the
 lessons and ``rmqlab demo`` read those); this writes a copy you can change.

@@ -1,11 +1,13 @@
 """The lessons as the package ships them, and their copy into a folder of the user's.
 
-The eleven notebooks, their glossary and every store they open live inside the
-package (``rmqlab/lessons/``: the notebooks at the top, the sample stores in
-``stores/``, the stores Apache RocketMQ wrote in ``stores/reference/``), so that an
-installed rmqlab has them with no checkout anywhere. The lessons open their stores
-by paths relative to themselves (``stores/clean``), so the folder works wherever it
-is copied. ``rmqlab lab`` copies it with :func:`copy_lessons`.
+The eleven notebooks and their glossary live at the top of the source tree in
+``notebooks/``, the stores they open in ``sample_stores/`` (the stores Apache RocketMQ
+wrote in ``sample_stores/reference/``); the build carries both into the package
+(``rmqlab/lessons/`` and ``rmqlab/lessons/stores/``, setup.py), so that an installed
+rmqlab has them with no checkout anywhere. The lessons open their stores by paths
+relative to themselves (``stores/clean``: in a checkout ``notebooks/stores`` links to
+``../sample_stores``), so the folder works wherever it is copied. ``rmqlab lab`` copies
+it with :func:`copy_lessons`.
 
 A copy remembers what it wrote (:data:`MANIFEST`: each file's SHA-256), so that a
 later copy into the same folder updates a lesson the user never touched and keeps
@@ -21,8 +23,10 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-#: the lesson folder inside the package
-LESSONS_DIR = Path(__file__).resolve().parents[1] / "lessons"
+#: the lesson folder: the package's, as the build put it there (a wheel, an sdist's
+#: install), else the source tree's ``notebooks/`` (a checkout, an editable install)
+_PACKAGED = Path(__file__).resolve().parents[1] / "lessons"
+LESSONS_DIR = _PACKAGED if _PACKAGED.is_dir() else Path(__file__).resolve().parents[2] / "notebooks"
 #: what a copy wrote, in the copy: relative path -> SHA-256 of the bytes written
 MANIFEST = ".rmqlab-lessons.json"
 #: written by tools, not lessons: never copied
@@ -69,9 +73,10 @@ class LessonCopy:
 
 
 def shipped_files(root: Path = LESSONS_DIR) -> list[str]:
-    """Every file of the lesson folder, relative to it, in a stable order."""
+    """Every file of the lesson folder, relative to it, in a stable order (through the
+    link a checkout's ``notebooks/stores`` is)."""
     out = []
-    for dirpath, dirnames, filenames in os.walk(root):
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=True):
         dirnames[:] = sorted(d for d in dirnames if d not in _SKIPPED)
         for name in sorted(filenames):
             out.append((Path(dirpath) / name).relative_to(root).as_posix())

@@ -1,5 +1,6 @@
 """The sample stores, generated deterministically and shipped inside the package
-(``rmqlab/lessons/stores/``, beside the lessons that open them).
+(``sample_stores/`` of the source tree, ``rmqlab/lessons/stores/`` of an installed
+package: beside the lessons that open them).
 
 ``rmqlab samples [DIR]`` writes them again; ``tests/lab/test_samples.py`` checks that
 the shipped files equal a fresh generation byte for byte.  Everything that could vary
@@ -83,7 +84,7 @@ def source_checkout() -> Path | None:
     """The root of the source tree rmqlab is imported from, or None for an installed
     package (a checkout has ``pyproject.toml`` beside the package)."""
     root = Path(__file__).resolve().parents[2]
-    return root if (root / "pyproject.toml").is_file() and (root / "rmqlab" / "lessons").is_dir() else None
+    return root if (root / "pyproject.toml").is_file() and (root / "sample_stores").is_dir() else None
 
 
 def default_dir() -> Path:

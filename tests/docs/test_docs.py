@@ -132,7 +132,7 @@ def test_the_figures_name_their_commit_date_machine_and_script():
 
 
 def test_no_text_speaks_of_how_the_work_was_organised():
-    texts = [ROOT / "README.md", *PAGES, *sorted((ROOT / "rmqlab").rglob("*.py")), *sorted((ROOT / "rmqlab" / "lessons").glob("*.md"))]
+    texts = [ROOT / "README.md", *PAGES, *sorted((ROOT / "rmqlab").rglob("*.py")), *sorted((ROOT / "notebooks").glob("*.md"))]
     said = [f"{p.relative_to(ROOT)}: {m.group(0)}" for p in texts for m in re.finditer(r"\b(this|last|earlier|previous|the next) (work )?sessions?\b", p.read_text(), re.I)]
     assert said == []
 

@@ -33,7 +33,9 @@ NOT_IN_BROWSER = ("06", "07", "10")
 
 @pytest.mark.skipif(bool(_missing()), reason=_missing() or "")
 def test_every_lesson_runs_all_and_every_widget_answers_in_a_browser(tmp_path):
-    lessons = sorted(p.stem for p in (SCRIPT.parents[1] / "rmqlab" / "lessons").glob("[0-9][0-9]_*.ipynb") if p.name[:2] not in NOT_IN_BROWSER)
+    from rmqlab.lab.lessons import LESSONS_DIR
+
+    lessons = sorted(p.stem for p in LESSONS_DIR.glob("[0-9][0-9]_*.ipynb") if p.name[:2] not in NOT_IN_BROWSER)
     proc = subprocess.run([sys.executable, str(SCRIPT), "--screenshots", str(tmp_path), *(name[:2] for name in lessons)], capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     lines = [line for line in proc.stdout.splitlines() if line.startswith(("ok", "FAIL"))]

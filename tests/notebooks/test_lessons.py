@@ -1,4 +1,4 @@
-"""The lessons' shape (the notebooks themselves run under nbval: see rmqlab/lessons/README.md):
+"""The lessons' shape (the notebooks themselves run under nbval: see notebooks/README.md):
 numbered, one topic each, no logic in cells, checked outputs, a closing "Try it"."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ def test_eleven_numbered_lessons_listed_in_the_readme():
     assert [p.name[:2] for p in LESSONS] == [f"{i:02d}" for i in range(1, 12)]
     readme = (NOTEBOOKS / "README.md").read_text()
     for p in LESSONS:
-        assert f"({p.name})" in readme, f"rmqlab/lessons/README.md does not list {p.name}"
+        assert f"({p.name})" in readme, f"notebooks/README.md does not list {p.name}"
 
 
 def test_widget_cells_say_what_to_do_before_they_run():

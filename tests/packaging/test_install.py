@@ -65,7 +65,7 @@ def test_the_sdist_and_wheel_carry_the_lessons_and_pass_twine(installed):
     assert "rmqlab/lessons/stores/other-writers.tar.gz" in names and not any(n.startswith("tests/") for n in names)
     members = tarfile.open(sdist).getnames()
     assert any(m.endswith("/LICENSE") for m in members) and any(m.endswith("rmqlab/engine/_put.c") for m in members)
-    assert any(m.endswith("rmqlab/lessons/09_forensics.ipynb") for m in members)
+    assert any(m.endswith("notebooks/09_forensics.ipynb") for m in members) and any(m.endswith("sample_stores/damaged/damage.json") for m in members)
     done = _run([sys.executable, "-m", "twine", "check", "--strict", wheel, sdist], cwd=dist, env=env)
     assert done.stdout.count("PASSED") == 2
 
