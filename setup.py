@@ -1,4 +1,5 @@
-"""Build of rmqlab's two optional C modules, and the archive of the stores other writers
+"""Build of rmqlab's two optional C modules, the lessons and sample stores carried into the
+package (``notebooks/``, ``sample_stores/``), and the archive of the stores other writers
 wrote; everything else is in pyproject.toml.
 
 ``rmqlab.engine._put`` is MessageStore.put's common case in C, and
@@ -51,7 +52,7 @@ class BuildPyWithStores(build_py):
         stores = ROOT / "tests" / "stores"
         if not stores.is_dir():
             return  # a tree without them (neither a checkout nor its sdist): nothing to carry
-        target = Path(self.build_lib) / "rmqlab" / "lessons" / "stores" / _samples_table("OTHER_WRITERS_ARCHIVE")
+        target = lessons / "stores" / _samples_table("OTHER_WRITERS_ARCHIVE")
         target.parent.mkdir(parents=True, exist_ok=True)
         with tarfile.open(target, "w:gz", format=tarfile.PAX_FORMAT) as tar:
             for writer, cases in _samples_table("OTHER_WRITERS").items():

@@ -47,29 +47,26 @@ import shutil
 import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
-from bench_recover import build_store, crash_state, drop_caches  # noqa: E402
+from bench_recover import build_store, crash_state, drop_caches, open_crashed  # noqa: E402
 from bench_write import BATCH, QUEUES, TOPIC, bench_async, bench_sync  # noqa: E402
 
-from rmqlab.engine import MessageStore  # noqa: E402
 from tests.oracle.harness import Oracle, OracleUnavailable, build  # noqa: E402
 
 GOALS = {"sync8": 1.5, "recover": 1 / 0.7}
 #: the JVM as a broker runs it (RocketMQ's bin/runbroker.sh: G1 with its settings, a fixed
 #: heap; 4 GiB here where runbroker.sh asks 8), not as the oracle's tests run it (768 MiB, serial GC)
-BROKER_JVM = ["-server", "-Xms4g", "-Xmx4g", "-XX:+UseG1GC", "-XX:G1HeapRegionSize=16m", "-XX:G1ReservePercent=25",
-              "-XX:InitiatingHeapOccupancyPercent=30", "-XX:MaxDirectMemorySize=15g", "-XX:-OmitStackTraceInFastThrow"]
+BROKER_JVM = ("-server", "-Xms4g", "-Xmx4g", "-XX:+UseG1GC", "-XX:G1HeapRegionSize=16m", "-XX:G1ReservePercent=25",
+              "-XX:InitiatingHeapOccupancyPercent=30", "-XX:MaxDirectMemorySize=15g", "-XX:-OmitStackTraceInFastThrow")
 
 
 def rocketmq_jvm() -> Oracle:
-    java, *rest = build("5.3.3")
-    return Oracle([java, *BROKER_JVM, *[a for a in rest if a not in ("-Xmx768m", "-XX:+UseSerialGC")]], threads=1)
+    return Oracle(build("5.3.3", jvm=BROKER_JVM), threads=1)
 
 
 def rocketmq_put(rmq: Oracle, directory: Path, n: int, size: int, producers: int = 1, batch: int = 0, sync: bool = False) -> dict:
@@ -97,14 +94,8 @@ def recovery(rmq: Oracle, store: Path, cold: bool) -> tuple[float, float, str, d
     time went) for one crash each."""
     crash_state(store, False)
     how = drop_caches(store) if cold else "warm"
-    t = time.perf_counter()
-    ms = MessageStore.open(store, services=False)
-    ours = time.perf_counter() - t
-    assert ms.recovery_report.mode == "abnormal", ms.recovery_report.to_text()
-    split = {f"rmqlab {k.removesuffix('_s')}": v for k, v in ms.recovery_report.timings.items() if k != "total_s"}
-    ms.shutdown()
-    for side in store.parent.glob(f"{store.name}.rmqlab-cut-*"):
-        shutil.rmtree(side, ignore_errors=True)
+    ours, rep = open_crashed(store)
+    split = {f"rmqlab {k.removesuffix('_s')}": v for k, v in rep.timings.items() if k != "total_s"}
     crash_state(store, False)
     if cold:
         drop_caches(store)

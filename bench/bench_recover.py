@@ -134,6 +134,24 @@ def crash_state(store: Path, index_behind: bool) -> None:
     (store / "abort").write_text(str(os.getpid()))
 
 
+def open_crashed(store: Path, dry_run_first: bool = False):
+    """``MessageStore.open`` of ``store`` put back into its crashed state (an abnormal
+    recovery, applied), closed again: (seconds, the recovery report).  ``dry_run_first``
+    plans it once before, as the engine did before it planned once."""
+    crash_state(store, False)
+    t = time.perf_counter()
+    if dry_run_first:
+        recover(store)
+    ms = MessageStore.open(store, services=False)
+    dt = time.perf_counter() - t
+    rep = ms.recovery_report
+    assert rep.mode == "abnormal", rep.to_text()
+    ms.shutdown()
+    for side in store.parent.glob(f"{store.name}.rmqlab-cut-*"):
+        shutil.rmtree(side, ignore_errors=True)
+    return dt, rep
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="128 MiB store, 2 runs")
@@ -189,17 +207,9 @@ def main() -> None:
         results.setdefault("read+crc32 warm", []).append(read_crc(store, end))
         cpus.setdefault("read+crc32 warm", []).append(cpu_seconds() - c)
     def run_open(name: str, dry_run_first: bool) -> None:
-        crash_state(store, False)
-        t, c = time.perf_counter(), cpu_seconds()
-        if dry_run_first:
-            recover(store)
-        ms = MessageStore.open(store, services=False)
-        dt = time.perf_counter() - t
+        c = cpu_seconds()
+        dt, _ = open_crashed(store, dry_run_first)
         cpus.setdefault(name, []).append(cpu_seconds() - c)
-        assert ms.recovery_report.mode == "abnormal", ms.recovery_report.to_text()
-        ms.shutdown()
-        for side in store.parent.glob(f"{store.name}.rmqlab-cut-*"):
-            shutil.rmtree(side, ignore_errors=True)
         results.setdefault(name, []).append(dt)
 
     for _ in range(runs):

@@ -57,8 +57,8 @@ extlinks = {"source": (SOURCE_URL + "/blob/main/%s", "%s")}
 # the suite); nothing is executed while the site builds.
 nb_execution_mode = "off"
 nb_merge_streams = True
-# the widget manager is served by the site itself (``_ext/offline_widgets.py`` sets
-# ``nb_ipywidgets_js``), each widget's picture shown until its live view is drawn
+# (nb_ipywidgets_js: set by _ext/offline_widgets.py, which serves the widget manager from
+# the site itself and keeps each widget's picture until its live view is drawn)
 
 autodoc_default_options = {"members": True, "undoc-members": False, "show-inheritance": False}
 autodoc_member_order = "bysource"

@@ -1851,8 +1851,8 @@ def judged_by(recovery) -> dict:
     it keeps them below; :attr:`rmqlab.recovery.report.RecoveryReport.queues_truncated`)."""
     if recovery is None:
         return {"log_end": None}
-    kept = not recovery.queues_truncated
-    return {"log_end": recovery.commitlog_end, "queues_truncated": not kept, "dispatch_progress": recovery.max_phy_offset_in_cq_before if kept else None}
+    truncated = recovery.queues_truncated
+    return {"log_end": recovery.commitlog_end, "queues_truncated": truncated, "dispatch_progress": None if truncated else recovery.max_phy_offset_in_cq_before}
 
 
 def next_start_report(root, config: MessageStoreConfig | None = None, rocketmq_version: str | None = None):

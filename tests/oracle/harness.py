@@ -107,15 +107,19 @@ def _up_to_date(target: Path) -> bool:
     return all(Path(entry).exists() for entry in classpath.read_text().strip().split(os.pathsep) if entry)
 
 
-def build(release: str = "5.3.3", timeout: float = 600) -> list[str]:
+#: the oracle's JVM: small, as the tests run many of them at once
+TEST_JVM = ("-Xmx768m", "-XX:+UseSerialGC")
+
+
+def build(release: str = "5.3.3", timeout: float = 600, jvm: tuple[str, ...] = TEST_JVM) -> list[str]:
     """Compile the harness against RocketMQ ``release`` (``mvn package``) and return the
-    java command line that runs it."""
+    java command line that runs it, with the JVM options ``jvm``."""
     jar = _package(release, timeout)
     classpath = f"{jar}{os.pathsep}{(RELEASES[release][1] / 'classpath.txt').read_text().strip()}"
     # RocketMQ unmaps files through JDK internals (4.9 needs them opened on Java 17)
     opens = ["--add-opens=java.base/java.nio=ALL-UNNAMED", "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED", "--add-exports=java.base/jdk.internal.ref=ALL-UNNAMED",
              "--add-opens=java.base/jdk.internal.ref=ALL-UNNAMED"]
-    return [_tool("java"), "-Xmx768m", "-XX:+UseSerialGC", *opens, "-cp", classpath]
+    return [_tool("java"), *jvm, *opens, "-cp", classpath]
 
 
 def prefetch() -> int:
