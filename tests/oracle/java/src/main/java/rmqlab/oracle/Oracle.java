@@ -121,7 +121,7 @@ public final class Oracle {
         pool.shutdown();
         pool.awaitTermination(10, TimeUnit.MINUTES);
         for (DefaultMessageStore s : HELD.values()) {
-            s.shutdown();
+            Shutdown.quick(s);
         }
         System.exit(0);
     }
@@ -259,7 +259,7 @@ public final class Oracle {
                 copyTree(Paths.get(dir), Paths.get(crash));
             }
         } finally {
-            store.shutdown();
+            Shutdown.quick(store);
         }
         ans.put("logLines", storeLines(Rmq.logTake(), dir));
         return ans;
@@ -403,7 +403,7 @@ public final class Oracle {
     static JSONObject release(JSONObject req) {
         DefaultMessageStore store = HELD.remove(req.getString("dir"));
         if (store != null) {
-            store.shutdown();
+            Shutdown.quick(store);
         }
         return new JSONObject(true);
     }
@@ -463,7 +463,7 @@ public final class Oracle {
                 Rmq.settleWriters(store);
             }
         } finally {
-            store.shutdown();
+            Shutdown.quick(store);
         }
         ans.put("shutdownLogLines", storeLines(Rmq.logTake(), dir));
         return ans;
