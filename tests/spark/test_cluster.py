@@ -67,9 +67,9 @@ def test_a_packed_environment_job_reads_files_and_s3_and_verifies_on_a_standalon
     worker on the driver, with the same ``./env/bin/python``).  The executors import
     rmqlab from the archive and run their workers with the settings local_spark gives.
 
-    One job (a driver and its executors cost more than the reads): the clean and the
-    damaged store at both splits from local files, the damaged one from S3, and
-    rmqlab.spark.verify of it.  The executors have no AWS variables (the cluster was
+    One job (a driver and its executors cost more than the reads): the damaged store at
+    both splits from local files and from S3, and rmqlab.spark.verify of it (the clean
+    store's reads are test_sources', in one process: nothing of them is the cluster's).  The executors have no AWS variables (the cluster was
     started without them); the driver's reach them inside the splits.  (Settings given
     as options are resolved on the driver into the same split field:
     tests/spark/test_object_storage.py reads with them.)"""
@@ -87,10 +87,9 @@ def test_a_packed_environment_job_reads_files_and_s3_and_verifies_on_a_standalon
     argv = [str(spark_home() / "bin" / "spark-submit"), "--master", cluster.url, "--archives", f"{env_tar}#env",
             "--conf", "spark.pyspark.python=./env/bin/python", "--conf", f"spark.pyspark.driver.python={sys.executable}",
             "--conf", "spark.executor.cores=1", "--conf", "spark.ui.enabled=false", *settings,
-            str(JOB), "--out", str(tmp_path), "--store", f"clean={store_root('clean').resolve()}", "--store", f"crash-torn={torn}",
+            str(JOB), "--out", str(tmp_path), "--store", f"crash-torn={torn}",
             "--store", f"s3={s3.uri('crash-torn')}", *_splits(), "--verify", f"crash-torn={torn}"]
     job = _run(argv, tmp_path, env={"PYSPARK_PYTHON": "./env/bin/python", "PYSPARK_DRIVER_PYTHON": sys.executable, **s3.env()}, cwd=tmp_path)
-    _check(tmp_path, "clean")
     _check(tmp_path, "crash-torn")
     _check(tmp_path, "crash-torn", name="s3")
     assert job["counts"]["s3/rocketmq-64KiB"] == len(pq.read_table(tmp_path / "s3" / "rocketmq-64KiB")) > 0
