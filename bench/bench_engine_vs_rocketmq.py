@@ -2,6 +2,7 @@
 same disk, in one run.
 
     python bench/bench_engine_vs_rocketmq.py [--quick] [--rounds 3] [--dir DIR] [--recovery-size 1GiB]
+        [--only puts|recovery] [--recovery-store DIR]
 
 RocketMQ 5.3.3's store runs in the project's oracle harness (``tests/oracle/java``, one JVM,
 built with Maven as ``make test`` builds it; its side of the work: ``Bench.java``), started
@@ -110,6 +111,8 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--dir", help="directory on the disk to measure (default: under bench/out)")
     ap.add_argument("--recovery-size", default=None, help="the recovered store's size (default 1GiB, --quick 128MiB)")
+    ap.add_argument("--only", choices=("puts", "recovery"), help="only the put workloads, or only the recovery rows")
+    ap.add_argument("--recovery-store", help="generate the recovered store here and keep it (used again when it is there)")
     args = ap.parse_args()
     out = HERE / "out"
     out.mkdir(exist_ok=True)
@@ -135,7 +138,7 @@ def main() -> int:
     try:
         print(f"rmqlab's engine and RocketMQ 5.3.3's DefaultMessageStore, {args.rounds} alternating rounds, medians; disk: {base}")
         print(f"{'workload':<38} {'msgs':>9}  {'rmqlab msg/s':>13} {'RocketMQ msg/s':>15}  {'put returned':>12} {'dispatched':>10}")
-        for key, label, size, producers, batch, sync, count in work:
+        for key, label, size, producers, batch, sync, count in (work if args.only != "recovery" else ()):
             rocketmq_put(rmq, base, max(1, count // 10), size, producers, batch, sync)  # the JIT's warm-up
             ours, theirs = [], []
             dispatch = "background" if key.endswith("bg") else "inline"  # Java's ReputMessageService is a thread of its own
@@ -151,10 +154,11 @@ def main() -> int:
                   + (f"  (puts return at {count / med['rmqlab']['put']:,.0f} / {count / med['rocketmq']['put']:,.0f} msg/s)" if not sync else ""))
             rows.append({"workload": key, "messages": count, "rmqlab": ours, "rocketmq": theirs, "ratio": ratio, "goal": goal})
         size = args.recovery_size or ("128MiB" if q else "1GiB")
-        store = base / "recovery"
-        info = build_store(store, size)
-        print(f"abnormal recovery of {size} ({info['records']:,} records of 1 KiB), rmqlab's time against RocketMQ's:")
-        for cold in (True, False):
+        store = Path(args.recovery_store) if args.recovery_store else base / "recovery"
+        info = build_store(store, size) if args.only != "puts" else None
+        if info:
+            print(f"abnormal recovery of {size} ({info['records']:,} records of 1 KiB), rmqlab's time against RocketMQ's:")
+        for cold in ((True, False) if info else ()):
             runs = [recovery(rmq, store, cold) for _ in range(args.rounds)]
             ours, theirs = statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs)
             ratio = theirs / ours

@@ -163,78 +163,40 @@ class DispatchChunks:
                 yield _decode_for_dispatch(files[k], view, pos[c : min(b, c + DISPATCH_CHUNK)], self.delay_levels)
 
 
-#: where the fixed fields a record's queue depends on sit, from the schema's dtype
-_MAGIC_AT, _QUEUE_ID_AT, _PHYS_AT, _SYS_FLAG_AT = layout.MAGIC_AT, layout.QUEUE_ID_AT, layout.PHYSICAL_OFFSET_AT, layout.SYS_FLAG_AT
 #: the fixed part's size by host combination (born_v6 + 2*store_v6); bodyLength ends it
 _PREFIX_SIZES = np.asarray([d.itemsize for d in PREFIX_DTYPES], dtype=np.int64)
-
-
-def _be(a: np.ndarray, at: np.ndarray, width: int) -> np.ndarray:
-    """Big-endian signed integers of ``width`` bytes at positions ``at`` of the byte
-    array ``a`` (callers keep ``at + width <= len(a)``): one gather of whole rows."""
-    rows = np.lib.stride_tricks.sliding_window_view(a, width)[at]
-    return rows.view({1: "i1", 2: ">i2", 4: ">i4", 8: ">i8"}[width]).reshape(-1).astype(np.int64)
-
-
-#: topic bytes are compared this many at a time (one gather of rows per window)
-_TOPIC_WINDOW = 16
-#: records checked together (their header lines stay in cache between the gathers)
-_CHECK_CHUNK = 4096
+#: where the fixed fields a record's queue depends on sit, from the schema's layout, and
+#: the bits that tell them (the host flags sit in sysFlag's low byte; V1 and V2 magics
+#: differ in their last byte)
+_FIELDS = {"sys_flag_at": layout.SYS_FLAG_AT, "magic_at": layout.MAGIC_AT, "queue_id_at": layout.QUEUE_ID_AT, "phys_at": layout.PHYSICAL_OFFSET_AT,
+           "born_v6": cl.FLAG_BORNHOST_V6 & 0xFF, "store_v6": cl.FLAG_STOREHOST_V6 & 0xFF, "v2_last": cl.MAGIC_V2 & 0xFF}
 
 
 def _in_their_queue(plan: RecoveryPlan, views: list, positions: np.ndarray, owner: np.ndarray) -> np.ndarray:
     """For records at ``positions`` (sorted), each the commitlog offset of an entry of
     queue ``owner`` (an index into ``plan.queues``): True where the record's own
-    topic and queue id are that queue's and its physicalOffset field says where it is.  Read in bulk, file by file, at positions the
-    layout derives from the schema; ~0.1 µs a record."""
+    topic and queue id are that queue's and its physicalOffset field says where it is
+    (Java dispatches, and indexes, by the field: a damaged one must go through dispatch
+    as Java reads it).  One compiled pass per file
+    (:func:`rmqlab.scan.kernels.in_own_queue`), at positions the layout derives from the
+    schema."""
+    from ..scan import kernels
+
     queues = list(plan.queues.values())
     topics = [q.topic.encode() for q in queues]
     topic_lens = np.asarray([len(t) for t in topics], dtype=np.int64)
     queue_ids = np.asarray([q.queue_id for q in queues], dtype=np.int64)
-    width = _TOPIC_WINDOW * max(1, -(-int(topic_lens.max(initial=1)) // _TOPIC_WINDOW))
-    table = np.zeros((len(queues), width), dtype=np.uint8)  # each queue's topic, zero-padded
+    table = np.zeros((len(queues), max(1, int(topic_lens.max(initial=1)))), dtype=np.uint8)  # each queue's topic, zero-padded
     for i, t in enumerate(topics):
         table[i, : len(t)] = np.frombuffer(t, dtype=np.uint8)
-    low_flags = (cl.FLAG_BORNHOST_V6 | cl.FLAG_STOREHOST_V6) & 0xFF  # both in sysFlag's low byte
     ok = np.zeros(len(positions), dtype=bool)
     starts = np.asarray([f.file_from_offset for f in plan.files], dtype=np.int64)
     which = np.searchsorted(starts, positions, side="right") - 1
     bounds = np.flatnonzero(np.concatenate(([True], which[1:] != which[:-1], [True])))
-    # chunks of records, so that the header's cache lines, missed once by the first
-    # gather, are still cached for the next ones (the fields are read field by field)
-    pieces = [(c, min(hi, c + _CHECK_CHUNK)) for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()) for c in range(lo, hi, _CHECK_CHUNK)]
-    for lo, hi in pieces:
+    for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
         k = int(which[lo])
         a = np.frombuffer(views[k], dtype=np.uint8)
-        rel, w = positions[lo:hi] - starts[k], owner[lo:hi]
-        flags = a[rel + _SYS_FLAG_AT + 3] & low_flags
-        prefix = _PREFIX_SIZES[((flags & cl.FLAG_BORNHOST_V6) != 0) + 2 * ((flags & cl.FLAG_STOREHOST_V6) != 0)]
-        v2 = a[rel + _MAGIC_AT + 3] == (cl.MAGIC_V2 & 0xFF)  # V1 and V2 magics differ in their last byte
-        len_at = rel + prefix + _be(a, rel + prefix - 4, 4)  # after the body: the topic's length
-        tlen = topic_lens[w]
-        fits = (len_at >= 0) & (len_at + 2 + tlen <= len(a))
-        len_at = np.where(fits, len_at, 0)
-        topic_len = a[len_at].view(np.int8).astype(np.int64)
-        if v2.any():
-            topic_len[v2] = _be(a, len_at[v2], 2)
-        topic_at = len_at + 1 + v2
-        # and its physicalOffset field is where it sits: Java dispatches (and indexes) by the
-        # field, so a damaged one must go through dispatch as Java reads it
-        good = fits & (topic_len == tlen) & (_be(a, rel + _QUEUE_ID_AT, 4) == queue_ids[w]) & (_be(a, rel + _PHYS_AT, 8) == rel + starts[k])
-        # the topic's bytes, a window at a time, for the records whose topic reaches it
-        room = len(a) - width
-        for start in range(0, width, _TOPIC_WINDOW):
-            m = np.flatnonzero(good & (tlen > start))
-            if not len(m):
-                break
-            at = topic_at[m] + start
-            safe = np.minimum(at, room + start) if room + start >= 0 else at
-            got = np.lib.stride_tricks.sliding_window_view(a, _TOPIC_WINDOW)[np.minimum(safe, len(a) - _TOPIC_WINDOW)]
-            want = table[w[m], start : start + _TOPIC_WINDOW]
-            keep = np.clip(tlen[m] - start, 0, _TOPIC_WINDOW)  # bytes of the window inside the topic
-            mask = np.arange(_TOPIC_WINDOW) < keep[:, None]
-            good[m] = ((got == want) | ~mask).all(axis=1) & (at == np.minimum(safe, len(a) - _TOPIC_WINDOW))
-        ok[lo:hi] = good
+        ok[lo:hi] = kernels.in_own_queue(a, positions[lo:hi] - starts[k], owner[lo:hi], table, topic_lens, queue_ids, int(starts[k]), _PREFIX_SIZES, _FIELDS)
     return ok
 
 

@@ -374,12 +374,78 @@ def _compile_index():
     return index_chains, merge_find, join_keys, ascii_hashes
 
 
+def _compile_queue_check():
+    numba = _numba()
+    if numba is None:
+        return None
+
+    @numba.njit(nogil=True, cache=True)
+    def in_own_queue(a, rel, owner, topics, topic_lens, queue_ids, base, prefix_sizes, sys_flag_at, magic_at, queue_id_at, phys_at,
+                     born_v6, store_v6, v2_last, lo, hi, out):  # pragma: no cover - compiled
+        """For records at file positions ``rel[lo:hi]`` (``a[0]`` is log offset ``base``),
+        each an entry of queue ``owner[i]``: whether its own topic (length and bytes) and
+        queue id are that queue's and its physicalOffset field says where it is."""
+        n = len(a)
+        for i in range(lo, hi):
+            r = rel[i]
+            w = owner[i]
+            out[i] = False
+            if r < 0 or r + phys_at + 8 > n:
+                continue
+            flags = a[r + sys_flag_at + 3]
+            k = (1 if flags & born_v6 else 0) + (2 if flags & store_v6 else 0)
+            prefix = prefix_sizes[k]
+            if r + prefix > n:
+                continue
+            v2 = a[r + magic_at + 3] == v2_last
+            b = r + prefix - 4
+            body = (np.int64(a[b]) << 24) | (np.int64(a[b + 1]) << 16) | (np.int64(a[b + 2]) << 8) | np.int64(a[b + 3])
+            if body >= 1 << 31:
+                body -= 1 << 32
+            len_at = r + prefix + body
+            tlen = topic_lens[w]
+            if len_at < 0 or len_at + 2 + tlen > n:
+                continue
+            if v2:
+                topic_len = (np.int64(a[len_at]) << 8) | np.int64(a[len_at + 1])
+                if topic_len >= 1 << 15:
+                    topic_len -= 1 << 16
+                at = len_at + 2
+            else:
+                topic_len = np.int64(a[len_at])
+                if topic_len >= 128:
+                    topic_len -= 256
+                at = len_at + 1
+            if topic_len != tlen:
+                continue
+            q = r + queue_id_at
+            qid = (np.int64(a[q]) << 24) | (np.int64(a[q + 1]) << 16) | (np.int64(a[q + 2]) << 8) | np.int64(a[q + 3])
+            if qid >= 1 << 31:
+                qid -= 1 << 32
+            if qid != queue_ids[w]:
+                continue
+            phys = np.int64(0)
+            for j in range(8):
+                phys = (phys << 8) | np.int64(a[r + phys_at + j])
+            if phys != base + r:
+                continue
+            same = True
+            for j in range(tlen):
+                if a[at + j] != topics[w, j]:
+                    same = False
+                    break
+            out[i] = same
+
+    return in_own_queue
+
+
 _KERNEL, _CRCS = _compile() or (None, None)
 _INDEX_CHAINS, _MERGE_FIND, _JOIN_KEYS, _ASCII_HASHES = _compile_index() or (None, None, None, None)
 _WALK = _compile_walk()
+_IN_OWN_QUEUE = _compile_queue_check()
 _PAIRS, _JAVA_VALUES, _GATHER_SPANS = _compile_pairs() or (None, None, None)
 #: whether the compiled loops are built (else the functions here return None)
-AVAILABLE = _KERNEL is not None and _WALK is not None and _PAIRS is not None and _INDEX_CHAINS is not None
+AVAILABLE = _KERNEL is not None and _WALK is not None and _PAIRS is not None and _INDEX_CHAINS is not None and _IN_OWN_QUEUE is not None
 #: why :data:`AVAILABLE` is False ("" when it is True)
 UNAVAILABLE_BECAUSE = (
     "" if AVAILABLE else "numba cannot be imported" if _numba() is None else "isal's crc32_gzip_refl cannot be loaded" if _CRC_EXT is None else "a loop failed to compile"
@@ -586,6 +652,34 @@ def merge_find(a: np.ndarray, q: np.ndarray) -> np.ndarray:
         raise ImportError(UNAVAILABLE_BECAUSE)
     out = np.empty(len(q), np.int64)
     _MERGE_FIND(np.ascontiguousarray(a, np.int64), np.ascontiguousarray(q, np.int64), out)
+    return out
+
+
+def in_own_queue(a: np.ndarray, rel: np.ndarray, owner: np.ndarray, topics: np.ndarray, topic_lens: np.ndarray, queue_ids: np.ndarray,
+                 base: int, prefix_sizes: np.ndarray, fields: dict) -> np.ndarray:
+    """For the records at positions ``rel`` of one commitlog file (``a``, its bytes; ``base``,
+    its first offset), each the target of an entry of queue ``owner[i]``: True where the
+    record's topic and queue id are that queue's (``topics[w, :topic_lens[w]]``,
+    ``queue_ids[w]``) and its physicalOffset field is where it sits.  ``fields``: where
+    sysFlag, magicCode, queueId and physicalOffset sit and the flag bits and V2 magic's
+    last byte.  Compiled; halves on two threads for many records (their pages are often
+    not mapped yet in this process: the faults are served on both cores)."""
+    if _IN_OWN_QUEUE is None:
+        raise ImportError(UNAVAILABLE_BECAUSE)
+    a = np.ascontiguousarray(a, np.uint8)
+    rel, owner = np.ascontiguousarray(rel, np.int64), np.ascontiguousarray(owner, np.int64)
+    out = np.zeros(len(rel), np.bool_)
+    f = fields
+    args = (a, rel, owner, np.ascontiguousarray(topics, np.uint8), np.ascontiguousarray(topic_lens, np.int64), np.ascontiguousarray(queue_ids, np.int64),
+            int(base), np.ascontiguousarray(prefix_sizes, np.int64), f["sys_flag_at"], f["magic_at"], f["queue_id_at"], f["phys_at"],
+            f["born_v6"], f["store_v6"], f["v2_last"])
+    n = len(rel)
+    if _WORKERS > 1 and n >= 1 << 16:
+        other = _pool().submit(_IN_OWN_QUEUE, *args, n // 2, n, out)
+        _IN_OWN_QUEUE(*args, 0, n // 2, out)
+        other.result()
+    else:
+        _IN_OWN_QUEUE(*args, 0, n, out)
     return out
 
 

@@ -275,3 +275,41 @@ def test_bulk_without_index_and_out_of_order(tmp_path):
     backwards = DispatchColumns.from_requests(exact[::-1])
     bulk, per_record = _dispatch_both_ways(tmp_path, cfg, backwards, exact[::-1], "-rev")
     assert bulk == per_record
+
+
+@pytest.mark.parametrize("case", ["clean", "v2ipv6"])
+def test_a_record_is_in_its_queue_only_if_its_own_fields_say_so(case):
+    """Re-dispatch skips a record a consume queue already points at only when the record
+    is that queue's by its own bytes (topic length and bytes, queue id, physicalOffset):
+    the compiled check against the decoded records, on a copy of the log with one record
+    damaged in each field and one pointed at by another queue's entry."""
+    from rmqlab.format.layout import PHYSICAL_OFFSET_AT, QUEUE_ID_AT
+    from rmqlab.recovery.recover import plan as plan_recovery
+
+    root = REFERENCE / case / "store"
+    p = plan_recovery(root)
+    try:
+        queues = list(p.queues.values())
+        with open_store(root) as st:
+            recs = [r for r in st.commitlog.walk() if not isinstance(r, Exception) and not r.is_blank]
+        assert len(recs) > 8
+        names = [(q.topic, q.queue_id) for q in queues]
+        owner = np.asarray([names.index((r.topic, r.queue_id)) for r in recs])
+        pos = np.asarray([r.physical_offset for r in recs], np.int64)
+        logs = [bytearray(f.buf) for f in p.files]
+        starts = [f.file_from_offset for f in p.files]
+
+        def flip(i: int, field_at: int, bit: int) -> None:  # field_at: from the record's start
+            k = int(np.searchsorted(starts, recs[i].physical_offset, side="right")) - 1
+            logs[k][recs[i].physical_offset - starts[k] + field_at] ^= bit
+
+        damaged = {1: "queue id", 3: "physicalOffset", 5: "topic byte", 7: "another queue's entry"}
+        flip(1, QUEUE_ID_AT + 3, 0x40)
+        flip(3, PHYSICAL_OFFSET_AT + 7, 0x01)
+        flip(5, recs[5].total_size - 2 - len(recs[5].properties_raw) - 1, 0x20)  # the topic's last byte
+        others = [i for i, q in enumerate(names) if q != names[owner[7]]]
+        owner[7] = others[0]
+        got = recover_mod._in_their_queue(p, [bytes(b) for b in logs], pos, owner)
+        assert np.flatnonzero(~got).tolist() == sorted(damaged), damaged
+    finally:
+        p.close()
