@@ -311,11 +311,11 @@ def _validate(buf, a: np.ndarray, s: np.ndarray, size: np.ndarray, lo: int, hi: 
         # a negative bodyLength is an empty body to Java (calMsgLength counts it as 0)
         ok = magic_ok & (blp + 4 <= sz) & (tlen_pos + tsz <= end)
         if check_crc:
-            # every body's CRC in one compiled loop (no Python call per record); a body
-            # that runs past the file is cut at its end (that record fails anyway)
+            # every body's CRC in one compiled loop (no Python call per record) in a large
+            # file; a body that runs past the file is cut at its end (that record fails anyway)
             be = np.minimum(tlen_pos, n)
             bs = np.minimum(body_start, be)
-            crcs = kernels.crc32_slices(a, bs, be - bs)
+            crcs = kernels.crc32_slices(a, bs, be - bs) if n >= KERNEL_FROM else None
             if crcs is None:
                 crcs = np.fromiter(map(crc32, map(mv.__getitem__, map(slice, bs.tolist(), be.tolist()))), dtype=np.int64, count=j - i)
             ok &= ((crcs & 0x7FFFFFFF) == _col_i32(H, _H_BODY_CRC)) | (body_len <= 0)  # Java: CRC only for a non-empty body
@@ -343,6 +343,10 @@ def _validate(buf, a: np.ndarray, s: np.ndarray, size: np.ndarray, lo: int, hi: 
 
 #: below this many records the check stays in one process
 PARALLEL_MIN_RECORDS = 20_000
+#: from a range (walk) or file (CRCs) this large on, the compiled loops do the work; below
+#: it, the Python loop and a call per body, which cost less than loading the loops does
+#: (~0.5 s: rmqlab.scan.kernels._load) on the small stores a command often opens
+KERNEL_FROM = 4 << 20
 
 
 def _validate_all(buf, a: np.ndarray, s: np.ndarray, size: np.ndarray, check_crc: bool) -> tuple[int, list[int]]:
@@ -382,14 +386,14 @@ def _walk(buf, pos: int, until: int | None = None) -> tuple[list[int], int, str]
     """Follow the totalSize chain from ``pos`` (the only sequential part).
     Returns (starts, where it stopped, why: "blank", "bad", "end" or "until").
 
-    The run of message records is walked by the compiled loop when numba is there
-    (:func:`rmqlab.scan.kernels.walk`: it stops at anything but a whole message record
-    of at least the smallest size); what stopped it is judged here, in Python, by the
-    same rule as every record without it."""
+    In a range of :data:`KERNEL_FROM` bytes or more the run of message records is walked
+    by the compiled loop (:func:`rmqlab.scan.kernels.walk`: it stops at anything but a
+    whole message record of at least the smallest size); what stopped it is judged
+    here, in Python, by the same rule as every record of a smaller range."""
     n = len(buf)
     unpack = _PREFIX.unpack_from
     starts: list[int] = []
-    if n - pos >= 8:
+    if (n if until is None else until) - pos >= KERNEL_FROM:
         run = kernels.walk(np.frombuffer(buf, dtype=np.uint8), pos, n if until is None else until, n, 0, cl.FIXED_SIZE_V1_IPV4, (_V1, _V2))
         if run is not None:
             starts, pos = run[0].tolist(), run[1]

@@ -35,13 +35,16 @@ either cannot be loaded, :data:`AVAILABLE` is False, :data:`UNAVAILABLE_BECAUSE`
 why, and :func:`rmqlab.scan.crc.compiled_kernels` refuses with that reason.  (The
 one-record decoder, :func:`rmqlab.format.record.decode_record`, is the slow reference
 the tests compare these loops with.)  All loops are cached on disk by numba (the CRC loops call ISA-L by symbol name, see
-:func:`_external_functions`).
+:func:`_external_functions`), and numba is imported and the loops loaded on the first
+call of one (:func:`_load`): a command on a small store, whose reads go record by
+record, never loads them.
 """
 
 from __future__ import annotations
 
 import ctypes
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Sequence
 
@@ -79,7 +82,7 @@ def _numba():
     return numba
 
 
-_CRC_EXT, _MEMCPY_EXT = (_external_functions() if _numba() is not None else None) or (None, None)
+_CRC_EXT = _MEMCPY_EXT = None  # set by _load()
 
 
 def _compile():
@@ -439,17 +442,49 @@ def _compile_queue_check():
     return in_own_queue
 
 
-_KERNEL, _CRCS = _compile() or (None, None)
-_INDEX_CHAINS, _MERGE_FIND, _JOIN_KEYS, _ASCII_HASHES = _compile_index() or (None, None, None, None)
-_WALK = _compile_walk()
-_IN_OWN_QUEUE = _compile_queue_check()
-_PAIRS, _JAVA_VALUES, _GATHER_SPANS = _compile_pairs() or (None, None, None)
-#: whether the compiled loops are built (else the functions here return None)
-AVAILABLE = _KERNEL is not None and _WALK is not None and _PAIRS is not None and _INDEX_CHAINS is not None and _IN_OWN_QUEUE is not None
-#: why :data:`AVAILABLE` is False ("" when it is True)
-UNAVAILABLE_BECAUSE = (
-    "" if AVAILABLE else "numba cannot be imported" if _numba() is None else "isal's crc32_gzip_refl cannot be loaded" if _CRC_EXT is None else "a loop failed to compile"
-)
+_KERNEL = _CRCS = _INDEX_CHAINS = _MERGE_FIND = _JOIN_KEYS = _ASCII_HASHES = _WALK = _IN_OWN_QUEUE = None
+_PAIRS = _JAVA_VALUES = _GATHER_SPANS = None
+_LOADED = False
+_LOAD_LOCK = threading.Lock()
+
+
+def _load() -> None:
+    """Import numba and build the loops (read back from numba's on-disk cache) on the
+    first call of one, not with this module: importing numba and loading its first
+    cached loop cost ~0.5 s, which a command on a small store, whose reads take the
+    record-by-record paths, never needs to pay.  Sets :data:`AVAILABLE` and
+    :data:`UNAVAILABLE_BECAUSE`."""
+    global _LOADED, _CRC_EXT, _MEMCPY_EXT, _KERNEL, _CRCS, _INDEX_CHAINS, _MERGE_FIND, _JOIN_KEYS, _ASCII_HASHES, _WALK, _IN_OWN_QUEUE
+    global _PAIRS, _JAVA_VALUES, _GATHER_SPANS, AVAILABLE, UNAVAILABLE_BECAUSE
+    if _LOADED:
+        return
+    with _LOAD_LOCK:
+        if _LOADED:
+            return
+        _CRC_EXT, _MEMCPY_EXT = (_external_functions() if _numba() is not None else None) or (None, None)
+        _KERNEL, _CRCS = _compile() or (None, None)
+        _INDEX_CHAINS, _MERGE_FIND, _JOIN_KEYS, _ASCII_HASHES = _compile_index() or (None, None, None, None)
+        _WALK = _compile_walk()
+        _IN_OWN_QUEUE = _compile_queue_check()
+        _PAIRS, _JAVA_VALUES, _GATHER_SPANS = _compile_pairs() or (None, None, None)
+        #: whether the compiled loops are built (else the functions here return None)
+        AVAILABLE = _KERNEL is not None and _WALK is not None and _PAIRS is not None and _INDEX_CHAINS is not None and _IN_OWN_QUEUE is not None
+        #: why :data:`AVAILABLE` is False ("" when it is True)
+        UNAVAILABLE_BECAUSE = (
+            "" if AVAILABLE else "numba cannot be imported" if _numba() is None else "isal's crc32_gzip_refl cannot be loaded" if _CRC_EXT is None else "a loop failed to compile"
+        )
+        _LOADED = True
+
+
+def __getattr__(name: str):
+    """:data:`AVAILABLE` and :data:`UNAVAILABLE_BECAUSE`, known once the loops are loaded
+    (PEP 562: asking for either loads them)."""
+    if name in ("AVAILABLE", "UNAVAILABLE_BECAUSE"):
+        _load()
+        return globals()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 _WORKERS = max(1, min(2, os.cpu_count() or 1))
 #: below this many body bytes one thread does it all (thread hand-off costs more)
 _SPLIT_MIN_BYTES = 4 << 20
@@ -493,6 +528,7 @@ def bodies_and_crcs(src: np.ndarray, starts: np.ndarray, lens: np.ndarray, with_
     one compiled pass (large batches: half on a worker thread, half on the calling
     thread); None when the kernel is not available.  ``src`` is a uint8 array; the
     slices must lie in it and total less than 2 GiB (Arrow int32 offsets)."""
+    _load()
     if _KERNEL is None:
         return None
     n = len(starts)
@@ -520,6 +556,7 @@ def crc32_slices(src: np.ndarray, starts: np.ndarray, lens: np.ndarray) -> np.nd
     """The CRC-32 (zlib's, unsigned, int64) of every ``src[starts[i] : starts[i] +
     lens[i]]`` in one compiled loop, or None when it is not available.  ``src`` is a
     uint8 array; the slices must lie in it."""
+    _load()
     if _CRCS is None:
         return None
     src, starts, ends = _checked_slices(src, starts, np.asarray(starts) + np.asarray(lens))
@@ -547,6 +584,7 @@ def java_property_values(a: np.ndarray, starts: np.ndarray, ends: np.ndarray, na
     :func:`rmqlab.format.properties.to_java_map` gives), as an Arrow ``binary`` array
     with nulls where the map has none, and whether any of its bytes is >= 0x80 (so
     that UTF-8 needs checking); None when not compiled."""
+    _load()
     if _JAVA_VALUES is None:
         return None
     a, starts, ends = _checked_slices(a, starts, ends)
@@ -577,6 +615,7 @@ def walk(a: np.ndarray, pos: int, stop: int, limit: int, off: int, min_size: int
     position ``pos`` while ``< stop`` (``a[0]`` is file position ``off``; nothing
     at or past ``limit`` is read), stopping at anything else (BLANK, zeros, damage)
     for the caller to look at; and where it stopped.  None when not compiled."""
+    _load()
     if _WALK is None:
         return None
     out = np.empty(max(0, (min(stop, limit) - pos)) // min_size + 1, dtype=np.int64)
@@ -592,6 +631,7 @@ def walk_pieces(a: np.ndarray, pos: int, stop: int, limit: int, off: int, min_si
     piece whose ``end`` falls short of its bound (anything but a message record there)
     is the last.  Closing the generator waits for a walk in flight, so that the
     caller may unmap the buffer afterwards."""
+    _load()
     if _WALK is None:
         return None
     piece = piece or WALK_PIECE
@@ -627,6 +667,7 @@ def index_chains(slots: np.ndarray, prev: np.ndarray, count: int, max_cycles: in
     where a chain returns to an entry it passed, at most ``max_cycles``; how many
     cycles there are).  ``slots`` (int64) is the slot table, ``prev`` (int32) every
     entry's ``prevIndex``; entries at or past ``count`` are never followed."""
+    _load()
     if _INDEX_CHAINS is None:
         raise ImportError(UNAVAILABLE_BECAUSE)
     owner = np.full(len(prev), -1, np.int32)
@@ -638,6 +679,7 @@ def index_chains(slots: np.ndarray, prev: np.ndarray, count: int, max_cycles: in
 def ascii_hashes(data: np.ndarray, offs: np.ndarray) -> np.ndarray:
     """Java ``String.hashCode`` (uint32) of each ASCII string ``data[offs[i]:offs[i+1]]``
     (an Arrow string array's data and int64 offsets), in one compiled pass."""
+    _load()
     if _ASCII_HASHES is None:
         raise ImportError(UNAVAILABLE_BECAUSE)
     out = np.empty(len(offs) - 1, np.uint32)
@@ -648,6 +690,7 @@ def ascii_hashes(data: np.ndarray, offs: np.ndarray) -> np.ndarray:
 def merge_find(a: np.ndarray, q: np.ndarray) -> np.ndarray:
     """For each value of ``q`` its index in ``a`` (-1 when absent); both ascending
     int64.  Linear: a join of two sorted columns without a search per value."""
+    _load()
     if _MERGE_FIND is None:
         raise ImportError(UNAVAILABLE_BECAUSE)
     out = np.empty(len(q), np.int64)
@@ -664,6 +707,7 @@ def in_own_queue(a: np.ndarray, rel: np.ndarray, owner: np.ndarray, topics: np.n
     sysFlag, magicCode, queueId and physicalOffset sit and the flag bits and V2 magic's
     last byte.  Compiled; halves on two threads for many records (their pages are often
     not mapped yet in this process: the faults are served on both cores)."""
+    _load()
     if _IN_OWN_QUEUE is None:
         raise ImportError(UNAVAILABLE_BECAUSE)
     a = np.ascontiguousarray(a, np.uint8)
@@ -689,6 +733,7 @@ def join_keys(rec_phy: np.ndarray, pair_row: np.ndarray, pair_hash: np.ndarray, 
     ``pair_hash``): (each entry's record row, -1 when no record starts there; whether
     the entry's hash is a key of that record; for each key, whether an entry a chain
     reaches holds it)."""
+    _load()
     if _JOIN_KEYS is None:
         raise ImportError(UNAVAILABLE_BECAUSE)
     rows = np.arange(len(rec_phy))
@@ -709,6 +754,7 @@ def property_pairs(a: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> tuple
     whether any byte is >= 0x80 so that UTF-8 needs checking), or None when not
     compiled.  Many bytes: half the records on a worker thread, half on the calling
     one, the two outputs joined after."""
+    _load()
     if _PAIRS is None:
         return None
     a, starts, ends = _checked_slices(a, starts, ends)

@@ -138,3 +138,31 @@ def test_the_command_line_starts_without_the_heavy_libraries():
     whole, one = build_parser(), build_parser("dump")
     assert whole.parse_args(["dump", "x", "--json"]).json and one.parse_args(["dump", "x", "--json"]).json
     assert build_parser(None).format_help() == whole.format_help()
+
+
+@pytest.mark.parametrize("argv", [["info", "crashed"], ["dump", "clean"], ["recover", "crashed"]])
+def test_a_read_command_on_a_small_store_does_without_the_compiled_loops(argv):
+    """A small store's records are read one by one (the decoder's SMALL_RANGE, the
+    recovery walk's KERNEL_FROM, re-dispatch's QUEUE_CHECK_KERNEL_FROM): numba, ~0.5 s
+    of a command's start to import and load, is not imported at all; the answer is the
+    one the compiled loops give when every threshold is 0."""
+    import subprocess
+    import sys
+
+    from tests.support import SAMPLES
+
+    store = str(SAMPLES / argv[1])
+    probe = ("import sys, contextlib, io\nfrom rmqlab.cli import main\nout = io.StringIO()\n"
+             f"with contextlib.redirect_stdout(out):\n    main({[argv[0], store]!r})\n"
+             "print('numba' in sys.modules)\nprint(out.getvalue())")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    loaded, _, text = done.partition("\n")
+    assert loaded == "False", f"rmqlab {' '.join(argv)} imported numba"
+    # the same command with every threshold at 0: the compiled loops read it all
+    loops = ("from rmqlab.scan import acceptance, decode\nfrom rmqlab.recovery import redispatch\n"
+             "acceptance.KERNEL_FROM = redispatch.QUEUE_CHECK_KERNEL_FROM = 0\ndecode.SMALL_RANGE = -1\n")
+    with_loops = subprocess.run([sys.executable, "-c", loops + probe],
+                                capture_output=True, text=True, check=True).stdout
+    assert with_loops.startswith("True\n")
+    with_loops = with_loops.partition("\n")[2]
+    assert text.strip() == with_loops.strip() and text.strip()

@@ -277,12 +277,15 @@ def test_bulk_without_index_and_out_of_order(tmp_path):
     assert bulk == per_record
 
 
+@pytest.mark.parametrize("path", ["compiled", "per record"])
 @pytest.mark.parametrize("case", ["clean", "v2ipv6"])
-def test_a_record_is_in_its_queue_only_if_its_own_fields_say_so(case):
+def test_a_record_is_in_its_queue_only_if_its_own_fields_say_so(case, path, monkeypatch):
     """Re-dispatch skips a record a consume queue already points at only when the record
     is that queue's by its own bytes (topic length and bytes, queue id, physicalOffset):
-    the compiled check against the decoded records, on a copy of the log with one record
-    damaged in each field and one pointed at by another queue's entry."""
+    the check (compiled, and per record for a few) against the decoded records, on a
+    copy of the log with one record damaged in each field and one pointed at by another
+    queue's entry."""
+    monkeypatch.setattr(recover_mod, "QUEUE_CHECK_KERNEL_FROM", 0 if path == "compiled" else 1 << 40)
     from rmqlab.format.layout import PHYSICAL_OFFSET_AT, QUEUE_ID_AT
     from rmqlab.recovery.recover import plan as plan_recovery
 
