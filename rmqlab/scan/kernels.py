@@ -30,7 +30,9 @@ Java counterpart: none — RocketMQ reads one record at a time
 :func:`set_threads` limits them to one thread (Spark's readers: a task per core
 already).
 
-numba and isal are dependencies of rmqlab, and the bulk passes have no other copy: where
+numba and isal are dependencies of rmqlab, and the bulk passes have no other copy (the
+index loops are plain functions, compiled when loaded and run interpreted on small
+inputs: :data:`INTERPRETED_BELOW`; one source either way): where
 either cannot be loaded, :data:`AVAILABLE` is False, :data:`UNAVAILABLE_BECAUSE` says
 why, and :func:`rmqlab.scan.crc.compiled_kernels` refuses with that reason.  (The
 one-record decoder, :func:`rmqlab.format.record.decode_record`, is the slow reference
@@ -305,76 +307,98 @@ def _compile_pairs():
     return split_pairs, java_values, gather_spans
 
 
+# The index loops are plain functions here, compiled by _compile_index when the loops are
+# loaded and run as they are (interpreted) on inputs under INTERPRETED_BELOW: one source
+# either way, and a small store's verify does not load numba for a few hundred entries.
+# Their arithmetic is the same in both: int64 (the hash masked to 32 bits), never a
+# uint8 or uint32 that numpy would wrap (or promote a Python int to) when interpreted.
+
+#: inputs under this many elements run the index loops interpreted (see above): ~0.5 µs
+#: an element interpreted, so at most ~0.07 s, where loading numba costs ~0.5 s
+INTERPRETED_BELOW = 1 << 17
+
+
+def _index_chains_loop(slots, prev, count, owner, cycles):  # pragma: no cover - compiled
+    """Follow every slot's chain (Java ``IndexFile.selectPhyOffset``: slot value,
+    then ``prevIndex`` while it points at an entry): ``owner[e]`` = the first slot
+    whose chain reaches entry ``e``.  A chain that comes back to an entry it passed
+    is a cycle: its (slot, entry) pairs go to ``cycles`` (as many as fit); returns
+    their number.  A chain that runs into another slot's entries stops there."""
+    nc = 0
+    for s in range(len(slots)):
+        nxt = slots[s]
+        while 0 < nxt < count:
+            o = owner[nxt]
+            if o == s:
+                if nc < len(cycles):
+                    cycles[nc, 0] = s
+                    cycles[nc, 1] = nxt
+                nc += 1
+                break
+            if o >= 0:
+                break
+            owner[nxt] = s
+            nxt = prev[nxt]
+    return nc
+
+
+def _merge_find_loop(a, q, out):  # pragma: no cover - compiled
+    """For each value of ``q`` (ascending) its index in ``a`` (ascending), -1 when
+    absent: one merge of the two, linear."""
+    r = 0
+    n = len(a)
+    for i in range(len(q)):
+        v = q[i]
+        while r < n and a[r] < v:
+            r += 1
+        out[i] = r if r < n and a[r] == v else -1
+
+
+def _join_keys_loop(row_of, pair_lo, pair_hi, pair_hash, ent_hash, ent_reached, match_out, findable):  # pragma: no cover - compiled
+    """Index entries (their record's row in ``row_of``, -1: none there) against their
+    records' key hashes (``pair_hash[pair_lo[r]:pair_hi[r]]``): whether each entry's
+    hash is one of its record's, and, for entries a chain reaches, those keys marked
+    ``findable``."""
+    for i in range(len(row_of)):
+        r = row_of[i]
+        m = False
+        if r >= 0:
+            for j in range(pair_lo[r], pair_hi[r]):
+                if pair_hash[j] == ent_hash[i]:
+                    m = True
+                    if ent_reached[i]:
+                        findable[j] = True
+        match_out[i] = m
+
+
+def _ascii_hashes_loop(data, offs, out):  # pragma: no cover - compiled
+    """Java ``String.hashCode`` (32-bit wrap) of each ASCII string
+    ``data[offs[i]:offs[i+1]]`` (one byte is one UTF-16 code unit)."""
+    for i in range(len(out)):
+        h = np.int64(0)
+        for b in range(offs[i], offs[i + 1]):
+            h = (h * 31 + np.int64(data[b])) & 0xFFFFFFFF
+        out[i] = h
+
+
 def _compile_index():
     numba = _numba()
     if numba is None:
         return None
+    jit = numba.njit(nogil=True, cache=True)
+    return jit(_index_chains_loop), jit(_merge_find_loop), jit(_join_keys_loop), jit(_ascii_hashes_loop)
 
-    @numba.njit(nogil=True, cache=True)
-    def index_chains(slots, prev, count, owner, cycles):  # pragma: no cover - compiled
-        """Follow every slot's chain (Java ``IndexFile.selectPhyOffset``: slot value,
-        then ``prevIndex`` while it points at an entry): ``owner[e]`` = the first slot
-        whose chain reaches entry ``e``.  A chain that comes back to an entry it passed
-        is a cycle: its (slot, entry) pairs go to ``cycles`` (as many as fit); returns
-        their number.  A chain that runs into another slot's entries stops there."""
-        nc = 0
-        for s in range(len(slots)):
-            nxt = slots[s]
-            while 0 < nxt < count:
-                o = owner[nxt]
-                if o == s:
-                    if nc < len(cycles):
-                        cycles[nc, 0] = s
-                        cycles[nc, 1] = nxt
-                    nc += 1
-                    break
-                if o >= 0:
-                    break
-                owner[nxt] = s
-                nxt = prev[nxt]
-        return nc
 
-    @numba.njit(nogil=True, cache=True)
-    def merge_find(a, q, out):  # pragma: no cover - compiled
-        """For each value of ``q`` (ascending) its index in ``a`` (ascending), -1 when
-        absent: one merge of the two, linear."""
-        r = 0
-        n = len(a)
-        for i in range(len(q)):
-            v = q[i]
-            while r < n and a[r] < v:
-                r += 1
-            out[i] = r if r < n and a[r] == v else -1
-
-    @numba.njit(nogil=True, cache=True)
-    def join_keys(rec_phy, pair_lo, pair_hi, pair_hash, ent_phy, ent_hash, ent_reached, row_out, match_out, findable):  # pragma: no cover - compiled
-        """Index entries (ascending phyOffset) against records (ascending): the row of
-        each entry's record (-1: none there), whether the entry's hash is one of that
-        record's key hashes (``pair_hash[pair_lo[r]:pair_hi[r]]``), and, for entries a
-        chain reaches, those keys marked ``findable``."""
-        merge_find(rec_phy, ent_phy, row_out)
-        for i in range(len(ent_phy)):
-            r = row_out[i]
-            m = False
-            if r >= 0:
-                for j in range(pair_lo[r], pair_hi[r]):
-                    if pair_hash[j] == ent_hash[i]:
-                        m = True
-                        if ent_reached[i]:
-                            findable[j] = True
-            match_out[i] = m
-
-    @numba.njit(nogil=True, cache=True)
-    def ascii_hashes(data, offs, out):  # pragma: no cover - compiled
-        """Java ``String.hashCode`` (32-bit wrap) of each ASCII string
-        ``data[offs[i]:offs[i+1]]`` (one byte is one UTF-16 code unit)."""
-        for i in range(len(out)):
-            h = np.uint32(0)
-            for b in range(offs[i], offs[i + 1]):
-                h = h * np.uint32(31) + np.uint32(data[b])
-            out[i] = h
-
-    return index_chains, merge_find, join_keys, ascii_hashes
+def _index_loop(compiled_name: str, plain, size: int):
+    """The compiled loop named ``compiled_name`` (loaded now if need be), or ``plain`` itself
+    for an input of fewer than :data:`INTERPRETED_BELOW` elements."""
+    if size < INTERPRETED_BELOW:
+        return plain
+    _load()
+    fn = globals()[compiled_name]
+    if fn is None:
+        raise ImportError(UNAVAILABLE_BECAUSE)
+    return fn
 
 
 def _compile_queue_check():
@@ -667,34 +691,28 @@ def index_chains(slots: np.ndarray, prev: np.ndarray, count: int, max_cycles: in
     where a chain returns to an entry it passed, at most ``max_cycles``; how many
     cycles there are).  ``slots`` (int64) is the slot table, ``prev`` (int32) every
     entry's ``prevIndex``; entries at or past ``count`` are never followed."""
-    _load()
-    if _INDEX_CHAINS is None:
-        raise ImportError(UNAVAILABLE_BECAUSE)
+    loop = _index_loop("_INDEX_CHAINS", _index_chains_loop, len(slots) + len(prev))
     owner = np.full(len(prev), -1, np.int32)
     cycles = np.zeros((max_cycles, 2), np.int64)
-    nc = _INDEX_CHAINS(np.ascontiguousarray(slots, np.int64), np.ascontiguousarray(prev, np.int32), int(min(count, len(prev))), owner, cycles)
+    nc = loop(np.ascontiguousarray(slots, np.int64), np.ascontiguousarray(prev, np.int32), int(min(count, len(prev))), owner, cycles)
     return owner, cycles[: min(nc, max_cycles)], int(nc)
 
 
 def ascii_hashes(data: np.ndarray, offs: np.ndarray) -> np.ndarray:
     """Java ``String.hashCode`` (uint32) of each ASCII string ``data[offs[i]:offs[i+1]]``
     (an Arrow string array's data and int64 offsets), in one compiled pass."""
-    _load()
-    if _ASCII_HASHES is None:
-        raise ImportError(UNAVAILABLE_BECAUSE)
+    loop = _index_loop("_ASCII_HASHES", _ascii_hashes_loop, len(data))
     out = np.empty(len(offs) - 1, np.uint32)
-    _ASCII_HASHES(np.ascontiguousarray(data, np.uint8), np.ascontiguousarray(offs, np.int64), out)
+    loop(np.ascontiguousarray(data, np.uint8), np.ascontiguousarray(offs, np.int64), out)
     return out
 
 
 def merge_find(a: np.ndarray, q: np.ndarray) -> np.ndarray:
     """For each value of ``q`` its index in ``a`` (-1 when absent); both ascending
     int64.  Linear: a join of two sorted columns without a search per value."""
-    _load()
-    if _MERGE_FIND is None:
-        raise ImportError(UNAVAILABLE_BECAUSE)
+    loop = _index_loop("_MERGE_FIND", _merge_find_loop, len(a) + len(q))
     out = np.empty(len(q), np.int64)
-    _MERGE_FIND(np.ascontiguousarray(a, np.int64), np.ascontiguousarray(q, np.int64), out)
+    loop(np.ascontiguousarray(a, np.int64), np.ascontiguousarray(q, np.int64), out)
     return out
 
 
@@ -733,17 +751,15 @@ def join_keys(rec_phy: np.ndarray, pair_row: np.ndarray, pair_hash: np.ndarray, 
     ``pair_hash``): (each entry's record row, -1 when no record starts there; whether
     the entry's hash is a key of that record; for each key, whether an entry a chain
     reaches holds it)."""
-    _load()
-    if _JOIN_KEYS is None:
-        raise ImportError(UNAVAILABLE_BECAUSE)
+    loop = _index_loop("_JOIN_KEYS", _join_keys_loop, len(ent_phy) + len(pair_hash))
     rows = np.arange(len(rec_phy))
     lo = np.searchsorted(pair_row, rows, "left")
     hi = np.searchsorted(pair_row, rows, "right")
-    row_out = np.empty(len(ent_phy), np.int64)
+    row_out = merge_find(rec_phy, ent_phy)
     match = np.empty(len(ent_phy), np.bool_)
     findable = np.zeros(len(pair_hash), np.bool_)
-    _JOIN_KEYS(np.ascontiguousarray(rec_phy, np.int64), lo, hi, np.ascontiguousarray(pair_hash, np.int64), np.ascontiguousarray(ent_phy, np.int64),
-               np.ascontiguousarray(ent_hash, np.int64), np.ascontiguousarray(ent_reached, np.bool_), row_out, match, findable)
+    loop(row_out, lo, hi, np.ascontiguousarray(pair_hash, np.int64), np.ascontiguousarray(ent_hash, np.int64),
+         np.ascontiguousarray(ent_reached, np.bool_), match, findable)
     return row_out, match, findable
 
 

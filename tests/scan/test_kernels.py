@@ -268,3 +268,41 @@ def test_the_walk_reads_nothing_at_or_past_its_limit():
     n, end = map(int, done.stdout.split())
     want = fd.decode_file(f.read_bytes()[: mmap.PAGESIZE], 0, mode="lenient")
     assert n == sum(1 for b in want for k in b.column("kind").to_pylist() if k == "MESSAGE") > 1 and 0 < end <= mmap.PAGESIZE
+
+
+def test_the_index_loops_give_the_same_answers_interpreted_and_compiled(monkeypatch):
+    """The index loops run interpreted on small inputs (a small store's verify loads no
+    numba) and compiled on large ones, from one source: on random chains, sorted
+    columns, keys and strings both ways answer alike, and the hashes are Java's."""
+    rng = np.random.default_rng(7)
+
+    def both(fn, *args):
+        monkeypatch.setattr(kernels, "INTERPRETED_BELOW", 1 << 60)
+        slow = fn(*args)
+        monkeypatch.setattr(kernels, "INTERPRETED_BELOW", 0)
+        return slow, fn(*args)
+
+    words = [b"", b"a", b"KEY-12345", bytes(rng.integers(32, 127, 300).astype(np.uint8)), b"~" * 40]
+    data = np.frombuffer(b"".join(words), np.uint8)
+    offs = np.cumsum([0] + [len(w) for w in words]).astype(np.int64)
+
+    def java(w: bytes) -> int:
+        h = 0
+        for c in w:
+            h = (31 * h + c) & 0xFFFFFFFF
+        return h
+
+    slow, fast = both(kernels.ascii_hashes, data, offs)
+    assert slow.tolist() == fast.tolist() == [java(w) for w in words]
+    a, q = np.unique(rng.integers(0, 2000, 600)), np.sort(rng.integers(0, 2000, 500))
+    slow, fast = both(kernels.merge_find, a, q)
+    assert slow.tolist() == fast.tolist() and (slow >= 0).sum() > 10
+    slots, prev = rng.integers(0, 90, 80).astype(np.int64), rng.integers(0, 90, 90).astype(np.int32)
+    slow, fast = both(kernels.index_chains, slots, prev, 85)
+    assert slow[0].tolist() == fast[0].tolist() and slow[1].tolist() == fast[1].tolist() and slow[2] == fast[2] > 0
+    rec = np.unique(rng.integers(0, 5000, 300))
+    pair_row = np.sort(rng.integers(0, len(rec), 500))
+    pair_hash = rng.integers(0, 8, 500)
+    ent = np.sort(rng.choice(np.concatenate([rec, rng.integers(0, 5000, 50)]), 400))
+    slow, fast = both(kernels.join_keys, rec, pair_row, pair_hash, ent, rng.integers(0, 8, 400), rng.random(400) < 0.7)
+    assert all(s.tolist() == f.tolist() for s, f in zip(slow, fast)) and slow[1].any() and slow[2].any()
