@@ -21,7 +21,7 @@ where the recovery plan ends it (:func:`rmqlab.recovery.next_start.log_end`).
 from . import reprs as _reprs
 from .errors import RmqlabError, StoreFormatError, StoreLayoutError
 
-_reprs.RENDERER = "rmqlab.render"  # the notebook views of every model, loaded when first shown
+_reprs.RENDERER = "rmqlab.render.views"  # the notebook views of every model, loaded when first shown
 
 __all__ = ["MessageStoreConfig", "RmqlabError", "StoreFormatError", "StoreLayoutError", "StoreReader", "open_store"]
 

@@ -3,8 +3,6 @@ owns the number; a source tree that was never installed has none)."""
 
 from __future__ import annotations
 
-import importlib.metadata
-
 #: where the documentation lives: the one address the package's metadata, ``--help``
 #: and the errors that send a user to read something name
 DOCS_URL = "https://rmqlab.readthedocs.io/en/latest/"
@@ -20,6 +18,8 @@ def docs_url(page: str = "") -> str:
 
 
 def version() -> str:
+    import importlib.metadata  # here, not above: ~30 ms that a command not asked its version never pays
+
     try:
         return importlib.metadata.version("rmqlab")
     except importlib.metadata.PackageNotFoundError:
