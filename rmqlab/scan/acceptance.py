@@ -18,8 +18,9 @@ Any exception (a read past the buffer, a negative length) is a fail too.
 :func:`check_record` is that rule for one position, in Java's order, so the reason
 and log line for the record that stops recovery are RocketMQ's.  :func:`scan_file`
 applies the same rule to a whole file fast: the compiled walk follows the
-``totalSize`` chain, numpy checks every record's length fields at once, and every
-body's CRC-32 is taken in place in one compiled loop (ISA-L's, no copies).  Tests check that both
+``totalSize`` chain and one compiled pass checks every record, its body's CRC-32 taken
+in place by ISA-L (:func:`rmqlab.scan.kernels.accept`); on a small file numpy checks
+every record's length fields at once and the CRCs are a call per body.  Tests check that both
 agree with :func:`~rmqlab.format.record.decode_record` on every reference store.
 """
 
@@ -281,11 +282,25 @@ def _sizes(buf, s: np.ndarray, end: int | None = None) -> np.ndarray:
     return size
 
 
+#: what the compiled check (:func:`rmqlab.scan.kernels.accept`) needs of the layout: where
+#: magicCode, bodyCRC and sysFlag sit, the host flags, the smallest record; bodyLength's
+#: place by host kind; the magics' shared bytes and their last ones; the schedule topic
+_ACCEPT_AT = np.asarray([layout.MAGIC_AT, layout.BODY_CRC_AT, layout.SYS_FLAG_AT, cl.FLAG_BORNHOST_V6 & 0xFF, cl.FLAG_STOREHOST_V6 & 0xFF,
+                        cl.FIXED_SIZE_V1_IPV4], dtype=np.int64)
+_ACCEPT_MAGIC = np.asarray([_M0, _M1, _M2, _M_V1, _M_V2], dtype=np.uint8)
+_SCHEDULE_TOPIC_BYTES = np.frombuffer(SCHEDULE_TOPIC, np.uint8)
+
+
 def _validate(buf, a: np.ndarray, s: np.ndarray, size: np.ndarray, lo: int, hi: int, check_crc: bool) -> tuple[int, list[int]]:
-    """Java's rule, vectorised, for records ``s[lo:hi]`` (known to chain and fit the file).
-    Returns (index of the first record that fails, or -1; indices of SCHEDULE_TOPIC_XXXX
-    records before it, which the caller re-checks one by one)."""
+    """Java's rule for records ``s[lo:hi]`` (known to chain and fit the file): in a file
+    of :data:`KERNEL_FROM` bytes or more one compiled pass (:func:`rmqlab.scan.kernels.accept`),
+    else vectorised here.  Returns (index of the first record that fails, or -1; indices
+    of SCHEDULE_TOPIC_XXXX records before it, which the caller re-checks one by one)."""
     n = len(a)
+    if n >= KERNEL_FROM:
+        got = kernels.accept(a, s, size, lo, hi, check_crc, _ACCEPT_AT, layout.LEN_BODY_AT, _ACCEPT_MAGIC, _SCHEDULE_TOPIC_BYTES)
+        if got is not None:
+            return got
     last = n - 1
     mv = memoryview(buf)
     crc32 = _crc32
@@ -351,9 +366,8 @@ KERNEL_FROM = 4 << 20
 
 def _validate_all(buf, a: np.ndarray, s: np.ndarray, size: np.ndarray, check_crc: bool) -> tuple[int, list[int]]:
     """:func:`_validate` over every record; on a large file the second half runs in a
-    forked child that shares the read-only mapping.  numpy's gathers of the fields keep
-    the GIL, so threads would not help; two processes halve the wall time on two
-    cores.  The first failure wins, exactly as in the sequential walk."""
+    forked child that shares the read-only mapping (two processes halve the wall time on
+    two cores).  The first failure wins, exactly as in the sequential walk."""
     n = len(s)
     if n < PARALLEL_MIN_RECORDS or not hasattr(os, "fork") or threading.active_count() > 1 or (os.cpu_count() or 1) < 2:
         return _validate(buf, a, s, size, 0, n, check_crc)

@@ -113,7 +113,79 @@ def _compile():
         for i in range(len(starts)):
             crcs[i] = _CRC_EXT(0, s0 + starts[i], lens[i])
 
-    return copy_and_crc, crcs_of
+    @numba.njit(nogil=True, cache=True)
+    def accept(a, s, size, lo, hi, check_crc, at, len_body_at, magic, sched_topic, sched):  # pragma: no cover - compiled
+        """Java's acceptance rule (rmqlab.scan.acceptance._validate's, record by record)
+        for the records ``s[lo:hi]`` (known to chain and fit ``a``): (index of the first
+        that fails or -1, how many SCHEDULE_TOPIC_XXXX records before it went to
+        ``sched``).  ``at``: where magicCode, bodyCRC and sysFlag sit; ``len_body_at``
+        bodyLength's place by host kind; ``magic``: V1's and V2's last byte after their
+        three shared ones."""
+        n = len(a)
+        a0 = a.ctypes.data
+        ns = 0
+        for i in range(lo, hi):
+            p = s[i]
+            sz = size[i]
+            end = p + sz
+            if p + at[2] + 4 > n:
+                return i, ns
+            m = p + at[0]
+            last = a[m + 3]
+            ok = a[m] == magic[0] and a[m + 1] == magic[1] and a[m + 2] == magic[2] and (last == magic[3] or last == magic[4])
+            v2 = 1 if last == magic[4] else 0
+            f = a[p + at[2] + 3]
+            blp = len_body_at[(1 if f & at[3] else 0) + (2 if f & at[4] else 0)]
+            if not ok or blp + 4 > sz:
+                return i, ns
+            b = p + blp
+            body_len = (np.int64(a[b]) << 24) | (np.int64(a[b + 1]) << 16) | (np.int64(a[b + 2]) << 8) | np.int64(a[b + 3])
+            if body_len >= 1 << 31:
+                body_len -= 1 << 32
+            body_start = b + 4
+            tlen_pos = body_start + max(body_len, 0)
+            tsz = 2 if v2 else 1
+            if tlen_pos + tsz > end:
+                return i, ns
+            if check_crc and body_len > 0:
+                c = p + at[1]
+                stored = (np.int64(a[c]) << 24) | (np.int64(a[c + 1]) << 16) | (np.int64(a[c + 2]) << 8) | np.int64(a[c + 3])
+                if stored >= 1 << 31:
+                    stored -= 1 << 32
+                if (np.int64(_CRC_EXT(0, a0 + body_start, tlen_pos - body_start)) & 0x7FFFFFFF) != stored:
+                    return i, ns
+            if v2:
+                topic_len = (np.int64(a[tlen_pos]) << 8) | np.int64(a[tlen_pos + 1])
+                if topic_len >= 1 << 15:
+                    topic_len -= 1 << 16
+            else:
+                topic_len = np.int64(a[tlen_pos])
+                if topic_len >= 128:
+                    topic_len -= 256
+            plen_pos = tlen_pos + tsz + max(topic_len, 0)
+            if topic_len < 0 or plen_pos + 2 > end:
+                return i, ns
+            props_len = (np.int64(a[plen_pos]) << 8) | np.int64(a[plen_pos + 1])
+            if props_len >= 1 << 15:
+                props_len -= 1 << 16
+            # calMsgLength: the IPv4/V1 size, +1 for V2's topic length, + the hosts' extra
+            # bytes (exactly how far they move bodyLength)
+            if at[5] + max(body_len, 0) + topic_len + max(props_len, 0) + v2 + (blp - len_body_at[0]) != sz:
+                return i, ns
+            if topic_len == len(sched_topic):
+                t0 = tlen_pos + tsz
+                same = True
+                for k in range(len(sched_topic)):
+                    if a[t0 + k] != sched_topic[k]:
+                        same = False
+                        break
+                if same:
+                    if ns < len(sched):
+                        sched[ns] = i
+                    ns += 1
+        return -1, ns
+
+    return copy_and_crc, crcs_of, accept
 
 
 #: how far past a record :func:`walk` reads ahead, a byte per cache line (512 B to
@@ -466,7 +538,7 @@ def _compile_queue_check():
     return in_own_queue
 
 
-_KERNEL = _CRCS = _INDEX_CHAINS = _MERGE_FIND = _JOIN_KEYS = _ASCII_HASHES = _WALK = _IN_OWN_QUEUE = None
+_KERNEL = _CRCS = _ACCEPT = _INDEX_CHAINS = _MERGE_FIND = _JOIN_KEYS = _ASCII_HASHES = _WALK = _IN_OWN_QUEUE = None
 _PAIRS = _JAVA_VALUES = _GATHER_SPANS = None
 _LOADED = False
 _LOAD_LOCK = threading.Lock()
@@ -478,7 +550,7 @@ def _load() -> None:
     cached loop cost ~0.5 s, which a command on a small store, whose reads take the
     record-by-record paths, never needs to pay.  Sets :data:`AVAILABLE` and
     :data:`UNAVAILABLE_BECAUSE`."""
-    global _LOADED, _CRC_EXT, _MEMCPY_EXT, _KERNEL, _CRCS, _INDEX_CHAINS, _MERGE_FIND, _JOIN_KEYS, _ASCII_HASHES, _WALK, _IN_OWN_QUEUE
+    global _LOADED, _CRC_EXT, _MEMCPY_EXT, _KERNEL, _CRCS, _ACCEPT, _INDEX_CHAINS, _MERGE_FIND, _JOIN_KEYS, _ASCII_HASHES, _WALK, _IN_OWN_QUEUE
     global _PAIRS, _JAVA_VALUES, _GATHER_SPANS, AVAILABLE, UNAVAILABLE_BECAUSE
     if _LOADED:
         return
@@ -486,7 +558,7 @@ def _load() -> None:
         if _LOADED:
             return
         _CRC_EXT, _MEMCPY_EXT = (_external_functions() if _numba() is not None else None) or (None, None)
-        _KERNEL, _CRCS = _compile() or (None, None)
+        _KERNEL, _CRCS, _ACCEPT = _compile() or (None, None, None)
         _INDEX_CHAINS, _MERGE_FIND, _JOIN_KEYS, _ASCII_HASHES = _compile_index() or (None, None, None, None)
         _WALK = _compile_walk()
         _IN_OWN_QUEUE = _compile_queue_check()
@@ -588,6 +660,28 @@ def crc32_slices(src: np.ndarray, starts: np.ndarray, lens: np.ndarray) -> np.nd
     crcs = np.empty(len(starts), dtype=np.int64)
     _CRCS(src, starts, lens, crcs)
     return crcs
+
+
+def accept(a: np.ndarray, s: np.ndarray, size: np.ndarray, lo: int, hi: int, check_crc: bool, at: np.ndarray, len_body_at: np.ndarray,
+           magic: np.ndarray, sched_topic: np.ndarray) -> tuple[int, list[int]] | None:
+    """Java's acceptance rule (``CommitLog.checkMessageAndReturnSize``, as
+    :func:`rmqlab.scan.acceptance._validate` applies it) over the records ``s[lo:hi]``
+    of ``a`` in one compiled pass, the body CRCs by ISA-L in place: (the index of the
+    first record that fails, or -1; the indices of the SCHEDULE_TOPIC_XXXX records
+    before it), or None when the loops are not there.  The records must chain and fit
+    ``a`` (the scan's walk found them so)."""
+    _load()
+    if _ACCEPT is None:
+        return None
+    s, size = np.ascontiguousarray(s, np.int64), np.ascontiguousarray(size, np.int64)
+    if hi > lo and (int(s[lo:hi].min()) < 0 or int((s[lo:hi] + size[lo:hi]).max()) > len(a)):
+        raise ValueError("a record past the buffer")  # the loop does not check: it would read outside
+    sched = np.empty(1024, np.int64)
+    while True:
+        bad, ns = _ACCEPT(np.ascontiguousarray(a, np.uint8), s, size, int(lo), int(hi), bool(check_crc), at, len_body_at, magic, sched_topic, sched)
+        if ns <= len(sched):
+            return int(bad), sched[:ns].tolist()
+        sched = np.empty(ns, np.int64)  # more schedule records than room: once more with room for all
 
 
 def _checked_slices(a: np.ndarray, starts, ends) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -1,10 +1,11 @@
 """Every acceptance path says the same of a damaged log: which records RocketMQ's
 ``checkMessageAndReturnSize`` accepts, where the walk stops, and why.
 
-The three paths: the one-record decoder (:func:`rmqlab.format.record.decode_record`,
+The paths: the one-record decoder (:func:`rmqlab.format.record.decode_record`,
 walked record by record as ``verify`` and ``salvage`` walk), the bulk decoder
 (:func:`rmqlab.scan.decode.scan_range`, lenient: the first row that is not a message is
-the stop), and recovery's pass (:func:`rmqlab.scan.acceptance.scan_file`).  Each case
+the stop), and recovery's pass (:func:`rmqlab.scan.acceptance.scan_file`), vectorised as on a small
+file and compiled as on a large one.  Each case
 is one commitlog file of a store RocketMQ wrote, damaged one seeded way: bit flips, a
 zeroed 4 KiB page, a cut, or a lying length field (totalSize, bodyLength, topic or
 properties length).  Every disagreement is collected and shown with its seed.
@@ -113,8 +114,15 @@ def _by_bulk(data: bytes):
     return out, pos, "END"
 
 
-def _by_recovery(data: bytes):
-    s = acceptance.scan_file(data, check_crc=True)
+def _by_recovery(data: bytes, compiled: bool = False):
+    """Recovery's pass; ``compiled``: as on a large file, the walk, the CRCs and the
+    whole rule in the compiled loops (kernels.walk, kernels.accept)."""
+    before = acceptance.KERNEL_FROM
+    acceptance.KERNEL_FROM = 0 if compiled else 1 << 62
+    try:
+        s = acceptance.scan_file(data, check_crc=True)
+    finally:
+        acceptance.KERNEL_FROM = before
     why = "BLANK" if s.blank else (s.stop.kind if s.stop is not None and not s.stop.ok else "END")
     return s.starts.tolist(), s.end, why
 
@@ -145,11 +153,12 @@ def test_every_acceptance_path_agrees_on_damaged_files(files, kind):
         d = _by_decoder(damaged)
         b = _by_bulk(damaged)
         r = _by_recovery(damaged)
-        if not (d[0] == b[0] == r[0]):
-            differences.append(f"{name} seed {seed}: accepted {len(d[0])} (decoder) / {len(b[0])} (bulk) / {len(r[0])} (recovery)")
+        c = _by_recovery(damaged, compiled=True)
+        if not (d[0] == b[0] == r[0] == c[0]):
+            differences.append(f"{name} seed {seed}: accepted {len(d[0])} (decoder) / {len(b[0])} (bulk) / {len(r[0])} (recovery) / {len(c[0])} (compiled)")
             continue
         # where and why the walk stops
-        stops = {"decoder": d[1:], "bulk": b[1:], "recovery": r[1:]}
+        stops = {"decoder": d[1:], "bulk": b[1:], "recovery": r[1:], "compiled": c[1:]}
         kinds = {k: _kind(damaged, v) for k, v in stops.items()}
         places = {k: v[0] for k, v in stops.items() if kinds[k] != "END"}
         if len(set(kinds.values())) > 1 or len(set(places.values())) > 1:
