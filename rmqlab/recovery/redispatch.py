@@ -177,10 +177,9 @@ def _in_their_queue(plan: RecoveryPlan, views: list, positions: np.ndarray, owne
     queue ``owner`` (an index into ``plan.queues``): True where the record's own
     topic and queue id are that queue's and its physicalOffset field says where it is
     (Java dispatches, and indexes, by the field: a damaged one must go through dispatch
-    as Java reads it).  One compiled pass per file
-    (:func:`rmqlab.scan.kernels.in_own_queue`), at positions the layout derives from the
-    schema; a check per record (:func:`_own_queue`) for fewer than
-    :data:`QUEUE_CHECK_KERNEL_FROM` records."""
+    as Java reads it).  One pass per file (:func:`rmqlab.scan.kernels.in_own_queue`:
+    compiled, or interpreted for a few records), at positions the layout derives from
+    the schema."""
     from ..scan import kernels
 
     queues = list(plan.queues.values())
@@ -196,40 +195,9 @@ def _in_their_queue(plan: RecoveryPlan, views: list, positions: np.ndarray, owne
     bounds = np.flatnonzero(np.concatenate(([True], which[1:] != which[:-1], [True])))
     for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
         k = int(which[lo])
-        rel = positions[lo:hi] - starts[k]
-        if hi - lo < QUEUE_CHECK_KERNEL_FROM:
-            ok[lo:hi] = [_own_queue(views[k], r, topics[w], int(queue_ids[w]), int(starts[k])) for r, w in zip(rel.tolist(), owner[lo:hi].tolist())]
-        else:
-            a = np.frombuffer(views[k], dtype=np.uint8)
-            ok[lo:hi] = kernels.in_own_queue(a, rel, owner[lo:hi], table, topic_lens, queue_ids, int(starts[k]), _PREFIX_SIZES, _FIELDS)
+        a = np.frombuffer(views[k], dtype=np.uint8)
+        ok[lo:hi] = kernels.in_own_queue(a, positions[lo:hi] - starts[k], owner[lo:hi], table, topic_lens, queue_ids, int(starts[k]), _PREFIX_SIZES, _FIELDS)
     return ok
-
-
-#: from this many records of one file on, the queue check is the compiled pass; below it,
-#: a Python check per record costs less than loading the compiled loops
-QUEUE_CHECK_KERNEL_FROM = 4096
-
-
-def _own_queue(buf, r: int, topic: bytes, queue_id: int, base: int) -> bool:
-    """The rule of :func:`rmqlab.scan.kernels.in_own_queue` for one record at file
-    position ``r`` of ``buf``."""
-    f = _FIELDS
-    n = len(buf)
-    if r < 0 or r + f["phys_at"] + 8 > n:
-        return False
-    flags = buf[r + f["sys_flag_at"] + 3]
-    prefix = int(_PREFIX_SIZES[(1 if flags & f["born_v6"] else 0) + (2 if flags & f["store_v6"] else 0)])
-    if r + prefix > n:
-        return False
-    v2 = buf[r + f["magic_at"] + 3] == f["v2_last"]
-    len_at = r + prefix + int.from_bytes(buf[r + prefix - 4 : r + prefix], "big", signed=True)
-    if len_at < 0 or len_at + 2 + len(topic) > n:
-        return False
-    width = 2 if v2 else 1
-    topic_len = int.from_bytes(buf[len_at : len_at + width], "big", signed=True)
-    at = len_at + width
-    return (topic_len == len(topic) and int.from_bytes(buf[r + f["queue_id_at"] : r + f["queue_id_at"] + 4], "big", signed=True) == queue_id
-            and int.from_bytes(buf[r + f["phys_at"] : r + f["phys_at"] + 8], "big", signed=True) == base + r and bytes(buf[at : at + topic_len]) == topic)
 
 
 def _decode_one(f, buf, phy: int, delay_levels: dict):

@@ -388,6 +388,8 @@ def _compile_pairs():
 #: inputs under this many elements run the index loops interpreted (see above): ~0.5 µs
 #: an element interpreted, so at most ~0.07 s, where loading numba costs ~0.5 s
 INTERPRETED_BELOW = 1 << 17
+#: the same for re-dispatch's queue check (:func:`in_own_queue`), ~10 µs a record interpreted
+INTERPRETED_QUEUE_CHECK_BELOW = 4096
 
 
 def _index_chains_loop(slots, prev, count, owner, cycles):  # pragma: no cover - compiled
@@ -461,10 +463,10 @@ def _compile_index():
     return jit(_index_chains_loop), jit(_merge_find_loop), jit(_join_keys_loop), jit(_ascii_hashes_loop)
 
 
-def _index_loop(compiled_name: str, plain, size: int):
+def _index_loop(compiled_name: str, plain, size: int, below: int | None = None):
     """The compiled loop named ``compiled_name`` (loaded now if need be), or ``plain`` itself
-    for an input of fewer than :data:`INTERPRETED_BELOW` elements."""
-    if size < INTERPRETED_BELOW:
+    for an input of fewer than ``below`` (default :data:`INTERPRETED_BELOW`) elements."""
+    if size < (INTERPRETED_BELOW if below is None else below):
         return plain
     _load()
     fn = globals()[compiled_name]
@@ -473,69 +475,68 @@ def _index_loop(compiled_name: str, plain, size: int):
     return fn
 
 
+def _in_own_queue_loop(a, rel, owner, topics, topic_lens, queue_ids, base, prefix_sizes, sys_flag_at, magic_at, queue_id_at, phys_at,
+                       born_v6, store_v6, v2_last, lo, hi, out):  # pragma: no cover - compiled
+    """For records at file positions ``rel[lo:hi]`` (``a[0]`` is log offset ``base``),
+    each an entry of queue ``owner[i]``: whether its own topic (length and bytes) and
+    queue id are that queue's and its physicalOffset field says where it is."""
+    n = len(a)
+    for i in range(lo, hi):
+        r = rel[i]
+        w = owner[i]
+        out[i] = False
+        if r < 0 or r + phys_at + 8 > n:
+            continue
+        flags = a[r + sys_flag_at + 3]
+        k = (1 if flags & born_v6 else 0) + (2 if flags & store_v6 else 0)
+        prefix = prefix_sizes[k]
+        if r + prefix > n:
+            continue
+        v2 = a[r + magic_at + 3] == v2_last
+        b = r + prefix - 4
+        body = (np.int64(a[b]) << 24) | (np.int64(a[b + 1]) << 16) | (np.int64(a[b + 2]) << 8) | np.int64(a[b + 3])
+        if body >= 1 << 31:
+            body -= 1 << 32
+        len_at = r + prefix + body
+        tlen = topic_lens[w]
+        if len_at < 0 or len_at + 2 + tlen > n:
+            continue
+        if v2:
+            topic_len = (np.int64(a[len_at]) << 8) | np.int64(a[len_at + 1])
+            if topic_len >= 1 << 15:
+                topic_len -= 1 << 16
+            at = len_at + 2
+        else:
+            topic_len = np.int64(a[len_at])
+            if topic_len >= 128:
+                topic_len -= 256
+            at = len_at + 1
+        if topic_len != tlen:
+            continue
+        q = r + queue_id_at
+        qid = (np.int64(a[q]) << 24) | (np.int64(a[q + 1]) << 16) | (np.int64(a[q + 2]) << 8) | np.int64(a[q + 3])
+        if qid >= 1 << 31:
+            qid -= 1 << 32
+        if qid != queue_ids[w]:
+            continue
+        phys = np.int64(0)
+        for j in range(8):
+            phys = (phys << 8) | np.int64(a[r + phys_at + j])
+        if phys != base + r:
+            continue
+        same = True
+        for j in range(tlen):
+            if a[at + j] != topics[w, j]:
+                same = False
+                break
+        out[i] = same
+
+
 def _compile_queue_check():
     numba = _numba()
     if numba is None:
         return None
-
-    @numba.njit(nogil=True, cache=True)
-    def in_own_queue(a, rel, owner, topics, topic_lens, queue_ids, base, prefix_sizes, sys_flag_at, magic_at, queue_id_at, phys_at,
-                     born_v6, store_v6, v2_last, lo, hi, out):  # pragma: no cover - compiled
-        """For records at file positions ``rel[lo:hi]`` (``a[0]`` is log offset ``base``),
-        each an entry of queue ``owner[i]``: whether its own topic (length and bytes) and
-        queue id are that queue's and its physicalOffset field says where it is."""
-        n = len(a)
-        for i in range(lo, hi):
-            r = rel[i]
-            w = owner[i]
-            out[i] = False
-            if r < 0 or r + phys_at + 8 > n:
-                continue
-            flags = a[r + sys_flag_at + 3]
-            k = (1 if flags & born_v6 else 0) + (2 if flags & store_v6 else 0)
-            prefix = prefix_sizes[k]
-            if r + prefix > n:
-                continue
-            v2 = a[r + magic_at + 3] == v2_last
-            b = r + prefix - 4
-            body = (np.int64(a[b]) << 24) | (np.int64(a[b + 1]) << 16) | (np.int64(a[b + 2]) << 8) | np.int64(a[b + 3])
-            if body >= 1 << 31:
-                body -= 1 << 32
-            len_at = r + prefix + body
-            tlen = topic_lens[w]
-            if len_at < 0 or len_at + 2 + tlen > n:
-                continue
-            if v2:
-                topic_len = (np.int64(a[len_at]) << 8) | np.int64(a[len_at + 1])
-                if topic_len >= 1 << 15:
-                    topic_len -= 1 << 16
-                at = len_at + 2
-            else:
-                topic_len = np.int64(a[len_at])
-                if topic_len >= 128:
-                    topic_len -= 256
-                at = len_at + 1
-            if topic_len != tlen:
-                continue
-            q = r + queue_id_at
-            qid = (np.int64(a[q]) << 24) | (np.int64(a[q + 1]) << 16) | (np.int64(a[q + 2]) << 8) | np.int64(a[q + 3])
-            if qid >= 1 << 31:
-                qid -= 1 << 32
-            if qid != queue_ids[w]:
-                continue
-            phys = np.int64(0)
-            for j in range(8):
-                phys = (phys << 8) | np.int64(a[r + phys_at + j])
-            if phys != base + r:
-                continue
-            same = True
-            for j in range(tlen):
-                if a[at + j] != topics[w, j]:
-                    same = False
-                    break
-            out[i] = same
-
-    return in_own_queue
+    return numba.njit(nogil=True, cache=True)(_in_own_queue_loop)
 
 
 _KERNEL = _CRCS = _ACCEPT = _INDEX_CHAINS = _MERGE_FIND = _JOIN_KEYS = _ASCII_HASHES = _WALK = _IN_OWN_QUEUE = None
@@ -819,9 +820,8 @@ def in_own_queue(a: np.ndarray, rel: np.ndarray, owner: np.ndarray, topics: np.n
     sysFlag, magicCode, queueId and physicalOffset sit and the flag bits and V2 magic's
     last byte.  Compiled; halves on two threads for many records (their pages are often
     not mapped yet in this process: the faults are served on both cores)."""
-    _load()
-    if _IN_OWN_QUEUE is None:
-        raise ImportError(UNAVAILABLE_BECAUSE)
+    n = len(rel)
+    loop = _index_loop("_IN_OWN_QUEUE", _in_own_queue_loop, n, below=INTERPRETED_QUEUE_CHECK_BELOW)
     a = np.ascontiguousarray(a, np.uint8)
     rel, owner = np.ascontiguousarray(rel, np.int64), np.ascontiguousarray(owner, np.int64)
     out = np.zeros(len(rel), np.bool_)
@@ -829,13 +829,12 @@ def in_own_queue(a: np.ndarray, rel: np.ndarray, owner: np.ndarray, topics: np.n
     args = (a, rel, owner, np.ascontiguousarray(topics, np.uint8), np.ascontiguousarray(topic_lens, np.int64), np.ascontiguousarray(queue_ids, np.int64),
             int(base), np.ascontiguousarray(prefix_sizes, np.int64), f["sys_flag_at"], f["magic_at"], f["queue_id_at"], f["phys_at"],
             f["born_v6"], f["store_v6"], f["v2_last"])
-    n = len(rel)
-    if _WORKERS > 1 and n >= 1 << 16:
-        other = _pool().submit(_IN_OWN_QUEUE, *args, n // 2, n, out)
-        _IN_OWN_QUEUE(*args, 0, n // 2, out)
+    if loop is not _in_own_queue_loop and _WORKERS > 1 and n >= 1 << 16:
+        other = _pool().submit(loop, *args, n // 2, n, out)
+        loop(*args, 0, n // 2, out)
         other.result()
     else:
-        _IN_OWN_QUEUE(*args, 0, n, out)
+        loop(*args, 0, n, out)
     return out
 
 

@@ -15,6 +15,7 @@ import pytest
 from rmqlab.writers.clock import ManualClock
 from rmqlab.writers.dispatch import CommitLogDispatcher
 from rmqlab.rules import parse_delay_levels
+from rmqlab.scan import kernels
 from rmqlab.scan.dispatch_request import DispatchColumns, request_from_record
 from rmqlab.format.checkpoint import CheckpointV5
 from rmqlab.recovery import recover
@@ -285,7 +286,7 @@ def test_a_record_is_in_its_queue_only_if_its_own_fields_say_so(case, path, monk
     the check (compiled, and per record for a few) against the decoded records, on a
     copy of the log with one record damaged in each field and one pointed at by another
     queue's entry."""
-    monkeypatch.setattr(recover_mod, "QUEUE_CHECK_KERNEL_FROM", 0 if path == "compiled" else 1 << 40)
+    monkeypatch.setattr(kernels, "INTERPRETED_QUEUE_CHECK_BELOW", 0 if path == "compiled" else 1 << 40)
     from rmqlab.format.layout import PHYSICAL_OFFSET_AT, QUEUE_ID_AT
     from rmqlab.recovery.recover import plan as plan_recovery
 
