@@ -385,8 +385,8 @@ def _compile_pairs():
 # Their arithmetic is the same in both: int64 (the hash masked to 32 bits), never a
 # uint8 or uint32 that numpy would wrap (or promote a Python int to) when interpreted.
 
-#: inputs under this many elements run the index loops interpreted (see above): ~0.5 µs
-#: an element interpreted, so at most ~0.07 s, where loading numba costs ~0.5 s
+#: up to this many elements in all, a process runs the index loops interpreted (see above):
+#: ~0.5 µs an element interpreted, so at most ~0.07 s, where loading numba costs ~0.5 s
 INTERPRETED_BELOW = 1 << 17
 #: the same for re-dispatch's queue check (:func:`in_own_queue`), ~10 µs a record interpreted
 INTERPRETED_QUEUE_CHECK_BELOW = 4096
@@ -463,10 +463,19 @@ def _compile_index():
     return jit(_index_chains_loop), jit(_merge_find_loop), jit(_join_keys_loop), jit(_ascii_hashes_loop)
 
 
+#: elements each loop has run interpreted in this process (see _index_loop)
+_INTERPRETED: dict[str, int] = {}
+
+
 def _index_loop(compiled_name: str, plain, size: int, below: int | None = None):
-    """The compiled loop named ``compiled_name`` (loaded now if need be), or ``plain`` itself
-    for an input of fewer than ``below`` (default :data:`INTERPRETED_BELOW`) elements."""
-    if size < (INTERPRETED_BELOW if below is None else below):
+    """``plain`` itself while the loops are not loaded and this loop has run fewer than
+    ``below`` (default :data:`INTERPRETED_BELOW`) elements interpreted in this process,
+    this call's included; else the compiled loop named ``compiled_name`` (loaded now if
+    need be).  The budget is the process's, not the call's: a large store calls these
+    loops many times on small pieces, and interpreted they would take it all."""
+    done = _INTERPRETED.get(compiled_name, 0)
+    if not _LOADED and done + size < (INTERPRETED_BELOW if below is None else below):
+        _INTERPRETED[compiled_name] = done + size
         return plain
     _load()
     fn = globals()[compiled_name]

@@ -271,16 +271,23 @@ def test_the_walk_reads_nothing_at_or_past_its_limit():
 
 
 def test_the_index_loops_give_the_same_answers_interpreted_and_compiled(monkeypatch):
-    """The index loops run interpreted on small inputs (a small store's verify loads no
-    numba) and compiled on large ones, from one source: on random chains, sorted
-    columns, keys and strings both ways answer alike, and the hashes are Java's."""
+    """The index loops run interpreted while a process has given them little to do (a
+    small store's verify loads no numba) and compiled after, from one source: on random
+    chains, sorted columns, keys and strings both ways answer alike, and the hashes are
+    Java's."""
     rng = np.random.default_rng(7)
 
     def both(fn, *args):
+        # as in a new process: the loops not loaded, nothing run interpreted yet
+        monkeypatch.setattr(kernels, "_LOADED", False)
+        monkeypatch.setattr(kernels, "_INTERPRETED", {})
         monkeypatch.setattr(kernels, "INTERPRETED_BELOW", 1 << 60)
         slow = fn(*args)
+        assert not kernels._LOADED and kernels._INTERPRETED  # it ran interpreted
         monkeypatch.setattr(kernels, "INTERPRETED_BELOW", 0)
-        return slow, fn(*args)
+        fast = fn(*args)
+        assert kernels._LOADED
+        return slow, fast
 
     words = [b"", b"a", b"KEY-12345", bytes(rng.integers(32, 127, 300).astype(np.uint8)), b"~" * 40]
     data = np.frombuffer(b"".join(words), np.uint8)
@@ -306,3 +313,18 @@ def test_the_index_loops_give_the_same_answers_interpreted_and_compiled(monkeypa
     ent = np.sort(rng.choice(np.concatenate([rec, rng.integers(0, 5000, 50)]), 400))
     slow, fast = both(kernels.join_keys, rec, pair_row, pair_hash, ent, rng.integers(0, 8, 400), rng.random(400) < 0.7)
     assert all(s.tolist() == f.tolist() for s, f in zip(slow, fast)) and slow[1].any() and slow[2].any()
+
+
+def test_many_small_calls_share_one_interpreted_budget(monkeypatch):
+    """A large store calls the index loops many times on small pieces: the budget for
+    running them interpreted is the process's, so past it every call is compiled."""
+    monkeypatch.setattr(kernels, "_LOADED", False)
+    monkeypatch.setattr(kernels, "_INTERPRETED", {})
+    monkeypatch.setattr(kernels, "INTERPRETED_BELOW", 1000)
+    a = np.arange(0, 200, 2)
+    for _ in range(4):  # 4 x 150 elements: within the budget
+        kernels.merge_find(a, np.arange(50))
+    assert not kernels._LOADED and kernels._INTERPRETED["_MERGE_FIND"] == 600
+    for _ in range(3):
+        kernels.merge_find(a, np.arange(50))
+    assert kernels._LOADED and kernels._INTERPRETED["_MERGE_FIND"] < 1000
