@@ -31,8 +31,9 @@ Java counterpart: none — RocketMQ reads one record at a time
 already).
 
 numba and isal are dependencies of rmqlab, and the bulk passes have no other copy (the
-index loops are plain functions, compiled when loaded and run interpreted on small
-inputs: :data:`INTERPRETED_BELOW`; one source either way): where
+index loops and the queue check are plain functions, compiled when loaded and run
+interpreted while a process has given them little to do: :data:`INTERPRETED_BELOW`; one
+source either way): where
 either cannot be loaded, :data:`AVAILABLE` is False, :data:`UNAVAILABLE_BECAUSE` says
 why, and :func:`rmqlab.scan.crc.compiled_kernels` refuses with that reason.  (The
 one-record decoder, :func:`rmqlab.format.record.decode_record`, is the slow reference
@@ -463,11 +464,11 @@ def _compile_index():
     return jit(_index_chains_loop), jit(_merge_find_loop), jit(_join_keys_loop), jit(_ascii_hashes_loop)
 
 
-#: elements each loop has run interpreted in this process (see _index_loop)
+#: elements each loop has run interpreted in this process (see _loop_for)
 _INTERPRETED: dict[str, int] = {}
 
 
-def _index_loop(compiled_name: str, plain, size: int, below: int | None = None):
+def _loop_for(compiled_name: str, plain, size: int, below: int | None = None):
     """``plain`` itself while the loops are not loaded and this loop has run fewer than
     ``below`` (default :data:`INTERPRETED_BELOW`) elements interpreted in this process,
     this call's included; else the compiled loop named ``compiled_name`` (loaded now if
@@ -795,7 +796,7 @@ def index_chains(slots: np.ndarray, prev: np.ndarray, count: int, max_cycles: in
     where a chain returns to an entry it passed, at most ``max_cycles``; how many
     cycles there are).  ``slots`` (int64) is the slot table, ``prev`` (int32) every
     entry's ``prevIndex``; entries at or past ``count`` are never followed."""
-    loop = _index_loop("_INDEX_CHAINS", _index_chains_loop, len(slots) + len(prev))
+    loop = _loop_for("_INDEX_CHAINS", _index_chains_loop, len(slots) + len(prev))
     owner = np.full(len(prev), -1, np.int32)
     cycles = np.zeros((max_cycles, 2), np.int64)
     nc = loop(np.ascontiguousarray(slots, np.int64), np.ascontiguousarray(prev, np.int32), int(min(count, len(prev))), owner, cycles)
@@ -805,7 +806,7 @@ def index_chains(slots: np.ndarray, prev: np.ndarray, count: int, max_cycles: in
 def ascii_hashes(data: np.ndarray, offs: np.ndarray) -> np.ndarray:
     """Java ``String.hashCode`` (uint32) of each ASCII string ``data[offs[i]:offs[i+1]]``
     (an Arrow string array's data and int64 offsets), in one compiled pass."""
-    loop = _index_loop("_ASCII_HASHES", _ascii_hashes_loop, len(data))
+    loop = _loop_for("_ASCII_HASHES", _ascii_hashes_loop, len(data))
     out = np.empty(len(offs) - 1, np.uint32)
     loop(np.ascontiguousarray(data, np.uint8), np.ascontiguousarray(offs, np.int64), out)
     return out
@@ -814,7 +815,7 @@ def ascii_hashes(data: np.ndarray, offs: np.ndarray) -> np.ndarray:
 def merge_find(a: np.ndarray, q: np.ndarray) -> np.ndarray:
     """For each value of ``q`` its index in ``a`` (-1 when absent); both ascending
     int64.  Linear: a join of two sorted columns without a search per value."""
-    loop = _index_loop("_MERGE_FIND", _merge_find_loop, len(a) + len(q))
+    loop = _loop_for("_MERGE_FIND", _merge_find_loop, len(a) + len(q))
     out = np.empty(len(q), np.int64)
     loop(np.ascontiguousarray(a, np.int64), np.ascontiguousarray(q, np.int64), out)
     return out
@@ -830,7 +831,7 @@ def in_own_queue(a: np.ndarray, rel: np.ndarray, owner: np.ndarray, topics: np.n
     last byte.  Compiled; halves on two threads for many records (their pages are often
     not mapped yet in this process: the faults are served on both cores)."""
     n = len(rel)
-    loop = _index_loop("_IN_OWN_QUEUE", _in_own_queue_loop, n, below=INTERPRETED_QUEUE_CHECK_BELOW)
+    loop = _loop_for("_IN_OWN_QUEUE", _in_own_queue_loop, n, below=INTERPRETED_QUEUE_CHECK_BELOW)
     a = np.ascontiguousarray(a, np.uint8)
     rel, owner = np.ascontiguousarray(rel, np.int64), np.ascontiguousarray(owner, np.int64)
     out = np.zeros(len(rel), np.bool_)
@@ -838,7 +839,7 @@ def in_own_queue(a: np.ndarray, rel: np.ndarray, owner: np.ndarray, topics: np.n
     args = (a, rel, owner, np.ascontiguousarray(topics, np.uint8), np.ascontiguousarray(topic_lens, np.int64), np.ascontiguousarray(queue_ids, np.int64),
             int(base), np.ascontiguousarray(prefix_sizes, np.int64), f["sys_flag_at"], f["magic_at"], f["queue_id_at"], f["phys_at"],
             f["born_v6"], f["store_v6"], f["v2_last"])
-    if loop is not _in_own_queue_loop and _WORKERS > 1 and n >= 1 << 16:
+    if _WORKERS > 1 and n >= 1 << 16:  # (past the interpreted budget: compiled)
         other = _pool().submit(loop, *args, n // 2, n, out)
         loop(*args, 0, n // 2, out)
         other.result()
@@ -853,7 +854,7 @@ def join_keys(rec_phy: np.ndarray, pair_row: np.ndarray, pair_hash: np.ndarray, 
     ``pair_hash``): (each entry's record row, -1 when no record starts there; whether
     the entry's hash is a key of that record; for each key, whether an entry a chain
     reaches holds it)."""
-    loop = _index_loop("_JOIN_KEYS", _join_keys_loop, len(ent_phy) + len(pair_hash))
+    loop = _loop_for("_JOIN_KEYS", _join_keys_loop, len(ent_phy) + len(pair_hash))
     rows = np.arange(len(rec_phy))
     lo = np.searchsorted(pair_row, rows, "left")
     hi = np.searchsorted(pair_row, rows, "right")
