@@ -330,7 +330,7 @@ def rocksdb_queue_changes(rep: RecoveryReport, plan: RecoveryPlan, rocksdb) -> N
                      f"{plan.report.max_phy_offset_in_cq_before}, as listed; applying writes the same into the RocksDB")
 
 
-def rocksdb_changes(rep: RecoveryReport, plan: RecoveryPlan, rocksdb, *, truncate: bool) -> list[QueueChange]:
+def rocksdb_changes(rep: RecoveryReport, plan: RecoveryPlan, rocksdb, *, truncate: bool, seen: dict | None = None) -> list[QueueChange]:
     """Each queue of a RocksDB of consume queues after RocketMQ's start-up, read from it:
     ``truncateDirty`` (``truncate``, when its progress lies past the new end) gives a
     queue whose max unit is at or past the end a new max below it
@@ -341,7 +341,14 @@ def rocksdb_changes(rep: RecoveryReport, plan: RecoveryPlan, rocksdb, *, truncat
     scan's dispatch, which its group commit writes in the background; both orders end
     the same unless a batch lands first and lowers the progress below the end, when
     Java truncates nothing (a race: rmqlab follows the start-up whose dispatch has not
-    landed yet)."""
+    landed yet).
+
+    ``seen``, when given, gets each queue's maxima a reader may find while the re-dispatch
+    is still landing: ``{"queue": (values, (lo, hi))}``, the max before recovery and after
+    the truncation, and the range of the maxima its group commit's batches leave
+    (``RocksGroupCommitService`` writes up to 256 requests a batch, as many as are queued:
+    each batch makes the max its own last unit, ``putMaxPhyAndCqOffset``, lower than the
+    one before it too)."""
     from ..writers.rocksdb_consume_queue_writer import truncate_dirty
 
     process = plan.process
@@ -357,6 +364,8 @@ def rocksdb_changes(rep: RecoveryReport, plan: RecoveryPlan, rocksdb, *, truncat
             end = min(cut.max[(topic, qid)][1] + 1, cq.slot_end)
         ch.cut_entries = ch.cut_messages = max(hi - end, 0)
         ends[(topic, qid)] = end
+        if seen is not None:
+            seen[ch.queue] = ({hi, end}, None)
         if cut is not None and (topic, qid) in cut.failed:
             rep.notes.append(f"{topic}/{qid}: RocketMQ's truncateDirty gives up on this queue (correctMaxCqOffset finds its min unit past the end "
                              "and throws): its max stays where it was")
@@ -374,6 +383,10 @@ def rocksdb_changes(rep: RecoveryReport, plan: RecoveryPlan, rocksdb, *, truncat
                 ends[k] = 0
             changes[k].added_entries += int((qoffs[g] >= ends[k]).sum())
             ends[k] = int(qoffs[g][-1]) + 1  # the last unit put is the max
+            if seen is not None:
+                values, span = seen.get(changes[k].queue, ({0}, None))
+                lo, hi = int(qoffs[g].min()) + 1, int(qoffs[g].max()) + 1
+                seen[changes[k].queue] = (values, (lo, hi) if span is None else (min(span[0], lo), max(span[1], hi)))
     for k, ch in changes.items():
         ch.max_offset_after = ends[k]
     return sorted(changes.values(), key=lambda c: c.queue)
@@ -389,24 +402,31 @@ def rocksdb_copy_changes(rep: RecoveryReport, plan: RecoveryPlan, copy, release)
     readable); ``plan.copy_reinit`` holds them.  Before 5.4 the copy is only fed
     (``enableRocksdbCQWrite`` registers its dispatcher before load; nothing truncates it)."""
     combined = release.combined_queue_store
-    changes = {c.queue: c for c in rocksdb_changes(rep, plan, copy, truncate=plan.truncate_cq and combined)}
+    seen: dict = {}
+    changes = {c.queue: c for c in rocksdb_changes(rep, plan, copy, truncate=plan.truncate_cq and combined, seen=seen)}
     plan.copy_changes = sorted(changes.values(), key=lambda c: c.queue)
     reinit, racy = {}, {}
     if combined:
         # start() compares while the copy's group commit (started by its recover()) may
-        # still be writing what the recovery dispatched: it sees a max between the one
-        # before recovery and the one after.  rmqlab applies the comparison once all has
-        # landed, and names the queues whose fate depends on when it is made.
+        # still be writing what the recovery dispatched: it sees the max before recovery
+        # or after the truncation, or the max of any batch landed so far.  rmqlab applies
+        # the comparison once all has landed, and names the queues whose fate depends on
+        # when it is made (any of those maxima judged otherwise than the last).
         def differs(mine: int, theirs: int) -> bool:
             return mine != theirs and not (mine <= 0 and theirs <= 0)
 
         for q in rep.queues:  # the file queues: the assigning store
             c = changes.get(q.queue)
-            before, after = (c.max_offset_before, c.max_offset_after) if c is not None else (0, 0)
-            if differs(q.max_offset_after, after):
-                reinit[q.queue] = q.max_offset_after
-            if differs(q.max_offset_after, after) != differs(q.max_offset_after, before):
-                racy[q.queue] = q.max_offset_after
+            m, after = q.max_offset_after, (c.max_offset_after if c is not None else 0)
+            values, span = seen.get(q.queue, ({0}, None))
+            judged = {differs(m, v) for v in values}
+            if span is not None:  # batch maxima lo..hi, all >= 1
+                judged |= {True} if span != (m, m) else set()
+                judged |= {False} if span[0] <= m <= span[1] else set()
+            if differs(m, after):
+                reinit[q.queue] = m
+            if judged - {differs(m, after)}:
+                racy[q.queue] = m
     plan.copy_reinit, plan.copy_racy = reinit, racy
     added = sum(c.added_entries for c in plan.copy_changes)
     cut = sum(c.cut_entries for c in plan.copy_changes)
