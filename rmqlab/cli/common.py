@@ -276,7 +276,7 @@ def warn_gaps(args: argparse.Namespace, store: StoreReader) -> None:
               "RocketMQ loads the log all the same (MappedFileQueue.load checks lengths only) and serves what the other files hold, as here", file=sys.stderr)
 
 
-def write_bytes(data: bytes) -> None:
+def write_bytes(data: bytes | memoryview) -> None:
     """UTF-8 bytes to stdout (its binary buffer; a text stdout without one, as a test's
     capture, gets them decoded)."""
     buf = getattr(sys.stdout, "buffer", None)
@@ -285,7 +285,7 @@ def write_bytes(data: bytes) -> None:
         buf.write(data)
         buf.flush()
     else:
-        sys.stdout.write(data.decode("utf-8"))
+        sys.stdout.write(bytes(data).decode("utf-8"))
 
 
 def print_json(obj) -> None:

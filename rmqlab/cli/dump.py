@@ -228,12 +228,13 @@ def _json(store, args, stop: int, progress, start: int | None = None) -> int:
     :class:`RecordError` of damage after writing the records before it."""
     import pyarrow.compute as pc
 
+    from ..scan.ahead import read_ahead
     from ..scan.decode import KIND_BLANK
-    from ..scan.jsonlines import json_lines
+    from ..scan.jsonlines import json_line_pieces
 
     filtered = args.topic is not None or args.queue is not None
     base, records, written = store.commitlog.min_offset, 0, 0
-    for batch in store.commitlog.batches(args.start if start is None else start, stop):
+    for batch in read_ahead(store.commitlog.batches(args.start if start is None else start, stop)):
         records += batch.num_rows
         progress.update(batch.column("physical_offset")[-1].as_py() - base, records)
         if args.topic is not None:
@@ -244,7 +245,8 @@ def _json(store, args, stop: int, progress, start: int | None = None) -> int:
         written += batch.num_rows - len(blank)
         start = 0
         for b in blank.tolist() + [batch.num_rows]:  # a file's BLANK between its records and the next file's
-            write_bytes(json_lines(batch.slice(start, b - start)))
+            for piece in json_line_pieces(batch.slice(start, b - start)):
+                write_bytes(piece)
             if b < batch.num_rows and args.all and not filtered:
                 row = batch.slice(b, 1).to_pylist()[0]
                 write_bytes(json.dumps({"physical_offset": row["physical_offset"], "total_size": row["total_size"], "magic": row["magic"], "kind": KIND_BLANK}).encode() + b"\n")

@@ -176,15 +176,18 @@ def _partitions(batch: pa.RecordBatch):
 
 class _PartFile:
     """One partition's staged file of a piece of work: rows gathered, then written as
-    row groups of :data:`ROW_GROUP_ROWS`."""
+    row groups of :data:`ROW_GROUP_ROWS` (on ``pool``'s threads when given: Arrow's
+    Parquet writer releases the GIL, so two files' row groups are encoded at once; one
+    file's are written in order, one at a time)."""
 
-    def __init__(self, final: Path, rel: str, schema: pa.Schema):
+    def __init__(self, final: Path, rel: str, schema: pa.Schema, pool=None):
         final.parent.mkdir(parents=True, exist_ok=True)
         names = set(schema.names)
         self.writer = pq.ParquetWriter(final.with_name(STAGING_PREFIX + final.name), schema, **WRITER_OPTIONS,
                                        use_dictionary=[c for c in DICTIONARY_COLUMNS if c in names],
                                        write_statistics=[c for c in STATISTICS_COLUMNS if c in names])
         self.rel, self.rows, self.gathered, self.gathered_rows, self.gathered_bytes = rel, 0, [], 0, 0
+        self.pool, self.writing, self.writing_bytes = pool, None, 0
 
     def add(self, rows: pa.RecordBatch, nbytes: int) -> None:
         self.gathered.append(rows)
@@ -196,12 +199,25 @@ class _PartFile:
 
     def flush(self) -> None:
         if self.gathered:
-            self.writer.write_table(pa.Table.from_batches(self.gathered), row_group_size=max(ROW_GROUP_ROWS, self.gathered_rows))
+            table = pa.Table.from_batches(self.gathered)
+            size = max(ROW_GROUP_ROWS, self.gathered_rows)
+            self.wait()  # this file's row group before: one at a time, in order
+            if self.pool is None:
+                self.writer.write_table(table, row_group_size=size)
+            else:
+                self.writing, self.writing_bytes = self.pool.submit(self.writer.write_table, table, row_group_size=size), self.gathered_bytes
         self.gathered, self.gathered_rows, self.gathered_bytes = [], 0, 0
+
+    def wait(self) -> None:
+        """Until the row group being written is (its error raised here)."""
+        if self.writing is not None:
+            w, self.writing, self.writing_bytes = self.writing, None, 0
+            w.result()
 
     def close(self) -> None:
         try:
             self.flush()
+            self.wait()
         finally:
             self.writer.close()
 
@@ -209,10 +225,17 @@ class _PartFile:
 def write_batches(out: str | os.PathLike, run: int, part: int, batches, *, start: int, end: int) -> list[list]:
     """Write the rows of ``batches`` with ``start <= physical_offset < end`` (BLANK rows
     left out) into staged files under ``out``'s partition directories, one per partition
-    this piece of work touched (memory stays that of :data:`GATHERED_BYTES` of rows and
-    the open files' buffers); returns ``[[relative final path, rows], ...]``."""
+    this piece of work touched (memory stays that of :data:`GATHERED_BYTES` of rows,
+    gathered or being written, and the open files' buffers); returns
+    ``[[relative final path, rows], ...]``.  Row groups are written on two threads where
+    the loops may use two (:func:`rmqlab.scan.kernels.set_threads`)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from .kernels import threads
+
     out = Path(out)
     files: dict[tuple, _PartFile] = {}
+    pool = ThreadPoolExecutor(threads(), thread_name_prefix="rmqlab-parquet") if threads() > 1 else None
     try:
         for b in batches:
             po = b.column("physical_offset")
@@ -226,14 +249,20 @@ def write_batches(out: str | os.PathLike, run: int, part: int, batches, *, start
                 f = files.get((t, d, h))
                 if f is None:
                     rel = Path(f"topic_dir={t}") / f"date={d}" / f"hour={h}" / f"part-{run:05d}-{part:05d}.parquet"
-                    f = files[(t, d, h)] = _PartFile(out / rel, rel.as_posix(), rows.schema)
+                    f = files[(t, d, h)] = _PartFile(out / rel, rel.as_posix(), rows.schema, pool)
                 f.add(rows, int(per_row * rows.num_rows))
-            if sum(f.gathered_bytes for f in files.values()) > GATHERED_BYTES:
+            if sum(f.gathered_bytes + f.writing_bytes for f in files.values()) > GATHERED_BYTES:
                 for f in files.values():
                     f.flush()
+                for f in files.values():
+                    f.wait()
     finally:
-        for f in files.values():
-            f.close()
+        try:
+            for f in files.values():
+                f.close()
+        finally:
+            if pool is not None:
+                pool.shutdown()
     return sorted([f.rel, f.rows] for f in files.values())
 
 
@@ -277,6 +306,7 @@ def export_files(out, store: str, files, log_min: int, log_end: int, *, mode: st
     """One run over a local log: ``files`` the commitlog files in log order (objects with
     ``buf``, ``file_from_offset``, ``file_size`` and ``path``), ``[log_min, log_end)``
     where the log's records are now.  Returns the run and its notes."""
+    from .ahead import read_ahead
     from .decode import scan_range
 
     manifest, run = begin(out, store, settings_of(mode, include_body, verify_crc))
@@ -289,7 +319,7 @@ def export_files(out, store: str, files, log_min: int, log_end: int, *, mode: st
             continue
         batches = scan_range(f.buf, file_base=base, file_size=f.file_size, file=str(f.path), start=lo, stop=hi, mode=mode,
                              verify_crc=verify_crc, include_body=include_body)
-        written += write_batches(out, run, n, batches, start=start, end=log_end)
+        written += write_batches(out, run, n, read_ahead(batches), start=start, end=log_end)  # the next batch decoded while one is written
         done += hi - lo
         if progress is not None:
             progress.update(done, sum(rows for _, rows in written))

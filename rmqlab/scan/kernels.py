@@ -613,6 +613,11 @@ def set_threads(n: int) -> int:
     return before
 
 
+def threads() -> int:
+    """How many threads the loops here may use now (:func:`set_threads`)."""
+    return _WORKERS
+
+
 def _pool() -> ThreadPoolExecutor:
     """The thread that takes the other half of a large batch."""
     global _POOL

@@ -169,12 +169,18 @@ def test_lookup_time_on_a_crashed_store_says_what_recovery_will_cut(capsys, dump
     assert code == 0 and err == ""
 
 
-def test_dump_json_is_json_dumps_of_every_record(tmp_path, capsys, decoder_path):
+@pytest.mark.parametrize("halves", [False, True], ids=["one-thread", "two-halves"])
+def test_dump_json_is_json_dumps_of_every_record(tmp_path, capsys, decoder_path, halves, monkeypatch):
     """The bulk JSON writer against ``json.dumps(Record.to_dict())``, line for line, on
     values that need escaping: quotes, backslashes, control bytes, non-ASCII, empty and
-    odd-length bodies, empty property values, negative and extreme integers."""
+    odd-length bodies, empty property values, negative and extreme integers; each batch
+    written whole, or in two halves by two threads (as a large batch is)."""
     from rmqlab.engine import Message, MessageStore
+    from rmqlab.scan import jsonlines, kernels
     from rmqlab.store import open_store
+
+    monkeypatch.setattr(jsonlines, "SPLIT_FROM_ROWS", 2 if halves else 1 << 40)
+    monkeypatch.setattr(kernels, "_WORKERS", 2)
 
     root = tmp_path / "store"
     odd = ['say "hi"', "back\\slash", "tab\there\nnewline\r\x1f\x7f", "ünïcödé ✓ 日本", ""]

@@ -65,6 +65,51 @@ def test_the_export_holds_the_decoders_rows(tmp_path, case, mode):
     assert not any("DICTIONARY" in str(e) for e in cols["body"].encodings)
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+def test_small_row_groups_written_by_threads_hold_every_row_in_order(tmp_path, monkeypatch, threads):
+    """Batches of five rows decoded ahead, row groups of seven written on the Parquet
+    threads, each file's waiting for the one in flight before it, all of them when the
+    rows gathered pass a few KiB: the dataset is still the decoder's rows, each file in
+    log order in several row groups."""
+    import pyarrow.parquet as pq
+
+    from rmqlab.scan import kernels
+    from rmqlab.scan.ahead import read_ahead
+
+    monkeypatch.setattr(kernels, "_WORKERS", threads)
+    monkeypatch.setattr(ex, "ROW_GROUP_ROWS", 7)
+    monkeypatch.setattr(ex, "GATHERED_BYTES", 1 << 16)
+    import threading
+    import time
+
+    writing, overlaps, write = set(), [], pq.ParquetWriter.write_table
+
+    def slow_write(self, table, *a, **k):  # a row group that takes a while: a second one of the same file would overlap
+        if id(self) in writing:
+            overlaps.append(id(self))
+        writing.add(id(self))
+        time.sleep(0.002)
+        try:
+            return write(self, table, *a, **k)
+        finally:
+            writing.discard(id(self))
+
+    monkeypatch.setattr(pq.ParquetWriter, "write_table", slow_write)
+    root, out = store_root("clean"), tmp_path / "out"
+    with open_store(root, strict=False) as st:
+        lo, end = st.commitlog.min_offset, st.commitlog.served_end()
+        small = (b.slice(i, 5) for f in st.commitlog.queue.files for b in decode_file(f.buf, f.file_from_offset, file=str(f.path))
+                 for i in range(0, b.num_rows, 5))
+        manifest, run = ex.begin(out, str(root), ex.settings_of("strict", True, True))
+        r = ex.commit(out, manifest, run, lo, end, ex.write_batches(out, run, 0, read_ahead(small), start=lo, end=end))
+    assert _dataset_rows(out) == _decoder_rows(root)
+    assert any(n > 7 for _, n in r.files) and not overlaps
+    for rel, n in r.files:
+        f = pq.ParquetFile(out / rel)
+        offsets = f.read(columns=["physical_offset"]).column(0).to_pylist()
+        assert offsets == sorted(offsets) and len(offsets) == n and (n <= 7 or f.metadata.num_row_groups > 1)
+
+
 def test_a_second_run_appends_only_what_the_log_gained(tmp_path):
     root = tmp_path / "s"
     cfg = MessageStoreConfig.from_mapping({"mappedFileSizeCommitLog": "65536"})
