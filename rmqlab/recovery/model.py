@@ -39,10 +39,11 @@ class Queue:
     queue_id: int
     directory: Path
     files: list[tuple[int, Path]]  # (start byte offset, path)
-    # the valid units of the files recover reads (from the third-to-last), as a copy
-    # (structured: CQ_DTYPE or BCQ_DTYPE); the files before them are trusted as they
-    # are and read only when asked (a queue of any length costs at most three files here)
-    entries: np.ndarray
+    # the files recover reads (from the third-to-last) and how many valid units each
+    # holds from its start; their units are read when asked (:attr:`entries`), as are
+    # the files before them, which are trusted as they are: a plan holds no queue's
+    # units, so its memory does not grow with the number of queues
+    read: list[tuple[Path, int]]
     first_queue_offset: int  # the unit index of the first file's first unit
     end: int  # processOffset in bytes (unit index × unit size)
     #: Java getMaxPhysicOffset: a consume queue's offset + size of its last entry, a
@@ -72,9 +73,20 @@ class Queue:
         return BCQ_DTYPE if self.batch else CQ_DTYPE
 
     @property
+    def entries(self) -> np.ndarray:
+        """The valid units of the files recover reads (structured: CQ_DTYPE or
+        BCQ_DTYPE), read from them on each call (a copy)."""
+        parts = [read_entries(p, self.file_size, self.dtype)[:n] for p, n in self.read if n]
+        return np.concatenate(parts) if parts else np.zeros(0, self.dtype)
+
+    @property
+    def read_count(self) -> int:
+        return sum(n for _, n in self.read)
+
+    @property
     def count(self) -> int:
         """Units from the first file to the end of the queue."""
-        return self.early_count + len(self.entries)
+        return self.early_count + self.read_count
 
     @property
     def entries_queue_offset(self) -> int:
@@ -83,8 +95,9 @@ class Queue:
 
     def last_unit(self):
         """The last valid unit (a row of ``dtype``), or None."""
-        if len(self.entries):
-            return self.entries[-1]
+        last = next(((p, n) for p, n in reversed(self.read) if n), None)
+        if last is not None:
+            return read_entries(last[0], self.file_size, self.dtype)[last[1] - 1]
         if self.early:
             return read_entries(self.early[-1], self.file_size, self.dtype)[-1]
         return None
@@ -117,10 +130,20 @@ class Queue:
     def suffix_from(self, phy_offset: int) -> tuple[np.ndarray, int]:
         """Units and the unit index of the first of them, enough to see every unit of
         the queue's suffix pointing at or past ``phy_offset`` (Java's truncation walks
-        back from the last file): the read units alone, unless the suffix reaches into
-        the trusted files before them, which are read then."""
-        e = self.entries
-        if self.early_count and (not len(e) or int(e["commitlog_offset"][0]) >= phy_offset):
+        back from the last file): the read files from the last back to the first whose
+        first unit points below it, and the trusted files before them only when the
+        suffix reaches into them."""
+        parts, first = [], self.entries_queue_offset + self.read_count
+        for p, n in reversed(self.read):
+            if not n:
+                continue
+            e = read_entries(p, self.file_size, self.dtype)[:n]
+            parts.insert(0, e)
+            first -= n
+            if int(e["commitlog_offset"][0]) < phy_offset:
+                return np.concatenate(parts), first
+        e = np.concatenate(parts) if parts else np.zeros(0, self.dtype)
+        if self.early_count:
             return np.concatenate([read_entries(p, self.file_size, self.dtype) for p in self.early] + [e]), self.first_queue_offset
         return e, self.entries_queue_offset
 
@@ -131,9 +154,10 @@ class Queue:
         for p in self.early:
             o = read_entries(p, self.file_size, self.dtype)["commitlog_offset"].astype(np.int64)
             parts.append(o[o >= phy_offset])
-        o = self.entries["commitlog_offset"].astype(np.int64)
-        parts.append(o[o >= phy_offset])
-        return np.concatenate(parts)
+        for p, n in self.read:
+            o = read_entries(p, self.file_size, self.dtype)["commitlog_offset"][:n].astype(np.int64)
+            parts.append(o[o >= phy_offset])
+        return np.concatenate(parts) if parts else np.zeros(0, np.int64)
 
 
 def read_entries(p: Path, file_size: int, dtype: np.dtype = CQ_DTYPE) -> np.ndarray:

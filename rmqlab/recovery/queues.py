@@ -20,8 +20,6 @@ from ..config import MessageStoreConfig
 from ..errors import StoreLayoutError
 from ..format.consumequeue import BCQ_STORE_UNIT_SIZE, CQ_STORE_UNIT_SIZE, EXT_MAX_ADDR, EXT_UNIT_MIN_SIZE, batch_unit_is_valid, ext_offset
 from ..rules import BATCH_CONSUMEQUEUE_DIR, CONSUMEQUEUE_DIR, CONSUMEQUEUE_EXT_DIR
-from ..store.batch_consume_queue import BCQ_DTYPE
-from ..store.consume_queue import CQ_DTYPE
 from .model import STORE, Cut, Queue, RecoveryPlan, read_entries
 from .report import RecoveryReport
 
@@ -33,7 +31,7 @@ def recover_queue(directory: Path, topic: str, queue_id: int, file_size: int, lo
     files = sorted((int(p.name), p) for p in directory.iterdir() if p.is_file() and p.name.isdigit() and len(p.name) == 20)
     if files and files[-1][1].stat().st_size == 0:
         files = files[:-1]  # Java MappedFileQueue.load deletes an empty last file
-    q = Queue(topic, queue_id, directory, files, np.zeros(0, BCQ_DTYPE if batch else CQ_DTYPE), 0, 0, -1, batch=batch)
+    q = Queue(topic, queue_id, directory, files, [], 0, 0, -1, batch=batch)
     if not files:
         return q
     unit, setting = (BCQ_STORE_UNIT_SIZE, "mapperFileSizeBatchConsumeQueue") if batch else (CQ_STORE_UNIT_SIZE, "mappedFileSizeConsumeQueue")
@@ -44,7 +42,6 @@ def recover_queue(directory: Path, topic: str, queue_id: int, file_size: int, lo
             raise StoreLayoutError(p, None, f"queue file is {p.stat().st_size} bytes, {setting} is {file_size}: RocketMQ's load fails")
     index = max(0, len(files) - 3)
     process = files[index][0]
-    parts = []
     rel_dir = f"{STORE}/{BATCH_CONSUMEQUEUE_DIR if batch else CONSUMEQUEUE_DIR}/{topic}/{queue_id}"
     for i in range(index, len(files)):
         start, p = files[i]
@@ -54,7 +51,7 @@ def recover_queue(directory: Path, topic: str, queue_id: int, file_size: int, lo
         else:
             valid = (e["commitlog_offset"] >= 0) & (e["size"] > 0)
         n = len(e) if valid.all() else int(np.argmin(valid))
-        parts.append(e[:n])
+        q.read.append((p, n))
         if not batch:
             ext = np.flatnonzero(e["tags_code"][:n] <= EXT_MAX_ADDR)
             if len(ext):
@@ -84,7 +81,6 @@ def recover_queue(directory: Path, topic: str, queue_id: int, file_size: int, lo
     q.early = [p for _, p in files[:index]]
     q.early_count = sum(file_size for _ in files[:index]) // unit
     q.file_size = file_size
-    q.entries = np.concatenate(parts) if parts else np.zeros(0, q.dtype)
     q.first_queue_offset = files[0][0] // unit
     q.end = process
     # Java MappedFileQueue.truncateDirtyFiles(processOffset): files starting after it go

@@ -267,8 +267,8 @@ def _chain_from(buf, a: np.ndarray, hints: np.ndarray | None, start: int, until:
         if until is not None and (nxt is None or nxt > until):
             nxt = until
         starts, pos, why = _walk(buf, pos, nxt)
-        if starts:
-            parts.append(np.asarray(starts, dtype=np.int64))
+        if len(starts):
+            parts.append(starts)
         if why != "until":
             return done(why)
 
@@ -391,37 +391,47 @@ def _validate_all(buf, a: np.ndarray, s: np.ndarray, size: np.ndarray, check_crc
     return b2, sched + s2
 
 
-def _walk(buf, pos: int, until: int | None = None) -> tuple[list[int], int, str]:
+def _walk(buf, pos: int, until: int | None = None) -> tuple[np.ndarray, int, str]:
     """Follow the totalSize chain from ``pos`` (the only sequential part).
     Returns (starts, where it stopped, why: "blank", "bad", "end" or "until").
 
     In a range of :data:`KERNEL_FROM` bytes or more the run of message records is walked
     by the compiled loop (:func:`rmqlab.scan.kernels.walk`: it stops at anything but a
     whole message record of at least the smallest size); what stopped it is judged
-    here, in Python, by the same rule as every record of a smaller range."""
+    here, in Python, by the same rule as every record of a smaller range.  The starts
+    are an int64 array (the compiled run's as it gave them: a Python int per record of
+    a 1 GiB file was ~200 MiB)."""
     n = len(buf)
     unpack = _PREFIX.unpack_from
+    head = _NO_STARTS
     starts: list[int] = []
     if (n if until is None else until) - pos >= KERNEL_FROM:
         run = kernels.walk(np.frombuffer(buf, dtype=np.uint8), pos, n if until is None else until, n, 0, cl.FIXED_SIZE_V1_IPV4, (_V1, _V2))
         if run is not None:
-            starts, pos = run[0].tolist(), run[1]
+            head, pos = run[0], run[1]
     while n - pos >= 8:
         if until is not None and pos >= until:
-            return starts, pos, "until"
+            return _joined(head, starts), pos, "until"
         size, magic = unpack(buf, pos)
         if magic == _V1 or magic == _V2:
             if size < cl.FIXED_SIZE_V1_IPV4 or n - pos < size:
-                return starts, pos, "bad"
+                return _joined(head, starts), pos, "bad"
             starts.append(pos)
             pos += size
         elif magic == _BLANK:
             # Java compares totalSize with the bytes left before the magic: a BLANK
             # claiming more than the file holds fails like any record
-            return starts, pos, ("bad" if size > n - pos else "blank")
+            return _joined(head, starts), pos, ("bad" if size > n - pos else "blank")
         else:
-            return starts, pos, "bad"
-    return starts, pos, "end"
+            return _joined(head, starts), pos, "bad"
+    return _joined(head, starts), pos, "end"
+
+
+_NO_STARTS = np.zeros(0, np.int64)
+
+
+def _joined(head: np.ndarray, tail: list[int]) -> np.ndarray:
+    return np.concatenate((head, np.asarray(tail, dtype=np.int64))) if tail else np.asarray(head, dtype=np.int64)
 
 
 def _split_scan(buf, a: np.ndarray, hints: np.ndarray, check_crc: bool):
