@@ -570,10 +570,17 @@ class _Verifier:
         for s, e in cycles.tolist():
             self.add("INDEX_CYCLE", ERROR, path, entry_position(slots_n, e), f"chain of slot {s} returns to entry {e}")
         reached = owner >= 0
-        kh = ents["key_hash"].astype(np.int32)
-        wrong = np.flatnonzero(reached & (kh % slots_n != owner))
-        for e in wrong[: LISTED_PER_FILE + 1].tolist():
-            self.add("INDEX_SLOT_MISMATCH", ERROR, path, entry_position(slots_n, e), f"entry {e} (hash {int(kh[e])}) is in the chain of slot {int(owner[e])}, its hash belongs to slot {int(kh[e] % slots_n)}")
+        # a chunk at a time: a full file's 20 M entries as whole-file temporaries were
+        # ~300 MiB at once, the largest part of verify's memory
+        wrong: list[int] = []
+        for c in range(0, count, 1 << 20):
+            o = owner[c : c + (1 << 20)]
+            kh = ents["key_hash"][c : c + (1 << 20)].astype(np.int32)
+            if len(wrong) <= LISTED_PER_FILE:
+                wrong.extend((np.flatnonzero((o >= 0) & (kh % slots_n != o))[: LISTED_PER_FILE + 1] + c).tolist())
+        kh = ents["key_hash"]
+        for e in wrong[: LISTED_PER_FILE + 1]:
+            self.add("INDEX_SLOT_MISMATCH", ERROR, path, entry_position(slots_n, e), f"entry {e} (hash {int(kh[e])}) is in the chain of slot {int(owner[e])}, its hash belongs to slot {int(kh[e]) % slots_n}")
         del owner, kh, wrong
         orphans = np.flatnonzero(~reached[1:]) + 1
         if len(orphans):
