@@ -226,7 +226,7 @@ def build_map(root: str | os.PathLike, *, width: int = 1200, findings=(), recove
         for name, change in m.recovery["queues"].items():
             if change["created"] and name not in have:  # no directory: a track for the queue recovery rebuilds
                 m.queues.append({"name": name, "units": 0, "lo": None, "hi": None})
-    _findings(m, findings)
+    mark_findings(m, findings)
     return m
 
 
@@ -269,7 +269,9 @@ def _groups(store: StoreReader, m: StoreMap) -> None:
         m.groups.append({"group": r.group, "queue": f"{r.topic}/{r.queue_id}", "committed": r.committed_offset, "lag": r.lag, "phy": phy})
 
 
-def _findings(m: StoreMap, findings) -> None:
+def mark_findings(m: StoreMap, findings) -> None:
+    """verify's findings (:class:`~rmqlab.forensics.verify.Finding`) on the map, where
+    each falls in the log (the first :data:`FINDINGS_SHOWN`; the rest counted)."""
     names = {f["name"]: f["base"] for f in m.files}
     for f in findings:
         if len(m.findings) >= FINDINGS_SHOWN:

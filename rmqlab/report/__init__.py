@@ -138,6 +138,7 @@ def build_report(
     from ..forensics.verify import verify_store
     from ..recovery import recover
     from ..forensics.consequences import complete_findings
+    from ..forensics.storemap import mark_findings
     from ..render.storemap import map_of_store, storemap_svg
     from ..store.layout import commitlog_bytes
     from ..store.reader import StoreReader
@@ -158,6 +159,7 @@ def build_report(
     # (hashlib and the reads release the GIL): the report then takes about the time of
     # its passes, not that plus one more read of the whole store
     pool = ThreadPoolExecutor(1, thread_name_prefix="rmqlab-digests")
+    beside = ThreadPoolExecutor(1, thread_name_prefix="rmqlab-map")
     evidence = pool.submit(guarded, evidence_part, path, digests=digests)
     try:
         # the next start's dry run first: verify judges the findings against it (one plan)
@@ -172,6 +174,19 @@ def build_report(
             complete_findings(v.findings, path, config, rocketmq_version=rocketmq_version, recovery=planned)
             return v
 
+        flushed = (summary.get("checkpoint") or {}).get("physic_msg_timestamp") if "unavailable" not in summary else None
+        # the map's pass feeds a timeline of its own unless one was counted elsewhere
+        fed = Timeline(flushed or None) if draw_map and timeline is None else None
+        # ... and runs beside verify's, on a thread of its own (both spend most of their time
+        # in compiled loops and reads that release the GIL; verify alone leaves about half a
+        # core idle): verify's findings are marked on it when both are done
+        drawing = None
+        if draw_map:
+            def map_pass():
+                return map_of_store(path, config=config, width=map_width, verify=False, findings=[],
+                                    recovery=None if isinstance(dry, Unavailable) else dry, timeline=fed)
+
+            drawing = beside.submit(guarded, map_pass)
         v = guarded(verified)
         # where the bytes leave releases whose start-ups differ, each one's own dry run says
         # what it rebuilds (one more plan each: they read from their start file on)
@@ -179,14 +194,12 @@ def build_report(
             first: guarded(recover, path, config=config, rocketmq_version=first) for first in (o.release.split(" and ")[0] for o in dry.release_outcomes)}
         recovery = dry if isinstance(dry, Unavailable) else guarded(recovery_part, path, dry, {r: o for r, o in others.items() if not isinstance(o, Unavailable)})
 
-        flushed = (summary.get("checkpoint") or {}).get("physic_msg_timestamp") if "unavailable" not in summary else None
-        # the map's pass feeds a timeline of its own unless one was counted elsewhere
-        fed = Timeline(flushed or None) if draw_map and timeline is None else None
-        if draw_map:
+        if drawing is not None:
             def drawn():
-                with _stage(progress, "map", size) as bar:
-                    m = map_of_store(path, config=config, width=map_width, verify=False, findings=[] if isinstance(v, Unavailable) else v.findings,
-                                     recovery=None if isinstance(dry, Unavailable) else dry, progress=bar, timeline=fed)
+                m = drawing.result()
+                if isinstance(m, Unavailable):
+                    return m
+                mark_findings(m, [] if isinstance(v, Unavailable) else v.findings)
                 rep.map_svg = storemap_svg(m)
                 return m.to_dict()
 
@@ -209,6 +222,7 @@ def build_report(
         rep.sections["consumers"] = guarded(consumers_part, path, config, None if isinstance(dry, Unavailable) else dry)
         rep.sections["evidence"] = evidence.result()
     finally:
+        beside.shutdown()
         pool.shutdown()
     rep.sections["summary"] = summary
     rep.sections["verdict"] = guarded(verdict_part, summary, rep.sections["findings"], recovery, rep.sections["consumers"])
