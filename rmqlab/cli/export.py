@@ -31,8 +31,17 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 
 def run(args) -> int:
+    import pyarrow as pa
+
     from ..scan.export import export_files
 
+    try:
+        # Arrow's jemalloc pool where the build has one: with the default mimalloc pool the
+        # Parquet threads' allocations held more of a 10 GiB export (535 against 462 MiB
+        # peak anonymous), and it wrote no faster
+        pa.set_memory_pool(pa.jemalloc_memory_pool())
+    except NotImplementedError:
+        pass
     with open_from_args(args, strict=False) as store:
         files = store.commitlog.queue.files
         end, lo = store.commitlog.served_end(), store.commitlog.min_offset
