@@ -574,10 +574,11 @@ class _Verifier:
         # ~300 MiB at once, the largest part of verify's memory
         wrong: list[int] = []
         for c in range(0, count, 1 << 20):
+            if len(wrong) > LISTED_PER_FILE:
+                break
             o = owner[c : c + (1 << 20)]
             kh = ents["key_hash"][c : c + (1 << 20)].astype(np.int32)
-            if len(wrong) <= LISTED_PER_FILE:
-                wrong.extend((np.flatnonzero((o >= 0) & (kh % slots_n != o))[: LISTED_PER_FILE + 1] + c).tolist())
+            wrong.extend((np.flatnonzero((o >= 0) & (kh % slots_n != o))[: LISTED_PER_FILE + 1] + c).tolist())
         kh = ents["key_hash"]
         for e in wrong[: LISTED_PER_FILE + 1]:
             self.add("INDEX_SLOT_MISMATCH", ERROR, path, entry_position(slots_n, e), f"entry {e} (hash {int(kh[e])}) is in the chain of slot {int(owner[e])}, its hash belongs to slot {int(kh[e]) % slots_n}")

@@ -40,7 +40,8 @@ class Queue:
     directory: Path
     files: list[tuple[int, Path]]  # (start byte offset, path)
     # the files recover reads (from the third-to-last) and how many valid units each
-    # holds from its start; their units are read when asked (:attr:`entries`), as are
+    # holds from its start; their units are read when asked (:meth:`suffix_from`,
+    # :meth:`offsets_from`, :meth:`last_unit`), as are
     # the files before them, which are trusted as they are: a plan holds no queue's
     # units, so its memory does not grow with the number of queues
     read: list[tuple[Path, int]]
@@ -51,7 +52,7 @@ class Queue:
     max_physic_offset: int
     deleted: list[Path] = field(default_factory=list)
     created: bool = False
-    early: list[Path] = field(default_factory=list)  # the trusted files before ``entries``
+    early: list[Path] = field(default_factory=list)  # the trusted files before those ``read``
     early_count: int = 0  # their units
     file_size: int = 0
     batch: bool = False
@@ -73,13 +74,6 @@ class Queue:
         return BCQ_DTYPE if self.batch else CQ_DTYPE
 
     @property
-    def entries(self) -> np.ndarray:
-        """The valid units of the files recover reads (structured: CQ_DTYPE or
-        BCQ_DTYPE), read from them on each call (a copy)."""
-        parts = [read_entries(p, self.file_size, self.dtype)[:n] for p, n in self.read if n]
-        return np.concatenate(parts) if parts else np.zeros(0, self.dtype)
-
-    @property
     def read_count(self) -> int:
         return sum(n for _, n in self.read)
 
@@ -90,7 +84,7 @@ class Queue:
 
     @property
     def entries_queue_offset(self) -> int:
-        """The unit index of ``entries[0]``."""
+        """The unit index of the first unit of the files ``read``."""
         return self.first_queue_offset + self.early_count
 
     def last_unit(self):

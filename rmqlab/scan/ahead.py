@@ -37,22 +37,16 @@ def read_ahead(items: Iterable[T], depth: int = DEPTH) -> Iterator[T]:
         it = iter(items)
         try:
             for item in it:
-                while not stop.is_set():
-                    try:
-                        q.put((item, None), timeout=0.05)
-                        break
-                    except queue.Full:
-                        continue
-                if stop.is_set():
+                if not _put(q, stop, (item, None)):
                     return
         except BaseException as err:  # handed to the caller, in order
-            _put_last(q, stop, (_DONE, err))
+            _put(q, stop, (_DONE, err))
             return
         finally:
             close = getattr(it, "close", None)
             if close is not None:
                 close()
-        _put_last(q, stop, (_DONE, None))
+        _put(q, stop, (_DONE, None))
 
     th = threading.Thread(target=produce, name="rmqlab-read-ahead", daemon=True)
     th.start()
@@ -69,10 +63,12 @@ def read_ahead(items: Iterable[T], depth: int = DEPTH) -> Iterator[T]:
         th.join()
 
 
-def _put_last(q: queue.Queue, stop: threading.Event, item) -> None:
+def _put(q: queue.Queue, stop: threading.Event, item) -> bool:
+    """``item`` into ``q`` once there is room; False if the caller stopped first."""
     while not stop.is_set():
         try:
             q.put(item, timeout=0.05)
-            return
+            return True
         except queue.Full:
             continue
+    return False

@@ -920,4 +920,4 @@ def _split_part(a: np.ndarray, starts: np.ndarray, ends: np.ndarray, total: int)
     return m, hi, kbuf, koffs, vbuf, voffs, moffs
 
 
-__all__ = ["AVAILABLE", "UNAVAILABLE_BECAUSE", "bodies_and_crcs", "crc32_slices", "ascii_hashes", "index_chains", "join_keys", "merge_find", "java_property_values", "property_pairs", "set_threads", "threads", "walk", "walk_pieces"]
+__all__ = ["AVAILABLE", "UNAVAILABLE_BECAUSE", "accept", "bodies_and_crcs", "crc32_slices", "ascii_hashes", "in_own_queue", "index_chains", "join_keys", "merge_find", "java_property_values", "property_pairs", "set_threads", "threads", "walk", "walk_pieces"]
