@@ -12,11 +12,13 @@ import pytest
 
 from rmqlab.cli.lab import FORWARDED
 
-#: the lab's runner around a stand-in for JupyterLab that says which signal ended it
+#: the lab's runner around a stand-in for JupyterLab that says which signal ended it (with
+#: os.write: the signal may land while the child's print of "child up" is still in
+#: stdout's buffered writer, and a print from the handler then raises "reentrant call")
 RUNNER = r'''
 import sys
 from rmqlab.cli.lab import run_forwarding_signals
-child = [sys.executable, "-c", "import signal, sys, time\nfor s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):\n    signal.signal(s, lambda n, f: (print('child got', signal.Signals(n).name, flush=True), sys.exit(3)))\nprint('child up', flush=True)\ntime.sleep(60)"]
+child = [sys.executable, "-c", "import os, signal, sys, time\nfor s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):\n    signal.signal(s, lambda n, f: (os.write(1, f'child got {signal.Signals(n).name}\\n'.encode()), sys.exit(3)))\nprint('child up', flush=True)\ntime.sleep(60)"]
 sys.exit(run_forwarding_signals(child, "."))
 '''
 
