@@ -56,6 +56,18 @@ class _Parser(argparse.ArgumentParser):
         return plain_text(super().format_help())
 
 
+class _Version(argparse.Action):
+    """``--version``: the number is read from the package's metadata only when asked
+    (importing importlib.metadata is ~30 ms that every other command would pay)."""
+
+    def __init__(self, option_strings, dest, help=None):
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(f"rmqlab {version()}")  # on stdout, as argparse's own version action prints
+        parser.exit()
+
+
 def plain_text(text: str) -> str:
     """reStructuredText markup out of help text: ``x`` -> x, :func:`a.b` -> a.b,
     :class:`~a.B` -> B."""
@@ -70,7 +82,7 @@ def build_parser(only: str | None = "") -> argparse.ArgumentParser:
     to start is then its own imports only."""
     parser = _Parser(prog="rmqlab", description="Read, write, recover and investigate Apache RocketMQ store files.",
                      epilog=f"Documentation: {docs_url()} (every command and flag: {docs_url('reference/cli.html')})")
-    parser.add_argument("--version", action="version", version=f"rmqlab {version()}")
+    parser.add_argument("--version", action=_Version, help="show the version and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
     for name in COMMANDS:

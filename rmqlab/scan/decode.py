@@ -379,7 +379,7 @@ _ROWS_MAX = 4096
 #: values this long on average are copied through a binary_view
 #: array (one memcpy per value) rather than the take kernel (faster for short ones)
 _VIEW_MIN_MEAN = 256
-_EVEN_INDICES = pa.array(np.arange(0, 1 << 21, 2, dtype=np.int32))
+_EVEN_INDICES: list[pa.Array] = []  # 0, 2, ... below 2 M, made at the first use (not every command's start)
 
 
 def _even_indices(n: int) -> pa.Array:
@@ -387,9 +387,11 @@ def _even_indices(n: int) -> pa.Array:
     value, gap, value, gap ... array.  ``take`` with them copies short values ~30%
     faster than ``filter`` with an alternating mask (measured on property names,
     values and whole properties strings)."""
-    if n <= len(_EVEN_INDICES):
-        return _EVEN_INDICES.slice(0, n)
-    return pa.array(np.arange(0, 2 * n, 2, dtype=np.int32))
+    if n > 1 << 20:
+        return pa.array(np.arange(0, 2 * n, 2, dtype=np.int32))
+    if not _EVEN_INDICES:
+        _EVEN_INDICES.append(pa.array(np.arange(0, 1 << 21, 2, dtype=np.int32)))
+    return _EVEN_INDICES[0].slice(0, n)
 
 
 def _gathered_views(ctx: _Ctx, starts: np.ndarray, ends: np.ndarray, keep: np.ndarray | None) -> pa.Array:
