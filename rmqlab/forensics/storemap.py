@@ -120,7 +120,7 @@ def build_map(root: str | os.PathLike, *, width: int = 1200, findings=(), recove
     (5, 904)
     """
     from ..errors import RmqlabError
-    import pyarrow.compute as pc
+    from ..scan import compute as ac
 
     from ..scan import decode as fd
     from ..scan.decode import KIND_BLANK
@@ -170,10 +170,10 @@ def build_map(root: str | os.PathLike, *, width: int = 1200, findings=(), recove
             for batch in fd.scan_range(f.buf, file_base=base, file=str(f.path), mode="lenient", verify_crc=False, include_body=False,
                                        columns=("physical_offset", "total_size", "topic", "kind") + (("store_timestamp",) if timeline is not None else ())):
                 phy = np.asarray(batch.column("physical_offset").to_numpy(zero_copy_only=False), np.int64)
-                size = np.asarray(batch.column("total_size").fill_null(8).to_numpy(zero_copy_only=False), np.int64).clip(min=0)
+                size = np.asarray(ac.fill_null(batch.column("total_size"), 8).to_numpy(zero_copy_only=False), np.int64).clip(min=0)
                 kind = batch.column("kind")
-                is_blank = np.asarray(pc.equal(kind, KIND_BLANK).fill_null(False).to_numpy(zero_copy_only=False), bool)
-                is_msg = np.asarray(pc.equal(kind, fd.KIND_MESSAGE).fill_null(False).to_numpy(zero_copy_only=False), bool)
+                is_blank = np.asarray(ac.fill_null(ac.equal(kind, KIND_BLANK), False).to_numpy(zero_copy_only=False), bool)
+                is_msg = np.asarray(ac.fill_null(ac.equal(kind, fd.KIND_MESSAGE), False).to_numpy(zero_copy_only=False), bool)
                 is_bad = ~is_blank & ~is_msg
                 if timeline is not None:
                     feed(timeline, batch, is_msg)
@@ -184,7 +184,7 @@ def build_map(root: str | os.PathLike, *, width: int = 1200, findings=(), recove
                 spread(blank, phy[is_blank], size[is_blank])
                 spread(damage, phy[is_bad], np.minimum(size[is_bad], base + f.file_size - phy[is_bad]))
                 if is_msg.any():
-                    enc = pc.dictionary_encode(batch.column("topic").filter(is_msg))
+                    enc = ac.dictionary_encode(ac.filter(batch.column("topic"), ac.mask(is_msg)))
                     codes = np.asarray(enc.indices.to_numpy(zero_copy_only=False), np.int64)
                     for c, t in enumerate(enc.dictionary.to_pylist()):
                         sel = codes == c

@@ -40,7 +40,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-import pyarrow.compute as pc
 
 from .. import reprs
 from ..config import MessageStoreConfig
@@ -59,6 +58,7 @@ from ..format.properties import KEYS, TAGS, UNIQ_KEY
 from ..format.record import BAD_BLANK, BODY_CRC, PROPERTY_CRC, RecordError, damage_detail, decode_record
 from ..rules import SCHEDULE_TOPIC, delay_level_queue_id, goes_to_consume_queue, goes_to_index, index_keys, parse_delay_levels
 from ..rules import ABORT_FILE, BATCH_CONSUMEQUEUE_DIR, CHECKPOINT_FILE, CONFIG_DIR, CONSUMEQUEUE_DIR, CONSUMEQUEUE_EXT_DIR, DELAY_OFFSET_FILE, LOCK_FILE
+from ..scan import compute as ac
 from ..scan import kernels
 from ..scan.decode import JAVA_PROPERTY_PREFIX, KIND_BLANK, KIND_MESSAGE, scan_range
 from ..scan.dispatch_request import DispatchColumns
@@ -191,7 +191,7 @@ _COLUMNS = DispatchColumns.ARROW_COLUMNS + ("magic", "kind", "error")
 
 
 def _ints(batch, name) -> np.ndarray:
-    return np.asarray(batch.column(name).fill_null(0).to_numpy(zero_copy_only=False), np.int64)
+    return np.asarray(ac.fill_null(batch.column(name), 0).to_numpy(zero_copy_only=False), np.int64)
 
 
 def _pieces(batches):
@@ -205,7 +205,7 @@ def _pieces(batches):
                 yield batch.slice(i, 1), True
             continue
         kind = batch.column("kind")
-        special = np.asarray(pc.or_(pc.equal(kind, KIND_BLANK), batch.column("error").is_valid()).to_numpy(zero_copy_only=False), bool)
+        special = np.asarray(ac.or_(ac.equal(kind, KIND_BLANK), ac.is_valid(batch.column("error"))).to_numpy(zero_copy_only=False), bool)
         pos = _ints(batch, "physical_offset")
         size = _ints(batch, "total_size")
         cut = np.zeros(len(pos) + 1, bool)

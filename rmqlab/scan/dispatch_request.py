@@ -115,12 +115,14 @@ def request_from_record(record: Record, delay_levels: dict[int, int]) -> Dispatc
 
 # -- many requests as columns ---------------------------------------------------------------------
 def _arrow():
-    """pyarrow, imported on first use: the per-record paths (and the engine's puts)
-    do not need it, and loading it (with the pandas it pulls in) takes a second."""
+    """pyarrow and its kernels (:mod:`rmqlab.scan.compute`: without ``pyarrow.compute``'s
+    import), imported on first use: the per-record paths (and the engine's puts) do not
+    need them."""
     import pyarrow as pa
-    import pyarrow.compute as pc
 
-    return pa, pc
+    from . import compute
+
+    return pa, compute
 
 
 @dataclass
@@ -175,13 +177,13 @@ class DispatchColumns:
         only rows holding INNER_MULTI_DISPATCH are looked at)."""
         if self.multi_dispatch is None or self.multi_queue_offset is None:
             return []
-        pa, pc = _arrow()
-        has = np.flatnonzero(np.asarray(pc.and_(self.multi_dispatch.is_valid(), self.multi_queue_offset.is_valid()).to_numpy(zero_copy_only=False), bool))
+        pa, ac = _arrow()
+        has = np.flatnonzero(np.asarray(ac.and_(ac.is_valid(self.multi_dispatch), ac.is_valid(self.multi_queue_offset)).to_numpy(zero_copy_only=False), bool))
         if not len(has):
             return []
-        idx = pa.array(has)
+        idx = ac.indices(has)
         out = []
-        for r, d, o in zip(has.tolist(), self.multi_dispatch.take(idx).to_pylist(), self.multi_queue_offset.take(idx).to_pylist()):
+        for r, d, o in zip(has.tolist(), ac.take(self.multi_dispatch, idx).to_pylist(), ac.take(self.multi_queue_offset, idx).to_pylist()):
             out += [(r, t, q, off) for t, q, off in rules.multi_dispatch_targets(self.topic_of(r), int(self.queue_id[r]), d, o, enable_lmq=enable_lmq)]
         return out
 
@@ -194,16 +196,16 @@ class DispatchColumns:
 
     def take(self, rows: np.ndarray) -> "DispatchColumns":
         """These rows, in this order."""
-        pa, _ = _arrow()
-        idx = pa.array(rows)
+        pa, ac = _arrow()
+        idx = ac.indices(rows)
         return DispatchColumns(
             self.topics, self.topic_code[rows], self.queue_id[rows], self.commitlog_offset[rows], self.msg_size[rows], self.tags_code[rows],
-            self.store_timestamp[rows], self.consume_queue_offset[rows], self.sys_flag[rows], self.keys.take(idx), self.uniq_key.take(idx),
+            self.store_timestamp[rows], self.consume_queue_offset[rows], self.sys_flag[rows], ac.take(self.keys, idx), ac.take(self.uniq_key, idx),
             self.prepared_transaction_offset[rows], None if self.batch_size is None else self.batch_size[rows],
             None if self.msg_base_offset is None else self.msg_base_offset[rows],
-            None if self.multi_dispatch is None else self.multi_dispatch.take(idx),
-            None if self.multi_queue_offset is None else self.multi_queue_offset.take(idx),
-            None if self.tags is None else self.tags.take(idx),
+            None if self.multi_dispatch is None else ac.take(self.multi_dispatch, idx),
+            None if self.multi_queue_offset is None else ac.take(self.multi_queue_offset, idx),
+            None if self.tags is None else ac.take(self.tags, idx),
         )
 
     def topic_of(self, i: int) -> str:
@@ -252,26 +254,26 @@ class DispatchColumns:
         (ROLLBACK, endPhyOffset) is the caller's.  ``tag_mask`` adds a third array: which
         of the keys are tag keys.  ``uniq_type``: the writer's form of a UNIQ_KEY's key
         (rocketmq-rust's ``topic#U#uniq``: :attr:`rmqlab.releases.Release.uniq_index_type`)."""
-        pa, pc = _arrow()
+        pa, ac = _arrow()
         rows = np.asarray(rows, dtype=np.int64)
         if not len(rows):
             return (rows, np.zeros(0, np.int64), np.zeros(0, bool)) if tag_mask else (rows, np.zeros(0, np.int64))
-        ridx = pa.array(rows)
-        uniq = self.uniq_key.take(ridx)
-        u_ok = np.asarray(pc.fill_null(pc.not_equal(uniq, ""), False).to_numpy(zero_copy_only=False), dtype=bool)
+        ridx = ac.indices(rows)
+        uniq = ac.take(self.uniq_key, ridx)
+        u_ok = np.asarray(ac.fill_null(ac.not_equal(uniq, ""), False).to_numpy(zero_copy_only=False), dtype=bool)
         u_rows = rows[u_ok]
-        uh, ul = java_string_hashes_arrow(uniq.filter(pa.array(u_ok)))
+        uh, ul = java_string_hashes_arrow(ac.filter(uniq, ac.mask(u_ok)))
         # KEYS split on the separator, empty tokens skipped
-        ks = self.keys.take(ridx)
-        k_ok = np.asarray(pc.fill_null(pc.not_equal(ks, ""), False).to_numpy(zero_copy_only=False), dtype=bool)
-        tokens = pc.split_pattern(ks.filter(pa.array(k_ok)), props.KEY_SEPARATOR)
+        ks = ac.take(self.keys, ridx)
+        k_ok = np.asarray(ac.fill_null(ac.not_equal(ks, ""), False).to_numpy(zero_copy_only=False), dtype=bool)
+        tokens = ac.split_pattern(ac.filter(ks, ac.mask(k_ok)), props.KEY_SEPARATOR)
         if isinstance(tokens, pa.ChunkedArray):
             tokens = tokens.combine_chunks()
-        parents = np.asarray(pc.list_parent_indices(tokens).to_numpy(zero_copy_only=False), dtype=np.int64)
-        flat = tokens.flatten()
-        t_ok = np.asarray(pc.not_equal(flat, "").to_numpy(zero_copy_only=False), dtype=bool)
+        parents = np.asarray(ac.list_parent_indices(tokens).to_numpy(zero_copy_only=False), dtype=np.int64)
+        flat = ac.list_flatten(tokens)
+        t_ok = np.asarray(ac.not_equal(flat, "").to_numpy(zero_copy_only=False), dtype=bool)
         t_rows = rows[k_ok][parents[t_ok]]
-        kh, kl = java_string_hashes_arrow(flat.filter(pa.array(t_ok)))
+        kh, kl = java_string_hashes_arrow(ac.filter(flat, ac.mask(t_ok)))
         rec = np.concatenate((u_rows, t_rows))
         h = np.concatenate((uh, kh))
         ln = np.concatenate((ul, kl))
@@ -282,10 +284,10 @@ class DispatchColumns:
             pre[: len(u_rows)] = u_prefix[self.topic_code[u_rows]]
         is_tag = np.zeros(len(rec), bool)
         if tags and self.tags is not None:
-            tg = self.tags.take(ridx)
-            g_ok = np.asarray(pc.fill_null(pc.not_equal(tg, ""), False).to_numpy(zero_copy_only=False), dtype=bool)
+            tg = ac.take(self.tags, ridx)
+            g_ok = np.asarray(ac.fill_null(ac.not_equal(tg, ""), False).to_numpy(zero_copy_only=False), dtype=bool)
             g_rows = rows[g_ok]
-            gh, gl = java_string_hashes_arrow(tg.filter(pa.array(g_ok)))
+            gh, gl = java_string_hashes_arrow(ac.filter(tg, ac.mask(g_ok)))
             tag_prefix = np.asarray([java_string_hash(index_tag_key(t, "")) for t in self.topics] or [0], dtype=np.int64).astype(np.uint32)
             rec, h, ln = np.concatenate((rec, g_rows)), np.concatenate((h, gh)), np.concatenate((ln, gl))
             pre = np.concatenate((pre, tag_prefix[self.topic_code[g_rows]]))
@@ -298,12 +300,12 @@ class DispatchColumns:
 
     @classmethod
     def from_requests(cls, reqs: Sequence[DispatchRequest]) -> "DispatchColumns":
-        pa, pc = _arrow()
+        pa, ac = _arrow()
         if not reqs:
             fields = [()] * len(DispatchRequest._fields)
         else:
             fields = list(zip(*reqs))  # one column per field, transposed in C
-        enc = pa.array(fields[0], pa.string()).dictionary_encode()  # codes in order of first appearance
+        enc = ac.dictionary_encode(pa.array(fields[0], pa.string()))  # codes in order of first appearance
 
         def col(i):
             return np.array(fields[i], dtype=np.int64)
@@ -333,7 +335,7 @@ class DispatchColumns:
 
     @classmethod
     def concat(cls, parts: Sequence["DispatchColumns"]) -> "DispatchColumns":
-        pa, pc = _arrow()
+        pa, ac = _arrow()
         parts = [p for p in parts if len(p)]
         if not parts:
             return cls.from_requests([])
@@ -384,7 +386,7 @@ class DispatchColumns:
         repeated TAGS, KEYS, UNIQ_KEY or DELAY reads as it does in RocketMQ."""
         from ..scan.decode import JAVA_PROPERTY_PREFIX
 
-        pa, pc = _arrow()
+        pa, ac = _arrow()
         n = batch.num_rows
         col = batch.column
 
@@ -398,7 +400,7 @@ class DispatchColumns:
             return a
 
         topic = single(col("topic"))
-        enc = pc.dictionary_encode(topic) if n else pa.DictionaryArray.from_arrays(pa.array([], pa.int32()), pa.array([], pa.string()))
+        enc = ac.dictionary_encode(topic) if n else pa.DictionaryArray.from_arrays(pa.array([], pa.int32()), pa.array([], pa.string()))
         topics = enc.dictionary.to_pylist()
         topic_code = np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
         tags, keys, uniq, delay, inner_num, inner_base, multi_dispatch, multi_offset = (single(col(JAVA_PROPERTY_PREFIX + name)) for name in cls.JAVA_PROPERTIES)
@@ -408,11 +410,11 @@ class DispatchColumns:
         tags_code = th.view(np.int32).astype(np.int64)
         # SCHEDULE_TOPIC_XXXX with DELAY: the delivery time (the rule of tags_code_for)
         if SCHEDULE_TOPIC in topics and delay.null_count < n:
-            sched = (topic_code == topics.index(SCHEDULE_TOPIC)) & np.asarray(delay.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+            sched = (topic_code == topics.index(SCHEDULE_TOPIC)) & np.asarray(ac.is_valid(delay).to_numpy(zero_copy_only=False), dtype=bool)
             rows = np.flatnonzero(sched)
             if len(rows):
-                idx = pa.array(rows)
-                for r, t, d in zip(rows.tolist(), tags.take(idx).to_pylist(), delay.take(idx).to_pylist()):
+                idx = ac.indices(rows)
+                for r, t, d in zip(rows.tolist(), ac.take(tags, idx).to_pylist(), ac.take(delay, idx).to_pylist()):
                     jp = {props.DELAY: d}
                     if t:
                         jp[props.TAGS] = t
@@ -440,7 +442,7 @@ def _strings(parts, name: str):
     """A string column of ``parts`` concatenated (nulls for the parts without it), or None."""
     if all(getattr(p, name) is None for p in parts):
         return None
-    pa, _ = _arrow()
+    pa, ac = _arrow()
     out = []
     for p in parts:
         a = getattr(p, name)
@@ -457,12 +459,12 @@ def _batch_sizes(queue_offset: np.ndarray, inner_num, inner_base) -> tuple[np.nd
     Python work per record)."""
     if inner_num.null_count == len(inner_num) or inner_base.null_count == len(inner_base):
         return None, None
-    pa, pc = _arrow()
-    rows = np.flatnonzero(np.asarray(pc.and_(inner_num.is_valid(), inner_base.is_valid()).to_numpy(zero_copy_only=False), bool))
+    pa, ac = _arrow()
+    rows = np.flatnonzero(np.asarray(ac.and_(ac.is_valid(inner_num), ac.is_valid(inner_base)).to_numpy(zero_copy_only=False), bool))
     if not len(rows):
         return None, None
-    idx = pa.array(rows)
-    base, size = rules.batch_sizes(queue_offset[rows], inner_num.take(idx).to_pylist(), inner_base.take(idx).to_pylist())
+    idx = ac.indices(rows)
+    base, size = rules.batch_sizes(queue_offset[rows], ac.take(inner_num, idx).to_pylist(), ac.take(inner_base, idx).to_pylist())
     sizes, bases = np.ones(len(queue_offset), np.int64), queue_offset.copy()
     sizes[rows], bases[rows] = size, base
     return sizes, bases
@@ -491,7 +493,7 @@ def read_dispatch_columns(buf, positions: np.ndarray, *, file_base: int, file: s
     :meth:`DispatchColumns.from_arrow`).  CRCs are not checked (Java's reput does not
     check them).
     """
-    pa, pc = _arrow()
+    pa, ac = _arrow()
     rel = np.asarray(positions, dtype=np.int64)
     a = buf if isinstance(buf, np.ndarray) else np.frombuffer(buf, np.uint8)
 

@@ -80,6 +80,8 @@ def java_string_hashes_arrow(arr) -> tuple[np.ndarray, np.ndarray]:
     """
     import pyarrow as pa
 
+    from .compute import fill_null
+
     chunks = arr.chunks if isinstance(arr, pa.ChunkedArray) else [arr]
     hs, ls = [], []
     for c in chunks:
@@ -87,7 +89,7 @@ def java_string_hashes_arrow(arr) -> tuple[np.ndarray, np.ndarray]:
         if n == 0:
             continue
         if c.null_count:
-            c = c.fill_null("")
+            c = fill_null(c, "")
         bufs = c.buffers()
         offs = np.frombuffer(bufs[1], np.int32, count=n + 1, offset=c.offset * 4).astype(np.int64)
         data = np.frombuffer(bufs[2], np.uint8)[offs[0] : offs[-1]] if bufs[2] is not None else np.zeros(0, np.uint8)

@@ -181,11 +181,11 @@ def _scan(store: StoreReader, s: StoreSummary, progress) -> None:
     not a stop), decoded in bulk with :mod:`rmqlab.scan.decode`, batch by batch,
     so that a capture of hundreds of GiB is summarised at memory speed in bounded memory."""
     import pyarrow as pa
-    import pyarrow.compute as pc
 
+    from ..scan import compute as ac
     from ..scan import decode as fd
 
-    ok_kinds = pa.array([fd.KIND_MESSAGE, fd.KIND_BLANK, BODY_CRC, PROPERTY_CRC])
+    ok_kinds = pa.array([fd.KIND_MESSAGE, fd.KIND_BLANK, BODY_CRC, PROPERTY_CRC], pa.string())
     per_queue: Counter = Counter()
     feats: Counter = Counter()
     s.chain_end = expected = store.commitlog.min_offset
@@ -203,10 +203,10 @@ def _scan(store: StoreReader, s: StoreSummary, progress) -> None:
             a, file_base=f.file_from_offset, file=str(f.path), start=expected - f.file_from_offset, resync=False, mode="lenient", include_body=False, columns=_SCAN_COLUMNS
         ):
             pos = np.asarray(batch.column("physical_offset").to_numpy(zero_copy_only=False), np.int64)
-            size = np.asarray(batch.column("total_size").fill_null(0).to_numpy(zero_copy_only=False), np.int64)
+            size = np.asarray(ac.fill_null(batch.column("total_size"), 0).to_numpy(zero_copy_only=False), np.int64)
             # a CRC row is a record read whole, unless the decoder could not read it (an
             # error: its lengths do not add up either, and Java stopped at the CRC first)
-            good = np.asarray(pc.and_(pc.is_in(batch.column("kind"), value_set=ok_kinds), pc.is_null(batch.column("error"))).to_numpy(zero_copy_only=False), bool)
+            good = np.asarray(ac.and_(ac.is_in(batch.column("kind"), value_set=ok_kinds), ac.is_null(batch.column("error"))).to_numpy(zero_copy_only=False), bool)
             # the walk's chain: each row where the previous one ended; it stops at the
             # first damage row or gap (a zero tail the scan resynchronised past)
             chained = np.empty(len(pos), bool)
@@ -216,15 +216,15 @@ def _scan(store: StoreReader, s: StoreSummary, progress) -> None:
             n = int(bad[0]) if len(bad) else len(pos)
             if len(bad) and chained[n]:
                 s.stopped_at = batch.column("error")[n].as_py()
-            blank = np.asarray(pc.equal(batch.column("kind").slice(0, n), fd.KIND_BLANK).to_numpy(zero_copy_only=False), bool)
-            rows = batch.slice(0, n).filter(pa.array(~blank))
+            blank = np.asarray(ac.equal(batch.column("kind").slice(0, n), fd.KIND_BLANK).to_numpy(zero_copy_only=False), bool)
+            rows = ac.filter(batch.slice(0, n), ac.mask(~blank))
             s.blanks += int(blank.sum())
             blank_seen |= bool(blank.any())
             s.records += rows.num_rows
             if rows.num_rows:
                 mpos, msize = pos[:n][~blank], size[:n][~blank]
                 s.chain_end = int(mpos[-1] + msize[-1])
-                s.crc_failures += int(pc.sum(pc.is_in(rows.column("kind"), value_set=pa.array([BODY_CRC, PROPERTY_CRC]))).as_py() or 0)
+                s.crc_failures += int(ac.sum(ac.is_in(rows.column("kind"), value_set=pa.array([BODY_CRC, PROPERTY_CRC], pa.string()))).as_py() or 0)
                 _count_features(rows, a, mpos - f.file_from_offset, msize, per_queue, feats)
             if n:
                 expected = int(pos[n - 1] + size[n - 1])
@@ -242,10 +242,10 @@ def _scan(store: StoreReader, s: StoreSummary, progress) -> None:
 
 
 def _count_features(rows, a: np.ndarray, rel: np.ndarray, size: np.ndarray, per_queue: Counter, feats: Counter) -> None:
-    import pyarrow.compute as pc
+    from ..scan import compute as ac
 
-    keys = pc.binary_join_element_wise(rows.column("topic"), pc.cast(rows.column("queue_id"), "string"), "/")
-    counted = pc.value_counts(keys)
+    keys = ac.binary_join_element_wise(rows.column("topic"), ac.cast(rows.column("queue_id"), "string"), "/")
+    counted = ac.value_counts(keys)
     for k, c in zip(counted.field("values").to_pylist(), counted.field("counts").to_pylist()):
         per_queue[k] += c
     magic = np.asarray(rows.column("magic").to_numpy(zero_copy_only=False), np.int64)
@@ -261,8 +261,8 @@ def _count_features(rows, a: np.ndarray, rel: np.ndarray, size: np.ndarray, per_
         "IPv6 store host": int((sf & cl.FLAG_STOREHOST_V6 != 0).sum()),
         "__CRC32# property CRC": int(has_crc.sum()),
         "compressed body": int((sf & cl.FLAG_COMPRESSED != 0).sum()),
-        "delayed (SCHEDULE_TOPIC_XXXX)": int(pc.sum(pc.equal(topics, "SCHEDULE_TOPIC_XXXX")).as_py() or 0),
-        f"timer messages ({TIMER_TOPIC})": int(pc.sum(pc.equal(topics, TIMER_TOPIC)).as_py() or 0),
+        "delayed (SCHEDULE_TOPIC_XXXX)": int(ac.sum(ac.equal(topics, "SCHEDULE_TOPIC_XXXX")).as_py() or 0),
+        f"timer messages ({TIMER_TOPIC})": int(ac.sum(ac.equal(topics, TIMER_TOPIC)).as_py() or 0),
     }
     for t in (cl.TRANSACTION_PREPARED_TYPE, cl.TRANSACTION_COMMIT_TYPE, cl.TRANSACTION_ROLLBACK_TYPE):
         counts[f"transaction {cl.TRANSACTION_NAMES[t]}"] = int((sf & cl.TRANSACTION_MASK == t).sum())

@@ -3,6 +3,8 @@ names the rule (exit 2), never a traceback, never an answer to a question not as
 
 from __future__ import annotations
 
+import importlib.metadata
+
 import pytest
 
 from tests.support import REFERENCE
@@ -57,7 +59,7 @@ def test_salvage_refuses_what_is_not_a_store(tmp_path):
 
 def test_version_help_and_exit_statuses_are_told():
     v = cli("--version")
-    assert v.returncode == 0 and v.stdout.startswith("rmqlab ")
+    assert v.returncode == 0 and v.stdout == f"rmqlab {importlib.metadata.version('rmqlab')}\n"
     for command in ("info", "dump", "lookup", "queue", "hexdump", "recover", "verify", "salvage", "diff", "generate", "write"):
         h = cli(command, "--help")
         assert h.returncode == 0
@@ -167,3 +169,26 @@ def test_a_read_command_on_a_small_store_does_without_the_compiled_loops(argv):
     assert with_loops.startswith("True\n")
     with_loops = with_loops.partition("\n")[2]
     assert text.strip() == with_loops.strip() and text.strip()
+
+
+@pytest.mark.parametrize("argv", [["info", "crashed"], ["dump", "clean"], ["recover", "crashed"], ["verify", "damaged"], ["map", "damaged"], ["--version"]])
+def test_a_read_command_on_a_small_store_imports_only_what_it_uses(argv):
+    """What a command on a sample store spends before it reads is mostly imports: the
+    program (``rmqlab.cli.command``, as the console script runs it) reaches Arrow's
+    kernels without ``pyarrow.compute`` (its ~290 wrappers: rmqlab.scan.compute),
+    the CRC-32C package only for the files that carry one, the package metadata only
+    for ``--version``, and never dateutil or numpy.ma (which pyarrow imports for a
+    Python list of no given type, or a numpy array)."""
+    import subprocess
+    import sys
+
+    from tests.support import SAMPLES
+
+    args = [argv[0], str(SAMPLES / argv[1])] if len(argv) > 1 else argv
+    probe = (f"import sys, contextlib, io\nsys.argv = ['rmqlab', *{args!r}]\nfrom rmqlab.cli import command\n"
+             "with contextlib.redirect_stdout(io.StringIO()) as out:\n    try:\n        command()\n    except SystemExit:\n        pass\n"
+             "print(sorted(m for m in ('pyarrow.compute', 'crc32c', 'importlib.metadata', 'dateutil', 'numpy.ma', 'pandas') if m in sys.modules))\n"
+             "print(bool(out.getvalue()))")
+    loaded, said = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.splitlines()
+    assert said == "True"  # it answered
+    assert loaded == ("['importlib.metadata']" if argv == ["--version"] else "[]"), f"rmqlab {' '.join(argv)} imported {loaded}"
