@@ -57,9 +57,10 @@ from ..errors import StoreLayoutError, StoreLockedError
 from ..format import commitlog as cl
 from ..format import hashing
 from ..format import properties as props
-from ..format.batch import BatchFormatError
+from ..format.batch import ENTRY_OVERHEAD as BATCH_ENTRY_OVERHEAD, BatchFormatError
 from ..format.encode import CRC_PROPERTY_PLACEHOLDER, WHOLE_RECORD_PACKERS, batch_record_sizes, record_packer, topic_field, whole_record_packer, write_batch_records
 from ..format.hashing import java_string_hash
+from ..format.layout import PREFIX_DTYPES
 from ..scan.crc import crc32_slices
 from ..format.msgid import parse_host
 from ..format.record import PROPERTY_CRC_TAIL, Record
@@ -93,6 +94,14 @@ except ImportError:
     _native_put = None
 if os.environ.get("RMQLAB_PURE_PUT"):
     _native_put = None
+# an encoded batch in C (_put.write_batch): where the six fields that differ record by
+# record sit in the fixed part (by the hosts' kind: born IPv6 + 2 * store IPv6), and how
+# much longer a record is than its entry, besides the topic field (the fixed part and
+# propertiesLength, less the entry's head and propertiesLength)
+_BATCH_FIELDS_AT = tuple(tuple(dt.fields[name][1] for name in ("total_size", "body_crc", "flag", "queue_offset", "physical_offset", "len_body")) for dt in PREFIX_DTYPES)
+assert all(tuple(dt.fields[name][0].itemsize for name in ("total_size", "body_crc", "flag", "queue_offset", "physical_offset", "len_body")) == (4, 4, 4, 8, 8, 4)
+           for dt in PREFIX_DTYPES)
+_BATCH_GROWTH = tuple(dt.itemsize + 2 - BATCH_ENTRY_OVERHEAD for dt in PREFIX_DTYPES)
 # the SYNC_FLUSH group commit with a GIL-free flusher (optional; RMQLAB_PURE_FLUSH=1
 # keeps flush.GroupCommitService)
 try:
@@ -866,12 +875,19 @@ class MessageStore:
         status, reason, topic_raw = self.validator.check_topic(batch.topic)
         if status is not _OK:
             return self._fail(status, reason)
-        try:
-            lay = batch.layout()
-        except BatchFormatError as exc:
-            return self._fail(PutMessageStatus.MESSAGE_ILLEGAL, str(exc))
-        if not len(lay):
-            return self._fail(PutMessageStatus.MESSAGE_ILLEGAL, "empty batch")
+        # the entries: walked in C where it is built (_put.batch_entries, BatchLayout.of's
+        # checks), else by numpy; a body C does not take goes to numpy, which says why
+        counted = _native_put.batch_entries(batch.body) if _native_put is not None and self._native_put and batch._layout is None else None
+        if counted is not None and batch.offsets is not None and len(batch.offsets) != counted[0] + 1:
+            counted = None
+        lay = None
+        if counted is None:
+            try:
+                lay = batch.layout()
+            except BatchFormatError as exc:
+                return self._fail(PutMessageStatus.MESSAGE_ILLEGAL, str(exc))
+            if not len(lay):
+                return self._fail(PutMessageStatus.MESSAGE_ILLEGAL, "empty batch")
         qid = batch.queue_id
         if not isinstance(qid, int) or qid < 0:
             return self._fail(PutMessageStatus.MESSAGE_ILLEGAL, f"queueId {qid!r} is not a non-negative int")
@@ -884,19 +900,27 @@ class MessageStore:
         store_host = batch.store_host or self.store_host
         sys_flag = batch.sys_flag & ~_V6_BITS
         sys_flag |= (cl.FLAG_BORNHOST_V6 if len(born_host[0]) == 16 else 0) | (cl.FLAG_STOREHOST_V6 if len(store_host[0]) == 16 else 0)
-        _, tfield = topic_field(topic_raw)
-        sizes = batch_record_sizes(lay, len(tfield), len(born_host[0]) == 16, len(store_host[0]) == 16)
-        total = int(sizes.sum())
+        magic, tfield = topic_field(topic_raw)
+        hosts = (len(born_host[0]) == 16) + 2 * (len(store_host[0]) == 16)
+        if counted is not None:
+            n, max_body = counted
+            total = len(batch.body) + n * (_BATCH_GROWTH[hosts] + len(tfield))
+        else:
+            n, max_body = len(lay), int(lay.body_len.max())
+            sizes = batch_record_sizes(lay, len(tfield), hosts & 1 == 1, hosts & 2 == 2)
+            total = int(sizes.sum())
         # Java MessageExtEncoder.encode(MessageExtBatch): each body within maxMessageSize,
         # all the records within maxMessageSize + 64 KiB
-        if int(lay.body_len.max()) > self.validator.max_body:
+        if max_body > self.validator.max_body:
+            lay = batch.layout()
             i = int(np.argmax(lay.body_len))
             return self._fail(PutMessageStatus.MESSAGE_ILLEGAL, f"message {i}: body is {int(lay.body_len[i])} bytes, more than maxMessageSize={self.validator.max_body}")
         if total > self.validator.max_record or total > self.validator.max_fit:
             return self._fail(PutMessageStatus.MESSAGE_ILLEGAL, f"the batch's records are {total} bytes, more than {min(self.validator.max_record, self.validator.max_fit)} (maxMessageSize + 64 KiB, or a commitlog file)")
-        crcs = crc32_slices(batch.body, lay.body_start, lay.body_start + lay.body_len) & 0x7FFFFFFF
-        starts = np.zeros(len(lay), dtype=np.int64)
-        np.cumsum(sizes[:-1], out=starts[1:])
+        if counted is None:
+            crcs = crc32_slices(batch.body, lay.body_start, lay.body_start + lay.body_len) & 0x7FFFFFFF
+            starts = np.zeros(n, dtype=np.int64)
+            np.cumsum(sizes[:-1], out=starts[1:])
         key = (batch.topic, qid)
         clog = self.commitlog
         with self._lock:
@@ -911,23 +935,33 @@ class MessageStore:
             qoff = self._queue_offsets.get(key, 0)
             if end > f.populated:
                 clog.prefault(f, end)
-            dst = np.frombuffer(f.mm, np.uint8, count=total, offset=pos)
-            try:
-                write_batch_records(
-                    dst, batch.body, lay, topic=topic_raw, body_crc=crcs, queue_id=qid, queue_offset=qoff + np.arange(len(lay)), physical_offset=phy + starts,
-                    sys_flag=sys_flag, born_timestamp=ts if batch.born_timestamp is None else batch.born_timestamp, born_host=born_host,
-                    store_timestamp=ts, store_host=store_host,
-                )
-            except (OverflowError, ValueError, TypeError) as exc:  # a batch field beyond its Java type
-                dst[:] = 0
-                return self._fail(PutMessageStatus.MESSAGE_ILLEGAL, f"a batch field does not fit its Java type: {exc}")
-            finally:
-                del dst  # the mapping must not stay exported
-            self._queue_offsets[key] = qoff + len(lay)
+            born_ts = ts if batch.born_timestamp is None else batch.born_timestamp
+            if counted is not None:
+                # the fixed fields the records share packed once (the schema's packer), the
+                # six that differ written record by record in C
+                try:
+                    template = record_packer(len(born_host[0]), len(store_host[0])).pack(
+                        0, magic, 0, qid, 0, 0, 0, sys_flag, born_ts, born_host[0], born_host[1], ts, store_host[0], store_host[1], 0, 0, 0)
+                except (struct.error, OverflowError, TypeError) as exc:  # a batch field beyond its Java type; nothing written
+                    return self._fail(PutMessageStatus.MESSAGE_ILLEGAL, f"a batch field does not fit its Java type: {exc}")
+                offsets = _native_put.write_batch(f.mm, pos, batch.body, template, _BATCH_FIELDS_AT[hosts], tfield, qoff, phy)
+            else:
+                dst = np.frombuffer(f.mm, np.uint8, count=total, offset=pos)
+                try:
+                    write_batch_records(
+                        dst, batch.body, lay, topic=topic_raw, body_crc=crcs, queue_id=qid, queue_offset=qoff + np.arange(n), physical_offset=phy + starts,
+                        sys_flag=sys_flag, born_timestamp=born_ts, born_host=born_host, store_timestamp=ts, store_host=store_host,
+                    )
+                except (OverflowError, ValueError, TypeError) as exc:  # a batch field beyond its Java type
+                    dst[:] = 0
+                    return self._fail(PutMessageStatus.MESSAGE_ILLEGAL, f"a batch field does not fit its Java type: {exc}")
+                finally:
+                    del dst  # the mapping must not stay exported
+                offsets = (phy + starts).tolist()
+            self._queue_offsets[key] = qoff + n
             f.wrote_position = end
             clog.store_timestamp = ts
             clog.max_offset = phy + total
-            offsets = (phy + starts).tolist()
             self._pending.extend(offsets)
         status = self._after_append(phy + total, None, ts)
         if status is _OK and batch.topic not in self._fast_topics and len(self._fast_topics) < 100_000:

@@ -1,6 +1,7 @@
-"""put_batch of a producer's encoded batch (Java ``MessageExtBatch``): the numpy
-encoder writes what the message-by-message path writes, keeps a batch in one
-commitlog file as Java does, and refuses bad batch bodies naming the byte."""
+"""put_batch of a producer's encoded batch (Java ``MessageExtBatch``): the C writer
+(``rmqlab.engine._put.write_batch``) and the numpy encoder write what the
+message-by-message path writes, keep a batch in one commitlog file as Java does, and
+refuse bad batch bodies naming the byte."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import numpy as np
 import pytest
 
 from rmqlab.engine import ManualClock, Message, MessageBatch, MessageInputError, MessageStore, PutMessageStatus
+from rmqlab.engine.message_store import _native_put
 from rmqlab.format.batch import BatchEntry, BatchFormatError, BatchLayout, encode_entries
 from rmqlab.format.msgid import parse_host
 from rmqlab.store.reader import open_store
@@ -38,24 +40,36 @@ def _messages(n, *, same_size: bool, topic="TopicA", queue_id=2, start=0):
     return out
 
 
+#: the two writers of an encoded batch: C's (where it is built) and numpy's
+WRITERS = pytest.mark.parametrize("native", [pytest.param(True, marks=pytest.mark.skipif(_native_put is None, reason="rmqlab.engine._put is not built")), False],
+                                  ids=["C", "numpy"])
+
+
 def _all_files(root):
     return {sub: store_files(root, sub) for sub in ("commitlog", "consumequeue", "index")}
 
 
+@WRITERS
 @pytest.mark.parametrize("same_size", [True, False], ids=["one-shape", "varied"])
-@pytest.mark.parametrize("hosts", ["ipv4", "ipv6-store"])
-def test_encoded_batch_writes_what_message_by_message_writes(tmp_path, same_size, hosts):
+@pytest.mark.parametrize("hosts", ["ipv4", "ipv6-store", "ipv6-both"])
+def test_encoded_batch_writes_what_message_by_message_writes(tmp_path, same_size, hosts, native):
     """Records, consume queues and index: byte for byte the same as putting the same
     messages as a list (the per-message encoder is checked against RocketMQ's files)."""
-    store_host = parse_host("[2001:db8::7]:10911") if hosts == "ipv6-store" else None
+    store_host = parse_host("[2001:db8::7]:10911") if hosts != "ipv4" else None
+    born_host = parse_host("[2001:db8::9]:4242") if hosts == "ipv6-both" else None
     cfg = small_config(mapped_file_size_commit_log=1 << 20)  # no file boundary: there the two differ (next test)
     answers = {}
     for name in ("list", "batch"):
-        with _open(tmp_path / name, store_host=store_host, config=cfg) as store:
+        with _open(tmp_path / name, store_host=store_host, config=cfg, native_put=native) as store:
             got = []
             for k in range(6):
                 msgs = _messages(50, same_size=same_size, queue_id=k % 3, start=50 * k)
-                r = store.put_batch(MessageBatch.from_messages(msgs) if name == "batch" else msgs)
+                batch = MessageBatch.from_messages(msgs)
+                if born_host is not None:  # the batch's, and each message's of the list
+                    batch.born_host = born_host
+                    for m in msgs:
+                        m.born_host = born_host
+                r = store.put_batch(batch if name == "batch" else msgs)
                 assert r.ok, r
                 got.append((r.wrote_offset, r.wrote_bytes, r.queue_offset, r.store_timestamp, r.msg_num, r.offsets))
             answers[name] = got
@@ -83,8 +97,9 @@ def test_batch_goes_whole_into_the_next_file_when_it_does_not_fit(tmp_path):
         assert st.commitlog.read(first.wrote_offset + first.wrote_bytes).is_blank
 
 
-def test_batch_fields_and_dispatch(tmp_path):
-    with _open(tmp_path / "s") as store:
+@WRITERS
+def test_batch_fields_and_dispatch(tmp_path, native):
+    with _open(tmp_path / "s", native_put=native) as store:
         b = MessageBatch.from_messages(_messages(10, same_size=False, queue_id=1), queue_id=3)
         b.born_timestamp = T0 - 5
         b.born_host = parse_host("10.0.0.9:4242")
@@ -130,10 +145,11 @@ def _damaged_bodies():
     yield "propertiesLength", bytes(bad), 25
 
 
+@WRITERS
 @pytest.mark.parametrize("case", list(_damaged_bodies()), ids=lambda c: c[0])
-def test_bad_batch_bodies_are_refused_naming_the_byte(tmp_path, case):
+def test_bad_batch_bodies_are_refused_naming_the_byte(tmp_path, case, native):
     _, body, at = case
-    with _open(tmp_path / "s") as store:
+    with _open(tmp_path / "s", native_put=native) as store:
         r = store.put_batch(MessageBatch("TopicA", body))
         assert r.status is PutMessageStatus.MESSAGE_ILLEGAL
         if at is not None:
@@ -141,8 +157,9 @@ def test_bad_batch_bodies_are_refused_naming_the_byte(tmp_path, case):
         assert store.max_phy_offset == 0 and store.dispatch_behind == 0
 
 
-def test_batch_limits(tmp_path):
-    with _open(tmp_path / "s", config=small_config(max_message_size=1024)) as store:
+@WRITERS
+def test_batch_limits(tmp_path, native):
+    with _open(tmp_path / "s", config=small_config(max_message_size=1024), native_put=native) as store:
         big = MessageBatch.from_messages([Message("TopicA", b"a" * 10), Message("TopicA", b"b" * 1025)])
         r = store.put_batch(big)
         assert r.status is PutMessageStatus.MESSAGE_ILLEGAL and "message 1" in r.reason
@@ -150,6 +167,19 @@ def test_batch_limits(tmp_path):
         r = store.put_batch(many)
         assert r.status is PutMessageStatus.MESSAGE_ILLEGAL and "batch's records" in r.reason
         assert store.put_batch(MessageBatch("bad topic!", encode_entries([(0, b"x", b"")])[0])).status is PutMessageStatus.MESSAGE_ILLEGAL
+        assert store.max_phy_offset == 0
+        # a field beyond its Java type (bornTimestamp is a long, queueId an int): refused, nothing written
+        late = MessageBatch.from_messages([Message("TopicA", b"x"), Message("TopicA", b"y")])
+        late.born_timestamp = 1 << 63
+        r = store.put_batch(late)
+        assert r.status is PutMessageStatus.MESSAGE_ILLEGAL and "does not fit its Java type" in r.reason, r
+        wide = MessageBatch.from_messages([Message("TopicA", b"x", queue_id=1 << 31)], queue_id=1 << 31)
+        assert store.put_batch(wide).status is PutMessageStatus.MESSAGE_ILLEGAL
+        assert store.max_phy_offset == 0 and not any(store.commitlog.files[-1].mm[:4096])
+        # offsets that are not the body's entries: the numpy path's refusal, either way
+        body, offsets = encode_entries([(0, b"one", b""), (0, b"two", b"")])
+        r = store.put_batch(MessageBatch("TopicA", body, offsets=np.asarray([0, len(body)])))
+        assert r.status is PutMessageStatus.MESSAGE_ILLEGAL, r
         assert store.max_phy_offset == 0
 
 
