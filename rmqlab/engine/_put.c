@@ -821,8 +821,11 @@ static PyTypeObject PutterType = {
  * None for anything else, and the Python path then raises the error that names the byte.
  * The record's fixed fields come as a template the caller packed (rmqlab.format.encode.
  * record_packer, from the construct schema) with the offsets of the six fields that differ
- * record by record; this file declares no layout of its own.  Widths: totalSize, bodyCRC,
- * flag, bodyLength 4 bytes, queueOffset and physicalOffset 8 (the caller checks them). */
+ * record by record; the record's layout is not declared here.  Widths: totalSize, bodyCRC,
+ * flag, bodyLength 4 bytes, queueOffset and physicalOffset 8 (the caller checks them).
+ * An entry is read at fixed places (totalSize at 0, flag at 12, bodyLength at 16, the body
+ * at 20): message_store checks them against the schema's (format.batch.ENTRY_FIELDS_AT)
+ * when it imports this module. */
 
 #define ENTRY_HEAD 20   /* totalSize, magic, bodyCRC, flag, bodyLength */
 #define ENTRY_OVERHEAD (ENTRY_HEAD + 2)

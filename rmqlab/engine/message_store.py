@@ -57,7 +57,7 @@ from ..errors import StoreLayoutError, StoreLockedError
 from ..format import commitlog as cl
 from ..format import hashing
 from ..format import properties as props
-from ..format.batch import ENTRY_OVERHEAD as BATCH_ENTRY_OVERHEAD, BatchFormatError
+from ..format.batch import ENTRY_FIELDS_AT as BATCH_ENTRY_FIELDS_AT, ENTRY_OVERHEAD as BATCH_ENTRY_OVERHEAD, BatchFormatError
 from ..format.encode import CRC_PROPERTY_PLACEHOLDER, WHOLE_RECORD_PACKERS, batch_record_sizes, record_packer, topic_field, whole_record_packer, write_batch_records
 from ..format.hashing import java_string_hash
 from ..format.layout import PREFIX_DTYPES
@@ -102,6 +102,8 @@ _BATCH_FIELDS_AT = tuple(tuple(dt.fields[name][1] for name in ("total_size", "bo
 assert all(tuple(dt.fields[name][0].itemsize for name in ("total_size", "body_crc", "flag", "queue_offset", "physical_offset", "len_body")) == (4, 4, 4, 8, 8, 4)
            for dt in PREFIX_DTYPES)
 _BATCH_GROWTH = tuple(dt.itemsize + 2 - BATCH_ENTRY_OVERHEAD for dt in PREFIX_DTYPES)
+# and where _put.c reads an entry's totalSize, flag, bodyLength and body (its ENTRY_HEAD)
+assert _native_put is None or BATCH_ENTRY_FIELDS_AT == (0, 12, 16, 20), BATCH_ENTRY_FIELDS_AT
 # the SYNC_FLUSH group commit with a GIL-free flusher (optional; RMQLAB_PURE_FLUSH=1
 # keeps flush.GroupCommitService)
 try:
@@ -907,7 +909,7 @@ class MessageStore:
             total = len(batch.body) + n * (_BATCH_GROWTH[hosts] + len(tfield))
         else:
             n, max_body = len(lay), int(lay.body_len.max())
-            sizes = batch_record_sizes(lay, len(tfield), hosts & 1 == 1, hosts & 2 == 2)
+            sizes = batch_record_sizes(lay, len(tfield), bool(hosts & 1), bool(hosts & 2))
             total = int(sizes.sum())
         # Java MessageExtEncoder.encode(MessageExtBatch): each body within maxMessageSize,
         # all the records within maxMessageSize + 64 KiB

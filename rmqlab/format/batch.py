@@ -50,6 +50,9 @@ _BODY_AT = _HEAD_DTYPE.itemsize  # the body follows the head
 _HEAD = struct.Struct(">" + "i" * len(_HEAD_DTYPE.names))
 #: bytes of an entry besides its body and properties (the head and propertiesLength)
 ENTRY_OVERHEAD = _BODY_AT + 2
+#: where an entry's flag and bodyLength sit and where its body starts: rmqlab.engine._put
+#: reads entries at these places (its batch_entries and write_batch), checked at its import
+ENTRY_FIELDS_AT = (_HEAD_DTYPE.fields["total_size"][1], _HEAD_DTYPE.fields["flag"][1], _HEAD_DTYPE.fields["len_body"][1], _BODY_AT)
 _I16 = struct.Struct(">h")
 
 
@@ -139,4 +142,4 @@ class BatchLayout:
         return cls(start, total, head["flag"].astype(np.int64), blen, plen)
 
 
-__all__ = ["BatchEntry", "BatchFormatError", "BatchLayout", "ENTRY_OVERHEAD", "encode_entries", "walk_entries"]
+__all__ = ["BatchEntry", "BatchFormatError", "BatchLayout", "ENTRY_FIELDS_AT", "ENTRY_OVERHEAD", "encode_entries", "walk_entries"]
