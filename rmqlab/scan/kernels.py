@@ -456,16 +456,6 @@ def _ascii_hashes_loop(data, offs, out):  # pragma: no cover - compiled
         out[i] = h
 
 
-def _ascii_hashes_vectorised(data, offs, out):
-    """:func:`_ascii_hashes_loop`'s answer by numpy (:func:`rmqlab.scan.hashes._hash_code_units`,
-    tested equal to Java's ``hashCode`` key by key): what runs while the loops are not
-    loaded.  The loop itself interpreted costs ~1 µs a byte, ~70 ms of a sample store's
-    verify for its ~2,000 index keys; this is ~1 ms."""
-    from .hashes import _hash_code_units
-
-    out[:] = _hash_code_units(data[offs[0] : offs[-1]].astype(np.uint32), np.diff(offs))
-
-
 def _compile_index():
     numba = _numba()
     if numba is None:
@@ -818,10 +808,13 @@ def index_chains(slots: np.ndarray, prev: np.ndarray, count: int, max_cycles: in
     return owner, cycles[: min(nc, max_cycles)], int(nc)
 
 
-def ascii_hashes(data: np.ndarray, offs: np.ndarray) -> np.ndarray:
+def ascii_hashes(data: np.ndarray, offs: np.ndarray, plain=None) -> np.ndarray:
     """Java ``String.hashCode`` (uint32) of each ASCII string ``data[offs[i]:offs[i+1]]``
-    (an Arrow string array's data and int64 offsets), in one compiled pass."""
-    loop = _loop_for("_ASCII_HASHES", _ascii_hashes_vectorised, len(data))
+    (an Arrow string array's data and int64 offsets), in one compiled pass.  ``plain``
+    (``plain(data, offs, out)``) is what runs while the loops are not loaded, instead of
+    the loop interpreted (~1 µs a byte): :func:`rmqlab.scan.hashes.java_string_hashes_arrow`
+    gives numpy's vectorised hash."""
+    loop = _loop_for("_ASCII_HASHES", plain or _ascii_hashes_loop, len(data))
     out = np.empty(len(offs) - 1, np.uint32)
     loop(np.ascontiguousarray(data, np.uint8), np.ascontiguousarray(offs, np.int64), out)
     return out

@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 
 from rmqlab.scan import decode as fd
-from rmqlab.scan import kernels
+from rmqlab.scan import hashes, kernels
 
 from tests.support import REFERENCE
 
@@ -301,6 +301,8 @@ def test_the_index_loops_give_the_same_answers_interpreted_and_compiled(monkeypa
 
     slow, fast = both(kernels.ascii_hashes, data, offs)
     assert slow.tolist() == fast.tolist() == [java(w) for w in words]
+    numpy_s, _ = both(lambda d, o: kernels.ascii_hashes(d, o, plain=hashes.ascii_hashes_vectorised), data, offs)  # what the small stores run
+    assert numpy_s.tolist() == [java(w) for w in words]
     a, q = np.unique(rng.integers(0, 2000, 600)), np.sort(rng.integers(0, 2000, 500))
     slow, fast = both(kernels.merge_find, a, q)
     assert slow.tolist() == fast.tolist() and (slow >= 0).sum() > 10
