@@ -117,8 +117,10 @@ def use_widget(driver, box) -> str | None:
         if not _changed(box, before):
             return "the pointer over the map changed nothing"
         # then the keys: the map has the focus after the click; → → → moves the cursor
-        # three pixels on (the description names the pixel)
-        time.sleep(1)
+        # three pixels on (the description names the pixel).  The pixel is read once what
+        # the map shows has settled: the hover's and the click's answers come back from
+        # the kernel one after the other, the click's last (a loaded machine took > 1 s)
+        _settled(box)
         at = re.findall(r"pixel (\d+): the log's bytes", box.text)
         if not at:
             return "the map names no pixel"
@@ -142,6 +144,17 @@ def use_widget(driver, box) -> str | None:
             return "nothing to click"
         others[0].click()
     return None if _changed(box, before) else "what it shows did not change"
+
+
+def _settled(box, quiet: float = 1.5, within: float = 30) -> None:
+    """Wait until what ``box`` shows has not changed for ``quiet`` seconds (at most ``within``)."""
+    deadline = time.time() + within
+    last, since = box.text, time.time()
+    while time.time() < deadline and time.time() - since < quiet:
+        time.sleep(0.25)
+        now = box.text
+        if now != last:
+            last, since = now, time.time()
 
 
 def _changed(box, before: str, within: float = 30) -> bool:
