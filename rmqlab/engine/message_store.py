@@ -57,8 +57,8 @@ from ..errors import StoreLayoutError, StoreLockedError
 from ..format import commitlog as cl
 from ..format import hashing
 from ..format import properties as props
-from ..format.batch import ENTRY_FIELDS_AT as BATCH_ENTRY_FIELDS_AT, ENTRY_OVERHEAD as BATCH_ENTRY_OVERHEAD, BatchFormatError
-from ..format.encode import CRC_PROPERTY_PLACEHOLDER, WHOLE_RECORD_PACKERS, batch_record_sizes, record_packer, topic_field, whole_record_packer, write_batch_records
+from ..format.batch import ENTRY_FIELDS_AT as BATCH_ENTRY_FIELDS_AT, BatchFormatError
+from ..format.encode import CRC_PROPERTY_PLACEHOLDER, WHOLE_RECORD_PACKERS, batch_record_sizes, batch_records_bytes, record_packer, topic_field, whole_record_packer, write_batch_records
 from ..format.hashing import java_string_hash
 from ..format.layout import PREFIX_DTYPES
 from ..scan.crc import crc32_slices
@@ -95,13 +95,11 @@ except ImportError:
 if os.environ.get("RMQLAB_PURE_PUT"):
     _native_put = None
 # an encoded batch in C (_put.write_batch): where the six fields that differ record by
-# record sit in the fixed part (by the hosts' kind: born IPv6 + 2 * store IPv6), and how
-# much longer a record is than its entry, besides the topic field (the fixed part and
-# propertiesLength, less the entry's head and propertiesLength)
-_BATCH_FIELDS_AT = tuple(tuple(dt.fields[name][1] for name in ("total_size", "body_crc", "flag", "queue_offset", "physical_offset", "len_body")) for dt in PREFIX_DTYPES)
-assert all(tuple(dt.fields[name][0].itemsize for name in ("total_size", "body_crc", "flag", "queue_offset", "physical_offset", "len_body")) == (4, 4, 4, 8, 8, 4)
-           for dt in PREFIX_DTYPES)
-_BATCH_GROWTH = tuple(dt.itemsize + 2 - BATCH_ENTRY_OVERHEAD for dt in PREFIX_DTYPES)
+# record sit in the fixed part, by the hosts' kind (born IPv6 + 2 * store IPv6), and
+# the widths _put.c writes them with
+_BATCH_FIELDS = ("total_size", "body_crc", "flag", "queue_offset", "physical_offset", "len_body")
+_BATCH_FIELDS_AT = tuple(tuple(dt.fields[name][1] for name in _BATCH_FIELDS) for dt in PREFIX_DTYPES)
+assert all(tuple(dt.fields[name][0].itemsize for name in _BATCH_FIELDS) == (4, 4, 4, 8, 8, 4) for dt in PREFIX_DTYPES)
 # and where _put.c reads an entry's totalSize, flag, bodyLength and body (its ENTRY_HEAD)
 assert _native_put is None or BATCH_ENTRY_FIELDS_AT == (0, 12, 16, 20), BATCH_ENTRY_FIELDS_AT
 # the SYNC_FLUSH group commit with a GIL-free flusher (optional; RMQLAB_PURE_FLUSH=1
@@ -879,7 +877,7 @@ class MessageStore:
             return self._fail(status, reason)
         # the entries: walked in C where it is built (_put.batch_entries, BatchLayout.of's
         # checks), else by numpy; a body C does not take goes to numpy, which says why
-        counted = _native_put.batch_entries(batch.body) if _native_put is not None and self._native_put and batch._layout is None else None
+        counted = _native_put.batch_entries(batch.body) if _native_put is not None and self._native_put else None
         if counted is not None and batch.offsets is not None and len(batch.offsets) != counted[0] + 1:
             counted = None
         lay = None
@@ -903,13 +901,13 @@ class MessageStore:
         sys_flag = batch.sys_flag & ~_V6_BITS
         sys_flag |= (cl.FLAG_BORNHOST_V6 if len(born_host[0]) == 16 else 0) | (cl.FLAG_STOREHOST_V6 if len(store_host[0]) == 16 else 0)
         magic, tfield = topic_field(topic_raw)
-        hosts = (len(born_host[0]) == 16) + 2 * (len(store_host[0]) == 16)
+        born_v6, store_v6 = len(born_host[0]) == 16, len(store_host[0]) == 16
         if counted is not None:
             n, max_body = counted
-            total = len(batch.body) + n * (_BATCH_GROWTH[hosts] + len(tfield))
+            total = batch_records_bytes(len(batch.body), n, len(tfield), born_v6, store_v6)
         else:
             n, max_body = len(lay), int(lay.body_len.max())
-            sizes = batch_record_sizes(lay, len(tfield), bool(hosts & 1), bool(hosts & 2))
+            sizes = batch_record_sizes(lay, len(tfield), born_v6, store_v6)
             total = int(sizes.sum())
         # Java MessageExtEncoder.encode(MessageExtBatch): each body within maxMessageSize,
         # all the records within maxMessageSize + 64 KiB
@@ -946,7 +944,7 @@ class MessageStore:
                         0, magic, 0, qid, 0, 0, 0, sys_flag, born_ts, born_host[0], born_host[1], ts, store_host[0], store_host[1], 0, 0, 0)
                 except (struct.error, OverflowError, TypeError) as exc:  # a batch field beyond its Java type; nothing written
                     return self._fail(PutMessageStatus.MESSAGE_ILLEGAL, f"a batch field does not fit its Java type: {exc}")
-                offsets = _native_put.write_batch(f.mm, pos, batch.body, template, _BATCH_FIELDS_AT[hosts], tfield, qoff, phy)
+                offsets = _native_put.write_batch(f.mm, pos, batch.body, template, _BATCH_FIELDS_AT[born_v6 + 2 * store_v6], tfield, qoff, phy)
             else:
                 dst = np.frombuffer(f.mm, np.uint8, count=total, offset=pos)
                 try:

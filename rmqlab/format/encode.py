@@ -14,6 +14,7 @@ import zlib
 import numpy as np
 
 from . import commitlog as cl
+from .batch import ENTRY_OVERHEAD
 from .layout import PREFIX_DTYPES
 from .properties import CRC32, NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR
 from .record import HEADER_FORMAT, PROPERTY_CRC_TAIL, encode_crc_digits
@@ -139,10 +140,22 @@ def topic_field(topic: bytes) -> tuple[int, bytes]:
     return cl.MAGIC_V1, struct.pack(">b", len(topic)) + topic
 
 
+def _record_fixed(born_v6: bool, store_v6: bool) -> int:
+    """Bytes of a record besides its body, topic and properties: the fixed part and
+    propertiesLength."""
+    return PREFIX_DTYPES[born_v6 + 2 * store_v6].itemsize + 2
+
+
 def batch_record_sizes(layout, topic_len: int, born_v6: bool, store_v6: bool) -> np.ndarray:
     """totalSize of the record each batch entry becomes (no batch properties)."""
-    fixed = PREFIX_DTYPES[born_v6 + 2 * store_v6].itemsize + 2  # + propertiesLength
-    return fixed + layout.body_len + topic_len + layout.props_len
+    return _record_fixed(born_v6, store_v6) + layout.body_len + topic_len + layout.props_len
+
+
+def batch_records_bytes(body_len: int, entries: int, topic_len: int, born_v6: bool, store_v6: bool) -> int:
+    """:func:`batch_record_sizes` summed, from the batch body's length and its number of
+    entries alone: each record is its entry less the entry's head and propertiesLength
+    (:data:`rmqlab.format.batch.ENTRY_OVERHEAD`), plus the record's fixed part and topic field."""
+    return body_len + entries * (_record_fixed(born_v6, store_v6) - ENTRY_OVERHEAD + topic_len)
 
 
 def write_batch_records(

@@ -30,9 +30,6 @@ except ImportError:  # pragma: no cover - pyarrow's layout of its own modules
 
 __all__ = ["indices", "mask", "take", "not_equal", "split_pattern", "list_parent_indices", "list_flatten", "dictionary_encode", "fill_null", "and_", "binary_join_element_wise", "cast", "equal", "filter", "is_in", "is_null", "is_valid", "or_", "sum", "value_counts"]
 
-_SEPARATORS: dict[str, pa.Scalar] = {}
-
-
 def mask(keep: np.ndarray) -> pa.BooleanArray:
     """A numpy bool array as an Arrow one, for :func:`filter` (``pa.array`` of a numpy
     array asks whether it is a masked array, and ``numpy.ma`` then imports: ~15 ms)."""
@@ -139,6 +136,4 @@ def value_counts(x) -> pa.StructArray:
 def binary_join_element_wise(*strings_and_separator) -> pa.Array:
     """``pyarrow.compute.binary_join_element_wise(a, b, ..., separator)``."""
     *strings, sep = strings_and_separator
-    if isinstance(sep, str):
-        sep = _SEPARATORS.setdefault(sep, pa.scalar(sep, pa.string()))
-    return call_function("binary_join_element_wise", [*strings, sep])
+    return call_function("binary_join_element_wise", [*strings, _scalar(sep, pa.string())])

@@ -54,6 +54,7 @@ every reference store written by RocketMQ): the columns are the keys of
 
 from __future__ import annotations
 
+import functools
 import struct
 from dataclasses import dataclass
 from typing import Iterable, Iterator
@@ -379,7 +380,12 @@ _ROWS_MAX = 4096
 #: values this long on average are copied through a binary_view
 #: array (one memcpy per value) rather than the take kernel (faster for short ones)
 _VIEW_MIN_MEAN = 256
-_EVEN_INDICES: list[pa.Array] = []  # 0, 2, ... below 2 M, made at the first use (not every command's start)
+
+
+@functools.cache
+def _even_indices_table() -> pa.Array:
+    """0, 2, ... below 2 M: made at the first use, not at every command's start."""
+    return pa.array(np.arange(0, 1 << 21, 2, dtype=np.int32))
 
 
 def _even_indices(n: int) -> pa.Array:
@@ -389,9 +395,7 @@ def _even_indices(n: int) -> pa.Array:
     values and whole properties strings)."""
     if n > 1 << 20:
         return pa.array(np.arange(0, 2 * n, 2, dtype=np.int32))
-    if not _EVEN_INDICES:
-        _EVEN_INDICES.append(pa.array(np.arange(0, 1 << 21, 2, dtype=np.int32)))
-    return _EVEN_INDICES[0].slice(0, n)
+    return _even_indices_table().slice(0, n)
 
 
 def _gathered_views(ctx: _Ctx, starts: np.ndarray, ends: np.ndarray, keep: np.ndarray | None) -> pa.Array:

@@ -186,6 +186,7 @@ def _scan(store: StoreReader, s: StoreSummary, progress) -> None:
     from ..scan import decode as fd
 
     ok_kinds = pa.array([fd.KIND_MESSAGE, fd.KIND_BLANK, BODY_CRC, PROPERTY_CRC], pa.string())
+    crc_kinds = pa.array([BODY_CRC, PROPERTY_CRC], pa.string())
     per_queue: Counter = Counter()
     feats: Counter = Counter()
     s.chain_end = expected = store.commitlog.min_offset
@@ -224,7 +225,7 @@ def _scan(store: StoreReader, s: StoreSummary, progress) -> None:
             if rows.num_rows:
                 mpos, msize = pos[:n][~blank], size[:n][~blank]
                 s.chain_end = int(mpos[-1] + msize[-1])
-                s.crc_failures += int(ac.sum(ac.is_in(rows.column("kind"), value_set=pa.array([BODY_CRC, PROPERTY_CRC], pa.string()))).as_py() or 0)
+                s.crc_failures += int(ac.sum(ac.is_in(rows.column("kind"), value_set=crc_kinds)).as_py() or 0)
                 _count_features(rows, a, mpos - f.file_from_offset, msize, per_queue, feats)
             if n:
                 expected = int(pos[n - 1] + size[n - 1])
