@@ -60,13 +60,16 @@ class LiveStoreWatcher(Panel):
         """One step of a running broker: ``per_step`` puts, the follower reads, dispatch
         every second step, flush every fourth; returns :meth:`state`."""
         with self._lock:
-            self.steps += 1
+            n = self.steps + 1
             self.live.put(self.per_step)
             self.live.follow()
-            if self.steps % 2 == 0:
+            if n % 2 == 0:
                 self.live.dispatch()
-            if self.steps % 4 == 0:
+            if n % 4 == 0:
                 self.live.flush()
+            # counted once done: ``steps`` read from another thread (run's timer) never
+            # names a step whose puts have not been followed yet
+            self.steps = n
             self.refresh()
             return self.state()
 
