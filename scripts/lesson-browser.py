@@ -16,6 +16,7 @@ random token and stops it at the end.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import secrets
@@ -56,8 +57,26 @@ def working_copy(base: Path) -> Path:
     return base / "lessons"
 
 
-def start_lab(port: int, token: str, log: Path, notebooks: Path) -> subprocess.Popen:
-    cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", f"--port={port}", "--ip=127.0.0.1", f"--ServerApp.token={token}", f"--ServerApp.root_dir={notebooks}"]
+def lab_settings(base: Path) -> Path:
+    """JupyterLab's user settings for the run (not the user's own): every cell in the
+    page.  By default a notebook attaches cells out of view when the browser is idle; on
+    a loaded machine cells were still missing after the run, so the check that every
+    cell ran saw fewer cells, and Run All, still going, moved the focus from the widget
+    being used to the cell it reached (the store map then got no keys)."""
+    tracker = base / "settings" / "@jupyterlab" / "notebook-extension" / "tracker.jupyterlab-settings"
+    tracker.parent.mkdir(parents=True, exist_ok=True)
+    tracker.write_text(json.dumps({"windowingMode": "none"}))
+    return base / "settings"
+
+
+def code_cells(notebook: Path) -> int:
+    """How many code cells the notebook file holds (what the page must show run)."""
+    return sum(c.get("cell_type") == "code" for c in json.loads(notebook.read_text())["cells"])
+
+
+def start_lab(port: int, token: str, log: Path, notebooks: Path, settings: Path) -> subprocess.Popen:
+    cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", f"--port={port}", "--ip=127.0.0.1", f"--ServerApp.token={token}", f"--ServerApp.root_dir={notebooks}",
+           f"--LabApp.user_settings_dir={settings}"]
     if hasattr(os, "getuid") and os.getuid() == 0:
         cmd.append("--allow-root")
     proc = subprocess.Popen(cmd, stdout=open(log, "w"), stderr=subprocess.STDOUT, cwd=notebooks)
@@ -129,7 +148,15 @@ def use_widget(driver, box) -> str | None:
         deadline = time.time() + 30
         while want not in box.text and time.time() < deadline:
             time.sleep(0.5)
-        return None if want in box.text else f"→ → → on the map did not move it from pixel {at[-1]} to {int(at[-1]) + 3}"
+        if want in box.text:
+            return None
+        # what a failure needs to be understood: where the keys went, where the slider
+        # (linked to the map's cursor in the page) is, and what the kernel last described
+        focus = driver.execute_script("const e = document.activeElement; return e ? `${e.tagName.toLowerCase()}.${e.className}` : 'none'")
+        slider = [e.text for e in box.find_elements(By.CSS_SELECTOR, ".widget-readout")]
+        shown = re.findall(r"pixel (\d+): the log's bytes", box.text)
+        return (f"→ → → on the map did not move it from pixel {at[-1]} to {int(at[-1]) + 3}: the page's focus on {focus}, "
+                f"the slider at {slider[:1]}, the description at pixel {shown[-1:]}")
     elif selects:
         choice = Select(selects[0])
         if len(choice.options) < 2:
@@ -171,6 +198,7 @@ def run_lesson(driver, port: int, token: str, name: str, timeout: float, shots: 
     from selenium.webdriver.support import expected_conditions as EC
     from selenium.webdriver.support.ui import WebDriverWait
 
+    cells = code_cells(LESSONS_DIR / name)
     driver.get(f"http://127.0.0.1:{port}/lab/tree/{name}?token={token}&reset")
     wait = WebDriverWait(driver, 60)
     wait.until(EC.presence_of_element_located((By.CSS_SELECTOR, ".jp-Notebook .jp-Cell")))
@@ -183,10 +211,11 @@ def run_lesson(driver, port: int, token: str, name: str, timeout: float, shots: 
     while time.time() < deadline:
         time.sleep(0.5)
         state = driver.execute_script(_STATE)
-        if state["prompts"] and all(p not in ("[*]:", "[ ]:", "") for p in state["prompts"]):
+        if len(state["prompts"]) == cells and all(p not in ("[*]:", "[ ]:", "") for p in state["prompts"]):
             break
     else:
         state["timeout"] = True
+    state["cells"] = cells
     state["used"], state["unchanged"] = 0, []
     if not state.get("timeout"):
         for i, box in enumerate(driver.execute_script(_WIDGETS)):
@@ -222,7 +251,7 @@ def main(argv=None) -> int:
     port, token = free_port(), secrets.token_hex(16)
     log = Path(os.environ.get("TMPDIR", "/tmp")) / f"rmqlab-lab-{port}.log"
     work = Path(tempfile.mkdtemp(prefix="rmqlab-lessons-browser-"))
-    lab = start_lab(port, token, log, working_copy(work))
+    lab = start_lab(port, token, log, working_copy(work), lab_settings(work))
     opts = webdriver.ChromeOptions()
     for a in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1400,2000"):
         opts.add_argument(a)
@@ -236,6 +265,7 @@ def main(argv=None) -> int:
             began = time.time()
             st = run_lesson(driver, port, token, name, args.timeout, args.screenshots)
             problems = st["errors"] + st["widgetErrors"] + st["unchanged"]
+            problems += [f"the page shows {len(st['prompts'])} of the notebook's {st['cells']} code cells"] if len(st["prompts"]) != st["cells"] else []
             problems += [f"{st['broken']} picture(s) not drawn"] if st["broken"] else []
             problems += [f"label cut short: {t!r}" for t in st["cut"]]
             ok = not st.get("timeout") and not problems
