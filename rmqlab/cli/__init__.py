@@ -136,11 +136,13 @@ def main(argv: list[str] | None = None) -> int:
 
 def command() -> int:
     """The ``rmqlab`` program (the console script, ``python -m rmqlab``): :func:`main`
-    in a process of its own.  pyarrow imports pandas at its first array, ~0.2 s of a
-    command's start, for conversions no command makes: this process is told that
-    pandas is absent (a library caller's process is left alone)."""
+    in a process of its own, with imports fitted to a command (a library caller's
+    process is left alone): pyarrow imports pandas at its first array, ~0.2 s of a
+    command's start, for conversions no command makes, so this process is told that
+    pandas is absent; construct imports pdb for its debugger, ~10 ms, loaded here
+    only if something uses it."""
     if "pandas" not in sys.modules:
-        sys.meta_path.insert(0, _NoPandas())
+        sys.meta_path.insert(0, _CommandImports())
     code = main()
     try:
         sys.stdout.flush()  # what is still buffered, while a closed pipe can be told apart
@@ -162,12 +164,24 @@ def _stdout_to_devnull() -> None:
         pass
 
 
-class _NoPandas:
-    """An import finder that says pandas is not installed (pyarrow then goes without)."""
+class _CommandImports:
+    """An import finder for the command's process: pandas is not installed (pyarrow
+    then goes without); modules in :attr:`LAZY` are loaded when first used, not when
+    imported (``importlib.util.LazyLoader``)."""
+
+    LAZY = frozenset({"pdb"})
 
     def find_spec(self, name, path=None, target=None):
         if name == "pandas" or name.startswith("pandas."):
             raise ModuleNotFoundError("pandas is not loaded by the rmqlab command", name=name)
+        if name in self.LAZY:
+            import importlib.machinery
+            import importlib.util
+
+            spec = importlib.machinery.PathFinder.find_spec(name, path)
+            if spec is not None and spec.loader is not None:
+                spec.loader = importlib.util.LazyLoader(spec.loader)
+            return spec
         return None
 
 

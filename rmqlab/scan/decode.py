@@ -326,19 +326,16 @@ def _next_valid(ctx: _Ctx, lo: int, hi: int) -> int | None:
 # ----------------------------------------------------------------------------------------
 # decoding positions into columns
 # ----------------------------------------------------------------------------------------
+@functools.cache
 def _hex_table(digits: int) -> np.ndarray:
     """Every value of ``digits`` hex digits → its upper-case digits, as one unsigned
-    integer of ``digits`` bytes in memory order (built by numpy: a Python loop over
-    65,536 values cost ~25 ms of every command's start)."""
+    integer of ``digits`` bytes in memory order: ``_hex_table(2)`` maps a byte to its two
+    digits (uint16), ``_hex_table(4)`` a 16-bit value to its four (uint32).  Built by
+    numpy on first use (a Python loop over 65,536 values cost ~25 ms; built at import,
+    ~5 ms of every command's start, msgIds or not)."""
     v = np.arange(16 ** digits)
     chars = np.frombuffer(b"0123456789ABCDEF", np.uint8)[np.stack([(v >> (4 * (digits - 1 - k))) & 15 for k in range(digits)], axis=1)]
     return np.ascontiguousarray(chars).view({2: np.uint16, 4: np.uint32}[digits]).reshape(-1)
-
-
-#: byte → its two upper-case hex digits, as one uint16 in memory order
-_HEX16 = _hex_table(2)
-#: 16-bit value → its four upper-case hex digits, as one uint32 in memory order
-_HEX32 = _hex_table(4)
 
 
 def _interleaved(ctx: _Ctx, starts: np.ndarray, ends: np.ndarray, keep: np.ndarray | None) -> pa.Array:
@@ -524,14 +521,14 @@ def _msg_ids(addr_port_raw: np.ndarray, positions: np.ndarray) -> pa.Array:
         # as four lookups of four digits (w is 8 or 20, so the uint32 view lines up)
         row = 2 * (w + 8)
         hexed = np.empty((n, row), np.uint8)
-        hexed[:, : 2 * w] = _HEX16[addr_port_raw[0]].view(np.uint8)
-        hexed.view(np.uint32)[:, w // 2 :] = _HEX32[positions.astype(">i8").view(">u2").reshape(n, 4)]
+        hexed[:, : 2 * w] = _hex_table(2)[addr_port_raw[0]].view(np.uint8)
+        hexed.view(np.uint32)[:, w // 2 :] = _hex_table(4)[positions.astype(">i8").view(">u2").reshape(n, 4)]
         offs = np.arange(n + 1, dtype=np.int32) * row
         return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offs), pa.py_buffer(hexed)])
     raw = np.empty((n, addr_port_raw.shape[1] + 8), np.uint8)
     raw[:, : addr_port_raw.shape[1]] = addr_port_raw
     raw[:, addr_port_raw.shape[1] :] = positions.astype(">i8").view(np.uint8).reshape(n, 8)
-    hexed = _HEX16[raw]  # (n, w) two ASCII digits per byte
+    hexed = _hex_table(2)[raw]  # (n, w) two ASCII digits per byte
     w = hexed.shape[1] * 2
     offs = np.arange(n + 1, dtype=np.int32) * w
     return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offs), pa.py_buffer(hexed)])

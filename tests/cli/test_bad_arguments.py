@@ -177,8 +177,9 @@ def test_a_read_command_on_a_small_store_imports_only_what_it_uses(argv):
     program (``rmqlab.cli.command``, as the console script runs it) reaches Arrow's
     kernels without ``pyarrow.compute`` (its ~290 wrappers: rmqlab.scan.compute),
     the CRC-32C package only for the files that carry one, the package metadata only
-    for ``--version``, and never dateutil or numpy.ma (which pyarrow imports for a
-    Python list of no given type, or a numpy array)."""
+    for ``--version``, never dateutil or numpy.ma (which pyarrow imports for a
+    Python list of no given type, or a numpy array), and construct's pdb only as a
+    name (its debugger's modules, bdb, are not loaded)."""
     import subprocess
     import sys
 
@@ -187,7 +188,7 @@ def test_a_read_command_on_a_small_store_imports_only_what_it_uses(argv):
     args = [argv[0], str(SAMPLES / argv[1])] if len(argv) > 1 else argv
     probe = (f"import sys, contextlib, io\nsys.argv = ['rmqlab', *{args!r}]\nfrom rmqlab.cli import command\n"
              "with contextlib.redirect_stdout(io.StringIO()) as out:\n    try:\n        command()\n    except SystemExit:\n        pass\n"
-             "print(sorted(m for m in ('pyarrow.compute', 'crc32c', 'importlib.metadata', 'dateutil', 'numpy.ma', 'pandas') if m in sys.modules))\n"
+             "print(sorted(m for m in ('pyarrow.compute', 'crc32c', 'importlib.metadata', 'dateutil', 'numpy.ma', 'pandas', 'bdb') if m in sys.modules))\n"
              "print(bool(out.getvalue()))")
     loaded, said = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.splitlines()
     assert said == "True"  # it answered
