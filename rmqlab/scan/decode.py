@@ -835,16 +835,42 @@ def _rows_batch(rows: list[dict], java_properties: tuple[str, ...] = ()) -> pa.R
 
 
 def _record_row(ctx: _Ctx, rec) -> dict:
-    row = rec.to_dict()
-    row["physical_offset"] = rec.physical_offset
-    if not rec.is_blank:
-        import base64
-
-        row["body"] = base64.b64decode(row["body"]) if ctx.include_body else None
-        if not ctx.verify_crc:
-            row["crc_ok"] = None
-    row["file"] = ctx.file
-    row["kind"] = rec.kind
+    """A decoded record as a row of :data:`ARROW_SCHEMA` (``Record.to_dict``'s values,
+    the body as bytes): a column ``columns`` leaves out, or the body without
+    ``include_body``, is None and not computed, as the bulk path builds them."""
+    if rec.is_blank:
+        return {"physical_offset": rec.physical_offset, "total_size": rec.total_size, "magic": rec.magic, "file": ctx.file, "kind": rec.kind}
+    want = ctx.columns
+    row = {
+        "physical_offset": rec.physical_offset,
+        "total_size": rec.total_size,
+        "magic": rec.magic,
+        "body_crc": rec.body_crc,
+        "crc_ok": rec.crc_ok if ctx.verify_crc else None,
+        "queue_id": rec.queue_id,
+        "flag": rec.flag,
+        "queue_offset": rec.queue_offset,
+        "sys_flag": rec.sys_flag,
+        "born_timestamp": rec.born_timestamp,
+        "store_timestamp": rec.store_timestamp,
+        "reconsume_times": rec.reconsume_times,
+        "prepared_transaction_offset": rec.prepared_transaction_offset,
+        "kind": rec.kind,
+    }
+    if want is None or "born_host" in want:
+        row["born_host"] = format_host(*rec.born_host)
+    if want is None or "store_host" in want:
+        row["store_host"] = format_host(*rec.store_host)
+    if want is None or "msg_id" in want:
+        row["msg_id"] = rec.msg_id
+    if want is None or "topic" in want:
+        row["topic"] = rec.topic
+    if want is None or "properties" in want:
+        row["properties"] = rec.properties
+    if ctx.include_body and (want is None or "body" in want):
+        row["body"] = rec.body
+    if want is None or "file" in want:
+        row["file"] = ctx.file
     return row
 
 
@@ -961,7 +987,6 @@ def scan_range(
         pos = yield from _event(ctx, pos, stop)
 
 
-_PRUNABLE = frozenset(("born_host", "store_host", "msg_id", "topic", "properties", "body", "file"))
 #: a range of at most this many bytes is read record by record with the one record
 #: parser (same rows): loading the compiled loops costs ~0.5 s, more than reading it
 SMALL_RANGE = 1 << 20
@@ -1011,14 +1036,10 @@ def _small_range(ctx: _Ctx, pos: int, stop: int):
         if keep:
             row = _record_row(ctx, rec)
             row["kind"] = kind
-            if ctx.columns is not None:  # the columns the bulk path builds only when asked
-                for name in _PRUNABLE - ctx.columns:
-                    row[name] = None
-            if not ctx.include_body:
-                row["body"] = None
-            jp = rec.java_properties
-            for name in ctx.java_properties:
-                row[JAVA_PROPERTY_PREFIX + name] = jp.get(name)
+            if ctx.java_properties:
+                jp = rec.java_properties
+                for name in ctx.java_properties:
+                    row[JAVA_PROPERTY_PREFIX + name] = jp.get(name)
             rows.append(row)
             if len(rows) >= ctx.batch_rows:
                 yield _rows_batch(rows, ctx.java_properties)
