@@ -305,6 +305,8 @@ class MessageStore:
         self._started = True
         if self._native_put:
             self._bind_native_put()  # with this start's commitlog
+            if _native_put is not None:  # pages faulted in without the GIL: the reput thread runs meanwhile
+                self.commitlog.populate = _native_put.populate
         self._shutdown = False
         return self
 

@@ -189,18 +189,24 @@ class CommitLogWriter:
     def prefault(self, f: WritableMappedFile, upto: int) -> None:
         """Fault the next pages in for writing in one call (``MADV_POPULATE_WRITE``),
         so appends do not take a page fault every 4 KiB — the job Java's
-        ``warmMappedFile`` does by writing zeros.  Without kernel support it becomes a
-        no-op that just moves the mark."""
+        ``warmMappedFile`` does by writing zeros — with :attr:`populate` where one is
+        given.  Without kernel support it becomes a no-op that just moves the mark."""
         start = f.populated
         end = min(f.file_size, max(upto, start + self.PREFAULT_CHUNK))
         if self._prefault_ok:
             try:
-                f.mm.madvise(self._MADV_POPULATE_WRITE, start, end - start)
+                if self.populate is not None:
+                    self.populate(f.mm, start, end - start)
+                else:
+                    f.mm.madvise(self._MADV_POPULATE_WRITE, start, end - start)
             except (OSError, ValueError, AttributeError):
                 CommitLogWriter._prefault_ok = False
         f.populated = end
 
     _prefault_ok = True
+    #: ``populate(mm, start, length)`` doing :meth:`prefault`'s ``madvise`` with the GIL
+    #: released (the engine's C module gives it: ``rmqlab.engine._put.populate``), or None
+    populate = None
 
     # -- appending ------------------------------------------------------------------------------
     @staticmethod

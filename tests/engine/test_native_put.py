@@ -268,3 +268,42 @@ def test_the_c_put_reads_only_its_declared_interface():
             assert set(attrs) <= set(cls.__slots__), cls
     assert set(re.findall(r"\"(_\w+)\"", src)) == {"_put"}  # no private attribute named (only the module itself)
     assert not re.search(r"self->store\b", src)  # and no handle on the store itself
+
+
+@needs_c
+def test_the_pages_a_put_writes_are_faulted_in_without_the_gil(tmp_path):
+    """``_put.populate`` (``CommitLogWriter.prefault`` of a store with the C module)
+    faults a mapping's pages in with the GIL released: another thread runs Python during
+    the call (with the GIL held it could not: the switch interval is set far beyond the
+    call, so only a release lets it in), the bytes stay as they were, and a range outside
+    the mapping is refused with the range named."""
+    import mmap
+    import sys
+
+    with MessageStore.open(tmp_path / "s", small_config(), services=False) as store:
+        assert store.commitlog.populate is _native_put.populate
+    m = mmap.mmap(-1, 64 << 20)
+    m[:5] = b"kept!"
+    counter, seen = [0], {}
+
+    def fault():
+        seen["before"] = counter[0]
+        _native_put.populate(m, 0, len(m))
+        seen["after"] = counter[0]
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(30.0)
+    try:
+        t = threading.Thread(target=fault)
+        t.start()
+        while t.is_alive():
+            counter[0] += 1
+            time.sleep(0)  # the GIL offered to the faulting thread, which takes it to start and to return
+        t.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert seen["after"] > seen["before"], seen
+    assert m[:5] == b"kept!" and m[len(m) - 1] == 0
+    with pytest.raises(ValueError, match=r"populate \[4096, 67112960\) is outside the mapping of 67108864 bytes"):
+        _native_put.populate(m, 4096, len(m))
+    m.close()
