@@ -307,3 +307,30 @@ def test_the_pages_a_put_writes_are_faulted_in_without_the_gil(tmp_path):
     with pytest.raises(ValueError, match=r"populate \[4096, 67112960\) is outside the mapping of 67108864 bytes"):
         _native_put.populate(m, 4096, len(m))
     m.close()
+
+
+@needs_c
+def test_a_thread_faults_the_log_in_ahead_of_the_puts_and_stops_with_the_store(tmp_path):
+    """With the GIL-free populate, a thread keeps the pages of the file being written
+    faulted in ahead of its write position (the puts then seldom fault them themselves);
+    the records are the ones put, and the thread ends when the store shuts down."""
+    from rmqlab.writers.commitlog_writer import _PrefaultAhead
+
+    def ahead_threads():
+        return [t for t in threading.enumerate() if t.name == "rmqlab-prefault-ahead"]
+
+    cfg = small_config(mapped_file_size_commit_log=64 << 20)
+    body = bytes(range(256)) * 4
+    with MessageStore.open(tmp_path / "s", cfg, services=False) as store:
+        for i in range(12_000):  # ~13 MiB: past the first 4 MiB chunk the put faulted in itself
+            assert store.put(Message(topic="TopicA", body=body, queue_id=i % 4, properties={"KEYS": f"k{i}"})).ok
+        f = store.commitlog.files[-1]
+        assert len(ahead_threads()) == 1
+        deadline = time.time() + 30
+        while f.populated - f.wrote_position < _PrefaultAhead.MARGIN and time.time() < deadline:
+            time.sleep(0.01)
+        assert f.populated - f.wrote_position >= _PrefaultAhead.MARGIN, (f.populated, f.wrote_position)
+    assert ahead_threads() == []
+    with open_store(tmp_path / "s") as reader:
+        recs = [r for r in reader.commitlog.iter_records() if not r.is_blank]
+    assert len(recs) == 12_000 and all(r.body == body for r in recs) and recs[-1].properties["KEYS"] == "k11999"
