@@ -40,7 +40,6 @@
 #include <sys/uio.h>
 #include <sys/mman.h>
 #include <unistd.h>
-#include <stdint.h>
 #include <time.h>
 #include <zlib.h>
 #include <stdint.h>

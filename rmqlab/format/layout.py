@@ -83,15 +83,23 @@ MAGIC_V2_BYTES = cl.MAGIC_V2.to_bytes(4, "big")
 assert MAGIC_V1_BYTES[:3] == MAGIC_V2_BYTES[:3]
 
 
+def strided_view(a: np.ndarray, dtype) -> np.ndarray:
+    """Element ``i`` is the ``dtype`` value whose first byte is byte ``i`` of the byte
+    buffer ``a`` (a view, nothing copied; empty when ``a`` is shorter than one value)."""
+    dtype = np.dtype(dtype)
+    n = len(a) - dtype.itemsize + 1
+    if n <= 0:
+        return np.zeros(0, dtype)
+    return np.ndarray((n,), dtype, buffer=a, strides=(1,))
+
+
 def field_at(a: np.ndarray, positions: np.ndarray, dtype: str) -> np.ndarray:
     """The big-endian field of ``dtype`` (``">i4"``, ``">u4"``, ``">i8"``) at each of
     ``positions`` of the byte array ``a`` (each field inside ``a``), as one column."""
     dtype = np.dtype(dtype)
-    a = np.ascontiguousarray(a)
-    # a view of every position as one opaque item of the field's width, gathered in one
-    # fancy index (~3x faster than a sliding window's rows, measured on 32,000 positions)
-    items = np.ndarray((max(0, len(a) - dtype.itemsize + 1),), np.dtype((np.void, dtype.itemsize)), buffer=a, strides=(1,))
-    return items[positions].view(dtype)
+    # each position as one opaque item of the field's width, gathered in one fancy index
+    # (~3x faster than a sliding window's rows, measured on 32,000 positions)
+    return strided_view(a, (np.void, dtype.itemsize))[positions].view(dtype)
 
 
 def host_kind(sys_flag):
@@ -114,5 +122,5 @@ def store_timestamp_at(buf, pos: int) -> int | None:
 __all__ = [
     "fixed_dtype",
     "BODY_CRC_AT", "BORN_HOST_AT", "LEN_BODY_AT", "MAGIC_AT", "MAGIC_V1_BYTES", "MAGIC_V2_BYTES", "PHYSICAL_OFFSET_AT",
-    "PREFIX_DTYPES", "QUEUE_ID_AT", "STORE_TIMESTAMP_AT", "SYS_FLAG_AT", "field_at", "host_kind", "prefix_dtype", "store_timestamp_at",
+    "PREFIX_DTYPES", "QUEUE_ID_AT", "STORE_TIMESTAMP_AT", "SYS_FLAG_AT", "field_at", "host_kind", "prefix_dtype", "store_timestamp_at", "strided_view",
 ]

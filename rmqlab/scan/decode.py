@@ -202,11 +202,7 @@ class _Ctx:
 
     # strided views: element i is the value whose first byte is buffer byte i
     def view(self, dtype) -> np.ndarray:
-        dtype = np.dtype(dtype)
-        n = len(self.a) - dtype.itemsize + 1
-        if n <= 0:
-            return np.zeros(0, dtype)
-        return np.ndarray((n,), dtype, buffer=self.a, strides=(1,))
+        return layout.strided_view(self.a, dtype)
 
     def gather(self, dtype, file_positions: np.ndarray) -> np.ndarray:
         """Values of ``dtype`` at file positions (clipped into the buffer: callers
