@@ -1,7 +1,5 @@
 """``python -m rmqlab`` is the ``rmqlab`` command."""
 
-import sys
+from .cli import program
 
-from .cli import command
-
-sys.exit(command())
+program()

@@ -193,3 +193,26 @@ def test_a_read_command_on_a_small_store_imports_only_what_it_uses(argv):
     loaded, said = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.splitlines()
     assert said == "True"  # it answered
     assert loaded == ("['importlib.metadata']" if argv == ["--version"] else "[]"), f"rmqlab {' '.join(argv)} imported {loaded}"
+
+
+@pytest.mark.parametrize("left", ["an exit function", "a thread"])
+def test_the_program_ends_with_what_was_left_to_run_at_exit_done(left):
+    """``rmqlab`` (``cli.program``) ends its process without the interpreter's teardown,
+    but not without what a command left for the end: a function the command registered
+    to run at exit still runs, a thread it left running (not a daemon) is waited for,
+    and the exit status and everything printed still reach the caller."""
+    import subprocess
+    import sys
+
+    from tests.support import SAMPLES
+
+    leave = ("atexit.register(lambda: print('left for the end'))" if left == "an exit function" else
+             "threading.Thread(target=lambda: (time.sleep(0.3), print('left for the end', flush=True))).start()")
+    for store, status in ((SAMPLES / "clean", 0), (SAMPLES / "no-such-store", 2)):
+        probe = (f"import atexit, sys, threading, time\nsys.argv = ['rmqlab', 'info', {str(store)!r}]\nimport rmqlab.cli as cli\n"
+                 f"def command(run=cli.command):\n    code = run()\n    {leave}\n    return code\n"
+                 "cli.command = command\ncli.program()\n")
+        done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+        assert done.returncode == status, done.stderr
+        assert done.stdout.rstrip().endswith("left for the end")
+        assert (f"store {store}" in done.stdout) if status == 0 else ("not a directory" in done.stderr)
