@@ -324,27 +324,42 @@ def _compile_pairs():
         return m, hi
 
     @numba.njit(nogil=True, cache=True)
-    def java_values(a, starts, ends, names, name_offs, vs, ve):  # pragma: no cover - compiled
+    def java_values(a, starts, ends, names, name_offs, out, offs, found, hi):  # pragma: no cover - compiled
         """Per record ``a[starts[r]:ends[r]]`` and name ``j`` (``names[name_offs[j] :
-        name_offs[j+1]]``): the span of the value Java's
-        ``MessageDecoder.string2messageProperties`` map holds - segments end at 0x02
-        (or the end), the name runs to the first 0x01, pairs with an empty name or
-        value are skipped, a later pair wins - in ``vs[j, r]``, ``ve[j, r]`` (-1 when
-        the map has none)."""
+        name_offs[j+1]]``): the value Java's ``MessageDecoder.string2messageProperties``
+        map holds - segments end at 0x02 (or the end), the name runs to the first
+        0x01, pairs with an empty name or value are skipped, a later pair wins -
+        copied into row ``j`` of ``out`` as it is found (the bytes just read, still in
+        the cache: a pass per name afterwards read each record from memory again),
+        with Arrow offsets in ``offs[j]``, ``found[j, r]`` where the map has one, and
+        in ``hi[j]`` the OR of every byte copied (UTF-8 needs checking only where bit
+        7 is set).  A row of ``out`` needs room for all the properties' bytes."""
         k = len(name_offs) - 1
+        d = np.zeros(k, np.int64)
+        for j in range(k):
+            offs[j, 0] = 0
         for r in range(len(starts)):
             p = starts[r]
             end = ends[r]
             while p < end:
                 seg = p
-                one = -1
-                while p < end and a[p] != 2:
-                    if one < 0 and a[p] == 1:
-                        one = p
+                c = a[p]
+                while c != 1 and c != 2:  # the name, up to its 0x01 (or the segment's end)
                     p += 1
-                # the segment is [seg, p); p is at its 0x02 (or the end)
-                if one > seg and one < p - 1:
-                    ln = one - seg
+                    if p >= end:
+                        break
+                    c = a[p]
+                if p >= end:
+                    break
+                if c == 2:  # a segment without 0x01: no pair
+                    p += 1
+                    continue
+                one = p
+                q = one + 1
+                while q < end and a[q] != 2:  # the value, up to the segment's end
+                    q += 1
+                ln = one - seg
+                if ln > 0 and q > one + 1:
                     for j in range(k):
                         n0 = name_offs[j]
                         if name_offs[j + 1] - n0 != ln:
@@ -355,29 +370,24 @@ def _compile_pairs():
                                 same = False
                                 break
                         if same:
-                            vs[j, r] = one + 1
-                            ve[j, r] = p
+                            if found[j, r]:  # a later pair wins: its value replaces the one copied
+                                d[j] = offs[j, r]
+                            found[j, r] = True
+                            t = d[j]
+                            h = hi[j]
+                            for b in range(one + 1, q):
+                                v = a[b]
+                                out[j, t] = v
+                                h |= v
+                                t += 1
+                            hi[j] = h
+                            d[j] = t
                             break
-                p += 1
+                p = q + 1
+            for j in range(k):
+                offs[j, r + 1] = d[j]
 
-    @numba.njit(nogil=True, cache=True)
-    def gather_spans(a, vs, ve, out, offs):  # pragma: no cover - compiled
-        """``a[vs[i]:ve[i]]`` back to back into ``out`` (empty where ``vs[i] < 0``),
-        int32 Arrow offsets into ``offs``; returns the OR of every byte copied."""
-        d = 0
-        hi = 0
-        offs[0] = 0
-        for i in range(len(vs)):
-            if vs[i] >= 0:
-                for b in range(vs[i], ve[i]):
-                    c = a[b]
-                    out[d] = c
-                    hi |= c
-                    d += 1
-            offs[i + 1] = d
-        return hi
-
-    return split_pairs, java_values, gather_spans
+    return split_pairs, java_values
 
 
 # The index loops are plain functions here, compiled by _compile_index when the loops are
@@ -550,7 +560,7 @@ def _compile_queue_check():
 
 
 _KERNEL = _CRCS = _ACCEPT = _INDEX_CHAINS = _MERGE_FIND = _JOIN_KEYS = _ASCII_HASHES = _WALK = _IN_OWN_QUEUE = None
-_PAIRS = _JAVA_VALUES = _GATHER_SPANS = None
+_PAIRS = _JAVA_VALUES = None
 _LOADED = False
 _LOAD_LOCK = threading.Lock()
 
@@ -562,7 +572,7 @@ def _load() -> None:
     record-by-record paths, never needs to pay.  Sets :data:`AVAILABLE` and
     :data:`UNAVAILABLE_BECAUSE`."""
     global _LOADED, _CRC_EXT, _MEMCPY_EXT, _KERNEL, _CRCS, _ACCEPT, _INDEX_CHAINS, _MERGE_FIND, _JOIN_KEYS, _ASCII_HASHES, _WALK, _IN_OWN_QUEUE
-    global _PAIRS, _JAVA_VALUES, _GATHER_SPANS, AVAILABLE, UNAVAILABLE_BECAUSE
+    global _PAIRS, _JAVA_VALUES, AVAILABLE, UNAVAILABLE_BECAUSE
     if _LOADED:
         return
     with _LOAD_LOCK:
@@ -573,7 +583,7 @@ def _load() -> None:
         _INDEX_CHAINS, _MERGE_FIND, _JOIN_KEYS, _ASCII_HASHES = _compile_index() or (None, None, None, None)
         _WALK = _compile_walk()
         _IN_OWN_QUEUE = _compile_queue_check()
-        _PAIRS, _JAVA_VALUES, _GATHER_SPANS = _compile_pairs() or (None, None, None)
+        _PAIRS, _JAVA_VALUES = _compile_pairs() or (None, None)
         #: whether the compiled loops are built (else the functions here return None)
         AVAILABLE = _KERNEL is not None and _WALK is not None and _PAIRS is not None and _INDEX_CHAINS is not None and _IN_OWN_QUEUE is not None
         #: why :data:`AVAILABLE` is False ("" when it is True)
@@ -714,7 +724,7 @@ def _checked_slices(a: np.ndarray, starts, ends) -> tuple[np.ndarray, np.ndarray
 
 def java_property_values(a: np.ndarray, starts: np.ndarray, ends: np.ndarray, names: Sequence[str]) -> list[tuple[pa.Array, bool]] | None:
     """For each name, the value Java's properties map holds in every record's
-    properties ``a[starts[r]:ends[r]]`` (see ``java_values`` above; what
+    properties ``a[starts[r]:ends[r]]`` (see ``java_values`` above, which copies them as it finds them; what
     :func:`rmqlab.format.properties.to_java_map` gives), as an Arrow ``binary`` array
     with nulls where the map has none, and whether any of its bytes is >= 0x80 (so
     that UTF-8 needs checking); None when not compiled."""
@@ -727,20 +737,23 @@ def java_property_values(a: np.ndarray, starts: np.ndarray, ends: np.ndarray, na
     name_buf = np.frombuffer(b"".join(raw) or b"\0", np.uint8)
     name_offs = np.zeros(len(raw) + 1, np.int64)
     np.cumsum([len(r) for r in raw], out=name_offs[1:])
-    vs = np.full((len(raw), n), -1, np.int64)
-    ve = np.full((len(raw), n), -1, np.int64)
-    _JAVA_VALUES(a, starts, ends, name_buf, name_offs, vs, ve)
+    room = int((ends - starts).sum())  # no record's value is longer than its properties
+    if room >= 1 << 31:
+        raise ValueError("more than 2 GiB of properties in one batch: Arrow binary offsets are int32")
+    values = np.empty((len(raw), room), np.uint8)  # rows only written as far as their values go
+    offs = np.empty((len(raw), n + 1), np.int32)
+    found = np.zeros((len(raw), n), np.bool_)
+    hi = np.zeros(len(raw), np.uint8)
+    _JAVA_VALUES(a, starts, ends, name_buf, name_offs, values, offs, found, hi)
     out = []
     for j in range(len(raw)):
-        valid = vs[j] >= 0
-        size = int((ve[j] - vs[j])[valid].sum())
-        if size >= 1 << 31:
-            raise ValueError("more than 2 GiB of property values: Arrow binary offsets are int32")
-        buf = np.empty(size, np.uint8)
-        offs = np.empty(n + 1, np.int32)
-        hi = _GATHER_SPANS(a, vs[j], ve[j], buf, offs)
-        validity = None if valid.all() else pa.py_buffer(np.packbits(valid, bitorder="little"))
-        out.append((pa.Array.from_buffers(pa.binary(), n, [validity, pa.py_buffer(offs), pa.py_buffer(buf)]), bool(hi & 0x80)))
+        present = int(np.count_nonzero(found[j]))
+        if present == 0:
+            out.append((pa.nulls(n, pa.binary()), False))
+            continue
+        validity = None if present == n else pa.py_buffer(np.packbits(found[j], bitorder="little"))
+        data = values[j, : int(offs[j, n])]
+        out.append((pa.Array.from_buffers(pa.binary(), n, [validity, pa.py_buffer(offs[j]), pa.py_buffer(data)], null_count=n - present), bool(hi[j] & 0x80)))
     return out
 
 
