@@ -752,7 +752,7 @@ def java_property_values(a: np.ndarray, starts: np.ndarray, ends: np.ndarray, na
             out.append((pa.nulls(n, pa.binary()), False))
             continue
         validity = None if present == n else pa.py_buffer(np.packbits(found[j], bitorder="little"))
-        data = values[j, : int(offs[j, n])]
+        data = values[j, : int(offs[j, n])].copy()  # its own size: the batch must not hold a row of room per name
         out.append((pa.Array.from_buffers(pa.binary(), n, [validity, pa.py_buffer(offs[j]), pa.py_buffer(data)], null_count=n - present), bool(hi[j] & 0x80)))
     return out
 
