@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 
 from ..errors import StoreFormatError
+from .extent import data_end
 
 
 class MappedFile:
@@ -47,6 +48,14 @@ class MappedFile:
         except (OSError, ValueError) as exc:
             raise StoreFormatError(self.path, None, f"cannot map: {exc}") from None
         self._view = memoryview(self._mmap)
+
+    @property
+    def data_end(self) -> int:
+        """Where the file's written bytes end: past it only holes, zeros that nothing
+        wrote (RocketMQ's pre-allocated file past its last record), which a scan need not
+        read (:func:`.extent.data_end`).  Asked of the file system on every use: a writer
+        may have written since."""
+        return data_end(self.path, self.file_size)
 
     def refresh(self) -> None:
         """Re-map if the file grew (e.g. a writer extended it)."""

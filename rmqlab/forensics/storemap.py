@@ -168,7 +168,8 @@ def build_map(root: str | os.PathLike, *, width: int = 1200, findings=(), recove
             base = f.file_from_offset
             data_end = base
             for batch in fd.scan_range(f.buf, file_base=base, file=str(f.path), mode="lenient", verify_crc=False, include_body=False,
-                                       columns=("physical_offset", "total_size", "topic", "kind") + (("store_timestamp",) if timeline is not None else ())):
+                                       columns=("physical_offset", "total_size", "topic", "kind") + (("store_timestamp",) if timeline is not None else ()),
+                                       data_end=f.data_end):
                 phy = np.asarray(batch.column("physical_offset").to_numpy(zero_copy_only=False), np.int64)
                 size = np.asarray(ac.fill_null(batch.column("total_size"), 8).to_numpy(zero_copy_only=False), np.int64).clip(min=0)
                 kind = batch.column("kind")

@@ -179,7 +179,7 @@ def store_timeline(root: str | os.PathLike, *, flushed_ms: int | None = None, pr
         lo = files[0].file_from_offset if files else 0
         for f in files:
             for batch in fd.scan_range(f.buf, file_base=f.file_from_offset, file=str(f.path), mode="lenient", verify_crc=False, include_body=False,
-                                       columns=("physical_offset", "topic", "store_timestamp", "kind")):
+                                       columns=("physical_offset", "topic", "store_timestamp", "kind"), data_end=f.data_end):
                 is_msg = np.asarray(pc.equal(batch.column("kind"), fd.KIND_MESSAGE).fill_null(False).to_numpy(zero_copy_only=False), bool)
                 feed(tl, batch, is_msg)
                 if progress is not None and batch.num_rows:

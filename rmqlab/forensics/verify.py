@@ -632,7 +632,8 @@ class _Verifier:
         last_record = None  # in-file position of the last record read
         damaged_at = None  # in-file position of the damage the scan resynchronises after
         ended = False  # a BLANK or the zero tail ended this file
-        batches = scan_range(a, file_base=base, file=path, mode="lenient", include_body=False, columns=_COLUMNS, java_properties=DispatchColumns.JAVA_PROPERTIES)
+        batches = scan_range(a, file_base=base, file=path, mode="lenient", include_body=False, columns=_COLUMNS, java_properties=DispatchColumns.JAVA_PROPERTIES,
+                             data_end=f.data_end)
         try:
             for piece, special in _pieces(batches):
                 pos = _ints(piece, "physical_offset")

@@ -187,6 +187,9 @@ class _Ctx:
     batch_bytes: int
     columns: frozenset | None = None
     java_properties: tuple[str, ...] = ()
+    #: file position from which the file holds only holes (never written, zeros
+    #: without reading them), or None where that is not known
+    data_end: int | None = None
 
     @property
     def buf_end(self) -> int:  # file position one past the buffer
@@ -277,7 +280,11 @@ def _candidates(ctx: _Ctx, lo: int, hi: int) -> np.ndarray:
 
 def _all_zero(ctx: _Ctx, lo: int, hi: int) -> bool:
     """Whether file bytes [lo, hi) (clipped to the buffer) are all zero; checked
-    eight bytes at a time."""
+    eight bytes at a time, up to the file's data end where it is known (the holes past
+    it are zeros: reading them would fault in a zeroed page for every 4 KiB of them,
+    ~0.2 s a GiB, for the unwritten part of the last file of every log)."""
+    if ctx.data_end is not None:
+        hi = min(hi, ctx.data_end)
     i0 = max(lo - ctx.buf_offset, 0)
     i1 = min(hi - ctx.buf_offset, len(ctx.a))
     if i1 <= i0:
@@ -298,6 +305,8 @@ def _next_valid(ctx: _Ctx, lo: int, hi: int) -> int | None:
     """First valid position in [lo, hi), or ``None``."""
     window = 1 << 16
     pos = lo
+    if ctx.data_end is not None:  # no record starts in the holes (a magic code is not zero)
+        hi = min(hi, ctx.data_end)
     while pos < hi:
         end = min(hi, pos + window)
         if _all_zero(ctx, pos, end + 8):  # the unwritten tail of an active file
@@ -893,6 +902,7 @@ def scan_range(
     batch_bytes: int = 16 << 20,
     columns: Iterable[str] | None = None,
     java_properties: Iterable[str] = (),
+    data_end: int | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """Record batches (:data:`ARROW_SCHEMA`) of the records a scan of ``[start, stop)``
     of one commitlog file owns (see the module docs).
@@ -907,6 +917,9 @@ def scan_range(
     only without filters.  Damage rows are emitted whatever the filters.
     ``columns`` names the columns worth building; the others are null (the schema
     stays :data:`ARROW_SCHEMA`), which saves most of the work for narrow scans.
+    ``data_end`` is the file position from which the file holds only holes (a sparse
+    file's unwritten rest, :attr:`rmqlab.files.MappedFile.data_end`): the zeros there
+    are known without reading them.
     ``java_properties`` adds message batches the ``java_property:NAME`` columns of
     :func:`decode_positions` (BLANK and damage rows come in batches without them).
     ``batch_rows`` and ``batch_bytes`` bound a batch.  32,768 rows decode ~7% faster
@@ -939,6 +952,7 @@ def scan_range(
         batch_bytes=batch_bytes,
         columns=frozenset(columns) if columns is not None else None,
         java_properties=tuple(java_properties),
+        data_end=data_end,
     )
     if resync is None:
         resync = start != 0

@@ -504,9 +504,11 @@ def _read_split(split: CommitLogSplit, **kw):
         return
     common = dict(file_base=split.file_base, file_size=split.file_size, file=split.file, stop=split.stop, **kw)
     if _paths.is_local(fs):
+        from ..files.extent import data_end
+
         with pa.memory_map(inner, "r") as mm:
             buf = mm.read_buffer()
-            yield from fd.scan_range(buf, start=split.start, **common)
+            yield from fd.scan_range(buf, start=split.start, data_end=data_end(inner, split.file_size), **common)
         return
     pos, resync = split.start, None
     with _paths.storage(split.file):

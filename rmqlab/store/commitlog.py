@@ -152,7 +152,8 @@ class CommitLog:
             a = np.frombuffer(f.buf, np.uint8)
             expected = base + pos
             blank = False
-            gen = fd.scan_range(a, file_base=base, file=str(f.path), start=expected - base, resync=False, mode="lenient", include_body=include_body, columns=columns)
+            gen = fd.scan_range(a, file_base=base, file=str(f.path), start=expected - base, resync=False, mode="lenient", include_body=include_body, columns=columns,
+                                data_end=f.data_end)
             try:
                 for batch in gen:
                     phy = np.asarray(batch.column("physical_offset").to_numpy(zero_copy_only=False), np.int64)

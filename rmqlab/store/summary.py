@@ -201,7 +201,8 @@ def _scan(store: StoreReader, s: StoreSummary, progress) -> None:
         blank_seen = False
         stopped = False
         for batch in fd.scan_range(
-            a, file_base=f.file_from_offset, file=str(f.path), start=expected - f.file_from_offset, resync=False, mode="lenient", include_body=False, columns=_SCAN_COLUMNS
+            a, file_base=f.file_from_offset, file=str(f.path), start=expected - f.file_from_offset, resync=False, mode="lenient", include_body=False, columns=_SCAN_COLUMNS,
+            data_end=f.data_end,
         ):
             pos = np.asarray(batch.column("physical_offset").to_numpy(zero_copy_only=False), np.int64)
             size = np.asarray(ac.fill_null(batch.column("total_size"), 0).to_numpy(zero_copy_only=False), np.int64)

@@ -277,6 +277,38 @@ def test_records_after_a_zeroed_hole_are_found_again():
     assert offs == starts[:10] + starts[13:]
 
 
+def _rss_file_kib() -> int:
+    """This process's resident file-backed pages (/proc/self/status RssFile), KiB."""
+    with open("/proc/self/status") as fh:
+        return next(int(line.split()[1]) for line in fh if line.startswith("RssFile:"))
+
+
+@pytest.mark.parametrize("told", [True, False])
+def test_the_holes_past_a_files_data_end_are_not_read(tmp_path, told):
+    """The last file of a log as RocketMQ leaves it: records, then the pre-allocated
+    rest never written (holes).  Told where the data ends, the scan finds the same
+    records without faulting the holes' pages in; not told, it reads them all."""
+    from rmqlab.files import MappedFile
+
+    path, base, buf = _clean_file0()
+    starts = _record_starts(buf, base)
+    written = bytes(buf[: starts[20]])
+    size = 32 << 20
+    p = tmp_path / f"{base:020d}"
+    with open(p, "wb") as fh:
+        fh.write(written)
+        fh.truncate(size)
+    f = MappedFile(p, base)
+    assert len(written) <= f.data_end < 1 << 20
+    before = _rss_file_kib()
+    rows = [r for bt in fd.scan_range(f.buf, file_base=base, file=str(p), mode="lenient", data_end=f.data_end if told else None)
+            for r in bt.to_pylist()]
+    grew = _rss_file_kib() - before
+    assert [r["physical_offset"] - base for r in rows if r["kind"] == "MESSAGE"] == starts[:20]
+    assert (grew < 4 << 10) if told else (grew > (size >> 10) // 2)
+    f.close()
+
+
 # -- property rules, CRC kinds, filters -----------------------------------------------------------
 def _synthetic_file(records: list[bytes], size: int = 8192) -> bytes:
     out = b"".join(records)
