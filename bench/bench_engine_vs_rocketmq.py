@@ -36,7 +36,8 @@ host takes freed memory back within ~2 s, so a run longer than that writes its l
 into handed-back memory all the same: the slower side pays more of it.
 
 Where the time goes: each put row also gives both sides' rate at the first point (the puts
-alone); the recovery rows give rmqlab's plan by its phases (``RecoveryReport.timings``:
+alone); the SYNC rows give rmqlab's forces (puts a force, the share of the run spent forcing,
+each force's time, and how fast the producers append meanwhile); the recovery rows give rmqlab's plan by its phases (``RecoveryReport.timings``:
 the scan of the log, the dispatch plan, applying it) and RocketMQ's ``load()`` (its recovery)
 apart from ``start()``.
 
@@ -125,9 +126,30 @@ def rmqlab_put(directory: Path, n: int, size: int, producers: int = 1, batch: in
         warm_memory(n, size)
     if sync:
         r = bench_sync(directory, n, body, producers)
-        return {"put": r["seconds"], "dispatched": r["seconds"]}  # group_commit's run dispatches inline
+        # group_commit's run dispatches inline; its forces say where a SYNC put's time goes
+        return {"put": r["seconds"], "dispatched": r["seconds"], "forces": r["forces"], "busy": r["busy"]}
     r = bench_async(directory, n, body, batch=batch, encoded=bool(batch), dispatch=dispatch)
     return {"put": r["put_seconds"], "dispatched": r["seconds"]}
+
+
+def forces_said(runs: list[dict], count: int, producers: int) -> str:
+    """Where a SYNC run's time went, from its group commit's forces (medians of the runs):
+    puts a force (at most one per producer: each waits for the force that covers it), the
+    share of the run the flusher spent forcing, and each force's time, whose sum is the
+    floor of the run however fast the rest is."""
+    forces = statistics.median(r["forces"] for r in runs)
+    seconds = statistics.median(r["put"] for r in runs)
+    busy = [r["busy"] for r in runs if r.get("busy") is not None]
+    said = f"{count / max(forces, 1):.1f} puts a force (of {producers} producer(s))"
+    if busy:
+        b = statistics.median(busy)
+        force = b * seconds / max(forces, 1)
+        said += f", forcing {b:.0%} of the run, {force * 1e3:.2f} ms a force (fdatasync of the log, the disk's latency)"
+        if producers > 1:
+            # with the flusher nearly always forcing, a force covers what the producers
+            # appended while the one before it ran: they take turns on the GIL
+            said += f"; meanwhile the producers append one put each {force / max(count / max(forces, 1), 1e-9) * 1e6:.0f} µs (a force over the puts it covers)"
+    return said
 
 
 def recovery(rmq: Oracle, store: Path, cold: bool) -> tuple[float, float, str, dict]:
@@ -151,7 +173,7 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--dir", help="directory on the disk to measure (default: under bench/out)")
     ap.add_argument("--recovery-size", default=None, help="the recovered store's size (default 1GiB, --quick 128MiB)")
-    ap.add_argument("--only", choices=("puts", "recovery"), help="only the put workloads, or only the recovery rows")
+    ap.add_argument("--only", choices=("puts", "sync", "recovery"), help="only the put workloads, only the SYNC ones, or only the recovery rows")
     ap.add_argument("--recovery-store", help="generate the recovered store here and keep it (used again when it is there)")
     ap.add_argument("--unwarmed", action="store_true", help="do not touch the memory a put run writes before it (see warm_memory)")
     args = ap.parse_args()
@@ -182,6 +204,8 @@ def main() -> int:
         print(f"rmqlab's engine and RocketMQ 5.3.3's DefaultMessageStore, {args.rounds} alternating rounds, medians; disk: {base}")
         print(f"{'workload':<38} {'msgs':>9}  {'rmqlab msg/s':>13} {'RocketMQ msg/s':>15}  {'put returned':>12} {'dispatched':>10}")
         for key, label, size, producers, batch, sync, count in (work if args.only != "recovery" else ()):
+            if args.only == "sync" and not sync:
+                continue
             rocketmq_put(rmq, base, max(1, count // 10), size, producers, batch, sync)  # the JIT's warm-up
             ours, theirs = [], []
             dispatch = "background" if key.endswith("bg") else "inline"  # Java's ReputMessageService is a thread of its own
@@ -195,10 +219,12 @@ def main() -> int:
             print(f"{label:<38} {count:>9,}  {count / med['rmqlab']['dispatched']:>13,.0f} {count / med['rocketmq']['dispatched']:>15,.0f}  "
                   f"{ratio['put']:>11.2f}× {ratio['dispatched']:>9.2f}×  goal ≥ {goal:.1f}×: {met}"
                   + (f"  (puts return at {count / med['rmqlab']['put']:,.0f} / {count / med['rocketmq']['put']:,.0f} msg/s)" if not sync else ""))
+            if sync:
+                print("    where rmqlab's time goes: " + forces_said(ours, count, producers))
             rows.append({"workload": key, "messages": count, "rmqlab": ours, "rocketmq": theirs, "ratio": ratio, "goal": goal})
         size = args.recovery_size or ("128MiB" if q else "1GiB")
         store = Path(args.recovery_store) if args.recovery_store else base / "recovery"
-        info = build_store(store, size) if args.only != "puts" else None
+        info = build_store(store, size) if args.only not in ("puts", "sync") else None
         if info:
             print(f"abnormal recovery of {size} ({info['records']:,} records of 1 KiB), rmqlab's time against RocketMQ's:")
         for cold in ((True, False) if info else ()):
