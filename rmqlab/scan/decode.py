@@ -143,13 +143,34 @@ ARROW_SCHEMA = pa.schema(
 COLUMNS = ARROW_SCHEMA.names
 
 KIND_MESSAGE = "MESSAGE"
+KIND_BLANK = "BLANK"
 
 
 def crc_damage(file: str, pos: int, kind: str, physical_offset: int) -> RecordError:
     """The damage a record whose stored CRC does not match is (``BODY_CRC`` or
     ``PROPERTY_CRC``): what a strict scan raises and a lenient row's ``error`` says."""
     return RecordError(file, pos, kind, f"stored CRC does not match the recomputed one (record at physical offset {physical_offset})")
-KIND_BLANK = "BLANK"
+
+
+def with_crc_errors(batch: pa.RecordBatch, file: str, file_base: int) -> pa.RecordBatch:
+    """``batch`` (rows of one file, whose name is ``file`` and first offset
+    ``file_base``) with each CRC-mismatch row's ``error`` saying the damage
+    (:func:`crc_damage`): what the rows a reader is given say of it, in a Parquet
+    export as in Spark's source.  The decoder's own batches leave it null, the record
+    being read whole: the walks that take its fields (verify, recovery's scan, the
+    summary) tell such a row from one whose bytes stopped the decoder by it."""
+    from ..format.record import BODY_CRC, PROPERTY_CRC
+    from . import compute as ac
+
+    kind = batch.column("kind")
+    crc = ac.and_(ac.is_in(kind, value_set=pa.array([BODY_CRC, PROPERTY_CRC])), ac.is_null(batch.column("error")))
+    rows = np.flatnonzero(np.asarray(ac.fill_null(crc, False).to_numpy(zero_copy_only=False), bool))
+    if not len(rows):
+        return batch
+    phys, errors = batch.column("physical_offset").to_pylist(), batch.column("error").to_pylist()
+    for i in rows.tolist():
+        errors[i] = str(crc_damage(file, phys[i] - file_base, kind[i].as_py(), phys[i]))
+    return batch.set_column(batch.schema.get_field_index("error"), "error", pa.array(errors, pa.string()))
 
 
 class NeedMoreBytes(Exception):

@@ -307,7 +307,7 @@ def export_files(out, store: str, files, log_min: int, log_end: int, *, mode: st
     ``buf``, ``file_from_offset``, ``file_size`` and ``path``), ``[log_min, log_end)``
     where the log's records are now.  Returns the run and its notes."""
     from .ahead import read_ahead
-    from .decode import scan_range
+    from .decode import scan_range, with_crc_errors
 
     manifest, run = begin(out, store, settings_of(mode, include_body, verify_crc))
     start, notes = plan_run(manifest, log_min, log_end, out)
@@ -319,6 +319,7 @@ def export_files(out, store: str, files, log_min: int, log_end: int, *, mode: st
             continue
         batches = scan_range(f.buf, file_base=base, file_size=f.file_size, file=str(f.path), start=lo, stop=hi, mode=mode,
                              verify_crc=verify_crc, include_body=include_body)
+        batches = (with_crc_errors(b, str(f.path), base) for b in batches)  # a CRC mismatch's row says it, as Spark's source does
         written += write_batches(out, run, n, read_ahead(batches), start=start, end=log_end)  # the next batch decoded while one is written
         done += hi - lo
         if progress is not None:

@@ -353,13 +353,12 @@ def _as_served(batches, split: CommitLogSplit, drop_malformed: bool, extra: list
     """The rows of ``batches`` as the source serves them: none at or past the end of the
     log but the damage that ends it (:attr:`CommitLogSplit.log_end`); every damaged row
     saying what and where in ``error`` (a CRC mismatch too,
-    :func:`rmqlab.scan.decode.crc_damage`); without the damaged rows under
+    :func:`rmqlab.scan.decode.with_crc_errors`); without the damaged rows under
     DROPMALFORMED; without the ``extra`` columns read to judge them."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from ..format.record import BODY_CRC, PROPERTY_CRC
-    from ..scan.decode import KIND_BLANK, KIND_MESSAGE, crc_damage
+    from ..scan.decode import KIND_BLANK, KIND_MESSAGE, with_crc_errors
 
     for b in batches:
         kind = b.column("kind")
@@ -369,12 +368,7 @@ def _as_served(batches, split: CommitLogSplit, drop_malformed: bool, extra: list
                 damage = pc.invert(pc.is_in(kind, pa.array([KIND_MESSAGE, KIND_BLANK])))
                 b = b.filter(pc.or_(pc.less(phys, split.log_end), pc.and_(pc.equal(phys, split.log_end), damage)))
                 kind = b.column("kind")
-        crc = pc.and_(pc.is_in(kind, pa.array([BODY_CRC, PROPERTY_CRC])), pc.is_null(b.column("error")))
-        if pc.any(crc).as_py():
-            phys, errors = b.column("physical_offset").to_pylist(), b.column("error").to_pylist()
-            for i in pc.indices_nonzero(crc).to_pylist():
-                errors[i] = str(crc_damage(split.file, phys[i] - split.file_base, kind[i].as_py(), phys[i]))
-            b = b.set_column(b.schema.get_field_index("error"), "error", pa.array(errors, pa.string()))
+        b = with_crc_errors(b, split.file, split.file_base)
         if drop_malformed:
             b = b.filter(pc.is_null(b.column("error")))
         if extra:

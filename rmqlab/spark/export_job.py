@@ -35,10 +35,12 @@ def export(spark, store: str, out: str, *, mode: str = "strict", include_body: b
 
     def task(items):
         from ..scan import kernels
+        from ..scan.decode import with_crc_errors
 
         kernels.set_threads(1)  # a task per core already
         for n, split in items:
             batches = read_split(split, mode=mode, verify_crc=verify_crc, include_body=include_body)
+            batches = (with_crc_errors(b, split.file, split.file_base) for b in batches)  # as Spark's source says them
             yield from write_batches(out, run, n, batches, start=start, end=log_end)
 
     with worker_errors():

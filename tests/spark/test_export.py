@@ -17,7 +17,7 @@ import pytest
 from rmqlab.config import MessageStoreConfig
 from rmqlab.engine import Message, MessageStore
 from rmqlab.scan import export as ex
-from rmqlab.scan.decode import ARROW_SCHEMA, decode_file
+from rmqlab.scan.decode import ARROW_SCHEMA, decode_file, with_crc_errors
 from rmqlab.store import open_store
 from tests.spark.conftest import store_root
 
@@ -33,11 +33,14 @@ def _dataset_rows(out) -> list[dict]:
 
 
 def _decoder_rows(root, mode="strict") -> list[dict]:
+    """The decoder's rows up to where the log is served, a CRC mismatch saying so in
+    ``error`` (the decoder's own batches leave it null)."""
     with open_store(root, strict=False) as st:
         end = st.commitlog.served_end()
         rows = []
         for f in st.commitlog.queue.files:
             for b in decode_file(f.buf, f.file_from_offset, file=str(f.path), mode=mode):
+                b = with_crc_errors(b, str(f.path), f.file_from_offset)
                 rows += [r for r in b.to_pylist() if r["kind"] != "BLANK" and r["physical_offset"] < end]
     return sorted(rows, key=lambda r: r["physical_offset"])
 
@@ -63,6 +66,23 @@ def test_the_export_holds_the_decoders_rows(tmp_path, case, mode):
     assert cols["body"].statistics is None or not cols["body"].statistics.has_min_max
     assert "PLAIN_DICTIONARY" in str(cols["topic"].encodings) or "RLE_DICTIONARY" in str(cols["topic"].encodings)
     assert not any("DICTIONARY" in str(e) for e in cols["body"].encodings)
+
+
+def test_a_crc_mismatch_inside_the_log_says_so_as_sparks_source_does(spark, tmp_path):
+    """A record whose body CRC fails, before the end of the log (RocketMQ serves the
+    records after it): its row in the export says the damage, in the words Spark's
+    source gives the same row — one ``error`` in both."""
+    from rmqlab.lab.samples import shipped_dir
+
+    root = shipped_dir() / "damaged"
+    done = cli("export", root, tmp_path / "out", "--mode", "lenient")
+    assert done.returncode == 0, done.stderr
+    rows = {r["physical_offset"]: r for r in _dataset_rows(tmp_path / "out")}
+    bad = {p: (r["kind"], r["error"]) for p, r in rows.items() if r["kind"] != "MESSAGE"}
+    assert bad.get(137674, ("", ""))[0] == "BODY_CRC" and "137674" in bad[137674][1]
+    assert max(rows) > 137674  # rows after it: inside the log
+    served = spark.read.format("rocketmq").option("columns", "physical_offset,kind,error").load(str(root)).collect()
+    assert {r.physical_offset: (r.kind, r.error) for r in served if r.kind != "MESSAGE" and r.physical_offset in rows} == bad
 
 
 @pytest.mark.parametrize("threads", [1, 2])
