@@ -217,7 +217,7 @@ def unfindable_keys(rep: RecoveryReport, plan: RecoveryPlan, cfg: MessageStoreCo
     import pyarrow.compute as pc
 
     count, first = 0, []
-    for cols in (c for a, b in spans for c in _requests_between(files, a, b, cfg)):
+    for cols in (c for a, b in spans for c in _requests_between(plan, a, b, cfg)):
         keyed = np.zeros(len(cols), bool)
         for col in (cols.keys, cols.uniq_key):
             keyed |= np.asarray(pc.fill_null(pc.greater(pc.utf8_length(pc.utf8_trim(col, " ")), 0), False).to_numpy(zero_copy_only=False), bool)
@@ -227,22 +227,40 @@ def unfindable_keys(rep: RecoveryReport, plan: RecoveryPlan, cfg: MessageStoreCo
     rep.index_unfindable, rep.index_unfindable_first = count, first
 
 
-def _requests_between(files, lo: int, hi: int, cfg: MessageStoreConfig):
+def _walked(plan: RecoveryPlan) -> dict[int, np.ndarray]:
+    """The record starts recovery's own scan found, per file it walked from its first
+    byte (index into ``plan.files`` → (in-file starts, how far that walk read)):
+    within them a walk without CRCs finds the same records, so they need not be walked
+    again.  The start file of a walk begun inside it (enableAcceleratedRecovery) is left
+    out: a walk from the file's start might not reach where that one began."""
+    begun_inside = bool(plan.files) and plan.scan_at > plan.files[plan.start_index].file_from_offset
+    # a walk that met a BLANK read its file to the end (the BLANK fills the rest)
+    return {i: (s.starts, plan.files[i].file_size if s.blank else s.end) for i, s in plan.scans if not (begun_inside and i == plan.start_index)}
+
+
+def _requests_between(plan: RecoveryPlan, lo: int, hi: int, cfg: MessageStoreConfig):
     """The dispatch requests (columns, a file at a time) of the records the acceptance
     walk finds in ``[lo, hi)`` of the log, read with the reput's own reader; a file
     whose records there do not read is skipped (recovery's own scan says where the log
-    ends, before it)."""
+    ends, before it).  Where recovery's scan walked the file up to ``hi`` or past it,
+    its record starts are taken (a clean store's queues end a few records before the
+    end of the log: the walk of the whole last file again cost ~0.5 s a GiB)."""
     from ..format.record import RecordError
     from ..scan.dispatch_request import read_dispatch_columns
 
     fsize = cfg.mapped_file_size_commit_log
-    for f in files:
+    walked = _walked(plan)
+    for i, f in enumerate(plan.files):
         a, b = max(lo, f.file_from_offset), min(hi, f.file_from_offset + f.file_size)
         if a >= b:
             continue
         view = file_view(f, fsize)
-        s = scan_file(view, check_crc=False)
-        starts = s.starts[(s.starts + f.file_from_offset >= a) & (s.starts + f.file_from_offset < b)]
+        known = walked.get(i)
+        if known is not None and b - f.file_from_offset <= known[1]:
+            starts = known[0]
+        else:
+            starts = scan_file(view, check_crc=False).starts
+        starts = starts[(starts + f.file_from_offset >= a) & (starts + f.file_from_offset < b)]
         if not len(starts):
             continue
         try:
@@ -293,7 +311,7 @@ def queues_left_short(rep: RecoveryReport, plan: RecoveryPlan, cfg: MessageStore
         return
     lo = min(ends.values())
     found: dict[tuple[str, int], list] = {}
-    for cols in _requests_between(plan.files, lo, hi, cfg):
+    for cols in _requests_between(plan, lo, hi, cfg):
         rows = np.flatnonzero(goes_to_consume_queue(cols.sys_flag))
         for r in rows.tolist():
             k = (cols.topic_of(r), int(cols.queue_id[r]))

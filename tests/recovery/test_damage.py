@@ -657,3 +657,44 @@ def test_a_checkpoint_that_cannot_be_read_is_a_clear_error_naming_it(tmp_path):
     with pytest.raises(StoreFormatError, match="checkpoint"):
         recover(root)
     assert (root / "checkpoint").is_dir() and (root / "abort").exists()
+
+
+def _queue_cut_short(root, queue: str = "TopicA/0", units: int = 3) -> None:
+    """The last ``units`` units of ``queue`` of ``root`` zeroed: a queue that ends before
+    the others (its records stay in the log)."""
+    qdir = root / "consumequeue" / queue
+    for f in sorted(qdir.iterdir(), reverse=True):
+        data = bytearray(f.read_bytes())
+        used = next((i for i in range(len(data) // 20, 0, -1) if any(data[(i - 1) * 20 : i * 20])), 0)
+        if used >= units:
+            data[(used - units) * 20 : used * 20] = bytes(units * 20)
+            f.write_bytes(bytes(data))
+            return
+    raise AssertionError(f"{qdir}: no file with {units} units")
+
+
+@pytest.mark.parametrize("case", ["clean", "v2ipv6", "clean, a queue cut short"])
+def test_what_the_cut_costs_is_the_same_from_recoverys_own_walk(case, monkeypatch, tmp_path):
+    """The records between a queue's end (or the index's) and the re-dispatch are taken
+    from recovery's own scan where it walked their file from its start: the report is
+    the one a walk of those files again gives (a queue left short of records, too)."""
+    from rmqlab.recovery import costs
+
+    def report():
+        d = recover(root, config=config).to_dict()
+        d.pop("timings")
+        return d
+
+    name = case.split(",")[0]
+    root, config = REFERENCE / name / "store", cfg(name)
+    if "," in case:
+        root = copy_store(name, tmp_path)
+        _queue_cut_short(root)
+    reused = report()
+    walked = []
+    monkeypatch.setattr(costs, "_walked", lambda plan: walked.append(plan) or {})
+    again = report()
+    assert walked, "the costs read no records: the test checks nothing"
+    assert again == reused
+    if "," in case:
+        assert reused["queues_short"], "the queue cut short is not said"
