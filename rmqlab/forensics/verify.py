@@ -62,7 +62,7 @@ from ..scan import compute as ac
 from ..scan import kernels
 from ..scan.decode import JAVA_PROPERTY_PREFIX, KIND_BLANK, KIND_MESSAGE, scan_range
 from ..scan.dispatch_request import DispatchColumns
-from ..scan.uniques import sorted_unique, unique
+from ..scan.uniques import sorted_unique, stable_argsort, unique
 from ..store.dledger import DLEDGER_ENTRY, DLedgerCommitLog
 from ..store.reader import StoreReader
 
@@ -944,7 +944,7 @@ class _Verifier:
             return r_[o], h_[o]
 
         in_cq = np.flatnonzero(goes_to_consume_queue(sys_flag))
-        by_queue = in_cq[np.argsort(qkey[in_cq], kind="stable")]  # by queue, log order within
+        by_queue = in_cq[stable_argsort(qkey[in_cq])]  # by queue, log order within
         self._queue_offsets(end, by_queue, phy, qkey, qoff, qnum)
         self._join_queues(lo, hi, end, by_queue, phy, size, qkey, qoff, tags, sys_flag)
         if self.indexes or self.index_written:

@@ -12,6 +12,28 @@ from __future__ import annotations
 import numpy as np
 
 
+#: from this many values on, :func:`stable_argsort` looks at their range first
+_RANKED_FROM = 4096
+
+
+def stable_argsort(a: np.ndarray) -> np.ndarray:
+    """``np.argsort(a, kind="stable")`` of an integer array, the same permutation.  Where
+    the values' two 32-bit halves span few enough distinct pairs (a window's queue keys,
+    ``topic << 32 | queueId``: a few topics, a few queues each) they are ranked into 16
+    bits first, whose stable sort numpy does by radix: 2^18 keys in ~4 ms against ~31 ms
+    for int64's merge sort.  The rank keeps the order: ``a == hi * 2^32 + lo`` with ``lo``
+    in ``[0, 2^32)``, so ``a`` orders as ``(hi, lo)`` does."""
+    if len(a) < _RANKED_FROM or a.dtype.kind not in "iu" or (a.dtype.kind == "u" and a.dtype.itemsize == 8):  # uint64 past 2^63: not an int64
+        return np.argsort(a, kind="stable")
+    v = a.astype(np.int64, copy=False)
+    hi, lo = v >> 32, v & 0xFFFFFFFF
+    h0, h1, l0, l1 = int(hi.min()), int(hi.max()), int(lo.min()), int(lo.max())
+    if (h1 - h0 + 1) * (l1 - l0 + 1) > 1 << 16:
+        return np.argsort(a, kind="stable")
+    rank = ((hi - h0) * (l1 - l0 + 1) + (lo - l0)).astype(np.uint16)
+    return np.argsort(rank, kind="stable")
+
+
 def _run_starts(s: np.ndarray) -> np.ndarray:
     """Where each run of equal values of the sorted ``s`` starts."""
     if not len(s):
@@ -31,7 +53,7 @@ def unique(a: np.ndarray, *, return_inverse: bool = False):
     each element's value in the result, so that ``result[inverse] == a``)."""
     if not return_inverse:
         return sorted_unique(np.sort(a, kind="stable"))
-    order = np.argsort(a, kind="stable")
+    order = stable_argsort(a)
     s = a[order]
     starts = _run_starts(s)
     run = np.zeros(len(s), np.int64)
