@@ -35,6 +35,7 @@ from ..rules import SCHEDULE_TOPIC
 from ..format.hashing import java_string_hash
 from ..format.indexfile import index_tag_key
 from .hashes import index_hashes_from_java, java_string_hashes_arrow, prefixed_hashes
+from .uniques import stable_argsort
 
 
 class DispatchRequest(NamedTuple):
@@ -258,22 +259,32 @@ class DispatchColumns:
         rows = np.asarray(rows, dtype=np.int64)
         if not len(rows):
             return (rows, np.zeros(0, np.int64), np.zeros(0, bool)) if tag_mask else (rows, np.zeros(0, np.int64))
-        ridx = ac.indices(rows)
-        uniq = ac.take(self.uniq_key, ridx)
+        # every row, in order (the usual batch: each record goes to the index): the
+        # columns as they are, no copy taken of them
+        every = len(rows) == len(self) and bool((rows == np.arange(len(rows))).all())
+        ridx = None if every else ac.indices(rows)
+
+        def picked(col):
+            return col if every else ac.take(col, ridx)
+
+        def kept(col, ok: np.ndarray):
+            return col if ok.all() else ac.filter(col, ac.mask(ok))
+
+        uniq = picked(self.uniq_key)
         u_ok = np.asarray(ac.fill_null(ac.not_equal(uniq, ""), False).to_numpy(zero_copy_only=False), dtype=bool)
         u_rows = rows[u_ok]
-        uh, ul = java_string_hashes_arrow(ac.filter(uniq, ac.mask(u_ok)))
+        uh, ul = java_string_hashes_arrow(kept(uniq, u_ok))
         # KEYS split on the separator, empty tokens skipped
-        ks = ac.take(self.keys, ridx)
+        ks = picked(self.keys)
         k_ok = np.asarray(ac.fill_null(ac.not_equal(ks, ""), False).to_numpy(zero_copy_only=False), dtype=bool)
-        tokens = ac.split_pattern(ac.filter(ks, ac.mask(k_ok)), props.KEY_SEPARATOR)
+        tokens = ac.split_pattern(kept(ks, k_ok), props.KEY_SEPARATOR)
         if isinstance(tokens, pa.ChunkedArray):
             tokens = tokens.combine_chunks()
         parents = np.asarray(ac.list_parent_indices(tokens).to_numpy(zero_copy_only=False), dtype=np.int64)
         flat = ac.list_flatten(tokens)
         t_ok = np.asarray(ac.not_equal(flat, "").to_numpy(zero_copy_only=False), dtype=bool)
         t_rows = rows[k_ok][parents[t_ok]]
-        kh, kl = java_string_hashes_arrow(ac.filter(flat, ac.mask(t_ok)))
+        kh, kl = java_string_hashes_arrow(kept(flat, t_ok))
         rec = np.concatenate((u_rows, t_rows))
         h = np.concatenate((uh, kh))
         ln = np.concatenate((ul, kl))
@@ -284,15 +295,15 @@ class DispatchColumns:
             pre[: len(u_rows)] = u_prefix[self.topic_code[u_rows]]
         is_tag = np.zeros(len(rec), bool)
         if tags and self.tags is not None:
-            tg = ac.take(self.tags, ridx)
+            tg = picked(self.tags)
             g_ok = np.asarray(ac.fill_null(ac.not_equal(tg, ""), False).to_numpy(zero_copy_only=False), dtype=bool)
             g_rows = rows[g_ok]
-            gh, gl = java_string_hashes_arrow(ac.filter(tg, ac.mask(g_ok)))
+            gh, gl = java_string_hashes_arrow(kept(tg, g_ok))
             tag_prefix = np.asarray([java_string_hash(index_tag_key(t, "")) for t in self.topics] or [0], dtype=np.int64).astype(np.uint32)
             rec, h, ln = np.concatenate((rec, g_rows)), np.concatenate((h, gh)), np.concatenate((ln, gl))
             pre = np.concatenate((pre, tag_prefix[self.topic_code[g_rows]]))
             is_tag = np.concatenate((is_tag, np.ones(len(g_rows), bool)))
-        order = np.argsort(rec, kind="stable")
+        order = stable_argsort(rec)  # a batch's row numbers: ranked into 16 bits, sorted by radix
         rec, h, ln, pre, is_tag = rec[order], h[order], ln[order], pre[order], is_tag[order]
         full = prefixed_hashes(pre, h, ln)
         hashes = index_hashes_from_java(full).astype(np.int64)

@@ -133,3 +133,42 @@ def test_out_of_order_batch_equals_one_by_one(tmp_path, ref_records):
             b.dispatch(r)
     assert store_files(tmp_path / "a", "consumequeue") == store_files(tmp_path / "b", "consumequeue")
     assert sorted(store_files(tmp_path / "a", "index").values()) == sorted(store_files(tmp_path / "b", "index").values())
+
+
+@pytest.mark.parametrize("tags", [False, True])
+def test_index_key_hashes_are_the_keys_index_keys_names(tags):
+    """Every key the bulk path hashes for a batch (all of its rows, as verify asks, or
+    some of them) is the one rules.index_keys names for that record, in its order."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    from rmqlab.format.record import decode_record
+    from rmqlab.lab.samples import shipped_dir
+    from rmqlab.rules import index_keys
+    from rmqlab.scan.decode import decode_file
+    from rmqlab.scan.dispatch_request import DispatchColumns
+    from rmqlab.scan.hashes import index_key_hashes
+    from rmqlab.store import open_store
+
+    with open_store(shipped_dir() / "clean") as st:
+        f = st.commitlog.queue.files[0]
+        batch = next(b for b in decode_file(f.buf, f.file_from_offset, java_properties=DispatchColumns.JAVA_PROPERTIES) if b.num_rows > 100)
+        batch = batch.filter(pc.equal(batch.column("kind"), "MESSAGE"))  # what dispatch reads: messages
+        cols = DispatchColumns.from_arrow(batch, {})
+        # each record's properties as Java's map holds them, read one record at a time
+        props = [decode_record(f.buf, p - f.file_from_offset).java_properties for p in batch.column("physical_offset").to_pylist()]
+    topics = batch.column("topic").to_pylist()
+
+    def expected(rows):
+        rec, keys = [], []
+        for r in rows.tolist():
+            p = props[r]
+            ks = index_keys(topics[r], p.get("UNIQ_KEY"), p.get("KEYS"), p.get("TAGS") if tags else None)
+            rec += [r] * len(ks)
+            keys += ks
+        return np.asarray(rec, np.int64), index_key_hashes(keys)
+
+    for rows in (np.arange(len(cols)), np.arange(1, len(cols), 3)):
+        rec, hashes = cols.index_key_hashes(rows, tags=tags)
+        want_rec, want = expected(rows)
+        assert len(rec) > len(rows) // 2 and (rec == want_rec).all() and (hashes == want).all()
