@@ -844,12 +844,13 @@ class _Verifier:
         of the log), then into the window for the checks against queues and index."""
         n = len(pos)
         size = _ints(batch, "total_size")
-        kind = np.asarray(batch.column("kind").to_numpy(zero_copy_only=False))
-        crc_bad = np.flatnonzero(kind != KIND_MESSAGE)
+        kind = batch.column("kind")
+        # compared in Arrow: a batch's kinds as Python strings cost ~1.2 ms, these ~0.15
+        crc_bad = np.flatnonzero(np.asarray(ac.fill_null(ac.not_equal(kind, KIND_MESSAGE), True).to_numpy(zero_copy_only=False), bool))
         for r in crc_bad.tolist():
             p = int(pos[r]) - base
             rec = decode_record(a, p, file=path, file_base=base, check_crc=True, read_body=False)
-            if kind[r] == BODY_CRC:  # the decoder flags it only where there is a body
+            if kind[r].as_py() == BODY_CRC:  # the decoder flags it only where there is a body
                 self._stop(int(pos[r]), by_damage=True)
                 self.add(BODY_CRC, ERROR, path, p, f"body CRC stored {rec.body_crc}, computed {rec.body_crc_computed}", phy=int(pos[r]))
             else:
