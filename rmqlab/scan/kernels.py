@@ -324,7 +324,7 @@ def _compile_pairs():
         return m, hi
 
     @numba.njit(nogil=True, cache=True)
-    def java_values(a, starts, ends, names, name_offs, out, offs, found, hi):  # pragma: no cover - compiled
+    def java_values(a, starts, ends, names, name_offs, first, out, offs, found, hi):  # pragma: no cover - compiled
         """Per record ``a[starts[r]:ends[r]]`` and name ``j`` (``names[name_offs[j] :
         name_offs[j+1]]``): the value Java's ``MessageDecoder.string2messageProperties``
         map holds - segments end at 0x02 (or the end), the name runs to the first
@@ -333,7 +333,10 @@ def _compile_pairs():
         the cache: a pass per name afterwards read each record from memory again),
         with Arrow offsets in ``offs[j]``, ``found[j, r]`` where the map has one, and
         in ``hi[j]`` the OR of every byte copied (UTF-8 needs checking only where bit
-        7 is set).  A row of ``out`` needs room for all the properties' bytes."""
+        7 is set).  A row of ``out`` needs room for all the properties' bytes.
+        ``first[c]``: bit ``j`` set where name ``j`` starts with byte ``c``, so that a
+        pair whose name is none of them (WAIT, a user's own) is passed over at its
+        first byte (138 -> ~100 ns a record on a generated store's properties)."""
         k = len(name_offs) - 1
         d = np.zeros(k, np.int64)
         for j in range(k):
@@ -359,13 +362,16 @@ def _compile_pairs():
                 while q < end and a[q] != 2:  # the value, up to the segment's end
                     q += 1
                 ln = one - seg
-                if ln > 0 and q > one + 1:
+                cand = first[a[seg]] if ln > 0 and q > one + 1 else 0
+                if cand != 0:
                     for j in range(k):
+                        if ((cand >> j) & 1) == 0:
+                            continue
                         n0 = name_offs[j]
                         if name_offs[j + 1] - n0 != ln:
                             continue
                         same = True
-                        for b in range(ln):
+                        for b in range(1, ln):  # its first byte is name j's (first)
                             if a[seg + b] != names[n0 + b]:
                                 same = False
                                 break
@@ -731,12 +737,18 @@ def java_property_values(a: np.ndarray, starts: np.ndarray, ends: np.ndarray, na
     _load()
     if _JAVA_VALUES is None:
         return None
+    if len(names) > 63:  # first's bits: 63 names a call
+        return java_property_values(a, starts, ends, names[:63]) + java_property_values(a, starts, ends, names[63:])
     a, starts, ends = _checked_slices(a, starts, ends)
     n = len(starts)
     raw = [name.encode("utf-8") for name in names]
     name_buf = np.frombuffer(b"".join(raw) or b"\0", np.uint8)
     name_offs = np.zeros(len(raw) + 1, np.int64)
     np.cumsum([len(r) for r in raw], out=name_offs[1:])
+    first = np.zeros(256, np.int64)  # bit j of first[c]: name j starts with byte c
+    for j, r in enumerate(raw):
+        if r:
+            first[r[0]] |= 1 << j
     room = int((ends - starts).sum())  # no record's value is longer than its properties
     if room >= 1 << 31:
         raise ValueError("more than 2 GiB of properties in one batch: Arrow binary offsets are int32")
@@ -744,7 +756,7 @@ def java_property_values(a: np.ndarray, starts: np.ndarray, ends: np.ndarray, na
     offs = np.empty((len(raw), n + 1), np.int32)
     found = np.zeros((len(raw), n), np.bool_)
     hi = np.zeros(len(raw), np.uint8)
-    _JAVA_VALUES(a, starts, ends, name_buf, name_offs, values, offs, found, hi)
+    _JAVA_VALUES(a, starts, ends, name_buf, name_offs, first, values, offs, found, hi)
     out = []
     for j in range(len(raw)):
         present = int(np.count_nonzero(found[j]))

@@ -169,6 +169,27 @@ def test_java_property_columns_follow_javas_map_on_random_bytes(monkeypatch):
         assert table.column("properties").null_count == len(cases)  # not asked for
 
 
+def test_more_java_property_names_than_one_pass_looks_for():
+    """Past the 63 names one compiled pass matches at once (a bit each), the columns are
+    still each name's value in Java's map, names sharing a first byte told apart."""
+    from rmqlab.format import properties as props
+    from rmqlab.format.encode import encode_record
+
+    rng = np.random.default_rng(11)
+    names = tuple(f"N{i}" for i in range(70)) + ("TAGS", "T")
+    cases = [b"".join(b"%s\x01v%d\x02" % (names[i].encode(), k) for k, i in enumerate(rng.integers(0, len(names), 4))) for _ in range(300)]
+    records, positions, pos = [], [], 0
+    for p in cases:
+        rec = encode_record(topic=b"T", body=b"x", properties=p, physical_offset=pos)
+        records.append(rec)
+        positions.append(pos)
+        pos += len(rec)
+    want = {name: [props.to_java_map(props.decode_pairs(p)).get(name) for p in cases] for name in names}
+    table = pa.Table.from_batches(list(fd.decode_positions(b"".join(records), positions, columns=["physical_offset"], java_properties=names)))
+    assert {name: table.column(fd.JAVA_PROPERTY_PREFIX + name).to_pylist() for name in names} == want
+    assert sum(v is not None for v in want["N69"]) > 0
+
+
 @pytest.mark.parametrize("case", ["clean", "crash-torn", "v2ipv6", "clean-damaged"])
 def test_walking_in_pieces_gives_the_rows_of_one_walk(case, monkeypatch):
     """The chain walked in pieces, the next on another thread (tiny pieces here, so a
