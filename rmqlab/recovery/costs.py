@@ -227,7 +227,7 @@ def unfindable_keys(rep: RecoveryReport, plan: RecoveryPlan, cfg: MessageStoreCo
     rep.index_unfindable, rep.index_unfindable_first = count, first
 
 
-def _walked(plan: RecoveryPlan) -> dict[int, np.ndarray]:
+def _walked(plan: RecoveryPlan) -> dict[int, tuple[np.ndarray, int]]:
     """The record starts recovery's own scan found, per file it walked from its first
     byte (index into ``plan.files`` → (in-file starts, how far that walk read)):
     within them a walk without CRCs finds the same records, so they need not be walked

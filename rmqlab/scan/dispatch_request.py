@@ -303,7 +303,7 @@ class DispatchColumns:
             rec, h, ln = np.concatenate((rec, g_rows)), np.concatenate((h, gh)), np.concatenate((ln, gl))
             pre = np.concatenate((pre, tag_prefix[self.topic_code[g_rows]]))
             is_tag = np.concatenate((is_tag, np.ones(len(g_rows), bool)))
-        order = stable_argsort(rec)  # a batch's row numbers: ranked into 16 bits, sorted by radix
+        order = stable_argsort(rec)  # row numbers: sorted by radix where they fit 16 bits (a batch's)
         rec, h, ln, pre, is_tag = rec[order], h[order], ln[order], pre[order], is_tag[order]
         full = prefixed_hashes(pre, h, ln)
         hashes = index_hashes_from_java(full).astype(np.int64)

@@ -142,26 +142,32 @@ def test_the_crc_loops_load_from_numbas_disk_cache():
     assert out == ["0", "0"]
 
 
+def _records_with_properties(cases: list[bytes], names) -> tuple[bytes, list[int], dict]:
+    """A log of one record per properties bytes of ``cases``, where each starts, and per
+    name the value Java's map holds in each (rmqlab.format.properties.to_java_map)."""
+    from rmqlab.format import properties as props
+    from rmqlab.format.encode import encode_record
+
+    records, positions, pos = [], [], 0
+    for p in cases:
+        rec = encode_record(topic=b"T", body=b"x", properties=p, physical_offset=pos)
+        records.append(rec)
+        positions.append(pos)
+        pos += len(rec)
+    want = {name: [props.to_java_map(props.decode_pairs(p)).get(name) for p in cases] for name in names}
+    return b"".join(records), positions, want
+
+
 def test_java_property_columns_follow_javas_map_on_random_bytes(monkeypatch):
     """decode_positions(java_properties=...): per name, the value RocketMQ's own map
     holds (empty names and values skipped, a later pair wins; U+FFFD for invalid
     UTF-8) - compiled, and record by record for a batch with invalid UTF-8."""
-    from rmqlab.format import properties as props
-    from rmqlab.format.encode import encode_record
-
     rng = np.random.default_rng(5)
     alphabet = [b"TAGS", b"KEYS", b"K", b"\x01", b"\x02", b"\x02", b"v", b"\xc3\xa9", b"UNIQ_KEY", b"\xff"]
     names = ("TAGS", "KEYS", "UNIQ_KEY", "DELAY")
     for invalid in (False, True):  # one invalid byte sends a batch to the Python reading
         cases = [b"".join(alphabet[i] for i in rng.integers(0, len(alphabet) - (not invalid), rng.integers(0, 20))) for _ in range(500)]
-        records, positions, pos = [], [], 0
-        for p in cases:
-            rec = encode_record(topic=b"T", body=b"x", properties=p, physical_offset=pos)
-            records.append(rec)
-            positions.append(pos)
-            pos += len(rec)
-        data = b"".join(records)
-        want = {name: [props.to_java_map(props.decode_pairs(p)).get(name) for p in cases] for name in names}
+        data, positions, want = _records_with_properties(cases, names)
         batches = fd.decode_positions(data, positions, columns=["physical_offset"], java_properties=names, batch_rows=64)
         table = pa.Table.from_batches(list(batches))
         assert table.schema == fd.java_schema(names)
@@ -172,20 +178,11 @@ def test_java_property_columns_follow_javas_map_on_random_bytes(monkeypatch):
 def test_more_java_property_names_than_one_pass_looks_for():
     """Past the 63 names one compiled pass matches at once (a bit each), the columns are
     still each name's value in Java's map, names sharing a first byte told apart."""
-    from rmqlab.format import properties as props
-    from rmqlab.format.encode import encode_record
-
     rng = np.random.default_rng(11)
     names = tuple(f"N{i}" for i in range(70)) + ("TAGS", "T")
     cases = [b"".join(b"%s\x01v%d\x02" % (names[i].encode(), k) for k, i in enumerate(rng.integers(0, len(names), 4))) for _ in range(300)]
-    records, positions, pos = [], [], 0
-    for p in cases:
-        rec = encode_record(topic=b"T", body=b"x", properties=p, physical_offset=pos)
-        records.append(rec)
-        positions.append(pos)
-        pos += len(rec)
-    want = {name: [props.to_java_map(props.decode_pairs(p)).get(name) for p in cases] for name in names}
-    table = pa.Table.from_batches(list(fd.decode_positions(b"".join(records), positions, columns=["physical_offset"], java_properties=names)))
+    data, positions, want = _records_with_properties(cases, names)
+    table = pa.Table.from_batches(list(fd.decode_positions(data, positions, columns=["physical_offset"], java_properties=names)))
     assert {name: table.column(fd.JAVA_PROPERTY_PREFIX + name).to_pylist() for name in names} == want
     assert sum(v is not None for v in want["N69"]) > 0
 
