@@ -186,8 +186,9 @@ def report(spark, path, out=None, **options):
 def export(spark, store, out, **options):
     """``rmqlab export`` as a Spark job: the store's records as a Parquet dataset in
     ``out``, written by the workers (the dataset's layout: :mod:`rmqlab.scan.export`);
-    returns the run and its notes.  Options: ``mode`` (``strict``: damage stops the
-    run, as ``rmqlab export`` does; ``lenient``), ``include_body``, ``verify_crc``,
+    returns the run and its notes.  Options: ``mode`` (``strict``: the run fails on the
+    first damage in the log, as ``rmqlab export`` does, once every split has been read;
+    ``lenient``), ``include_body``, ``verify_crc``,
     ``split_size``.  The store and ``out`` must be paths every worker sees alike.
 
     >>> import tempfile

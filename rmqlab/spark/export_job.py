@@ -11,6 +11,7 @@ Spark Connect has no RDDs to run the tasks on: export there with ``rmqlab export
 from __future__ import annotations
 
 from .commitlog_source import DEFAULT_SPLIT_SIZE, plan_splits, read_split
+from ..errors import RmqlabError
 from .worker_errors import worker_errors
 
 
@@ -34,6 +35,7 @@ def export(spark, store: str, out: str, *, mode: str = "strict", include_body: b
         return commit(out, manifest, run, start, log_end, []), notes
 
     def task(items):
+        from ..errors import StoreFormatError
         from ..scan import kernels
         from ..scan.decode import with_crc_errors
 
@@ -41,8 +43,16 @@ def export(spark, store: str, out: str, *, mode: str = "strict", include_body: b
         for n, split in items:
             batches = read_split(split, mode=mode, verify_crc=verify_crc, include_body=include_body)
             batches = (with_crc_errors(b, split.file, split.file_base) for b in batches)  # as Spark's source says them
-            yield from write_batches(out, run, n, batches, start=start, end=log_end)
+            try:
+                yield from write_batches(out, run, n, batches, start=start, end=log_end)
+            except StoreFormatError as err:  # strict: this split's first damage, for the driver to weigh
+                yield [None, split.file_base + (err.offset or 0), str(err)]
 
     with worker_errors():
         written = sc.parallelize(list(enumerate(splits)), len(splits)).mapPartitions(task).collect()
+    damage = [w for w in written if w[0] is None]
+    if damage:
+        # The run fails on the first damage in the log, as `rmqlab export` does, whichever
+        # task met its damage first: a task that raised would stop the job with its own.
+        raise RmqlabError(min(damage)[2])
     return commit(out, manifest, run, start, log_end, [list(w) for w in written]), notes

@@ -194,3 +194,31 @@ def test_spark_export_writes_the_same_dataset_from_the_workers(spark, tmp_path):
     assert _dataset_rows(tmp_path / "out") == _decoder_rows(store_root("crash-torn"), "lenient")
     # and Spark's own Parquet reader reads it
     assert spark.read.parquet(str(tmp_path / "out")).count() == sum(n for _, n in run.files)
+
+
+@pytest.mark.spark
+def test_a_strict_spark_export_fails_on_the_first_damage_in_the_log_as_the_local_one_does(spark, tmp_path):
+    """Damage near the end of the first split and near the start of the second: the
+    second split's task meets its damage first, and still the run fails on the first
+    in the log, in the local command's words."""
+    import rmqlab.spark
+    from rmqlab.errors import RmqlabError
+    from rmqlab.lab.samples import shipped_dir
+
+    root = tmp_path / "store"
+    shutil.copytree(shipped_dir() / "damaged", root)
+    first = sorted((root / "commitlog").iterdir())[0]
+    with open_store(root, strict=False) as st:
+        f = st.commitlog.queue.files[0]
+        late = max(r["physical_offset"] for b in decode_file(f.buf, f.file_from_offset, file=str(f.path), mode="lenient")
+                   for r in b.select(["physical_offset", "kind"]).to_pylist() if r["kind"] == "MESSAGE")
+    with open(first, "r+b") as fh:  # the record's stored body CRC (its third field) no longer matches
+        fh.seek(late + 8)
+        crc = fh.read(4)
+        fh.seek(late + 8)
+        fh.write(bytes(b ^ 0xFF for b in crc))
+    local = cli("export", root, tmp_path / "local")
+    assert local.returncode != 0 and f"physical offset {late})" in local.stderr, local.stderr
+    with pytest.raises(RmqlabError) as err:
+        rmqlab.spark.export(spark, str(root), str(tmp_path / "out"), split_size=64 << 10)
+    assert str(err.value) in local.stderr
