@@ -213,13 +213,6 @@ def _magic_ok(rows: np.ndarray, at: int) -> np.ndarray:
 CHUNK = 4096
 
 
-def _chain(buf, a: np.ndarray, hints: np.ndarray | None) -> tuple[np.ndarray, int, bool]:
-    """Record starts of the chain from position 0 (see :func:`_chain_from`); returns
-    (starts, where it stopped, stopped on a BLANK)."""
-    starts, pos, why = _chain_from(buf, a, hints, 0, None)
-    return starts, pos, why == "blank"
-
-
 def _chain_from(buf, a: np.ndarray, hints: np.ndarray | None, start: int, until: int | None) -> tuple[np.ndarray, int, str]:
     """Record starts of the chain from ``start``, using ``hints`` (positions the consume
     queues say records start at) to take whole verified runs at once: a run of hints
@@ -481,8 +474,10 @@ def _split_scan(buf, a: np.ndarray, hints: np.ndarray, check_crc: bool):
     return s, size, pos2, bool(blank2), (off + bad2 if bad2 >= 0 else -1), sched1 + [off + x for x in sched2]
 
 
-def scan_file(buf, *, check_crc: bool = True, force_verify_prop_crc: bool = False, hints: np.ndarray | None = None) -> FileScan:
-    """Walk one commitlog file from position 0 with Java's acceptance rule.
+def scan_file(buf, *, check_crc: bool = True, force_verify_prop_crc: bool = False, hints: np.ndarray | None = None, start: int = 0) -> FileScan:
+    """Walk one commitlog file from position 0 with Java's acceptance rule (or from
+    ``start``, a record's start the caller knows: the walk from 0 reaches it and goes
+    on from there alike).
 
     ``hints``: in-file positions where records are believed to start (from the consume
     queues); they only speed the walk up, every link is still verified."""
@@ -490,7 +485,7 @@ def scan_file(buf, *, check_crc: bool = True, force_verify_prop_crc: bool = Fals
     a = np.frombuffer(buf, dtype=np.uint8) if n else np.zeros(0, np.uint8)
     split = None
     if (
-        hints is not None and len(hints) >= PARALLEL_MIN_RECORDS and not force_verify_prop_crc
+        not start and hints is not None and len(hints) >= PARALLEL_MIN_RECORDS and not force_verify_prop_crc
         and hasattr(os, "fork") and threading.active_count() == 1 and (os.cpu_count() or 1) >= 2
     ):
         split = _split_scan(buf, a, np.asarray(hints, dtype=np.int64), check_crc)
@@ -499,7 +494,8 @@ def scan_file(buf, *, check_crc: bool = True, force_verify_prop_crc: bool = Fals
     if split is not None:
         s, size, pos, blank, bad, sched_list = split
     else:
-        s, pos, blank = _chain(buf, a, hints)
+        s, pos, why = _chain_from(buf, a, hints, start, None)
+        blank = why == "blank"
         size = _sizes(buf, s)
         bad, sched_list = _validate_all(buf, a, s, size, check_crc and not force_verify_prop_crc) if len(s) else (-1, [])
     first_bad = len(s)

@@ -676,9 +676,14 @@ def _queue_cut_short(root, queue: str = "TopicA/0", units: int = 3) -> None:
 @pytest.mark.parametrize("case", ["clean", "v2ipv6", "clean, a queue cut short"])
 def test_what_the_cut_costs_is_the_same_from_recoverys_own_walk(case, monkeypatch, tmp_path):
     """The records between a queue's end (or the index's) and the re-dispatch are taken
-    from recovery's own scan where it walked their file from its start: the report is
-    the one a walk of those files again gives (a queue left short of records, too)."""
+    from recovery's own scan where it walked their file from its start, and the walk of
+    a file it did not walk starts at the record the first queue to end ends with: the
+    report is the one walks of those files from their first byte give (a queue left
+    short of records, too)."""
     from rmqlab.recovery import costs
+
+    real_scan, began = costs.scan_file, []
+    monkeypatch.setattr(costs, "scan_file", lambda view, **k: began.append(k.get("start", 0)) or real_scan(view, **k))
 
     def report():
         d = recover(root, config=config).to_dict()
@@ -691,10 +696,34 @@ def test_what_the_cut_costs_is_the_same_from_recoverys_own_walk(case, monkeypatc
         root = copy_store(name, tmp_path)
         _queue_cut_short(root)
     reused = report()
+    assert any(began), "no walk began at a queue's last record: the test checks nothing of it"
     walked = []
     monkeypatch.setattr(costs, "_walked", lambda plan: walked.append(plan) or {})
+    monkeypatch.setattr(costs, "_walk_from", lambda view, base, lo, before: real_scan(view, check_crc=False).starts)
     again = report()
     assert walked, "the costs read no records: the test checks nothing"
     assert again == reused
     if "," in case:
         assert reused["queues_short"], "the queue cut short is not said"
+
+
+def test_a_walk_begun_at_a_queues_last_record_is_the_walk_from_the_files_start():
+    """From a record a queue's unit names, the walk gives the walk from the file's first
+    byte from there on; a unit that does not name a record there (the next start is not
+    where it says the record ends, or no record starts at its offset) gets the walk
+    from the first byte."""
+    import numpy as np
+
+    from rmqlab.recovery.costs import _walk_from
+    from rmqlab.scan.acceptance import scan_file
+
+    buf = (REFERENCE / "clean" / "store" / "commitlog" / f"{131072:020d}").read_bytes()
+    full = scan_file(buf, check_crc=False)
+    s, z = full.starts.tolist(), full.sizes.tolist()
+    assert len(s) > 20
+    at = 10
+    base = 131072
+    got = _walk_from(buf, base, base + s[at] + z[at], (base + s[at], z[at]))
+    assert got.tolist() == s[at:]
+    for wrong in [(base + s[at], z[at] + 4), (base + s[at] + 4, z[at] - 4)]:  # ends elsewhere; starts inside a record
+        assert np.array_equal(_walk_from(buf, base, wrong[0] + wrong[1], wrong), full.starts)
