@@ -30,6 +30,7 @@ TOPICS_SHOWN = 8
 #: memory stays bounded on a store of many topics, LMQ's)
 TOPICS_COUNTED = 256
 OTHER = "(other topics)"
+_NONE = np.iinfo(np.int64).max  # no record starts in a pixel (first_start)
 #: findings kept on the map (the rest counted)
 FINDINGS_SHOWN = 500
 
@@ -105,14 +106,125 @@ class StoreMap:
         return d
 
 
-def build_map(root: str | os.PathLike, *, width: int = 1200, findings=(), recovery=None, progress=None, file: str | None = None, timeline=None) -> StoreMap:
-    """The map of the store at ``root`` (read-only).  ``findings``: verify's
+class LogPixels:
+    """The map's counts of the log's records per pixel, fed the batches of one lenient
+    pass over the log: the map's own, or verify's when a report draws both (one pass
+    for the two; verify's checks CRCs, and a record whose CRC fails is drawn as the
+    message it is, as the map's own pass, which does not check them, draws it).  Fed in
+    log order (the first :data:`TOPICS_COUNTED` topics met are counted on their own);
+    ``timeline`` is fed the same records."""
+
+    #: the columns :meth:`add` reads
+    COLUMNS = ("physical_offset", "total_size", "topic", "kind", "error", "store_timestamp")
+
+    def __init__(self, lo: int, hi: int, width: int, timeline=None):
+        self.lo, self.hi, self.width, self.timeline = lo, hi, width, timeline
+        self.span = max(1, hi - lo)
+        self.counts: dict[str, np.ndarray] = {}
+        self.records = np.zeros(width, np.int64)
+        self.blank = np.zeros(width, np.int64)
+        self.damage = np.zeros(width, np.int64)
+        self.first_start, self.last_start = np.full(width, _NONE, np.int64), np.full(width, -1, np.int64)
+        self.data_end: dict[int, int] = {}  # a file's base -> where its records end
+
+    @classmethod
+    def of_log(cls, root, config=None, width: int = 1200, timeline=None) -> "LogPixels | None":
+        """Counts for the log of the store at ``root``, to be fed verify's pass over it
+        (:func:`~rmqlab.forensics.verify.verify_store`'s ``on_batch``); None where that
+        pass does not tell its batches (a DLedger log, read entry by entry) or there is
+        no log."""
+        from ..store.dledger import DLedgerCommitLog
+
+        with StoreReader(root, config, strict=False) as store:
+            files = store.commitlog.queue.files
+            if isinstance(store.commitlog, DLedgerCommitLog) or not files:
+                return None
+            return cls(files[0].file_from_offset, files[-1].file_from_offset + files[-1].file_size, width, timeline)
+
+    def _spread(self, into: np.ndarray, start: np.ndarray, size: np.ndarray) -> None:
+        """Each record's bytes to the pixels it covers (pixel i holds the log's bytes
+        [lo + i*span/width, lo + (i+1)*span/width))."""
+        lo, span, width = self.lo, self.span, self.width
+        end = start + size
+        first = np.minimum(width - 1, (start - lo) * width // span)
+        last = np.minimum(width - 1, np.maximum(end - 1 - lo, start - lo) * width // span)
+        one = first == last
+        np.add.at(into, first[one], size[one])
+        for a, b, p0, p1 in zip(start[~one].tolist(), end[~one].tolist(), first[~one].tolist(), last[~one].tolist()):
+            edges = lo + (np.arange(p0, p1 + 2) * span + width - 1) // width  # pixel boundaries, rounded up
+            edges[0], edges[-1] = a, b
+            into[p0 : p1 + 1] += np.maximum(np.diff(edges), 0)
+
+    def add(self, base: int, file_size: int, batch) -> None:
+        """One batch of the lenient scan of the file starting at ``base``."""
+        import pyarrow as pa
+
+        from ..format.record import BODY_CRC, PROPERTY_CRC
+        from ..scan import compute as ac
+        from ..scan.decode import KIND_BLANK, KIND_MESSAGE
+        from .timeline import feed
+
+        lo, span, width = self.lo, self.span, self.width
+        phy = np.asarray(batch.column("physical_offset").to_numpy(zero_copy_only=False), np.int64)
+        size = np.asarray(ac.fill_null(batch.column("total_size"), 8).to_numpy(zero_copy_only=False), np.int64).clip(min=0)
+        kind = batch.column("kind")
+        is_blank = np.asarray(ac.fill_null(ac.equal(kind, KIND_BLANK), False).to_numpy(zero_copy_only=False), bool)
+        # a CRC kind on a row without an error: a record read whole whose CRC fails (verify's
+        # pass checks them); with an error, bytes that stopped the decoder
+        is_msg = ac.or_(ac.equal(kind, KIND_MESSAGE), ac.and_(ac.is_in(kind, pa.array([BODY_CRC, PROPERTY_CRC], pa.string())), ac.is_null(batch.column("error"))))
+        is_msg = np.asarray(ac.fill_null(is_msg, False).to_numpy(zero_copy_only=False), bool)
+        is_bad = ~is_blank & ~is_msg
+        if self.timeline is not None:
+            feed(self.timeline, batch, is_msg)
+        px = np.minimum(width - 1, (phy - lo) * width // span)
+        np.minimum.at(self.first_start, px, phy)
+        np.maximum.at(self.last_start, px, phy)
+        np.add.at(self.records, px[is_msg], 1)
+        self._spread(self.blank, phy[is_blank], size[is_blank])
+        self._spread(self.damage, phy[is_bad], np.minimum(size[is_bad], base + file_size - phy[is_bad]))
+        if is_msg.any():
+            enc = ac.dictionary_encode(ac.filter(batch.column("topic"), ac.mask(is_msg)))
+            codes = np.asarray(enc.indices.to_numpy(zero_copy_only=False), np.int64)
+            for c, t in enumerate(enc.dictionary.to_pylist()):
+                sel = codes == c
+                if t not in self.counts and len(self.counts) >= TOPICS_COUNTED:
+                    t = OTHER
+                arr = self.counts.get(t)
+                if arr is None:
+                    arr = self.counts[t] = np.zeros(width, np.int64)
+                self._spread(arr, phy[is_msg][sel], size[is_msg][sel])
+        if len(phy):
+            self.data_end[base] = max(self.data_end.get(base, base), int((phy + size).max()))
+
+    def into(self, m: StoreMap, qfiles) -> None:
+        """The counts onto ``m``, with each of ``qfiles`` (the log's files, as the store
+        reader lists them) as far as its records go."""
+        for f in qfiles:
+            base = f.file_from_offset
+            data_end = self.data_end.get(base, base)
+            kind = "empty" if data_end == base else ("full" if data_end >= base + f.file_size - 8 else "partly written")
+            m.files.append({"name": f.path.name, "base": base, "size": f.file_size, "data_end": min(data_end, base + f.file_size), "kind": kind})
+        counts = self.counts
+        order = sorted((t for t in counts if t != OTHER), key=lambda t: -int(counts[t].sum()))
+        shown, rest = order[:TOPICS_SHOWN], order[TOPICS_SHOWN:] + ([OTHER] if OTHER in counts else [])
+        m.topics = shown + ([OTHER] if rest else [])
+        rows = [counts[t] for t in shown] + ([np.sum([counts[t] for t in rest], axis=0)] if rest else [])
+        m.topic_bytes = np.array(rows, np.int64) if rows else np.zeros((0, self.width), np.int64)
+        m.records, m.blank_bytes, m.damage_bytes = self.records, self.blank, self.damage
+        m.first_start, m.last_start = np.where(self.first_start == _NONE, -1, self.first_start), self.last_start
+
+
+def build_map(root: str | os.PathLike, *, config=None, width: int = 1200, findings=(), recovery=None, progress=None, file: str | None = None, timeline=None, pixels: LogPixels | None = None) -> StoreMap:
+    """The map of the store at ``root`` (read-only; ``config``: a
+    :class:`~rmqlab.config.MessageStoreConfig`, default sizes inferred from the files).  ``findings``: verify's
     (:class:`~rmqlab.forensics.verify.Finding`); ``recovery``: recovery's dry-run report
     (``mode``, ``commitlog_end``, ``commitlog_end_before``), or None; ``file``: one
     commitlog file's name, to draw only its bytes (zoomed in: the rest of the map —
     queues, index files, ends, findings — is drawn where it falls in that file);
     ``timeline``: a :class:`~rmqlab.forensics.timeline.Timeline` fed the records of the
-    same pass (a report's: one pass over the log for both).
+    same pass (a report's: one pass over the log for both); ``pixels``: the
+    :class:`LogPixels` of a pass already made over the whole log (verify's, in a
+    report): the map then reads no record itself, and ``timeline`` was fed there.
 
     >>> from rmqlab.lab.samples import shipped_dir
     >>> m = build_map(shipped_dir() / "clean", width=400)
@@ -120,19 +232,15 @@ def build_map(root: str | os.PathLike, *, width: int = 1200, findings=(), recove
     (5, 904)
     """
     from ..errors import RmqlabError
-    from ..scan import compute as ac
-
     from ..scan import decode as fd
-    from ..scan.decode import KIND_BLANK
-    from .timeline import feed
 
     # the end of the log is the next start's: the dry run's when given, else asked of the plan
     if recovery is not None and recovery.modelled:
         end, cut = recovery.commitlog_end, recovery.queues_truncated
     else:
-        asked = Asked(root)
+        asked = Asked(root, config)
         end, cut = asked.log_end, asked.queues_truncated
-    with StoreReader(root, strict=False, log_end=end, queues_truncated=cut) as store:
+    with StoreReader(root, config, strict=False, log_end=end, queues_truncated=cut) as store:
         qfiles = list(store.commitlog.queue.files)
         if file is not None:
             names = [f.path.name for f in qfiles]
@@ -143,71 +251,17 @@ def build_map(root: str | os.PathLike, *, width: int = 1200, findings=(), recove
             return StoreMap(str(root), width, 0, 0)
         lo, hi = qfiles[0].file_from_offset, qfiles[-1].file_from_offset + qfiles[-1].file_size
         m = StoreMap(str(store.root), width, lo, hi)
-        span = max(1, hi - lo)
-        counts: dict[str, np.ndarray] = {}
-        records = np.zeros(width, np.int64)
-        blank = np.zeros(width, np.int64)
-        damage = np.zeros(width, np.int64)
-        none = np.iinfo(np.int64).max
-        first_start, last_start = np.full(width, none, np.int64), np.full(width, -1, np.int64)
-
-        def spread(into: np.ndarray, start: np.ndarray, size: np.ndarray) -> None:
-            """Each record's bytes to the pixels it covers (pixel i holds the log's bytes
-            [lo + i*span/width, lo + (i+1)*span/width))."""
-            end = start + size
-            first = np.minimum(width - 1, (start - lo) * width // span)
-            last = np.minimum(width - 1, np.maximum(end - 1 - lo, start - lo) * width // span)
-            one = first == last
-            np.add.at(into, first[one], size[one])
-            for a, b, p0, p1 in zip(start[~one].tolist(), end[~one].tolist(), first[~one].tolist(), last[~one].tolist()):
-                edges = lo + (np.arange(p0, p1 + 2) * span + width - 1) // width  # pixel boundaries, rounded up
-                edges[0], edges[-1] = a, b
-                into[p0 : p1 + 1] += np.maximum(np.diff(edges), 0)
-
-        for f in qfiles:
-            base = f.file_from_offset
-            data_end = base
-            for batch in fd.scan_range(f.buf, file_base=base, file=str(f.path), mode="lenient", verify_crc=False, include_body=False,
-                                       columns=("physical_offset", "total_size", "topic", "kind") + (("store_timestamp",) if timeline is not None else ()),
-                                       data_end=f.data_end):
-                phy = np.asarray(batch.column("physical_offset").to_numpy(zero_copy_only=False), np.int64)
-                size = np.asarray(ac.fill_null(batch.column("total_size"), 8).to_numpy(zero_copy_only=False), np.int64).clip(min=0)
-                kind = batch.column("kind")
-                is_blank = np.asarray(ac.fill_null(ac.equal(kind, KIND_BLANK), False).to_numpy(zero_copy_only=False), bool)
-                is_msg = np.asarray(ac.fill_null(ac.equal(kind, fd.KIND_MESSAGE), False).to_numpy(zero_copy_only=False), bool)
-                is_bad = ~is_blank & ~is_msg
-                if timeline is not None:
-                    feed(timeline, batch, is_msg)
-                px = np.minimum(width - 1, (phy - lo) * width // span)
-                np.minimum.at(first_start, px, phy)
-                np.maximum.at(last_start, px, phy)
-                np.add.at(records, px[is_msg], 1)
-                spread(blank, phy[is_blank], size[is_blank])
-                spread(damage, phy[is_bad], np.minimum(size[is_bad], base + f.file_size - phy[is_bad]))
-                if is_msg.any():
-                    enc = ac.dictionary_encode(ac.filter(batch.column("topic"), ac.mask(is_msg)))
-                    codes = np.asarray(enc.indices.to_numpy(zero_copy_only=False), np.int64)
-                    for c, t in enumerate(enc.dictionary.to_pylist()):
-                        sel = codes == c
-                        if t not in counts and len(counts) >= TOPICS_COUNTED:
-                            t = OTHER
-                        arr = counts.get(t)
-                        if arr is None:
-                            arr = counts[t] = np.zeros(width, np.int64)
-                        spread(arr, phy[is_msg][sel], size[is_msg][sel])
-                if len(phy):
-                    data_end = max(data_end, int((phy + size).max()))
-                if progress is not None:
-                    progress.update(data_end - lo, int(records.sum()))
-            kind = "empty" if data_end == base else ("full" if data_end >= base + f.file_size - 8 else "partly written")
-            m.files.append({"name": f.path.name, "base": base, "size": f.file_size, "data_end": min(data_end, base + f.file_size), "kind": kind})
-        order = sorted((t for t in counts if t != OTHER), key=lambda t: -int(counts[t].sum()))
-        shown, rest = order[:TOPICS_SHOWN], order[TOPICS_SHOWN:] + ([OTHER] if OTHER in counts else [])
-        m.topics = shown + ([OTHER] if rest else [])
-        rows = [counts[t] for t in shown] + ([np.sum([counts[t] for t in rest], axis=0)] if rest else [])
-        m.topic_bytes = np.array(rows, np.int64) if rows else np.zeros((0, width), np.int64)
-        m.records, m.blank_bytes, m.damage_bytes = records, blank, damage
-        m.first_start, m.last_start = np.where(first_start == none, -1, first_start), last_start
+        if pixels is not None and (pixels.lo, pixels.hi, pixels.width) != (lo, hi, width):
+            raise RmqlabError(f"{store.root / 'commitlog'}: the log's files changed while it was read (offsets {pixels.lo}-{pixels.hi}, now {lo}-{hi})")
+        if pixels is None:
+            pixels = LogPixels(lo, hi, width, timeline)
+            for f in qfiles:
+                for batch in fd.scan_range(f.buf, file_base=f.file_from_offset, file=str(f.path), mode="lenient", verify_crc=False, include_body=False,
+                                           columns=LogPixels.COLUMNS if timeline is not None else LogPixels.COLUMNS[:-1], data_end=f.data_end):
+                    pixels.add(f.file_from_offset, f.file_size, batch)
+                    if progress is not None:
+                        progress.update(pixels.data_end.get(f.file_from_offset, f.file_from_offset) - lo, int(pixels.records.sum()))
+        pixels.into(m, qfiles)
         m.served_end = store.commitlog.served_end()
         cp = store.checkpoint()
         if cp is not None:

@@ -157,7 +157,7 @@ def feed(timeline: Timeline, batch, is_message: np.ndarray) -> None:
     timeline.add(enc.dictionary.to_pylist(), enc.indices.to_numpy(zero_copy_only=False), ts)
 
 
-def store_timeline(root: str | os.PathLike, *, flushed_ms: int | None = None, progress=None) -> Timeline:
+def store_timeline(root: str | os.PathLike, *, config=None, flushed_ms: int | None = None, progress=None) -> Timeline:
     """The :class:`Timeline` of the store at ``root`` in one pass over its log (every
     record the lenient walk reads, past damage too).  Read-only.
 
@@ -174,7 +174,7 @@ def store_timeline(root: str | os.PathLike, *, flushed_ms: int | None = None, pr
     from ..store.reader import StoreReader
 
     tl = Timeline(flushed_ms)
-    with StoreReader(root, strict=False) as store:
+    with StoreReader(root, config, strict=False) as store:
         files = list(store.commitlog.queue.files)
         lo = files[0].file_from_offset if files else 0
         for f in files:

@@ -31,6 +31,7 @@ What is checked (Java names in brackets):
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 import zlib
@@ -194,6 +195,22 @@ def _ints(batch, name) -> np.ndarray:
     return np.asarray(ac.fill_null(batch.column(name), 0).to_numpy(zero_copy_only=False), np.int64)
 
 
+def _told(batches, tell):
+    """``batches``, each told to ``tell`` as it passes; those the walk leaves unread
+    (it stops at a file's zero tail) are told too, so that ``tell`` hears the scan's
+    every row."""
+    try:
+        for batch in batches:
+            tell(batch)
+            yield batch
+    finally:
+        try:
+            for batch in batches:
+                tell(batch)
+        finally:
+            batches.close()
+
+
 def _pieces(batches):
     """The decoder's batches cut where verify's walk must look: each BLANK or damage
     row alone (``special``), the message rows between them in runs that chain (a run
@@ -267,8 +284,11 @@ class _Window:
 
 class _Verifier:
     def __init__(self, root, config: MessageStoreConfig | None, progress=None, rocketmq_version: str | None = None, log_end: int | None = None,
-                 queues_truncated: bool = True, dispatch_progress: int | None = None):
+                 queues_truncated: bool = True, dispatch_progress: int | None = None, on_batch=None):
         self.root = Path(root)
+        #: told every batch of the log's scan (file base, file size, batch): another view
+        #: of the log fed this pass instead of one of its own (the report's map)
+        self.on_batch = on_batch
         self.progress = progress or Silent()
         self.report = VerifyReport(str(self.root))
         self.store = StoreReader(self.root, config, strict=False)
@@ -634,6 +654,8 @@ class _Verifier:
         ended = False  # a BLANK or the zero tail ended this file
         batches = scan_range(a, file_base=base, file=path, mode="lenient", include_body=False, columns=_COLUMNS, java_properties=DispatchColumns.JAVA_PROPERTIES,
                              data_end=f.data_end)
+        if self.on_batch is not None:
+            batches = _told(batches, functools.partial(self.on_batch, base, len(a)))
         try:
             for piece, special in _pieces(batches):
                 pos = _ints(piece, "physical_offset")
@@ -1827,7 +1849,7 @@ def index_missing_message(name: str, count: int, first: list[int], index_end: in
 
 
 def verify_store(root: str | os.PathLike, config: MessageStoreConfig | None = None, *, progress: Progress | None = None,
-                 rocketmq_version: str | None = None, recovery=None) -> VerifyReport:
+                 rocketmq_version: str | None = None, recovery=None, on_batch=None) -> VerifyReport:
     """Check everything in the store at ``root``; never modifies it.  ``progress``
     (:mod:`rmqlab.progress`) hears how far the pass over the log has come;
     ``rocketmq_version`` names the release that wrote it (default: told from the store,
@@ -1838,6 +1860,10 @@ def verify_store(root: str | os.PathLike, config: MessageStoreConfig | None = No
     caller has one, else it is planned here, read-only), the finding that ends it comes
     first and is an error whatever its kind, and ``stats`` name the end of the log
     (``log_end``) apart from where a walk from the first file stops (``walk_end``).
+    ``on_batch(file_base, file_size, batch)`` is told every batch of the pass over a
+    commitlog file (lenient, CRCs checked, no bodies; :data:`_COLUMNS`), in log order,
+    on verify's thread: a view fed the same pass (a report's map).  A DLedger log's
+    entries are read entry by entry and not told.
 
     >>> from rmqlab.lab.samples import shipped_dir
     >>> report = verify_store(shipped_dir() / "damaged")
@@ -1848,7 +1874,7 @@ def verify_store(root: str | os.PathLike, config: MessageStoreConfig | None = No
         recovery = next_start_report(root, config, rocketmq_version)
     elif not recovery.modelled:
         recovery = None
-    report = _Verifier(root, config, progress, rocketmq_version, **judged_by(recovery)).run()
+    report = _Verifier(root, config, progress, rocketmq_version, **judged_by(recovery), on_batch=on_batch).run()
     report.recovery = recovery
     if recovery is not None:
         cause_first(report.findings, recovery)

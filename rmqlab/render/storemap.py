@@ -89,16 +89,16 @@ def strip_box(m) -> tuple[int, int, int, int]:
 INLINE_MAP_BYTES = 2 << 30
 
 
-def map_of_store(root, *, config=None, width: int = 1200, verify: bool = True, findings=None, recovery=None, file: str | None = None, progress=None, timeline=None):
+def map_of_store(root, *, config=None, width: int = 1200, verify: bool = True, findings=None, recovery=None, file: str | None = None, progress=None, timeline=None, pixels=None):
     """The map ``rmqlab map`` draws: ``verify``'s findings (unless ``verify=False`` or
     ``findings`` are given), recovery's dry run (a store recovery cannot plan for is
     still drawn, without recovery's end), then the one pass of
     :func:`~rmqlab.forensics.storemap.build_map` (which feeds ``timeline`` too, when
-    given).  Read-only."""
+    given), or none where ``pixels`` were fed another pass.  Read-only."""
     from ..forensics.storemap import build_map
 
     findings, recovery = map_inputs(root, config=config, verify=verify, findings=findings, recovery=recovery)
-    return build_map(root, width=width, findings=findings, recovery=recovery, progress=progress, file=file, timeline=timeline)
+    return build_map(root, config=config, width=width, findings=findings, recovery=recovery, progress=progress, file=file, timeline=timeline, pixels=pixels)
 
 
 def map_inputs(root, *, config=None, verify: bool = True, findings=None, recovery=None) -> tuple[list, object]:

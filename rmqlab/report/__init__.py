@@ -5,8 +5,9 @@ candidate release, the consumers' positions against it, and the evidence (every 
 size and SHA-256, the command, rmqlab's version, the time).
 
 The layer above recovery and the renderings: it reads nothing the layers below do not
-already read, in at most one pass per part — verify's pass, recovery's dry run, the
-map's pass (which feeds the timeline too), one read of every file for the digests.
+already read, in at most one pass per part — verify's pass (whose batches the map's
+counts and the timeline are fed too), recovery's dry run, one read of every file for
+the digests.
 Every part that fails says why ("could not be read because …") and the others stand.
 Read-only: nothing of the store is written.
 
@@ -101,6 +102,37 @@ def format_of(path: Path | None) -> str:
     return "json" if path is not None and path.suffix.lower() == ".json" else "html"
 
 
+class _Beside:
+    """``add(*args)`` called for each call of this object, on ``pool``'s one thread, in
+    the order called, at most :attr:`AHEAD` calls waiting (what they hold stays
+    bounded); :meth:`done` waits for the last and raises the first one's error."""
+
+    AHEAD = 4
+
+    def __init__(self, pool: ThreadPoolExecutor, add):
+        import threading
+
+        self.pool, self.add, self.slots, self.error = pool, add, threading.BoundedSemaphore(self.AHEAD), None
+
+    def _run(self, args):
+        try:
+            if self.error is None:
+                self.add(*args)
+        except Exception as err:  # noqa: BLE001 - told by done()
+            self.error = err
+        finally:
+            self.slots.release()
+
+    def __call__(self, *args) -> None:
+        self.slots.acquire()
+        self.pool.submit(self._run, args)
+
+    def done(self) -> None:
+        self.pool.submit(lambda: None).result()
+        if self.error is not None:
+            raise self.error
+
+
 def _stage(progress, name: str, total: int):
     return progress(name, total) if progress is not None else nullcontext(None)
 
@@ -138,7 +170,7 @@ def build_report(
     from ..forensics.verify import verify_store
     from ..recovery import recover
     from ..forensics.consequences import complete_findings
-    from ..forensics.storemap import mark_findings
+    from ..forensics.storemap import LogPixels, mark_findings
     from ..render.storemap import map_of_store, storemap_svg
     from ..store.layout import commitlog_bytes
     from ..store.reader import StoreReader
@@ -166,28 +198,42 @@ def build_report(
         dry = guarded(recover, path, config=config, rocketmq_version=rocketmq_version)
         planned = None if isinstance(dry, Unavailable) else dry
 
-        def verified():
+        def verified(told=None):
             if verify_report is not None:
                 return verify_report
             with _stage(progress, "verify", size) as bar:
-                v = verify_store(path, config, progress=bar, rocketmq_version=rocketmq_version, recovery=planned)
+                v = verify_store(path, config, progress=bar, rocketmq_version=rocketmq_version, recovery=planned, on_batch=told)
             complete_findings(v.findings, path, config, rocketmq_version=rocketmq_version, recovery=planned)
             return v
 
         flushed = (summary.get("checkpoint") or {}).get("physic_msg_timestamp") if "unavailable" not in summary else None
         # the map's pass feeds a timeline of its own unless one was counted elsewhere
         fed = Timeline(flushed or None) if draw_map and timeline is None else None
-        # ... and runs beside verify's, on a thread of its own (both spend most of their time
-        # in compiled loops and reads that release the GIL; verify alone leaves about half a
-        # core idle): verify's findings are marked on it when both are done
-        drawing = None
-        if draw_map:
-            def map_pass():
-                return map_of_store(path, config=config, width=map_width, verify=False, findings=[],
-                                    recovery=None if isinstance(dry, Unavailable) else dry, timeline=fed)
+        # ... and is verify's own: each batch verify's walk reads is handed to the map's
+        # counts on a thread of their own (verify's thread goes on; the counts are mostly
+        # compiled loops that release the GIL), one decode of the log for both; a log
+        # verify reads entry by entry (DLedger) gets the map's own pass, beside verify's
+        drawing = pixels = None
+        if draw_map and verify_report is None:
+            pixels = guarded(LogPixels.of_log, path, config, map_width, fed)
+            pixels = None if isinstance(pixels, Unavailable) else pixels
+        told = _Beside(beside, pixels.add) if pixels is not None else None
 
+        def map_pass(pixels=None):
+            return map_of_store(path, config=config, width=map_width, verify=False, findings=[],
+                                recovery=None if isinstance(dry, Unavailable) else dry, timeline=fed, pixels=pixels)
+
+        if draw_map and told is None:
             drawing = beside.submit(guarded, map_pass)
-        v = guarded(verified)
+        v = guarded(verified, told)
+        if told is not None:
+            # verify stopped part way: its counts are partial, and so is the timeline they fed
+            counted = guarded(told.done)
+            if isinstance(v, Unavailable) or isinstance(counted, Unavailable):
+                fed = Timeline(flushed or None)
+                drawing = beside.submit(guarded, map_pass)
+            else:
+                drawing = beside.submit(guarded, map_pass, pixels)
         # where the bytes leave releases whose start-ups differ, each one's own dry run says
         # what it rebuilds (one more plan each: they read from their start file on)
         others = {} if isinstance(dry, Unavailable) else {
@@ -213,7 +259,7 @@ def build_report(
                 from ..forensics.timeline import store_timeline
 
                 with _stage(progress, "timeline", size) as bar:
-                    return store_timeline(path, flushed_ms=flushed or None, progress=bar)
+                    return store_timeline(path, config=config, flushed_ms=flushed or None, progress=bar)
 
             tl = guarded(timeline_pass)
         rep.sections["timeline"] = tl if isinstance(tl, Unavailable) else guarded(timeline_part, tl, {} if isinstance(summary, Unavailable) else summary)

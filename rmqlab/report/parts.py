@@ -1,6 +1,7 @@
 """The parts of a store's report, each computed from what the layers below already
 know: the store's summary (``rmqlab info``), ``verify``'s findings, recovery's dry run,
-the map's pass over the log (with the timeline), the consumer offsets, the files.
+the map and the timeline (counted on verify's pass over the log), the consumer offsets,
+the files.
 
 Each ``*_part`` function returns plain JSON-ready data.  :func:`guarded` runs one and
 turns any failure into the stated reason the part could not be read, so a store damaged

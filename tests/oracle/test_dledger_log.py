@@ -106,3 +106,18 @@ def test_damage_to_an_entry_ends_the_log_where_dledger_recovery_ends_it(dledger_
     code = main(["dump", str(ours), "--config", str(tmp / "broker.conf"), "--json"])
     rows = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
     assert code == 1 and len(rows) == rep.stats["dledger_entries"] and rows[-1]["physical_offset"] < base + p
+
+
+def test_a_dledger_logs_report_counts_its_map_on_a_pass_of_its_own(dledger_store):
+    """Verify reads a DLedger log entry by entry and does not hand its batches on: the
+    report's map and timeline are then counted by the map's own pass, every record, with
+    the sizes the broker's config gives (its index files are not the default's)."""
+    from rmqlab.forensics.storemap import LogPixels
+    from rmqlab.report import build_report
+
+    tmp, config, results, _ = dledger_store
+    cfg = MessageStoreConfig.from_mapping(config)
+    assert LogPixels.of_log(tmp / "clean", cfg) is None
+    rep = build_report(tmp / "clean", config=cfg)
+    put = sum(len(r["msgId"].split(",")) for r in results)
+    assert sum(rep.sections["map"]["pixels"]["records"]) == put == rep.sections["timeline"]["records"], (rep.sections["map"], rep.sections["timeline"])

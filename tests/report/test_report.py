@@ -285,3 +285,69 @@ def test_releases_that_recover_differently_each_get_their_row(tmp_path):
         assert c["queues_changed"] == len(own.changed_queues) and [i["action"] for i in c["index"]] == [i.action for i in own.index]
         assert c["command"].endswith(f"--rocketmq-version {c['release'].split(' and ')[0]}")
     assert "do not say which RocketMQ release" in rep.sections["verdict"]["text"]
+
+
+def _zeroed_inside_the_first_file(tmp_path) -> Path:
+    """The clean sample with ten records of its first file zeroed: verify's walk ends
+    that file at the zeros, the scan reads on to the records after them."""
+    from rmqlab.scan.decode import decode_file
+    from rmqlab.store import open_store
+
+    root = tmp_path / "zeroed"
+    shutil.copytree(SAMPLES / "clean", root)
+    with open_store(root, strict=False) as st:
+        f = st.commitlog.queue.files[0]
+        starts = [p for b in decode_file(f.buf, f.file_from_offset, file=str(f.path)) for p in b.column("physical_offset").to_pylist()]
+        path = f.path
+    with open(path, "r+b") as fh:
+        fh.seek(starts[100])
+        fh.write(bytes(starts[110] - starts[100]))
+    return root
+
+
+@pytest.mark.parametrize("name", ["sample/damaged", "reference/crash-torn", "zeroed"])
+def test_the_map_and_timeline_counted_on_verifys_pass_are_the_maps_own(name, tmp_path, monkeypatch):
+    """The report counts its map and timeline on verify's pass over the log (one decode
+    for the three): they are what the map's own pass counts — records whose CRC fails
+    (verify's pass checks CRCs, the map's does not), bytes that stop the decoder, and
+    the records past a file's zeros, where verify's walk ends the file and the scan goes
+    on."""
+    from rmqlab.forensics import storemap, verify
+
+    import functools
+
+    root = _zeroed_inside_the_first_file(tmp_path) if name == "zeroed" else STORES[name]
+    # batches of 16 rows: a file's scan goes on for batches after the one verify stops in
+    monkeypatch.setattr(verify, "scan_range", functools.partial(verify.scan_range, batch_rows=16))
+    told = []
+    real = verify.verify_store
+    monkeypatch.setattr(verify, "verify_store", lambda *a, **k: (told.append(k.get("on_batch")), real(*a, **k))[1])
+    fed = build_report(root)
+    assert told and told[0] is not None
+    monkeypatch.setattr(storemap.LogPixels, "of_log", classmethod(lambda cls, *a, **k: None))
+    own = build_report(root)
+    assert told[-1] is None
+    assert fed.map_svg == own.map_svg and fed.sections["map"] == own.sections["map"]
+    assert fed.sections["timeline"] == own.sections["timeline"] and fed.sections["timeline"]["records"] > 0
+    if name == "zeroed":  # verify's walk did stop short of records the map counts
+        assert fed.sections["findings"]["stats"]["walk_end"] < max(f["data_end"] for f in fed.sections["map"]["files"][:1])
+
+
+def test_a_map_pass_that_fails_on_verifys_thread_gets_a_pass_of_its_own(monkeypatch):
+    """An error in the counts fed by verify's pass: the map and timeline are counted by
+    the map's own pass instead, not drawn from counts that stopped part way."""
+    from rmqlab.forensics import storemap
+
+    root = STORES["sample/crashed"]
+    want = build_report(root)
+    real, calls = storemap.LogPixels.add, []
+
+    def add(self, *a):
+        calls.append(1)
+        if len(calls) == 2:
+            raise RuntimeError("boom")
+        return real(self, *a)
+
+    monkeypatch.setattr(storemap.LogPixels, "add", add)
+    got = build_report(root)
+    assert len(calls) > 2 and got.map_svg == want.map_svg and got.sections["timeline"] == want.sections["timeline"]
