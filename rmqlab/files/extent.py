@@ -8,6 +8,7 @@ a damaged record lies in (a page zeroed by a crash or a disk).
 
 from __future__ import annotations
 
+import errno
 import os
 from pathlib import Path
 
@@ -27,8 +28,9 @@ def data_regions(fd: int, start: int, size: int) -> list[tuple[int, int]]:
             b = os.lseek(fd, a, os.SEEK_HOLE)
             out.append((a, min(b, size)))
             pos = b
-    except OSError:  # ENXIO: no data after pos
-        pass
+    except OSError as err:
+        if err.errno != errno.ENXIO:  # ENXIO: no data after pos; else the file system cannot say
+            out.append((pos, size))
     return out
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 import traceback
 from collections import Counter
 from pathlib import Path
@@ -36,8 +37,11 @@ LISTED_PER_KIND = 12
 EXCERPT_BYTES = 32
 #: rows of the consumer table listed at most (those with a loss or a lag first)
 LISTED_QUEUES = 200
-#: the bytes read at a time for a file's digest
-DIGEST_CHUNK = 1 << 20
+#: the bytes hashed at a time for a file's digest: each hash releases the GIL once, and a
+#: thread that waits for it again behind one running Python waits up to the switch
+#: interval (5 ms): 1 MiB reads (0.75 ms of hashing each) beside a busy thread took 10 s
+#: a GiB, 64 MiB slices of the mapping 0.9 s (0.8 s alone)
+DIGEST_CHUNK = 64 << 20
 
 
 class Unavailable(dict):
@@ -220,12 +224,38 @@ def store_files(root: Path) -> list[Path]:
 
 
 def digest(path: Path) -> str:
-    """The SHA-256 of a file, read :data:`DIGEST_CHUNK` bytes at a time."""
+    """The SHA-256 of a regular file, hashed from its mapping :data:`DIGEST_CHUNK` bytes
+    at a time (nothing copied); a sparse file's holes (never written: zeros, RocketMQ's
+    pre-allocated file past its last record) are hashed as the zeros they read as,
+    without touching them."""
+    import mmap
+
+    from ..files.extent import data_regions
+
     h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while chunk := fh.read(DIGEST_CHUNK):
-            h.update(chunk)
+    with open(path, "rb", buffering=0) as fh:
+        size = os.fstat(fh.fileno()).st_size
+        if not size:
+            return h.hexdigest()
+        with mmap.mmap(fh.fileno(), size, access=mmap.ACCESS_READ) as mm:
+            view = memoryview(mm)
+            try:
+                at = 0
+                for a, b in data_regions(fh.fileno(), 0, size) + [(size, size)]:
+                    _hash_zeros(h, a - at)
+                    for c in range(a, b, DIGEST_CHUNK):
+                        h.update(view[c : min(b, c + DIGEST_CHUNK)])
+                    at = b
+            finally:
+                view.release()
     return h.hexdigest()
+
+
+def _hash_zeros(h, n: int) -> None:
+    zeros = memoryview(bytes(min(n, DIGEST_CHUNK)))  # calloc'd: the zero page, never written
+    while n > 0:
+        h.update(zeros[: min(n, len(zeros))])
+        n -= len(zeros)
 
 
 def evidence_part(root: Path, *, digests: dict | None = None, progress=None) -> dict:
@@ -235,9 +265,13 @@ def evidence_part(root: Path, *, digests: dict | None = None, progress=None) -> 
     for p in store_files(root):
         rel = relative(root, p)
         try:
-            size = p.lstat().st_size
-            sha = digests.get(rel) if digests is not None else (None if p.is_symlink() else digest(p))
-            files.append({"path": rel, "size": size, "sha256": sha})
+            st = p.lstat()
+            size = st.st_size
+            if digests is None and not stat.S_ISREG(st.st_mode) and not stat.S_ISLNK(st.st_mode):  # a FIFO's open would wait for a writer
+                files.append({"path": rel, "size": size, "sha256": None, "error": "not a regular file: not read"})
+            else:
+                sha = digests.get(rel) if digests is not None else (None if stat.S_ISLNK(st.st_mode) else digest(p))
+                files.append({"path": rel, "size": size, "sha256": sha})
         except OSError as err:
             files.append({"path": rel, "size": None, "sha256": None, "error": str(err)})
         done += files[-1]["size"] or 0

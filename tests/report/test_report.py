@@ -351,3 +351,22 @@ def test_a_map_pass_that_fails_on_verifys_thread_gets_a_pass_of_its_own(monkeypa
     monkeypatch.setattr(storemap.LogPixels, "add", add)
     got = build_report(root)
     assert len(calls) > 2 and got.map_svg == want.map_svg and got.sections["timeline"] == want.sections["timeline"]
+
+
+def test_the_evidence_of_sparse_files_and_of_what_is_not_a_file(tmp_path):
+    """A sparse file's digest (holes hashed as the zeros they read as, without reading
+    them) is its bytes'; a FIFO is listed, not opened (its open would wait for a
+    writer); an empty file has the empty digest."""
+    from rmqlab.report.parts import DIGEST_CHUNK, evidence_part
+
+    with open(tmp_path / "sparse", "wb") as f:  # data, a hole longer than a chunk, data, a trailing hole
+        f.write(b"a" * 100)
+        f.seek(DIGEST_CHUNK + 4096 * 3)
+        f.write(b"b" * 5000)
+        f.truncate(2 * DIGEST_CHUNK + 12345)
+    (tmp_path / "empty").write_bytes(b"")
+    os.mkfifo(tmp_path / "fifo")
+    got = {f["path"]: f for f in evidence_part(tmp_path)["files"]}
+    assert got["sparse"]["sha256"] == hashlib.sha256((tmp_path / "sparse").read_bytes()).hexdigest()
+    assert got["empty"]["sha256"] == hashlib.sha256(b"").hexdigest()
+    assert got["fifo"]["sha256"] is None and "not a regular file" in got["fifo"]["error"]
