@@ -141,60 +141,79 @@ class LogPixels:
                 return None
             return cls(files[0].file_from_offset, files[-1].file_from_offset + files[-1].file_size, width, timeline)
 
-    def _spread(self, into: np.ndarray, start: np.ndarray, size: np.ndarray) -> None:
+    def _spread(self, into: np.ndarray, start: np.ndarray, size: np.ndarray, rows: np.ndarray | None = None) -> None:
         """Each record's bytes to the pixels it covers (pixel i holds the log's bytes
-        [lo + i*span/width, lo + (i+1)*span/width))."""
+        [lo + i*span/width, lo + (i+1)*span/width)): into ``into``, or with ``rows``
+        (each record's row of the 2-D ``into``) into that row."""
         lo, span, width = self.lo, self.span, self.width
         end = start + size
         first = np.minimum(width - 1, (start - lo) * width // span)
         last = np.minimum(width - 1, np.maximum(end - 1 - lo, start - lo) * width // span)
         one = first == last
-        np.add.at(into, first[one], size[one])
-        for a, b, p0, p1 in zip(start[~one].tolist(), end[~one].tolist(), first[~one].tolist(), last[~one].tolist()):
+        flat = into.reshape(-1)
+        at = first if rows is None else rows * width + first
+        if one.any():  # bincount's float sums are exact below 2^53
+            flat += np.bincount(at[one], weights=size[one], minlength=len(flat)).astype(np.int64)
+        for a, b, p0, p1, base in zip(start[~one].tolist(), end[~one].tolist(), first[~one].tolist(), last[~one].tolist(), (at - first)[~one].tolist()):
             edges = lo + (np.arange(p0, p1 + 2) * span + width - 1) // width  # pixel boundaries, rounded up
             edges[0], edges[-1] = a, b
-            into[p0 : p1 + 1] += np.maximum(np.diff(edges), 0)
+            flat[base + p0 : base + p1 + 1] += np.maximum(np.diff(edges), 0)
 
     def add(self, base: int, file_size: int, batch) -> None:
-        """One batch of the lenient scan of the file starting at ``base``."""
-        import pyarrow as pa
-
+        """One batch of the lenient scan of the file starting at ``base``.  On the thread
+        beside verify's in a report: numpy and Arrow calls that each see the whole batch,
+        few of them (the GIL it holds is verify's time)."""
         from ..format.record import BODY_CRC, PROPERTY_CRC
         from ..scan import compute as ac
         from ..scan.decode import KIND_BLANK, KIND_MESSAGE
-        from .timeline import feed
 
         lo, span, width = self.lo, self.span, self.width
+        n = batch.num_rows
+        if not n:
+            return
         phy = np.asarray(batch.column("physical_offset").to_numpy(zero_copy_only=False), np.int64)
         size = np.asarray(ac.fill_null(batch.column("total_size"), 8).to_numpy(zero_copy_only=False), np.int64).clip(min=0)
-        kind = batch.column("kind")
-        is_blank = np.asarray(ac.fill_null(ac.equal(kind, KIND_BLANK), False).to_numpy(zero_copy_only=False), bool)
+        kinds, kind = _codes(batch.column("kind"))
+        error = batch.column("error")
+        read_whole = np.ones(n, bool) if error.null_count == n else np.asarray(ac.is_null(error).to_numpy(zero_copy_only=False), bool)
+        is_blank = np.isin(kind, [i for i, k in enumerate(kinds) if k == KIND_BLANK])
         # a CRC kind on a row without an error: a record read whole whose CRC fails (verify's
         # pass checks them); with an error, bytes that stopped the decoder
-        is_msg = ac.or_(ac.equal(kind, KIND_MESSAGE), ac.and_(ac.is_in(kind, pa.array([BODY_CRC, PROPERTY_CRC], pa.string())), ac.is_null(batch.column("error"))))
-        is_msg = np.asarray(ac.fill_null(is_msg, False).to_numpy(zero_copy_only=False), bool)
+        is_msg = np.isin(kind, [i for i, k in enumerate(kinds) if k == KIND_MESSAGE]) | (
+            np.isin(kind, [i for i, k in enumerate(kinds) if k in (BODY_CRC, PROPERTY_CRC)]) & read_whole)
         is_bad = ~is_blank & ~is_msg
-        if self.timeline is not None:
-            feed(self.timeline, batch, is_msg)
         px = np.minimum(width - 1, (phy - lo) * width // span)
-        np.minimum.at(self.first_start, px, phy)
-        np.maximum.at(self.last_start, px, phy)
-        np.add.at(self.records, px[is_msg], 1)
-        self._spread(self.blank, phy[is_blank], size[is_blank])
-        self._spread(self.damage, phy[is_bad], np.minimum(size[is_bad], base + file_size - phy[is_bad]))
+        if (px[1:] >= px[:-1]).all():  # a scan's rows come in log order: each pixel's a run
+            cut = np.flatnonzero(px[1:] != px[:-1]) + 1
+            firsts, lasts = np.concatenate(([0], cut)), np.concatenate((cut - 1, [n - 1]))
+            at = px[firsts]
+            self.first_start[at] = np.minimum(self.first_start[at], phy[firsts])
+            self.last_start[at] = np.maximum(self.last_start[at], phy[lasts])
+        else:
+            np.minimum.at(self.first_start, px, phy)
+            np.maximum.at(self.last_start, px, phy)
+        self.records += np.bincount(px[is_msg], minlength=width)
+        if is_blank.any():
+            self._spread(self.blank, phy[is_blank], size[is_blank])
+        if is_bad.any():
+            self._spread(self.damage, phy[is_bad], np.minimum(size[is_bad], base + file_size - phy[is_bad]))
         if is_msg.any():
-            enc = ac.dictionary_encode(ac.filter(batch.column("topic"), ac.mask(is_msg)))
-            codes = np.asarray(enc.indices.to_numpy(zero_copy_only=False), np.int64)
-            for c, t in enumerate(enc.dictionary.to_pylist()):
-                sel = codes == c
+            names, codes = _codes(batch.column("topic"), is_msg)
+            mphy, msize = phy[is_msg], size[is_msg]
+            if self.timeline is not None:
+                self.timeline.add(names, codes, np.asarray(ac.fill_null(batch.column("store_timestamp"), 0).to_numpy(zero_copy_only=False), np.int64)[is_msg])
+            spread = np.zeros((len(names), width), np.int64)
+            self._spread(spread, mphy, msize, codes)
+            for c, t in enumerate(names):
+                if not spread[c].any() and not (codes == c).any():
+                    continue  # the null slot, no record of it here
                 if t not in self.counts and len(self.counts) >= TOPICS_COUNTED:
                     t = OTHER
                 arr = self.counts.get(t)
                 if arr is None:
                     arr = self.counts[t] = np.zeros(width, np.int64)
-                self._spread(arr, phy[is_msg][sel], size[is_msg][sel])
-        if len(phy):
-            self.data_end[base] = max(self.data_end.get(base, base), int((phy + size).max()))
+                arr += spread[c]
+        self.data_end[base] = max(self.data_end.get(base, base), int((phy + size).max()))
 
     def into(self, m: StoreMap, qfiles) -> None:
         """The counts onto ``m``, with each of ``qfiles`` (the log's files, as the store
@@ -212,6 +231,20 @@ class LogPixels:
         m.topic_bytes = np.array(rows, np.int64) if rows else np.zeros((0, self.width), np.int64)
         m.records, m.blank_bytes, m.damage_bytes = self.records, self.blank, self.damage
         m.first_start, m.last_start = np.where(self.first_start == _NONE, -1, self.first_start), self.last_start
+
+
+def _codes(column, rows: np.ndarray | None = None) -> tuple[list, np.ndarray]:
+    """(the distinct values of ``column``'s ``rows`` — a mask; default all — in the order
+    they first appear there, each row's index into them; a null is the last value, None):
+    one dictionary encoding, its few values the only Python objects."""
+    from ..scan import compute as ac
+
+    if rows is not None and not rows.all():
+        column = ac.filter(column, ac.mask(rows))
+    enc = ac.dictionary_encode(column)
+    values = enc.dictionary.to_pylist()
+    codes = np.asarray(ac.fill_null(enc.indices, len(values)).to_numpy(zero_copy_only=False), np.int64)
+    return values + [None], codes
 
 
 def build_map(root: str | os.PathLike, *, config=None, width: int = 1200, findings=(), recovery=None, progress=None, file: str | None = None, timeline=None, pixels: LogPixels | None = None) -> StoreMap:
