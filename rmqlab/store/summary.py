@@ -13,6 +13,7 @@ from ..format import properties as props
 from ..format.timer import TIMER_TOPIC
 from ..format.record import BODY_CRC, PROPERTY_CRC, PROPERTY_CRC_TAIL
 from ..progress import Silent
+from ..rules import SCHEDULE_TOPIC
 from .reader import StoreReader
 
 
@@ -263,7 +264,7 @@ def _count_features(rows, a: np.ndarray, rel: np.ndarray, size: np.ndarray, per_
         "IPv6 store host": int((sf & cl.FLAG_STOREHOST_V6 != 0).sum()),
         "__CRC32# property CRC": int(has_crc.sum()),
         "compressed body": int((sf & cl.FLAG_COMPRESSED != 0).sum()),
-        "delayed (SCHEDULE_TOPIC_XXXX)": int(ac.sum(ac.equal(topics, "SCHEDULE_TOPIC_XXXX")).as_py() or 0),
+        f"delayed ({SCHEDULE_TOPIC})": int(ac.sum(ac.equal(topics, SCHEDULE_TOPIC)).as_py() or 0),
         f"timer messages ({TIMER_TOPIC})": int(ac.sum(ac.equal(topics, TIMER_TOPIC)).as_py() or 0),
     }
     for t in (cl.TRANSACTION_PREPARED_TYPE, cl.TRANSACTION_COMMIT_TYPE, cl.TRANSACTION_ROLLBACK_TYPE):
