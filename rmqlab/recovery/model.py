@@ -155,19 +155,24 @@ class Queue:
 
 
 def read_entries(p: Path, file_size: int, dtype: np.dtype = CQ_DTYPE) -> np.ndarray:
-    """A queue file's units; holes of a sparse file are zeros without reading."""
+    """A queue file's units (``file_size`` bytes of them: past a shorter file's end,
+    zeros), read straight into the array; holes of a sparse file are zeros without
+    reading.  (Read into bytes and copied out, the 10 GiB store's 51 M units cost 1.3 s
+    of copying in every plan.)"""
+    units = np.zeros(file_size // dtype.itemsize, dtype)  # calloc'd: pages not read stay zero
+    raw = units.view(np.uint8)
     fd = os.open(p, os.O_RDONLY)
     try:
-        regions = data_regions(fd, 0, file_size)
-        if regions == [(0, file_size)]:
-            data = os.pread(fd, file_size, 0)
-            return np.frombuffer(data, dtype=dtype, count=file_size // dtype.itemsize).copy()
-        buf = bytearray(file_size)
-        for a, b in regions:
-            buf[a:b] = os.pread(fd, b - a, a)
-        return np.frombuffer(buf, dtype=dtype, count=file_size // dtype.itemsize)
+        for a, b in data_regions(fd, 0, file_size):
+            b = min(b, len(raw))
+            while a < b:
+                n = os.preadv(fd, [raw[a:b]], a)
+                if n <= 0:  # the file's end: shorter than its size says
+                    break
+                a += n
     finally:
         os.close(fd)
+    return units
 
 
 class Cut(NamedTuple):

@@ -727,3 +727,30 @@ def test_a_walk_begun_at_a_queues_last_record_is_the_walk_from_the_files_start()
     assert got.tolist() == s[at:]
     for wrong in [(base + s[at], z[at] + 4), (base + s[at] + 4, z[at] - 4)]:  # ends elsewhere; starts inside a record
         assert np.array_equal(_walk_from(buf, base, wrong[0] + wrong[1], wrong), full.starts)
+
+
+def test_a_queue_files_units_are_its_bytes_read_into_the_array(tmp_path):
+    """A whole file, a sparse one (its holes zeros, unread) and one shorter than its
+    size says (zeros past its end): the units are the file's bytes, as numpy reads them,
+    in an array the plan may write."""
+    import numpy as np
+
+    from rmqlab.format.consumequeue import CQ_STORE_UNIT_SIZE
+    from rmqlab.recovery.model import read_entries
+    from rmqlab.store.consume_queue import CQ_DTYPE
+
+    size = 64 * CQ_STORE_UNIT_SIZE
+    data = bytes(range(256)) * (size // 256) + bytes(size % 256)
+    cases = {"whole": data, "short": data[: 10 * CQ_STORE_UNIT_SIZE + 7]}
+    for name, b in cases.items():
+        (tmp_path / name).write_bytes(b)
+    with open(tmp_path / "sparse", "wb") as f:  # data, then a hole, then data
+        f.write(data[:100])
+        f.seek(size - 60)
+        f.write(data[-60:])
+    cases["sparse"] = data[:100] + bytes(size - 160) + data[-60:]
+    for name, b in cases.items():
+        got = read_entries(tmp_path / name, size)
+        want = np.frombuffer(b.ljust(size, b"\0"), CQ_DTYPE)
+        assert got.tobytes() == want.tobytes(), name
+        got["size"][0] = 1  # writable
