@@ -204,8 +204,9 @@ class LogPixels:
                 self.timeline.add(names, codes, np.asarray(ac.fill_null(batch.column("store_timestamp"), 0).to_numpy(zero_copy_only=False), np.int64)[is_msg])
             spread = np.zeros((len(names), width), np.int64)
             self._spread(spread, mphy, msize, codes)
+            present = np.bincount(codes, minlength=len(names)) > 0
             for c, t in enumerate(names):
-                if not spread[c].any() and not (codes == c).any():
+                if not present[c]:
                     continue  # the null slot, no record of it here
                 if t not in self.counts and len(self.counts) >= TOPICS_COUNTED:
                     t = OTHER

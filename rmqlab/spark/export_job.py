@@ -54,5 +54,5 @@ def export(spark, store: str, out: str, *, mode: str = "strict", include_body: b
     if damage:
         # The run fails on the first damage in the log, as `rmqlab export` does, whichever
         # task met its damage first: a task that raised would stop the job with its own.
-        raise RmqlabError(min(damage)[2])
+        raise RmqlabError(min(damage, key=lambda w: w[1])[2])
     return commit(out, manifest, run, start, log_end, [list(w) for w in written]), notes
