@@ -151,21 +151,35 @@ STATISTICS_COLUMNS = ("physical_offset", "total_size", "queue_id", "queue_offset
 WRITER_OPTIONS = {"compression": "zstd", "compression_level": 1}
 
 
+HOUR_MS = 3_600_000
+
+
+def _in_partition_order(codes: np.ndarray, hours: np.ndarray) -> bool:
+    """Whether rows of these topic codes and hours come partition by partition, in the
+    order :func:`np.lexsort` gives them (topics by code, then hours)."""
+    dc = np.diff(codes)
+    return bool(((dc > 0) | ((dc == 0) & (np.diff(hours) >= 0))).all())
+
+
 def _partitions(batch: pa.RecordBatch):
     """``((topic_dir, date, hour), rows)`` of a batch, each partition's rows in batch
-    order: vectorised (one Python string per distinct topic, none per record; one sort
-    and one ``take`` per batch, each partition a slice of it)."""
+    order: vectorised (one Python string per distinct topic, none per record; each
+    partition a slice of the batch, sorted by one ``take`` unless its rows come
+    partition by partition already, as a batch of one topic and hour does)."""
     enc = pc.dictionary_encode(batch.column("topic"))
     codes = np.asarray(pc.fill_null(enc.indices, -1).to_numpy(zero_copy_only=False), np.int64)
     names = [topic_dir(t) for t in enc.dictionary.to_pylist()]
     ts = batch.column("store_timestamp")
     valid = np.asarray(pc.is_valid(ts).to_numpy(zero_copy_only=False), bool)
-    hours = np.where(valid, np.nan_to_num(ts.to_numpy(zero_copy_only=False).astype("float64"), nan=0).astype(np.int64) // 3_600_000, np.iinfo(np.int64).min)
-    order = np.lexsort((hours, codes))  # stable: each partition keeps the batch's order
-    c, h = codes[order], hours[order]
+    hours = np.where(valid, np.nan_to_num(ts.to_numpy(zero_copy_only=False).astype("float64"), nan=0).astype(np.int64) // HOUR_MS, np.iinfo(np.int64).min)
+    if _in_partition_order(codes, hours):
+        c, h, grouped = codes, hours, batch
+    else:
+        order = np.lexsort((hours, codes))  # stable: each partition keeps the batch's order
+        c, h = codes[order], hours[order]
+        grouped = batch.take(pa.array(order, pa.int64()))
     cuts = np.flatnonzero((c[1:] != c[:-1]) | (h[1:] != h[:-1])) + 1
-    grouped = batch.take(pa.array(order, pa.int64()))
-    for lo, hi in zip([0, *cuts.tolist()], [*cuts.tolist(), len(order)]):
+    for lo, hi in zip([0, *cuts.tolist()], [*cuts.tolist(), len(c)]):
         code, hour = int(c[lo]), int(h[lo])
         if hour == np.iinfo(np.int64).min:
             date, hh = "unknown", "unknown"

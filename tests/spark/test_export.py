@@ -222,3 +222,21 @@ def test_a_strict_spark_export_fails_on_the_first_damage_in_the_log_as_the_local
     with pytest.raises(RmqlabError) as err:
         rmqlab.spark.export(spark, str(root), str(tmp_path / "out"), split_size=64 << 10)
     assert str(err.value) in local.stderr
+
+
+def test_a_batch_is_split_by_topic_and_hour_each_partition_in_batch_order_and_one_grouped_already_is_not_copied():
+    hour = ex.HOUR_MS
+    topics = ["a", "b", "a", None, "b", "a"]
+    stamps = [5 * hour, 5 * hour, 6 * hour + 1, None, 5 * hour + 2, 5 * hour + 3]
+    batch = pa.RecordBatch.from_pydict({"physical_offset": list(range(6)), "topic": topics, "store_timestamp": stamps},
+                                       schema=pa.schema([("physical_offset", pa.int64()), ("topic", pa.string()), ("store_timestamp", pa.int64())]))
+    parts = {key: rows.column("physical_offset").to_pylist() for key, rows in ex._partitions(batch)}
+    assert parts == {("a", "1970-01-01", "05"): [0, 5], ("a", "1970-01-01", "06"): [2], ("b", "1970-01-01", "05"): [1, 4],
+                     ("unknown", "unknown", "unknown"): [3]}
+    grouped = batch.take(pa.array([0, 5, 2, 1, 4]))  # partition by partition already
+    data = grouped.column("physical_offset").buffers()[1]
+    seen = []
+    for key, rows in ex._partitions(grouped):
+        seen.append((key, rows.column("physical_offset").to_pylist()))
+        assert rows.column("physical_offset").buffers()[1].address == data.address  # a slice of the batch, not a copy
+    assert seen == [(k, v) for k, v in parts.items() if k[0] != "unknown"]
