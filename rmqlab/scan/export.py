@@ -144,9 +144,10 @@ GATHERED_BYTES = 128 << 20
 #: these writes 35-40% faster than zstd's default with every column dictionary-encoded
 #: and given statistics, and the files are smaller): dictionaries only where values
 #: repeat (a dictionary of bodies or msgIds is tried, found too big and thrown away at
-#: every row group), min/max statistics only on what queries filter by (Spark and pyarrow
-#: skip row groups with them)
-DICTIONARY_COLUMNS = ("topic", "kind", "born_host", "store_host", "file", "error")
+#: every row group; property names repeat, their values mostly not: the names' dictionary
+#: makes the generated 1 GiB store's files 3% smaller, in the same time), min/max
+#: statistics only on what queries filter by (Spark and pyarrow skip row groups with them)
+DICTIONARY_COLUMNS = ("topic", "kind", "born_host", "store_host", "file", "error", "properties.key_value.key")
 STATISTICS_COLUMNS = ("physical_offset", "total_size", "queue_id", "queue_offset", "born_timestamp", "store_timestamp", "topic", "kind", "sys_flag", "msg_id")
 WRITER_OPTIONS = {"compression": "zstd", "compression_level": 1}
 
@@ -197,9 +198,12 @@ class _PartFile:
     def __init__(self, final: Path, rel: str, schema: pa.Schema, pool=None):
         final.parent.mkdir(parents=True, exist_ok=True)
         names = set(schema.names)
+
+        def present(columns):  # the column paths whose top-level column the schema has
+            return [c for c in columns if c.split(".")[0] in names]
+
         self.writer = pq.ParquetWriter(final.with_name(STAGING_PREFIX + final.name), schema, **WRITER_OPTIONS,
-                                       use_dictionary=[c for c in DICTIONARY_COLUMNS if c in names],
-                                       write_statistics=[c for c in STATISTICS_COLUMNS if c in names])
+                                       use_dictionary=present(DICTIONARY_COLUMNS), write_statistics=present(STATISTICS_COLUMNS))
         self.rel, self.rows, self.gathered, self.gathered_rows, self.gathered_bytes = rel, 0, [], 0, 0
         self.pool, self.writing, self.writing_bytes = pool, None, 0
 

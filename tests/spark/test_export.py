@@ -66,6 +66,7 @@ def test_the_export_holds_the_decoders_rows(tmp_path, case, mode):
     assert cols["body"].statistics is None or not cols["body"].statistics.has_min_max
     assert "PLAIN_DICTIONARY" in str(cols["topic"].encodings) or "RLE_DICTIONARY" in str(cols["topic"].encodings)
     assert not any("DICTIONARY" in str(e) for e in cols["body"].encodings)
+    assert "RLE_DICTIONARY" in str(cols["properties.key_value.key"].encodings)  # names repeat; values mostly not
 
 
 def test_a_crc_mismatch_inside_the_log_says_so_as_sparks_source_does(spark, tmp_path):
@@ -192,8 +193,11 @@ def test_spark_export_writes_the_same_dataset_from_the_workers(spark, tmp_path):
     run, notes = rmqlab.spark.export(spark, str(store_root("crash-torn")), str(tmp_path / "out"), mode="lenient", split_size=64 << 10)
     assert not notes and run.files
     assert _dataset_rows(tmp_path / "out") == _decoder_rows(store_root("crash-torn"), "lenient")
-    # and Spark's own Parquet reader reads it
-    assert spark.read.parquet(str(tmp_path / "out")).count() == sum(n for _, n in run.files)
+    # and Spark's own Parquet reader reads it, values and all
+    back = spark.read.parquet(str(tmp_path / "out")).select("physical_offset", "store_timestamp", "properties", "body").collect()
+    assert sorted((r.physical_offset, r.store_timestamp, dict(r.properties or {}), bytes(r.body or b"")) for r in back) == [
+        (r["physical_offset"], r["store_timestamp"], dict(r["properties"] or []), r["body"] or b"") for r in _dataset_rows(tmp_path / "out")]
+    assert len(back) == sum(n for _, n in run.files)
 
 
 @pytest.mark.spark
