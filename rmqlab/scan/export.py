@@ -247,41 +247,69 @@ def write_batches(out: str | os.PathLike, run: int, part: int, batches, *, start
     gathered or being written, and the open files' buffers); returns
     ``[[relative final path, rows], ...]``.  Row groups are written on two threads where
     the loops may use two (:func:`rmqlab.scan.kernels.set_threads`)."""
+    return write_pieces(out, run, ((part, b) for b in batches), start=start, end=end)
+
+
+def write_pieces(out: str | os.PathLike, run: int, pieces, *, start: int, end: int, progress=None) -> list[list]:
+    """:func:`write_batches` of several pieces of work in turn: ``pieces`` yields
+    ``(part, batch)``, the batches of one part after another.  A part's files are
+    finished while the next part's batches are gathered (their last row groups written
+    on the Parquet threads meanwhile), so that the work does not stop at each part's
+    end.  ``progress.update(bytes done, rows)`` is told after every batch."""
     from concurrent.futures import ThreadPoolExecutor
 
     from .kernels import threads
 
     out = Path(out)
-    files: dict[tuple, _PartFile] = {}
+    files: dict[tuple, _PartFile] = {}  # the current part's, by partition
+    ending: list[_PartFile] = []  # the parts' before it, their last row groups being written
+    done: list[_PartFile] = []
     pool = ThreadPoolExecutor(threads(), thread_name_prefix="rmqlab-parquet") if threads() > 1 else None
+    current, rows = None, 0
     try:
-        for b in batches:
+        for part, b in pieces:
+            if part != current:
+                for f in files.values():
+                    f.flush()  # its last rows on their way, without waiting for them
+                ending += files.values()
+                files, current = {}, part
+            still = []
+            for f in ending:  # closed once their row groups are written
+                if f.writing is None or f.writing.done():
+                    f.close()
+                    done.append(f)
+                else:
+                    still.append(f)
+            ending = still
             po = b.column("physical_offset")
             mask = pc.and_(pc.and_(pc.greater_equal(po, start), pc.less(po, end)), pc.not_equal(pc.fill_null(b.column("kind"), ""), "BLANK"))
             if not pc.all(mask).as_py():  # most batches keep every row: no copy then
                 b = b.filter(mask)
-            if not b.num_rows:
-                continue
-            per_row = b.nbytes / b.num_rows
-            for (t, d, h), rows in _partitions(b):
-                f = files.get((t, d, h))
-                if f is None:
-                    rel = Path(f"topic_dir={t}") / f"date={d}" / f"hour={h}" / f"part-{run:05d}-{part:05d}.parquet"
-                    f = files[(t, d, h)] = _PartFile(out / rel, rel.as_posix(), rows.schema, pool)
-                f.add(rows, int(per_row * rows.num_rows))
-            if sum(f.gathered_bytes + f.writing_bytes for f in files.values()) > GATHERED_BYTES:
-                for f in files.values():
-                    f.flush()
-                for f in files.values():
-                    f.wait()
+            if b.num_rows:
+                per_row = b.nbytes / b.num_rows
+                for (t, d, h), part_rows in _partitions(b):
+                    f = files.get((t, d, h))
+                    if f is None:
+                        rel = Path(f"topic_dir={t}") / f"date={d}" / f"hour={h}" / f"part-{run:05d}-{part:05d}.parquet"
+                        f = files[(t, d, h)] = _PartFile(out / rel, rel.as_posix(), part_rows.schema, pool)
+                    f.add(part_rows, int(per_row * part_rows.num_rows))
+                rows += b.num_rows
+                if sum(f.gathered_bytes + f.writing_bytes for f in [*files.values(), *ending]) > GATHERED_BYTES:
+                    for f in files.values():
+                        f.flush()
+                    for f in [*files.values(), *ending]:
+                        f.wait()
+            if progress is not None and len(po):
+                progress.update(max(0, min(int(po[-1].as_py()), end) - start), rows)
     finally:
         try:
-            for f in files.values():
+            for f in [*ending, *files.values()]:
                 f.close()
+                done.append(f)
         finally:
             if pool is not None:
                 pool.shutdown()
-    return sorted([f.rel, f.rows] for f in files.values())
+    return sorted([f.rel, f.rows] for f in done)
 
 
 def commit(out: str | os.PathLike, manifest: Manifest, run: int, start: int, end: int, files: list[list]) -> ExportRun:
@@ -329,17 +357,17 @@ def export_files(out, store: str, files, log_min: int, log_end: int, *, mode: st
 
     manifest, run = begin(out, store, settings_of(mode, include_body, verify_crc))
     start, notes = plan_run(manifest, log_min, log_end, out)
-    written, done = [], 0
-    for n, f in enumerate(files):
-        base = f.file_from_offset
-        lo, hi = max(start - base, 0), min(f.file_size, log_end - base)
-        if lo >= hi:
-            continue
-        batches = scan_range(f.buf, file_base=base, file_size=f.file_size, file=str(f.path), start=lo, stop=hi, mode=mode,
-                             verify_crc=verify_crc, include_body=include_body)
-        batches = (with_crc_errors(b, str(f.path), base) for b in batches)  # a CRC mismatch's row says it, as Spark's source does
-        written += write_batches(out, run, n, read_ahead(batches), start=start, end=log_end)  # the next batch decoded while one is written
-        done += hi - lo
-        if progress is not None:
-            progress.update(done, sum(rows for _, rows in written))
+
+    def pieces():  # each file a piece of work, one decode running on from file to file
+        for n, f in enumerate(files):
+            base = f.file_from_offset
+            lo, hi = max(start - base, 0), min(f.file_size, log_end - base)
+            if lo >= hi:
+                continue
+            for b in scan_range(f.buf, file_base=base, file_size=f.file_size, file=str(f.path), start=lo, stop=hi, mode=mode,
+                                verify_crc=verify_crc, include_body=include_body):
+                yield n, with_crc_errors(b, str(f.path), base)  # a CRC mismatch's row says it, as Spark's source does
+
+    # the next batch decoded while one is written
+    written = write_pieces(out, run, read_ahead(pieces()), start=start, end=log_end, progress=progress)
     return commit(out, manifest, run, start, log_end, written), notes

@@ -244,3 +244,42 @@ def test_a_batch_is_split_by_topic_and_hour_each_partition_in_batch_order_and_on
         seen.append((key, rows.column("physical_offset").to_pylist()))
         assert rows.column("physical_offset").buffers()[1].address == data.address  # a slice of the batch, not a copy
     assert seen == [(k, v) for k, v in parts.items() if k[0] != "unknown"]
+
+
+def test_a_parts_last_row_groups_are_written_while_the_next_parts_rows_are_gathered(tmp_path, monkeypatch):
+    """Two pieces of work (as two commitlog files are): the first's files are finished
+    on the Parquet threads while the second's batches go on, not before them; each
+    piece has files of its own, and the dataset is the decoder's rows."""
+    import threading
+
+    import pyarrow.parquet as pq
+
+    from rmqlab.scan import kernels
+
+    monkeypatch.setattr(kernels, "_WORKERS", 2)
+    root, out = store_root("clean"), tmp_path / "out"
+    went_on, seen, write = threading.Event(), [], pq.ParquetWriter.write_table
+
+    def first_part_waits(self, table, *a, **k):  # the first piece's row groups wait for the second piece to go on
+        if "part-00001-00000" in str(self.where):
+            seen.append(went_on.wait(10))
+        return write(self, table, *a, **k)
+
+    monkeypatch.setattr(pq.ParquetWriter, "write_table", first_part_waits)
+    with open_store(root, strict=False) as st:
+        lo, end = st.commitlog.min_offset, st.commitlog.served_end()
+        batches = [b.slice(i, 10) for f in st.commitlog.queue.files for b in decode_file(f.buf, f.file_from_offset, file=str(f.path))
+                   for i in range(0, b.num_rows, 10)]
+        half = len(batches) // 2
+
+        def pieces():
+            for i, b in enumerate(batches):
+                if i == half + 1:
+                    went_on.set()  # the second piece's first batch was taken in, its second asked for
+                yield (0 if i < half else 1), b
+
+        manifest, run = ex.begin(out, str(root), ex.settings_of("strict", True, True))
+        r = ex.commit(out, manifest, run, lo, end, ex.write_pieces(out, run, pieces(), start=lo, end=end))
+    assert seen and all(seen)
+    assert {rel.rsplit("-", 1)[1] for rel, _ in r.files} == {"00000.parquet", "00001.parquet"}
+    assert _dataset_rows(out) == _decoder_rows(root)
