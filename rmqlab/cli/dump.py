@@ -230,10 +230,11 @@ def _json(store, args, stop: int, progress, start: int | None = None) -> int:
 
     from ..scan.ahead import read_ahead
     from ..scan.decode import KIND_BLANK
-    from ..scan.jsonlines import json_line_pieces
+    from ..scan.jsonlines import LineBuffer, json_line_pieces
 
     filtered = args.topic is not None or args.queue is not None
     base, records, written = store.commitlog.min_offset, 0, 0
+    lines = LineBuffer()  # each batch's lines are written out before the next batch's are made
     for batch in read_ahead(store.commitlog.batches(args.start if start is None else start, stop)):
         records += batch.num_rows
         progress.update(batch.column("physical_offset")[-1].as_py() - base, records)
@@ -245,7 +246,7 @@ def _json(store, args, stop: int, progress, start: int | None = None) -> int:
         written += batch.num_rows - len(blank)
         start = 0
         for b in blank.tolist() + [batch.num_rows]:  # a file's BLANK between its records and the next file's
-            for piece in json_line_pieces(batch.slice(start, b - start)):
+            for piece in json_line_pieces(batch.slice(start, b - start), lines):
                 write_bytes(piece)
             if b < batch.num_rows and args.all and not filtered:
                 row = batch.slice(b, 1).to_pylist()[0]

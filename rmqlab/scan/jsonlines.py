@@ -218,16 +218,34 @@ def _binary_parts(arr) -> tuple[np.ndarray, np.ndarray]:
 SPLIT_FROM_ROWS = 4096
 
 
+class LineBuffer:
+    """The memory one caller's batches of lines are written into, batch after batch:
+    :func:`json_line_pieces` given it reuses one buffer (grown when a batch needs more
+    room) where it would take a new one for each batch, whose pages the kernel hands
+    out, zeroed, at their first touch (``dump --json`` of the generated 1 GiB store:
+    0.89× its time, 1.44 → 0.58 s of system time, 4 pairs).  A batch's pieces view the
+    buffer until the next batch's lines are written into it: write them out first."""
+
+    def __init__(self):
+        self.buf = np.empty(0, np.uint8)
+
+    def room(self, need: int) -> np.ndarray:
+        if len(self.buf) < need:
+            self.buf = np.empty(need + need // 4, np.uint8)  # some room to spare: the next batch may need a little more
+        return self.buf
+
+
 def json_lines(batch: pa.RecordBatch) -> bytes:
     """The message rows of a decoded batch (:data:`rmqlab.scan.decode.ARROW_SCHEMA`,
     every column built) as JSON lines, ``Record.to_dict`` of each."""
     return b"".join(json_line_pieces(batch))
 
 
-def json_line_pieces(batch: pa.RecordBatch) -> list[memoryview]:
+def json_line_pieces(batch: pa.RecordBatch, into: LineBuffer | None = None) -> list[memoryview]:
     """:func:`json_lines` as the buffers that hold it, in order, without joining them
     (a large batch's two halves are written by two threads into one buffer, each from
-    where the room of the rows before it ends)."""
+    where the room of the rows before it ends): views of ``into``'s buffer when given
+    (valid until its next use), else of a buffer of their own."""
     if _LINES is None:
         from .kernels import UNAVAILABLE_BECAUSE
 
@@ -275,7 +293,8 @@ def json_line_pieces(batch: pa.RecordBatch) -> list[memoryview]:
     args = (ints, crc_ok, s_data, s_offs, moffs, k_data, k_offs, v_data, v_offs, b_data, b_offs, _FRAG_BYTES, _FRAG_OFFS, _B64, _HEX)
     cut = n // 2 if n >= SPLIT_FROM_ROWS and kernels.threads() > 1 else n
     first = room(0, cut)
-    out = np.empty(first + (room(cut, n) if cut < n else 0), np.uint8)
+    need = first + (room(cut, n) if cut < n else 0)
+    out = into.room(need) if into is not None else np.empty(need, np.uint8)
     if cut < n:
         other = kernels._pool().submit(_LINES, *args, out, first, cut, n)
         d = _LINES(*args, out, 0, 0, cut)  # releases the GIL: the other half is written meanwhile

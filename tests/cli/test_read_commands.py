@@ -197,3 +197,24 @@ def test_dump_json_is_json_dumps_of_every_record(tmp_path, capsys, decoder_path,
     with open_store(root) as st:
         want = [json.dumps(r.to_dict(), ensure_ascii=False) for r in st.commitlog.iter_records()]
     assert out.splitlines() == want
+
+
+def test_one_line_buffer_serves_batch_after_batch_as_buffers_of_their_own_do():
+    """A batch's lines written into the buffer the batch before used (grown when a batch
+    needs more room, kept when it needs less) are the lines written into a new buffer."""
+    import mmap
+
+    from rmqlab.lab.samples import shipped_dir
+    from rmqlab.scan.decode import decode_file
+    from rmqlab.scan.jsonlines import LineBuffer, json_line_pieces, json_lines
+
+    path = sorted((shipped_dir() / "clean" / "commitlog").iterdir())[0]
+    with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as m:
+        batch = next(b for b in decode_file(m, int(path.name), file=str(path)) if b.num_rows >= 60)
+        lines, seen = LineBuffer(), []
+        for lo, n in ((0, 5), (5, 50), (55, 1), (10, 3), (0, batch.num_rows)):
+            rows = batch.slice(lo, n)
+            got = b"".join(bytes(p) for p in json_line_pieces(rows, lines))
+            assert got == json_lines(rows) and got.count(b"\n") == n
+            seen.append(lines.buf.ctypes.data)
+    assert seen[2] == seen[3] == seen[1] != seen[0]  # smaller batches after a larger one: the same memory
