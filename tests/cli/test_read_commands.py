@@ -218,3 +218,27 @@ def test_one_line_buffer_serves_batch_after_batch_as_buffers_of_their_own_do():
             assert got == json_lines(rows) and got.count(b"\n") == n
             seen.append(lines.buf.ctypes.data)
     assert seen[2] == seen[3] == seen[1] != seen[0]  # smaller batches after a larger one: the same memory
+
+
+def test_crc_ok_is_written_true_false_or_null_as_its_column_holds_it():
+    """crc_ok's three values (checked good, checked bad, not checked), row by row,
+    as json.dumps writes True, False and None."""
+    import mmap
+
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from rmqlab.lab.samples import shipped_dir
+    from rmqlab.scan.decode import KIND_MESSAGE, decode_file
+    from rmqlab.scan.jsonlines import json_lines
+
+    path = sorted((shipped_dir() / "clean" / "commitlog").iterdir())[0]
+    with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as m:
+        batch = next(b for b in decode_file(m, int(path.name), file=str(path)) if b.num_rows >= 9)
+        batch = batch.filter(pc.equal(batch.column("kind"), KIND_MESSAGE))
+        good = json_lines(batch).splitlines()
+        values = [(True, False, None)[i % 3] for i in range(batch.num_rows)]
+        mixed = batch.set_column(batch.schema.get_field_index("crc_ok"), "crc_ok", pa.array(values, pa.bool_()))
+        got = json_lines(mixed).splitlines()
+    assert all(b'"crc_ok": true' in line for line in good)
+    assert got == [line.replace(b'"crc_ok": true', b'"crc_ok": ' + json.dumps(v).encode()) for line, v in zip(good, values)]
