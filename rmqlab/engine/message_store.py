@@ -426,7 +426,15 @@ class MessageStore:
         for s in reversed(self._services):
             s.stop()
         self._services = []
-        self.reput()
+        try:
+            self.reput()
+        except BaseException:
+            # Java shutdown keeps abort when the store "may be wrong" (a dispatch that
+            # failed leaves RunningFlags not writeable): the next start recovers
+            # abnormally and dispatches the records again.  The log is forced first.
+            self._flush_commitlog()
+            self.crash()
+            raise
         self._flush_commitlog()
         self.flush_logics()
         self.dispatcher.index.flush()

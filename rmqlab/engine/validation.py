@@ -9,6 +9,12 @@ Java: the broker's ``HookUtils.checkBeforePutMessage`` and
   default), up to 32767 written as a V2 record.  (The 5.x broker refuses long
   topics other than retry topics before they reach the store; the store itself
   writes V2.  rmqlab follows the store; switch the setting off to refuse them.)
+  A departure: a topic longer than a file name may be on the store's filesystem
+  (``NAME_MAX``, 255 bytes on Linux's) is refused too.  Its consume queue is the
+  directory ``consumequeue/<topic>``, which cannot be made: Java's store writes the
+  record and then fails to dispatch it (``ConsumeQueue.putMessagePositionInfoWrapper``
+  retries, then ``makeLogicsQueueError``: no put succeeds after it), and a store
+  holding such a record cannot be dispatched to its end again.
 * body: at most ``maxMessageSize``; the whole record at most ``maxMessageSize`` +
   64 KiB (Java ``MessageExtEncoder``'s two limits) → ``MESSAGE_ILLEGAL``.
 * properties (``__CRC32#`` reservation included): at most 32767 bytes →
@@ -19,6 +25,7 @@ Java: the broker's ``HookUtils.checkBeforePutMessage`` and
 
 from __future__ import annotations
 
+import os
 import re
 
 from ..config import MessageStoreConfig
@@ -28,6 +35,15 @@ from .results import PutMessageStatus
 TOPIC_PATTERN = re.compile(r"^[%|a-zA-Z0-9_-]+$")  # Java TopicValidator.VALID_PATTERN_STR
 TOPIC_MAX_LENGTH_V2 = 32767  # Short.MAX_VALUE
 BODY_SIZE_SLACK = 64 * 1024  # Java MessageExtEncoder: maxMessageSize = body limit + 64 KiB
+NAME_MAX = 255  # a file name's bytes on Linux's filesystems, where the store's own cannot say
+
+
+def name_max(directory: str) -> int:
+    """The bytes a file name may have in ``directory``'s filesystem (``NAME_MAX``)."""
+    try:
+        return int(os.pathconf(directory or ".", "PC_NAME_MAX"))
+    except (OSError, ValueError):
+        return NAME_MAX
 
 
 class Validator:
@@ -38,6 +54,7 @@ class Validator:
         self.max_body = config.max_message_size
         self.max_record = config.max_message_size + BODY_SIZE_SLACK
         self.max_fit = config.mapped_file_size_commit_log - cl.BLANK_SIZE
+        self.max_topic_dir = name_max(config.store_path_root_dir)  # consumequeue/<topic> must be a directory
         self._topics: dict[str, tuple[PutMessageStatus, str, bytes]] = {}
 
     def check_topic(self, topic: str) -> tuple[PutMessageStatus, str, bytes]:
@@ -52,6 +69,9 @@ class Validator:
             out = (PutMessageStatus.MESSAGE_ILLEGAL, f"topic {topic!r} has characters outside [%|a-zA-Z0-9_-]", raw)
         elif len(raw) > TOPIC_MAX_LENGTH_V2:
             out = (PutMessageStatus.MESSAGE_ILLEGAL, f"topic is {len(raw)} bytes, more than {TOPIC_MAX_LENGTH_V2}", raw)
+        elif len(raw) > self.max_topic_dir:
+            out = (PutMessageStatus.MESSAGE_ILLEGAL, f"topic is {len(raw)} bytes, more than the {self.max_topic_dir} a file name may have on the store's "
+                   "filesystem: its consume queue directory could not be made", raw)
         elif len(raw) > cl.MAX_TOPIC_LENGTH_V1 and not self.config.auto_message_version_on_topic_len:
             out = (PutMessageStatus.MESSAGE_ILLEGAL, f"topic is {len(raw)} bytes, more than 127 and autoMessageVersionOnTopicLen=false", raw)
         else:

@@ -152,8 +152,11 @@ class MappedFilesWriter:
         self.dirty = False
 
     def load(self) -> None:
-        if not self.directory.is_dir():
-            return
+        try:
+            if not self.directory.is_dir():
+                return
+        except OSError as exc:  # a name too long for the filesystem (a topic's queue), no permission
+            raise StoreFormatError(self.directory, None, f"cannot read the directory: {exc.strerror}") from None
         names = sorted(p for p in self.directory.iterdir() if p.is_file() and _NAME.match(p.name))
         for p in names:
             size = p.stat().st_size
@@ -186,7 +189,10 @@ class MappedFilesWriter:
     def _create_file(self, create_offset: int) -> WritableMappedFile:
         """A new last file starting at ``create_offset`` (Java ``MappedFileQueue.tryCreateMappedFile``;
         an existing file of that name is opened as it is, positioned at 0)."""
-        self.directory.mkdir(parents=True, exist_ok=True)
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:  # a name too long for the filesystem (a topic's queue), no permission, no room
+            raise StoreFormatError(self.directory, None, f"cannot create the directory for the file at offset {create_offset}: {exc.strerror}") from None
         f = WritableMappedFile(self.directory / file_name_for_offset(create_offset), self.mapped_file_size, create_offset)
         fsync_directory(self.directory)
         self.files.append(f)

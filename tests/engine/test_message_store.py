@@ -177,6 +177,33 @@ def test_long_topic_is_v2_and_ipv6_hosts(tmp_path):
     assert rec.sys_flag & (cl.FLAG_BORNHOST_V6 | cl.FLAG_STOREHOST_V6) == 0x30
 
 
+def test_a_topic_longer_than_a_file_name_is_refused_and_a_log_holding_one_fails_to_open_with_its_directory(tmp_path):
+    """A topic of more bytes than the filesystem's file names (its queue's directory could
+    not be made) is refused before anything is written, alone or as a batch's; one that
+    is in the log already (written without the check) fails its dispatch with the
+    directory named, not a traceback: the shutdown keeps abort, and the next open, which
+    dispatches it again, fails the same way."""
+    from rmqlab.engine import MessageBatch
+    from rmqlab.engine.validation import name_max
+    from rmqlab.errors import StoreFormatError
+
+    root = tmp_path / "s"
+    longest = "T" * name_max(str(tmp_path))
+    with _open(root) as store:
+        refused = store.put(Message(longest + "T", b"x"))
+        assert refused.status is PutMessageStatus.MESSAGE_ILLEGAL and store.max_phy_offset == 0
+        assert store.put_batch(MessageBatch.from_messages([Message(longest + "T", b"x")])).status is PutMessageStatus.MESSAGE_ILLEGAL
+        assert store.put(Message(longest, b"x")).ok
+        store.validator.max_topic_dir = 1 << 20  # as a store written without the check
+        store.validator._topics.clear()  # (its verdicts are cached per topic)
+        assert store.put(Message(longest + "T", b"x")).ok
+        with pytest.raises(StoreFormatError, match=f"consumequeue/{longest}T/0: cannot"):
+            store.shutdown()  # its dispatch
+    assert (root / "abort").exists()  # as Java's shutdown of a store that may be wrong: the next start recovers it
+    with pytest.raises(StoreFormatError, match=f"consumequeue/{longest}T/0: cannot"):
+        _open(root)  # recovery dispatches it again
+
+
 def test_delay_rewrite_and_transactions(tmp_path):
     with _open(tmp_path / "s") as store:
         r = store.put(Message("TopicA", b"later", {"DELAY": "3", "TAGS": "t"}, queue_id=1))
