@@ -25,25 +25,16 @@ Java: the broker's ``HookUtils.checkBeforePutMessage`` and
 
 from __future__ import annotations
 
-import os
 import re
 
 from ..config import MessageStoreConfig
+from ..files.mapped_file_queue import name_max
 from ..format import commitlog as cl
 from .results import PutMessageStatus
 
 TOPIC_PATTERN = re.compile(r"^[%|a-zA-Z0-9_-]+$")  # Java TopicValidator.VALID_PATTERN_STR
 TOPIC_MAX_LENGTH_V2 = 32767  # Short.MAX_VALUE
 BODY_SIZE_SLACK = 64 * 1024  # Java MessageExtEncoder: maxMessageSize = body limit + 64 KiB
-NAME_MAX = 255  # a file name's bytes on Linux's filesystems, where the store's own cannot say
-
-
-def name_max(directory: str) -> int:
-    """The bytes a file name may have in ``directory``'s filesystem (``NAME_MAX``)."""
-    try:
-        return int(os.pathconf(directory or ".", "PC_NAME_MAX"))
-    except (OSError, ValueError):
-        return NAME_MAX
 
 
 class Validator:

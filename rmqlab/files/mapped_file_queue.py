@@ -26,6 +26,17 @@ from ..errors import StoreLayoutError
 from .mapped_file import MappedFile
 
 _NAME = re.compile(r"^\d{20}$")
+NAME_MAX = 255  # a file name's bytes on Linux's filesystems, where the store's own cannot say
+
+
+def name_max(directory: str | os.PathLike) -> int:
+    """The bytes a file name may have in ``directory``'s filesystem (``NAME_MAX``): a
+    queue's directory is named by its topic (``consumequeue/<topic>/<queueId>``), and a
+    topic longer than this has none."""
+    try:
+        return int(os.pathconf(os.fspath(directory) or ".", "PC_NAME_MAX"))
+    except (OSError, ValueError):
+        return NAME_MAX
 
 
 def file_name_for_offset(offset: int) -> str:

@@ -48,6 +48,7 @@ from ..errors import StoreFormatError
 from ..files.rocksdb import RocksDBUnavailable
 from ..progress import Progress, Silent
 from ..files.extent import nonzero_extent, nonzero_past, zero_runs
+from ..files.mapped_file_queue import name_max
 from ..format.consumequeue import BCQ_STORE_UNIT_SIZE, EXT_MAX_ADDR, PRE_BLANK_SIZE
 from ..format.hashing import java_string_hash
 from ..format.properties import INNER_MULTI_DISPATCH as LMQ_MULTI_DISPATCH, INNER_MULTI_QUEUE_OFFSET as LMQ_MULTI_QUEUE_OFFSET, LMQ_DISPATCH_SEPARATOR
@@ -1193,7 +1194,10 @@ class _Verifier:
                 topic, qid = self._queue_of(key)
                 if lay.apart_from_join(topic):
                     continue
-                self.add("CQ_MISSING_QUEUE", ERROR, str(self.root / CONSUMEQUEUE_DIR / topic / str(qid)), None, f"the log holds records of {topic}/{qid} (up to queue offset {qoff}) but there is no consume queue; abnormal recovery rebuilds it")
+                size, most = len(topic.encode("utf-8")), name_max(self.root)
+                fate = ("abnormal recovery rebuilds it" if size <= most else
+                        f"none can be made: the topic is {size} bytes, more than the {most} a file name may have on this filesystem, so no dispatch puts these records in a queue")
+                self.add("CQ_MISSING_QUEUE", ERROR, str(self.root / CONSUMEQUEUE_DIR / topic / str(qid)), None, f"the log holds records of {topic}/{qid} (up to queue offset {qoff}) but there is no consume queue; {fate}")
         self.report.stats.update(consume_queues=len(self.queues), cq_entries=self.n_cq_entries)
         self.report.stats.update(index_files=len(self.indexes), index_entries=self.n_index_entries)
         if self.index_written:
