@@ -429,9 +429,11 @@ class MessageStore:
         try:
             self.reput()
         except BaseException:
-            # Java shutdown keeps abort when the store "may be wrong" (a dispatch that
-            # failed leaves RunningFlags not writeable): the next start recovers
-            # abnormally and dispatches the records again.  The log is forced first.
+            # Java DefaultMessageStore.shutdown deletes abort only when runningFlags is
+            # writeable and nothing is left to dispatch; a consume queue that cannot be
+            # written (ConsumeQueue.putMessagePositionInfoWrapper: makeLogicsQueueError)
+            # leaves it, "the store may be wrong": the next start recovers abnormally
+            # and dispatches the records again.  The log is forced first.
             self._flush_commitlog()
             self.crash()
             raise
