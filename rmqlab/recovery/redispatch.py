@@ -17,6 +17,7 @@ import numpy as np
 from ..config import MessageStoreConfig
 from ..format import commitlog as cl
 from ..format import layout
+from ..files.mapped_file_queue import name_max
 from ..format.layout import PREFIX_DTYPES
 from ..rules import BATCH_CONSUMEQUEUE_DIR, CONSUMEQUEUE_DIR, CONSUMEQUEUE_EXT_DIR, goes_to_consume_queue, multi_dispatch_targets
 from ..writers.batch_consume_queue_writer import kept_rows
@@ -243,15 +244,21 @@ def simulate_queues(rep: RecoveryReport, plan: RecoveryPlan, chunks, delay_level
     batch = {k: q.batch for k, q in queues.items()}
     last_offset: dict[tuple[str, int], int] = {}  # a batch queue's max offset after what dispatch adds
     first_offset: dict[tuple[str, int], int] = {}  # a created consume queue's first queue offset
+    most_name = name_max(rep.root)
     for k, q in queues.items():
         changes[k] = QueueChange(q.name, q.count, q.max_offset_in_queue, q.max_physic_offset, [p.name for p in q.deleted] + [f"{CONSUMEQUEUE_EXT_DIR}/{p.name}" for p in q.ext_deleted])
-    def created(k, at: int) -> None:
+    def created(k, at: int) -> bool:
+        """Whether queue ``k`` takes units: a new one's directory is made first (Java
+        ``UtilAll.ensureDirOK``), which fails for a topic longer than a file name may be;
+        ``ConsumeQueue.putMessagePositionInfoWrapper`` then writes none of its units."""
         if k not in changes:
-            changes[k] = QueueChange(f"{k[0]}/{k[1]}", 0, 0, -1, created=True)
+            unmakeable = len(k[0].encode("utf-8")) > most_name
+            changes[k] = QueueChange(f"{k[0]}/{k[1]}", 0, 0, -1, created=True, unmakeable=unmakeable)
             maxp[k] = -1
             batch[k] = k[0] in plan.batch_topics
             where = BATCH_CONSUMEQUEUE_DIR if batch[k] else CONSUMEQUEUE_DIR
-            _insert_at_offset(rep.log_lines, at, f"{STORE}/{where}/{k[0]}/{k[1]} mkdir OK")
+            _insert_at_offset(rep.log_lines, at, f"{STORE}/{where}/{k[0]}/{k[1]} mkdir {'Failed' if unmakeable else 'OK'}")
+        return not changes[k].unmakeable
 
     def add_entries(k, g: np.ndarray, qoffs: np.ndarray) -> None:
         # an entry is added when it ends past every end before it (Java's repeat guard)
@@ -276,7 +283,8 @@ def simulate_queues(rep: RecoveryReport, plan: RecoveryPlan, chunks, delay_level
                 g = rows[g]
                 r0 = g[0]
                 k = (topics[int(topic_code[r0])], int(queue_id[r0]))
-                created(k, int(offset[r0]))
+                if not created(k, int(offset[r0])):
+                    continue
                 simple[g] = not batch[k]
                 if batch[k]:
                     added = kept_rows(offset[g], bases[g], batch_sizes[g], maxp[k])
@@ -299,8 +307,7 @@ def simulate_queues(rep: RecoveryReport, plan: RecoveryPlan, chunks, delay_level
                 if simple[r]:
                     by_queue.setdefault((t, q), []).append((r, o))
             for k, got in by_queue.items():
-                created(k, int(offset[got[0][0]]))
-                if not batch[k]:
+                if created(k, int(offset[got[0][0]])) and not batch[k]:
                     add_entries(k, np.asarray([r for r, _ in got], np.int64), np.asarray([o for _, o in got], np.int64))
     if plan.truncate_cq:
         for k, q in queues.items():

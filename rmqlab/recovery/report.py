@@ -106,6 +106,7 @@ class QueueChange:
     cut_messages: int = 0  # the queue offsets they covered (more than the units for a batch queue's inner batches)
     added_entries: int = 0  # re-dispatched from the commitlog
     created: bool = False  # the directory was missing: rebuilt from the commitlog
+    unmakeable: bool = False  # ... but cannot be made: its topic is longer than a file name may be
     max_offset_after: int = 0
 
 
@@ -365,7 +366,10 @@ class RecoveryReport:
         out.append(f"  consume queues max physical offset {self.max_phy_offset_in_cq_before} before" + (f", {self.max_phy_offset_in_cq_after} after" if self.max_phy_offset_in_cq_after is not None else ""))
         for q in self.changed_queues:
             parts = []
-            if q.created:
+            if q.unmakeable:
+                parts.append("cannot be rebuilt: the topic is longer than a file name may be on this filesystem, so its directory cannot be made "
+                             "and RocketMQ's dispatch fails there (ConsumeQueue.putMessagePositionInfoWrapper: makeLogicsQueueError, no put succeeds after it)")
+            elif q.created:
                 parts.append("rebuilt from the commitlog (directory was missing)")
             if q.deleted_files:
                 parts.append(f"files past the first invalid entry deleted: {', '.join(q.deleted_files)}")

@@ -165,7 +165,7 @@ def recovery_part(root: Path, rep, others: dict | None = None) -> dict:
         "cause": None if rep.cause is None else {**rep.cause.to_dict(), "file": relative(root, rep.cause.file)},
         "cut_bytes": rep.cut_bytes, "deleted_commitlog_files": rep.deleted_commitlog_files,
         "queues_changed": len(changed),
-        "queues": [{"queue": q.queue, "cut_entries": q.cut_entries, "added_entries": q.added_entries, "created": q.created, "deleted_files": q.deleted_files,
+        "queues": [{"queue": q.queue, "cut_entries": q.cut_entries, "added_entries": q.added_entries, "created": q.created, "unmakeable": q.unmakeable, "deleted_files": q.deleted_files,
                     "max_offset_before": q.max_offset_before, "max_offset_after": q.max_offset_after} for q in changed[:LISTED_QUEUES]],
         "queues_short": [{"queue": q.queue, "missing": q.missing, "redispatch_from": q.redispatch_from} for q in rep.queues_short],
         "index": [{"file": relative(root, i.file), "action": i.action, "entries_added": i.entries_added} for i in rep.index],

@@ -181,12 +181,14 @@ def test_a_topic_longer_than_a_file_name_is_refused_and_a_log_holding_one_fails_
     """A topic of more bytes than the filesystem's file names (its queue's directory could
     not be made) is refused before anything is written, alone or as a batch's; one that
     is in the log already (written without the check) fails its dispatch with the
-    directory named, not a traceback: the shutdown keeps abort, verify says no queue can be
-    made for it, and the next open, which dispatches it again, fails the same way."""
+    directory named, not a traceback: the shutdown keeps abort, verify and the next start's
+    plan say no queue can be made for it, and the next open, which dispatches it again,
+    fails the same way."""
     from rmqlab.engine import MessageBatch
     from rmqlab.errors import StoreFormatError
     from rmqlab.files.mapped_file_queue import name_max
     from rmqlab.forensics.verify import verify_store
+    from rmqlab.recovery import recover
 
     root = tmp_path / "s"
     longest = "T" * name_max(str(tmp_path))
@@ -203,6 +205,10 @@ def test_a_topic_longer_than_a_file_name_is_refused_and_a_log_holding_one_fails_
     assert (root / "abort").exists()  # as Java's shutdown of a store that may be wrong: the next start recovers it
     (missing,) = [f for f in verify_store(root).findings if f.kind == "CQ_MISSING_QUEUE"]
     assert "none can be made" in missing.message and "recovery rebuilds it" not in missing.message
+    dry = recover(root)  # the next start's plan says the same: no directory, no unit
+    (queue,) = [q for q in dry.queues if q.queue == f"{longest}T/0"]
+    assert queue.unmakeable and queue.added_entries == 0 and "cannot be rebuilt" in dry.to_text()
+    assert any(line.endswith(f"consumequeue/{longest}T/0 mkdir Failed") for line in dry.log_lines)
     with pytest.raises(StoreFormatError, match=f"consumequeue/{longest}T/0: cannot"):
         _open(root)  # recovery dispatches it again
 
