@@ -434,8 +434,10 @@ class MessageStore:
             # written (ConsumeQueue.putMessagePositionInfoWrapper: makeLogicsQueueError)
             # leaves it, "the store may be wrong": the next start recovers abnormally
             # and dispatches the records again.  The log is forced first.
-            self._flush_commitlog()
-            self.crash()
+            try:
+                self._flush_commitlog()
+            finally:
+                self.crash()  # the lock released, abort kept, even if the force fails too
             raise
         self._flush_commitlog()
         self.flush_logics()

@@ -214,7 +214,7 @@ def _recovery(r: dict) -> str:
         facts.append(["timer messages cut", f"{r['timers_cut']:,} pending timer message(s) never fire"])
     out.append(_facts(facts))
     if r["queues"]:
-        qrows = [[escape(q["queue"]), _n(q["cut_entries"]), _n(q["added_entries"]), "cannot be: no directory can have its name" if q.get("unmakeable") else "yes" if q["created"] else "", f"{q['max_offset_before']:,} → {q['max_offset_after']:,}"] for q in r["queues"]]
+        qrows = [[escape(q["queue"]), _n(q["cut_entries"]), _n(q["added_entries"]), "cannot be: no directory can have its name" if q["unmakeable"] else "yes" if q["created"] else "", f"{q['max_offset_before']:,} → {q['max_offset_after']:,}"] for q in r["queues"]]
         out.append(f"<details><summary>the {r['queues_changed']:,} queue(s) recovery changes</summary>"
                    + _table(["queue", "units cut", "units re-dispatched", "rebuilt", "max offset"], qrows, {1, 2}) + "</details>")
     out.append(f"<details><summary>recovery's plan as <code>rmqlab recover</code> prints it</summary><pre>{escape(r['text'])}</pre></details>")
