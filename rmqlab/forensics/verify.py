@@ -285,8 +285,9 @@ class _Window:
 
 class _Verifier:
     def __init__(self, root, config: MessageStoreConfig | None, progress=None, rocketmq_version: str | None = None, log_end: int | None = None,
-                 queues_truncated: bool = True, dispatch_progress: int | None = None, on_batch=None):
+                 queues_truncated: bool = True, dispatch_progress: int | None = None, dispatch_stop_at: int | None = None, on_batch=None):
         self.root = Path(root)
+        self.dispatch_stop_at = dispatch_stop_at  # where the next start's dispatch stops for good (rmqlab.recovery.report.DispatchStop)
         #: told every batch of the log's scan (file base, file size, batch): another view
         #: of the log fed this pass instead of one of its own (the report's map)
         self.on_batch = on_batch
@@ -1195,8 +1196,14 @@ class _Verifier:
                 if lay.apart_from_join(topic):
                     continue
                 size, most = len(topic.encode("utf-8")), name_max(self.root)
-                fate = ("abnormal recovery rebuilds it" if size <= most else
-                        f"none can be made: the topic is {size} bytes, more than the {most} a file name may have on this filesystem, so no dispatch puts these records in a queue")
+                stop = self.dispatch_stop_at
+                if size > most:
+                    fate = f"none can be made: the topic is {size} bytes, more than the {most} a file name may have on this filesystem, so no dispatch puts these records in a queue"
+                elif stop is not None and phy >= stop:
+                    fate = (f"abnormal recovery rebuilds it only from its records before {stop}, where dispatch stops for good "
+                            "(the outcome says why): those after it reach no queue")
+                else:
+                    fate = "abnormal recovery rebuilds it"
                 self.add("CQ_MISSING_QUEUE", ERROR, str(self.root / CONSUMEQUEUE_DIR / topic / str(qid)), None, f"the log holds records of {topic}/{qid} (up to queue offset {qoff}) but there is no consume queue; {fate}")
         self.report.stats.update(consume_queues=len(self.queues), cq_entries=self.n_cq_entries)
         self.report.stats.update(index_files=len(self.indexes), index_entries=self.n_index_entries)
@@ -1887,12 +1894,15 @@ def verify_store(root: str | os.PathLike, config: MessageStoreConfig | None = No
 
 def judged_by(recovery) -> dict:
     """What the checks take from the next start's dry run (None: no plan): the end of the
-    log, and whether that start cuts the queues' units past it (else the dispatch progress
-    it keeps them below; :attr:`rmqlab.recovery.report.RecoveryReport.queues_truncated`)."""
+    log, whether that start cuts the queues' units past it (else the dispatch progress
+    it keeps them below; :attr:`rmqlab.recovery.report.RecoveryReport.queues_truncated`),
+    and where its dispatch stops for good (``dispatch_stop``).  JSON-ready: distributed
+    verify hands it to every task."""
     if recovery is None:
         return {"log_end": None}
     truncated = recovery.queues_truncated
-    return {"log_end": recovery.commitlog_end, "queues_truncated": truncated, "dispatch_progress": None if truncated else recovery.max_phy_offset_in_cq_before}
+    return {"log_end": recovery.commitlog_end, "queues_truncated": truncated, "dispatch_progress": None if truncated else recovery.max_phy_offset_in_cq_before,
+            "dispatch_stop_at": None if recovery.dispatch_stop is None else recovery.dispatch_stop.physical_offset}
 
 
 def next_start_report(root, config: MessageStoreConfig | None = None, rocketmq_version: str | None = None):

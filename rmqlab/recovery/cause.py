@@ -39,6 +39,9 @@ UNREADABLE = "unreadable"
 CLEAN = "clean"
 RECOVERS_WITHOUT_LOSS = "crashed, recovers without loss"
 RECORDS_LOST = "records lost"
+#: nothing cut, but re-dispatch stops at a record no queue can be made for
+#: (rmqlab.recovery.report.DispatchStop): consumers never see what follows it
+DISPATCH_STOPS = "dispatch stops"
 DOES_NOT_START = "does not start"
 NOT_JUDGED = "not judged"
 
@@ -261,15 +264,18 @@ def flushed_place(r, flushed_ts: int, flushed_end: int) -> bool:
 
 def consequence_of(rep) -> str:
     """What the next start means for the store: :data:`CLEAN` (a clean exit, nothing
-    cut), :data:`RECOVERS_WITHOUT_LOSS` (a crash, nothing cut) or :data:`RECORDS_LOST`;
-    :data:`NOT_JUDGED` where rmqlab does not model the start-up."""
+    cut), :data:`RECOVERS_WITHOUT_LOSS` (a crash, nothing cut), :data:`RECORDS_LOST`,
+    :data:`DISPATCH_STOPS` (nothing cut, but dispatch stops short of the end) or
+    :data:`DOES_NOT_START`; :data:`NOT_JUDGED` where rmqlab does not model the start-up."""
     if rep is None or not rep.modelled:
         return NOT_JUDGED
     if not rep.load_ok:
         return DOES_NOT_START
     if rep.records_lost or rep.records_missing:
         return RECORDS_LOST
+    if rep.dispatch_stop is not None:
+        return DISPATCH_STOPS
     return RECOVERS_WITHOUT_LOSS if rep.mode == "abnormal" else CLEAN
 
 
-__all__ = ["CLEAN", "Cause", "DOES_NOT_START", "NOT_JUDGED", "RECORDS_LOST", "RECOVERS_WITHOUT_LOSS", "acknowledged", "cause_of", "consequence_of"]
+__all__ = ["CLEAN", "Cause", "DISPATCH_STOPS", "DOES_NOT_START", "NOT_JUDGED", "RECORDS_LOST", "RECOVERS_WITHOUT_LOSS", "acknowledged", "cause_of", "consequence_of"]

@@ -84,7 +84,7 @@ from ..scan.acceptance import ILLEGAL_OFFSET, Check, FileScan, check_record, sca
 from .costs import group_losses, queues_left_short, timers_cut, unfindable_keys, what_the_cut_costs
 from .model import STORE, Queue, RecoveryPlan
 from .queues import ext_setting, plan_compaction, plan_ext, recover_queue, truncate_queue_plan
-from .redispatch import file_view, multi_dispatch_settings, records_to_dispatch, rocksdb_copy_changes, rocksdb_queue_changes, simulate_queues
+from .redispatch import dispatch_stop, file_view, multi_dispatch_settings, records_to_dispatch, rocksdb_copy_changes, rocksdb_queue_changes, simulate_queues
 
 
 @dataclass(frozen=True)
@@ -1170,6 +1170,8 @@ def plan(
         if outcome_only and p.files:
             rep.scope = "outcome"
             what_the_cut_costs(rep, p, cfg, mode_said=config is not None)
+            if rocksdb is None:  # RocksDB's queues have no directory per topic
+                dispatch_stop(rep, p, cfg)
         return p
     if reindex and cfg.message_index_enable and p.files:
         _plan_reindex(p, cfg)
@@ -1406,6 +1408,13 @@ def apply(
     if plan.index_size_unknown:
         plan.close()
         raise StoreLayoutError(root / INDEX_DIR, None, plan.index_size_unknown + "; nothing was written")
+    if rep.dispatch_stop is not None:
+        stop, fsize = rep.dispatch_stop, plan.config.mapped_file_size_commit_log
+        base = stop.physical_offset - stop.physical_offset % fsize
+        plan.close()
+        raise StoreLayoutError(root / COMMITLOG_DIR / f"{base:020d}", stop.physical_offset - base, f"the next start's dispatch stops for good at this record of {stop.queue}: no "
+                               "directory can have its topic's name, so RocketMQ's start leaves the queues short of the log's end and the store unwriteable, "
+                               "and no recovery can finish it; nothing was written (the dry run says what the start does)")
     t0 = time.perf_counter()
     if out is not None:
         target = Path(out)

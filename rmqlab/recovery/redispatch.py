@@ -23,7 +23,7 @@ from ..rules import BATCH_CONSUMEQUEUE_DIR, CONSUMEQUEUE_DIR, CONSUMEQUEUE_EXT_D
 from ..writers.batch_consume_queue_writer import kept_rows
 from .model import STORE, Queue, RecoveryPlan
 from .queues import truncate_queue_plan
-from .report import QueueChange, RecoveryReport
+from .report import DispatchStop, QueueChange, RecoveryReport
 
 
 def file_view(f, size: int):
@@ -230,6 +230,54 @@ def _queue_columns(records):
     return list(topics), codes, col(1), col(2), col(3), col(9), bases, col(12)
 
 
+class DispatchStopWatch:
+    """Where re-dispatch stops writing consume queues for good
+    (:class:`~rmqlab.recovery.report.DispatchStop`): fed the dispatch requests a chunk at
+    a time, in commitlog order, it finds the first record of a consume or batch queue whose
+    topic is longer than a file name may be in the store's filesystem (the queue's
+    directory cannot be made: Java ``UtilAll.ensureDirOK`` logs mkdir Failed, the unit's
+    file is never created, and ``putMessagePositionInfoWrapper`` gives up with
+    ``makeLogicsQueueError``), and counts the records from there on that a consume queue
+    would get and none holds (``plan.hints``).  An LMQ queue that cannot be made stops
+    nothing (``ConsumeQueue.doDispatchLmqQueue`` retries, then goes on).  The plan's
+    simulation and the outcome verify judges by both read it here."""
+
+    def __init__(self, most_name: int, hints: np.ndarray):
+        self.most_name, self.hints = most_name, hints
+        self.stop: DispatchStop | None = None
+
+    def feed(self, records) -> int:
+        """How many of the chunk's rows, from its first, dispatch puts in queues: all of
+        them before the stop, up to and including the record that stops it, none after."""
+        topics, topic_code, queue_id, offset, _size, sys_flag, _b, _s = _queue_columns(records)
+        n, start, through = len(offset), 0, 0
+        if self.stop is None:
+            long = [i for i, t in enumerate(topics) if len(t.encode("utf-8")) > self.most_name]
+            rows = np.flatnonzero(np.isin(topic_code, long) & goes_to_consume_queue(sys_flag)) if long else ()
+            if not len(rows):
+                return n
+            start = int(rows[0])
+            through = start + 1
+            self.stop = DispatchStop(int(offset[start]), f"{topics[int(topic_code[start])]}/{int(queue_id[start])}")
+        tail = slice(start, n)
+        held = np.zeros(n - start, dtype=bool)
+        if len(self.hints):
+            at = np.minimum(np.searchsorted(self.hints, offset[tail]), len(self.hints) - 1)
+            held = self.hints[at] == offset[tail]
+        self.stop.records += int((goes_to_consume_queue(sys_flag[tail]) & ~held).sum())
+        return through
+
+
+def dispatch_stop(rep: RecoveryReport, plan: RecoveryPlan, cfg: MessageStoreConfig) -> None:
+    """``rep.dispatch_stop`` from the records re-dispatch is handed, without the rest of
+    the simulation (what verify's outcome needs: :func:`rmqlab.recovery.recover.plan`
+    with ``outcome_only``)."""
+    watch = DispatchStopWatch(name_max(rep.root), plan.hints)
+    for records in records_to_dispatch(rep, plan, cfg).over(plan.files, cfg.mapped_file_size_commit_log):
+        watch.feed(records)
+    rep.dispatch_stop = watch.stop
+
+
 def simulate_queues(rep: RecoveryReport, plan: RecoveryPlan, chunks, delay_levels: dict) -> None:
     """Fill the per-queue part of the report (what dispatch and truncation do), read-only.
     ``chunks``: the dispatch requests (columns or lists), in commitlog order, a chunk at
@@ -245,6 +293,7 @@ def simulate_queues(rep: RecoveryReport, plan: RecoveryPlan, chunks, delay_level
     last_offset: dict[tuple[str, int], int] = {}  # a batch queue's max offset after what dispatch adds
     first_offset: dict[tuple[str, int], int] = {}  # a created consume queue's first queue offset
     most_name = name_max(rep.root)
+    watch = DispatchStopWatch(most_name, plan.hints)
     for k, q in queues.items():
         changes[k] = QueueChange(q.name, q.count, q.max_offset_in_queue, q.max_physic_offset, [p.name for p in q.deleted] + [f"{CONSUMEQUEUE_EXT_DIR}/{p.name}" for p in q.ext_deleted])
     def created(k, at: int) -> bool:
@@ -258,6 +307,8 @@ def simulate_queues(rep: RecoveryReport, plan: RecoveryPlan, chunks, delay_level
             batch[k] = k[0] in plan.batch_topics
             where = BATCH_CONSUMEQUEUE_DIR if batch[k] else CONSUMEQUEUE_DIR
             _insert_at_offset(rep.log_lines, at, f"{STORE}/{where}/{k[0]}/{k[1]} mkdir {'Failed' if unmakeable else 'OK'}")
+            if unmakeable and watch.stop is not None and watch.stop.queue == f"{k[0]}/{k[1]}":
+                _insert_at_offset(rep.log_lines, at, f"[BUG]consume queue can not write, {k[0]} {k[1]}")
         return not changes[k].unmakeable
 
     def add_entries(k, g: np.ndarray, qoffs: np.ndarray) -> None:
@@ -272,7 +323,10 @@ def simulate_queues(rep: RecoveryReport, plan: RecoveryPlan, chunks, delay_level
 
     for records in chunks:
         topics, topic_code, queue_id, offset, size, sys_flag, bases, batch_sizes = _queue_columns(records)
-        rows = np.flatnonzero(goes_to_consume_queue(sys_flag))
+        # rows past a record no queue can be made for get no unit in any queue (nor LMQ
+        # units, which follow a put that succeeded)
+        through = watch.feed(records)
+        rows = np.flatnonzero(goes_to_consume_queue(sys_flag[:through]))
         cq_offsets = records.consume_queue_offset if not isinstance(records, list) else np.asarray([r.consume_queue_offset for r in records], np.int64)
 
         simple = np.zeros(len(offset), bool)  # rows put into a consume queue: multi-dispatch follows them
@@ -324,6 +378,7 @@ def simulate_queues(rep: RecoveryReport, plan: RecoveryPlan, chunks, delay_level
         else:
             ch.max_offset_after = q.first_queue_offset + q.count + ch.added_entries - ch.cut_entries
     rep.queues = sorted(changes.values(), key=lambda c: c.queue)
+    rep.dispatch_stop = watch.stop
     most = max(maxp.values(), default=-1)
     plan.queues_max_after = min(most, process) if plan.truncate_cq else most
 

@@ -94,6 +94,24 @@ class QueueShort:
 
 
 @dataclass
+class DispatchStop:
+    """Where re-dispatch stops writing consume queues for good: the first record handed
+    to dispatch whose queue's directory cannot be made (its topic is longer than a file
+    name may be).  Java ``ConsumeQueue.putMessagePositionInfoWrapper`` (and
+    ``BatchConsumeQueue``'s) tries 30 times a second apart, then
+    ``RunningFlags.makeLogicsQueueError``: ``isCQWriteable`` is false from then on, so
+    no queue gets a unit of any later record, and ``isWriteable`` too, so the broker
+    refuses every put (``HookUtils.checkBeforePutMessage``: SERVICE_NOT_AVAILABLE) and
+    its shutdown keeps ``abort``: every start stops at the same record."""
+
+    physical_offset: int
+    queue: str  # "topic/queueId" of that record
+    #: records handed to dispatch from there on (that one included) that go to a consume
+    #: queue and that no queue holds: consumers never see them
+    records: int = 0
+
+
+@dataclass
 class QueueChange:
     """One consume queue's recovery."""
 
@@ -228,6 +246,8 @@ class RecoveryReport:
     #: where the writer's re-indexing stops for good (rocketmq-rust:
     #: Release.index_rebuild_contiguous); None where it does not
     index_stops_at: int | None = None
+    #: where re-dispatch stops putting units in any consume queue (None: it does not)
+    dispatch_stop: DispatchStop | None = None
     index_unfindable_first: list[int] = field(default_factory=list)
     log_lines: list[str] = field(default_factory=list)  # what RocketMQ would log, <store> for the root
     sidecar: str | None = None
@@ -250,9 +270,12 @@ class RecoveryReport:
         if not self.load_ok:
             return (f"RocketMQ's load refuses the store ({self.load_problems[0] if self.load_problems else 'see below'}): the broker does not start"
                     + (f"; {self.records_short} record(s) the queues name lie in the part of a short commitlog file that is gone" if self.records_short else ""))
+        stop = self.dispatch_stop
         return (f"the next start ends the log at {self.commitlog_end} and cuts "
                 + (f"{self.records_lost} message record(s)" if self.records_lost else "no message record")
-                + (f"; {self.records_missing} record(s) the queues name lie in missing commitlog file(s)" if self.records_missing else ""))
+                + (f"; {self.records_missing} record(s) the queues name lie in missing commitlog file(s)" if self.records_missing else "")
+                + (f"; its dispatch stops for good at {stop.physical_offset}, a record of {stop.queue}, whose directory cannot be made: "
+                   f"{stop.records} record(s) from there on reach no consume queue, and the broker refuses every put" if stop else ""))
 
     @property
     def records_missing(self) -> int:
@@ -271,7 +294,7 @@ class RecoveryReport:
 
     @property
     def consequence(self) -> str:
-        """clean, crashed and recovers without loss, or records lost (rmqlab.recovery.cause)."""
+        """What the next start means for the store, in the words every output uses (rmqlab.recovery.cause.consequence_of)."""
         return consequence_of(self)
 
     @property
@@ -358,6 +381,12 @@ class RecoveryReport:
                 out.append(f"                 … {len(self.lost_records) - 20} more")
         else:
             out.append("  lost records   none")
+        if self.dispatch_stop is not None:
+            st = self.dispatch_stop
+            out.append(f"  dispatch stops at {st.physical_offset}, a record of {st.queue}: no directory can have its topic's name, so RocketMQ's dispatch "
+                       "tries its unit 30 times a second apart, then writes no consume queue again (ConsumeQueue.putMessagePositionInfoWrapper: "
+                       f"RunningFlags.makeLogicsQueueError); {st.records} record(s) from there on reach no queue and the broker refuses every put "
+                       "(HookUtils.checkBeforePutMessage: SERVICE_NOT_AVAILABLE)")
         if self.timers_cut:
             out.append(f"  timers cut     {len(self.timers_cut)} pending timer message(s) among them never fire (rmq_sys_wheel_timer offsets "
                        + ", ".join(str(r.queue_offset) for r in self.timers_cut[:10]) + (" …" if len(self.timers_cut) > 10 else "") + ")")

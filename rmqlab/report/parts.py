@@ -282,7 +282,7 @@ def verdict_part(summary: dict, findings: dict, recovery: dict, consumers: dict)
     for the store (the consequence), then why (the cause of the cut, its file and offset,
     what the records it costs were and whether their producers were told they were
     stored), then the rest.  The colour follows the consequence (``level``)."""
-    from ..recovery.cause import CLEAN, DOES_NOT_START, NOT_JUDGED, RECORDS_LOST, RECOVERS_WITHOUT_LOSS
+    from ..recovery.cause import CLEAN, DISPATCH_STOPS, DOES_NOT_START, NOT_JUDGED, RECORDS_LOST, RECOVERS_WITHOUT_LOSS
     from ..store.release import ReleaseReading
 
     facts: dict = {}
@@ -317,6 +317,10 @@ def verdict_part(summary: dict, findings: dict, recovery: dict, consumers: dict)
         words.append(f"Does not start: {recovery['outcome']}.")
         if cause:
             words.append(f"The cause: {cause['line']}. {cause['meaning']}")
+    elif consequence == DISPATCH_STOPS:
+        said = recovery["outcome"].replace("the next start", "the broker's next start", 1)
+        words.append(f"Dispatch stops: {said}. Every later start stops at the same record: RocketMQ's dispatch gives up on a queue whose directory cannot be made "
+                     "and then writes no consume queue at all (RunningFlags.makeLogicsQueueError).")
     elif consequence == RECOVERS_WITHOUT_LOSS:
         words.append(f"Crashed, recovers without loss: the broker's last exit was not clean, and its next start ends the log at {recovery['commitlog_end']:,} "
                      "without cutting a message record.")
@@ -330,7 +334,7 @@ def verdict_part(summary: dict, findings: dict, recovery: dict, consumers: dict)
             words.append("The store could not be judged whole: rmqlab does not model what RocketMQ's start-up does with parts of it (Recovery, below).")
     if counts.get("error") and consequence in (CLEAN, RECOVERS_WITHOUT_LOSS):
         words.append(f"{counts['error']} error(s) were found all the same: damage the next start does not cut, which RocketMQ keeps and serves as it is (Findings, below).")
-    elif counts.get("error") and consequence in (RECORDS_LOST, DOES_NOT_START):
+    elif counts.get("error") and consequence in (RECORDS_LOST, DOES_NOT_START, DISPATCH_STOPS):
         words.append(f"{counts['error']} error(s) and {counts.get('warning', 0)} warning(s) in all (Findings, below).")
     if facts["writer"]:
         words.append(f"Its bytes say it was written by {facts['writer']}.")
@@ -348,6 +352,6 @@ def verdict_part(summary: dict, findings: dict, recovery: dict, consumers: dict)
     if lost_by_groups:
         words.append(f"{lost_by_groups} of the cut messages had not been consumed by the groups that committed offsets on their queues.")
     # the colour: what the next start costs, then what the checks found
-    facts["level"] = ("bad" if consequence in (RECORDS_LOST, DOES_NOT_START) or counts.get("error") else "warn" if consequence == RECOVERS_WITHOUT_LOSS
+    facts["level"] = ("bad" if consequence in (RECORDS_LOST, DOES_NOT_START, DISPATCH_STOPS) or counts.get("error") else "warn" if consequence == RECOVERS_WITHOUT_LOSS
                       else "good" if consequence == CLEAN else "unknown")
     return {"text": " ".join(words), **facts}

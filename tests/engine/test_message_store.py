@@ -182,13 +182,15 @@ def test_a_topic_longer_than_a_file_name_is_refused_and_a_log_holding_one_fails_
     not be made) is refused before anything is written, alone or as a batch's; one that
     is in the log already (written without the check) fails its dispatch with the
     directory named, not a traceback: the shutdown keeps abort, verify and the next start's
-    plan say no queue can be made for it, and the next open, which dispatches it again,
-    fails the same way."""
+    plan say no queue can be made for it and that RocketMQ's dispatch stops there for every
+    queue (a record after it reaches none), and recover and the next open (whose recovery
+    would dispatch it again) refuse the store, naming the record's file and offset."""
     from rmqlab.engine import MessageBatch
-    from rmqlab.errors import StoreFormatError
+    from rmqlab.errors import StoreFormatError, StoreLayoutError
     from rmqlab.files.mapped_file_queue import name_max
     from rmqlab.forensics.verify import verify_store
     from rmqlab.recovery import recover
+    from rmqlab.report import build_report
 
     root = tmp_path / "s"
     longest = "T" * name_max(str(tmp_path))
@@ -199,18 +201,28 @@ def test_a_topic_longer_than_a_file_name_is_refused_and_a_log_holding_one_fails_
         assert store.put(Message(longest, b"x")).ok
         store.validator.max_topic_dir = 1 << 20  # as a store written without the check
         store.validator._topics.clear()  # (its verdicts are cached per topic)
-        assert store.put(Message(longest + "T", b"x")).ok
+        stop = store.put(Message(longest + "T", b"x"))
+        assert stop.ok and store.put(Message("B", b"y")).ok
         with pytest.raises(StoreFormatError, match=f"consumequeue/{longest}T/0: cannot"):
             store.shutdown()  # its dispatch
     assert (root / "abort").exists()  # as Java's shutdown of a store that may be wrong: the next start recovers it
-    (missing,) = [f for f in verify_store(root).findings if f.kind == "CQ_MISSING_QUEUE"]
-    assert "none can be made" in missing.message and "recovery rebuilds it" not in missing.message
-    dry = recover(root)  # the next start's plan says the same: no directory, no unit
+    checks = verify_store(root)
+    missing = {f.file.rsplit("/", 2)[-2]: f.message for f in checks.findings if f.kind == "CQ_MISSING_QUEUE"}
+    assert "none can be made" in missing[longest + "T"] and "recovery rebuilds it" not in missing[longest + "T"]
+    assert f"rebuilds it only from its records before {stop.wrote_offset}, where dispatch stops" in missing["B"]
+    dry = recover(root)  # the next start's plan says the same: no directory, no unit, and no unit of B after it
     (queue,) = [q for q in dry.queues if q.queue == f"{longest}T/0"]
     assert queue.unmakeable and queue.added_entries == 0 and "cannot be rebuilt" in dry.to_text()
+    assert dry.queue("B/0") is None and (dry.dispatch_stop.physical_offset, dry.dispatch_stop.records) == (stop.wrote_offset, 2)
+    assert dry.consequence == checks.outcome == "dispatch stops" and checks.recovery.outcome() == dry.outcome()
     assert any(line.endswith(f"consumequeue/{longest}T/0 mkdir Failed") for line in dry.log_lines)
-    with pytest.raises(StoreFormatError, match=f"consumequeue/{longest}T/0: cannot"):
-        _open(root)  # recovery dispatches it again
+    verdict = build_report(root, verify_report=checks, draw_map=False).sections["verdict"]
+    assert verdict["level"] == "bad" and verdict["text"].startswith(f"Dispatch stops: the broker's next start ends the log at {dry.commitlog_end}")
+    with pytest.raises(StoreLayoutError, match="dispatch stops for good at this record"):
+        recover(root, out=tmp_path / "copy", config=small_config())
+    assert not (tmp_path / "copy").exists()
+    with pytest.raises(StoreFormatError, match="commitlog/00000000000000000000 @ offset .*: the next start's dispatch stops for good at this record"):
+        _open(root)  # its recovery would dispatch it again
 
 
 def test_delay_rewrite_and_transactions(tmp_path):
