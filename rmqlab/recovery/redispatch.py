@@ -271,11 +271,43 @@ class DispatchStopWatch:
 def dispatch_stop(rep: RecoveryReport, plan: RecoveryPlan, cfg: MessageStoreConfig) -> None:
     """``rep.dispatch_stop`` from the records re-dispatch is handed, without the rest of
     the simulation (what verify's outcome needs: :func:`rmqlab.recovery.recover.plan`
-    with ``outcome_only``)."""
-    watch = DispatchStopWatch(name_max(rep.root), plan.hints)
-    for records in records_to_dispatch(rep, plan, cfg).over(plan.files, cfg.mapped_file_size_commit_log):
+    with ``outcome_only``).  Only a V2 record can have a topic longer than a file name
+    (a V1 record's topic length is a signed byte): the others are not decoded unless one
+    stops dispatch, so a store whose whole log is handed to dispatch (no consume queues
+    left) costs a read of each record's magic, not a decode."""
+    chunks = records_to_dispatch(rep, plan, cfg)
+    pos, size = chunks.positions, cfg.mapped_file_size_commit_log
+    v2 = _v2_magic(plan, pos, size)
+    rep.dispatch_stop = None
+    if not v2.any():
+        return
+    first = DispatchStopWatch(name_max(rep.root), plan.hints)
+    for records in DispatchChunks(pos[v2], chunks.delay_levels).over(plan.files, size):
+        first.feed(records)
+        if first.stop is not None:
+            break
+    if first.stop is None:
+        return
+    watch = DispatchStopWatch(first.most_name, plan.hints)  # from the stop on, every record, to count those no queue gets
+    for records in DispatchChunks(pos[pos >= first.stop.physical_offset], chunks.delay_levels).over(plan.files, size):
         watch.feed(records)
     rep.dispatch_stop = watch.stop
+
+
+def _v2_magic(plan: RecoveryPlan, positions: np.ndarray, size: int) -> np.ndarray:
+    """Whether the record at each of ``positions`` (sorted; records the scan accepted, so
+    of magic V1 or V2, which differ in their last byte only) is a V2 record."""
+    out = np.zeros(len(positions), dtype=bool)
+    if not len(positions):
+        return out
+    starts = np.asarray([f.file_from_offset for f in plan.files], dtype=np.int64)
+    which = np.searchsorted(starts, positions, side="right") - 1
+    bounds = np.flatnonzero(np.concatenate(([True], which[1:] != which[:-1], [True])))
+    for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+        k = int(which[lo])
+        a = np.frombuffer(file_view(plan.files[k], size), dtype=np.uint8)
+        out[lo:hi] = a[positions[lo:hi] - starts[k] + (layout.MAGIC_AT + 3)] == _FIELDS["v2_last"]
+    return out
 
 
 def simulate_queues(rep: RecoveryReport, plan: RecoveryPlan, chunks, delay_levels: dict) -> None:
