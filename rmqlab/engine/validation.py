@@ -28,7 +28,7 @@ from __future__ import annotations
 import re
 
 from ..config import MessageStoreConfig
-from ..files.mapped_file_queue import name_max
+from ..files.mapped_file_queue import name_max, unmakeable
 from ..format import commitlog as cl
 from .results import PutMessageStatus
 
@@ -60,7 +60,7 @@ class Validator:
             out = (PutMessageStatus.MESSAGE_ILLEGAL, f"topic {topic!r} has characters outside [%|a-zA-Z0-9_-]", raw)
         elif len(raw) > TOPIC_MAX_LENGTH_V2:
             out = (PutMessageStatus.MESSAGE_ILLEGAL, f"topic is {len(raw)} bytes, more than {TOPIC_MAX_LENGTH_V2}", raw)
-        elif len(raw) > self.max_topic_dir:
+        elif unmakeable(raw, self.max_topic_dir):
             out = (PutMessageStatus.MESSAGE_ILLEGAL, f"topic is {len(raw)} bytes, more than the {self.max_topic_dir} a file name may have on the store's "
                    "filesystem: its consume queue directory could not be made", raw)
         elif len(raw) > cl.MAX_TOPIC_LENGTH_V1 and not self.config.auto_message_version_on_topic_len:

@@ -39,6 +39,13 @@ def name_max(directory: str | os.PathLike) -> int:
         return NAME_MAX
 
 
+def unmakeable(name: str | bytes, most: int) -> bool:
+    """Whether no directory can be named ``name`` where file names have at most ``most``
+    bytes (:func:`name_max`): a topic's queue directory, which Java's
+    ``UtilAll.ensureDirOK`` fails to make (mkdir Failed)."""
+    return len(name.encode("utf-8") if isinstance(name, str) else name) > most
+
+
 def file_name_for_offset(offset: int) -> str:
     """Java ``UtilAll.offset2FileName``: 20 digits, zero-padded."""
     return f"{offset:020d}"

@@ -48,7 +48,7 @@ from ..errors import StoreFormatError
 from ..files.rocksdb import RocksDBUnavailable
 from ..progress import Progress, Silent
 from ..files.extent import nonzero_extent, nonzero_past, zero_runs
-from ..files.mapped_file_queue import name_max
+from ..files.mapped_file_queue import name_max, unmakeable
 from ..format.consumequeue import BCQ_STORE_UNIT_SIZE, EXT_MAX_ADDR, PRE_BLANK_SIZE
 from ..format.hashing import java_string_hash
 from ..format.properties import INNER_MULTI_DISPATCH as LMQ_MULTI_DISPATCH, INNER_MULTI_QUEUE_OFFSET as LMQ_MULTI_QUEUE_OFFSET, LMQ_DISPATCH_SEPARATOR
@@ -1195,10 +1195,9 @@ class _Verifier:
                 topic, qid = self._queue_of(key)
                 if lay.apart_from_join(topic):
                     continue
-                size, most = len(topic.encode("utf-8")), name_max(self.root)
-                stop = self.dispatch_stop_at
-                if size > most:
-                    fate = f"none can be made: the topic is {size} bytes, more than the {most} a file name may have on this filesystem, so no dispatch puts these records in a queue"
+                most, stop = name_max(self.root), self.dispatch_stop_at
+                if unmakeable(topic, most):
+                    fate = f"none can be made: the topic is {len(topic.encode('utf-8'))} bytes, more than the {most} a file name may have on this filesystem, so no dispatch puts these records in a queue"
                 elif stop is not None and phy >= stop:
                     fate = (f"abnormal recovery rebuilds it only from its records before {stop}, where dispatch stops for good "
                             "(the outcome says why): those after it reach no queue")

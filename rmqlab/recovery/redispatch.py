@@ -17,7 +17,7 @@ import numpy as np
 from ..config import MessageStoreConfig
 from ..format import commitlog as cl
 from ..format import layout
-from ..files.mapped_file_queue import name_max
+from ..files.mapped_file_queue import name_max, unmakeable
 from ..format.layout import PREFIX_DTYPES
 from ..rules import BATCH_CONSUMEQUEUE_DIR, CONSUMEQUEUE_DIR, CONSUMEQUEUE_EXT_DIR, goes_to_consume_queue, multi_dispatch_targets
 from ..writers.batch_consume_queue_writer import kept_rows
@@ -252,7 +252,7 @@ class DispatchStopWatch:
         topics, topic_code, queue_id, offset, _size, sys_flag, _b, _s = _queue_columns(records)
         n, start, through = len(offset), 0, 0
         if self.stop is None:
-            long = [i for i, t in enumerate(topics) if len(t.encode("utf-8")) > self.most_name]
+            long = [i for i, t in enumerate(topics) if unmakeable(t, self.most_name)]
             rows = np.flatnonzero(np.isin(topic_code, long) & goes_to_consume_queue(sys_flag)) if long else ()
             if not len(rows):
                 return n
@@ -333,13 +333,13 @@ def simulate_queues(rep: RecoveryReport, plan: RecoveryPlan, chunks, delay_level
         ``UtilAll.ensureDirOK``), which fails for a topic longer than a file name may be;
         ``ConsumeQueue.putMessagePositionInfoWrapper`` then writes none of its units."""
         if k not in changes:
-            unmakeable = len(k[0].encode("utf-8")) > most_name
-            changes[k] = QueueChange(f"{k[0]}/{k[1]}", 0, 0, -1, created=True, unmakeable=unmakeable)
+            cannot = unmakeable(k[0], most_name)
+            changes[k] = QueueChange(f"{k[0]}/{k[1]}", 0, 0, -1, created=True, unmakeable=cannot)
             maxp[k] = -1
             batch[k] = k[0] in plan.batch_topics
             where = BATCH_CONSUMEQUEUE_DIR if batch[k] else CONSUMEQUEUE_DIR
-            _insert_at_offset(rep.log_lines, at, f"{STORE}/{where}/{k[0]}/{k[1]} mkdir {'Failed' if unmakeable else 'OK'}")
-            if unmakeable and watch.stop is not None and watch.stop.queue == f"{k[0]}/{k[1]}":
+            _insert_at_offset(rep.log_lines, at, f"{STORE}/{where}/{k[0]}/{k[1]} mkdir {'Failed' if cannot else 'OK'}")
+            if cannot and watch.stop is not None and watch.stop.queue == f"{k[0]}/{k[1]}":
                 _insert_at_offset(rep.log_lines, at, f"[BUG]consume queue can not write, {k[0]} {k[1]}")
         return not changes[k].unmakeable
 
