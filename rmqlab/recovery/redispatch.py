@@ -250,6 +250,10 @@ class DispatchStopWatch:
         """How many of the chunk's rows, from its first, dispatch puts in queues: all of
         them before the stop, up to and including the record that stops it, none after."""
         topics, topic_code, queue_id, offset, _size, sys_flag, _b, _s = _queue_columns(records)
+        return self.feed_columns(topics, topic_code, queue_id, offset, sys_flag)
+
+    def feed_columns(self, topics, topic_code, queue_id, offset, sys_flag) -> int:
+        """:meth:`feed` of a chunk's columns (:func:`_queue_columns`)."""
         n, start, through = len(offset), 0, 0
         if self.stop is None:
             long = [i for i, t in enumerate(topics) if unmakeable(t, self.most_name)]
@@ -357,7 +361,7 @@ def simulate_queues(rep: RecoveryReport, plan: RecoveryPlan, chunks, delay_level
         topics, topic_code, queue_id, offset, size, sys_flag, bases, batch_sizes = _queue_columns(records)
         # rows past a record no queue can be made for get no unit in any queue (nor LMQ
         # units, which follow a put that succeeded)
-        through = watch.feed(records)
+        through = watch.feed_columns(topics, topic_code, queue_id, offset, sys_flag)
         rows = np.flatnonzero(goes_to_consume_queue(sys_flag[:through]))
         cq_offsets = records.consume_queue_offset if not isinstance(records, list) else np.asarray([r.consume_queue_offset for r in records], np.int64)
 
