@@ -239,7 +239,9 @@ class DispatchStopWatch:
     file is never created, and ``putMessagePositionInfoWrapper`` gives up with
     ``makeLogicsQueueError``), and counts the records from there on that a consume queue
     would get and none holds (``plan.hints``).  An LMQ queue that cannot be made stops
-    nothing (``ConsumeQueue.doDispatchLmqQueue`` retries, then goes on).  The plan's
+    nothing (``ConsumeQueue.doDispatchLmqQueue`` retries, then goes on).  rocketmq-rust
+    1.0.0 does as Java (``single_consume_queue.rs``: ``put_message_position_info_wrapper``
+    then ``make_logics_queue_error``, ``is_cq_writeable`` checked first).  The plan's
     simulation and the outcome verify judges by both read it here."""
 
     def __init__(self, most_name: int, hints: np.ndarray):
