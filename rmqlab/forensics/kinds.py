@@ -104,7 +104,9 @@ KINDS: dict[str, Kind] = {
                     "Recovery re-dispatches the log from its start point on: records after it reach the queue again; records before it stay missing "
                     "(consumers never see them) — the finding says which."),
     "CQ_MISSING_QUEUE": _k("queue directory missing",
-                           "Abnormal recovery re-dispatches from its start file and rebuilds what it reaches; records before it stay unreachable by queue."),
+                           "Abnormal recovery re-dispatches from its start file and rebuilds what it reaches; records before it stay unreachable by queue. "
+                           "A topic longer than a file name may be has no directory to rebuild: RocketMQ's dispatch gives up there and writes no queue again "
+                           "(the outcome `dispatch stops`) — the finding says which."),
     "CQ_STALE_ENTRIES": _k("valid-looking units after the queue's end",
                            "ConsumeQueue.recover stops at the first invalid unit and ignores them; the next put overwrites them."),
     "CQ_EXT_MISSING": _k("consume-queue ext file missing",
