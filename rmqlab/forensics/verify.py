@@ -1923,8 +1923,17 @@ def next_start_report(root, config: MessageStoreConfig | None = None, rocketmq_v
 def cause_first(findings: list[Finding], recovery) -> None:
     """The finding that ends the log (``recovery.cause``: rmqlab.recovery.cause) first in
     ``findings``, and an error whatever its kind: the walk's own finding of that kind at
-    that place where it made one, else one said here."""
+    that place where it made one, else one said here.  Where nothing is cut but dispatch
+    stops (``recovery.dispatch_stop``), the missing queue that stops it first."""
     cause = recovery.cause
+    stop = recovery.dispatch_stop
+    if cause is None and stop is not None:
+        # nothing cut, but dispatch stops: the queue that stops it comes first, saying so
+        f = next((f for f in findings if f.kind == "CQ_MISSING_QUEUE" and Path(f.file).parts[-2:] == tuple(stop.queue.rsplit("/", 1))), None)
+        if f is not None:
+            findings.remove(f)
+            f.message += f"; {recovery.outcome()}"
+            findings.insert(0, f)
     if cause is None:
         return
     # the walk's finding of that kind at that place; else the cause is said in a finding of

@@ -210,6 +210,8 @@ def test_a_topic_longer_than_a_file_name_is_refused_and_a_log_holding_one_fails_
     missing = {f.file.rsplit("/", 2)[-2]: f.message for f in checks.findings if f.kind == "CQ_MISSING_QUEUE"}
     assert "none can be made" in missing[longest + "T"] and "recovery rebuilds it" not in missing[longest + "T"]
     assert f"rebuilds it only from its records before {stop.wrote_offset}, where dispatch stops" in missing["B"]
+    first = checks.findings[0]  # what stops it, first
+    assert first.kind == "CQ_MISSING_QUEUE" and first.file.endswith(f"{longest}T/0") and "dispatch stops for good" in first.message
     dry = recover(root)  # the next start's plan says the same: no directory, no unit, and no unit of B after it
     (queue,) = [q for q in dry.queues if q.queue == f"{longest}T/0"]
     assert queue.unmakeable and queue.added_entries == 0 and "cannot be rebuilt" in dry.to_text()
