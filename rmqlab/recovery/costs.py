@@ -24,7 +24,7 @@ from ..rules import goes_to_consume_queue, goes_to_index
 from ..scan.acceptance import scan_file
 from .cause import cause_of
 from .model import RecoveryPlan
-from .redispatch import file_view
+from .redispatch import BULK_DISPATCH_MIN, file_view
 from .report import UNREADABLE, CutRange, GroupLoss, LostRecord, QueueShort, RecoveryReport
 
 
@@ -214,16 +214,20 @@ def unfindable_keys(rep: RecoveryReport, plan: RecoveryPlan, cfg: MessageStoreCo
     spans = [(a, b) for a, b in spans if b > a]
     if not spans:
         return
-    import pyarrow.compute as pc
-
     count, first = 0, []
     for cols in (c for a, b in spans for c in _requests_between(plan, a, b, cfg)):
-        keyed = np.zeros(len(cols), bool)
-        for col in (cols.keys, cols.uniq_key):
-            keyed |= np.asarray(pc.fill_null(pc.greater(pc.utf8_length(pc.utf8_trim(col, " ")), 0), False).to_numpy(zero_copy_only=False), bool)
-        keyed &= np.asarray(goes_to_index(cols.sys_flag), bool)
-        count += int(keyed.sum())
-        first += cols.commitlog_offset[keyed][: 5 - len(first)].tolist() if len(first) < 5 else []
+        if isinstance(cols, list):  # a few records, read one by one (no Arrow)
+            keyed_at = [r.commitlog_offset for r in cols if goes_to_index(r.sys_flag) and ((r.keys or "").strip(" ") or (r.uniq_key or "").strip(" "))]
+        else:
+            import pyarrow.compute as pc
+
+            keyed = np.zeros(len(cols), bool)
+            for col in (cols.keys, cols.uniq_key):
+                keyed |= np.asarray(pc.fill_null(pc.greater(pc.utf8_length(pc.utf8_trim(col, " ")), 0), False).to_numpy(zero_copy_only=False), bool)
+            keyed &= np.asarray(goes_to_index(cols.sys_flag), bool)
+            keyed_at = cols.commitlog_offset[keyed].tolist()
+        count += len(keyed_at)
+        first += keyed_at[: 5 - len(first)] if len(first) < 5 else []
     rep.index_unfindable, rep.index_unfindable_first = count, first
 
 
@@ -248,9 +252,12 @@ def _requests_between(plan: RecoveryPlan, lo: int, hi: int, cfg: MessageStoreCon
     ``before``: (offset, size) of a record a queue's unit says ends at ``lo``; where
     the acceptance walk from that record reaches ``lo``, the walk of its file starts
     there instead of at the file's first byte (a queue ending in the file before
-    recovery's start file: the walk of a whole 1 GiB file cost ~1.5 s)."""
+    recovery's start file: the walk of a whole 1 GiB file cost ~1.5 s).  Fewer than
+    :data:`~rmqlab.recovery.redispatch.BULK_DISPATCH_MIN` records of a file come as a list
+    of :class:`~rmqlab.scan.dispatch_request.DispatchRequest` s, read one by one: the bulk
+    reader's compiled loops and Arrow cost a small store's dry run ~0.5 s to load."""
     from ..format.record import RecordError
-    from ..scan.dispatch_request import read_dispatch_columns
+    from ..scan.dispatch_request import read_dispatch_columns, read_dispatch_request
 
     fsize = cfg.mapped_file_size_commit_log
     walked = _walked(plan)
@@ -268,7 +275,10 @@ def _requests_between(plan: RecoveryPlan, lo: int, hi: int, cfg: MessageStoreCon
         if not len(starts):
             continue
         try:
-            yield read_dispatch_columns(view, starts, file_base=f.file_from_offset, file=str(f.path), delay_levels={})
+            if len(starts) < BULK_DISPATCH_MIN:
+                yield [read_dispatch_request(view, int(p), file_base=f.file_from_offset, file=str(f.path), delay_levels={}) for p in starts.tolist()]
+            else:
+                yield read_dispatch_columns(view, starts, file_base=f.file_from_offset, file=str(f.path), delay_levels={})
         except RecordError:
             continue
 
@@ -332,11 +342,15 @@ def queues_left_short(rep: RecoveryReport, plan: RecoveryPlan, cfg: MessageStore
     unit = plan.queues[first].last_unit() if ends[first] == plan.queues[first].physic_end else None
     found: dict[tuple[str, int], list] = {}
     for cols in _requests_between(plan, lo, hi, cfg, None if unit is None else (int(unit["commitlog_offset"]), int(unit["size"]))):
-        rows = np.flatnonzero(goes_to_consume_queue(cols.sys_flag))
-        for r in rows.tolist():
-            k = (cols.topic_of(r), int(cols.queue_id[r]))
-            if k in ends and int(cols.commitlog_offset[r]) >= ends[k]:
-                got = found.setdefault(k, [0, int(cols.consume_queue_offset[r]), int(cols.commitlog_offset[r])])
+        if isinstance(cols, list):
+            rows = [(r.topic, r.queue_id, r.commitlog_offset, r.consume_queue_offset) for r in cols if goes_to_consume_queue(r.sys_flag)]
+        else:
+            rows = [(cols.topic_of(r), int(cols.queue_id[r]), int(cols.commitlog_offset[r]), int(cols.consume_queue_offset[r]))
+                    for r in np.flatnonzero(goes_to_consume_queue(cols.sys_flag)).tolist()]
+        for topic, qid, phy, qoff in rows:
+            k = (topic, qid)
+            if k in ends and phy >= ends[k]:
+                got = found.setdefault(k, [0, qoff, phy])
                 got[0] += 1
     rep.queues_short = [QueueShort(f"{k[0]}/{k[1]}", n, qoff, phy, hi) for k, (n, qoff, phy) in sorted(found.items())]
 

@@ -142,13 +142,15 @@ def test_the_command_line_starts_without_the_heavy_libraries():
     assert build_parser(None).format_help() == whole.format_help()
 
 
-@pytest.mark.parametrize("argv", [["info", "crashed"], ["dump", "clean"], ["recover", "crashed"], ["verify", "damaged"], ["map", "damaged"]])
+@pytest.mark.parametrize("argv", [["info", "crashed"], ["dump", "clean"], ["recover", "crashed"], ["recover", "clean"], ["verify", "damaged"], ["map", "damaged"]])
 def test_a_read_command_on_a_small_store_does_without_the_compiled_loops(argv):
     """A small store's records are read one by one (the decoder's SMALL_RANGE, the
     recovery walk's KERNEL_FROM) and verify's index loops and re-dispatch's queue
-    check run interpreted (kernels.INTERPRETED_BELOW, INTERPRETED_QUEUE_CHECK_BELOW): numba, ~0.5 s
-    of a command's start to import and load, is not imported at all; the answer is the
-    one the compiled loops give when every threshold is 0."""
+    check run interpreted (kernels.INTERPRETED_BELOW, INTERPRETED_QUEUE_CHECK_BELOW), and
+    the dry run's few records between the queues' end and re-dispatch are read one by one
+    (redispatch.BULK_DISPATCH_MIN): numba, ~0.5 s of a command's start to import and load,
+    is not imported at all; the answer is the one the compiled loops give when every
+    threshold is 0."""
     import subprocess
     import sys
 
@@ -162,8 +164,9 @@ def test_a_read_command_on_a_small_store_does_without_the_compiled_loops(argv):
     loaded, _, text = done.partition("\n")
     assert loaded == "False", f"rmqlab {' '.join(argv)} imported numba"
     # the same command with every threshold at 0: the compiled loops read it all
-    loops = ("from rmqlab.scan import acceptance, decode, kernels\n"
-             "acceptance.KERNEL_FROM = kernels.INTERPRETED_QUEUE_CHECK_BELOW = kernels.INTERPRETED_BELOW = 0\ndecode.SMALL_RANGE = -1\n")
+    loops = ("from rmqlab.scan import acceptance, decode, kernels\nfrom rmqlab.recovery import costs, redispatch\n"
+             "acceptance.KERNEL_FROM = kernels.INTERPRETED_QUEUE_CHECK_BELOW = kernels.INTERPRETED_BELOW = 0\ndecode.SMALL_RANGE = -1\n"
+             "costs.BULK_DISPATCH_MIN = redispatch.BULK_DISPATCH_MIN = 0\n")
     with_loops = subprocess.run([sys.executable, "-c", loops + probe],
                                 capture_output=True, text=True, check=True).stdout
     assert with_loops.startswith("True\n")
