@@ -1409,10 +1409,10 @@ def apply(
         plan.close()
         raise StoreLayoutError(root / INDEX_DIR, None, plan.index_size_unknown + "; nothing was written")
     if rep.dispatch_stop is not None:
-        stop, fsize = rep.dispatch_stop, plan.config.mapped_file_size_commit_log
-        base = stop.physical_offset - stop.physical_offset % fsize
+        stop = rep.dispatch_stop
+        f = next(f for f in reversed(plan.files) if f.file_from_offset <= stop.physical_offset)  # the log's own file (storePathCommitLog may name several dirs)
         plan.close()
-        raise StoreLayoutError(root / COMMITLOG_DIR / f"{base:020d}", stop.physical_offset - base, f"the next start's dispatch stops for good at this record of {stop.queue}: no "
+        raise StoreLayoutError(f.path, stop.physical_offset - f.file_from_offset, f"the next start's dispatch stops for good at this record of {stop.queue}: no "
                                "directory can have its topic's name, so RocketMQ's start leaves the queues short of the log's end and the store unwriteable, "
                                "and no recovery can finish it; nothing was written (the dry run says what the start does)")
     t0 = time.perf_counter()

@@ -36,6 +36,27 @@ def file_view(f, size: int):
     return data + bytes(size - len(data))
 
 
+def file_runs(files, positions: np.ndarray):
+    """``(k, lo, hi)`` for each run of ``positions`` (sorted physical offsets) that lies in
+    ``files[k]`` (the log's files in offset order): ``positions[lo:hi]``."""
+    if not len(positions):
+        return
+    starts = np.asarray([f.file_from_offset for f in files], dtype=np.int64)
+    which = np.searchsorted(starts, positions, side="right") - 1
+    bounds = np.flatnonzero(np.concatenate(([True], which[1:] != which[:-1], [True])))
+    for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+        yield int(which[lo]), lo, hi
+
+
+def held_by_queues(hints: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Which of ``offsets`` some queue's unit points at (``hints``: every unit's commitlog
+    offset, sorted: ``RecoveryPlan.hints``), and where each was looked up in ``hints``."""
+    if not len(hints):
+        return np.zeros(len(offsets), dtype=bool), np.zeros(len(offsets), dtype=np.int64)
+    at = np.minimum(np.searchsorted(hints, offsets), len(hints) - 1)
+    return hints[at] == offsets, at
+
+
 #: below this many records to re-dispatch, they are decoded one by one (no pyarrow)
 BULK_DISPATCH_MIN = 4096
 
@@ -83,11 +104,7 @@ def records_to_dispatch(rep: RecoveryReport, plan: RecoveryPlan, cfg: MessageSto
     # and a RocksDB written beside the file queues (a copy of them, or keys and
     # transactions in rocksdbstore/) gets every record too: it may lack what they hold
     if len(pos) and not plan.multi_dispatch and not plan.consume_queue_ext and not plan.rocksdb_beside:
-        in_cq = np.zeros(len(pos), dtype=bool)
-        present = plan.hints  # every queue entry's commitlog offset, sorted
-        if len(present):
-            at = np.minimum(np.searchsorted(present, pos), len(present) - 1)
-            in_cq = present[at] == pos
+        in_cq, at = held_by_queues(plan.hints, pos)
         index_skip = (pos < plan.index_end_phy) if cfg.message_index_enable else np.ones(len(pos), dtype=bool)
         drop = np.flatnonzero(in_cq & index_skip)
         if len(drop):
@@ -154,11 +171,7 @@ class DispatchChunks:
                 out.append(_decode_one(files[k], file_view(files[k], self.file_size), p, self.delay_levels))
             yield out
             return
-        starts = np.asarray([f.file_from_offset for f in files], dtype=np.int64)
-        which = np.searchsorted(starts, pos, side="right") - 1
-        bounds = np.flatnonzero(np.concatenate(([True], which[1:] != which[:-1], [True])))
-        for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
-            k = int(which[a])
+        for k, a, b in file_runs(files, pos):
             view = file_view(files[k], self.file_size)
             for c in range(a, b, DISPATCH_CHUNK):
                 yield _decode_for_dispatch(files[k], view, pos[c : min(b, c + DISPATCH_CHUNK)], self.delay_levels)
@@ -191,13 +204,9 @@ def _in_their_queue(plan: RecoveryPlan, views: list, positions: np.ndarray, owne
     for i, t in enumerate(topics):
         table[i, : len(t)] = np.frombuffer(t, dtype=np.uint8)
     ok = np.zeros(len(positions), dtype=bool)
-    starts = np.asarray([f.file_from_offset for f in plan.files], dtype=np.int64)
-    which = np.searchsorted(starts, positions, side="right") - 1
-    bounds = np.flatnonzero(np.concatenate(([True], which[1:] != which[:-1], [True])))
-    for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
-        k = int(which[lo])
-        a = np.frombuffer(views[k], dtype=np.uint8)
-        ok[lo:hi] = kernels.in_own_queue(a, positions[lo:hi] - starts[k], owner[lo:hi], table, topic_lens, queue_ids, int(starts[k]), _PREFIX_SIZES, _FIELDS)
+    for k, lo, hi in file_runs(plan.files, positions):
+        a, base = np.frombuffer(views[k], dtype=np.uint8), plan.files[k].file_from_offset
+        ok[lo:hi] = kernels.in_own_queue(a, positions[lo:hi] - base, owner[lo:hi], table, topic_lens, queue_ids, int(base), _PREFIX_SIZES, _FIELDS)
     return ok
 
 
@@ -265,12 +274,8 @@ class DispatchStopWatch:
             start = int(rows[0])
             through = start + 1
             self.stop = DispatchStop(int(offset[start]), f"{topics[int(topic_code[start])]}/{int(queue_id[start])}")
-        tail = slice(start, n)
-        held = np.zeros(n - start, dtype=bool)
-        if len(self.hints):
-            at = np.minimum(np.searchsorted(self.hints, offset[tail]), len(self.hints) - 1)
-            held = self.hints[at] == offset[tail]
-        self.stop.records += int((goes_to_consume_queue(sys_flag[tail]) & ~held).sum())
+        held, _ = held_by_queues(self.hints, offset[start:])
+        self.stop.records += int((goes_to_consume_queue(sys_flag[start:]) & ~held).sum())
         return through
 
 
@@ -304,15 +309,10 @@ def _v2_magic(plan: RecoveryPlan, positions: np.ndarray, size: int) -> np.ndarra
     """Whether the record at each of ``positions`` (sorted; records the scan accepted, so
     of magic V1 or V2, which differ in their last byte only) is a V2 record."""
     out = np.zeros(len(positions), dtype=bool)
-    if not len(positions):
-        return out
-    starts = np.asarray([f.file_from_offset for f in plan.files], dtype=np.int64)
-    which = np.searchsorted(starts, positions, side="right") - 1
-    bounds = np.flatnonzero(np.concatenate(([True], which[1:] != which[:-1], [True])))
-    for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
-        k = int(which[lo])
-        a = np.frombuffer(file_view(plan.files[k], size), dtype=np.uint8)
-        out[lo:hi] = a[positions[lo:hi] - starts[k] + (layout.MAGIC_AT + 3)] == _FIELDS["v2_last"]
+    for k, lo, hi in file_runs(plan.files, positions):
+        f = plan.files[k]
+        a = np.frombuffer(file_view(f, size), dtype=np.uint8)
+        out[lo:hi] = a[positions[lo:hi] - f.file_from_offset + (layout.MAGIC_AT + 3)] == _FIELDS["v2_last"]
     return out
 
 
